@@ -1,0 +1,49 @@
+// What an op launcher takes: a shape and the device bytes behind it. Ops check shapes
+// and sizes here, before any GPU work, and throw ShapeError naming the op and shapes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "vk/memory.h"
+
+namespace vkgrad::ops {
+
+// Up to 4 dims, row-major, the last one contiguous.
+class Shape {
+ public:
+  static constexpr int kMaxRank = 4;
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  int rank() const { return rank_; }
+  int64_t operator[](int axis) const { return dims_[axis]; }
+  int64_t back() const { return rank_ ? dims_[rank_ - 1] : 1; }
+  int64_t numel() const;
+  // Product of all dims but the last: the number of rows a row-wise op sees.
+  int64_t rows() const { return back() ? numel() / back() : 0; }
+  std::string str() const;  // "(4,8)"
+  bool operator==(const Shape& other) const;
+
+ private:
+  std::array<int64_t, kMaxRank> dims_{};
+  int rank_ = 0;
+};
+
+// 32-bit elements (float, or int for ids/targets) of buffer at byte offset, in shape order.
+struct TensorView {
+  const vk::Buffer* buffer = nullptr;
+  uint64_t offset = 0;  // bytes
+  Shape shape;
+  uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
+};
+
+inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 0) {
+  return {&buffer, offset, shape};
+}
+
+// Throws ShapeError "<op>: <name> <shape> needs N bytes, its buffer has M" (or no buffer).
+void checkFits(const char* op, const char* name, const TensorView& t);
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,85 @@
+// A Context is one logical device and compute queue, plus what the engine builds on
+// it: the allocator, the staging buffer and the kernel cache. It either owns the
+// whole Vulkan stack or adopts a host app's instance and device (and destroys neither).
+// A Context is used from one thread at a time and outlives everything made from it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <volk.h>
+
+#include "vk/device_info.h"
+
+namespace vkgrad::vk {
+
+class Instance;
+class Allocator;
+class Staging;
+class KernelCache;
+
+struct ContextOptions {
+  bool validation = false;  // Khronos validation layer + debug messenger
+  // Device index or case-insensitive name substring. Empty: the VKGRAD_DEVICE environment
+  // variable if set, else the first discrete GPU, else integrated, else any (lavapipe).
+  std::string device;
+};
+
+// A host app's Vulkan objects. The engine uses them and never destroys them. The device must
+// have been created with Vulkan 1.2 and a queue of queue_family that supports compute.
+struct ExternalDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  uint32_t queue_index = 0;
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+};
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  explicit Context(const ExternalDevice& external);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Device-level entry points of this device (a per-Context volk table).
+  const VolkDeviceTable& vk() const { return table_; }
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physicalDevice() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queueFamily() const { return queue_family_; }
+  const DeviceInfo& info() const { return info_; }
+  const Instance& instance() const { return *instance_; }
+  bool ownsDevice() const { return owns_device_; }
+
+  Allocator& allocator() { return *allocator_; }
+  Staging& staging() { return *staging_; }
+  KernelCache& kernels() { return *kernels_; }
+
+  // Validation warnings and errors seen so far (empty when validation is off).
+  std::vector<std::string> validationMessages() const;
+
+  // Waits for the queue; turns a lost device into DeviceLostError.
+  void waitIdle();
+
+ private:
+  void createEngineObjects();
+
+  std::unique_ptr<Instance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  bool owns_device_ = false;
+  DeviceInfo info_;
+  VolkDeviceTable table_{};
+  // Destroyed before the device (see ~Context).
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<Staging> staging_;
+  std::unique_ptr<KernelCache> kernels_;
+};
+
+}  // namespace vkgrad::vk

@@ -1,0 +1,41 @@
+// Host <-> device copies through one reusable host-visible buffer. Transfers larger
+// than the buffer go through it in chunks. Each call waits for its copies to finish,
+// so it is for datasets, parameters and readbacks, not for per-dispatch traffic.
+#pragma once
+
+#include <cstddef>
+
+#include <volk.h>
+
+namespace vkgrad::vk {
+
+class Context;
+class Buffer;
+
+class Staging {
+ public:
+  explicit Staging(Context& context, VkDeviceSize bytes = VkDeviceSize(16) << 20);
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  // Copies bytes from host src into dst at dst_offset. Throws if it does not fit in dst.
+  void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes);
+  // Copies bytes of src at src_offset into host dst.
+  void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes);
+
+ private:
+  void submitAndWait();
+
+  Context& context_;
+  VkDeviceSize bytes_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void* mapped_ = nullptr;
+  bool coherent_ = false;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+}  // namespace vkgrad::vk

@@ -1,0 +1,3 @@
+// Volk's implementation, compiled into vkgrad_vk (Debian ships volk as source).
+#define VOLK_IMPLEMENTATION
+#include <volk.h>

@@ -1,0 +1,31 @@
+#include "common/device_tensor.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "vk/memory.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+
+DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const float> data) {
+  if (size_t(shape.numel()) != data.size())
+    throw std::invalid_argument("upload: " + shape.str() + " does not hold " +
+                                std::to_string(data.size()) + " values");
+  DeviceTensor t{context.allocator().allocate(std::max<uint64_t>(4, data.size_bytes())), shape};
+  if (!data.empty()) context.staging().upload(t.buffer, 0, data.data(), data.size_bytes());
+  return t;
+}
+
+DeviceTensor poisoned(vk::Context& context, ops::Shape shape) {
+  std::vector<float> nan(shape.numel(), std::nanf(""));
+  return upload(context, shape, nan);
+}
+
+std::vector<float> download(vk::Context& context, const DeviceTensor& tensor) {
+  std::vector<float> out(tensor.shape.numel());
+  if (!out.empty()) context.staging().download(tensor.buffer, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+}  // namespace vkgrad::test

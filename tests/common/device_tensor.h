@@ -1,0 +1,23 @@
+// A buffer that owns its data for tests and apps: upload from host, poison, download.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "ops/tensor.h"
+#include "vk/context.h"
+
+namespace vkgrad::test {
+
+struct DeviceTensor {
+  vk::Buffer buffer;
+  ops::Shape shape;
+  ops::TensorView view() const { return ops::view(buffer, shape); }
+};
+
+DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const float> data);
+// Filled with a quiet-NaN pattern, so any element a kernel fails to write shows up.
+DeviceTensor poisoned(vk::Context& context, ops::Shape shape);
+std::vector<float> download(vk::Context& context, const DeviceTensor& tensor);
+
+}  // namespace vkgrad::test
