@@ -1,0 +1,110 @@
+#include "common/cli.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace vkgrad::apps {
+
+Cli::Cli(std::string program, std::string summary)
+    : program_(std::move(program)), summary_(std::move(summary)) {
+  flag("help", "print this help and exit");
+}
+
+Cli& Cli::option(const std::string& name, const std::string& help, const std::string& fallback) {
+  order_.push_back(name);
+  entries_[name] = {help, fallback, false};
+  return *this;
+}
+
+Cli& Cli::flag(const std::string& name, const std::string& help) {
+  order_.push_back(name);
+  entries_[name] = {help, "", true};
+  return *this;
+}
+
+Cli& Cli::positional(const std::string& name, const std::string& help) {
+  positional_specs_.push_back({name, help});
+  return *this;
+}
+
+std::string Cli::usage() const {
+  std::string out = "usage: " + program_ + " [options]";
+  for (const auto& [name, help] : positional_specs_) out += " " + name;
+  out += "\n\n" + summary_ + "\n";
+  if (!positional_specs_.empty()) out += "\narguments:\n";
+  for (const auto& [name, help] : positional_specs_) out += "  " + name + "\n      " + help + "\n";
+  out += "\noptions:\n";
+  for (const std::string& name : order_) {
+    const Entry& e = entries_.at(name);
+    out += "  --" + name + (e.is_flag ? "" : " VALUE") + "\n      " + e.help;
+    if (!e.fallback.empty()) out += " (default: " + e.fallback + ")";
+    out += "\n";
+  }
+  return out;
+}
+
+void Cli::fail(const std::string& message) const {
+  std::fprintf(stderr, "%s: %s\n\n%s", program_.c_str(), message.c_str(), usage().c_str());
+  std::exit(2);
+}
+
+void Cli::parse(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      if (positional_values_.size() >= positional_specs_.size())
+        fail("unexpected argument '" + arg + "'");
+      positional_values_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    bool inline_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+      inline_value = true;
+    }
+    auto it = entries_.find(name);
+    if (it == entries_.end()) fail("unknown option '--" + name + "'");
+    if (it->second.is_flag) {
+      if (inline_value) fail("--" + name + " takes no value");
+      values_[name] = "1";
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc) fail("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    values_[name] = value;
+  }
+  if (values_.count("help")) {
+    std::fputs(usage().c_str(), stdout);
+    std::exit(0);
+  }
+}
+
+bool Cli::has(const std::string& name) const {
+  if (values_.count(name)) return true;
+  auto it = entries_.find(name);
+  return it != entries_.end() && !it->second.is_flag && !it->second.fallback.empty();
+}
+
+std::string Cli::get(const std::string& name) const {
+  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  auto it = entries_.find(name);
+  return it == entries_.end() ? "" : it->second.fallback;
+}
+
+int64_t Cli::getInt(const std::string& name, int64_t min, int64_t max) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max)
+    fail("--" + name + " must be an integer in [" + std::to_string(min) + ", " +
+         std::to_string(max) + "], got '" + text + "'");
+  return value;
+}
+
+}  // namespace vkgrad::apps

@@ -1,0 +1,46 @@
+// Command-line parsing shared by the apps: --name value options, boolean flags,
+// --help. Bad arguments print a clear message and the usage, and exit with 2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vkgrad::apps {
+
+class Cli {
+ public:
+  Cli(std::string program, std::string summary);
+
+  // Declare before parse(). Options take a value; flags do not.
+  Cli& option(const std::string& name, const std::string& help, const std::string& fallback = "");
+  Cli& flag(const std::string& name, const std::string& help);
+  // Positional arguments, e.g. the op name of vkgrad-bench ("OP").
+  Cli& positional(const std::string& name, const std::string& help);
+
+  // --help prints usage and exits 0.
+  void parse(int argc, char** argv);
+
+  bool has(const std::string& name) const;  // flag given, or option given / defaulted
+  std::string get(const std::string& name) const;
+  int64_t getInt(const std::string& name, int64_t min, int64_t max) const;  // exits 2 if invalid
+  const std::vector<std::string>& positionals() const { return positional_values_; }
+
+  [[noreturn]] void fail(const std::string& message) const;  // message + usage, exit 2
+  std::string usage() const;
+
+ private:
+  struct Entry {
+    std::string help, fallback;
+    bool is_flag;
+  };
+  std::string program_, summary_;
+  std::vector<std::string> order_;
+  std::map<std::string, Entry> entries_;
+  std::vector<std::pair<std::string, std::string>> positional_specs_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_values_;
+};
+
+}  // namespace vkgrad::apps
