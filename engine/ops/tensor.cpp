@@ -34,7 +34,12 @@ bool Shape::operator==(const Shape& other) const {
   return true;
 }
 
-void checkFits(const char* op, const char* name, const TensorView& t) {
+const char* dtypeName(DType dtype) { return dtype == DType::F32 ? "f32" : "u32"; }
+
+void checkFits(const char* op, const char* name, const TensorView& t, DType dtype) {
+  if (t.dtype != dtype)
+    throw ShapeError(std::string(op) + ": " + name + " must be " + dtypeName(dtype) + ", got " +
+                     dtypeName(t.dtype));
   if (!t.buffer || !*t.buffer)
     throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " has no buffer");
   if (t.offset % 4 != 0)

@@ -31,19 +31,29 @@ class Shape {
   int rank_ = 0;
 };
 
-// 32-bit elements (float, or int for ids/targets) of buffer at byte offset, in shape order.
+// Every element is 32 bits: floats for data, unsigned ints for ids and targets.
+enum class DType { F32, U32 };
+const char* dtypeName(DType dtype);
+
+// How a kernel writes an output: replace it, or add to it (gradients of a tensor used twice).
+enum class Write { Overwrite, Accumulate };
+
+// Elements of buffer at byte offset, in shape order.
 struct TensorView {
   const vk::Buffer* buffer = nullptr;
   uint64_t offset = 0;  // bytes
   Shape shape;
+  DType dtype = DType::F32;
   uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
 };
 
-inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 0) {
-  return {&buffer, offset, shape};
+inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 0,
+                       DType dtype = DType::F32) {
+  return {&buffer, offset, shape, dtype};
 }
 
-// Throws ShapeError "<op>: <name> <shape> needs N bytes, its buffer has M" (or no buffer).
-void checkFits(const char* op, const char* name, const TensorView& t);
+// Throws ShapeError "<op>: <name> <shape> needs N bytes, its buffer has M" (or no buffer),
+// or "<op>: <name> must be u32, got f32".
+void checkFits(const char* op, const char* name, const TensorView& t, DType dtype = DType::F32);
 
 }  // namespace vkgrad::ops
