@@ -88,7 +88,13 @@ Instance::Instance(bool validation) : owned_(true) {
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  VK_CHECK(vkCreateInstance(&info, nullptr, &instance_));
+  // The loader answers INCOMPATIBLE_DRIVER when it finds no driver at all.
+  if (VkResult result = vkCreateInstance(&info, nullptr, &instance_); result != VK_SUCCESS)
+    throwVulkanError("vkCreateInstance", result,
+                     result == VK_ERROR_INCOMPATIBLE_DRIVER
+                         ? "no Vulkan driver found; install a GPU driver, or "
+                           "mesa-vulkan-drivers for the CPU driver lavapipe"
+                         : "");
   volkLoadInstanceOnly(instance_);
 
   if (validation) {
@@ -97,6 +103,7 @@ Instance::Instance(bool validation) : owned_(true) {
       vkDestroyInstance(instance_, nullptr);
       throwVulkanError("vkCreateDebugUtilsMessengerEXT", result);
     }
+    destroy_messenger_ = vkDestroyDebugUtilsMessengerEXT;
   }
 }
 
@@ -109,7 +116,7 @@ Instance::Instance(VkInstance adopted, PFN_vkGetInstanceProcAddr get_instance_pr
 }
 
 Instance::~Instance() {
-  if (messenger_ != VK_NULL_HANDLE) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (messenger_ != VK_NULL_HANDLE) destroy_messenger_(instance_, messenger_, nullptr);
   if (owned_) vkDestroyInstance(instance_, nullptr);
 }
 

@@ -37,6 +37,9 @@ class Instance {
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  // volk's global instance-level pointers follow the most recently created Instance (e.g.
+  // listDevices' temporary one, without debug utils), so this one keeps its own.
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
   bool owned_ = false;
   mutable std::mutex mutex_;
   std::vector<std::string> messages_;

@@ -1,0 +1,178 @@
+// Context creation: device selection by option and environment, the validation
+// hookup, and adopting a host app's device without destroying it.
+#include "vk/context.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "vk/error.h"
+#include "vk/instance.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+// Sets an environment variable for one scope and restores the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+vk::ContextOptions withValidation(std::string device = {}) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.device = std::move(device);
+  return options;
+}
+
+// Uploads odd-length data through context and reads it back.
+void expectRoundTrip(vk::Context& context) {
+  Rng rng;
+  const std::vector<float> data = rng.uniform(1001);
+  vk::Buffer buffer = context.allocator().allocate(data.size() * 4);
+  context.staging().upload(buffer, 0, data.data(), data.size() * 4);
+  std::vector<float> back(data.size());
+  context.staging().download(buffer, 0, back.data(), back.size() * 4);
+  EXPECT_EQ(back, data);
+}
+
+TEST(Context, UnknownDeviceThrowsListingTheDevices) {
+  const auto devices = vk::listDevices();
+  ASSERT_FALSE(devices.empty());
+  try {
+    vk::Context context(withValidation("no-such-device"));
+    FAIL() << "created a Context on " << context.info().name;
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'no-such-device' matches no Vulkan device"), std::string::npos)
+        << message;
+    for (const auto& d : devices) EXPECT_NE(message.find(d.name), std::string::npos) << message;
+  }
+}
+
+TEST(Context, VkgradDeviceEnvironmentIsHonouredAndTheOptionWins) {
+  const ScopedEnv env("VKGRAD_DEVICE", "no-such-device");
+  try {
+    vk::Context context(withValidation());
+    FAIL() << "VKGRAD_DEVICE was ignored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("VKGRAD_DEVICE='no-such-device'"), std::string::npos)
+        << e.what();
+  }
+  const auto devices = vk::listDevices();
+  ASSERT_FALSE(devices.empty());
+  vk::Context context(withValidation(devices[0].name));
+  EXPECT_EQ(context.info().name, devices[0].name);
+}
+
+class ContextTest : public VkTest {};
+
+TEST_F(ContextTest, SelectsTheRealDeviceByNameAndIndex) {
+  const vk::DeviceInfo& info = ctx().info();
+  for (const std::string& selector : {info.name, std::to_string(info.index)}) {
+    SCOPED_TRACE("selector " + selector);
+    vk::Context context(withValidation(selector));
+    EXPECT_EQ(context.info().name, info.name);
+    EXPECT_EQ(context.info().index, info.index);
+    EXPECT_TRUE(context.ownsDevice());
+    EXPECT_TRUE(context.instance().validation());
+    EXPECT_NE(context.queue(), VK_NULL_HANDLE);
+    expectRoundTrip(context);
+    EXPECT_TRUE(context.validationMessages().empty());
+  }
+}
+
+// Without a live layer "zero validation messages" in every other test would prove nothing.
+TEST(Context, ValidationLayerCatchesAndCountsAnError) {
+  vk::Context context(withValidation());
+  ASSERT_TRUE(context.instance().validation());
+  ASSERT_EQ(context.instance().messageCount(), 0u);
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = 0;  // invalid: VUID-VkBufferCreateInfo-size-00912
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  // Captured, so the log of a passing run holds no validation error.
+  testing::internal::CaptureStderr();
+  context.vk().vkCreateBuffer(context.device(), &info, nullptr, &buffer);
+  const std::string printed = testing::internal::GetCapturedStderr();
+  if (buffer != VK_NULL_HANDLE) context.vk().vkDestroyBuffer(context.device(), buffer, nullptr);
+  EXPECT_NE(printed.find("VUID-VkBufferCreateInfo-size-00912"), std::string::npos) << printed;
+  EXPECT_GE(context.instance().messageCount(), 1u);
+  const auto messages = context.validationMessages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(messages[0].find("VUID-VkBufferCreateInfo-size-00912"), std::string::npos)
+      << messages[0];
+  EXPECT_EQ(messages[0].rfind("error: ", 0), 0u) << messages[0];
+}
+
+TEST(Context, AdoptsAnExternalDeviceAndDestroysNothingOfTheHost) {
+  // The "host app": its own instance and device, validated, so any use of a destroyed
+  // handle by the engine afterwards is reported.
+  vk::Context host(withValidation());
+  vk::ExternalDevice external;
+  external.instance = host.instance().handle();
+  external.physical_device = host.physicalDevice();
+  external.device = host.device();
+  external.queue_family = host.queueFamily();
+  external.get_instance_proc_addr = vkGetInstanceProcAddr;
+  {
+    vk::Context engine(external);
+    EXPECT_FALSE(engine.ownsDevice());
+    EXPECT_EQ(engine.device(), host.device());
+    EXPECT_EQ(engine.queue(), host.queue());
+    EXPECT_EQ(engine.info().name, host.info().name);
+    expectRoundTrip(engine);
+    vk::Buffer buffer = engine.allocator().allocate(64);
+    vk::Recorder rec(engine);
+    rec.fill(buffer, 0x3f800000u);  // 1.0f
+    rec.submit();
+    float back[16];
+    engine.staging().download(buffer, 0, back, sizeof(back));
+    for (float x : back) EXPECT_EQ(x, 1.0f);
+  }
+  // The device, queue and instance still work after the engine's Context is gone.
+  expectRoundTrip(host);
+  host.waitIdle();
+  EXPECT_TRUE(host.validationMessages().empty());
+}
+
+TEST(Context, ExternalDeviceIsCheckedBeforeUse) {
+  vk::Context host(withValidation());
+  vk::ExternalDevice external;
+  EXPECT_THROW(vk::Context{external}, Error);  // no handles at all
+  external.instance = host.instance().handle();
+  external.physical_device = host.physicalDevice();
+  external.device = host.device();
+  external.get_instance_proc_addr = vkGetInstanceProcAddr;
+  external.queue_family = 1000;
+  try {
+    vk::Context engine(external);
+    FAIL() << "queue family 1000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("queue family 1000"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(host.validationMessages().empty());
+}
+
+}  // namespace
+}  // namespace vkgrad::test

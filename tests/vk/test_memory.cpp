@@ -1,0 +1,163 @@
+// The block allocator: alignment, no overlap, free-list reuse and coalescing,
+// dedicated blocks for large buffers, and texel views.
+#include "vk/memory.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+constexpr VkDeviceSize kMiB = VkDeviceSize(1) << 20;
+
+class MemoryTest : public VkTest {};
+
+// Every buffer lies inside its block, aligned, and overlaps no other buffer.
+void expectDisjoint(const std::vector<vk::Buffer>& buffers, VkDeviceSize alignment) {
+  for (const vk::Buffer& b : buffers) {
+    EXPECT_EQ(b.offset() % alignment, 0u);
+    EXPECT_GE(b.capacity(), b.size());
+    EXPECT_EQ(b.capacity() % alignment, 0u);
+    EXPECT_LT(b.capacity() - b.size(), alignment);
+  }
+  std::vector<const vk::Buffer*> sorted;
+  for (const vk::Buffer& b : buffers) sorted.push_back(&b);
+  std::sort(sorted.begin(), sorted.end(), [](const vk::Buffer* a, const vk::Buffer* b) {
+    return a->handle() != b->handle() ? a->handle() < b->handle() : a->offset() < b->offset();
+  });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i]->handle() == sorted[i - 1]->handle()) {
+      EXPECT_LE(sorted[i - 1]->offset() + sorted[i - 1]->capacity(), sorted[i]->offset());
+    }
+  }
+}
+
+TEST_F(MemoryTest, ManyOddSizedAllocationsAreAlignedAndDisjoint) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  vk::Allocator allocator(ctx(), 4 * kMiB);
+  EXPECT_GE(allocator.alignment(), 16u);
+  EXPECT_EQ(allocator.alignment() % ctx().info().min_storage_offset_alignment, 0u);
+  std::vector<vk::Buffer> buffers;
+  VkDeviceSize in_use = 0;
+  for (int i = 0; i < 300; ++i) {
+    const VkDeviceSize bytes = 1 + rng.below(i % 10 == 0 ? 300000 : 5000);
+    buffers.push_back(allocator.allocate(bytes));
+    EXPECT_EQ(buffers.back().size(), bytes);
+    in_use += buffers.back().capacity();
+  }
+  EXPECT_EQ(allocator.bytesInUse(), in_use);
+  EXPECT_GE(allocator.bytesReserved(), in_use);
+  EXPECT_EQ(allocator.bytesReserved(), allocator.blockCount() * 4 * kMiB);
+  expectDisjoint(buffers, allocator.alignment());
+
+  // Free every other one, allocate again into the holes, and check again.
+  for (size_t i = 0; i < buffers.size(); i += 2) buffers[i].reset();
+  const size_t blocks = allocator.blockCount();
+  for (size_t i = 0; i < buffers.size(); i += 2)
+    buffers[i] = allocator.allocate(1 + rng.below(4000));
+  EXPECT_EQ(allocator.blockCount(), blocks) << "the holes should have been reused";
+  expectDisjoint(buffers, allocator.alignment());
+  buffers.clear();
+  EXPECT_EQ(allocator.bytesInUse(), 0u);
+}
+
+TEST_F(MemoryTest, FreedRangesAreReusedAndCoalesced) {
+  vk::Allocator allocator(ctx(), kMiB);
+  const VkDeviceSize align = allocator.alignment();
+  vk::Buffer a = allocator.allocate(100), b = allocator.allocate(align + 1),
+             c = allocator.allocate(7);
+  vk::Buffer d = allocator.allocate(1);
+  ASSERT_EQ(a.handle(), d.handle());
+  const VkDeviceSize a_offset = a.offset(), b_offset = b.offset();
+  EXPECT_EQ(b.offset(), a.offset() + align);
+  EXPECT_EQ(c.offset(), b.offset() + 2 * align);
+
+  b.reset();
+  EXPECT_FALSE(b);
+  vk::Buffer again = allocator.allocate(2 * align);  // exactly b's old range, first fit
+  EXPECT_EQ(again.offset(), b_offset);
+  again.reset();
+
+  // a, b and c free: one range of 4 alignments, where a 4-alignment buffer fits.
+  a.reset();
+  c.reset();
+  vk::Buffer merged = allocator.allocate(4 * align);
+  EXPECT_EQ(merged.offset(), a_offset);
+  EXPECT_EQ(allocator.blockCount(), 1u);
+  EXPECT_EQ(allocator.bytesInUse(), 4 * align + align);  // merged + d
+}
+
+TEST_F(MemoryTest, LargeBufferGetsADedicatedBlockReleasedOnFree) {
+  vk::Allocator allocator(ctx(), kMiB);
+  vk::Buffer small = allocator.allocate(1000);
+  ASSERT_EQ(allocator.blockCount(), 1u);
+  const VkDeviceSize reserved = allocator.bytesReserved();
+  {
+    vk::Buffer large = allocator.allocate(3 * kMiB + 5);
+    EXPECT_EQ(allocator.blockCount(), 2u);
+    EXPECT_NE(large.handle(), small.handle());
+    EXPECT_EQ(large.offset(), 0u);
+    EXPECT_GE(allocator.bytesReserved(), reserved + 3 * kMiB + 5);
+    // A later small buffer goes to the shared block, not the dedicated one.
+    vk::Buffer other = allocator.allocate(10);
+    EXPECT_EQ(other.handle(), small.handle());
+  }
+  EXPECT_EQ(allocator.blockCount(), 1u);
+  EXPECT_EQ(allocator.bytesReserved(), reserved);
+  vk::Buffer large = allocator.allocate(2 * kMiB);
+  EXPECT_EQ(allocator.blockCount(), 2u);
+  large.reset();
+  EXPECT_EQ(allocator.blockCount(), 1u);
+}
+
+TEST_F(MemoryTest, ZeroBytesThrows) {
+  EXPECT_THROW(ctx().allocator().allocate(0), Error);
+}
+
+TEST_F(MemoryTest, BuffersMoveAndHoldTheirData) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // Neighbouring buffers keep their own contents (no overlap in practice, not just on paper).
+  std::vector<vk::Buffer> buffers;
+  std::vector<std::vector<float>> data;
+  for (int i = 0; i < 20; ++i) {
+    data.push_back(rng.uniform(1 + rng.below(300)));
+    buffers.push_back(ctx().allocator().allocate(data.back().size() * 4));
+    ctx().staging().upload(buffers.back(), 0, data.back().data(), data.back().size() * 4);
+  }
+  vk::Buffer moved = std::move(buffers[3]);
+  EXPECT_FALSE(buffers[3]);
+  EXPECT_EQ(buffers[3].handle(), VK_NULL_HANDLE);
+  buffers[3] = std::move(moved);
+  EXPECT_FALSE(moved);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::vector<float> back(data[i].size());
+    ctx().staging().download(buffers[i], 0, back.data(), back.size() * 4);
+    EXPECT_EQ(back, data[i]) << "buffer " << i;
+  }
+  const VkDeviceSize before = ctx().allocator().bytesInUse();
+  const VkDeviceSize freed = buffers[0].capacity();
+  buffers[0] = std::move(buffers[1]);  // releases buffers[0]'s range
+  EXPECT_EQ(ctx().allocator().bytesInUse(), before - freed);
+}
+
+TEST_F(MemoryTest, TexelViewsAreCachedAndChecked) {
+  vk::Buffer buffer = ctx().allocator().allocate(1000);
+  const VkBufferView whole = buffer.texelView(vk::TexelFormat::Rgba32f, 0, buffer.capacity());
+  EXPECT_NE(whole, VK_NULL_HANDLE);
+  EXPECT_EQ(buffer.texelView(vk::TexelFormat::Rgba32f, 0, buffer.capacity()), whole);
+  EXPECT_NE(buffer.texelView(vk::TexelFormat::R32f, 0, 1000), whole);
+  EXPECT_THROW(buffer.texelView(vk::TexelFormat::Rgba32f, 0, buffer.capacity() + 16), Error);
+  EXPECT_THROW(buffer.texelView(vk::TexelFormat::Rgba32f, 0, 1000 + 4), Error);  // not whole texels
+  EXPECT_EQ(vk::texelBytes(vk::TexelFormat::R32f), 4u);
+  EXPECT_EQ(vk::texelBytes(vk::TexelFormat::Rgba32f), 16u);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
