@@ -1,5 +1,8 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -8,19 +11,22 @@ namespace vkgrad::ops {
 namespace {
 
 struct MatmulPush {
-  uint32_t m, n, k;
+  uint32_t m, n, k;              // a: (m,k), b: (k,n), c: (m,n)
+  uint32_t a_off, b_off, c_off;  // floats from the start of each binding to its tensor
 };
-static_assert(sizeof(MatmulPush) == 12);
+static_assert(sizeof(MatmulPush) == 24);
+
+// Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
+constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
 
 void checkShapes(const TensorView& a, const TensorView& b, const TensorView& c) {
   const std::string shapes = a.shape.str() + " x " + b.shape.str() + " -> " + c.shape.str();
   if (a.shape.rank() != 2 || b.shape.rank() != 2 || c.shape.rank() != 2)
     throw ShapeError("matmul: " + shapes + ": operands must be 2-D");
-  if (a.shape[1] != b.shape[0])
-    throw ShapeError("matmul: " + shapes + ": inner dims differ");
+  if (a.shape[1] != b.shape[0]) throw ShapeError("matmul: " + shapes + ": inner dims differ");
   if (c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1])
-    throw ShapeError("matmul: " + shapes + ": output must be (" + std::to_string(a.shape[0]) +
-                     "," + std::to_string(b.shape[1]) + ")");
+    throw ShapeError("matmul: " + shapes + ": output must be (" + std::to_string(a.shape[0]) + "," +
+                     std::to_string(b.shape[1]) + ")");
   if (a.shape.numel() == 0 || b.shape.numel() == 0)
     throw ShapeError("matmul: " + shapes + ": empty operand");
   for (const TensorView* t : {&a, &b, &c})
@@ -31,34 +37,127 @@ void checkShapes(const TensorView& a, const TensorView& b, const TensorView& c) 
   checkFits("matmul", "c", c);
 }
 
+// A binding has to start at the device's offset alignment (storage and texel), but a tensor
+// may start at any multiple of 4 bytes. So the binding starts at the tensor's offset rounded
+// down, and the kernel skips `skip` floats. Buffers themselves start at multiples of the
+// allocator's alignment, which is at least every one of these.
+struct Bound {
+  vk::Arg arg;
+  uint32_t skip;
+};
+Bound bindAligned(const TensorView& t, uint64_t alignment,
+                  vk::TexelFormat texel = vk::TexelFormat::R32f) {
+  const uint64_t base = t.offset / alignment * alignment;
+  return {vk::Arg(*t.buffer, base, t.offset - base + t.bytes(), texel),
+          uint32_t((t.offset - base) / 4)};
+}
+
+uint64_t bindingAlignment(const vk::DeviceInfo& info) {
+  return std::max<uint64_t>(
+      {16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+}
+
+bool canShuffle(const vk::DeviceInfo& info) {
+  return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+}
+
+// Whether R32F views of a and b (the Texel variant's largest) fit maxTexelBufferElements and
+// the int that texelFetch takes.
+bool texelViewsFit(const vk::DeviceInfo& info, const TensorView& a, const TensorView& b) {
+  const uint64_t limit = std::min<uint64_t>(info.max_texel_buffer_elements, INT32_MAX);
+  const uint64_t slack = bindingAlignment(info) / 4;
+  return uint64_t(a.shape.numel()) + slack <= limit && uint64_t(b.shape.numel()) + slack <= limit;
+}
+
 }  // namespace
 
 const char* matmulVariantName(MatmulVariant variant) {
   switch (variant) {
-    case MatmulVariant::Auto: return "auto";
-    case MatmulVariant::Naive: return "naive";
+    case MatmulVariant::Auto:
+      return "auto";
+    case MatmulVariant::Naive:
+      return "naive";
+    case MatmulVariant::Tiled:
+      return "tiled";
+    case MatmulVariant::Texel:
+      return "texel";
   }
   return "?";
 }
 
-MatmulVariant matmulVariantFor(const vk::Context&) { return MatmulVariant::Naive; }
+MatmulVariant matmulVariantFor(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers;
+  // on a GPU, shared-memory tiling is the classic win (DESIGN.md, measured facts).
+  if (info.isCpu() && canShuffle(info)) return MatmulVariant::Texel;
+  return MatmulVariant::Tiled;
+}
 
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             MatmulVariant variant) {
   checkShapes(a, b, c);
   vk::Context& context = rec.context();
-  if (variant == MatmulVariant::Auto) variant = matmulVariantFor(context);
-  const MatmulPush push{uint32_t(a.shape[0]), uint32_t(b.shape[1]), uint32_t(a.shape[1])};
-  const vk::Arg args[] = {{*a.buffer, a.offset, a.bytes()},
-                          {*b.buffer, b.offset, b.bytes()},
-                          {*c.buffer, c.offset, c.bytes()}};
+  const vk::DeviceInfo& info = context.info();
+  if (variant == MatmulVariant::Auto) {
+    variant = matmulVariantFor(context);
+    if (variant == MatmulVariant::Texel && !texelViewsFit(info, a, b))
+      variant = MatmulVariant::Tiled;
+  }
+  const uint32_t m = uint32_t(a.shape[0]), n = uint32_t(b.shape[1]), k = uint32_t(a.shape[1]);
+  const uint64_t alignment = bindingAlignment(info);
+
+  if (variant == MatmulVariant::Texel) {
+    if (!canShuffle(info))
+      throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
+                  info.name + " lacks");
+    if (!texelViewsFit(info, a, b))
+      throw Error("matmul: " + a.shape.str() + " x " + b.shape.str() +
+                  ": an operand has more elements than a texel view of " + info.name +
+                  " can hold; use the tiled variant");
+    Bound ba = bindAligned(a, alignment), bb = bindAligned(b, alignment);
+    const Bound bc = bindAligned(c, alignment);
+    // Whole-vec4 fetches need every row to start on a 16-byte texel; otherwise that operand
+    // is read through an R32F view, four scalar fetches per vec4 (see texel.comp).
+    const bool a_vec4 = k % 4 == 0 && ba.skip % 4 == 0;
+    const bool b_vec4 = n % 4 == 0 && bb.skip % 4 == 0;
+    if (a_vec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
+    if (b_vec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
+    // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
+    // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
+    const uint32_t sg = info.subgroup_size;
+    const vk::Kernel& kernel = context.kernels().get("matmul/texel", {sg, a_vec4, b_vec4});
+    const MatmulPush push{m, n, k, ba.skip, bb.skip, bc.skip};
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
+                       vk::divUp(m, kTexelRows));
+    return;
+  }
+
+  const Bound ba = bindAligned(a, alignment), bb = bindAligned(b, alignment),
+              bc = bindAligned(c, alignment);
+  const MatmulPush push{m, n, k, ba.skip, bb.skip, bc.skip};
+  const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
   switch (variant) {
     case MatmulVariant::Naive: {
-      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, 16});
-      rec.dispatch(kernel, args, &push, sizeof(push), push.n, push.m);
+      // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
+      const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, rows});
+      rec.dispatch(kernel, args, &push, sizeof(push), n, m);
       break;
     }
-    case MatmulVariant::Auto: break;
+    case MatmulVariant::Tiled: {
+      // 64x64 tiles of C, BK = 16: 16x16 invocations with 4x4 outputs each, or 8x8 with 8x8
+      // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
+      const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const uint32_t per_thread = 64 / threads;
+      const vk::Kernel& kernel =
+          context.kernels().get("matmul/tiled", {threads, threads, 16, per_thread, per_thread});
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64));
+      break;
+    }
+    case MatmulVariant::Texel:
+    case MatmulVariant::Auto:
+      break;  // handled above
   }
 }
 

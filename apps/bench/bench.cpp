@@ -1,0 +1,159 @@
+#include "bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace vkgrad::apps {
+namespace {
+
+// A recording holds at most 1024 timestamps (Recorder); two per timed run.
+constexpr int kTimedPerSubmit = 500;
+
+// Length of the well-formed UTF-8 sequence at text[i] (a byte >= 0x80), else 0.
+size_t utf8Length(const std::string& text, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(text[i]);
+  size_t n;
+  uint32_t code;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2, code = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, code = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, code = c & 0x07;
+  else
+    return 0;
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(text[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (cc & 0x3f);
+  }
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+  const uint32_t min_code[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < min_code[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
+  return n;
+}
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+}  // namespace
+
+Timing timeRuns(vk::Context& context, int warmup, int iters,
+                const std::function<void(vk::Recorder&)>& record) {
+  vk::Recorder rec(context);
+  Timing timing;
+  double cpu_s = 0;
+  // The warm-up gets a submission of its own: llvmpipe compiles a pipeline's machine code on
+  // its first dispatch, which must not count as CPU time of the timed runs.
+  if (warmup > 0) {
+    for (int i = 0; i < warmup; ++i) record(rec);
+    rec.submit();
+    rec.reset();
+  }
+  while (int(timing.ms.size()) < iters) {
+    const int count = std::min(kTimedPerSubmit, iters - int(timing.ms.size()));
+    std::vector<std::pair<uint32_t, uint32_t>> marks;
+    for (int i = 0; i < count; ++i) {
+      const uint32_t from = rec.timestamp();
+      record(rec);
+      marks.push_back({from, rec.timestamp()});
+    }
+    const double cpu_before = processCpuSeconds();
+    rec.submit();
+    cpu_s += processCpuSeconds() - cpu_before;
+    for (auto [from, to] : marks) timing.ms.push_back(rec.milliseconds(from, to));
+    rec.reset();
+  }
+  timing.cpu_ms = cpu_s * 1e3 / iters;
+  return timing;
+}
+
+Stats stats(std::vector<double> ms) {
+  if (ms.empty()) return {};
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return {median, ms.front(), ms.back()};
+}
+
+std::string jsonQuote(const std::string& text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else if (c >= 0x80) {
+      const size_t n = utf8Length(text, i);
+      if (n == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(text, i, n);
+        i += n;
+      }
+      continue;
+    } else {
+      out += char(c);
+    }
+    ++i;
+  }
+  return out + "\"";
+}
+
+void JsonLine::key(const std::string& key) {
+  if (!body_.empty()) body_ += ", ";
+  body_ += jsonQuote(key) + ": ";
+}
+
+JsonLine& JsonLine::add(const std::string& k, const std::string& value) {
+  key(k);
+  body_ += jsonQuote(value);
+  return *this;
+}
+
+JsonLine& JsonLine::add(const std::string& k, double value) {
+  key(k);
+  if (!std::isfinite(value)) {
+    body_ += "null";  // JSON has no inf or NaN
+  } else {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.6g", value);
+    body_ += text;
+  }
+  return *this;
+}
+
+JsonLine& JsonLine::add(const std::string& k, int64_t value) {
+  key(k);
+  body_ += std::to_string(value);
+  return *this;
+}
+
+JsonLine& JsonLine::add(const std::string& k, bool value) {
+  key(k);
+  body_ += value ? "true" : "false";
+  return *this;
+}
+
+std::string deviceDescription(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  return info.name + " [" + vk::deviceTypeName(info.type) + "], " + info.driver_name + " (" +
+         info.driver_info + ")";
+}
+
+}  // namespace vkgrad::apps

@@ -1,0 +1,74 @@
+// Shared pieces of vkgrad-bench: the options every op benchmark takes, GPU timing with
+// Recorder timestamps, and result lines as text or JSON. One file per op (bench_<op>.cpp)
+// implements a BenchOp; main.cpp lists them as subcommands.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "vk/context.h"
+#include "vk/recorder.h"
+
+namespace vkgrad::apps {
+
+struct BenchOptions {
+  int iters = 10;      // timed dispatches; the median is reported
+  int warmup = 2;      // untimed dispatches recorded before them
+  bool json = false;   // one JSON object per result line on stdout
+  bool check = false;  // verify against the CPU reference even when it is slow
+};
+
+struct BenchOp {
+  const char* name;
+  const char* summary;
+  void (*declare)(Cli& cli);  // adds the op's own options
+  // Runs the benchmark; returns the exit code (1 when a result is wrong).
+  int (*run)(const Cli& cli, vk::Context& context, const BenchOptions& options);
+};
+
+const BenchOp& matmulBench();
+
+struct Timing {
+  std::vector<double> ms;  // GPU milliseconds of each timed run
+  // CPU time this process spent per timed run while their submissions executed. On a CPU
+  // device (lavapipe) that is the device's own work: on a loaded machine it grows much less
+  // than wall time (though not zero: shared caches and, in a VM, the host still slow it).
+  double cpu_ms = 0;
+};
+
+// Submits `warmup` untimed calls of record(rec), then `iters` timed ones, each between two
+// timestamps, in one more submission (several when there are more timed runs than one
+// recording's timestamps). Dispatch time only: uploads happen before, readbacks after.
+Timing timeRuns(vk::Context& context, int warmup, int iters,
+                const std::function<void(vk::Recorder&)>& record);
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+Stats stats(std::vector<double> ms);
+
+// One result as a line of JSON: fields in the order added; strings escaped (control
+// characters as \u00XX, bytes that are not UTF-8 as U+FFFD), non-finite numbers as null.
+class JsonLine {
+ public:
+  JsonLine& add(const std::string& key, const std::string& value);
+  JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonLine& add(const std::string& key, double value);
+  JsonLine& add(const std::string& key, int64_t value);
+  JsonLine& add(const std::string& key, bool value);
+  std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  void key(const std::string& key);
+  std::string body_;
+};
+
+std::string jsonQuote(const std::string& text);
+
+// "llvmpipe (LLVM 15.0.6, 256 bits) [cpu], llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))"
+std::string deviceDescription(const vk::Context& context);
+
+}  // namespace vkgrad::apps
