@@ -1,0 +1,105 @@
+#version 450
+// Layer norm over the last axis: y = (x - mean) * rstd * gamma + beta with
+// rstd = 1 / sqrt(var + eps) and var the biased (1/N) variance; mean and rstd are saved
+// per row for the backward pass.
+//
+// Variance in two passes (sum of x, then sum of (x - mean)^2), never E[x^2] - E[x]^2,
+// which loses every digit in fp32 when |mean| >> std. Both passes and the output work on
+// x - shift, shift = x[row, 0], which is exact for offset data (Sterbenz), and keep the
+// mean as shift + delta: fp32 cannot hold a mean of 1000 closer than 3e-5, which would
+// be a 3e-3 error in y for a row of std 0.01. The row is read three times; on long rows
+// the second and third reads come from cache.
+//
+// Specialization constants as in softmax/forward.comp: kRowPerInvocation (one invocation
+// per row, for short rows, else one workgroup per row), kOneSubgroup, and kTexelInput
+// (x, gamma and beta read through R32F texel buffers, bindings 1, 3, 5, instead of the
+// storage buffers 0, 2, 4).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kRowPerInvocation = false;
+layout(constant_id = 2) const bool kOneSubgroup = false;
+layout(constant_id = 3) const bool kTexelInput = false;
+
+#include "common/reduce.glsl"
+
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };            // (rows, N)
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;              // (rows, N)
+layout(set = 0, binding = 2) readonly buffer Gamma { float gamma[]; };    // (N)
+layout(set = 0, binding = 3) uniform samplerBuffer gamma_texels;          // (N)
+layout(set = 0, binding = 4) readonly buffer Beta { float beta[]; };      // (N)
+layout(set = 0, binding = 5) uniform samplerBuffer beta_texels;           // (N)
+layout(set = 0, binding = 6) writeonly buffer Y { float y[]; };           // (rows, N)
+layout(set = 0, binding = 7) writeonly buffer Mean { float mean_out[]; };  // (rows)
+layout(set = 0, binding = 8) writeonly buffer Rstd { float rstd_out[]; };  // (rows)
+layout(push_constant) uniform Push {
+  uint rows;  // numel / N
+  uint n;     // length of the last axis, >= 1
+  float eps;  // added to the variance, >= 0
+  // Texel of each view holding element 0 (views start at aligned offsets).
+  uint x_first, gamma_first, beta_first;
+} p;
+
+float loadX(uint i) { return kTexelInput ? texelFetch(x_texels, int(p.x_first + i)).x : x[i]; }
+float loadGamma(uint i) {
+  return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_first + i)).x : gamma[i];
+}
+float loadBeta(uint i) {
+  return kTexelInput ? texelFetch(beta_texels, int(p.beta_first + i)).x : beta[i];
+}
+
+// 1/sqrt rather than inversesqrt: the latter may be a low-precision estimate.
+float rstdOf(float var) { return 1.0 / sqrt(var + p.eps); }
+
+void main() {
+  const float inv_n = 1.0 / float(p.n);
+  if (kRowPerInvocation) {
+    const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    // row < rows: the grid is rounded up to whole workgroups (no barriers on this path).
+    for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += stride) {
+      const uint base = row * p.n;
+      const float shift = loadX(base);
+      Kahan sum = kKahanZero;
+      for (uint i = 0; i < p.n; ++i) sum = kahanAdd(sum, loadX(base + i) - shift);
+      const float delta = kahanValue(sum) * inv_n;  // mean - shift
+      Kahan sq = kKahanZero;
+      for (uint i = 0; i < p.n; ++i) {
+        const float d = (loadX(base + i) - shift) - delta;
+        sq = kahanAdd(sq, d * d);
+      }
+      const float rstd = rstdOf(kahanValue(sq) * inv_n);
+      for (uint i = 0; i < p.n; ++i)
+        y[base + i] = ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i);
+      mean_out[row] = shift + delta;
+      rstd_out[row] = rstd;
+    }
+  } else {
+    const uint lane = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
+    // The row loop is the same for the whole workgroup, so the barriers inside
+    // workgroupSum stay in uniform control flow.
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+      const uint base = row * p.n;
+      const float shift = loadX(base);
+      // Per-lane sums are Kahan-compensated: an 8-wide workgroup gives each lane 1e4+
+      // values of a long row (common/kahan.glsl).
+      Kahan sum = kKahanZero;
+      // i < n in each loop: the row need not be a multiple of the workgroup size; idle
+      // lanes contribute 0 to the sums.
+      for (uint i = lane; i < p.n; i += step) sum = kahanAdd(sum, loadX(base + i) - shift);
+      const float delta = workgroupSum(kahanValue(sum)) * inv_n;  // mean - shift
+      Kahan sq = kKahanZero;
+      for (uint i = lane; i < p.n; i += step) {
+        const float d = (loadX(base + i) - shift) - delta;
+        sq = kahanAdd(sq, d * d);
+      }
+      const float rstd = rstdOf(workgroupSum(kahanValue(sq)) * inv_n);
+      for (uint i = lane; i < p.n; i += step)
+        y[base + i] = ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i);
+      if (lane == 0) {  // one writer per row; every lane holds the same delta and rstd
+        mean_out[row] = shift + delta;
+        rstd_out[row] = rstd;
+      }
+    }
+  }
+}

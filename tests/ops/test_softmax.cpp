@@ -1,0 +1,211 @@
+#include "ops/softmax.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/softmax.h"
+#include "vk/error.h"
+
+namespace vkgrad::test {
+namespace {
+
+// Each output is exp(x - max) / sum in fp32 against a double reference: the exp and the
+// rounding of x - max cost a few ulp, the sum of up to 1e5 terms (Kahan-compensated per
+// lane, then a tree) a few more. Errors seen on lavapipe stay below 5e-7 of the largest output.
+constexpr double kTolerance = 2e-6;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Runs the op on x (y poisoned first) and returns y.
+std::vector<float> runSoftmax(vk::Context& context, ops::Shape shape, const std::vector<float>& x,
+                              ops::SoftmaxVariant variant) {
+  auto dx = upload(context, shape, x);
+  auto dy = poisoned(context, shape);
+  vk::Recorder rec(context);
+  ops::softmax(rec, dx.view(), dy.view(), variant);
+  rec.submit();
+  return download(context, dy);
+}
+
+std::vector<float> reference(ops::Shape shape, const std::vector<float>& x) {
+  std::vector<float> want(x.size());
+  ops::ref::softmax(x.data(), want.data(), shape.rows(), shape.back());
+  return want;
+}
+
+// Every row of y sums to 1 (summed in double), except all -inf rows, which are all zero.
+::testing::AssertionResult rowsSumToOne(const std::vector<float>& y, const std::vector<float>& x,
+                                        int64_t n) {
+  for (size_t r = 0; r * n < y.size(); ++r) {
+    double sum = 0.0;
+    bool masked = true;
+    for (int64_t i = 0; i < n; ++i) sum += y[r * n + i], masked &= x[r * n + i] == -kInf;
+    const double want = masked ? 0.0 : 1.0;
+    // Summing n rounded outputs adds up to n/2 ulp of the largest; 1e-5 covers n = 1e5.
+    if (!(std::fabs(sum - want) <= 1e-5))
+      return ::testing::AssertionFailure() << "row " << r << " sums to " << sum;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class SoftmaxTest : public VkTest, public ::testing::WithParamInterface<ops::SoftmaxVariant> {
+ protected:
+  void SetUp() override {
+    VkTest::SetUp();
+    const ops::SoftmaxVariant v = GetParam();
+    if ((v == ops::SoftmaxVariant::SubgroupStorage || v == ops::SoftmaxVariant::SubgroupTexel) &&
+        !ctx().info().isCpu())
+      GTEST_SKIP() << "subgroup-per-row variants are only promised on CPU devices";
+  }
+  std::vector<float> run(ops::Shape shape, const std::vector<float>& x) {
+    return runSoftmax(ctx(), shape, x, GetParam());
+  }
+};
+
+TEST_P(SoftmaxTest, MatchesCpuOnOddShapes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // Short rows take the invocation-per-row path, long ones a workgroup (or subgroup) per
+  // row; the switch is at N = 32 on GPUs and 64 on CPU devices.
+  const ops::Shape shapes[] = {{1, 1},     {3, 7},  {33, 257}, {5, 1000}, {2, 100003}, {1000, 7},
+                               {2, 3, 17}, {4, 32}, {4, 33},   {4, 64},   {4, 65},     {7}};
+  for (const ops::Shape& shape : shapes) {
+    SCOPED_TRACE(shape.str());
+    const auto x = rng.normal(shape.numel(), 0.5f, 3.0f);
+    const auto y = run(shape, x);
+    EXPECT_TRUE(allClose(y, reference(shape, x), kTolerance));
+    EXPECT_TRUE(rowsSumToOne(y, x, shape.back()));
+  }
+}
+
+TEST_P(SoftmaxTest, HandlesManyShortRows) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // More rows than a grid of 65535 invocations: the row loop must stride.
+  const ops::Shape shape{100000, 7};
+  const auto x = rng.uniform(shape.numel(), -5.0f, 5.0f);
+  const auto y = run(shape, x);
+  EXPECT_TRUE(allClose(y, reference(shape, x), kTolerance));
+  EXPECT_TRUE(rowsSumToOne(y, x, shape.back()));
+}
+
+TEST_P(SoftmaxTest, IsStableForLargeInputs) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // exp(1e4) overflows fp32; only x - max keeps this finite.
+  for (const ops::Shape& shape : {ops::Shape{3, 7}, ops::Shape{5, 1000}, ops::Shape{2, 20001}}) {
+    SCOPED_TRACE(shape.str());
+    auto x = rng.uniform(shape.numel(), -1e4f, 1e4f);
+    // Rows of all-equal huge values give a uniform distribution, not NaN.
+    for (int64_t i = 0; i < shape.back(); ++i) x[i] = -1e4f;
+    const auto y = run(shape, x);
+    EXPECT_TRUE(allClose(y, reference(shape, x), kTolerance));
+    EXPECT_TRUE(rowsSumToOne(y, x, shape.back()));
+  }
+}
+
+TEST_P(SoftmaxTest, MasksInfiniteEntriesAndZeroesMaskedRows) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{6, 7}, ops::Shape{6, 1000}, ops::Shape{4, 40000}}) {
+    SCOPED_TRACE(shape.str());
+    const int64_t n = shape.back();
+    auto x = rng.normal(shape.numel(), 0.0f, 2.0f);
+    for (float& v : x)  // about a third of the entries masked
+      if (rng.below(3) == 0) v = -kInf;
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = -kInf;                                  // row 0: fully masked
+      x[n + i] = i == n - 1 ? 1.0f : -kInf;          // row 1: only the last entry survives
+      x[2 * n + i] = i == 0 ? -kInf : x[2 * n + i];  // row 2: the first (a lane's start) masked
+    }
+    const auto y = run(shape, x);
+    EXPECT_TRUE(allClose(y, reference(shape, x), kTolerance));
+    EXPECT_TRUE(rowsSumToOne(y, x, n));
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], 0.0f) << "fully masked row, element " << i;
+    EXPECT_NEAR(y[2 * n - 1], 1.0f, 1e-6f);
+  }
+}
+
+TEST_P(SoftmaxTest, RunsInPlace) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{9, 5}, ops::Shape{9, 513}}) {
+    SCOPED_TRACE(shape.str());
+    const auto x = rng.normal(shape.numel());
+    auto dx = upload(ctx(), shape, x);
+    vk::Recorder rec(ctx());
+    ops::softmax(rec, dx.view(), dx.view(), GetParam());
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), dx), reference(shape, x), kTolerance));
+  }
+}
+
+TEST_P(SoftmaxTest, ReadsAndWritesViewsAtOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // x and y are the middles of larger buffers, at offsets the device allows for storage
+  // buffers; the elements around y must stay untouched.
+  const uint64_t align = ctx().info().min_storage_offset_alignment;
+  for (const ops::Shape& shape : {ops::Shape{5, 9}, ops::Shape{5, 300}}) {
+    SCOPED_TRACE(shape.str());
+    const int64_t pad = int64_t(align) / 4 * 3;
+    const auto x = rng.normal(shape.numel() + 2 * pad);
+    auto dx = upload(ctx(), {int64_t(x.size())}, x);
+    auto dy = poisoned(ctx(), {int64_t(x.size())});
+    vk::Recorder rec(ctx());
+    ops::softmax(rec, ops::view(dx.buffer, shape, pad * 4), ops::view(dy.buffer, shape, pad * 4),
+                 GetParam());
+    rec.submit();
+    const auto y = download(ctx(), dy);
+    const std::vector<float> x_mid(x.begin() + pad, x.end() - pad);
+    EXPECT_TRUE(allClose(std::vector<float>(y.begin() + pad, y.end() - pad),
+                         reference(shape, x_mid), kTolerance));
+    for (int64_t i = 0; i < pad; ++i) {
+      EXPECT_TRUE(std::isnan(y[i])) << "wrote before y at " << i;
+      EXPECT_TRUE(std::isnan(y[y.size() - 1 - i])) << "wrote after y at " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, SoftmaxTest,
+                         ::testing::Values(ops::SoftmaxVariant::Auto,
+                                           ops::SoftmaxVariant::WorkgroupStorage,
+                                           ops::SoftmaxVariant::WorkgroupTexel,
+                                           ops::SoftmaxVariant::SubgroupStorage,
+                                           ops::SoftmaxVariant::SubgroupTexel),
+                         [](const auto& info) { return ops::softmaxVariantName(info.param); });
+
+// The op throws a ShapeError containing `expected` and records nothing.
+void expectShapeError(vk::Context& context, const ops::TensorView& x, const ops::TensorView& y,
+                      const std::string& expected) {
+  vk::Recorder rec(context);
+  try {
+    ops::softmax(rec, x, y);
+    ADD_FAILURE() << "no ShapeError, expected: " << expected;
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+TEST_F(VkTest, SoftmaxRejectsBadShapesBeforeRecording) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 7}, rng.uniform(28));
+  auto y = poisoned(ctx(), {4, 8});
+  auto small = poisoned(ctx(), {4, 6});
+  expectShapeError(ctx(), x.view(), y.view(), "softmax: x (4,7), y (4,8): y must be shaped like x");
+  expectShapeError(ctx(), ops::view(x.buffer, {0, 7}), ops::view(y.buffer, {0, 7}),
+                   "softmax: x (0,7), y (0,7): x is empty");
+  expectShapeError(ctx(), ops::view(x.buffer, {4, 0}), ops::view(y.buffer, {4, 0}),
+                   "softmax: x (4,0), y (4,0): x is empty");
+  // Right shape, but the buffer behind y holds only 4x6 floats.
+  expectShapeError(ctx(), x.view(), ops::view(small.buffer, {4, 7}), "softmax: y (4,7)");
+  expectShapeError(ctx(), x.view(), ops::view(y.buffer, {4, 7}, 0, ops::DType::U32),
+                   "softmax: y must be f32");
+}
+
+}  // namespace
+}  // namespace vkgrad::test
