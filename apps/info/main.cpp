@@ -1,0 +1,358 @@
+// vkgrad-info: every Vulkan device the loader sees, with the limits and features that
+// matter for compute, and which one the default selection would use. --json prints the
+// same as one JSON document.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "vk/device_info.h"
+#include "vk/error.h"
+#include "vk/instance.h"
+
+namespace vkgrad::apps {
+namespace {
+
+struct Selection {
+  uint32_t index = 0;
+  std::string selector;  // empty: automatic
+  std::string source;    // "--device", "VKGRAD_DEVICE" or "automatic"
+};
+
+std::string hex(uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%04x", value);
+  return text;
+}
+
+const char* vendorName(uint32_t vendor_id) {
+  switch (vendor_id) {
+    case 0x1002:
+      return "AMD";
+    case 0x1010:
+      return "Imagination";
+    case 0x106b:
+      return "Apple";
+    case 0x10de:
+      return "NVIDIA";
+    case 0x13b5:
+      return "ARM";
+    case 0x5143:
+      return "Qualcomm";
+    case 0x8086:
+      return "Intel";
+    case 0x10005:
+      return "Mesa";
+    default:
+      return "";
+  }
+}
+
+std::string bytesText(uint64_t bytes) {
+  char text[32];
+  if (bytes >= (uint64_t(1) << 30) && bytes % (uint64_t(1) << 30) != 0)
+    std::snprintf(text, sizeof(text), "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(text, sizeof(text), "%llu GiB", (unsigned long long)(bytes >> 30));
+  else if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    std::snprintf(text, sizeof(text), "%llu MiB", (unsigned long long)(bytes >> 20));
+  else if (bytes >= (1u << 10) && bytes % (1u << 10) == 0)
+    std::snprintf(text, sizeof(text), "%llu KiB", (unsigned long long)(bytes >> 10));
+  else
+    std::snprintf(text, sizeof(text), "%llu bytes", (unsigned long long)bytes);
+  return text;
+}
+
+const char* yesNo(bool value) {
+  return value ? "yes" : "no";
+}
+
+std::string selectionText(const Selection& s) {
+  if (s.source == "automatic") return "automatic: first discrete GPU, else integrated, else any";
+  return s.source + "=" + s.selector;
+}
+
+void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
+               uint32_t loader_version) {
+  std::printf("Vulkan loader %s, %zu device%s; * marks the default (%s)\n\n",
+              vk::versionString(loader_version).c_str(), devices.size(),
+              devices.size() == 1 ? "" : "s", selectionText(selection).c_str());
+  for (const vk::DeviceInfo& d : devices) {
+    const bool chosen = d.index == selection.index;
+    std::printf("%c %u: %s [%s]\n", chosen ? '*' : ' ', d.index, d.name.c_str(),
+                vk::deviceTypeName(d.type));
+    const char* vendor = vendorName(d.vendor_id);
+    std::printf("    vendor %s%s%s%s, device %s\n", hex(d.vendor_id).c_str(), *vendor ? " (" : "",
+                vendor, *vendor ? ")" : "", hex(d.device_id).c_str());
+    std::printf("    driver           %s (%s), Vulkan %s\n", d.driver_name.c_str(),
+                d.driver_info.c_str(), vk::versionString(d.api_version).c_str());
+    std::printf("    subgroups        %u lanes; in compute %s, shuffle %s, arithmetic %s\n",
+                d.subgroup_size, yesNo(d.subgroup_compute), yesNo(d.subgroup_shuffle),
+                yesNo(d.subgroup_arithmetic));
+    std::printf("    shared memory    %s per workgroup\n", bytesText(d.max_shared_memory).c_str());
+    std::printf("    workgroup        at most %u x %u x %u, %u invocations\n",
+                d.max_workgroup_size[0], d.max_workgroup_size[1], d.max_workgroup_size[2],
+                d.max_workgroup_invocations);
+    std::printf("    storage buffer   %s per binding, offsets aligned to %llu\n",
+                bytesText(d.max_storage_buffer_range).c_str(),
+                (unsigned long long)d.min_storage_offset_alignment);
+    std::printf("    texel buffer     %llu elements per view\n",
+                (unsigned long long)d.max_texel_buffer_elements);
+    std::printf("    push constants   %u bytes\n", d.max_push_constants);
+    if (d.timestamp_valid_bits)
+      std::printf("    timestamps       yes, %u valid bits, %g ns per tick\n",
+                  d.timestamp_valid_bits, d.timestamp_period_ns);
+    else
+      std::printf("    timestamps       no (GPU times unavailable)\n");
+    for (size_t i = 0; i < d.heaps.size(); ++i)
+      std::printf("    memory heap %zu    %s%s\n", i, bytesText(d.heaps[i].bytes).c_str(),
+                  d.heaps[i].device_local ? ", device-local" : "");
+    std::printf("    shader types     fp16 %s, int8 %s, fp64 %s, int64 %s\n", yesNo(d.fp16),
+                yesNo(d.int8), yesNo(d.fp64), yesNo(d.int64));
+    std::printf("    buffer storage   16-bit %s, 8-bit %s\n", yesNo(d.storage_16bit),
+                yesNo(d.storage_8bit));
+    if (d.compute_family == UINT32_MAX)
+      std::printf("    compute queue    none (vkgrad cannot use this device)\n");
+    else
+      std::printf("    compute queue    family %u (%s)\n", d.compute_family,
+                  d.compute_only_family ? "compute-only" : "shared with graphics");
+    std::printf("\n");
+  }
+}
+
+// Writes indented JSON; the caller keeps the nesting right.
+class JsonWriter {
+ public:
+  void open(const char* key, char bracket) {
+    prefix(key);
+    out_ += bracket;
+    ++depth_;
+    first_ = true;
+  }
+  void close(char bracket) {
+    --depth_;
+    out_ += '\n' + std::string(2 * depth_, ' ') + bracket;
+    first_ = false;
+  }
+  void string(const char* key, const std::string& value) {
+    prefix(key);
+    quote(value);
+  }
+  void number(const char* key, uint64_t value) {
+    prefix(key);
+    out_ += std::to_string(value);
+  }
+  void real(const char* key, double value) {
+    prefix(key);
+    if (!std::isfinite(value)) {
+      out_ += "null";  // JSON has no inf or NaN
+      return;
+    }
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.9g", value);
+    out_ += text;
+  }
+  void boolean(const char* key, bool value) {
+    prefix(key);
+    out_ += value ? "true" : "false";
+  }
+  const std::string& text() const { return out_; }
+
+ private:
+  void prefix(const char* key) {
+    if (depth_ > 0) out_ += first_ ? "\n" : ",\n";
+    out_ += std::string(2 * depth_, ' ');
+    first_ = false;
+    if (key) {
+      quote(key);
+      out_ += ": ";
+    }
+  }
+  // Escapes quotes, backslashes and control characters; bytes that are not valid UTF-8
+  // (drivers fill these strings) become U+FFFD, so the document always parses.
+  void quote(const std::string& s) {
+    out_ += '"';
+    for (size_t i = 0; i < s.size();) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += char(c);
+      } else if (c == '\n') {
+        out_ += "\\n";
+      } else if (c == '\t') {
+        out_ += "\\t";
+      } else if (c < 0x20 || c == 0x7f) {
+        char text[8];
+        std::snprintf(text, sizeof(text), "\\u%04x", c);
+        out_ += text;
+      } else if (c < 0x80) {
+        out_ += char(c);
+      } else {
+        const size_t n = utf8Length(s, i);
+        if (n == 0) {
+          out_ += "\\ufffd";
+          ++i;
+          continue;
+        }
+        out_.append(s, i, n);
+        i += n;
+        continue;
+      }
+      ++i;
+    }
+    out_ += '"';
+  }
+  // Length of the well-formed UTF-8 sequence starting at s[i] (a byte >= 0x80), else 0.
+  static size_t utf8Length(const std::string& s, size_t i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n;
+    uint32_t code;
+    if (c >= 0xc2 && c <= 0xdf)
+      n = 2, code = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 3, code = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 4, code = c & 0x07;
+    else
+      return 0;
+    if (i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return 0;
+      code = (code << 6) | (cc & 0x3f);
+    }
+    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+    const uint32_t min_code[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < min_code[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
+    return n;
+  }
+
+  std::string out_;
+  int depth_ = 0;
+  bool first_ = true;
+};
+
+void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
+               uint32_t loader_version) {
+  JsonWriter json;
+  json.open(nullptr, '{');
+  json.string("loader_version", vk::versionString(loader_version));
+  json.open("default_device", '{');
+  json.number("index", selection.index);
+  json.string("source", selection.source);
+  json.string("selector", selection.selector);
+  json.close('}');
+  json.open("devices", '[');
+  for (const vk::DeviceInfo& d : devices) {
+    json.open(nullptr, '{');
+    json.number("index", d.index);
+    json.boolean("default", d.index == selection.index);
+    json.string("name", d.name);
+    json.string("type", vk::deviceTypeName(d.type));
+    json.number("vendor_id", d.vendor_id);
+    json.string("vendor", vendorName(d.vendor_id));
+    json.number("device_id", d.device_id);
+    json.string("driver_name", d.driver_name);
+    json.string("driver_info", d.driver_info);
+    json.number("driver_version", d.driver_version);  // vendor-specific encoding
+    json.string("api_version", vk::versionString(d.api_version));
+    json.open("subgroup", '{');
+    json.number("size", d.subgroup_size);
+    json.boolean("compute", d.subgroup_compute);
+    json.boolean("shuffle", d.subgroup_shuffle);
+    json.boolean("arithmetic", d.subgroup_arithmetic);
+    json.close('}');
+    json.number("max_shared_memory_bytes", d.max_shared_memory);
+    json.open("max_workgroup_size", '[');
+    for (uint32_t size : d.max_workgroup_size) json.number(nullptr, size);
+    json.close(']');
+    json.number("max_workgroup_invocations", d.max_workgroup_invocations);
+    json.open("max_workgroup_count", '[');
+    for (uint32_t count : d.max_workgroup_count) json.number(nullptr, count);
+    json.close(']');
+    json.number("max_storage_buffer_range_bytes", d.max_storage_buffer_range);
+    json.number("max_texel_buffer_elements", d.max_texel_buffer_elements);
+    json.number("min_storage_offset_alignment", d.min_storage_offset_alignment);
+    json.number("min_texel_offset_alignment", d.min_texel_offset_alignment);
+    json.number("max_push_constants_bytes", d.max_push_constants);
+    json.open("timestamps", '{');
+    json.boolean("supported", d.timestamp_valid_bits != 0);
+    json.number("valid_bits", d.timestamp_valid_bits);
+    json.real("period_ns", d.timestamp_period_ns);
+    json.close('}');
+    json.open("memory_heaps", '[');
+    for (const vk::MemoryHeap& heap : d.heaps) {
+      json.open(nullptr, '{');
+      json.number("bytes", heap.bytes);
+      json.boolean("device_local", heap.device_local);
+      json.close('}');
+    }
+    json.close(']');
+    json.open("features", '{');
+    json.boolean("fp16", d.fp16);
+    json.boolean("int8", d.int8);
+    json.boolean("fp64", d.fp64);
+    json.boolean("int64", d.int64);
+    json.boolean("storage_16bit", d.storage_16bit);
+    json.boolean("storage_8bit", d.storage_8bit);
+    json.close('}');
+    json.open("compute_queue", '{');
+    if (d.compute_family == UINT32_MAX) {
+      json.boolean("present", false);
+    } else {
+      json.boolean("present", true);
+      json.number("family", d.compute_family);
+      json.boolean("compute_only", d.compute_only_family);
+    }
+    json.close('}');
+    json.close('}');
+  }
+  json.close(']');
+  json.close('}');
+  std::printf("%s\n", json.text().c_str());
+}
+
+int run(int argc, char** argv) {
+  Cli cli("vkgrad-info",
+          "Lists every Vulkan device with the limits and features that matter for compute,\n"
+          "and marks the one vkgrad picks by default (VKGRAD_DEVICE, else a discrete GPU,\n"
+          "else an integrated one, else any, e.g. lavapipe).");
+  cli.flag("json", "print one JSON document instead of text");
+  cli.option("device",
+             "mark the device this index or name substring selects (beats VKGRAD_DEVICE)");
+  cli.parse(argc, argv);
+
+  const std::vector<vk::DeviceInfo> devices = vk::listDevices();
+  Selection selection{0, cli.get("device"), "--device"};
+  if (selection.selector.empty()) {
+    const char* env = std::getenv("VKGRAD_DEVICE");
+    selection.selector = env ? env : "";
+    selection.source = selection.selector.empty() ? "automatic" : "VKGRAD_DEVICE";
+  }
+  // Throws for an empty list, or a selector that matches nothing, listing the devices.
+  selection.index = vk::selectDevice(devices, selection.selector, selection.source);
+
+  const uint32_t loader_version = volkGetInstanceVersion();
+  if (cli.has("json"))
+    printJson(devices, selection, loader_version);
+  else
+    printText(devices, selection, loader_version);
+  return 0;
+}
+
+}  // namespace
+}  // namespace vkgrad::apps
+
+int main(int argc, char** argv) {
+  try {
+    return vkgrad::apps::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::string message = e.what();  // device lists end in a newline of their own
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    std::fprintf(stderr, "vkgrad-info: %s\n", message.c_str());
+    return 1;
+  }
+}

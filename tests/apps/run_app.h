@@ -1,0 +1,24 @@
+// Runs one of the built programs (build/apps/vkgrad-<name>) as a child process and
+// captures its exit code and output, for the tests of the apps.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vkgrad::test {
+
+struct AppRun {
+  int exit_code = -1;  // the process's exit status; 128 + signal number if a signal ended it
+  std::string out, err;
+};
+
+// The program's path: $VKGRAD_APPS_DIR (set by ctest) or the build tree's apps folder.
+std::string appPath(const std::string& name);
+
+// Runs vkgrad-<name> with args; env entries are set (or, with an empty value, removed)
+// on top of this process's environment. Throws std::runtime_error if it cannot start.
+AppRun runApp(const std::string& name, const std::vector<std::string>& args,
+              const std::vector<std::pair<std::string, std::string>>& env = {});
+
+}  // namespace vkgrad::test
