@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up (packages, build) and runs the whole test suite; validation is on in every test.
+set -euo pipefail
+# shellcheck source=scripts/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+ctest --test-dir "$VKGRAD_BUILD" --output-on-failure --no-tests=error -j2
