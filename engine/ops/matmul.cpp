@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ops/binding.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -37,36 +38,13 @@ void checkShapes(const TensorView& a, const TensorView& b, const TensorView& c) 
   checkFits("matmul", "c", c);
 }
 
-// A binding has to start at the device's offset alignment (storage and texel), but a tensor
-// may start at any multiple of 4 bytes. So the binding starts at the tensor's offset rounded
-// down, and the kernel skips `skip` floats. Buffers themselves start at multiples of the
-// allocator's alignment, which is at least every one of these.
-struct Bound {
-  vk::Arg arg;
-  uint32_t skip;
-};
-Bound bindAligned(const TensorView& t, uint64_t alignment,
-                  vk::TexelFormat texel = vk::TexelFormat::R32f) {
-  const uint64_t base = t.offset / alignment * alignment;
-  return {vk::Arg(*t.buffer, base, t.offset - base + t.bytes(), texel),
-          uint32_t((t.offset - base) / 4)};
-}
-
-uint64_t bindingAlignment(const vk::DeviceInfo& info) {
-  return std::max<uint64_t>(
-      {16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
-}
-
 bool canShuffle(const vk::DeviceInfo& info) {
   return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
 }
 
-// Whether R32F views of a and b (the Texel variant's largest) fit maxTexelBufferElements and
-// the int that texelFetch takes.
-bool texelViewsFit(const vk::DeviceInfo& info, const TensorView& a, const TensorView& b) {
-  const uint64_t limit = std::min<uint64_t>(info.max_texel_buffer_elements, INT32_MAX);
-  const uint64_t slack = bindingAlignment(info) / 4;
-  return uint64_t(a.shape.numel()) + slack <= limit && uint64_t(b.shape.numel()) + slack <= limit;
+// Whether R32F views of a and b (the Texel variant's largest) fit the device's texel limits.
+bool texelViewsFit(const vk::Context& context, const TensorView& a, const TensorView& b) {
+  return texelFits(context, a, vk::TexelFormat::R32f) && texelFits(context, b, vk::TexelFormat::R32f);
 }
 
 }  // namespace
@@ -100,22 +78,22 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   const vk::DeviceInfo& info = context.info();
   if (variant == MatmulVariant::Auto) {
     variant = matmulVariantFor(context);
-    if (variant == MatmulVariant::Texel && !texelViewsFit(info, a, b))
+    if (variant == MatmulVariant::Texel && !texelViewsFit(context, a, b))
       variant = MatmulVariant::Tiled;
   }
   const uint32_t m = uint32_t(a.shape[0]), n = uint32_t(b.shape[1]), k = uint32_t(a.shape[1]);
-  const uint64_t alignment = bindingAlignment(info);
 
   if (variant == MatmulVariant::Texel) {
     if (!canShuffle(info))
       throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
                   info.name + " lacks");
-    if (!texelViewsFit(info, a, b))
+    if (!texelViewsFit(context, a, b))
       throw Error("matmul: " + a.shape.str() + " x " + b.shape.str() +
                   ": an operand has more elements than a texel view of " + info.name +
                   " can hold; use the tiled variant");
-    Bound ba = bindAligned(a, alignment), bb = bindAligned(b, alignment);
-    const Bound bc = bindAligned(c, alignment);
+    Bound ba = bindTexel(context, a, vk::TexelFormat::R32f);
+    Bound bb = bindTexel(context, b, vk::TexelFormat::R32f);
+    const Bound bc = bindStorage(context, c);
     // Whole-vec4 fetches need every row to start on a 16-byte texel; otherwise that operand
     // is read through an R32F view, four scalar fetches per vec4 (see texel.comp).
     const bool a_vec4 = k % 4 == 0 && ba.skip % 4 == 0;
@@ -133,8 +111,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     return;
   }
 
-  const Bound ba = bindAligned(a, alignment), bb = bindAligned(b, alignment),
-              bc = bindAligned(c, alignment);
+  const Bound ba = bindStorage(context, a), bb = bindStorage(context, b),
+              bc = bindStorage(context, c);
   const MatmulPush push{m, n, k, ba.skip, bb.skip, bc.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
   switch (variant) {

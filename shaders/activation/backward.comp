@@ -1,0 +1,6 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// dx (= or +=) f'(x) * dy for the activation picked by the KIND specialization constant, through storage
+// buffers, one float per step: any device, any offset.
+#define EW_TEXEL 0
+#include "activation/backward.glsl"

@@ -1,0 +1,60 @@
+// Body of activation/backward.comp (storage buffers, one float per step: any device, any
+// offset) and backward_texel.comp (inputs fetched four floats at a time from RGBA32F texel
+// buffers): dx (= or +=) f'(x) * dy, reading x or y, whichever the kind needs
+// (kGradReadsX in activation.glsl; the other binding is a placeholder, never read).
+#include "activation/activation.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 2) const bool ACCUMULATE = false;
+
+layout(push_constant) uniform Push {
+  uint n;       // elements
+  float param;  // LeakyRelu slope, Elu alpha
+  // Element offsets inside the bindings (multiples of 4 for the texel fetches).
+  uint x_skip, y_skip, dy_skip, dx_skip;
+} p;
+
+#if EW_TEXEL
+layout(set = 0, binding = 0) uniform samplerBuffer x_tex;    // RGBA32F over (n)
+layout(set = 0, binding = 1) uniform samplerBuffer y_tex;    // RGBA32F over (n)
+layout(set = 0, binding = 2) uniform samplerBuffer dy_tex;   // RGBA32F over (n)
+layout(set = 0, binding = 3) uniform samplerBuffer acc_tex;  // dx itself; read if ACCUMULATE
+layout(set = 0, binding = 4) writeonly buffer DX { float dx[]; };
+#else
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer Y { float y[]; };
+layout(set = 0, binding = 2) readonly buffer DY { float dy[]; };
+layout(set = 0, binding = 3) buffer DX { float dx[]; };  // not writeonly: ACCUMULATE reads it
+#endif
+// dx may be one of the inputs: every step reads before it writes the same elements.
+
+void main() {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#if EW_TEXEL
+  // Grid-stride over texels; the condition is also the bounds guard for the rounded-up grid.
+  for (uint t = gl_GlobalInvocationID.x; t < (p.n + 3) / 4; t += stride) {
+    const vec4 xv = kGradReadsX ? texelFetch(x_tex, int(p.x_skip / 4 + t)) : vec4(0.0);
+    const vec4 yv = kGradReadsY ? texelFetch(y_tex, int(p.y_skip / 4 + t)) : vec4(0.0);
+    const vec4 g = texelFetch(dy_tex, int(p.dy_skip / 4 + t));
+    vec4 d;
+    for (uint c = 0; c < 4; ++c) d[c] = activationGrad(xv[c], yv[c], g[c], p.param);
+    if (ACCUMULATE) d += texelFetch(acc_tex, int(p.dx_skip / 4 + t));
+    const uint e = 4 * t, at = p.dx_skip + e;
+    if (e + 4 <= p.n) {
+      dx[at] = d.x, dx[at + 1] = d.y, dx[at + 2] = d.z, dx[at + 3] = d.w;
+    } else {
+      for (uint c = 0; c < 4; ++c)  // bounds guard: the last texel reaches past n
+        if (e + c < p.n) dx[at + c] = d[c];
+    }
+  }
+#else
+  // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    const float xv = kGradReadsX ? x[p.x_skip + i] : 0.0;
+    const float yv = kGradReadsY ? y[p.y_skip + i] : 0.0;
+    float d = activationGrad(xv, yv, dy[p.dy_skip + i], p.param);
+    if (ACCUMULATE) d += dx[p.dx_skip + i];
+    dx[p.dx_skip + i] = d;
+  }
+#endif
+}

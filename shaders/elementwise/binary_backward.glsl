@@ -1,0 +1,80 @@
+// Body of elementwise/binary_backward.comp (storage buffers, one float per step) and
+// binary_backward_texel.comp (RGBA32F texel inputs, four per step): both gradients of a
+// same-shape binary op in one pass over dout.
+//   OP 0 (out = alpha a + beta b): da = alpha dout,   db = beta dout
+//   OP 1 (out = alpha a b):        da = alpha dout b, db = alpha dout a
+// (A broadcast b's gradient is a reduction: the host uses reduce/sum for it.)
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 2) const bool ACCUMULATE_A = false;
+layout(constant_id = 3) const bool ACCUMULATE_B = false;
+
+layout(push_constant) uniform Push {
+  uint n;             // elements of every operand
+  float alpha, beta;  // the forward op's coefficients
+  // Element offsets inside the bindings (multiples of 4 in the texel variant).
+  uint dout_skip, a_skip, b_skip, da_skip, db_skip;
+} p;
+
+#if EW_TEXEL
+layout(set = 0, binding = 0) uniform samplerBuffer dout_tex;  // RGBA32F views, all (n)
+layout(set = 0, binding = 1) uniform samplerBuffer a_tex;     // placeholder for OP 0
+layout(set = 0, binding = 2) uniform samplerBuffer b_tex;     // placeholder for OP 0
+layout(set = 0, binding = 3) uniform samplerBuffer da_tex;    // da itself; read if ACCUMULATE_A
+layout(set = 0, binding = 4) uniform samplerBuffer db_tex;    // db itself; read if ACCUMULATE_B
+layout(set = 0, binding = 5) writeonly buffer DA { float da[]; };
+layout(set = 0, binding = 6) writeonly buffer DB { float db[]; };
+#else
+layout(set = 0, binding = 0) readonly buffer DOut { float dout[]; };
+layout(set = 0, binding = 1) readonly buffer A { float a[]; };  // placeholder for OP 0
+layout(set = 0, binding = 2) readonly buffer B { float b[]; };  // placeholder for OP 0
+// Not writeonly: ACCUMULATE_* reads them.
+layout(set = 0, binding = 3) buffer DA { float da[]; };
+layout(set = 0, binding = 4) buffer DB { float db[]; };
+#endif
+// da and db may each be one of the inputs (every step reads before it writes the same
+// elements), but not each other.
+
+void main() {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#if EW_TEXEL
+  // Grid-stride over texels; the condition is also the bounds guard for the rounded-up grid.
+  for (uint t = gl_GlobalInvocationID.x; t < (p.n + 3) / 4; t += stride) {
+    const vec4 g = texelFetch(dout_tex, int(p.dout_skip / 4 + t));
+    vec4 ga = p.alpha * g, gb = p.beta * g;
+    if (OP == 1) {
+      ga = p.alpha * g * texelFetch(b_tex, int(p.b_skip / 4 + t));
+      gb = p.alpha * g * texelFetch(a_tex, int(p.a_skip / 4 + t));
+    }
+    if (ACCUMULATE_A) ga += texelFetch(da_tex, int(p.da_skip / 4 + t));
+    if (ACCUMULATE_B) gb += texelFetch(db_tex, int(p.db_skip / 4 + t));
+    const uint e = 4 * t, at_a = p.da_skip + e, at_b = p.db_skip + e;
+    if (e + 4 <= p.n) {
+      da[at_a] = ga.x, da[at_a + 1] = ga.y, da[at_a + 2] = ga.z, da[at_a + 3] = ga.w;
+      db[at_b] = gb.x, db[at_b + 1] = gb.y, db[at_b + 2] = gb.z, db[at_b + 3] = gb.w;
+    } else {
+      for (uint c = 0; c < 4; ++c) {
+        if (e + c < p.n) {  // bounds guard: the last texel reaches past n
+          da[at_a + c] = ga[c];
+          db[at_b + c] = gb[c];
+        }
+      }
+    }
+  }
+#else
+  // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    const float g = dout[p.dout_skip + i];
+    float ga = p.alpha * g, gb = p.beta * g;
+    if (OP == 1) {
+      ga = p.alpha * g * b[p.b_skip + i];
+      gb = p.alpha * g * a[p.a_skip + i];
+    }
+    if (ACCUMULATE_A) ga += da[p.da_skip + i];
+    if (ACCUMULATE_B) gb += db[p.db_skip + i];
+    da[p.da_skip + i] = ga;
+    db[p.db_skip + i] = gb;
+  }
+#endif
+}

@@ -1,0 +1,364 @@
+#include "ops/activation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/activation.h"
+#include "vk/error.h"
+
+namespace vkgrad::test {
+namespace {
+
+using ops::Activation;
+using ops::Shape;
+using ops::Write;
+
+// ew_math.glsl's exp, tanh, sigmoid and normal CDF are within 4.4e-7 relative of the exact
+// value (measured in float on the CPU), log within 3 ulps or 2^-21 absolute, the derivatives
+// are a few such terms: 2e-6 of the largest output leaves room for a few roundings more.
+constexpr double kTolerance = 2e-6;
+
+const Activation kKinds[] = {Activation::Relu,    Activation::LeakyRelu, Activation::GeluTanh,
+                             Activation::GeluErf, Activation::Sigmoid,   Activation::Tanh,
+                             Activation::Elu,     Activation::Exp,       Activation::Log};
+
+float paramOf(Activation kind) {
+  return kind == Activation::LeakyRelu ? 0.1f : kind == Activation::Elu ? 1.3f : 0.0f;
+}
+
+// Inputs each kind is checked on: log on positive values only; the rest over a range that
+// reaches both saturated tails. Kinks (0 for the ReLUs and ELU) are kept at least `margin`
+// away, so that a finite difference never straddles one.
+std::vector<float> inputsFor(Rng& rng, Activation kind, size_t n, float margin = 0.0f) {
+  if (kind == Activation::Log) return rng.uniform(n, 0.05f, 8.0f);
+  auto x = rng.uniform(n, -6.0f, 6.0f);
+  for (float& v : x)
+    if (std::fabs(v) < margin) v = v < 0 ? v - margin : v + margin;
+  return x;
+}
+
+std::vector<float> plus(std::vector<float> x, const std::vector<float>& y) {
+  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+  return x;
+}
+
+// max_i |got_i - want_i| / scale_i <= tolerance; non-finite values fail.
+::testing::AssertionResult closeRelativeTo(const std::vector<float>& got,
+                                           const std::vector<float>& want,
+                                           const std::vector<double>& scale, double tolerance) {
+  double worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - want[i]) / std::max(scale[i], 1e-30);
+    if (!std::isfinite(err))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want "
+                                           << want[i];
+    if (err > worst) worst = err, worst_at = i;
+  }
+  if (worst > tolerance)
+    return ::testing::AssertionFailure()
+           << "error " << worst << " > " << tolerance << " at element " << worst_at << " (got "
+           << got[worst_at] << ", want " << want[worst_at] << ", scale " << scale[worst_at] << ")";
+  return ::testing::AssertionSuccess();
+}
+
+// Odd sizes end in a partial texel; 8x12, 7x1000 and 6x4x4 are whole texels.
+const Shape kShapes[] = {{1}, {3}, {17}, {129}, {1000, 7}, {7, 1000}, {3, 5, 17}, {8, 12}, {6, 4, 4}};
+
+// got = want + init (Write::Accumulate), normalised by the largest |want_i| or |init_i|:
+// the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
+::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
+                                            const std::vector<float>& want,
+                                            const std::vector<float>& init, double tolerance) {
+  double scale = 1e-30, worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - (double(want[i]) + init[i])) / scale;
+    if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
+  }
+  if (!(worst <= tolerance))
+    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
+                                         << " at element " << worst_at << " (got "
+                                         << got[worst_at] << ", want " << want[worst_at] << " + "
+                                         << init[worst_at] << ")";
+  return ::testing::AssertionSuccess() << "normalised error " << worst;
+}
+
+using ActivationTest = VkTest;
+
+TEST_F(ActivationTest, ForwardMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Activation kind : kKinds)
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(testing::Message() << ops::activationName(kind) << " " << shape.str());
+      const auto x = inputsFor(rng, kind, shape.numel());
+      std::vector<float> want(x.size());
+      ops::ref::activation(kind, x.data(), want.data(), shape.numel(), paramOf(kind));
+      auto tx = upload(ctx(), shape, x), ty = poisoned(ctx(), shape);
+      vk::Recorder rec(ctx());
+      ops::activation(rec, kind, tx.view(), ty.view(), paramOf(kind));
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), ty), want, kTolerance));
+    }
+}
+
+// Relative accuracy element by element, where allClose (normalised by the largest value)
+// would not see it: the far tails, e.g. GELU(-11) = -1.7e-27, sigmoid(-68) = 3e-30. Only
+// down to 1e-30, so that intermediates (the sigmoid inside GELU-tanh is x times smaller than
+// the result) stay normal floats: lavapipe flushes denormals to zero.
+TEST_F(ActivationTest, ForwardIsRelativelyAccurateInTheTails) {
+  const Activation kinds[] = {Activation::GeluTanh, Activation::GeluErf, Activation::Sigmoid,
+                              Activation::Tanh,     Activation::Elu,     Activation::Exp};
+  std::vector<float> x;
+  for (float v = -13.0f; v <= 13.0f; v += 0.01f) x.push_back(v);
+  for (float v : {1e-6f, -1e-6f, 3e-4f, -3e-4f, 0.3f, -0.3f, -80.0f, 80.0f, -87.0f, 88.0f}) x.push_back(v);
+  const Shape shape{int64_t(x.size())};
+  auto tx = upload(ctx(), shape, x);
+  for (Activation kind : kinds) {
+    SCOPED_TRACE(ops::activationName(kind));
+    auto ty = poisoned(ctx(), shape);
+    vk::Recorder rec(ctx());
+    ops::activation(rec, kind, tx.view(), ty.view(), paramOf(kind));
+    rec.submit();
+    const auto y = download(ctx(), ty);
+    double worst = 0;
+    size_t worst_at = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = ops::ref::activate(kind, x[i], paramOf(kind));
+      if (std::fabs(want) < 1e-30 || !std::isfinite(want)) continue;
+      double err = std::fabs(y[i] - want) / std::fabs(want);
+      // GeluTanh's tail is ill-conditioned in its own formula: sigmoid(2u) with u = sqrt(2/pi)
+      // (x + 0.044715 x^3) has relative condition |2u| in u, so rounding u (and the float
+      // constants) alone costs |2u| ulps, 65 at x = -9. Measure it in units of that.
+      if (kind == Activation::GeluTanh) {
+        const double u2 = 2 * 0.7978845608 * (x[i] + 0.044715 * double(x[i]) * x[i] * x[i]);
+        err /= std::max(1.0, std::fabs(u2));
+      }
+      if (err > worst) worst = err, worst_at = i;
+    }
+    EXPECT_LT(worst, 1e-6) << "at x = " << x[worst_at] << ": got " << y[worst_at] << ", want "
+                           << ops::ref::activate(kind, x[worst_at], paramOf(kind));
+  }
+}
+
+TEST_F(ActivationTest, ForwardSaturatesWithoutNaN) {
+  const std::vector<float> x = {-1e30f, -1e6f, -200.0f, -90.0f, 90.0f, 200.0f, 1e6f, 1e30f};
+  const Shape shape{8};
+  auto tx = upload(ctx(), shape, x);
+  for (Activation kind : kKinds) {
+    if (kind == Activation::Log) continue;
+    SCOPED_TRACE(ops::activationName(kind));
+    std::vector<float> want(x.size());
+    ops::ref::activation(kind, x.data(), want.data(), 8, paramOf(kind));
+    auto ty = poisoned(ctx(), shape), dx = poisoned(ctx(), shape);
+    auto dy = upload(ctx(), shape, std::vector<float>(8, 1.0f));
+    vk::Recorder rec(ctx());
+    ops::activation(rec, kind, tx.view(), ty.view(), paramOf(kind));
+    ops::activationBackward(rec, kind, tx.view(), ty.view(), dy.view(), dx.view(), paramOf(kind));
+    rec.submit();
+    const auto y = download(ctx(), ty), g = download(ctx(), dx);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_FALSE(std::isnan(y[i])) << "y at x = " << x[i];
+      EXPECT_FALSE(std::isnan(g[i])) << "dx at x = " << x[i];
+      if (std::isinf(want[i])) {
+        EXPECT_EQ(y[i], want[i]) << "at x = " << x[i];
+      } else {
+        EXPECT_NEAR(y[i], want[i], 1e-6 * std::max(1.0, std::fabs(double(want[i])))) << "at x = " << x[i];
+      }
+    }
+  }
+}
+
+TEST_F(ActivationTest, ForwardInPlace) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const Shape& shape : {Shape{17}, Shape{8, 12}}) {
+    const auto x = rng.uniform(shape.numel(), -3.0f, 3.0f);
+    std::vector<float> want(x.size());
+    ops::ref::activation(Activation::GeluErf, x.data(), want.data(), shape.numel(), 0.0f);
+    auto t = upload(ctx(), shape, x);
+    vk::Recorder rec(ctx());
+    ops::activation(rec, Activation::GeluErf, t.view(), t.view());
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), t), want, kTolerance));
+  }
+}
+
+TEST_F(ActivationTest, BackwardMatchesCpuInBothWriteModes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Activation kind : kKinds)
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(testing::Message() << ops::activationName(kind) << " " << shape.str());
+      const int64_t n = shape.numel();
+      const auto x = inputsFor(rng, kind, n), dy = rng.uniform(n), init = rng.uniform(n);
+      std::vector<float> y(n), want(n);
+      ops::ref::activation(kind, x.data(), y.data(), n, paramOf(kind));
+      ops::ref::activationBackward(kind, x.data(), dy.data(), want.data(), n, paramOf(kind));
+      auto tx = upload(ctx(), shape, x), ty = upload(ctx(), shape, y), tdy = upload(ctx(), shape, dy);
+      auto dx = poisoned(ctx(), shape), acc = upload(ctx(), shape, init);
+      // Only the input the kind reads is passed; the other is an empty view.
+      const bool reads_x = ops::activationBackwardReadsX(kind);
+      const ops::TensorView xv = reads_x ? tx.view() : ops::TensorView{};
+      const ops::TensorView yv = reads_x ? ops::TensorView{} : ty.view();
+      vk::Recorder rec(ctx());
+      ops::activationBackward(rec, kind, xv, yv, tdy.view(), dx.view(), paramOf(kind));
+      ops::activationBackward(rec, kind, xv, yv, tdy.view(), acc.view(), paramOf(kind),
+                              Write::Accumulate);
+      rec.submit();
+      // Normalised per element by the size of the terms it is made of: the GELU derivatives
+      // cross zero as a difference of terms ~0.3 (a one-element tensor there has a tiny
+      // largest value), and Accumulate adds init. 2e-6 of that is a few ulps.
+      std::vector<double> terms(n), terms_acc(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double d = ops::ref::activationDerivative(kind, x[i], paramOf(kind));
+        terms[i] = std::fabs(dy[i]) * std::max(1.0, std::fabs(d));
+        terms_acc[i] = terms[i] + std::fabs(init[i]);
+      }
+      EXPECT_TRUE(closeRelativeTo(download(ctx(), dx), want, terms, kTolerance));
+      EXPECT_TRUE(closeRelativeTo(download(ctx(), acc), plus(want, init), terms_acc, kTolerance));
+    }
+}
+
+// loss = sum_i w_i f(x_i) with the GPU forward; the analytic gradient is the GPU backward
+// with dy = w, fed the GPU forward's y.
+TEST_F(ActivationTest, BackwardPassesGradCheck) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Shape shape{5, 7};
+  for (Activation kind : kKinds) {
+    SCOPED_TRACE(ops::activationName(kind));
+    // h = 1e-3 max(1, |x|) never reaches a kink 0.02 away; x stays within [-6, 6], where
+    // the saturating kinds still have gradients well above the finite-difference noise.
+    auto x = inputsFor(rng, kind, shape.numel(), 0.02f);
+    const auto w = rng.uniform(shape.numel());
+    auto forward = [&](const DeviceTensor& tx, const DeviceTensor& ty) {
+      vk::Recorder rec(ctx());
+      ops::activation(rec, kind, tx.view(), ty.view(), paramOf(kind));
+      rec.submit();
+    };
+    auto loss = [&] {
+      auto tx = upload(ctx(), shape, x), ty = poisoned(ctx(), shape);
+      forward(tx, ty);
+      return weightedSum(download(ctx(), ty), w);
+    };
+    auto tx = upload(ctx(), shape, x), ty = poisoned(ctx(), shape);
+    forward(tx, ty);
+    auto tw = upload(ctx(), shape, w), dx = poisoned(ctx(), shape);
+    vk::Recorder rec(ctx());
+    ops::activationBackward(rec, kind, tx.view(), ty.view(), tw.view(), dx.view(), paramOf(kind));
+    rec.submit();
+    const auto grad = download(ctx(), dx);
+    EXPECT_TRUE(checkGradients(loss, {{"x", &x, grad}}, rng));
+  }
+}
+
+// `data` at element `at` of a buffer with a sentinel-filled margin on both sides: any offset
+// that is a multiple of 4 bytes must work, and nothing outside the view may be written.
+constexpr float kSentinel = 12345.0f;
+struct Embedded {
+  DeviceTensor whole;
+  ops::TensorView view;
+  int64_t at, n;
+};
+Embedded embed(vk::Context& context, const Shape& shape, const std::vector<float>& data,
+               int64_t at) {
+  const int64_t n = shape.numel();
+  std::vector<float> all(at + n + 7, kSentinel);
+  std::copy(data.begin(), data.end(), all.begin() + at);
+  Embedded e{upload(context, {int64_t(all.size())}, all), {}, at, n};
+  e.view = ops::view(e.whole.buffer, shape, uint64_t(at) * 4);
+  return e;
+}
+// The view's elements, after checking that the margins still hold the sentinel.
+std::vector<float> viewOf(vk::Context& context, const Embedded& e) {
+  const auto all = download(context, e.whole);
+  for (int64_t i = 0; i < int64_t(all.size()); ++i)
+    if (i < e.at || i >= e.at + e.n) {
+      EXPECT_EQ(all[i], kSentinel) << "margin element " << i;
+    }
+  return std::vector<float>(all.begin() + e.at, all.begin() + e.at + e.n);
+}
+
+// Offsets of 1 to 3 floats take the storage kernels (an RGBA32F texel must start on 16
+// bytes); 0 and 4 the texel kernels.
+TEST_F(ActivationTest, AnyOffsetOfWholeFloatsWorks) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Shape shape{5, 7};
+  const Activation kind = Activation::Elu;
+  const float param = paramOf(kind);
+  for (int64_t at : {0, 1, 2, 3, 4, 5}) {
+    SCOPED_TRACE(testing::Message() << "offset " << at << " floats");
+    const auto x = inputsFor(rng, kind, 35), dy = rng.uniform(35), init = rng.uniform(35);
+    std::vector<float> y(35), dx(35);
+    ops::ref::activation(kind, x.data(), y.data(), 35, param);
+    ops::ref::activationBackward(kind, x.data(), dy.data(), dx.data(), 35, param);
+    auto tx = embed(ctx(), shape, x, at), tdy = embed(ctx(), shape, dy, (at + 1) % 6);
+    auto ty = embed(ctx(), shape, std::vector<float>(35, std::nanf("")), (at + 2) % 6);
+    auto tdx = embed(ctx(), shape, init, (at + 3) % 6);
+    vk::Recorder rec(ctx());
+    ops::activation(rec, kind, tx.view, ty.view, param);
+    ops::activationBackward(rec, kind, tx.view, {}, tdy.view, tdx.view, param, Write::Accumulate);
+    rec.submit();
+    EXPECT_TRUE(allClose(viewOf(ctx(), ty), y, kTolerance));
+    EXPECT_TRUE(accumulatedClose(viewOf(ctx(), tdx), dx, init, kTolerance));
+  }
+}
+
+void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
+                      const std::string& message) {
+  try {
+    record();
+    ADD_FAILURE() << "no ShapeError, expected: " << message;
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+TEST_F(ActivationTest, RejectsBadShapesDtypesAndInputsBeforeRecording) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 8}, rng.uniform(32)), y = poisoned(ctx(), {4, 8});
+  auto other = poisoned(ctx(), {8, 4});
+  vk::Recorder rec(ctx());
+  expectShapeError(rec, [&] { ops::activation(rec, Activation::Tanh, x.view(), other.view()); },
+                   "activation(tanh): y (8,4) must have the shape (4,8)");
+  expectShapeError(rec,
+                   [&] {
+                     ops::activation(rec, Activation::Relu,
+                                     ops::view(x.buffer, {4, 8}, 0, ops::DType::U32), y.view());
+                   },
+                   "activation: x must be f32, got u32");
+  expectShapeError(rec,
+                   [&] {
+                     ops::activationBackward(rec, Activation::GeluErf, {}, y.view(), x.view(),
+                                             other.view());
+                   },
+                   "activationBackward(gelu_erf) needs x, got an empty view");
+  expectShapeError(rec,
+                   [&] {
+                     ops::activationBackward(rec, Activation::Sigmoid, {}, y.view(), x.view(),
+                                             other.view());
+                   },
+                   "activationBackward(sigmoid): dx (8,4) must have the shape (4,8)");
+  auto big = upload(ctx(), {5, 8}, rng.uniform(40));
+  expectShapeError(rec,
+                   [&] {
+                     ops::activation(rec, Activation::Exp, ops::view(big.buffer, {4, 8}),
+                                     ops::view(big.buffer, {4, 8}, 32));
+                   },
+                   "activation: y (4,8) overlaps x (4,8)");
+}
+
+}  // namespace
+}  // namespace vkgrad::test

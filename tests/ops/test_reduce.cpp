@@ -1,0 +1,330 @@
+#include "ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/reduce.h"
+#include "vk/error.h"
+
+namespace vkgrad::test {
+namespace {
+
+using ops::Shape;
+using ops::Write;
+
+// An fp32 sum of n terms, each lane adding at most ~1600 of them in sequence before a tree of
+// at most 8 levels. The data has a positive mean (uniform in [-0.5, 1.5]), so the sums do not
+// cancel and the error is measured against sums of the same size as the terms' magnitudes;
+// rounding errors of a sequential run of k terms then grow like sqrt(k) ulps (k ulps at
+// worst, 1e-4 for k = 1600). Observed: at most 2e-7 on every shape below; 2e-6 keeps a
+// margin without hiding a wrong index.
+constexpr double kTolerance = 2e-6;
+// Broadcasting a gradient back is exact (times 1/N for the mean: one rounding); Accumulate
+// adds one more.
+constexpr double kBroadcastTolerance = 1e-6;
+
+enum class Reduction { SumLastAxis, MeanLastAxis, SumRows, MeanRows };
+const Reduction kReductions[] = {Reduction::SumLastAxis, Reduction::MeanLastAxis, Reduction::SumRows,
+                                 Reduction::MeanRows};
+
+const char* name(Reduction r) {
+  switch (r) {
+    case Reduction::SumLastAxis: return "sumLastAxis";
+    case Reduction::MeanLastAxis: return "meanLastAxis";
+    case Reduction::SumRows: return "sumRows";
+    case Reduction::MeanRows: return "meanRows";
+  }
+  return "?";
+}
+
+bool overRows(Reduction r) { return r == Reduction::SumRows || r == Reduction::MeanRows; }
+bool isMean(Reduction r) { return r == Reduction::MeanLastAxis || r == Reduction::MeanRows; }
+
+int64_t rowsOf(const Shape& s) { return s.back() ? s.numel() / s.back() : 0; }
+
+// The output shape: x without its last axis, or (N).
+Shape outShape(Reduction r, const Shape& x) {
+  if (overRows(r)) return Shape{x.back()};
+  switch (x.rank()) {
+    case 1: return Shape{};
+    case 2: return Shape{x[0]};
+    case 3: return Shape{x[0], x[1]};
+    default: return Shape{x[0], x[1], x[2]};
+  }
+}
+
+ops::Folded foldOf(Reduction r, const Shape& x) {
+  return overRows(r) ? ops::Folded{rowsOf(x), x.back(), 1} : ops::Folded{1, rowsOf(x), x.back()};
+}
+
+void forward(vk::Recorder& rec, Reduction r, const ops::TensorView& x, const ops::TensorView& out,
+             Write w = Write::Overwrite) {
+  switch (r) {
+    case Reduction::SumLastAxis: ops::sumLastAxis(rec, x, out, w); break;
+    case Reduction::MeanLastAxis: ops::meanLastAxis(rec, x, out, w); break;
+    case Reduction::SumRows: ops::sumRows(rec, x, out, w); break;
+    case Reduction::MeanRows: ops::meanRows(rec, x, out, w); break;
+  }
+}
+
+void backward(vk::Recorder& rec, Reduction r, const ops::TensorView& dout,
+              const ops::TensorView& dx, Write w = Write::Overwrite) {
+  switch (r) {
+    case Reduction::SumLastAxis: ops::sumLastAxisBackward(rec, dout, dx, w); break;
+    case Reduction::MeanLastAxis: ops::meanLastAxisBackward(rec, dout, dx, w); break;
+    case Reduction::SumRows: ops::sumRowsBackward(rec, dout, dx, w); break;
+    case Reduction::MeanRows: ops::meanRowsBackward(rec, dout, dx, w); break;
+  }
+}
+
+std::vector<float> reference(Reduction r, const Shape& shape, const std::vector<float>& x) {
+  const ops::Folded f = foldOf(r, shape);
+  const double count = double(f.outer) * double(f.inner);
+  std::vector<float> out(f.kept);
+  ops::ref::sumFolded(x.data(), nullptr, out.data(), f.outer, f.kept, f.inner,
+                      isMean(r) ? 1.0 / count : 1.0);
+  return out;
+}
+
+// Odd shapes (R32F texel fetches), multiples of 4 (RGBA32F fetches), and the extremes: a
+// single row or column of 100,000, and 100,000 rows.
+const Shape kShapes[] = {{1},       {3},          {17},          {129},        {1000, 7},
+                         {7, 1000}, {3, 5, 17},   {2, 3, 4, 5},  {8, 12},      {6, 8, 12},
+                         {1, 100000}, {100000, 1}, {100000, 3},  {3, 100000},  {100000, 8},
+                         {100003}};
+
+// got = want + init (Write::Accumulate), normalised by the largest |want_i| or |init_i|:
+// the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
+::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
+                                            const std::vector<float>& want,
+                                            const std::vector<float>& init, double tolerance) {
+  double scale = 1e-30, worst = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - (double(want[i]) + init[i])) / scale;
+    if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
+  }
+  if (!(worst <= tolerance))
+    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
+                                         << " at element " << worst_at << " (got "
+                                         << got[worst_at] << ", want " << want[worst_at] << " + "
+                                         << init[worst_at] << ")";
+  return ::testing::AssertionSuccess() << "normalised error " << worst;
+}
+
+using ReduceTest = VkTest;
+
+TEST_F(ReduceTest, ForwardMatchesCpuInBothWriteModes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Reduction r : kReductions)
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(testing::Message() << name(r) << " " << shape.str());
+      const auto x = rng.uniform(shape.numel(), -0.5f, 1.5f);
+      const Shape out_shape = outShape(r, shape);
+      const auto want = reference(r, shape, x);
+      const auto init = rng.uniform(want.size());
+      auto tx = upload(ctx(), shape, x);
+      auto out = poisoned(ctx(), out_shape), acc = upload(ctx(), out_shape, init);
+      vk::Recorder rec(ctx());
+      forward(rec, r, tx.view(), out.view());
+      forward(rec, r, tx.view(), acc.view(), Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), out), want, kTolerance));
+      EXPECT_TRUE(accumulatedClose(download(ctx(), acc), want, init, kTolerance));
+    }
+}
+
+TEST_F(ReduceTest, KeepDimAndRowVectorOutputShapes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const auto x = rng.uniform(35, -0.5f, 1.5f);
+  auto tx = upload(ctx(), {5, 7}, x);
+  auto rows_out = poisoned(ctx(), {5, 1}), cols_out = poisoned(ctx(), {1, 7});
+  vk::Recorder rec(ctx());
+  ops::sumLastAxis(rec, tx.view(), rows_out.view());
+  ops::meanRows(rec, tx.view(), cols_out.view());
+  rec.submit();
+  EXPECT_TRUE(allClose(download(ctx(), rows_out), reference(Reduction::SumLastAxis, {5, 7}, x),
+                       kTolerance));
+  EXPECT_TRUE(allClose(download(ctx(), cols_out), reference(Reduction::MeanRows, {5, 7}, x),
+                       kTolerance));
+}
+
+// The general fold with a product, as the gradient of a broadcast factor uses it, through
+// both kernels (lavapipe never picks the storage one by itself: every view here fits its
+// texel limits).
+TEST_F(ReduceTest, SumFoldedWithProductMatchesCpuInBothVariants) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Folded folds[] = {{5, 7, 9},  {300, 3, 1}, {1, 11, 400}, {4, 6, 8},
+                               {9, 1, 13}, {1, 5, 1},   {2000, 8, 1}, {1, 3, 100000}};
+  for (ops::ReduceVariant variant : {ops::ReduceVariant::Texel, ops::ReduceVariant::Storage})
+  for (ops::Folded f : folds) {
+    SCOPED_TRACE(testing::Message() << "(" << f.outer << "," << f.kept << "," << f.inner << ")"
+                                    << (variant == ops::ReduceVariant::Texel ? " texel" : " storage"));
+    const auto x = rng.uniform(f.numel(), -0.5f, 1.5f), y = rng.uniform(f.numel(), 0.0f, 1.0f);
+    std::vector<float> want(f.kept);
+    ops::ref::sumFolded(x.data(), y.data(), want.data(), f.outer, f.kept, f.inner, -0.5);
+    auto tx = upload(ctx(), {f.numel()}, x), ty = upload(ctx(), {f.numel()}, y);
+    auto out = poisoned(ctx(), {f.kept});
+    vk::Recorder rec(ctx());
+    const ops::TensorView y_view = ty.view();
+    ops::sumFolded(rec, "test", tx.view(), &y_view, out.view(), f, -0.5f, Write::Overwrite,
+                   variant);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), out), want, kTolerance));
+  }
+}
+
+TEST_F(ReduceTest, SameInputGivesTheSameBits) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Reduction r : {Reduction::SumLastAxis, Reduction::SumRows}) {
+    const Shape shape{300, 1001};
+    auto tx = upload(ctx(), shape, rng.uniform(shape.numel()));
+    auto a = poisoned(ctx(), outShape(r, shape)), b = poisoned(ctx(), outShape(r, shape));
+    vk::Recorder rec(ctx());
+    forward(rec, r, tx.view(), a.view());
+    forward(rec, r, tx.view(), b.view());
+    rec.submit();
+    const auto got_a = download(ctx(), a), got_b = download(ctx(), b);
+    EXPECT_EQ(std::memcmp(got_a.data(), got_b.data(), got_a.size() * 4), 0) << name(r);
+  }
+}
+
+TEST_F(ReduceTest, BackwardMatchesCpuInBothWriteModes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Reduction r : kReductions)
+    for (const Shape& shape : {Shape{1}, Shape{17}, Shape{1000, 7}, Shape{7, 1000}, Shape{3, 5, 17},
+                               Shape{6, 8, 12}}) {
+      SCOPED_TRACE(testing::Message() << name(r) << " " << shape.str());
+      const ops::Folded f = foldOf(r, shape);
+      const double scale = isMean(r) ? 1.0 / double(f.outer * f.inner) : 1.0;
+      const auto dout = rng.uniform(f.kept);
+      const auto init = rng.uniform(shape.numel());
+      std::vector<float> want(shape.numel());
+      for (int64_t i = 0; i < shape.numel(); ++i)
+        want[i] = float(scale * dout[(i / f.inner) % f.kept]);
+      auto tdout = upload(ctx(), outShape(r, shape), dout);
+      auto dx = poisoned(ctx(), shape), acc = upload(ctx(), shape, init);
+      vk::Recorder rec(ctx());
+      backward(rec, r, tdout.view(), dx.view());
+      backward(rec, r, tdout.view(), acc.view(), Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), dx), want, kBroadcastTolerance));
+      EXPECT_TRUE(accumulatedClose(download(ctx(), acc), want, init, kBroadcastTolerance));
+    }
+}
+
+// loss = sum_m w_m out_m(x) with the GPU forward; the analytic gradient is the GPU backward
+// with dout = w.
+TEST_F(ReduceTest, BackwardPassesGradCheck) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (Reduction r : kReductions)
+    for (const Shape& shape : {Shape{6, 7}, Shape{2, 3, 4}, Shape{9}}) {
+      SCOPED_TRACE(testing::Message() << name(r) << " " << shape.str());
+      const Shape out_shape = outShape(r, shape);
+      auto x = rng.uniform(shape.numel());
+      const auto w = rng.uniform(out_shape.numel());
+      auto loss = [&] {
+        auto tx = upload(ctx(), shape, x), out = poisoned(ctx(), out_shape);
+        vk::Recorder rec(ctx());
+        forward(rec, r, tx.view(), out.view());
+        rec.submit();
+        return weightedSum(download(ctx(), out), w);
+      };
+      auto tw = upload(ctx(), out_shape, w), dx = poisoned(ctx(), shape);
+      vk::Recorder rec(ctx());
+      backward(rec, r, tw.view(), dx.view());
+      rec.submit();
+      const auto grad = download(ctx(), dx);
+      EXPECT_TRUE(checkGradients(loss, {{"x", &x, grad}}, rng));
+    }
+}
+
+// Offsets of 1 to 3 floats fetch R32F texels (an RGBA32F texel must start on 16 bytes), 0
+// and 4 RGBA32F; nothing outside the views may be written.
+TEST_F(ReduceTest, AnyOffsetOfWholeFloatsWorks) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  constexpr float kSentinel = 12345.0f;
+  const Shape shape{6, 8};
+  for (Reduction r : {Reduction::SumLastAxis, Reduction::MeanRows})
+    for (int64_t at : {0, 1, 2, 3, 4, 5}) {
+      SCOPED_TRACE(testing::Message() << name(r) << ", offset " << at << " floats");
+      const auto x = rng.uniform(48, -0.5f, 1.5f);
+      const auto want = reference(r, shape, x);
+      const int64_t m = int64_t(want.size()), out_at = 5 - at;
+      std::vector<float> all(at + 48 + out_at + m + 3, kSentinel);
+      std::copy(x.begin(), x.end(), all.begin() + at);
+      auto whole = upload(ctx(), {int64_t(all.size())}, all);
+      const uint64_t out_offset = uint64_t(at + 48 + out_at) * 4;
+      vk::Recorder rec(ctx());
+      forward(rec, r, ops::view(whole.buffer, shape, uint64_t(at) * 4),
+              ops::view(whole.buffer, outShape(r, shape), out_offset));
+      rec.submit();
+      const auto got = download(ctx(), whole);
+      for (int64_t i = 0; i < int64_t(all.size()); ++i) {
+        const int64_t j = i - (at + 48 + out_at);
+        if (j >= 0 && j < m) continue;
+        EXPECT_EQ(got[i], all[i]) << "element " << i << " outside the output";
+      }
+      EXPECT_TRUE(allClose(std::vector<float>(got.begin() + (at + 48 + out_at),
+                                              got.begin() + (at + 48 + out_at + m)),
+                           want, kTolerance));
+    }
+}
+
+void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
+                      const std::string& message) {
+  try {
+    record();
+    ADD_FAILURE() << "no ShapeError, expected: " << message;
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+TEST_F(ReduceTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 8}, rng.uniform(32)), out4 = poisoned(ctx(), {4});
+  auto out8 = poisoned(ctx(), {8}), empty = poisoned(ctx(), {4, 1});
+  vk::Recorder rec(ctx());
+  expectShapeError(rec, [&] { ops::sumLastAxis(rec, x.view(), out8.view()); },
+                   "sumLastAxis: x (4,8) -> out (8): out must be x's shape without its last axis");
+  expectShapeError(rec, [&] { ops::meanRows(rec, x.view(), out4.view()); },
+                   "meanRows: x (4,8) -> out (4): out must be (N) with N = x's last axis");
+  expectShapeError(rec,
+                   [&] { ops::sumLastAxis(rec, ops::view(empty.buffer, {4, 0}), out4.view()); },
+                   "sumLastAxis: x (4,0): empty reduction");
+  expectShapeError(rec,
+                   [&] {
+                     ops::sumRows(rec, ops::view(x.buffer, {4, 8}, 0, ops::DType::U32),
+                                  out8.view());
+                   },
+                   "sumRows: x must be f32, got u32");
+  expectShapeError(rec,
+                   [&] { ops::sumLastAxis(rec, x.view(), ops::view(x.buffer, {4}, 64)); },
+                   "sumLastAxis: out (4) overlaps x (4,8)");
+  expectShapeError(rec, [&] { ops::sumRowsBackward(rec, out4.view(), x.view()); },
+                   "sumRowsBackward: dout (4) -> dx (4,8): dout must be (N)");
+  expectShapeError(rec,
+                   [&] { ops::meanLastAxisBackward(rec, out8.view(), x.view()); },
+                   "meanLastAxisBackward: dout (8) -> dx (4,8): dout must be dx's shape without");
+}
+
+}  // namespace
+}  // namespace vkgrad::test
