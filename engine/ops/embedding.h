@@ -1,0 +1,52 @@
+// Embedding lookup: out[..., :] = table[ids[...], :], and its backward, a deterministic
+// scatter-add of dout rows into dtable (no float atomics).
+//
+// Ids are u32 and must be < V. An op cannot see device ids without a readback, so bad
+// ids are handled twice:
+//  - on the device, kernels never touch memory for an id >= V (its out row is 0, its
+//    gradient is dropped) and record it in a status buffer the caller owns: 2 u32 words
+//      status[0] |= kEmbeddingBadId      flags; 0 means every id so far was in range
+//      status[1]  = max(status[1], id)   the largest bad id seen
+//    Zero it once (e.g. rec.fill) and read it back whenever convenient: the kernels only
+//    ever set bits and raise the maximum, so a bad batch stays visible until cleared.
+//  - on the host, checkIds() rejects bad ids in data about to be uploaded.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/tensor.h"
+#include "vk/recorder.h"
+
+namespace vkgrad::ops {
+
+// Bit of status[0] set by the embedding kernels when an id is >= V.
+constexpr uint32_t kEmbeddingBadId = 1u << 0;
+
+// Throws ShapeError "embedding: id 70 at position 12 is out of range for vocab 65" for the
+// first id >= vocab.
+void checkIds(std::span<const uint32_t> ids, uint32_t vocab);
+
+// ids: (...) u32, n = ids.numel() positions; table: (V,D); out: (..., D) (ids' shape + D);
+// status: (>= 2) u32, see above.
+void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table,
+               const TensorView& out, const TensorView& status);
+
+enum class EmbeddingBackwardVariant {
+  Auto,    // Bucket: 100-2000x faster than Scan at V = 65..5000 on lavapipe (embedding.cpp)
+  Bucket,  // stable counting sort of positions by id (1 workgroup), then one sum per (v, d)
+  Scan,    // each (v, d) scans all ids: O(V*n*D), no scratch; for tests and comparisons
+};
+
+// u32 elements of scratch embeddingBackward needs: V + n.
+int64_t embeddingBackwardScratch(int64_t vocab, int64_t n);
+
+// ids: (...) u32; dout: (..., D); dtable: (V,D), (=|+=) sum over positions j with ids[j] == v
+// of dout[j], added in increasing j, so every variant gives the same bits on a device.
+// scratch: (>= embeddingBackwardScratch(V, n)) u32, overwritten. status: as for embedding().
+void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorView& dout,
+                       const TensorView& dtable, const TensorView& scratch,
+                       const TensorView& status, Write write = Write::Overwrite,
+                       EmbeddingBackwardVariant variant = EmbeddingBackwardVariant::Auto);
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,16 @@
+// CPU reference for the embedding lookup and its backward (double accumulation). Ids
+// >= vocab are skipped, as the kernels do: their out rows are 0, their gradients dropped.
+#pragma once
+
+#include <cstdint>
+
+namespace vkgrad::ops::ref {
+
+// ids: (n); table: (V,D); out: (n,D).
+void embedding(const uint32_t* ids, const float* table, float* out, int64_t n, int64_t vocab,
+               int64_t dim);
+// ids: (n); dout: (n,D); dtable: (V,D), overwritten, or added to when accumulate.
+void embeddingBackward(const uint32_t* ids, const float* dout, float* dtable, int64_t n,
+                       int64_t vocab, int64_t dim, bool accumulate);
+
+}  // namespace vkgrad::ops::ref

@@ -1,0 +1,23 @@
+#version 450
+// Second pass of the bucketed embedding backward: dtable[v, d] (=|+=) the sum of
+// dout[j, d] over bucket v's positions j (sorted by embedding/bucket), in increasing j.
+// One invocation per (v, d), grid-stride; each sum has one owner and a fixed order.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kAccumulate = false;
+
+layout(set = 0, binding = 0) readonly buffer Scratch { uint scratch[]; };  // end[V], perm[n]
+layout(set = 0, binding = 1) readonly buffer Dout { float dout[]; };       // (n,D)
+layout(set = 0, binding = 2) buffer Dtable { float dtable[]; };            // (V,D); read only to accumulate
+layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+
+void main() {
+  const uint total = p.vocab * p.dim;
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const uint v = i / p.dim, d = i - v * p.dim;
+    const uint begin = v == 0 ? 0 : scratch[v - 1], end = scratch[v];
+    float sum = 0.0;
+    for (uint k = begin; k < end; ++k) sum += dout[scratch[p.vocab + k] * p.dim + d];
+    if (kAccumulate) dtable[i] += sum;
+    else dtable[i] = sum;
+  }
+}

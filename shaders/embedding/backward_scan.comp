@@ -1,0 +1,31 @@
+#version 450
+// dtable[v, d] (=|+=) sum of dout[j, d] over the positions j with ids[j] == v, in increasing
+// j. One invocation per (v, d) scans all of ids: O(V * n * D) work but no scratch and one
+// dispatch. Each sum has one owner and a fixed order, so the result is deterministic.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kAccumulate = false;
+
+layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };     // (n) u32
+layout(set = 0, binding = 1) readonly buffer Dout { float dout[]; };  // (n,D)
+layout(set = 0, binding = 2) buffer Dtable { float dtable[]; };       // (V,D); read only to accumulate
+layout(set = 0, binding = 3) buffer Status { uint status[]; };        // {flags, largest bad id}
+layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+
+void main() {
+  const uint total = p.vocab * p.dim;
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const uint v = i / p.dim, d = i - v * p.dim;
+    float sum = 0.0;
+    for (uint j = 0; j < p.n; ++j) {
+      const uint id = ids[j];
+      if (id == v) sum += dout[j * p.dim + d];
+      // Out-of-range ids match no row; the first invocation reports them.
+      if (i == 0 && id >= p.vocab) {  // kEmbeddingBadId in ops/embedding.h
+        atomicOr(status[0], 1u);
+        atomicMax(status[1], id);
+      }
+    }
+    if (kAccumulate) dtable[i] += sum;
+    else dtable[i] = sum;
+  }
+}

@@ -1,0 +1,27 @@
+#version 450
+// out[r, d] = table[ids[r], d]: one invocation per output element, grid-stride. An id
+// outside the table reads nothing: its row of out is 0 and the status buffer records it.
+layout(local_size_x_id = 0) in;
+
+layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };       // (n) u32
+layout(set = 0, binding = 1) readonly buffer Table { float table[]; };  // (V,D)
+layout(set = 0, binding = 2) writeonly buffer Out { float out_rows[]; };  // (n,D)
+layout(set = 0, binding = 3) buffer Status { uint status[]; };          // {flags, largest bad id}
+layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+
+void main() {
+  const uint total = p.n * p.dim;
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const uint r = i / p.dim, d = i - r * p.dim;
+    const uint id = ids[r];
+    if (id < p.vocab) {
+      out_rows[i] = table[id * p.dim + d];
+    } else {  // never read past the table; one invocation per row reports it
+      out_rows[i] = 0.0;
+      if (d == 0) {  // kEmbeddingBadId in ops/embedding.h
+        atomicOr(status[0], 1u);
+        atomicMax(status[1], id);
+      }
+    }
+  }
+}

@@ -1,0 +1,281 @@
+#include "ops/embedding.h"
+
+#include <cstring>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/embedding.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+class EmbeddingTest : public VkTest {
+ protected:
+  static vk::Buffer words(std::span<const uint32_t> data) {
+    vk::Buffer b = ctx().allocator().allocate(std::max<size_t>(4, data.size_bytes()));
+    ctx().staging().upload(b, 0, data.data(), data.size_bytes());
+    return b;
+  }
+  static std::vector<uint32_t> readWords(const vk::Buffer& b, size_t n) {
+    std::vector<uint32_t> out(n);
+    ctx().staging().download(b, 0, out.data(), n * 4);
+    return out;
+  }
+  static ops::TensorView u32(const vk::Buffer& b, ops::Shape shape) {
+    return ops::view(b, shape, 0, ops::DType::U32);
+  }
+  static vk::Buffer zeroStatus() { return words(std::vector<uint32_t>{0, 0}); }
+};
+
+// (B, T, V, D): odd sizes, a vocabulary smaller than n (repeats, so the backward pass
+// really adds) and larger (unused rows, which the backward must zero or leave alone).
+struct Case {
+  int64_t b, t, vocab, dim;
+};
+const Case kCases[] = {
+    {1, 1, 1, 1}, {3, 17, 5, 7}, {2, 129, 65, 33}, {1, 4099, 1000, 3}, {4, 9, 301, 64}};
+
+std::vector<uint32_t> randomIds(Rng& rng, int64_t n, int64_t vocab) {
+  std::vector<uint32_t> ids(n);
+  for (auto& id : ids) id = rng.below(uint32_t(vocab));
+  return ids;
+}
+
+TEST_F(EmbeddingTest, ForwardMatchesCpuOnOddShapes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto [b, t, vocab, dim] : kCases) {
+    SCOPED_TRACE(testing::Message() << "B=" << b << " T=" << t << " V=" << vocab << " D=" << dim);
+    const int64_t n = b * t;
+    const auto ids = randomIds(rng, n, vocab);
+    const auto table = rng.uniform(vocab * dim);
+    std::vector<float> want(n * dim);
+    ops::ref::embedding(ids.data(), table.data(), want.data(), n, vocab, dim);
+    auto d_ids = words(ids), status = zeroStatus();
+    auto d_table = upload(ctx(), {vocab, dim}, table);
+    auto out = poisoned(ctx(), {b, t, dim});
+    vk::Recorder rec(ctx());
+    ops::embedding(rec, u32(d_ids, {b, t}), d_table.view(), out.view(), u32(status, {2}));
+    rec.submit();
+    const auto got = download(ctx(), out);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));  // a gather: exact
+    EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{0, 0}));
+  }
+}
+
+class EmbeddingBackwardTest
+    : public EmbeddingTest,
+      public ::testing::WithParamInterface<std::tuple<ops::EmbeddingBackwardVariant, ops::Write>> {
+};
+
+TEST_P(EmbeddingBackwardTest, MatchesCpuOnOddShapes) {
+  const auto [variant, write] = GetParam();
+  const bool accumulate = write == ops::Write::Accumulate;
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto [b, t, vocab, dim] : kCases) {
+    SCOPED_TRACE(testing::Message() << "B=" << b << " T=" << t << " V=" << vocab << " D=" << dim);
+    const int64_t n = b * t;
+    const auto ids = randomIds(rng, n, vocab);
+    const auto dout = rng.uniform(n * dim);
+    std::vector<float> want = rng.uniform(vocab * dim);
+    auto dtable = accumulate ? upload(ctx(), {vocab, dim}, want) : poisoned(ctx(), {vocab, dim});
+    ops::ref::embeddingBackward(ids.data(), dout.data(), want.data(), n, vocab, dim, accumulate);
+    auto d_ids = words(ids), status = zeroStatus();
+    auto scratch =
+        words(std::vector<uint32_t>(ops::embeddingBackwardScratch(vocab, n), 0xDEADBEEF));
+    auto d_dout = upload(ctx(), {b, t, dim}, dout);
+    vk::Recorder rec(ctx());
+    ops::embeddingBackward(rec, u32(d_ids, {b, t}), d_dout.view(), dtable.view(),
+                           u32(scratch, {ops::embeddingBackwardScratch(vocab, n)}),
+                           u32(status, {2}), write, variant);
+    rec.submit();
+    // Up to n fp32 additions per row (n/V on average): 1e-5 of the largest sum covers
+    // rows of a few hundred terms at unit scale.
+    EXPECT_TRUE(allClose(download(ctx(), dtable), want, 1e-5));
+    EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{0, 0}));
+  }
+}
+
+std::string backwardCaseName(
+    const ::testing::TestParamInfo<EmbeddingBackwardTest::ParamType>& info) {
+  const auto [variant, write] = info.param;
+  const char* names[] = {"Auto", "Bucket", "Scan"};
+  return std::string(names[int(variant)]) +
+         (write == ops::Write::Accumulate ? "Accumulate" : "Overwrite");
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, EmbeddingBackwardTest,
+                         ::testing::Combine(::testing::Values(ops::EmbeddingBackwardVariant::Auto,
+                                                              ops::EmbeddingBackwardVariant::Bucket,
+                                                              ops::EmbeddingBackwardVariant::Scan),
+                                            ::testing::Values(ops::Write::Overwrite,
+                                                              ops::Write::Accumulate)),
+                         backwardCaseName);
+
+TEST_F(EmbeddingTest, BackwardIsDeterministicAndTheVariantsAgreeBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // A skewed id distribution: one very frequent id (like padding) and a tail. D = 64 takes
+  // the vec4 path of the bucketed sum, D = 19 the scalar one.
+  for (int64_t dim : {19, 64}) {
+    SCOPED_TRACE(testing::Message() << "D=" << dim);
+    const int64_t n = 2053, vocab = 97;
+    std::vector<uint32_t> ids = randomIds(rng, n, vocab);
+    for (int64_t i = 0; i < n; i += 2) ids[i] = 7;
+    const auto dout = rng.uniform(n * dim, -10.0f, 10.0f);
+    auto d_ids = words(ids), status = zeroStatus();
+    auto d_dout = upload(ctx(), {n, dim}, dout);
+    auto scratch = words(std::vector<uint32_t>(ops::embeddingBackwardScratch(vocab, n)));
+    std::vector<std::vector<float>> results;
+    for (auto variant :
+         {ops::EmbeddingBackwardVariant::Bucket, ops::EmbeddingBackwardVariant::Bucket,
+          ops::EmbeddingBackwardVariant::Scan}) {
+      auto dtable = poisoned(ctx(), {vocab, dim});
+      vk::Recorder rec(ctx());
+      ops::embeddingBackward(rec, u32(d_ids, {n}), d_dout.view(), dtable.view(),
+                             u32(scratch, {vocab + n}), u32(status, {2}), ops::Write::Overwrite,
+                             variant);
+      rec.submit();
+      results.push_back(download(ctx(), dtable));
+    }
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(), vocab * dim * 4));
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[2].data(), vocab * dim * 4));
+  }
+}
+
+TEST_F(EmbeddingTest, OutOfRangeIdsAreFlaggedAndNeverRead) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 37, vocab = 11, dim = 5;
+  std::vector<uint32_t> ids = randomIds(rng, n, vocab);
+  ids[3] = vocab;         // just past the end
+  ids[20] = 0xFFFFFFFFu;  // the largest u32
+  ids[36] = vocab + 1000;
+  const auto table = rng.uniform(vocab * dim), dout = rng.uniform(n * dim);
+  auto d_ids = words(ids);
+  auto d_table = upload(ctx(), {vocab, dim}, table), d_dout = upload(ctx(), {n, dim}, dout);
+  auto out = poisoned(ctx(), {n, dim});
+  for (auto variant :
+       {ops::EmbeddingBackwardVariant::Bucket, ops::EmbeddingBackwardVariant::Scan}) {
+    auto forward_status = zeroStatus(), backward_status = zeroStatus();
+    auto dtable = poisoned(ctx(), {vocab, dim});
+    auto scratch = words(std::vector<uint32_t>(vocab + n));
+    vk::Recorder rec(ctx());
+    ops::embedding(rec, u32(d_ids, {n}), d_table.view(), out.view(), u32(forward_status, {2}));
+    ops::embeddingBackward(rec, u32(d_ids, {n}), d_dout.view(), dtable.view(),
+                           u32(scratch, {vocab + n}), u32(backward_status, {2}),
+                           ops::Write::Overwrite, variant);
+    rec.submit();
+    const std::vector<uint32_t> flagged = {ops::kEmbeddingBadId, 0xFFFFFFFFu};
+    EXPECT_EQ(readWords(forward_status, 2), flagged);
+    EXPECT_EQ(readWords(backward_status, 2), flagged);
+    std::vector<float> want(n * dim), want_grad(vocab * dim);
+    ops::ref::embedding(ids.data(), table.data(), want.data(), n, vocab, dim);
+    ops::ref::embeddingBackward(ids.data(), dout.data(), want_grad.data(), n, vocab, dim, false);
+    EXPECT_TRUE(allClose(download(ctx(), out), want, 0.0));  // bad rows are 0
+    EXPECT_TRUE(allClose(download(ctx(), dtable), want_grad, 1e-6));
+  }
+  // Flags accumulate; a later good batch does not clear them.
+  auto status = words(std::vector<uint32_t>{ops::kEmbeddingBadId, 12});
+  auto good = words(randomIds(rng, n, vocab));
+  vk::Recorder rec(ctx());
+  ops::embedding(rec, u32(good, {n}), d_table.view(), out.view(), u32(status, {2}));
+  rec.submit();
+  EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{ops::kEmbeddingBadId, 12}));
+}
+
+TEST_F(EmbeddingTest, CheckIdsNamesTheFirstBadIdAndItsPosition) {
+  const std::vector<uint32_t> ids = {0, 4, 64, 65, 3, 99};
+  EXPECT_NO_THROW(ops::checkIds(std::span(ids).first(3), 65));
+  try {
+    ops::checkIds(ids, 65);
+    FAIL() << "no ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "embedding: id 65 at position 3 is out of range for vocab 65");
+  }
+}
+
+TEST_F(EmbeddingTest, GradientMatchesFiniteDifferences) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t b = 3, t = 7, vocab = 6, dim = 5, n = b * t;
+  const auto ids = randomIds(rng, n, vocab);
+  std::vector<float> table = rng.uniform(vocab * dim);
+  const std::vector<float> w = rng.uniform(n * dim);
+  auto d_ids = words(ids), status = zeroStatus(), scratch = words(std::vector<uint32_t>(vocab + n));
+  auto d_table = upload(ctx(), {vocab, dim}, table), d_w = upload(ctx(), {b, t, dim}, w);
+  auto out = poisoned(ctx(), {b, t, dim}), dtable = poisoned(ctx(), {vocab, dim});
+  vk::Recorder backward(ctx());
+  ops::embeddingBackward(backward, u32(d_ids, {b, t}), d_w.view(), dtable.view(),
+                         u32(scratch, {vocab + n}), u32(status, {2}));
+  backward.submit();
+  const auto analytic = download(ctx(), dtable);
+  vk::Recorder forward(ctx());
+  ops::embedding(forward, u32(d_ids, {b, t}), d_table.view(), out.view(), u32(status, {2}));
+  auto loss = [&] {
+    ctx().staging().upload(d_table.buffer, 0, table.data(), table.size() * 4);
+    forward.submit();
+    return weightedSum(download(ctx(), out), w);
+  };
+  EXPECT_TRUE(checkGradients(loss, {{"table", &table, analytic}}, rng));
+}
+
+TEST_F(EmbeddingTest, RejectsBadShapesBeforeRecording) {
+  Rng rng;
+  auto ids = words(randomIds(rng, 32, 10)), status = zeroStatus(),
+       scratch = words(std::vector<uint32_t>(41));
+  auto table = upload(ctx(), {10, 3}, rng.uniform(30)), out = poisoned(ctx(), {4, 8, 3});
+  auto wrong = poisoned(ctx(), {4, 8, 4});
+  vk::Recorder rec(ctx());
+  auto expectError = [&](auto&& call, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no ShapeError (" << needle << ")";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectError(
+      [&] {
+        ops::embedding(rec, ops::view(ids, {4, 8}), table.view(), out.view(), u32(status, {2}));
+      },
+      "embedding: ids (4,8), table (10,3), out (4,8,3): ids must be u32");
+  expectError(
+      [&] {
+        ops::embedding(rec, u32(ids, {4, 8}), table.view(), wrong.view(), u32(status, {2}));
+      },
+      "out must have the shape of ids plus D = 3");
+  expectError(
+      [&] {
+        ops::embedding(rec, u32(ids, {4, 8}), ops::view(table.buffer, {30}), out.view(),
+                       u32(status, {2}));
+      },
+      "table must be a non-empty (V,D)");
+  expectError(
+      [&] {
+        ops::embedding(rec, u32(ids, {4, 8}), table.view(), out.view(), u32(status, {1}));
+      },
+      "status (1) must hold 2 u32 words");
+  expectError(
+      [&] {
+        ops::embedding(rec, u32(ids, {4, 9}), table.view(), poisoned(ctx(), {4, 9, 3}).view(),
+                       u32(status, {2}));
+      },
+      "ids (4,9) at offset 0 needs 144 bytes");
+  expectError(
+      [&] {
+        ops::embeddingBackward(rec, u32(ids, {4, 8}), out.view(), table.view(), u32(scratch, {41}),
+                               u32(status, {2}));
+      },
+      "scratch (41) holds fewer than V + n = 42");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
