@@ -1,0 +1,438 @@
+#include "ops/random.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/random.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+class RandomTest : public VkTest {
+ protected:
+  static vk::Buffer words(std::span<const uint32_t> data) {
+    vk::Buffer b = ctx().allocator().allocate(std::max<size_t>(4, data.size_bytes()));
+    ctx().staging().upload(b, 0, data.data(), data.size_bytes());
+    return b;
+  }
+  static std::vector<uint32_t> readWords(const vk::Buffer& b, size_t n) {
+    std::vector<uint32_t> out(n);
+    ctx().staging().download(b, 0, out.data(), n * 4);
+    return out;
+  }
+  static vk::Buffer stateBuffer(const ops::RngState& s) {
+    const uint32_t w[4] = {s.seed_lo, s.seed_hi, s.offset_lo, s.offset_hi};
+    return words(w);
+  }
+  // A poisoned u32 tensor: 0xFFFFFFFF is a possible Philox word, so tests compare against a
+  // reference rather than look for the poison.
+  static vk::Buffer poisonedWords(size_t n) { return words(std::vector<uint32_t>(n, 0xFFFFFFFFu)); }
+};
+using DropoutTest = RandomTest;
+
+uint64_t random64(Rng& rng) {
+  return (uint64_t(rng.below(UINT32_MAX)) << 32) | rng.below(UINT32_MAX);
+}
+
+ops::ref::Stream randomStream(Rng& rng) {
+  return {random64(rng), random64(rng), rng.below(1000)};
+}
+
+ops::TensorView stateView(const vk::Buffer& b) {
+  return ops::view(b, {4}, 0, ops::DType::U32);
+}
+
+// Largest |got_i - want_i|. The random ops are tested against absolute bounds that follow
+// from their value range: allClose's max|want| normalisation turns a 1-ulp difference into a
+// large error whenever a short draw happens to land near 0.
+double maxAbsError(std::span<const float> got, std::span<const float> want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(want[i]));
+    if (!(err <= worst)) worst = err;  // also keeps a NaN
+  }
+  return worst;
+}
+
+// Random123's tests/kat_vectors, the three "philox4x32 10" lines (counter, key -> output).
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  struct Kat {
+    std::array<uint32_t, 4> ctr;
+    std::array<uint32_t, 2> key;
+    std::array<uint32_t, 4> want;
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& k : kats) EXPECT_EQ(ops::ref::philox4x32_10(k.ctr, k.key), k.want);
+}
+
+TEST_F(RandomTest, PhiloxOnTheDeviceMatchesTheKnownAnswerAndTheCpuBitForBit) {
+  // Seed 0, offset 0, stream 0: block 0 is Random123's all-zero known answer.
+  {
+    auto rng = stateBuffer(ops::RngState::make(0, 0));
+    auto out = poisonedWords(4);
+    vk::Recorder rec(ctx());
+    ops::randomBits(rec, ops::view(out, {4}, 0, ops::DType::U32), stateView(rng));
+    rec.submit();
+    const std::vector<uint32_t> want = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
+    EXPECT_EQ(readWords(out, 4), want);
+  }
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (int64_t n : {1, 3, 17, 129, 4099, 100001}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    ops::ref::Stream s = randomStream(rng);
+    if (n == 17) s.offset = 0xFFFFFFFFull;  // the offset's low word at its limit
+    std::vector<uint32_t> want(n);
+    ops::ref::randomBits(s, want.data(), n);
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    auto out = poisonedWords(n);
+    vk::Recorder rec(ctx());
+    ops::randomBits(rec, ops::view(out, {n}, 0, ops::DType::U32), stateView(state), s.stream);
+    rec.submit();
+    EXPECT_EQ(readWords(out, n), want);
+  }
+}
+
+TEST_F(RandomTest, SameStateGivesSameBitsAndStreamsOffsetsSeedsDiffer) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 1000;
+  const ops::ref::Stream s = randomStream(rng);
+  auto draw = [&](uint64_t seed, uint64_t offset, uint32_t stream) {
+    auto state = stateBuffer(ops::RngState::make(seed, offset));
+    auto out = poisonedWords(n);
+    vk::Recorder rec(ctx());
+    ops::randomBits(rec, ops::view(out, {n}, 0, ops::DType::U32), stateView(state), stream);
+    rec.submit();
+    return readWords(out, n);
+  };
+  const auto base = draw(s.seed, s.offset, s.stream);
+  EXPECT_EQ(draw(s.seed, s.offset, s.stream), base);
+  auto agreeing = [&](const std::vector<uint32_t>& other) {
+    int same = 0;
+    for (int64_t i = 0; i < n; ++i) same += other[i] == base[i];
+    return same;
+  };
+  // Independent 32-bit words agree with probability 2^-32 each.
+  EXPECT_EQ(agreeing(draw(s.seed, s.offset, s.stream + 1)), 0);
+  EXPECT_EQ(agreeing(draw(s.seed, s.offset + 1, s.stream)), 0);
+  EXPECT_EQ(agreeing(draw(s.seed ^ (uint64_t(1) << 40), s.offset, s.stream)), 0);
+}
+
+TEST_F(RandomTest, ReplayWithAdvanceOnDeviceDrawsTheNextOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  ops::ref::Stream s = randomStream(rng);
+  s.offset = 0xFFFFFFFEull + (uint64_t(rng.below(1000)) << 32);  // carries into offset_hi
+  const int64_t n = 37;
+  auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+  auto out = poisonedWords(n);
+  vk::Recorder rec(ctx());
+  ops::randomBits(rec, ops::view(out, {n}, 0, ops::DType::U32), stateView(state), s.stream);
+  ops::rngAdvance(rec, stateView(state), 3);
+  for (int replay = 0; replay < 3; ++replay) {
+    rec.submit();
+    std::vector<uint32_t> want(n);
+    ops::ref::randomBits(s, want.data(), n);
+    EXPECT_EQ(readWords(out, n), want) << "replay " << replay;
+    s.offset += 3;
+  }
+  const auto words = readWords(state, 4);
+  EXPECT_EQ(words[2], uint32_t(s.offset));
+  EXPECT_EQ(words[3], uint32_t(s.offset >> 32));
+  EXPECT_EQ(uint64_t(words[1]) << 32 | words[0], s.seed);
+}
+
+TEST_F(RandomTest, UniformMatchesCpuAndHasTheRightMoments) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const float lo = -2.0f, hi = 3.0f;
+  for (int64_t n : {1, 3, 17, 129, 131071}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    const ops::ref::Stream s = randomStream(rng);
+    std::vector<float> want(n);
+    ops::ref::uniform(s, lo, hi, want.data(), n);
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    auto out = poisoned(ctx(), {n});
+    vk::Recorder rec(ctx());
+    ops::uniform(rec, out.view(), lo, hi, stateView(state), s.stream);
+    rec.submit();
+    const auto got = download(ctx(), out);
+    // lo + (hi - lo) * u in fp32 from an exact u: two roundings, each within 2^-24 of the
+    // largest magnitude involved.
+    const double range = std::max({std::fabs(lo), std::fabs(hi), std::fabs(hi - lo)});
+    EXPECT_LE(maxAbsError(got, want), 0x1p-22 * range);
+    double sum = 0, sum2 = 0;
+    for (float x : got) {
+      ASSERT_TRUE(x >= lo && x <= hi) << x;
+      sum += x;
+    }
+    if (n < 100000) continue;
+    const double mean = sum / n;
+    for (float x : got) sum2 += (x - mean) * (x - mean);
+    const double var = sum2 / (n - 1);
+    const double w = hi - lo, want_var = w * w / 12, mu4 = w * w * w * w / 80;
+    // 5 sigma: the mean has sd sqrt(var/n); the sample variance sqrt((mu4 - var^2)/n).
+    EXPECT_NEAR(mean, (lo + hi) / 2.0, 5 * std::sqrt(want_var / n));
+    EXPECT_NEAR(var, want_var, 5 * std::sqrt((mu4 - want_var * want_var) / n));
+  }
+}
+
+TEST_F(RandomTest, NormalMatchesCpuAndHasTheRightMoments) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const float mean = 0.5f, stddev = 2.0f;
+  for (int64_t n : {1, 3, 17, 129, 131071}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    const ops::ref::Stream s = randomStream(rng);
+    std::vector<float> want(n);
+    ops::ref::normal(s, mean, stddev, want.data(), n);
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    auto out = poisoned(ctx(), {n});
+    vk::Recorder rec(ctx());
+    ops::normal(rec, out.view(), mean, stddev, stateView(state), s.stream);
+    rec.submit();
+    const auto got = download(ctx(), out);
+    // log, sqrt, sin and cos are approximate on the device; Vulkan only promises sin/cos to
+    // 2^-11 absolute on [-pi, pi], times |z| <= 5.8: 3e-3 * stddev. lavapipe is within 4e-6;
+    // any wrong pairing or mapping of the words is off by O(stddev).
+    EXPECT_LE(maxAbsError(got, want), 3e-3 * stddev);
+    if (n < 100000) continue;
+    double sum = 0, sum2 = 0;
+    for (float x : got) {
+      ASSERT_TRUE(std::isfinite(x));
+      ASSERT_LE(std::fabs(x - mean), stddev * 5.8f);
+      sum += x;
+    }
+    const double m = sum / n;
+    for (float x : got) sum2 += (x - m) * (x - m);
+    const double var = sum2 / (n - 1), want_var = double(stddev) * stddev;
+    // 5 sigma: mean sd = stddev/sqrt(n); sample-variance sd = var*sqrt(2/n).
+    EXPECT_NEAR(m, mean, 5 * stddev / std::sqrt(double(n)));
+    EXPECT_NEAR(var, want_var, 5 * want_var * std::sqrt(2.0 / n));
+  }
+}
+
+TEST_F(RandomTest, CategoricalMatchesCpuAndFrequencies) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  {
+    // Exact ids against the CPU. The kernel adds in fp32, the reference in double, so a
+    // draw within a rounding error of a CDF step may land on either side: allow that only.
+    const int64_t rows = 1027, cols = 17;
+    auto w = rng.uniform(rows * cols, 0.0f, 1.0f);
+    for (int64_t i = 0; i < rows * cols; i += 5) w[i] = 0.0f;  // some impossible choices
+    const ops::ref::Stream s = randomStream(rng);
+    std::vector<uint32_t> want(rows);
+    ops::ref::categorical(s, w.data(), want.data(), rows, cols);
+    auto dw = upload(ctx(), {rows, cols}, w);
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    auto out = poisonedWords(rows);
+    vk::Recorder rec(ctx());
+    ops::categorical(rec, dw.view(), ops::view(out, {rows}, 0, ops::DType::U32), stateView(state),
+                     s.stream);
+    rec.submit();
+    const auto got = readWords(out, rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_LT(got[r], uint32_t(cols));
+      EXPECT_GT(w[r * cols + got[r]], 0.0f) << "row " << r << " picked a zero weight";
+      if (got[r] == want[r]) continue;
+      double total = 0, cdf = 0;
+      for (int64_t j = 0; j < cols; ++j) total += w[r * cols + j];
+      const double target = double(s.word(r) >> 8) * 0x1p-24 * total;
+      double nearest = 1e30;
+      for (int64_t j = 0; j < cols; ++j) {
+        cdf += w[r * cols + j];
+        nearest = std::min(nearest, std::fabs(cdf - target));
+      }
+      EXPECT_LT(nearest, 1e-5 * total) << "row " << r << ": got " << got[r] << ", want " << want[r];
+    }
+  }
+  {
+    // Frequencies: N draws from one distribution, each count within 5 binomial sigma.
+    const int64_t rows = 65536;
+    const float p[] = {0.1f, 0.2f, 0.0f, 0.3f, 0.4f};
+    std::vector<float> w;
+    for (int64_t r = 0; r < rows; ++r) w.insert(w.end(), std::begin(p), std::end(p));
+    auto dw = upload(ctx(), {rows, 5}, w);
+    auto state = stateBuffer(ops::RngState::make(random64(rng)));
+    auto out = poisonedWords(rows);
+    vk::Recorder rec(ctx());
+    ops::categorical(rec, dw.view(), ops::view(out, {rows}, 0, ops::DType::U32), stateView(state));
+    rec.submit();
+    int64_t count[5] = {};
+    for (uint32_t id : readWords(out, rows)) {
+      ASSERT_LT(id, 5u);
+      ++count[id];
+    }
+    for (int j = 0; j < 5; ++j)
+      EXPECT_NEAR(double(count[j]), rows * p[j], 5 * std::sqrt(rows * p[j] * (1 - p[j])) + 1e-9)
+          << "choice " << j;
+  }
+}
+
+TEST_F(DropoutTest, ForwardMatchesCpuBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    for (int64_t n : {1, 3, 17, 129, 4099}) {
+      SCOPED_TRACE(testing::Message() << "p=" << p << " n=" << n);
+      const ops::ref::Stream s = randomStream(rng);
+      const auto x = rng.uniform(n);
+      std::vector<float> want(n);
+      ops::ref::dropout(s, p, x.data(), want.data(), n);
+      auto dx = upload(ctx(), {n}, x);
+      auto y = poisoned(ctx(), {n});
+      auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+      vk::Recorder rec(ctx());
+      ops::dropout(rec, dx.view(), y.view(), p, stateView(state), s.stream);
+      rec.submit();
+      const auto got = download(ctx(), y);
+      // One fp32 multiply by the same scale, or an exact 0: identical bits.
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), n * 4));
+    }
+  }
+}
+
+TEST_F(DropoutTest, KeepRateIsWithinFiveSigma) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 131071;
+  for (float p : {0.1f, 0.3f, 0.5f}) {
+    const auto x = rng.uniform(n, 1.0f, 2.0f);  // never 0, so a 0 out means dropped
+    auto dx = upload(ctx(), {n}, x);
+    auto y = poisoned(ctx(), {n});
+    auto state = stateBuffer(ops::RngState::make(random64(rng), random64(rng)));
+    vk::Recorder rec(ctx());
+    ops::dropout(rec, dx.view(), y.view(), p, stateView(state));
+    rec.submit();
+    const auto got = download(ctx(), y);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (got[i] == 0.0f) continue;
+      ++kept;
+      ASSERT_FLOAT_EQ(got[i], x[i] / (1.0f - p));
+    }
+    const double rate = double(kept) / n, sigma = std::sqrt(p * (1.0 - p) / n);
+    EXPECT_NEAR(rate, 1.0 - p, 5 * sigma) << "p=" << p;
+  }
+}
+
+TEST_F(DropoutTest, BackwardRegeneratesTheForwardMask) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const float p = 0.35f;
+  for (int64_t n : {1, 3, 17, 129, 4099}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    const ops::ref::Stream s = randomStream(rng);
+    const auto x = rng.uniform(n, 1.0f, 2.0f), dy = rng.uniform(n), dx0 = rng.uniform(n);
+    auto d_x = upload(ctx(), {n}, x), d_dy = upload(ctx(), {n}, dy);
+    auto y = poisoned(ctx(), {n}), dx = poisoned(ctx(), {n});
+    auto dx_acc = upload(ctx(), {n}, dx0);
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    vk::Recorder rec(ctx());
+    ops::dropout(rec, d_x.view(), y.view(), p, stateView(state), s.stream);
+    ops::dropoutBackward(rec, d_dy.view(), dx.view(), p, stateView(state), s.stream);
+    ops::dropoutBackward(rec, d_dy.view(), dx_acc.view(), p, stateView(state), s.stream,
+                         ops::Write::Accumulate);
+    rec.submit();
+    const auto got_y = download(ctx(), y), got_dx = download(ctx(), dx);
+    std::vector<float> want(n);
+    ops::ref::dropout(s, p, dy.data(), want.data(), n);
+    EXPECT_EQ(0, std::memcmp(got_dx.data(), want.data(), n * 4));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(got_y[i] == 0.0f, got_dx[i] == 0.0f && dy[i] != 0.0f) << "mask differs at " << i;
+    // dx0 + dy * scale: a device may fuse the multiply-add, so either rounding is right.
+    const auto got_acc = download(ctx(), dx_acc);
+    const float scale = float(1.0 / (1.0 - double(p)));
+    for (int64_t i = 0; i < n; ++i) {
+      if (got_y[i] == 0.0f) {
+        ASSERT_EQ(got_acc[i], dx0[i]) << i;
+      } else {
+        const float separate = dx0[i] + want[i], fused = std::fma(dy[i], scale, dx0[i]);
+        ASSERT_TRUE(got_acc[i] == separate || got_acc[i] == fused)
+            << i << ": " << got_acc[i] << " vs " << separate << " or " << fused;
+      }
+    }
+  }
+}
+
+TEST_F(DropoutTest, GradientMatchesFiniteDifferences) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 37;
+  const float p = 0.4f;
+  std::vector<float> x = rng.uniform(n);
+  const std::vector<float> w = rng.uniform(n);
+  auto state = stateBuffer(ops::RngState::make(random64(rng), random64(rng)));
+  auto dx_in = upload(ctx(), {n}, x), y = poisoned(ctx(), {n});
+  auto dw = upload(ctx(), {n}, w), dx = poisoned(ctx(), {n});
+  vk::Recorder backward(ctx());
+  ops::dropoutBackward(backward, dw.view(), dx.view(), p, stateView(state), 5);
+  backward.submit();
+  const auto analytic = download(ctx(), dx);
+  // The forward recording is replayed for every perturbed input.
+  vk::Recorder forward(ctx());
+  ops::dropout(forward, dx_in.view(), y.view(), p, stateView(state), 5);
+  auto loss = [&] {
+    ctx().staging().upload(dx_in.buffer, 0, x.data(), n * 4);
+    forward.submit();
+    return weightedSum(download(ctx(), y), w);
+  };
+  EXPECT_TRUE(checkGradients(loss, {{"x", &x, analytic}}, rng));
+}
+
+TEST_F(DropoutTest, RejectsBadArgumentsBeforeRecording) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 8}, rng.uniform(32)), y = poisoned(ctx(), {4, 8});
+  auto y_wrong = poisoned(ctx(), {8, 4});
+  auto state = stateBuffer(ops::RngState::make(1));
+  vk::Recorder rec(ctx());
+  auto expectError = [&](auto&& call, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no ShapeError (" << needle << ")";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectError([&] { ops::dropout(rec, x.view(), y_wrong.view(), 0.5f, stateView(state)); },
+              "dropout: x (4,8) and y (8,4)");
+  expectError([&] { ops::dropout(rec, x.view(), y.view(), 1.0f, stateView(state)); },
+              "outside [0, 1)");
+  expectError([&] { ops::dropout(rec, x.view(), y.view(), -0.1f, stateView(state)); },
+              "outside [0, 1)");
+  expectError([&] { ops::dropout(rec, x.view(), y.view(), std::nanf(""), stateView(state)); },
+              "outside [0, 1)");
+  expectError(
+      [&] {
+        ops::dropout(rec, x.view(), y.view(), 0.5f, ops::view(state, {3}, 0, ops::DType::U32));
+      },
+      "rng state (3)");
+  expectError([&] { ops::dropout(rec, x.view(), y.view(), 0.5f, ops::view(state, {4})); },
+              "rng must be u32");
+  expectError([&] { ops::uniform(rec, ops::view(y.buffer, {64}), 0, 1, stateView(state)); },
+              "needs 256 bytes");
+  expectError([&] { ops::randomBits(rec, y.view(), stateView(state)); }, "out must be u32");
+  expectError([&] { ops::categorical(rec, x.view(), y.view(), stateView(state)); },
+              "out needs one id per row (4)");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
