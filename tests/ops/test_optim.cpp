@@ -1,0 +1,337 @@
+#include "ops/optim.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/optim.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+class OptimTest : public VkTest {
+ protected:
+  static vk::Buffer stateBuffer(const ops::OptimizerState& s) {
+    vk::Buffer b = ctx().allocator().allocate(sizeof(s));
+    ctx().staging().upload(b, 0, &s, sizeof(s));
+    return b;
+  }
+  static ops::OptimizerState readState(const vk::Buffer& b) {
+    ops::OptimizerState s;
+    ctx().staging().download(b, 0, &s, sizeof(s));
+    return s;
+  }
+  // What a learning-rate schedule does between replays: rewrite the first word only.
+  static void writeLr(const vk::Buffer& b, float lr) { ctx().staging().upload(b, 0, &lr, 4); }
+  static ops::TensorView stateView(const vk::Buffer& b) {
+    return ops::view(b, {8}, 0, ops::DType::U32);
+  }
+};
+using ClipTest = OptimTest;
+
+const int64_t kSizes[] = {1, 3, 17, 129, 1000};
+const float kLr[] = {0.1f, 0.05f, 0.08f, 0.02f, 0.03f};  // a schedule the host writes per step
+
+std::vector<double> toDouble(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
+std::vector<float> toFloat(const std::vector<double>& v) {
+  return {v.begin(), v.end()};
+}
+
+// p - p0 for the device and the reference: the updates are what a test of an optimizer
+// should resolve, and they are 10-100x smaller than the parameters.
+std::vector<float> delta(const std::vector<float>& p, const std::vector<float>& p0) {
+  std::vector<float> d(p.size());
+  for (size_t i = 0; i < p.size(); ++i) d[i] = float(double(p[i]) - double(p0[i]));
+  return d;
+}
+std::vector<float> delta(const std::vector<double>& p, const std::vector<float>& p0) {
+  std::vector<float> d(p.size());
+  for (size_t i = 0; i < p.size(); ++i) d[i] = float(p[i] - double(p0[i]));
+  return d;
+}
+
+// max|got - want| / max(max|want|, floor): allClose's normalisation, with a floor for
+// short tensors whose values happen to cancel to near 0 (n = 1, 3).
+::testing::AssertionResult closeTo(std::span<const float> got, std::span<const float> want,
+                                   double tolerance, double floor) {
+  double scale = floor, worst = 0;
+  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(want[i])) / scale;
+    if (!(err <= worst)) worst = err;  // also keeps a NaN
+  }
+  if (worst <= tolerance) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "error " << worst << " of scale " << scale << " > " << tolerance;
+}
+
+// Five steps in fp32 against a double reference: each step rounds p (|p| ~ 1) and the
+// update a few times, so the accumulated updates agree to ~1e-6 of their natural scale,
+// the sum of the learning rates (what Adam moves at most, and SGD's unit); 1e-5.
+constexpr double kTolerance = 1e-5;
+constexpr double kLrSum = 0.1 + 0.05 + 0.08 + 0.02 + 0.03;
+
+TEST_F(OptimTest, SgdMatchesCpuOverFiveSteps) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (bool nesterov : {false, true}) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " nesterov=" << nesterov);
+      const ops::SgdOptions options{0.9f, 0.01f, nesterov};
+      const auto p0 = rng.uniform(n);
+      auto param = upload(ctx(), {n}, p0), grad = upload(ctx(), {n}, rng.uniform(n));
+      auto velocity = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
+      auto state = stateBuffer(ops::OptimizerState::make(kLr[0]));
+      std::vector<double> p = toDouble(p0), v(n, 0.0);
+      vk::Recorder rec(ctx());
+      ops::advanceStep(rec, stateView(state));
+      ops::sgd(rec, param.view(), grad.view(), velocity.view(), stateView(state), options);
+      for (int step = 0; step < 5; ++step) {
+        const auto g = rng.uniform(n);
+        ctx().staging().upload(grad.buffer, 0, g.data(), n * 4);
+        writeLr(state, kLr[step]);
+        rec.submit();
+        ops::ref::sgd(p, g, v, kLr[step], options.momentum, options.weight_decay, nesterov);
+      }
+      EXPECT_TRUE(closeTo(delta(download(ctx(), param), p0), delta(p, p0), kTolerance, kLrSum));
+      // Velocities are sums of gradients in [-1, 1].
+      EXPECT_TRUE(closeTo(download(ctx(), velocity), toFloat(v), kTolerance, 1.0));
+      EXPECT_EQ(readState(state).step, 5u);
+    }
+  }
+}
+
+TEST_F(OptimTest, AdamWMatchesCpuOverFiveSteps) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const float beta1 = 0.9f, beta2 = 0.999f;
+  for (float weight_decay : {0.0f, 0.1f}) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " wd=" << weight_decay);
+      const ops::AdamWOptions options{1e-8f, weight_decay};
+      const auto p0 = rng.uniform(n);
+      auto param = upload(ctx(), {n}, p0), grad = upload(ctx(), {n}, rng.uniform(n));
+      auto m = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
+      auto v = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
+      auto state = stateBuffer(ops::OptimizerState::make(kLr[0], beta1, beta2));
+      std::vector<double> p = toDouble(p0), m_ref(n, 0.0), v_ref(n, 0.0);
+      vk::Recorder rec(ctx());
+      ops::advanceStep(rec, stateView(state));
+      ops::adamw(rec, param.view(), grad.view(), m.view(), v.view(), stateView(state), options);
+      for (int step = 0; step < 5; ++step) {
+        // Gradients of mixed scale, so the adaptive denominators differ per element.
+        auto g = rng.uniform(n);
+        for (int64_t i = 0; i < n; i += 3) g[i] *= 1e-3f;
+        ctx().staging().upload(grad.buffer, 0, g.data(), n * 4);
+        writeLr(state, kLr[step]);
+        rec.submit();
+        // The reference uses the betas as the device holds them (fp32 values).
+        ops::ref::adamw(p, g, m_ref, v_ref, kLr[step], beta1, beta2, options.eps, weight_decay,
+                        step + 1);
+      }
+      EXPECT_TRUE(closeTo(delta(download(ctx(), param), p0), delta(p, p0), kTolerance, kLrSum));
+      // m adds terms of (1 - beta1) |g| <= 0.1 that may cancel; v adds positive terms.
+      EXPECT_TRUE(closeTo(download(ctx(), m), toFloat(m_ref), kTolerance, 0.1));
+      EXPECT_TRUE(closeTo(download(ctx(), v), toFloat(v_ref), kTolerance, 1e-30));
+      const ops::OptimizerState s = readState(state);
+      EXPECT_EQ(s.step, 5u);
+      EXPECT_NEAR(s.bias1, 1.0 - std::pow(double(beta1), 5.0), 1e-6 * s.bias1);
+      EXPECT_NEAR(s.bias2, 1.0 - std::pow(double(beta2), 5.0), 1e-6 * s.bias2);
+    }
+  }
+}
+
+// The graph records its step once and replays it: that must be the very same computation
+// as recording every step afresh, with the step counter moved on the device.
+TEST_F(OptimTest, ReplayingOneRecordingEqualsFreshRecordingsBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t na = 129, nb = 17;
+  const auto pa0 = rng.uniform(na), pb0 = rng.uniform(nb);
+  std::vector<std::vector<float>> grads_a, grads_b;
+  for (int step = 0; step < 5; ++step)
+    grads_a.push_back(rng.uniform(na)), grads_b.push_back(rng.uniform(nb));
+  struct Run {
+    DeviceTensor pa, ga, ma, va, pb, gb, vel;
+    vk::Buffer state;
+  };
+  auto makeRun = [&] {
+    return Run{upload(ctx(), {na}, pa0),
+               poisoned(ctx(), {na}),
+               upload(ctx(), {na}, std::vector<float>(na, 0.0f)),
+               upload(ctx(), {na}, std::vector<float>(na, 0.0f)),
+               upload(ctx(), {nb}, pb0),
+               poisoned(ctx(), {nb}),
+               upload(ctx(), {nb}, std::vector<float>(nb, 0.0f)),
+               stateBuffer(ops::OptimizerState::make(0.01f))};
+  };
+  auto record = [&](vk::Recorder& rec, Run& r) {
+    ops::advanceStep(rec, stateView(r.state));
+    ops::adamw(rec, r.pa.view(), r.ga.view(), r.ma.view(), r.va.view(), stateView(r.state));
+    ops::sgd(rec, r.pb.view(), r.gb.view(), r.vel.view(), stateView(r.state));
+  };
+  auto feed = [&](Run& r, int step) {
+    ctx().staging().upload(r.ga.buffer, 0, grads_a[step].data(), na * 4);
+    ctx().staging().upload(r.gb.buffer, 0, grads_b[step].data(), nb * 4);
+  };
+  Run replayed = makeRun(), fresh = makeRun();
+  vk::Recorder once(ctx());
+  record(once, replayed);
+  for (int step = 0; step < 5; ++step) {
+    feed(replayed, step);
+    once.submit();
+    feed(fresh, step);
+    vk::Recorder rec(ctx());
+    record(rec, fresh);
+    rec.submit();
+  }
+  for (auto member : {&Run::pa, &Run::ma, &Run::va, &Run::pb, &Run::vel}) {
+    const auto a = download(ctx(), replayed.*member), b = download(ctx(), fresh.*member);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+  }
+  const ops::OptimizerState a = readState(replayed.state), b = readState(fresh.state);
+  EXPECT_EQ(0, std::memcmp(&a, &b, sizeof(a)));
+  EXPECT_EQ(a.step, 5u);
+  EXPECT_FLOAT_EQ(a.lr, 0.01f);
+}
+
+TEST_F(OptimTest, RejectsBadArgumentsBeforeRecording) {
+  Rng rng;
+  auto p = upload(ctx(), {4, 8}, rng.uniform(32)), g = upload(ctx(), {8, 4}, rng.uniform(32));
+  auto m = upload(ctx(), {4, 8}, rng.uniform(32)), v = upload(ctx(), {4, 8}, rng.uniform(32));
+  auto state = stateBuffer(ops::OptimizerState::make(0.1f));
+  vk::Recorder rec(ctx());
+  auto expectError = [&](auto&& call, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no ShapeError (" << needle << ")";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectError([&] { ops::adamw(rec, p.view(), g.view(), m.view(), v.view(), stateView(state)); },
+              "adamw: param (4,8), grad (8,4), m (4,8), v (4,8): shapes must be equal");
+  expectError([&] { ops::sgd(rec, p.view(), m.view(), v.view(), ops::view(state, {8})); },
+              "sgd: state must be u32");
+  expectError([&] { ops::advanceStep(rec, ops::view(state, {4}, 0, ops::DType::U32)); },
+              "advanceStep: optimizer state (4) must hold 8 u32 words");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+// Gradients of odd sizes, one large enough to need many partial sums.
+const int64_t kGradSizes[] = {1, 3, 17, 129, 4099, 100003};
+
+struct Grads {
+  std::vector<std::vector<float>> host;
+  std::vector<DeviceTensor> device;
+  std::vector<ops::TensorView> views;
+};
+
+Grads makeGrads(vk::Context& context, Rng& rng) {
+  Grads g;
+  for (int64_t n : kGradSizes) {
+    g.host.push_back(rng.uniform(n));
+    g.device.push_back(upload(context, {n}, g.host.back()));
+  }
+  for (const auto& d : g.device) g.views.push_back(d.view());
+  return g;
+}
+
+TEST_F(ClipTest, NormMatchesCpuAndIsDeterministic) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Grads g = makeGrads(ctx(), rng);
+  const int64_t slots = ops::gradNormScratch(g.views);
+  auto scratch = poisoned(ctx(), {slots});
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    auto norm = poisoned(ctx(), {2});
+    vk::Recorder rec(ctx());
+    ops::gradNorm(rec, g.views, scratch.view(), norm.view());
+    rec.submit();
+    runs.push_back(download(ctx(), norm));
+  }
+  // fp32 partial sums of ~100k squares: ~1e-6 relative.
+  EXPECT_NEAR(runs[0][0], ops::ref::gradNorm(g.host), 1e-5 * ops::ref::gradNorm(g.host));
+  EXPECT_EQ(runs[0][1], 1.0f);  // no max_norm: nothing to clip
+  EXPECT_EQ(0, std::memcmp(runs[0].data(), runs[1].data(), 8));
+}
+
+TEST_F(ClipTest, ScalesGradientsAboveTheThreshold) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Grads g = makeGrads(ctx(), rng);
+  const double norm_ref = ops::ref::gradNorm(g.host);
+  const float max_norm = float(0.3 * norm_ref);
+  auto scratch = poisoned(ctx(), {ops::gradNormScratch(g.views)});
+  auto norm = poisoned(ctx(), {2});
+  vk::Recorder rec(ctx());
+  ops::clipGradNorm(rec, g.views, max_norm, scratch.view(), norm.view());
+  rec.submit();
+  const auto got_norm = download(ctx(), norm);
+  const double scale = max_norm / (norm_ref + 1e-6);
+  EXPECT_NEAR(got_norm[0], norm_ref, 1e-5 * norm_ref);
+  EXPECT_NEAR(got_norm[1], scale, 1e-5 * scale);
+  std::vector<std::vector<float>> clipped;
+  for (size_t t = 0; t < g.host.size(); ++t) {
+    auto want = g.host[t];
+    for (float& x : want) x = float(x * scale);
+    clipped.push_back(download(ctx(), g.device[t]));
+    EXPECT_TRUE(allClose(clipped.back(), want, 1e-5)) << "gradient " << t;
+  }
+  EXPECT_NEAR(ops::ref::gradNorm(clipped), max_norm, 1e-5 * max_norm);
+}
+
+TEST_F(ClipTest, LeavesGradientsBelowTheThresholdUntouched) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Grads g = makeGrads(ctx(), rng);
+  const float max_norm = float(2.0 * ops::ref::gradNorm(g.host));
+  auto scratch = poisoned(ctx(), {ops::gradNormScratch(g.views)});
+  auto norm = poisoned(ctx(), {2});
+  vk::Recorder rec(ctx());
+  ops::clipGradNorm(rec, g.views, max_norm, scratch.view(), norm.view());
+  rec.submit();
+  EXPECT_EQ(download(ctx(), norm)[1], 1.0f);
+  for (size_t t = 0; t < g.host.size(); ++t) {
+    const auto got = download(ctx(), g.device[t]);
+    EXPECT_EQ(0, std::memcmp(got.data(), g.host[t].data(), got.size() * 4)) << "gradient " << t;
+  }
+}
+
+TEST_F(ClipTest, RejectsBadArgumentsBeforeRecording) {
+  Rng rng;
+  Grads g = makeGrads(ctx(), rng);
+  const int64_t slots = ops::gradNormScratch(g.views);
+  auto scratch = poisoned(ctx(), {slots}), small = poisoned(ctx(), {slots - 1});
+  auto norm = poisoned(ctx(), {2});
+  vk::Recorder rec(ctx());
+  auto expectError = [&](auto&& call, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no ShapeError (" << needle << ")";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expectError([&] { ops::clipGradNorm(rec, g.views, 1.0f, small.view(), norm.view()); },
+              "holds fewer than the " + std::to_string(slots) + " partial sums");
+  expectError([&] { ops::clipGradNorm(rec, g.views, 0.0f, scratch.view(), norm.view()); },
+              "must be positive");
+  expectError(
+      [&] { ops::clipGradNorm(rec, g.views, 1.0f, scratch.view(), ops::view(norm.buffer, {1})); },
+      "norm (1) must hold 2 floats");
+  expectError([&] { ops::clipGradNorm(rec, {}, 1.0f, scratch.view(), norm.view()); },
+              "no gradients");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
