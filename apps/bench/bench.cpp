@@ -4,6 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <map>
+#include <random>
+#include <stdexcept>
+
+#include "ops/copy.h"
+#include "vk/memory.h"
+#include "vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -148,6 +155,76 @@ JsonLine& JsonLine::add(const std::string& k, bool value) {
   key(k);
   body_ += value ? "true" : "false";
   return *this;
+}
+
+double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return worst / scale;
+}
+
+std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(lo, hi);
+  std::vector<float> data(n);
+  for (float& x : data) x = uniform(rng);
+  return data;
+}
+
+double copyGbps(vk::Context& context, const BenchOptions& options, int64_t words) {
+  static std::map<int64_t, double> measured;
+  if (auto it = measured.find(words); it != measured.end()) return it->second;
+  const vk::Buffer src = context.allocator().allocate(uint64_t(words) * 4),
+                   dst = context.allocator().allocate(uint64_t(words) * 4);
+  const auto data = benchData(size_t(words), -1.0f, 1.0f, 7);
+  context.staging().upload(src, 0, data.data(), data.size() * 4);
+  std::fprintf(stderr, "vkgrad-bench: copy baseline: %lld floats, %d warm-up + %d timed\n",
+               (long long)words, options.warmup, options.iters);
+  const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+    ops::copy(rec, ops::view(src, {words}), ops::view(dst, {words}));
+  });
+  std::vector<float> got(data.size());
+  context.staging().download(dst, 0, got.data(), got.size() * 4);
+  if (got != data) throw std::runtime_error("the copy baseline kernel copied wrong values");
+  return measured[words] = 8.0 * double(words) / (stats(timing.ms).median * 1e6);
+}
+
+int reportBandwidth(const vk::Context& context, const BenchOptions& options,
+                    const BandwidthResult& r, double copy_gbps) {
+  const Stats t = stats(r.timing.ms);
+  const double gbps = r.bytes / (t.median * 1e6);
+  const bool ok = r.error <= r.tolerance;
+  if (options.json) {
+    JsonLine line;
+    line.add("op", r.op);
+    for (const auto& [name, value] : r.dims) line.add(name, value);
+    line.add("variant", r.variant).add("requested", r.requested);
+    line.add("ms", t.median).add("min_ms", t.min).add("max_ms", t.max);
+    line.add("bytes", int64_t(r.bytes)).add("gbps", gbps).add("copy_gbps", copy_gbps);
+    line.add("ratio", gbps / copy_gbps).add("iters", int64_t(options.iters));
+    line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
+    line.add("checked", true).add("error", r.error).add("device", context.info().name);
+    line.add("driver", context.info().driver_name + " (" + context.info().driver_info + ")");
+    std::printf("%s\n", line.str().c_str());
+  } else {
+    std::string dims;
+    for (const auto& [name, value] : r.dims)
+      dims += (dims.empty() ? "" : "x") + std::to_string(value);
+    std::printf("%-11s %-14s %-18s %9.3f ms  %7.2f GB/s  %5.0f%% of copy (%.2f GB/s)  "
+                "(min %.3f, max %.3f)  error %.2g%s\n",
+                r.op.c_str(), dims.c_str(),
+                (r.variant + (r.requested == "auto" ? " (auto)" : "")).c_str(), t.median, gbps,
+                100.0 * gbps / copy_gbps, copy_gbps, t.min, t.max, r.error, ok ? "" : "  WRONG");
+  }
+  std::fflush(stdout);
+  if (!ok)
+    std::fprintf(stderr, "vkgrad-bench: %s %s is WRONG: normalised error %g > %g\n", r.op.c_str(),
+                 r.variant.c_str(), r.error, r.tolerance);
+  return ok ? 0 : 1;
 }
 
 std::string deviceDescription(const vk::Context& context) {

@@ -30,6 +30,10 @@ struct BenchOp {
 };
 
 const BenchOp& matmulBench();
+const BenchOp& copyBench();
+const BenchOp& elementwiseBench();
+const BenchOp& softmaxBench();
+const BenchOp& layernormBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run
@@ -67,6 +71,30 @@ class JsonLine {
 };
 
 std::string jsonQuote(const std::string& text);
+
+// max |got - want| / max |want|; infinity when got has a non-finite value.
+double normalisedError(const std::vector<float>& got, const std::vector<float>& want);
+
+// Uniform random floats in [lo, hi), the same on every run.
+std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed);
+
+// A bandwidth-bound kernel's result: its bytes moved (each input read once, each output
+// written once) over the median time, and the ratio to the device's copy bandwidth measured
+// with ops::copy over a buffer of `copy_words` floats (read once, written once).
+struct BandwidthResult {
+  std::string op, variant, requested;
+  std::vector<std::pair<std::string, int64_t>> dims;  // e.g. {"rows", R}, {"cols", C}
+  double bytes = 0;
+  Timing timing;
+  double error = 0, tolerance = 0;  // against the CPU reference
+};
+// Copy bandwidth in GB/s (1e9 bytes/s) of the copy kernel over `words` floats, measured once
+// per size and process.
+double copyGbps(vk::Context& context, const BenchOptions& options, int64_t words);
+// Prints one result (a text line, or a JSON object with op, the dims, variant, ms, gbps,
+// copy_gbps, ratio, ...); returns 1 when the error is above tolerance, else 0.
+int reportBandwidth(const vk::Context& context, const BenchOptions& options,
+                    const BandwidthResult& result, double copy_gbps);
 
 // "llvmpipe (LLVM 15.0.6, 256 bits) [cpu], llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))"
 std::string deviceDescription(const vk::Context& context);

@@ -12,7 +12,8 @@
 namespace vkgrad::apps {
 namespace {
 
-const BenchOp* const kOps[] = {&matmulBench()};
+const BenchOp* const kOps[] = {&matmulBench(), &copyBench(), &elementwiseBench(),
+                                &softmaxBench(), &layernormBench()};
 
 int run(int argc, char** argv) {
   std::string summary =
@@ -20,23 +21,30 @@ int run(int argc, char** argv) {
       "median of the timed ones (dispatch time only, no uploads). Ops:\n";
   for (const BenchOp* op : kOps)
     summary += "  " + std::string(op->name) + ": " + op->summary + "\n";
-  summary += "Example: vkgrad-bench matmul --m 1024 --n 1024 --k 1024 --variant all";
+  summary +=
+      "Bandwidth-bound ops report GB/s and the ratio to the copy kernel's bandwidth.\n"
+      "Examples: vkgrad-bench matmul --m 1024 --n 1024 --k 1024 --variant all\n"
+      "          vkgrad-bench softmax --rows 4096 --cols 4096 --variant all --json";
+  summary += "\nOP comes first; `vkgrad-bench OP --help` lists the op's own options.";
+  // The op's options are declared only when it is named (ops share names such as --n).
+  const BenchOp* op = nullptr;
+  const std::string name = argc > 1 ? argv[1] : "";
+  for (const BenchOp* candidate : kOps)
+    if (name == candidate->name) op = candidate;
+
   Cli cli("vkgrad-bench", summary);
   cli.positional("OP", "the op to time");
   cli.option("iters", "timed dispatches", "10");
   cli.option("warmup", "untimed dispatches recorded first", "2");
   cli.option("device", "device index or name substring (beats VKGRAD_DEVICE)");
   cli.flag("json", "one JSON object per result line");
-  cli.flag("check", "verify against the CPU reference even for large sizes (slow)");
-  for (const BenchOp* op : kOps) op->declare(cli);
+  cli.flag("check", "matmul: verify against the CPU reference even for large sizes (slow)");
+  if (op) op->declare(cli);
   cli.parse(argc, argv);
 
   if (cli.positionals().empty()) cli.fail("no OP given");
-  const std::string name = cli.positionals()[0];
-  const BenchOp* op = nullptr;
-  for (const BenchOp* candidate : kOps)
-    if (name == candidate->name) op = candidate;
-  if (!op) cli.fail("unknown OP '" + name + "'");
+  if (!op || cli.positionals()[0] != name)
+    cli.fail("unknown OP '" + cli.positionals()[0] + "' (OP must be the first argument)");
 
   BenchOptions options;
   options.iters = int(cli.getInt("iters", 1, 100000));

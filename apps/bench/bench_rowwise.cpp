@@ -1,0 +1,150 @@
+// vkgrad-bench softmax and layernorm: row-wise kernels over (rows, cols) floats, in GB/s and
+// as a fraction of the copy kernel's bandwidth over the same number of floats. Bytes moved:
+// x read once and y written once (the kernels read x twice; the second read is expected to
+// hit the cache), plus gamma, beta, mean and rstd for layernorm.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "ops/layernorm.h"
+#include "ops/reference/layernorm.h"
+#include "ops/reference/softmax.h"
+#include "ops/softmax.h"
+#include "vk/memory.h"
+#include "vk/staging.h"
+
+namespace vkgrad::apps {
+namespace {
+
+void declare(Cli& cli) {
+  cli.option("rows", "rows", "4096");
+  cli.option("cols", "elements per row (the normalised axis)", "4096");
+  cli.option("variant",
+             "auto, workgroup_storage, workgroup_texel, subgroup_storage, subgroup_texel or all",
+             "auto");
+}
+
+// The variants --variant names: one of them, or every one but Auto for "all".
+template <typename Variant, size_t N>
+std::vector<Variant> parseVariants(const Cli& cli, const Variant (&all)[N],
+                                   const char* (*name)(Variant)) {
+  const std::string text = cli.get("variant");
+  if (text == "all") return std::vector<Variant>(std::begin(all) + 1, std::end(all));
+  std::string names;
+  for (Variant v : all) {
+    if (text == name(v)) return {v};
+    names += std::string(names.empty() ? "" : ", ") + name(v);
+  }
+  cli.fail("--variant must be " + names + " or all, got '" + text + "'");
+}
+
+struct Problem {
+  int64_t rows, cols;
+  std::vector<float> x;
+  vk::Buffer dx, dy;
+};
+
+Problem makeProblem(const Cli& cli, vk::Context& context, const char* op) {
+  Problem p{cli.getInt("rows", 1, int64_t(1) << 30), cli.getInt("cols", 1, int64_t(1) << 30)};
+  if (p.rows * p.cols > (int64_t(1) << 30)) cli.fail("rows * cols must be at most 2^30");
+  std::fprintf(stderr, "vkgrad-bench: %s (%lld,%lld) on %s\n", op, (long long)p.rows,
+               (long long)p.cols, context.info().name.c_str());
+  p.dx = context.allocator().allocate(uint64_t(p.rows * p.cols) * 4);
+  p.dy = context.allocator().allocate(uint64_t(p.rows * p.cols) * 4);
+  p.x = benchData(size_t(p.rows * p.cols), -4.0f, 4.0f, 1);
+  context.staging().upload(p.dx, 0, p.x.data(), p.x.size() * 4);
+  return p;
+}
+
+std::vector<float> download(vk::Context& context, const vk::Buffer& buffer, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n));
+  context.staging().download(buffer, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  using V = ops::SoftmaxVariant;
+  const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
+                   V::SubgroupTexel};
+  const std::vector<V> variants = parseVariants(cli, all, ops::softmaxVariantName);
+  Problem p = makeProblem(cli, context, "softmax");
+  const int64_t n = p.rows * p.cols;
+  const ops::TensorView x = ops::view(p.dx, {p.rows, p.cols}), y = ops::view(p.dy, {p.rows, p.cols});
+  std::vector<float> want(static_cast<size_t>(n));
+  ops::ref::softmax(p.x.data(), want.data(), p.rows, p.cols);
+  const double copy_gbps = copyGbps(context, options, n);
+  int exit_code = 0;
+  for (V requested : variants) {
+    const V variant = requested == V::Auto ? ops::softmaxVariantFor(context, x) : requested;
+    std::fprintf(stderr, "vkgrad-bench: softmax %s: %d warm-up + %d timed dispatches\n",
+                 ops::softmaxVariantName(variant), options.warmup, options.iters);
+    const Timing timing = timeRuns(context, options.warmup, options.iters,
+                                   [&](vk::Recorder& rec) { ops::softmax(rec, x, y, variant); });
+    BandwidthResult result{"softmax", ops::softmaxVariantName(variant),
+                           ops::softmaxVariantName(requested), {{"rows", p.rows}, {"cols", p.cols}},
+                           8.0 * double(n), timing};
+    result.error = normalisedError(download(context, p.dy, n), want);
+    result.tolerance = 1e-5;
+    exit_code |= reportBandwidth(context, options, result, copy_gbps);
+  }
+  return exit_code;
+}
+
+int runLayernorm(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  using V = ops::LayernormVariant;
+  const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
+                   V::SubgroupTexel};
+  const std::vector<V> variants = parseVariants(cli, all, ops::layernormVariantName);
+  Problem p = makeProblem(cli, context, "layernorm");
+  const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
+  const auto gamma = benchData(size_t(cols), 0.5f, 1.5f, 2), beta = benchData(size_t(cols), -1, 1, 3);
+  const vk::Buffer dgamma = context.allocator().allocate(uint64_t(cols) * 4),
+                   dbeta = context.allocator().allocate(uint64_t(cols) * 4),
+                   dmean = context.allocator().allocate(uint64_t(rows) * 4),
+                   drstd = context.allocator().allocate(uint64_t(rows) * 4);
+  context.staging().upload(dgamma, 0, gamma.data(), gamma.size() * 4);
+  context.staging().upload(dbeta, 0, beta.data(), beta.size() * 4);
+  const ops::TensorView x = ops::view(p.dx, {rows, cols}), y = ops::view(p.dy, {rows, cols}),
+                        g = ops::view(dgamma, {cols}), b = ops::view(dbeta, {cols}),
+                        mean = ops::view(dmean, {rows}), rstd = ops::view(drstd, {rows});
+  std::vector<float> want(static_cast<size_t>(n)), want_mean(static_cast<size_t>(rows)),
+      want_rstd(static_cast<size_t>(rows));
+  ops::ref::layernorm(p.x.data(), gamma.data(), beta.data(), want.data(), want_mean.data(),
+                      want_rstd.data(), rows, cols, 1e-5f);
+  const double copy_gbps = copyGbps(context, options, n);
+  int exit_code = 0;
+  for (V requested : variants) {
+    const V variant = requested == V::Auto ? ops::layernormVariantFor(context, x, g, b) : requested;
+    std::fprintf(stderr, "vkgrad-bench: layernorm %s: %d warm-up + %d timed dispatches\n",
+                 ops::layernormVariantName(variant), options.warmup, options.iters);
+    const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+      ops::layernorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant);
+    });
+    BandwidthResult result{"layernorm", ops::layernormVariantName(variant),
+                           ops::layernormVariantName(requested), {{"rows", rows}, {"cols", cols}},
+                           4.0 * double(2 * n + 2 * cols + 2 * rows), timing};
+    result.error = std::max({normalisedError(download(context, p.dy, n), want),
+                             normalisedError(download(context, dmean, rows), want_mean),
+                             normalisedError(download(context, drstd, rows), want_rstd)});
+    result.tolerance = 1e-5;
+    exit_code |= reportBandwidth(context, options, result, copy_gbps);
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+const BenchOp& softmaxBench() {
+  static const BenchOp op{"softmax", "y = softmax(x) over rows of (ROWS, COLS)", declare, runSoftmax};
+  return op;
+}
+
+const BenchOp& layernormBench() {
+  static const BenchOp op{"layernorm", "layer norm over rows of (ROWS, COLS), with mean and rstd",
+                          declare, runLayernorm};
+  return op;
+}
+
+}  // namespace vkgrad::apps

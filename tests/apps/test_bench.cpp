@@ -1,0 +1,100 @@
+// vkgrad-bench as a user runs it: every op prints one JSON object per result with the
+// fields BENCHMARKS.md relies on, its results check out against the CPU, and bad arguments
+// fail cleanly. Sizes are tiny: this checks the program, not the speed.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "apps/json.h"
+#include "apps/run_app.h"
+
+namespace vkgrad::test {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Runs vkgrad-bench with --json and the validation layer on, and returns one parsed object
+// per stdout line.
+std::vector<Json> runJson(std::vector<std::string> args) {
+  args.insert(args.end(), {"--json", "--iters", "3", "--warmup", "1"});
+  const AppRun run = runApp("bench", args, {{"VKGRAD_VALIDATION", "1"}});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_FALSE(contains(run.err, "alidation")) << run.err;
+  std::vector<Json> lines;
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) {
+    try {
+      lines.push_back(JsonParser::parse(line));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not one JSON object: " << line << " (" << e.what() << ")";
+    }
+  }
+  return lines;
+}
+
+void expectTimed(const Json& line) {
+  EXPECT_GT(line["ms"].number, 0.0);
+  EXPECT_LE(line["min_ms"].number, line["ms"].number);
+  EXPECT_GE(line["max_ms"].number, line["ms"].number);
+  EXPECT_EQ(line["iters"].number, 3.0);
+  EXPECT_TRUE(line["checked"].boolean);
+  EXPECT_FALSE(line["device"].text.empty());
+}
+
+TEST(BenchApp, MatmulReportsEveryVariantChecked) {
+  const auto lines = runJson({"matmul", "--m", "33", "--n", "17", "--k", "9", "--variant", "all"});
+  ASSERT_EQ(lines.size(), 3u);
+  for (const Json& line : lines) {
+    EXPECT_EQ(line["op"].text, "matmul");
+    EXPECT_EQ(line["m"].number, 33.0);
+    EXPECT_EQ(line["n"].number, 17.0);
+    EXPECT_EQ(line["k"].number, 9.0);
+    EXPECT_GT(line["gflops"].number, 0.0);
+    EXPECT_LT(line["error"].number, 1e-5);
+    expectTimed(line);
+  }
+}
+
+TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
+  const std::vector<std::vector<std::string>> runs = {
+      {"copy", "--n", "4099"},
+      {"elementwise", "--n", "4096", "--kind", "all"},
+      {"softmax", "--rows", "7", "--cols", "129", "--variant", "all"},
+      {"layernorm", "--rows", "7", "--cols", "129", "--variant", "all"}};
+  const size_t expected_lines[] = {2, 6, 4, 4};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(runs[i][0]);
+    const auto lines = runJson(runs[i]);
+    ASSERT_EQ(lines.size(), expected_lines[i]);
+    for (const Json& line : lines) {
+      EXPECT_EQ(line["op"].text, runs[i][0]);
+      EXPECT_GT(line["gbps"].number, 0.0);
+      EXPECT_GT(line["copy_gbps"].number, 0.0);
+      EXPECT_NEAR(line["ratio"].number, line["gbps"].number / line["copy_gbps"].number, 1e-3);
+      EXPECT_LT(line["error"].number, 1e-5);
+      expectTimed(line);
+    }
+  }
+}
+
+TEST(BenchApp, HelpExitsZeroAndBadArgumentsExitTwo) {
+  const AppRun help = runApp("bench", {"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* op : {"matmul", "copy", "elementwise", "softmax", "layernorm"})
+    EXPECT_TRUE(contains(help.out, op)) << help.out;
+  const AppRun op_help = runApp("bench", {"softmax", "--help"});
+  EXPECT_EQ(op_help.exit_code, 0);
+  EXPECT_TRUE(contains(op_help.out, "--rows")) << op_help.out;
+  EXPECT_EQ(runApp("bench", {}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"no-such-op"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"softmax", "--variant", "fastest"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"elementwise", "--n", "0"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"matmul", "--rows", "3"}).exit_code, 2);  // softmax's option
+}
+
+}  // namespace
+}  // namespace vkgrad::test
