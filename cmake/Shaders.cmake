@@ -2,7 +2,8 @@
 # spirv-val, and embeds the words into a C++ table (engine/vk/shader_registry.h).
 # A kernel's name is its path below shaders/ without ".comp": "matmul/naive".
 # glslangValidator writes a depfile, so editing a shaders/common/*.glsl include
-# rebuilds exactly the kernels that include it.
+# rebuilds exactly the kernels that include it (its target is the .spv, so the .spv is an
+# output of the rule too).
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(SPIRV_VAL spirv-val REQUIRED)
@@ -23,7 +24,7 @@ function(vkgrad_embed_shaders target shader_root)
     set(cpp "${out_dir}/${name}.spv.cpp")
     get_filename_component(spv_dir "${spv}" DIRECTORY)
     add_custom_command(
-      OUTPUT "${cpp}"
+      OUTPUT "${spv}" "${cpp}"
       COMMAND ${CMAKE_COMMAND} -E make_directory "${spv_dir}"
       COMMAND ${GLSLANG_VALIDATOR} --quiet --target-env vulkan1.2
               -I${shader_root} --depfile "${spv}.d" -o "${spv}" "${src}"
