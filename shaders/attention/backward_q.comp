@@ -1,0 +1,63 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Flash attention backward, dQ: a workgroup owns TILE query rows of one (batch, head), one
+// invocation per row holding q, dO and dQ; key and value tiles pass through shared memory.
+//   P_ij = exp(scale q_i·k_j - LSE_i),  dS_ij = P_ij (dO_i·v_j - rowdot_i),
+//   dQ_i = scale sum_j dS_ij k_j.
+// Key tiles past the last one any row of the workgroup sees (causal) are not visited.
+#include "attention/common.glsl"
+
+layout(set = 0, binding = 0) readonly buffer Qb { float q[]; };
+layout(set = 0, binding = 1) readonly buffer Kb { float k[]; };
+layout(set = 0, binding = 2) readonly buffer Vb { float v[]; };
+layout(set = 0, binding = 3) readonly buffer DOb { float dout[]; };
+layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
+layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
+layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+
+shared float ks[TILE][D];
+shared float vs[TILE][D];
+
+void main() {
+  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint i0 = gl_WorkGroupID.x * TILE, i = i0 + gl_LocalInvocationID.x;
+  const bool row = i < p.Tq;
+
+  float qi[D], doi[D], g[D];
+  for (uint d = 0; d < D; ++d) {
+    qi[d] = row ? q[at(Q, b, i, p.Tq, h) + d] : 0.0;
+    doi[d] = row ? dout[at(DO, b, i, p.Tq, h) + d] : 0.0;
+    g[d] = 0.0;
+  }
+  const float l = row ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
+  const float rd = row ? rowdot[p.rowdot_skip + rowIndex(b, h, i)] : 0.0;
+  // A row that sees no key has LSE = -inf and a zero gradient.
+  const uint end = l == NEG_INF ? 0 : keyEnd(i);
+  const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);
+
+  for (uint j0 = 0; j0 < tile_end; j0 += TILE) {
+    barrier();  // the previous tile is no longer read
+    for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
+      const uint r = e / D, d = e % D, j = j0 + r;
+      ks[r][d] = j < p.Tk ? k[at(K, b, j, p.Tk, h) + d] : 0.0;
+      vs[r][d] = j < p.Tk ? v[at(V, b, j, p.Tk, h) + d] : 0.0;
+    }
+    barrier();
+    const uint n = j0 < end ? min(TILE, end - j0) : 0;
+    for (uint r = 0; r < n; ++r) {
+      float s = 0.0, dp = 0.0;
+      for (uint d = 0; d < D; ++d) {
+        s += qi[d] * ks[r][d];
+        dp += doi[d] * vs[r][d];
+      }
+      const float ds = exp(s * p.scale - l) * (dp - rd);
+      for (uint d = 0; d < D; ++d) g[d] += ds * ks[r][d];
+    }
+  }
+  if (!row) return;
+  const uint qi_at = at(DQ, b, i, p.Tq, h);
+  for (uint d = 0; d < D; ++d) {
+    const float gd = g[d] * p.scale;
+    dq[qi_at + d] = p.accumulate != 0 ? dq[qi_at + d] + gd : gd;
+  }
+}
