@@ -166,6 +166,7 @@ Buffer Allocator::allocate(VkDeviceSize bytes) {
       buffer.size_ = bytes;
       buffer.capacity_ = need;
       in_use_ += need;
+      peak_ = std::max(peak_, in_use_);
       return buffer;
     }
     return {};

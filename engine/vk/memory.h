@@ -68,6 +68,10 @@ class Allocator {
 
   VkDeviceSize alignment() const { return alignment_; }
   VkDeviceSize bytesInUse() const { return in_use_; }
+  // The most bytes in use at once since creation or the last resetPeak(): what a workload
+  // needed, measured by allocating it (vkgrad-bench's device_bytes).
+  VkDeviceSize peakBytesInUse() const { return peak_; }
+  void resetPeak() { peak_ = in_use_; }
   VkDeviceSize bytesReserved() const;  // sum of block sizes
   size_t blockCount() const;
 
@@ -86,6 +90,7 @@ class Allocator {
   VkDeviceSize block_bytes_;
   VkDeviceSize alignment_;
   VkDeviceSize in_use_ = 0;
+  VkDeviceSize peak_ = 0;
   uint32_t memory_type_ = UINT32_MAX;
   std::vector<Block> blocks_;  // a freed dedicated block leaves an empty slot
 };

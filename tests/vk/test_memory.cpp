@@ -67,6 +67,20 @@ TEST_F(MemoryTest, ManyOddSizedAllocationsAreAlignedAndDisjoint) {
   EXPECT_EQ(allocator.bytesInUse(), 0u);
 }
 
+TEST_F(MemoryTest, PeakBytesInUseIsTheHighWaterMark) {
+  vk::Allocator allocator(ctx(), 4 * kMiB);
+  EXPECT_EQ(allocator.peakBytesInUse(), 0u);
+  vk::Buffer a = allocator.allocate(1000), b = allocator.allocate(3000);
+  const VkDeviceSize both = a.capacity() + b.capacity();
+  EXPECT_EQ(allocator.peakBytesInUse(), both);
+  b.reset();
+  EXPECT_EQ(allocator.peakBytesInUse(), both) << "freeing keeps the high-water mark";
+  allocator.resetPeak();
+  EXPECT_EQ(allocator.peakBytesInUse(), a.capacity()) << "a reset starts from what is in use";
+  vk::Buffer c = allocator.allocate(5 * kMiB);  // a dedicated block of its own
+  EXPECT_EQ(allocator.peakBytesInUse(), a.capacity() + c.capacity());
+}
+
 TEST_F(MemoryTest, FreedRangesAreReusedAndCoalesced) {
   vk::Allocator allocator(ctx(), kMiB);
   const VkDeviceSize align = allocator.alignment();
