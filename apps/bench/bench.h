@@ -34,6 +34,7 @@ const BenchOp& copyBench();
 const BenchOp& elementwiseBench();
 const BenchOp& softmaxBench();
 const BenchOp& layernormBench();
+const BenchOp& attentionBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

@@ -13,7 +13,7 @@ namespace vkgrad::apps {
 namespace {
 
 const BenchOp* const kOps[] = {&matmulBench(), &copyBench(), &elementwiseBench(),
-                                &softmaxBench(), &layernormBench()};
+                                &softmaxBench(), &layernormBench(), &attentionBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

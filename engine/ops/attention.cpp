@@ -100,34 +100,69 @@ AttentionPush makePush(const Dims& dims, const AttentionOptions& options) {
   return push;
 }
 
-// Binds t (storage) and records its skip and stride in slot.
-vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const AttentionTensor& t) {
-  const Bound bound = bindStorage(context, t.view);
+// t as one flat view over every element its rows span.
+TensorView spanView(const AttentionTensor& t) {
+  const Shape& s = t.view.shape;
+  return {t.view.buffer, t.view.offset, Shape{(s[0] * s[1] - 1) * rowStride(t) + s[2] * s[3]}};
+}
+
+bool canShuffle(const vk::DeviceInfo& info) {
+  return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+}
+
+// Whether t can be read as RGBA32F texels: whole vec4 rows at vec4-aligned starts.
+bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
+  return rowStride(t) % 4 == 0 && texelFits(context, spanView(t), vk::TexelFormat::Rgba32f);
+}
+
+// Texel on CPU devices (a workgroup of subgroup-size invocations is one subgroup there)
+// when every tensor it fetches allows it; Shared otherwise.
+bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
+              std::initializer_list<const AttentionTensor*> fetched) {
+  const vk::DeviceInfo& info = context.info();
+  bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
+  for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
+  if (variant == AttentionVariant::Texel && !possible)
+    throw Error("attention: the texel variant needs a CPU device with subgroup shuffle, D a "
+                "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats");
+  return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
+}
+
+// Binds t (storage, or an RGBA32F texel view) and records its skip and stride in slot.
+vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const AttentionTensor& t,
+             bool texel = false) {
+  const Bound bound = texel ? bindTexel(context, spanView(t), vk::TexelFormat::Rgba32f)
+                            : bindStorage(context, spanView(t));
   push.skip[slot] = bound.skip;
   push.stride[slot] = uint32_t(rowStride(t));
-  // The binding must cover the strided span, not only numel() elements.
-  vk::Arg arg = bound.arg;
-  const uint64_t shape_bytes = t.view.bytes();
-  const Shape& s = t.view.shape;
-  const uint64_t span = 4 * uint64_t((s[0] * s[1] - 1) * rowStride(t) + s[2] * s[3]);
-  arg.bytes += span - shape_bytes;
-  return arg;
+  return bound.arg;
 }
 
 }  // namespace
+
+const char* attentionVariantName(AttentionVariant variant) {
+  switch (variant) {
+    case AttentionVariant::Auto: return "auto";
+    case AttentionVariant::Shared: return "shared";
+    case AttentionVariant::Texel: return "texel";
+  }
+  return "?";
+}
 
 void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
                const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
                const AttentionOptions& options) {
   const Dims dims = checkForward("attention", q, k, v, o, lse);
   vk::Context& context = rec.context();
-  const uint32_t tile = tileRows(context, dims.d);
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v});
+  const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
   const Bound bl = bindStorage(context, lse);
   push.lse_skip = bl.skip;
-  const vk::Arg args[] = {bind(context, push, kQ, q), bind(context, push, kK, k),
-                          bind(context, push, kV, v), bind(context, push, kO, o), bl.arg};
-  const vk::Kernel& kernel = context.kernels().get("attention/forward", {uint32_t(dims.d), tile});
+  const vk::Arg args[] = {bind(context, push, kQ, q, texel), bind(context, push, kK, k, texel),
+                          bind(context, push, kV, v, texel), bind(context, push, kO, o), bl.arg};
+  const vk::Kernel& kernel = context.kernels().get(
+      texel ? "attention/forward_texel" : "attention/forward", {uint32_t(dims.d), tile});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -155,27 +190,31 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFits(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const uint32_t tile = tileRows(context, dims.d);
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout});
+  const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   const std::initializer_list<uint32_t> spec = {uint32_t(dims.d), tile};
   AttentionPush push = makePush(dims, options);
   push.accumulate = w == Write::Accumulate ? 1 : 0;
   const Bound bl = bindStorage(context, lse), br = bindStorage(context, rowdot);
   push.lse_skip = bl.skip;
   push.rowdot_skip = br.skip;
-  const vk::Arg aq = bind(context, push, kQ, q), ak = bind(context, push, kK, k),
-                av = bind(context, push, kV, v), ao = bind(context, push, kO, o),
-                ado = bind(context, push, kDO, dout), adq = bind(context, push, kDQ, dq),
-                adk = bind(context, push, kDK, dk), adv = bind(context, push, kDV, dv);
-
+  const vk::Arg ao = bind(context, push, kO, o), ado = bind(context, push, kDO, dout),
+                adq = bind(context, push, kDQ, dq), adk = bind(context, push, kDK, dk),
+                adv = bind(context, push, kDV, dv);
   const vk::Arg rowdot_args[] = {ao, ado, br.arg};
   rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
                      sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  const vk::Arg kv_args[] = {aq, ak, av, ado, bl.arg, br.arg, adk, adv};
-  rec.dispatchGroups(context.kernels().get("attention/backward_kv", spec), kv_args, &push,
-                     sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
-  const vk::Arg q_args[] = {aq, ak, av, ado, bl.arg, br.arg, adq};
-  rec.dispatchGroups(context.kernels().get("attention/backward_q", spec), q_args, &push,
-                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  // The rowdot pass reads dO through storage; the other two as the variant wants.
+  const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
+                av = bind(context, push, kV, v, texel), ado_read = bind(context, push, kDO, dout, texel);
+  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
+  rec.dispatchGroups(
+      context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec),
+      kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+  const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
+  rec.dispatchGroups(
+      context.kernels().get(texel ? "attention/backward_q_texel" : "attention/backward_q", spec),
+      q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
 }  // namespace vkgrad::ops

@@ -29,9 +29,17 @@ struct AttentionTensor {
   int64_t row_stride = 0;
 };
 
+enum class AttentionVariant {
+  Auto,    // Texel where it applies (CPU devices, D and strides multiples of 4), else Shared
+  Shared,  // key/query tiles through shared memory: the GPU kernel, any D and strides
+  Texel,   // texel-buffer fetches shared by subgroup shuffles, no shared memory: SIMD CPUs
+};
+const char* attentionVariantName(AttentionVariant variant);
+
 struct AttentionOptions {
   bool causal = false;
   float scale = 0.0f;  // 0: 1/sqrt(D)
+  AttentionVariant variant = AttentionVariant::Auto;
 };
 
 // o: like q; lse: (B, H, Tq), contiguous. D from 1 to 256. Throws ShapeError (naming the

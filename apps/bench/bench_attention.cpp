@@ -1,0 +1,160 @@
+// vkgrad-bench attention: flash attention forward (and backward with --backward) on random
+// (B, T, H, D) inputs. GFLOP/s count the multiply-adds of the visible (query, key) pairs:
+// forward 2 products (Q·Kᵀ and P·V) = 4·pairs·D; backward 5 (S recomputed, dV, dP, dQ, dK)
+// = 10·pairs·D; causal with Tq = Tk has T(T+1)/2 pairs per head, about half. device_bytes is
+// the peak of what the engine allocated for the run: inputs, outputs, LSE, gradients,
+// scratch; no T x T buffer.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "ops/attention.h"
+#include "ops/reference/attention.h"
+#include "vk/memory.h"
+#include "vk/staging.h"
+
+namespace vkgrad::apps {
+namespace {
+
+// The fp64 CPU check costs about 14·pairs·D flops on one core; above this it needs --check.
+constexpr double kCheckLimit = 4e9;
+constexpr double kCheckTolerance = 1e-4;
+
+void declare(Cli& cli) {
+  cli.option("b", "batch", "1");
+  cli.option("h", "heads", "4");
+  cli.option("t", "sequence length (queries and keys)", "1024");
+  cli.option("d", "head dim", "64");
+  cli.flag("causal", "causal mask (query i sees keys 0..i)");
+  cli.flag("backward", "time forward + backward (dQ, dK, dV) instead of forward alone");
+  cli.option("variant", "flash kernels: auto, shared or texel", "auto");
+}
+
+struct Run {
+  Timing timing;
+  double error = NAN;
+  bool checked = false;
+  uint64_t device_bytes = 0;
+};
+
+Run runFlash(vk::Context& context, const BenchOptions& options, int64_t b, int64_t h, int64_t t,
+             int64_t d, bool causal, bool backward, bool check, ops::AttentionVariant variant) {
+  vk::Allocator& allocator = context.allocator();
+  const uint64_t before = allocator.bytesInUse();
+  allocator.resetPeak();
+  const int64_t n = b * t * h * d;
+  const ops::Shape shape{b, t, h, d};
+  std::vector<vk::Buffer> buffers;
+  auto tensor = [&](int64_t elements) -> const vk::Buffer& {
+    buffers.push_back(allocator.allocate(uint64_t(elements) * 4));
+    return buffers.back();
+  };
+  buffers.reserve(12);
+  const vk::Buffer &q = tensor(n), &k = tensor(n), &v = tensor(n), &o = tensor(n),
+                   &lse = tensor(b * h * t);
+  const std::vector<float> hq = benchData(size_t(n), -1, 1, 1), hk = benchData(size_t(n), -1, 1, 2),
+                           hv = benchData(size_t(n), -1, 1, 3), hdo = benchData(size_t(n), -1, 1, 4);
+  context.staging().upload(q, 0, hq.data(), hq.size() * 4);
+  context.staging().upload(k, 0, hk.data(), hk.size() * 4);
+  context.staging().upload(v, 0, hv.data(), hv.size() * 4);
+  const ops::AttentionOptions attn{causal, 0.0f, variant};
+  const ops::AttentionTensor tq{ops::view(q, shape)}, tk{ops::view(k, shape)},
+      tv{ops::view(v, shape)}, to{ops::view(o, shape)};
+  const ops::TensorView tlse = ops::view(lse, {b, h, t});
+
+  Run run;
+  if (!backward) {
+    run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+      ops::attention(rec, tq, tk, tv, to, tlse, attn);
+    });
+  } else {
+    const vk::Buffer &dout = tensor(n), &dq = tensor(n), &dk = tensor(n), &dv = tensor(n),
+                     &scratch = tensor(ops::attentionBackwardScratch(tq));
+    context.staging().upload(dout, 0, hdo.data(), hdo.size() * 4);
+    run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+      ops::attention(rec, tq, tk, tv, to, tlse, attn);
+      ops::attentionBackward(rec, tq, tk, tv, to, tlse, {ops::view(dout, shape)},
+                             {ops::view(dq, shape)}, {ops::view(dk, shape)},
+                             {ops::view(dv, shape)}, ops::view(scratch, {b * h * t}), attn);
+    });
+    if (check) {
+      std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
+      ops::ref::attentionBackward({b, h, t, t, d, causal}, hq.data(), hk.data(), hv.data(),
+                                  hdo.data(), want_q.data(), want_k.data(), want_v.data());
+      for (auto [buffer, want] : {std::pair{&dq, &want_q}, {&dk, &want_k}, {&dv, &want_v}}) {
+        context.staging().download(*buffer, 0, got.data(), got.size() * 4);
+        run.error = std::isnan(run.error) ? 0 : run.error;
+        run.error = std::max(run.error, normalisedError(got, *want));
+      }
+    }
+  }
+  run.device_bytes = allocator.peakBytesInUse() - before;
+  if (check) {
+    std::vector<float> want(n), want_lse(b * h * t), got(n);
+    ops::ref::attention({b, h, t, t, d, causal}, hq.data(), hk.data(), hv.data(), want.data(),
+                        want_lse.data());
+    context.staging().download(o, 0, got.data(), got.size() * 4);
+    run.error = std::max(std::isnan(run.error) ? 0 : run.error, normalisedError(got, want));
+    run.checked = true;
+  }
+  return run;
+}
+
+int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  const int64_t b = cli.getInt("b", 1, 1 << 16), h = cli.getInt("h", 1, 1 << 16),
+                t = cli.getInt("t", 1, 1 << 20), d = cli.getInt("d", 1, 256);
+  const bool causal = cli.has("causal"), backward = cli.has("backward");
+  const double pairs = double(b * h) * (causal ? double(t) * double(t + 1) / 2 : double(t) * double(t));
+  const double flop = (backward ? 14.0 : 4.0) * pairs * double(d);
+  const bool check = options.check || 14.0 * pairs * double(d) <= kCheckLimit;
+  std::fprintf(stderr, "vkgrad-bench: attention B %lld H %lld T %lld D %lld%s%s on %s\n",
+               (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
+               backward ? " +backward" : "", context.info().name.c_str());
+
+  ops::AttentionVariant variant = ops::AttentionVariant::Auto;
+  bool known = false;
+  for (auto v : {ops::AttentionVariant::Auto, ops::AttentionVariant::Shared,
+                 ops::AttentionVariant::Texel})
+    if (cli.get("variant") == ops::attentionVariantName(v)) variant = v, known = true;
+  if (!known) cli.fail("--variant must be auto, shared or texel, got '" + cli.get("variant") + "'");
+  const Run r = runFlash(context, options, b, h, t, d, causal, backward, check, variant);
+  const Stats s = stats(r.timing.ms);
+  const double gflops = flop / (s.median * 1e6);
+  const bool ok = !r.checked || r.error <= kCheckTolerance;
+  if (options.json) {
+    JsonLine line;
+    line.add("op", "attention").add("impl", "flash").add("variant", cli.get("variant")).add("b", b).add("h", h).add("t", t);
+    line.add("d", d).add("causal", causal).add("backward", backward);
+    line.add("ms", s.median).add("min_ms", s.min).add("max_ms", s.max);
+    line.add("gflop", flop * 1e-9).add("gflops", gflops);
+    line.add("device_bytes", int64_t(r.device_bytes)).add("iters", int64_t(options.iters));
+    line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
+    line.add("checked", r.checked).add("error", r.error).add("device", context.info().name);
+    std::printf("%s\n", line.str().c_str());
+  } else {
+    std::printf("attention flash  B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
+                "%.1f MiB on device  (min %.3f, max %.3f)  %s\n",
+                (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
+                backward ? " +bwd" : "", s.median, gflops, double(r.device_bytes) / (1 << 20),
+                s.min, s.max,
+                r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
+                          : "not checked (large; --check forces it)");
+  }
+  std::fflush(stdout);
+  if (!ok)
+    std::fprintf(stderr, "vkgrad-bench: attention is WRONG: normalised error %g > %g\n", r.error,
+                 kCheckTolerance);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+const BenchOp& attentionBench() {
+  static const BenchOp op{"attention", "flash attention over (B, T, H, D), --backward for both passes",
+                          declare, run};
+  return op;
+}
+
+}  // namespace vkgrad::apps

@@ -1,0 +1,78 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Flash attention backward, dK and dV, for SIMD CPUs (see attention/texel.glsl;
+// backward_kv.comp has the algorithm): each lane owns one key row; per query tile every lane
+// fetches one query's q and dO rows, LSE and row dot, and the shuffles share them.
+#include "attention/texel.glsl"
+
+layout(set = 0, binding = 0) uniform samplerBuffer Qt;
+layout(set = 0, binding = 1) uniform samplerBuffer Kt;
+layout(set = 0, binding = 2) uniform samplerBuffer Vt;
+layout(set = 0, binding = 3) uniform samplerBuffer DOt;
+layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
+layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
+layout(set = 0, binding = 6) buffer DKb { float dk[]; };
+layout(set = 0, binding = 7) buffer DVb { float dv[]; };
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint j0 = gl_WorkGroupID.x * TILE, j = j0 + lane;
+  const bool key = j < p.Tk;
+  const uint jc = min(j, p.Tk - 1);
+
+  vec4 kv[D4], vv[D4], gk[D4], gv[D4];
+  const int kbase = texelAt(K, b, jc, p.Tk, h), vbase = texelAt(V, b, jc, p.Tk, h);
+  [[unroll]] for (uint c = 0; c < D4; ++c) {
+    kv[c] = texelFetch(Kt, kbase + int(c)) * p.scale;
+    vv[c] = texelFetch(Vt, vbase + int(c));
+    gk[c] = vec4(0.0);
+    gv[c] = vec4(0.0);
+  }
+  const uint first = key ? queryBegin(j) : p.Tq;
+  const uint tile_begin = queryBegin(j0) / TILE * TILE;  // uniform
+
+  for (uint i0 = tile_begin; i0 < p.Tq; i0 += TILE) {
+    const uint mine = min(i0 + lane, p.Tq - 1);  // the query row this lane fetches for all
+    const int qbase = texelAt(Q, b, mine, p.Tq, h), dbase = texelAt(DO, b, mine, p.Tq, h);
+    const float my_l = i0 + lane < p.Tq ? lse[p.lse_skip + rowIndex(b, h, mine)] : NEG_INF;
+    const float my_rd = rowdot[p.rowdot_skip + rowIndex(b, h, mine)];
+    float s[TILE], dp[TILE];
+    [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
+    [[unroll]] for (uint c = 0; c < D4; ++c) {
+      const vec4 qc = texelFetch(Qt, qbase + int(c)), dc = texelFetch(DOt, dbase + int(c));
+      [[unroll]] for (uint r = 0; r < TILE; ++r) {
+        s[r] += dot(kv[c], subgroupShuffle(qc, r));
+        dp[r] += dot(vv[c], subgroupShuffle(dc, r));
+      }
+    }
+    float pr[TILE], ds[TILE];
+    [[unroll]] for (uint r = 0; r < TILE; ++r) {
+      const float lr = subgroupShuffle(my_l, r), rdr = subgroupShuffle(my_rd, r);
+      // Masked pairs, queries past Tq and queries that see no key (LSE = -inf) add nothing.
+      const bool seen = i0 + r >= first && lr != NEG_INF;
+      pr[r] = seen ? exp(s[r] - lr) : 0.0;
+      ds[r] = pr[r] * (dp[r] - rdr);
+    }
+    [[unroll]] for (uint c = 0; c < D4; ++c) {
+      const vec4 qc = texelFetch(Qt, qbase + int(c)), dc = texelFetch(DOt, dbase + int(c));
+      vec4 a = gk[c], e = gv[c];
+      [[unroll]] for (uint r = 0; r < TILE; ++r) {
+        a += ds[r] * subgroupShuffle(qc, r);
+        e += pr[r] * subgroupShuffle(dc, r);
+      }
+      gk[c] = a;
+      gv[c] = e;
+    }
+  }
+  if (!key) return;
+  const uint at_k = at(DK, b, j, p.Tk, h), at_v = at(DV, b, j, p.Tk, h);
+  [[unroll]] for (uint c = 0; c < D4; ++c) {
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      const float gkd = gk[c][e] * p.scale, gvd = gv[c][e];
+      const uint xk = at_k + 4 * c + e, xv = at_v + 4 * c + e;
+      dk[xk] = p.accumulate != 0 ? dk[xk] + gkd : gkd;
+      dv[xv] = p.accumulate != 0 ? dv[xv] + gvd : gvd;
+    }
+  }
+}

@@ -1,0 +1,66 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Flash attention backward, dQ, for SIMD CPUs (see attention/texel.glsl; backward_q.comp has
+// the algorithm): each lane owns one query row; per key tile every lane fetches one key and
+// value row and the shuffles share them.
+#include "attention/texel.glsl"
+
+layout(set = 0, binding = 0) uniform samplerBuffer Qt;
+layout(set = 0, binding = 1) uniform samplerBuffer Kt;
+layout(set = 0, binding = 2) uniform samplerBuffer Vt;
+layout(set = 0, binding = 3) uniform samplerBuffer DOt;
+layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
+layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
+layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+
+void main() {
+  const uint lane = gl_SubgroupInvocationID;
+  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint i0 = gl_WorkGroupID.x * TILE, i = i0 + lane;
+  const bool row = i < p.Tq;
+  const uint ic = min(i, p.Tq - 1);
+
+  vec4 qv[D4], dov[D4], g[D4];
+  const int qbase = texelAt(Q, b, ic, p.Tq, h), dbase = texelAt(DO, b, ic, p.Tq, h);
+  [[unroll]] for (uint c = 0; c < D4; ++c) {
+    qv[c] = texelFetch(Qt, qbase + int(c)) * p.scale;
+    dov[c] = texelFetch(DOt, dbase + int(c));
+    g[c] = vec4(0.0);
+  }
+  const float l = row ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
+  const float rd = row ? rowdot[p.rowdot_skip + rowIndex(b, h, i)] : 0.0;
+  const uint end = l == NEG_INF ? 0 : keyEnd(i);  // a row that sees no key: zero gradient
+  const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);  // uniform
+
+  for (uint j0 = 0; j0 < tile_end; j0 += TILE) {
+    const uint mine = min(j0 + lane, p.Tk - 1);
+    const int kbase = texelAt(K, b, mine, p.Tk, h), vbase = texelAt(V, b, mine, p.Tk, h);
+    float s[TILE], dp[TILE];
+    [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
+    [[unroll]] for (uint c = 0; c < D4; ++c) {
+      const vec4 kc = texelFetch(Kt, kbase + int(c)), vc = texelFetch(Vt, vbase + int(c));
+      [[unroll]] for (uint r = 0; r < TILE; ++r) {
+        s[r] += dot(qv[c], subgroupShuffle(kc, r));
+        dp[r] += dot(dov[c], subgroupShuffle(vc, r));
+      }
+    }
+    float ds[TILE];
+    [[unroll]] for (uint r = 0; r < TILE; ++r)
+      ds[r] = j0 + r < end ? exp(s[r] - l) * (dp[r] - rd) : 0.0;
+    [[unroll]] for (uint c = 0; c < D4; ++c) {
+      const vec4 kc = texelFetch(Kt, kbase + int(c));
+      vec4 a = g[c];
+      [[unroll]] for (uint r = 0; r < TILE; ++r) a += ds[r] * subgroupShuffle(kc, r);
+      g[c] = a;
+    }
+  }
+  if (!row) return;
+  const uint at_q = at(DQ, b, i, p.Tq, h);
+  [[unroll]] for (uint c = 0; c < D4; ++c) {
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      const float gd = g[c][e] * p.scale;
+      const uint x = at_q + 4 * c + e;
+      dq[x] = p.accumulate != 0 ? dq[x] + gd : gd;
+    }
+  }
+}
