@@ -13,7 +13,8 @@
 // Specialization constants as in softmax/forward.comp: kRowPerInvocation (one invocation
 // per row, for short rows, else one workgroup per row), kOneSubgroup, and kTexelInput
 // (x, gamma and beta read through R32F texel buffers, bindings 1, 3, 5, instead of the
-// storage buffers 0, 2, 4).
+// storage buffers 0, 2, 4). Every binding starts at the device's alignment at or below its
+// view, and `*_skip` elements into it is the view's first element (ops/binding.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
@@ -37,16 +38,24 @@ layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // length of the last axis, >= 1
   float eps;  // added to the variance, >= 0
-  // Texel of each view holding element 0 (views start at aligned offsets).
-  uint x_first, gamma_first, beta_first;
+  // First element of each view inside its binding (storage and texel alike).
+  uint x_skip, gamma_skip, beta_skip, y_skip, mean_skip, rstd_skip;
 } p;
 
-float loadX(uint i) { return kTexelInput ? texelFetch(x_texels, int(p.x_first + i)).x : x[i]; }
+float loadX(uint i) {
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+}
 float loadGamma(uint i) {
-  return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_first + i)).x : gamma[i];
+  return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
+                     : gamma[p.gamma_skip + i];
 }
 float loadBeta(uint i) {
-  return kTexelInput ? texelFetch(beta_texels, int(p.beta_first + i)).x : beta[i];
+  return kTexelInput ? texelFetch(beta_texels, int(p.beta_skip + i)).x : beta[p.beta_skip + i];
+}
+void store(uint row, uint i, float v) { y[p.y_skip + row * p.n + i] = v; }
+void storeStats(uint row, float mean, float rstd) {
+  mean_out[p.mean_skip + row] = mean;
+  rstd_out[p.rstd_skip + row] = rstd;
 }
 
 // 1/sqrt rather than inversesqrt: the latter may be a low-precision estimate.
@@ -70,9 +79,8 @@ void main() {
       }
       const float rstd = rstdOf(kahanValue(sq) * inv_n);
       for (uint i = 0; i < p.n; ++i)
-        y[base + i] = ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i);
-      mean_out[row] = shift + delta;
-      rstd_out[row] = rstd;
+        store(row, i, ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i));
+      storeStats(row, shift + delta, rstd);
     }
   } else {
     const uint lane = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
@@ -95,11 +103,9 @@ void main() {
       }
       const float rstd = rstdOf(workgroupSum(kahanValue(sq)) * inv_n);
       for (uint i = lane; i < p.n; i += step)
-        y[base + i] = ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i);
-      if (lane == 0) {  // one writer per row; every lane holds the same delta and rstd
-        mean_out[row] = shift + delta;
-        rstd_out[row] = rstd;
-      }
+        store(row, i, ((loadX(base + i) - shift) - delta) * rstd * loadGamma(i) + loadBeta(i));
+      // One writer per row; every lane holds the same delta and rstd.
+      if (lane == 0) storeStats(row, shift + delta, rstd);
     }
   }
 }

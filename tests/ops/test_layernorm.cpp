@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "ops/reference/layernorm.h"
@@ -242,6 +246,375 @@ TEST_F(VkTest, LayernormRejectsBadShapesBeforeRecording) {
   // Right shape, but the buffer behind rstd holds only 3 floats.
   expectError(xv, gv, gv, yv, mv, ops::view(m3.buffer, {4}), kEps,
               "layernorm: rstd (4) at offset 0 needs 16 bytes");
+}
+
+// dx is rstd * (g - mean(g) - xhat * mean(g xhat)): a difference of terms of size ~rstd * |g|
+// from two compensated row sums, so a few ulp of the largest |dx|; dgamma and dbeta are
+// compensated column sums, a few ulp of the largest sum. Errors seen on lavapipe stay below
+// 6e-7 when GPU and reference get the same saved statistics.
+constexpr double kBackwardTolerance = 2e-6;
+
+struct Grads {
+  std::vector<float> dx, dgamma, dbeta;
+};
+
+// The backward's inputs beside Inputs: dy, and the statistics the CPU forward saves.
+struct BackwardInputs {
+  Inputs in;
+  std::vector<float> dy, mean, rstd;
+};
+
+BackwardInputs randomBackwardInputs(Rng& rng, ops::Shape shape, float offset, float stddev) {
+  BackwardInputs b{randomInputs(rng, shape, offset, stddev), rng.normal(shape.numel()), {}, {}};
+  const Outputs stats = reference(b.in);
+  b.mean = stats.mean;
+  b.rstd = stats.rstd;
+  return b;
+}
+
+Grads referenceGrads(const BackwardInputs& b) {
+  const Inputs& in = b.in;
+  Grads g{std::vector<float>(in.x.size()), std::vector<float>(in.n()), std::vector<float>(in.n())};
+  ops::ref::layernormBackward(in.x.data(), in.gamma.data(), b.mean.data(), b.rstd.data(),
+                              b.dy.data(), g.dx.data(), g.dgamma.data(), g.dbeta.data(), in.rows(),
+                              in.n());
+  return g;
+}
+
+struct BackwardOptions {
+  ops::LayernormVariant variant = ops::LayernormVariant::Auto;
+  ops::LayernormParamsVariant params = ops::LayernormParamsVariant::Auto;
+  ops::Write write = ops::Write::Overwrite;
+  const Grads* init = nullptr;  // the outputs' contents before an Accumulate
+  bool dgamma = true, dbeta = true;
+};
+
+// The outputs start poisoned (or at init): anything the kernels fail to write shows up.
+Grads runBackward(vk::Context& context, const BackwardInputs& b, const BackwardOptions& o = {}) {
+  const Inputs& in = b.in;
+  auto x = upload(context, in.shape, in.x), dy = upload(context, in.shape, b.dy);
+  auto gamma = upload(context, {in.n()}, in.gamma);
+  auto mean = upload(context, {in.rows()}, b.mean), rstd = upload(context, {in.rows()}, b.rstd);
+  auto start = [&](ops::Shape shape, const std::vector<float>* init) {
+    return init ? upload(context, shape, *init) : poisoned(context, shape);
+  };
+  auto dx = start(in.shape, o.init ? &o.init->dx : nullptr);
+  auto dgamma = start({in.n()}, o.init ? &o.init->dgamma : nullptr);
+  auto dbeta = start({in.n()}, o.init ? &o.init->dbeta : nullptr);
+  auto scratch = poisoned(context, {ops::layernormBackwardScratch(in.rows(), in.n())});
+  vk::Recorder rec(context);
+  ops::layernormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
+                         dx.view(), o.dgamma ? dgamma.view() : ops::TensorView{},
+                         o.dbeta ? dbeta.view() : ops::TensorView{}, scratch.view(), o.write,
+                         o.variant, o.params);
+  rec.submit();
+  return {download(context, dx), download(context, dgamma), download(context, dbeta)};
+}
+
+// dgamma and dbeta are column sums over rows, and terms of either sign can cancel to a sum
+// far smaller than the terms (e.g. 17 rows of |dy| ~ 1 summing to 0.05), so their error is
+// normalised by at least the largest term, as the sums' rounding is.
+std::vector<float> withScale(std::vector<float> v, float scale) {
+  v.push_back(scale);  // the same extra element on both sides: it sets a floor, adds no error
+  return v;
+}
+
+void expectGradsMatch(const Grads& got, const Grads& want, double tolerance, float term = 0) {
+  EXPECT_TRUE(allClose(got.dx, want.dx, tolerance)) << "dx";
+  EXPECT_TRUE(allClose(withScale(got.dgamma, term), withScale(want.dgamma, term), tolerance))
+      << "dgamma";
+  EXPECT_TRUE(allClose(withScale(got.dbeta, term), withScale(want.dbeta, term), tolerance))
+      << "dbeta";
+}
+
+float maxAbs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+class LayernormBackwardTest : public LayernormTest {};
+
+TEST_P(LayernormBackwardTest, MatchesCpuOnOddShapes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // Rows 1, 3, 17, 129 against columns 1, 7, 129, 1000+; short rows take the
+  // invocation-per-row path, N % 4 == 0 (1000, 68) RGBA32F fetches in the texel layouts.
+  // N = 1 has xhat = 0: dx and dgamma are exactly 0.
+  const ops::Shape shapes[] = {{1, 1},  {3, 7},   {17, 129},  {129, 1001}, {129, 7}, {1, 1000},
+                               {17, 1}, {3, 129}, {2, 3, 17}, {4, 65},     {5, 68}};
+  for (const ops::Shape& shape : shapes) {
+    SCOPED_TRACE(shape.str());
+    const BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
+    expectGradsMatch(runBackward(ctx(), b, {.variant = GetParam()}), referenceGrads(b),
+                     kBackwardTolerance, maxAbs(b.dy));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, LayernormBackwardTest,
+                         ::testing::Values(ops::LayernormVariant::Auto,
+                                           ops::LayernormVariant::WorkgroupStorage,
+                                           ops::LayernormVariant::WorkgroupTexel,
+                                           ops::LayernormVariant::SubgroupStorage,
+                                           ops::LayernormVariant::SubgroupTexel),
+                         [](const auto& info) { return ops::layernormVariantName(info.param); });
+
+using LayernormBackward = VkTest;
+
+// got = want + init, normalised by the largest |want| or |init|: the sum may cancel.
+::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
+                                            const std::vector<float>& want,
+                                            const std::vector<float>& init, double tolerance) {
+  std::vector<float> sum(want.size());
+  double scale = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    sum[i] = float(double(want[i]) + init[i]);
+    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
+  }
+  std::vector<float> got_scaled(got.size()), sum_scaled(sum.size());
+  for (size_t i = 0; i < got.size(); ++i) got_scaled[i] = float(got[i] / scale);
+  for (size_t i = 0; i < sum.size(); ++i) sum_scaled[i] = float(sum[i] / scale);
+  got_scaled.push_back(1.0f);  // pins allClose's normalisation to scale
+  sum_scaled.push_back(1.0f);
+  return allClose(got_scaled, sum_scaled, tolerance);
+}
+
+TEST_F(LayernormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // Blocked sums blocks of 64 rows: 129 rows end in a block of one, 64 is exactly one block.
+  const ops::Shape shapes[] = {{1, 7}, {64, 3}, {129, 129}, {200, 1}, {3, 5, 1000}};
+  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked})
+    for (const ops::Shape& shape : shapes) {
+      SCOPED_TRACE(testing::Message()
+                   << ops::layernormParamsVariantName(params) << " " << shape.str());
+      const BackwardInputs b = randomBackwardInputs(rng, shape, -0.4f, 0.7f);
+      const Grads want = referenceGrads(b);
+      expectGradsMatch(runBackward(ctx(), b, {.params = params}), want, kBackwardTolerance,
+                       maxAbs(b.dy));
+      const Grads init{rng.uniform(shape.numel()), rng.uniform(shape.back()),
+                       rng.uniform(shape.back())};
+      const Grads got =
+          runBackward(ctx(), b, {.params = params, .write = ops::Write::Accumulate, .init = &init});
+      EXPECT_TRUE(accumulatedClose(got.dx, want.dx, init.dx, kBackwardTolerance)) << "dx";
+      EXPECT_TRUE(accumulatedClose(got.dgamma, want.dgamma, init.dgamma, kBackwardTolerance))
+          << "dgamma";
+      EXPECT_TRUE(accumulatedClose(got.dbeta, want.dbeta, init.dbeta, kBackwardTolerance))
+          << "dbeta";
+    }
+}
+
+TEST_F(LayernormBackward, LeavesOutParamGradsNotAskedFor) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked})
+    for (auto [want_gamma, want_beta] : {std::pair{true, false}, {false, true}, {false, false}}) {
+      SCOPED_TRACE(testing::Message() << ops::layernormParamsVariantName(params) << " dgamma "
+                                      << want_gamma << " dbeta " << want_beta);
+      const BackwardInputs b = randomBackwardInputs(rng, {70, 9}, 0.0f, 1.0f);
+      const Grads want = referenceGrads(b);
+      const Grads got =
+          runBackward(ctx(), b, {.params = params, .dgamma = want_gamma, .dbeta = want_beta});
+      EXPECT_TRUE(allClose(got.dx, want.dx, kBackwardTolerance)) << "dx";
+      // An output not asked for keeps its poison.
+      for (auto [asked, out, ref] : {std::tuple{want_gamma, &got.dgamma, &want.dgamma},
+                                     {want_beta, &got.dbeta, &want.dbeta}}) {
+        if (asked) {
+          EXPECT_TRUE(allClose(*out, *ref, kBackwardTolerance));
+        } else {
+          for (float v : *out) EXPECT_TRUE(std::isnan(v));
+        }
+      }
+    }
+}
+
+TEST_F(LayernormBackward, HandlesManyRows) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  // More rows than Columns takes on a CPU device (16384), so Auto sums in blocks there;
+  // dgamma and dbeta sum 20000 terms.
+  const BackwardInputs b = randomBackwardInputs(rng, {20000, 7}, 0.0f, 1.0f);
+  expectGradsMatch(runBackward(ctx(), b), referenceGrads(b), kBackwardTolerance, maxAbs(b.dy));
+}
+
+TEST_F(LayernormBackward, GivesTheSameBitsTwice) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked}) {
+    const BackwardInputs b = randomBackwardInputs(rng, {130, 257}, 0.0f, 1.0f);
+    const Grads g1 = runBackward(ctx(), b, {.params = params}),
+                g2 = runBackward(ctx(), b, {.params = params});
+    EXPECT_EQ(std::memcmp(g1.dx.data(), g2.dx.data(), g1.dx.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(g1.dgamma.data(), g2.dgamma.data(), g1.dgamma.size() * 4), 0);
+    EXPECT_EQ(std::memcmp(g1.dbeta.data(), g2.dbeta.data(), g1.dbeta.size() * 4), 0);
+  }
+}
+
+// Data far from zero: x = 1000 + N(0,1). The GPU gets the statistics its own forward saved,
+// the reference recomputes them in double from x. The saved mean is fp32 (ulp 6e-5 at 1000),
+// so xhat = (x - mean) * rstd is off by up to ~3e-5 for the whole row; dx and dgamma carry
+// that (seen up to 6e-5 normalised on lavapipe), hence 2e-4 here instead of 2e-6.
+TEST_F(LayernormBackward, ToleratesLargeCommonOffset) {
+  constexpr double kOffsetTolerance = 2e-4;
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{17, 7}, ops::Shape{33, 1000}}) {
+    SCOPED_TRACE(shape.str());
+    BackwardInputs b = randomBackwardInputs(rng, shape, 1000.0f, 1.0f);
+    const Outputs stats = runLayernorm(ctx(), b.in, ops::LayernormVariant::Auto);
+    b.mean = stats.mean;
+    b.rstd = stats.rstd;
+    const Grads got = runBackward(ctx(), b);
+    Grads exact{std::vector<float>(b.in.x.size()), std::vector<float>(b.in.n()),
+                std::vector<float>(b.in.n())};
+    ops::ref::layernormBackward(b.in.x.data(), b.in.gamma.data(), nullptr, nullptr, b.dy.data(),
+                                exact.dx.data(), exact.dgamma.data(), exact.dbeta.data(),
+                                b.in.rows(), b.in.n(), kEps);
+    expectGradsMatch(got, exact, kOffsetTolerance);
+  }
+}
+
+// loss = sum w * y with the GPU forward; the analytic gradients are the GPU backward's with
+// dy = w, fed the statistics the GPU forward saved.
+TEST_F(LayernormBackward, PassesGradCheck) {
+  constexpr auto kAuto = ops::LayernormVariant::Auto;
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{3, 7}, ops::Shape{4, 129}}) {
+    SCOPED_TRACE(shape.str());
+    Inputs in = randomInputs(rng, shape, 0.2f, 1.0f);
+    const std::vector<float> w = rng.uniform(shape.numel());
+    auto loss = [&] { return weightedSum(runLayernorm(ctx(), in, kAuto).y, w); };
+    const Outputs stats = runLayernorm(ctx(), in, kAuto);
+    const Grads g = runBackward(ctx(), {in, w, stats.mean, stats.rstd});
+    EXPECT_TRUE(checkGradients(
+        loss, {{"x", &in.x, g.dx}, {"gamma", &in.gamma, g.dgamma}, {"beta", &in.beta, g.dbeta}},
+        rng));
+  }
+}
+
+// Every view at an offset of 1 to 3 floats inside a larger buffer (any multiple of 4 bytes
+// must work, for the forward too); nothing outside the views may be written.
+TEST_F(LayernormBackward, ForwardAndBackwardTakeAnyOffset) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  constexpr float kSentinel = 12345.0f;
+  for (auto variant : {ops::LayernormVariant::Auto, ops::LayernormVariant::WorkgroupStorage})
+    for (const ops::Shape& shape : {ops::Shape{5, 9}, ops::Shape{70, 300}}) {
+      SCOPED_TRACE(testing::Message() << ops::layernormVariantName(variant) << " " << shape.str());
+      const BackwardInputs b = randomBackwardInputs(rng, shape, 0.1f, 1.0f);
+      const Inputs& in = b.in;
+      int64_t next = 0;
+      struct Placed {
+        DeviceTensor whole;
+        ops::TensorView view;
+        int64_t at, n;
+      };
+      auto place = [&](ops::Shape s, const std::vector<float>* data) {
+        const int64_t at = 1 + next++ % 3, n = s.numel();
+        std::vector<float> all(at + n + 5, kSentinel);
+        if (data)
+          std::copy(data->begin(), data->end(), all.begin() + at);
+        else
+          std::fill(all.begin() + at, all.begin() + at + n, std::nanf(""));
+        Placed p{upload(ctx(), {int64_t(all.size())}, all), {}, at, n};
+        p.view = ops::view(p.whole.buffer, s, uint64_t(at) * 4);
+        return p;
+      };
+      auto read = [&](const Placed& p) {
+        const auto all = download(ctx(), p.whole);
+        for (int64_t i = 0; i < int64_t(all.size()); ++i)
+          if (i < p.at || i >= p.at + p.n) {
+            EXPECT_EQ(all[i], kSentinel) << "margin " << i;
+          }
+        return std::vector<float>(all.begin() + p.at, all.begin() + p.at + p.n);
+      };
+      const int64_t rows = in.rows(), n = in.n();
+      auto x = place(shape, &in.x), gamma = place({n}, &in.gamma), beta = place({n}, &in.beta);
+      auto y = place(shape, nullptr), mean = place({rows}, nullptr), rstd = place({rows}, nullptr);
+      auto dy = place(shape, &b.dy), dx = place(shape, nullptr);
+      auto dgamma = place({n}, nullptr), dbeta = place({n}, nullptr);
+      auto scratch = place({ops::layernormBackwardScratch(rows, n)}, nullptr);
+      vk::Recorder rec(ctx());
+      ops::layernorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps,
+                     variant);
+      ops::layernormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view, dx.view,
+                             dgamma.view, dbeta.view, scratch.view, ops::Write::Overwrite, variant,
+                             ops::LayernormParamsVariant::Blocked);
+      rec.submit();
+      expectMatchesReference(in, {read(y), read(mean), read(rstd)});
+      BackwardInputs used = b;  // the backward read the GPU's statistics
+      used.mean = read(mean);
+      used.rstd = read(rstd);
+      expectGradsMatch({read(dx), read(dgamma), read(dbeta)}, referenceGrads(used),
+                       kBackwardTolerance, maxAbs(b.dy));
+      read(scratch);
+    }
+}
+
+TEST_F(LayernormBackward, RejectsBadShapesBeforeRecording) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 7}, rng.uniform(28));
+  auto v7 = upload(ctx(), {7}, rng.uniform(7)), v8 = upload(ctx(), {8}, rng.uniform(8));
+  auto dy = upload(ctx(), {4, 7}, rng.uniform(28)), dx = poisoned(ctx(), {4, 7});
+  auto m4 = upload(ctx(), {4}, rng.uniform(4)), m5 = poisoned(ctx(), {5});
+  auto dg = poisoned(ctx(), {7}), db = poisoned(ctx(), {7});
+  auto scratch = poisoned(ctx(), {ops::layernormBackwardScratch(4, 7)});
+  struct Args {
+    ops::TensorView x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch;
+  };
+  const Args good{x.view(),  v7.view(), m4.view(), m4.view(),     dy.view(),
+                  dx.view(), dg.view(), db.view(), scratch.view()};
+  auto expectError = [&](const std::function<void(Args&)>& spoil, const std::string& expected) {
+    SCOPED_TRACE(expected);
+    Args a = good;
+    spoil(a);
+    vk::Recorder rec(ctx());
+    try {
+      ops::layernormBackward(rec, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, a.dgamma, a.dbeta,
+                             a.scratch);
+      ADD_FAILURE() << "no ShapeError";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  };
+  const std::string op = "layernormBackward: x (4,7)";
+  expectError([&](Args& a) { a.gamma = v8.view(); }, op + " needs gamma (7), got (8)");
+  expectError([&](Args& a) { a.mean = m5.view(); }, op + " needs mean (4), got (5)");
+  expectError(
+      [&](Args& a) {
+        a.rstd = ops::view(m4.buffer, {4, 1});
+      },
+      op + " needs rstd (4), got (4,1)");
+  expectError(
+      [&](Args& a) {
+        a.dy = ops::view(dy.buffer, {7, 4});
+      },
+      op + " needs dy shaped like x, got (7,4)");
+  expectError(
+      [&](Args& a) {
+        a.dx = ops::view(dx.buffer, {2, 14});
+      },
+      op + " needs dx shaped like x, got (2,14)");
+  expectError([&](Args& a) { a.dgamma = v8.view(); }, op + " needs dgamma (7), got (8)");
+  expectError(
+      [&](Args& a) {
+        a.dbeta = ops::view(db.buffer, {1, 7});
+      },
+      op + " needs dbeta (7), got (1,7)");
+  expectError([&](Args& a) { a.scratch = ops::view(scratch.buffer, {3}); },
+              op + " needs scratch of " + std::to_string(ops::layernormBackwardScratch(4, 7)));
+  expectError(
+      [&](Args& a) {
+        a.x = ops::view(x.buffer, {4, 0});
+      },
+      "layernormBackward: x (4,0) is empty");
+  expectError([&](Args& a) { a.dx = a.dy; }, "layernormBackward: dx (4,7) overlaps dy (4,7)");
+  expectError([&](Args& a) { a.dbeta = a.dgamma; },
+              "layernormBackward: dbeta (7) overlaps dgamma (7)");
+  expectError([&](Args& a) { a.scratch = ops::view(dx.buffer, {14}); },
+              "layernormBackward: scratch (14) overlaps dx (4,7)");
 }
 
 }  // namespace

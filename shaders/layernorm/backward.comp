@@ -1,0 +1,131 @@
+#version 450
+// Layer norm backward, input gradient, from the mean and rstd the forward saved:
+//   xhat = (x - mean) * rstd,  g = dy * gamma,
+//   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat))   (= or += with kAccumulate)
+// Each row is read twice: the two row sums, then the output.
+//
+// Layouts as in forward.comp: kRowPerInvocation (one invocation per row, for short rows,
+// else one workgroup per row), kOneSubgroup, and kTexelInput (x, dy and gamma read through
+// R32F texel buffers, bindings 1, 3, 5, instead of the storage buffers 0, 2, 4; with kVec4,
+// RGBA32F texels of 4 adjacent columns, for rows of a workgroup when N % 4 == 0 and the
+// views are 16-byte aligned, so skips are multiples of 4). Every
+// binding starts at the device's alignment at or below its view, and `*_skip` elements
+// into it is the view's first element (ops/binding.h).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kRowPerInvocation = false;
+layout(constant_id = 2) const bool kOneSubgroup = false;
+layout(constant_id = 3) const bool kTexelInput = false;
+layout(constant_id = 4) const bool kAccumulate = false;
+layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput, !kRowPerInvocation
+
+#include "common/kahan.glsl"
+#include "common/reduce.glsl"
+#include "layernorm/kahan4.glsl"
+
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };          // (rows, N)
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;            // (rows, N)
+layout(set = 0, binding = 2) readonly buffer Dy { float dy[]; };        // (rows, N)
+layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;           // (rows, N)
+layout(set = 0, binding = 4) readonly buffer Gamma { float gamma[]; };  // (N)
+layout(set = 0, binding = 5) uniform samplerBuffer gamma_texels;        // (N)
+layout(set = 0, binding = 6) readonly buffer Mean { float mean[]; };    // (rows)
+layout(set = 0, binding = 7) readonly buffer Rstd { float rstd[]; };    // (rows)
+layout(set = 0, binding = 8) buffer Dx { float dx[]; };  // (rows, N); read when kAccumulate
+layout(push_constant) uniform Push {
+  uint rows;  // numel / N
+  uint n;     // length of the last axis, >= 1
+  // First element of each view inside its binding (storage and texel alike).
+  uint x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip;
+} p;
+
+float loadX(uint i) {
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+}
+float loadDy(uint i) {
+  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : dy[p.dy_skip + i];
+}
+float loadGamma(uint i) {
+  return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
+                     : gamma[p.gamma_skip + i];
+}
+void store(uint i, float v) {
+  if (kAccumulate) v += dx[p.dx_skip + i];
+  dx[p.dx_skip + i] = v;
+}
+
+vec4 fetchX4(uint t) { return texelFetch(x_texels, int(p.x_skip / 4 + t)); }
+vec4 fetchDy4(uint t) { return texelFetch(dy_texels, int(p.dy_skip / 4 + t)); }
+vec4 fetchGamma4(uint t) { return texelFetch(gamma_texels, int(p.gamma_skip / 4 + t)); }
+
+// One row with 4 columns per fetch: a quarter of the texel fetches, which dominate on lavapipe.
+void row4(uint row, uint lane, uint step, float inv_n, float mu, float rs) {
+  const uint n4 = p.n / 4, base4 = row * n4;
+  Kahan4 sum_g = kKahan4Zero, sum_gx = kKahan4Zero;
+  for (uint t = lane; t < n4; t += step) {  // as below: idle lanes add 0
+    const vec4 g = fetchDy4(base4 + t) * fetchGamma4(t);
+    sum_g = kahan4Add(sum_g, g);
+    sum_gx = kahan4Add(sum_gx, g * ((fetchX4(base4 + t) - mu) * rs));
+  }
+  const vec4 g4 = kahan4Value(sum_g), gx4 = kahan4Value(sum_gx);
+  const float a = workgroupSum((g4.x + g4.y) + (g4.z + g4.w)) * inv_n;
+  const float b = workgroupSum((gx4.x + gx4.y) + (gx4.z + gx4.w)) * inv_n;
+  for (uint t = lane; t < n4; t += step) {
+    const vec4 xhat = (fetchX4(base4 + t) - mu) * rs;
+    const vec4 d = rs * ((fetchDy4(base4 + t) * fetchGamma4(t) - a) - xhat * b);
+    for (uint k = 0; k < 4; ++k) store(4 * (base4 + t) + k, d[k]);
+  }
+}
+
+void main() {
+  const float inv_n = 1.0 / float(p.n);
+  if (kRowPerInvocation) {
+    const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    // row < rows: the grid is rounded up to whole workgroups (no barriers on this path).
+    for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += stride) {
+      const uint base = row * p.n;
+      const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+      Kahan sum_g = kKahanZero, sum_gx = kKahanZero;
+      for (uint i = 0; i < p.n; ++i) {
+        const float g = loadDy(base + i) * loadGamma(i);
+        sum_g = kahanAdd(sum_g, g);
+        sum_gx = kahanAdd(sum_gx, g * ((loadX(base + i) - mu) * rs));
+      }
+      const float a = kahanValue(sum_g) * inv_n, b = kahanValue(sum_gx) * inv_n;
+      for (uint i = 0; i < p.n; ++i) {
+        const float xhat = (loadX(base + i) - mu) * rs;
+        store(base + i, rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b));
+      }
+    }
+  } else {
+    const uint lane = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
+    // The row loop is the same for the whole workgroup, so the barriers inside
+    // workgroupSum stay in uniform control flow.
+    for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+      const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+      if (kVec4) {
+        row4(row, lane, step, inv_n, mu, rs);
+        continue;
+      }
+      const uint base = row * p.n;
+      // Compensated per-lane sums: an 8-wide workgroup gives each lane 1e4+ values of a
+      // long row (common/kahan.glsl).
+      Kahan sum_g = kKahanZero, sum_gx = kKahanZero;
+      // i < n in each loop: the row need not be a multiple of the workgroup size; idle
+      // lanes contribute 0 to the sums.
+      for (uint i = lane; i < p.n; i += step) {
+        const float g = loadDy(base + i) * loadGamma(i);
+        sum_g = kahanAdd(sum_g, g);
+        sum_gx = kahanAdd(sum_gx, g * ((loadX(base + i) - mu) * rs));
+      }
+      const float a = workgroupSum(kahanValue(sum_g)) * inv_n;
+      const float b = workgroupSum(kahanValue(sum_gx)) * inv_n;
+      for (uint i = lane; i < p.n; i += step) {
+        const float xhat = (loadX(base + i) - mu) * rs;
+        store(base + i, rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b));
+      }
+    }
+  }
+}
