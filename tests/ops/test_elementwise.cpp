@@ -243,7 +243,12 @@ TEST_F(ElementwiseTest, BackwardPassesGradCheckInBothWriteModes) {
                Write::Accumulate, Write::Accumulate);
       rec.submit();
       const auto grad_a = download(ctx(), ga), grad_b = download(ctx(), gb);
-      EXPECT_TRUE(checkGradients(loss, {{"a", &a, grad_a}, {"b", &b, grad_b}}, rng));
+      // Every op here is linear in each input, so central differences have no truncation
+      // error and a larger step only shrinks the float rounding noise of the loss. (That noise
+      // is what a scalar b's gradient, a sum of 24 terms that partly cancel, is sensitive to.)
+      GradCheckOptions options;
+      options.rel_step = 1e-2;
+      EXPECT_TRUE(checkGradients(loss, {{"a", &a, grad_a}, {"b", &b, grad_b}}, rng, options));
       EXPECT_TRUE(accumulatedClose(download(ctx(), acc_a), init_a, grad_a, kElementwiseTolerance));
       EXPECT_TRUE(accumulatedClose(download(ctx(), acc_b), init_b, grad_b, kElementwiseTolerance));
     }
