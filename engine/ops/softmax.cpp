@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/binding.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -10,68 +11,32 @@
 namespace vkgrad::ops {
 namespace {
 
+constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
+
 struct SoftmaxPush {
-  uint32_t rows;     // numel / n
-  uint32_t n;        // length of the last axis
-  uint32_t x_first;  // element of the texel view that is x[0]
+  uint32_t rows;            // numel / n
+  uint32_t n;               // length of the last axis
+  uint32_t x_skip, y_skip;  // first elements inside the bindings
 };
-static_assert(sizeof(SoftmaxPush) == 12);
+static_assert(sizeof(SoftmaxPush) == 16);
+
+struct SoftmaxBackwardPush {
+  uint32_t rows, n;
+  uint32_t y_skip, dy_skip, dx_skip;
+};
+static_assert(sizeof(SoftmaxBackwardPush) == 20);
 
 // Rows up to this long get one invocation each. Measured on lavapipe (100k-1.6M rows):
 // at N <= 64 one invocation per row is 1.5-3x faster than a subgroup per row, at 128-256
 // they are even. On GPUs the per-invocation loads do not coalesce, so the limit is lower.
-int64_t rowPerInvocationMaxN(const vk::Context& context) {
+uint64_t rowPerInvocationMaxN(const vk::Context& context) {
   return context.info().isCpu() ? 64 : 32;
 }
 constexpr uint32_t kRowPerInvocationGroup = 64;
 constexpr uint32_t kWorkgroupPerRow = 128;
 
-// A texel binding of t: its view starts at the aligned offset at or below t.offset, and
-// `first` is where t begins in it. When unused, a one-texel view keeps the binding valid.
-struct TexelArg {
-  vk::Arg arg;
-  uint32_t first;
-};
-uint64_t texelAlignment(const vk::Context& context) {
-  return std::max<uint64_t>(4, context.info().min_texel_offset_alignment);
-}
-bool fitsTexels(const vk::Context& context, const TensorView& t) {
-  const uint64_t first = t.offset % texelAlignment(context) / 4;
-  return first + uint64_t(t.shape.numel()) <= context.info().max_texel_buffer_elements;
-}
-TexelArg texelArg(const vk::Context& context, const TensorView& t, bool used) {
-  const uint64_t start = t.offset / texelAlignment(context) * texelAlignment(context);
-  const uint32_t first = uint32_t((t.offset - start) / 4);
-  const uint64_t bytes = used ? (first + uint64_t(t.shape.numel())) * 4 : 4;
-  return {vk::Arg(*t.buffer, start, bytes, vk::TexelFormat::R32f), first};
-}
-
 bool usesTexels(SoftmaxVariant v) {
   return v == SoftmaxVariant::WorkgroupTexel || v == SoftmaxVariant::SubgroupTexel;
-}
-
-void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& y,
-               SoftmaxVariant variant) {
-  const std::string shapes = "x " + x.shape.str() + ", y " + y.shape.str();
-  if (x.shape.rank() < 1) throw ShapeError("softmax: " + shapes + ": x needs at least one dim");
-  if (!(y.shape == x.shape)) throw ShapeError("softmax: " + shapes + ": y must be shaped like x");
-  if (x.shape.numel() == 0) throw ShapeError("softmax: " + shapes + ": x is empty");
-  if (x.shape.back() > UINT32_MAX || x.shape.rows() > UINT32_MAX)
-    throw ShapeError("softmax: " + shapes + ": rows and N must fit 32 bits");
-  checkFits("softmax", "x", x);
-  checkFits("softmax", "y", y);
-  // Also keeps every element index of the shader below 2^32.
-  if (x.bytes() > context.info().max_storage_buffer_range)
-    throw ShapeError("softmax: " + shapes + ": " + std::to_string(x.bytes()) +
-                     " bytes exceed the device's maxStorageBufferRange (" +
-                     std::to_string(context.info().max_storage_buffer_range) + ")");
-  if (usesTexels(variant) && !fitsTexels(context, x))
-    throw ShapeError("softmax: " + shapes + ": too many elements for the device's " +
-                     "maxTexelBufferElements (" +
-                     std::to_string(context.info().max_texel_buffer_elements) + ")");
-  if (!context.info().subgroup_arithmetic)
-    throw Error("softmax: " + context.info().name +
-                " has no subgroup arithmetic in compute shaders");
 }
 
 }  // namespace
@@ -92,41 +57,114 @@ const char* softmaxVariantName(SoftmaxVariant variant) {
   return "?";
 }
 
-SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x) {
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit) {
   // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
   // subgroup; GPU drivers may split a workgroup into smaller subgroups than reported.
-  const bool texels = fitsTexels(context, x);
   if (context.info().isCpu())
-    return texels ? SoftmaxVariant::SubgroupTexel : SoftmaxVariant::SubgroupStorage;
-  return texels ? SoftmaxVariant::WorkgroupTexel : SoftmaxVariant::WorkgroupStorage;
+    return texels_fit ? SoftmaxVariant::SubgroupTexel : SoftmaxVariant::SubgroupStorage;
+  return texels_fit ? SoftmaxVariant::WorkgroupTexel : SoftmaxVariant::WorkgroupStorage;
 }
 
-void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y) {
-  softmax(rec, x, y, SoftmaxVariant::Auto);
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x) {
+  return softmaxVariantFor(context, texelFits(context, x, kR32f));
+}
+
+SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxVariant variant,
+                            uint64_t rows, uint64_t n, bool texels_fit) {
+  if (usesTexels(variant) && !texels_fit)
+    throw ShapeError(std::string(op) + ": " + softmaxVariantName(variant) +
+                     ": an input does not fit an R32F texel view (maxTexelBufferElements " +
+                     std::to_string(context.info().max_texel_buffer_elements) + ")");
+  if (!context.info().subgroup_arithmetic)
+    throw Error(std::string(op) + ": " + context.info().name +
+                " has no subgroup arithmetic in compute shaders");
+  if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, texels_fit);
+  SoftmaxLayout layout;
+  layout.texel = usesTexels(variant);
+  layout.row_per_invocation = n <= rowPerInvocationMaxN(context);
+  const bool one_subgroup =
+      variant == SoftmaxVariant::SubgroupStorage || variant == SoftmaxVariant::SubgroupTexel;
+  layout.one_subgroup = one_subgroup && !layout.row_per_invocation;
+  layout.group = layout.row_per_invocation ? kRowPerInvocationGroup
+                 : one_subgroup            ? std::max(1u, context.info().subgroup_size)
+                                           : kWorkgroupPerRow;
+  // The kernels grid-stride over rows, so the grid may be capped.
+  layout.groups = layout.row_per_invocation ? gridGroups(rows, layout.group) : gridGroups(rows, 1);
+  return layout;
+}
+
+RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel) {
+  const Bound storage = bindStorage(context, t);
+  const vk::Arg dummy(*t.buffer, storage.arg.offset, 4, kR32f);
+  return {storage.arg, texel ? bindTexel(context, t, kR32f).arg : dummy, storage.skip};
+}
+
+void checkRowShapes(const char* op, const std::string& shapes, const char* x_name,
+                    const TensorView& x, const char* like_name, const TensorView& like) {
+  const std::string at = std::string(op) + ": " + shapes + ": ";
+  if (x.shape.rank() < 1) throw ShapeError(at + x_name + " needs at least one dim");
+  if (!(like.shape == x.shape)) throw ShapeError(at + like_name + " must be shaped like " + x_name);
+  if (x.shape.numel() == 0) throw ShapeError(at + x_name + " is empty");
+  if (x.shape.back() > UINT32_MAX || x.shape.rows() > UINT32_MAX)
+    throw ShapeError(at + "rows and N must fit 32 bits");
+}
+
+void checkRowOperand(const char* op, const char* name, const vk::Context& context,
+                     const TensorView& t, DType dtype) {
+  checkFits(op, name, t, dtype);
+  if (t.shape.numel() > (int64_t(1) << 31))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has more than 2^31 elements");
+  const uint64_t bound = bindStorage(context, t).arg.bytes;
+  if (bound > context.info().max_storage_buffer_range)
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + ": " +
+                     std::to_string(bound) + " bytes exceed the device's maxStorageBufferRange (" +
+                     std::to_string(context.info().max_storage_buffer_range) + ")");
 }
 
 void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, SoftmaxVariant variant) {
-  vk::Context& context = rec.context();
-  checkArgs(context, x, y, variant);
-  if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, x);
-  const bool texels = usesTexels(variant);
-  const bool one_subgroup =
-      variant == SoftmaxVariant::SubgroupStorage || variant == SoftmaxVariant::SubgroupTexel;
-  const auto x_texels = texelArg(context, x, texels);
-  const SoftmaxPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), x_texels.first};
+  const char* op = "softmax";
+  vk::Context& ctx = rec.context();
+  checkRowShapes(op, "x " + x.shape.str() + ", y " + y.shape.str(), "x", x, "y", y);
+  checkRowOperand(op, "x", ctx, x);
+  checkRowOperand(op, "y", ctx, y);
+  checkAlias(op, "y", y, "x", x, true);
+  const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
+                                        uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
+  const vk::Kernel& kernel = ctx.kernels().get(
+      "softmax/forward", {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
+  const RowInput bx = bindRowInput(ctx, x, l.texel);
+  const Bound by = bindStorage(ctx, y);
+  const SoftmaxPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
+  const vk::Arg args[] = {bx.storage, bx.texel, by.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
+}
 
-  const bool row_per_invocation = push.n <= rowPerInvocationMaxN(context);
-  const uint32_t group = row_per_invocation ? kRowPerInvocationGroup
-                         : one_subgroup     ? std::max(1u, context.info().subgroup_size)
-                                            : kWorkgroupPerRow;
-  const vk::Kernel& kernel = context.kernels().get(
-      "softmax/forward", {group, row_per_invocation, one_subgroup && !row_per_invocation, texels});
-  // The shader grid-strides over rows, so the grid may be capped at the device limit.
-  const uint32_t groups = std::min(row_per_invocation ? vk::divUp(push.rows, group) : push.rows,
-                                   context.info().max_workgroup_count[0]);
-  const vk::Arg args[] = {
-      {*x.buffer, x.offset, x.bytes()}, x_texels.arg, {*y.buffer, y.offset, y.bytes()}};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
+void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
+                     const TensorView& dx, Write w, SoftmaxVariant variant) {
+  const char* op = "softmaxBackward";
+  vk::Context& ctx = rec.context();
+  const std::string shapes =
+      "y " + y.shape.str() + ", dy " + dy.shape.str() + ", dx " + dx.shape.str();
+  checkRowShapes(op, shapes, "y", y, "dy", dy);
+  checkRowShapes(op, shapes, "y", y, "dx", dx);
+  checkRowOperand(op, "y", ctx, y);
+  checkRowOperand(op, "dy", ctx, dy);
+  checkRowOperand(op, "dx", ctx, dx);
+  checkAlias(op, "dx", dx, "y", y, true);
+  checkAlias(op, "dx", dx, "dy", dy, true);
+  const SoftmaxLayout l =
+      softmaxLayout(op, ctx, variant, uint64_t(y.shape.rows()), uint64_t(y.shape.back()),
+                    texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
+  const vk::Kernel& kernel = ctx.kernels().get(
+      "softmax/backward",
+      {l.group, l.row_per_invocation, l.one_subgroup, l.texel, w == Write::Accumulate});
+  const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
+  const Bound bdx = bindStorage(ctx, dx);
+  const SoftmaxBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
+                                 bdy.skip, bdx.skip};
+  const vk::Arg args[] = {by.storage, by.texel, bdy.storage, bdy.texel, bdx.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
 }
 
 }  // namespace vkgrad::ops

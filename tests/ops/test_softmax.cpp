@@ -5,6 +5,7 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "ops/reference/softmax.h"
@@ -170,6 +171,111 @@ TEST_P(SoftmaxTest, ReadsAndWritesViewsAtOffsets) {
   }
 }
 
+// Views that start `pad` elements into a buffer of n + 2 * pad, for offsets that are not
+// a multiple of the device's binding alignment; the pads stay NaN so stray writes show.
+DeviceTensor paddedUpload(vk::Context& context, const std::vector<float>& x, int64_t pad) {
+  std::vector<float> all(x.size() + 2 * pad, std::nanf(""));
+  std::copy(x.begin(), x.end(), all.begin() + pad);
+  return upload(context, {int64_t(all.size())}, all);
+}
+std::vector<float> middle(const std::vector<float>& all, int64_t pad) {
+  return {all.begin() + pad, all.end() - pad};
+}
+::testing::AssertionResult padsUntouched(const std::vector<float>& all, int64_t pad) {
+  for (int64_t i = 0; i < pad; ++i)
+    if (!std::isnan(all[i]) || !std::isnan(all[all.size() - 1 - i]))
+      return ::testing::AssertionFailure() << "wrote into the pad, " << i << " from an end";
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(SoftmaxTest, ReadsAndWritesViewsAtUnalignedOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (int64_t pad : {1, 3}) {
+    for (const ops::Shape& shape : {ops::Shape{5, 9}, ops::Shape{5, 300}}) {
+      SCOPED_TRACE(testing::Message() << shape.str() << " at element " << pad);
+      const auto x = rng.normal(shape.numel());
+      auto dx = paddedUpload(ctx(), x, pad);
+      auto dy = poisoned(ctx(), {shape.numel() + 2 * pad});
+      vk::Recorder rec(ctx());
+      ops::softmax(rec, ops::view(dx.buffer, shape, pad * 4), ops::view(dy.buffer, shape, pad * 4),
+                   GetParam());
+      rec.submit();
+      const auto y = download(ctx(), dy);
+      EXPECT_TRUE(allClose(middle(y, pad), reference(shape, x), kTolerance));
+      EXPECT_TRUE(padsUntouched(y, pad));
+    }
+  }
+}
+
+// dx = y * (dy - sum(dy * y)): a difference of O(1) terms scaled by y; the fp32 dot product
+// over a row (Kahan per lane) costs a few ulp of sum |dy * y|.
+constexpr double kBackwardTolerance = 1e-5;
+
+std::vector<float> referenceBackward(ops::Shape shape, const std::vector<float>& y,
+                                     const std::vector<float>& dy) {
+  std::vector<float> want(y.size());
+  ops::ref::softmaxBackward(y.data(), dy.data(), want.data(), shape.rows(), shape.back());
+  return want;
+}
+
+TEST_P(SoftmaxTest, BackwardMatchesCpuOnOddShapesAndAccumulates) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {17, 129}, {3, 1000}, {1, 20001}, {2, 3, 65}};
+  for (const ops::Shape& shape : shapes) {
+    for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
+      const bool acc = w == ops::Write::Accumulate;
+      SCOPED_TRACE(testing::Message() << shape.str() << (acc ? " accumulate" : " overwrite"));
+      auto x = rng.normal(shape.numel(), 0.0f, 3.0f);
+      for (float& v : x)
+        if (rng.below(5) == 0) v = -kInf;  // masked entries: y = 0, so dx = 0 there
+      const auto y = reference(shape, x);
+      const auto dy = rng.normal(shape.numel());
+      const auto old = rng.normal(shape.numel());
+      auto want = referenceBackward(shape, y, dy);
+      if (acc)
+        for (size_t i = 0; i < want.size(); ++i) want[i] += old[i];
+      auto ty = upload(ctx(), shape, y), tdy = upload(ctx(), shape, dy);
+      auto tdx = acc ? upload(ctx(), shape, old) : poisoned(ctx(), shape);
+      vk::Recorder rec(ctx());
+      ops::softmaxBackward(rec, ty.view(), tdy.view(), tdx.view(), w, GetParam());
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), tdx), want, kBackwardTolerance));
+    }
+  }
+}
+
+TEST_P(SoftmaxTest, BackwardAtUnalignedOffsetsAndInPlace) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{4, 9}, ops::Shape{3, 301}}) {
+    SCOPED_TRACE(shape.str());
+    const auto y = reference(shape, rng.normal(shape.numel()));
+    const auto dy = rng.normal(shape.numel());
+    const auto want = referenceBackward(shape, y, dy);
+    {  // y, dy and dx each at a different 4-byte offset
+      auto ty = paddedUpload(ctx(), y, 1), tdy = paddedUpload(ctx(), dy, 2);
+      auto tdx = poisoned(ctx(), {shape.numel() + 6});
+      vk::Recorder rec(ctx());
+      ops::softmaxBackward(rec, ops::view(ty.buffer, shape, 4), ops::view(tdy.buffer, shape, 8),
+                           ops::view(tdx.buffer, shape, 12), ops::Write::Overwrite, GetParam());
+      rec.submit();
+      const auto got = download(ctx(), tdx);
+      EXPECT_TRUE(allClose(middle(got, 3), want, kBackwardTolerance));
+      EXPECT_TRUE(padsUntouched(got, 3));
+    }
+    {  // dx written over dy
+      auto ty = upload(ctx(), shape, y), tdy = upload(ctx(), shape, dy);
+      vk::Recorder rec(ctx());
+      ops::softmaxBackward(rec, ty.view(), tdy.view(), tdy.view(), ops::Write::Overwrite,
+                           GetParam());
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), tdy), want, kBackwardTolerance));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, SoftmaxTest,
                          ::testing::Values(ops::SoftmaxVariant::Auto,
                                            ops::SoftmaxVariant::WorkgroupStorage,
@@ -205,6 +311,64 @@ TEST_F(VkTest, SoftmaxRejectsBadShapesBeforeRecording) {
   expectShapeError(ctx(), x.view(), ops::view(small.buffer, {4, 7}), "softmax: y (4,7)");
   expectShapeError(ctx(), x.view(), ops::view(y.buffer, {4, 7}, 0, ops::DType::U32),
                    "softmax: y must be f32");
+}
+
+// loss = sum_i w_i softmax(x)_i with the GPU forward; the analytic gradient is the GPU
+// backward with dy = w, fed the GPU forward's y.
+TEST_F(VkTest, SoftmaxBackwardPassesGradCheck) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{3, 7}, ops::Shape{2, 129}}) {
+    SCOPED_TRACE(shape.str());
+    auto x = rng.normal(shape.numel(), 0.0f, 2.0f);
+    const auto w = rng.normal(shape.numel());
+    auto forward = [&] {
+      auto tx = upload(ctx(), shape, x), ty = poisoned(ctx(), shape);
+      vk::Recorder rec(ctx());
+      ops::softmax(rec, tx.view(), ty.view());
+      rec.submit();
+      return download(ctx(), ty);
+    };
+    auto ty = upload(ctx(), shape, forward()), tw = upload(ctx(), shape, w);
+    auto tdx = poisoned(ctx(), shape);
+    vk::Recorder rec(ctx());
+    ops::softmaxBackward(rec, ty.view(), tw.view(), tdx.view());
+    rec.submit();
+    const auto grad = download(ctx(), tdx);
+    EXPECT_TRUE(checkGradients([&] { return weightedSum(forward(), w); }, {{"x", &x, grad}}, rng));
+  }
+}
+
+TEST_F(VkTest, SoftmaxBackwardRejectsBadShapesBeforeRecording) {
+  Rng rng;
+  auto y = upload(ctx(), {4, 7}, rng.uniform(28));
+  auto dy = upload(ctx(), {4, 7}, rng.uniform(28));
+  auto dx = poisoned(ctx(), {4, 8});
+  auto big = poisoned(ctx(), {64});
+  auto empty = poisoned(ctx(), {4});
+  const auto expect = [&](const ops::TensorView& vy, const ops::TensorView& vdy,
+                          const ops::TensorView& vdx, const std::string& expected) {
+    vk::Recorder rec(ctx());
+    try {
+      ops::softmaxBackward(rec, vy, vdy, vdx);
+      ADD_FAILURE() << "no ShapeError, expected: " << expected;
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  };
+  expect(y.view(), dy.view(), dx.view(),
+         "softmaxBackward: y (4,7), dy (4,7), dx (4,8): dx must be shaped like y");
+  expect(y.view(), ops::view(dy.buffer, {7, 4}), ops::view(dx.buffer, {4, 7}),
+         "dy must be shaped like y");
+  expect(y.view(), ops::view(dy.buffer, {4, 7}, 0, ops::DType::U32), ops::view(dx.buffer, {4, 7}),
+         "softmaxBackward: dy must be f32");
+  expect(ops::view(empty.buffer, {0, 7}), ops::view(empty.buffer, {0, 7}),
+         ops::view(empty.buffer, {0, 7}),
+         "softmaxBackward: y (0,7), dy (0,7), dx (0,7): y is empty");
+  // dx partly overlapping dy (same buffer, shifted by one element).
+  expect(ops::view(big.buffer, {2, 7}, 0), ops::view(big.buffer, {2, 7}, 64),
+         ops::view(big.buffer, {2, 7}, 68), "softmaxBackward: dx (2,7) overlaps dy (2,7)");
 }
 
 }  // namespace

@@ -21,4 +21,15 @@ void softmax(const float* x, float* y, int64_t rows, int64_t n) {
   }
 }
 
+void softmaxBackward(const float* y, const float* dy, float* dx, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * n;
+    const float* dyr = dy + r * n;
+    double dot = 0.0;
+    for (int64_t i = 0; i < n; ++i) dot += double(dyr[i]) * double(yr[i]);
+    for (int64_t i = 0; i < n; ++i)
+      dx[r * n + i] = static_cast<float>(double(yr[i]) * (double(dyr[i]) - dot));
+  }
+}
+
 }  // namespace vkgrad::ops::ref

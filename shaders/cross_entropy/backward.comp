@@ -1,0 +1,52 @@
+#version 450
+// Fused softmax + cross-entropy, backward of the mean loss, per row r with target t:
+//   dlogits[r, i] (= or +=) (exp((logits[r, i] - m[r]) - l[r]) - (i == t)) * dmean / count
+// with the row max m, l = log(sum(exp(logits - m))) and count from forward's saved buffer and dmean read from the device (so a
+// recorded step replays with a new upstream gradient). p is recomputed, never stored.
+// Rows whose target is ignore_index or out of range get 0 (forward reported bad ones), and
+// so does everything when count is 0. A row whose max is -inf (all logits -inf) has p = 0.
+// No reduction: the row layout (softmax/rows.glsl) just lets the logits be read like forward's.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(constant_id = 4) const bool kAccumulate = false;
+
+#include "softmax/rows.glsl"
+
+layout(set = 0, binding = 0) readonly buffer Logits { float logits[]; };   // (rows, C)
+layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;           // if kTexelInput
+layout(set = 0, binding = 2) readonly buffer Targets { uint targets[]; };  // (rows) u32
+layout(set = 0, binding = 3) readonly buffer Saved { float saved[]; };     // (2 rows + 1)
+layout(set = 0, binding = 4) readonly buffer DMean { float dmean[]; };     // (1)
+layout(set = 0, binding = 5) buffer DLogits { float dlogits[]; };  // (rows, C); kAccumulate reads
+layout(push_constant) uniform Push {
+  uint rows;
+  uint classes;  // C >= 1
+  uint ignore_index;
+  // First elements inside the bindings (ops/binding.h).
+  uint logits_skip, targets_skip, saved_skip, dmean_skip, dlogits_skip;
+} p;
+
+float loadLogit(uint i) {
+  return kTexelInput ? texelFetch(logit_texels, int(p.logits_skip + i)).x
+                     : logits[p.logits_skip + i];
+}
+
+void processRow(uint row, uint first, uint step) {
+  const uint base = row * p.classes;
+  const uint t = targets[p.targets_skip + row];
+  const float count = saved[p.saved_skip + 2 * p.rows];
+  const bool used = t < p.classes && t != p.ignore_index && count > 0.0;
+  const float g = used ? dmean[p.dmean_skip] / count : 0.0;
+  const float m = saved[p.saved_skip + 2 * row], log_s = saved[p.saved_skip + 2 * row + 1];
+  for (uint i = first; i < p.classes; i += step) {
+    precise const float centred = loadLogit(base + i) - m;  // precise: no reassociation
+    // The guard keeps exp(-inf - (-inf)) = NaN out of an all -inf row.
+    const float prob = m == kNegInf ? 0.0 : exp(centred - log_s);
+    float d = used ? (prob - (i == t ? 1.0 : 0.0)) * g : 0.0;
+    if (kAccumulate) d += dlogits[p.dlogits_skip + base + i];
+    dlogits[p.dlogits_skip + base + i] = d;
+  }
+}
+
+void main() { forEachRow(p.rows); }

@@ -1,0 +1,354 @@
+#include "ops/cross_entropy.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "ops/reference/cross_entropy.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+// loss = (max - logit[t]) + log(sum exp(logits - max)) in fp32 against double: a few ulp of
+// the row's loss plus the per-lane Kahan sum; normalised by the largest loss.
+constexpr double kLossTolerance = 1e-5;
+// dlogits = (p - onehot) * g: exp of an exact difference, a few ulp of each p.
+constexpr double kGradTolerance = 1e-5;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+// Rows the tests mark as ignored use this target.
+constexpr uint32_t kIgnore = 4000000000u;
+
+using ops::SoftmaxVariant;
+using ops::Write;
+
+// Every tensor of one call, each `pad` elements into its own buffer whose pads are NaN
+// (f32) or 0xFFFFFFFF (u32), so views at any 4-byte offset are exercised and stray writes
+// show.
+struct Problem {
+  int64_t rows, classes, pad;
+  std::vector<float> logits;
+  std::vector<uint32_t> targets;
+  uint32_t ignore_index = kIgnore;
+};
+
+vk::Buffer words(vk::Context& context, const std::vector<uint32_t>& data, int64_t pad) {
+  std::vector<uint32_t> all(data.size() + 2 * pad, 0xFFFFFFFFu);
+  std::copy(data.begin(), data.end(), all.begin() + pad);
+  vk::Buffer b = context.allocator().allocate(all.size() * 4);
+  context.staging().upload(b, 0, all.data(), all.size() * 4);
+  return b;
+}
+std::vector<uint32_t> readWords(vk::Context& context, const vk::Buffer& b, size_t n) {
+  std::vector<uint32_t> out(n);
+  context.staging().download(b, 0, out.data(), n * 4);
+  return out;
+}
+DeviceTensor padded(vk::Context& context, const std::vector<float>& x, int64_t pad) {
+  std::vector<float> all(x.size() + 2 * pad, std::nanf(""));
+  std::copy(x.begin(), x.end(), all.begin() + pad);
+  return upload(context, {int64_t(all.size())}, all);
+}
+std::vector<float> middle(const std::vector<float>& all, int64_t pad) {
+  return {all.begin() + pad, all.end() - pad};
+}
+::testing::AssertionResult padsUntouched(const std::vector<float>& all, int64_t pad) {
+  for (int64_t i = 0; i < pad; ++i)
+    if (!std::isnan(all[i]) || !std::isnan(all[all.size() - 1 - i]))
+      return ::testing::AssertionFailure() << "wrote into the pad, " << i << " from an end";
+  return ::testing::AssertionSuccess();
+}
+
+// The device side of a Problem, and views into it.
+struct DeviceProblem {
+  DeviceProblem(vk::Context& context, const Problem& p)
+      : pb(p),
+        logits(padded(context, p.logits, p.pad)),
+        targets(words(context, p.targets, p.pad)),
+        loss_rows(padded(context, std::vector<float>(p.rows, std::nanf("")), p.pad)),
+        loss_mean(padded(context, {std::nanf("")}, p.pad)),
+        saved(padded(context, std::vector<float>(ops::crossEntropySavedSize(p.rows), std::nanf("")),
+                     p.pad)),
+        status(words(context, {0, 0}, p.pad)) {}
+  ops::TensorView at(const DeviceTensor& t, ops::Shape shape) const {
+    return ops::view(t.buffer, shape, pb.pad * 4);
+  }
+  ops::TensorView logitsView() const { return at(logits, {pb.rows, pb.classes}); }
+  ops::TensorView targetsView() const {
+    return ops::view(targets, {pb.rows}, pb.pad * 4, ops::DType::U32);
+  }
+  ops::TensorView savedView() const { return at(saved, {ops::crossEntropySavedSize(pb.rows)}); }
+  void forward(vk::Recorder& rec, SoftmaxVariant variant = SoftmaxVariant::Auto) const {
+    ops::crossEntropy(
+        rec, logitsView(), targetsView(), at(loss_rows, {pb.rows}), at(loss_mean, {1}), savedView(),
+        ops::view(status, {2}, pb.pad * 4, ops::DType::U32), pb.ignore_index, variant);
+  }
+  void backward(vk::Recorder& rec, const DeviceTensor& dmean, const DeviceTensor& dlogits, Write w,
+                SoftmaxVariant variant = SoftmaxVariant::Auto) const {
+    ops::crossEntropyBackward(rec, logitsView(), targetsView(), savedView(), at(dmean, {1}),
+                              at(dlogits, {pb.rows, pb.classes}), pb.ignore_index, w, variant);
+  }
+  std::vector<uint32_t> statusWords(vk::Context& context) const {
+    const auto all = readWords(context, status, 2 + 2 * pb.pad);
+    return {all.begin() + pb.pad, all.end() - pb.pad};
+  }
+
+  const Problem& pb;
+  DeviceTensor logits;
+  vk::Buffer targets;
+  DeviceTensor loss_rows, loss_mean, saved;
+  vk::Buffer status;
+};
+
+Problem randomProblem(Rng& rng, int64_t rows, int64_t classes, int64_t pad, float spread) {
+  Problem p{rows, classes, pad, rng.normal(rows * classes, 0.0f, spread), {}};
+  for (int64_t r = 0; r < rows; ++r)  // about a quarter of the rows ignored
+    p.targets.push_back(rng.below(4) == 0 ? kIgnore : rng.below(uint32_t(classes)));
+  return p;
+}
+
+// Runs forward, checks it against the CPU, then backward in both write modes.
+void checkAgainstCpu(vk::Context& context, const Problem& p, SoftmaxVariant variant, Rng& rng,
+                     const std::vector<uint32_t>& want_status = {0, 0}) {
+  std::vector<float> want_rows(p.rows);
+  int64_t count = 0;
+  const double want_mean =
+      ops::ref::crossEntropy(p.logits.data(), p.targets.data(), want_rows.data(), p.rows, p.classes,
+                             p.ignore_index, &count);
+  DeviceProblem d(context, p);
+  vk::Recorder rec(context);
+  d.forward(rec, variant);
+  rec.submit();
+  const auto rows = download(context, d.loss_rows), mean = download(context, d.loss_mean);
+  EXPECT_TRUE(allClose(middle(rows, p.pad), want_rows, kLossTolerance));
+  EXPECT_TRUE(padsUntouched(rows, p.pad));
+  EXPECT_TRUE(allClose(middle(mean, p.pad), std::vector<float>{float(want_mean)}, kLossTolerance));
+  EXPECT_TRUE(padsUntouched(mean, p.pad));
+  const auto saved = download(context, d.saved);
+  EXPECT_EQ(saved[p.pad + 2 * p.rows], float(count));
+  EXPECT_TRUE(padsUntouched(saved, p.pad));
+  EXPECT_EQ(d.statusWords(context), want_status);
+
+  const float g = rng.uniform(1, 0.5f, 2.0f)[0];
+  auto dmean = padded(context, {g}, p.pad);
+  std::vector<float> want(p.logits.size());
+  ops::ref::crossEntropyBackward(p.logits.data(), p.targets.data(), g, want.data(), p.rows,
+                                 p.classes, p.ignore_index);
+  for (Write w : {Write::Overwrite, Write::Accumulate}) {
+    SCOPED_TRACE(w == Write::Accumulate ? "accumulate" : "overwrite");
+    const auto old = rng.normal(p.logits.size());
+    auto dlogits = w == Write::Accumulate
+                       ? padded(context, old, p.pad)
+                       : poisoned(context, {int64_t(p.logits.size()) + 2 * p.pad});
+    vk::Recorder brec(context);
+    d.backward(brec, dmean, dlogits, w, variant);
+    brec.submit();
+    auto expect = want;
+    if (w == Write::Accumulate)
+      for (size_t i = 0; i < expect.size(); ++i) expect[i] += old[i];
+    const auto got = download(context, dlogits);
+    EXPECT_TRUE(allClose(middle(got, p.pad), expect, kGradTolerance));
+    EXPECT_TRUE(padsUntouched(got, p.pad));
+  }
+}
+
+class CrossEntropyTest : public VkTest, public ::testing::WithParamInterface<SoftmaxVariant> {};
+
+TEST_P(CrossEntropyTest, MatchesCpuOnOddShapes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1},    {3, 7},      {17, 129}, {3, 1000},
+                                                {1, 1031}, {2, 100003}, {40, 65}};
+  int64_t pad = 0;
+  for (auto [rows, classes] : shapes) {
+    SCOPED_TRACE(testing::Message() << "(" << rows << "," << classes << ") at element " << pad);
+    checkAgainstCpu(ctx(), randomProblem(rng, rows, classes, pad, 3.0f), GetParam(), rng);
+    pad = (pad + 1) % 4;
+  }
+}
+
+TEST_P(CrossEntropyTest, IsStableForLargeLogits) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{17, 7}, {5, 1000}}) {
+    SCOPED_TRACE(testing::Message() << "(" << rows << "," << classes << ")");
+    Problem p = randomProblem(rng, rows, classes, 1, 1.0f);
+    p.logits = rng.uniform(rows * classes, -1e4f, 1e4f);
+    // Row 0: the target is the max by far, so its loss is ~0 and its gradient ~0; exp(1e4)
+    // would overflow without the max subtracted.
+    p.targets[0] = 2 % uint32_t(classes);
+    p.logits[p.targets[0]] = 2e4f;
+    checkAgainstCpu(ctx(), p, GetParam(), rng);
+  }
+}
+
+TEST_P(CrossEntropyTest, MasksInfiniteLogits) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{6, 9}, {6, 700}}) {
+    SCOPED_TRACE(testing::Message() << "(" << rows << "," << classes << ")");
+    Problem p = randomProblem(rng, rows, classes, 0, 2.0f);
+    for (float& v : p.logits)
+      if (rng.below(3) == 0) v = -kInf;
+    auto row = [&](int64_t r) { return p.logits.begin() + r * classes; };
+    std::fill(row(0), row(1), -kInf);  // all -inf, ignored: loss 0, no NaN anywhere
+    p.targets[0] = kIgnore;
+    for (int64_t r = 1; r < rows; ++r) {  // valid targets on finite logits, except row 2
+      p.targets[r] = rng.below(uint32_t(classes));
+      row(r)[p.targets[r]] = 1.0f;
+    }
+    row(2)[p.targets[2]] = -kInf;  // a masked target: loss +inf, finite gradient
+    checkAgainstCpu(ctx(), p, GetParam(), rng);
+    // An all -inf row with a valid target: loss +inf, zero probabilities.
+    std::fill(row(1), row(2), -kInf);
+    checkAgainstCpu(ctx(), p, GetParam(), rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CrossEntropyTest,
+                         ::testing::Values(SoftmaxVariant::Auto, SoftmaxVariant::WorkgroupStorage),
+                         [](const auto& info) { return ops::softmaxVariantName(info.param); });
+
+TEST_F(VkTest, CrossEntropyWithEveryRowIgnoredIsZero) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Problem p = randomProblem(rng, 5, 11, 0, 1.0f);
+  p.ignore_index = 3;  // an ordinary class id can be the ignored one
+  p.targets.assign(5, 3);
+  checkAgainstCpu(ctx(), p, SoftmaxVariant::Auto, rng);
+  DeviceProblem d(ctx(), p);
+  vk::Recorder rec(ctx());
+  d.forward(rec);
+  rec.submit();
+  EXPECT_EQ(download(ctx(), d.loss_mean), std::vector<float>{0.0f});
+  EXPECT_EQ(download(ctx(), d.loss_rows), std::vector<float>(5, 0.0f));
+}
+
+TEST_F(VkTest, CrossEntropyFlagsTargetsOutOfRange) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Problem p = randomProblem(rng, 9, 13, 1, 1.0f);
+  p.targets[2] = 13;           // one past the last class
+  p.targets[5] = 1000000000u;  // far out: an unchecked read would leave the buffer
+  // The reference ignores such rows too.
+  checkAgainstCpu(ctx(), p, SoftmaxVariant::Auto, rng, {ops::kCrossEntropyBadTarget, 1000000000u});
+}
+
+TEST_F(VkTest, CrossEntropyIsDeterministicAndReplaysWithNewUpstreamGradient) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Problem p = randomProblem(rng, 33, 517, 0, 3.0f);
+  DeviceProblem d(ctx(), p);
+  auto dmean = upload(ctx(), {1}, std::vector<float>{1.0f});
+  auto dlogits = poisoned(ctx(), {p.rows, p.classes});
+  vk::Recorder rec(ctx());  // one recorded step, replayed
+  d.forward(rec);
+  d.backward(rec, dmean, dlogits, Write::Overwrite);
+  rec.submit();
+  const auto mean1 = download(ctx(), d.loss_mean), grad1 = download(ctx(), dlogits);
+  const std::vector<float> two{2.0f};
+  ctx().staging().upload(dmean.buffer, 0, two.data(), 4);
+  rec.submit();
+  const auto mean2 = download(ctx(), d.loss_mean), grad2 = download(ctx(), dlogits);
+  EXPECT_EQ(0, std::memcmp(mean1.data(), mean2.data(), 4));
+  for (size_t i = 0; i < grad1.size(); ++i) ASSERT_EQ(grad2[i], 2.0f * grad1[i]) << i;
+}
+
+// loss = w * mean with the GPU forward; the analytic gradient is the GPU backward with
+// dmean = w.
+TEST_F(VkTest, CrossEntropyBackwardPassesGradCheck) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{4, 7}, {3, 129}}) {
+    SCOPED_TRACE(testing::Message() << "(" << rows << "," << classes << ")");
+    Problem p = randomProblem(rng, rows, classes, 0, 2.0f);
+    p.targets[1] = kIgnore;
+    const float w = rng.uniform(1, 0.5f, 2.0f)[0];
+    auto mean = [&] {
+      DeviceProblem d(ctx(), p);
+      vk::Recorder rec(ctx());
+      d.forward(rec);
+      rec.submit();
+      return double(w) * download(ctx(), d.loss_mean)[0];
+    };
+    DeviceProblem d(ctx(), p);
+    auto dmean = upload(ctx(), {1}, std::vector<float>{w});
+    auto dlogits = poisoned(ctx(), {rows, classes});
+    vk::Recorder rec(ctx());
+    d.forward(rec);
+    d.backward(rec, dmean, dlogits, Write::Overwrite);
+    rec.submit();
+    const auto grad = download(ctx(), dlogits);
+    EXPECT_TRUE(checkGradients(mean, {{"logits", &p.logits, grad}}, rng));
+  }
+}
+
+// Each call throws a ShapeError containing `expected` and records nothing.
+template <class Call>
+void expectShapeError(vk::Context& context, Call call, const std::string& expected) {
+  vk::Recorder rec(context);
+  try {
+    call(rec);
+    ADD_FAILURE() << "no ShapeError, expected: " << expected;
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+TEST_F(VkTest, CrossEntropyRejectsBadShapesBeforeRecording) {
+  Rng rng;
+  auto logits = upload(ctx(), {4, 7}, rng.uniform(28));
+  auto f32 = poisoned(ctx(), {64});
+  vk::Buffer u32 = ctx().allocator().allocate(64 * 4);
+  const auto U = [&](ops::Shape s, uint64_t offset = 0) {
+    return ops::view(u32, s, offset, ops::DType::U32);
+  };
+  const auto F = [&](ops::Shape s, uint64_t offset) { return ops::view(f32.buffer, s, offset); };
+  const auto fwd = [&](ops::TensorView l, ops::TensorView t, ops::TensorView rows,
+                       ops::TensorView saved) {
+    return [=](vk::Recorder& rec) {
+      ops::crossEntropy(rec, l, t, rows, F({1}, 0), saved, U({2}, 128));
+    };
+  };
+  const auto rows4 = F({4}, 4), saved4 = F({9}, 32);
+  expectShapeError(ctx(), fwd(logits.view(), U({5}), rows4, saved4),
+                   "crossEntropy: logits (4,7), targets (5), loss_rows (4): targets must have "
+                   "the shape of logits without C");
+  expectShapeError(ctx(), fwd(logits.view(), F({4}, 160), rows4, saved4),
+                   "targets must be u32, got f32");
+  expectShapeError(ctx(), fwd(logits.view(), U({4}), F({4, 1}, 4), saved4),
+                   "loss_rows must be shaped like targets");
+  expectShapeError(ctx(), fwd(logits.view(), U({4}), rows4, F({8}, 32)),
+                   "saved must hold 2 * rows + 1 = 9 floats");
+  expectShapeError(ctx(), fwd(ops::view(logits.buffer, {4, 0}), U({4}), rows4, saved4),
+                   "logits must be a non-empty (..., C)");
+  expectShapeError(ctx(), fwd(logits.view(), U({4}), F({4}, 0), saved4),
+                   "crossEntropy: loss_rows (4) overlaps loss_mean (1)");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::crossEntropy(rec, logits.view(), U({4}), rows4, F({1}, 0), saved4, U({1}, 128));
+      },
+      "crossEntropy: status (1) must hold 2 u32 words");
+  const auto bwd = [&](ops::TensorView dmean, ops::TensorView dlogits) {
+    return [=, l = logits.view(), t = U({4})](vk::Recorder& rec) {
+      ops::crossEntropyBackward(rec, l, t, saved4, dmean, dlogits);
+    };
+  };
+  expectShapeError(ctx(), bwd(F({1}, 0), F({4, 8}, 64)),
+                   "crossEntropyBackward: logits (4,7), targets (4), dlogits (4,8): dlogits "
+                   "must be shaped like logits");
+  expectShapeError(ctx(), bwd(F({2}, 0), F({4, 7}, 64)), "dmean must hold one float");
+  expectShapeError(ctx(), bwd(F({1}, 0), F({4, 7}, 28)),
+                   "crossEntropyBackward: dlogits (4,7) overlaps saved (9)");
+}
+
+}  // namespace
+}  // namespace vkgrad::test
