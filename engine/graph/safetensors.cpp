@@ -1,0 +1,187 @@
+#include "graph/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <system_error>
+
+#include "graph/json.h"
+#include "vk/error.h"
+
+namespace vkgrad::graph {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+constexpr uint64_t kMaxHeader = 100'000'000;  // the format's own limit on N
+
+const char* dtypeTag(ops::DType dtype) { return dtype == ops::DType::F32 ? "F32" : "U32"; }
+
+uint64_t elements(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= uint64_t(d);
+  return n;
+}
+
+std::string errnoText() { return std::error_code(errno, std::generic_category()).message(); }
+
+// Writes all of bytes to fd, or throws.
+void writeAll(int fd, const void* bytes, size_t size, const std::string& what) {
+  const char* p = static_cast<const char*>(bytes);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(what + ": write failed: " + errnoText());
+    p += n, size -= size_t(n);
+  }
+}
+
+}  // namespace
+
+void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkpoint) {
+  const std::string where = path.string();
+  std::vector<std::pair<std::string, Json>> header;
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const SavedTensor& t : checkpoint.tensors) {
+    if (t.name.empty() || t.name == "__metadata__")
+      throw Error(where + ": tensor name \"" + t.name + "\" is not allowed");
+    if (!names.insert(t.name).second) throw Error(where + ": tensor \"" + t.name + "\" twice");
+    for (int64_t d : t.shape)
+      if (d < 0) throw Error(where + ": tensor \"" + t.name + "\" has a negative dim");
+    if (elements(t.shape) != t.data.size())
+      throw Error(where + ": tensor \"" + t.name + "\" has " + std::to_string(t.data.size()) +
+                  " elements for a shape of " + std::to_string(elements(t.shape)));
+    std::vector<Json> dims;
+    for (int64_t d : t.shape) dims.push_back(Json::number(double(d)));
+    const uint64_t end = offset + 4 * t.data.size();
+    header.emplace_back(
+        t.name, Json::object({{"dtype", Json::string(dtypeTag(t.dtype))},
+                              {"shape", Json::array(std::move(dims))},
+                              {"data_offsets", Json::array({Json::number(double(offset)),
+                                                            Json::number(double(end))})}}));
+    offset = end;
+  }
+  if (!checkpoint.metadata.empty()) {
+    std::vector<std::pair<std::string, Json>> meta;
+    for (const auto& [k, v] : checkpoint.metadata) meta.emplace_back(k, Json::string(v));
+    header.emplace_back("__metadata__", Json::object(std::move(meta)));
+  }
+  std::string text = Json::object(std::move(header)).dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');
+  const uint64_t length = text.size();
+
+  // Same directory, so the rename is atomic; the pid keeps concurrent writers apart.
+  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(where + ": cannot create " + temp.string() + ": " + errnoText());
+  try {
+    writeAll(fd, &length, 8, where);
+    writeAll(fd, text.data(), text.size(), where);
+    for (const SavedTensor& t : checkpoint.tensors)
+      writeAll(fd, t.data.data(), t.data.size() * 4, where);
+    if (::fsync(fd) != 0) throw Error(where + ": fsync failed: " + errnoText());
+    if (::close(fd) != 0) throw Error(where + ": close failed: " + errnoText());
+  } catch (...) {
+    ::close(fd);
+    std::filesystem::remove(temp);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    std::filesystem::remove(temp);
+    throw Error(where + ": cannot replace the file: " + ec.message());
+  }
+}
+
+Checkpoint loadSafetensors(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(where + ": cannot open: " + errnoText());
+  in.seekg(0, std::ios::end);
+  const uint64_t size = uint64_t(in.tellg());
+  in.seekg(0);
+  if (size < 8) throw Error(where + ": truncated: " + std::to_string(size) + " bytes, no header");
+  uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), 8);
+  if (length > kMaxHeader) throw Error(where + ": header length " + std::to_string(length) + " is above 100 MB");
+  if (length > size - 8)
+    throw Error(where + ": truncated: header of " + std::to_string(length) + " bytes, file has " +
+                std::to_string(size - 8) + " after the length");
+  std::string text(length, '\0');
+  in.read(text.data(), std::streamsize(length));
+  const uint64_t data_bytes = size - 8 - length;
+
+  Json header;
+  try {
+    header = Json::parse(text);
+  } catch (const Error& e) {
+    throw Error(where + ": bad header: " + e.what());
+  }
+  if (header.kind() != Json::Kind::Object) throw Error(where + ": bad header: not a JSON object");
+
+  Checkpoint checkpoint;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) per tensor, file order
+  try {
+    for (const auto& [name, entry] : header.members()) {
+      if (name == "__metadata__") {
+        for (const auto& [k, v] : entry.members()) checkpoint.metadata[k] = v.asString();
+        continue;
+      }
+      const Json* dtype = entry.find("dtype");
+      const Json* shape = entry.find("shape");
+      const Json* offsets = entry.find("data_offsets");
+      if (!dtype || !shape || !offsets || entry.members().size() != 3)
+        throw Error("tensor \"" + name + "\" needs exactly dtype, shape and data_offsets");
+      SavedTensor t;
+      t.name = name;
+      if (dtype->asString() == "F32") t.dtype = ops::DType::F32;
+      else if (dtype->asString() == "U32") t.dtype = ops::DType::U32;
+      else throw Error("tensor \"" + name + "\" has dtype " + dtype->asString() + " (vkgrad reads F32 and U32)");
+      for (const Json& d : shape->items()) t.shape.push_back(int64_t(d.asUint()));
+      if (offsets->items().size() != 2) throw Error("tensor \"" + name + "\": data_offsets needs 2 numbers");
+      const uint64_t begin = offsets->items()[0].asUint(), end = offsets->items()[1].asUint();
+      if (begin > end || end > data_bytes)
+        throw Error("tensor \"" + name + "\": data_offsets [" + std::to_string(begin) + ", " +
+                    std::to_string(end) + "] outside the " + std::to_string(data_bytes) +
+                    " data bytes (truncated file?)");
+      if (end - begin != 4 * elements(t.shape))
+        throw Error("tensor \"" + name + "\": " + std::to_string(end - begin) +
+                    " bytes for a shape of " + std::to_string(elements(t.shape)) + " elements");
+      ranges.emplace_back(begin, end);
+      checkpoint.tensors.push_back(std::move(t));
+    }
+  } catch (const Error& e) {
+    throw Error(where + ": bad header: " + e.what());
+  }
+  // The data region must be exactly the tensors, packed: no holes, no overlaps, no tail.
+  std::vector<std::pair<uint64_t, uint64_t>> sorted = ranges;
+  std::sort(sorted.begin(), sorted.end());
+  uint64_t covered = 0;
+  for (const auto& [begin, end] : sorted) {
+    if (begin != covered)
+      throw Error(where + ": data bytes " + (begin < covered ? "overlap" : "have a hole") +
+                  " at " + std::to_string(std::min(begin, covered)));
+    covered = end;
+  }
+  if (covered != data_bytes)
+    throw Error(where + ": " + std::to_string(data_bytes - covered) +
+                " bytes after the last tensor's data");
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    SavedTensor& t = checkpoint.tensors[i];
+    t.data.resize((ranges[i].second - ranges[i].first) / 4);
+    in.seekg(std::streamoff(8 + length + ranges[i].first));
+    in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(t.data.size() * 4));
+    if (!in) throw Error(where + ": read failed in tensor \"" + t.name + "\"");
+  }
+  return checkpoint;
+}
+
+}  // namespace vkgrad::graph
