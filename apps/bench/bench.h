@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/json_text.h"
 #include "vk/context.h"
 #include "vk/recorder.h"
 
@@ -70,8 +71,6 @@ class JsonLine {
   void key(const std::string& key);
   std::string body_;
 };
-
-std::string jsonQuote(const std::string& text);
 
 // max |got - want| / max |want|; infinity when got has a non-finite value.
 double normalisedError(const std::vector<float>& got, const std::vector<float>& want);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/json_text.h"
 #include "vk/device_info.h"
 #include "vk/error.h"
 #include "vk/instance.h"
@@ -171,64 +172,7 @@ class JsonWriter {
       out_ += ": ";
     }
   }
-  // Escapes quotes, backslashes and control characters; bytes that are not valid UTF-8
-  // (drivers fill these strings) become U+FFFD, so the document always parses.
-  void quote(const std::string& s) {
-    out_ += '"';
-    for (size_t i = 0; i < s.size();) {
-      const unsigned char c = static_cast<unsigned char>(s[i]);
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += char(c);
-      } else if (c == '\n') {
-        out_ += "\\n";
-      } else if (c == '\t') {
-        out_ += "\\t";
-      } else if (c < 0x20 || c == 0x7f) {
-        char text[8];
-        std::snprintf(text, sizeof(text), "\\u%04x", c);
-        out_ += text;
-      } else if (c < 0x80) {
-        out_ += char(c);
-      } else {
-        const size_t n = utf8Length(s, i);
-        if (n == 0) {
-          out_ += "\\ufffd";
-          ++i;
-          continue;
-        }
-        out_.append(s, i, n);
-        i += n;
-        continue;
-      }
-      ++i;
-    }
-    out_ += '"';
-  }
-  // Length of the well-formed UTF-8 sequence starting at s[i] (a byte >= 0x80), else 0.
-  static size_t utf8Length(const std::string& s, size_t i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n;
-    uint32_t code;
-    if (c >= 0xc2 && c <= 0xdf)
-      n = 2, code = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-      n = 3, code = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-      n = 4, code = c & 0x07;
-    else
-      return 0;
-    if (i + n > s.size()) return 0;
-    for (size_t k = 1; k < n; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return 0;
-      code = (code << 6) | (cc & 0x3f);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
-    const uint32_t min_code[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < min_code[n] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
-    return n;
-  }
+  void quote(const std::string& s) { out_ += jsonQuote(s); }
 
   std::string out_;
   int depth_ = 0;

@@ -13,18 +13,19 @@ namespace {
 
 constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
 
-struct SoftmaxPush {
+// The push constants of every rowMap / rowMapBackward kernel (softmax/rows.glsl users).
+struct RowMapPush {
   uint32_t rows;            // numel / n
   uint32_t n;               // length of the last axis
   uint32_t x_skip, y_skip;  // first elements inside the bindings
 };
-static_assert(sizeof(SoftmaxPush) == 16);
+static_assert(sizeof(RowMapPush) == 16);
 
-struct SoftmaxBackwardPush {
+struct RowMapBackwardPush {
   uint32_t rows, n;
   uint32_t y_skip, dy_skip, dx_skip;
 };
-static_assert(sizeof(SoftmaxBackwardPush) == 20);
+static_assert(sizeof(RowMapBackwardPush) == 20);
 
 // Rows up to this long get one invocation each. Measured on lavapipe (100k-1.6M rows):
 // at N <= 64 one invocation per row is 1.5-3x faster than a subgroup per row, at 128-256
@@ -122,8 +123,8 @@ void checkRowOperand(const char* op, const char* name, const vk::Context& contex
                      std::to_string(context.info().max_storage_buffer_range) + ")");
 }
 
-void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, SoftmaxVariant variant) {
-  const char* op = "softmax";
+void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& x,
+            const TensorView& y, SoftmaxVariant variant) {
   vk::Context& ctx = rec.context();
   checkRowShapes(op, "x " + x.shape.str() + ", y " + y.shape.str(), "x", x, "y", y);
   checkRowOperand(op, "x", ctx, x);
@@ -132,17 +133,16 @@ void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, Softma
   const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
                                         uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
   const vk::Kernel& kernel = ctx.kernels().get(
-      "softmax/forward", {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
+      kernel_name, {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
   const RowInput bx = bindRowInput(ctx, x, l.texel);
   const Bound by = bindStorage(ctx, y);
-  const SoftmaxPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
+  const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
   const vk::Arg args[] = {bx.storage, bx.texel, by.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
 }
 
-void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
-                     const TensorView& dx, Write w, SoftmaxVariant variant) {
-  const char* op = "softmaxBackward";
+void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& y,
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant) {
   vk::Context& ctx = rec.context();
   const std::string shapes =
       "y " + y.shape.str() + ", dy " + dy.shape.str() + ", dx " + dx.shape.str();
@@ -157,14 +157,23 @@ void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& d
       softmaxLayout(op, ctx, variant, uint64_t(y.shape.rows()), uint64_t(y.shape.back()),
                     texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
   const vk::Kernel& kernel = ctx.kernels().get(
-      "softmax/backward",
+      kernel_name,
       {l.group, l.row_per_invocation, l.one_subgroup, l.texel, w == Write::Accumulate});
   const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
   const Bound bdx = bindStorage(ctx, dx);
-  const SoftmaxBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
+  const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
                                  bdy.skip, bdx.skip};
   const vk::Arg args[] = {by.storage, by.texel, bdy.storage, bdy.texel, bdx.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
+}
+
+void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, SoftmaxVariant variant) {
+  rowMap(rec, "softmax", "softmax/forward", x, y, variant);
+}
+
+void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
+                     const TensorView& dx, Write w, SoftmaxVariant variant) {
+  rowMapBackward(rec, "softmaxBackward", "softmax/backward", y, dy, dx, w, variant);
 }
 
 }  // namespace vkgrad::ops

@@ -59,6 +59,14 @@ void checkRowShapes(const char* op, const std::string& shapes, const char* x_nam
 // also keeps every element index of the kernels below 2^32.
 void checkRowOperand(const char* op, const char* name, const vk::Context& context,
                      const TensorView& t, DType dtype = DType::F32);
+// The whole launch of an elementwise-per-row map of this family, y = f(x row) (kernel with
+// bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
+// y texel, dy, dy texel, dx; constant 4: accumulate): checks, layout, bindings, dispatch.
+// softmax and log-softmax differ only in the kernel.
+void rowMap(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& x,
+            const TensorView& y, SoftmaxVariant variant);
+void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& y,
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant);
 
 // x: (..., N), y: same shape. y = exp(x - max) / sum(exp(x - max)) along each row.
 // -inf entries give 0 (masked); a row that is entirely -inf gives all zeros, never NaN.

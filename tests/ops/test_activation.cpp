@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/device_tensor.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
@@ -73,25 +74,6 @@ const Shape kShapes[] = {{1}, {3}, {17}, {129}, {1000, 7}, {7, 1000}, {3, 5, 17}
 
 // got = want + init (Write::Accumulate), normalised by the largest |want_i| or |init_i|:
 // the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
-::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
-                                            const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance) {
-  double scale = 1e-30, worst = 0;
-  size_t worst_at = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double err = std::fabs(double(got[i]) - (double(want[i]) + init[i])) / scale;
-    if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
-  }
-  if (!(worst <= tolerance))
-    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
-                                         << " at element " << worst_at << " (got "
-                                         << got[worst_at] << ", want " << want[worst_at] << " + "
-                                         << init[worst_at] << ")";
-  return ::testing::AssertionSuccess() << "normalised error " << worst;
-}
-
 using ActivationTest = VkTest;
 
 TEST_F(ActivationTest, ForwardMatchesCpu) {
@@ -264,31 +246,6 @@ TEST_F(ActivationTest, BackwardPassesGradCheck) {
 
 // `data` at element `at` of a buffer with a sentinel-filled margin on both sides: any offset
 // that is a multiple of 4 bytes must work, and nothing outside the view may be written.
-constexpr float kSentinel = 12345.0f;
-struct Embedded {
-  DeviceTensor whole;
-  ops::TensorView view;
-  int64_t at, n;
-};
-Embedded embed(vk::Context& context, const Shape& shape, const std::vector<float>& data,
-               int64_t at) {
-  const int64_t n = shape.numel();
-  std::vector<float> all(at + n + 7, kSentinel);
-  std::copy(data.begin(), data.end(), all.begin() + at);
-  Embedded e{upload(context, {int64_t(all.size())}, all), {}, at, n};
-  e.view = ops::view(e.whole.buffer, shape, uint64_t(at) * 4);
-  return e;
-}
-// The view's elements, after checking that the margins still hold the sentinel.
-std::vector<float> viewOf(vk::Context& context, const Embedded& e) {
-  const auto all = download(context, e.whole);
-  for (int64_t i = 0; i < int64_t(all.size()); ++i)
-    if (i < e.at || i >= e.at + e.n) {
-      EXPECT_EQ(all[i], kSentinel) << "margin element " << i;
-    }
-  return std::vector<float>(all.begin() + e.at, all.begin() + e.at + e.n);
-}
-
 // Offsets of 1 to 3 floats take the storage kernels (an RGBA32F texel must start on 16
 // bytes); 0 and 4 the texel kernels.
 TEST_F(ActivationTest, AnyOffsetOfWholeFloatsWorks) {
@@ -303,27 +260,16 @@ TEST_F(ActivationTest, AnyOffsetOfWholeFloatsWorks) {
     std::vector<float> y(35), dx(35);
     ops::ref::activation(kind, x.data(), y.data(), 35, param);
     ops::ref::activationBackward(kind, x.data(), dy.data(), dx.data(), 35, param);
-    auto tx = embed(ctx(), shape, x, at), tdy = embed(ctx(), shape, dy, (at + 1) % 6);
-    auto ty = embed(ctx(), shape, std::vector<float>(35, std::nanf("")), (at + 2) % 6);
-    auto tdx = embed(ctx(), shape, init, (at + 3) % 6);
+    auto tx = placed(ctx(), shape, x, at), tdy = placed(ctx(), shape, dy, (at + 1) % 6);
+    auto ty = placed(ctx(), shape, std::vector<float>(35, std::nanf("")), (at + 2) % 6);
+    auto tdx = placed(ctx(), shape, init, (at + 3) % 6);
     vk::Recorder rec(ctx());
     ops::activation(rec, kind, tx.view, ty.view, param);
     ops::activationBackward(rec, kind, tx.view, {}, tdy.view, tdx.view, param, Write::Accumulate);
     rec.submit();
-    EXPECT_TRUE(allClose(viewOf(ctx(), ty), y, kTolerance));
-    EXPECT_TRUE(accumulatedClose(viewOf(ctx(), tdx), dx, init, kTolerance));
+    EXPECT_TRUE(allClose(readPlaced(ctx(), ty), y, kTolerance));
+    EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), tdx), dx, init, kTolerance));
   }
-}
-
-void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
-                      const std::string& message) {
-  try {
-    record();
-    ADD_FAILURE() << "no ShapeError, expected: " << message;
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
 TEST_F(ActivationTest, RejectsBadShapesDtypesAndInputsBeforeRecording) {

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/device_tensor.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
@@ -82,25 +83,6 @@ std::vector<int64_t> numpyIndex(const Shape& a, const Shape& b) {
 
 // got = want + init (Write::Accumulate), normalised by the largest |want_i| or |init_i|:
 // the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
-::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
-                                            const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance) {
-  double scale = 1e-30, worst = 0;
-  size_t worst_at = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double err = std::fabs(double(got[i]) - (double(want[i]) + init[i])) / scale;
-    if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
-  }
-  if (!(worst <= tolerance))
-    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
-                                         << " at element " << worst_at << " (got "
-                                         << got[worst_at] << ", want " << want[worst_at] << " + "
-                                         << init[worst_at] << ")";
-  return ::testing::AssertionSuccess() << "normalised error " << worst;
-}
-
 using ElementwiseTest = VkTest;
 
 TEST_F(ElementwiseTest, BroadcastFoldMatchesNumpyIndexing) {
@@ -321,31 +303,6 @@ TEST_F(ElementwiseTest, ScaleAndBroadcastMatchCpuAndScaleBackwardPassesGradCheck
 
 // `data` at element `at` of a buffer with a sentinel-filled margin on both sides: any offset
 // that is a multiple of 4 bytes must work, and nothing outside the view may be written.
-constexpr float kSentinel = 12345.0f;
-struct Embedded {
-  DeviceTensor whole;
-  ops::TensorView view;
-  int64_t at, n;
-};
-Embedded embed(vk::Context& context, const Shape& shape, const std::vector<float>& data,
-               int64_t at) {
-  const int64_t n = shape.numel();
-  std::vector<float> all(at + n + 7, kSentinel);
-  std::copy(data.begin(), data.end(), all.begin() + at);
-  Embedded e{upload(context, {int64_t(all.size())}, all), {}, at, n};
-  e.view = ops::view(e.whole.buffer, shape, uint64_t(at) * 4);
-  return e;
-}
-// The view's elements, after checking that the margins still hold the sentinel.
-std::vector<float> viewOf(vk::Context& context, const Embedded& e) {
-  const auto all = download(context, e.whole);
-  for (int64_t i = 0; i < int64_t(all.size()); ++i)
-    if (i < e.at || i >= e.at + e.n) {
-      EXPECT_EQ(all[i], kSentinel) << "margin element " << i;
-    }
-  return std::vector<float>(all.begin() + e.at, all.begin() + e.at + e.n);
-}
-
 // Offsets of 1 to 3 floats take the storage kernels (an RGBA32F texel must start on 16
 // bytes), 0 and 4 the texel kernels; a broadcast b is fetched as R32F at any offset.
 TEST_F(ElementwiseTest, AnyOffsetOfWholeFloatsWorks) {
@@ -362,30 +319,19 @@ TEST_F(ElementwiseTest, AnyOffsetOfWholeFloatsWorks) {
       ops::ref::binary(BinaryKind::Mul, a.data(), b.data(), want.data(), f.outer, f.kept, f.inner);
       ops::ref::binaryBackward(BinaryKind::Mul, a.data(), b.data(), dout.data(), want_a.data(),
                                want_b.data(), f.outer, f.kept, f.inner);
-      auto ta = embed(ctx(), c.a, a, at), tb = embed(ctx(), c.b, b, (at + 1) % 6);
-      auto tout = embed(ctx(), c.a, init_out, (at + 2) % 6);
-      auto tdout = embed(ctx(), c.a, dout, (at + 3) % 6);
-      auto ga = embed(ctx(), c.a, init_a, (at + 4) % 6), gb = embed(ctx(), c.b, init_b, (at + 5) % 6);
+      auto ta = placed(ctx(), c.a, a, at), tb = placed(ctx(), c.b, b, (at + 1) % 6);
+      auto tout = placed(ctx(), c.a, init_out, (at + 2) % 6);
+      auto tdout = placed(ctx(), c.a, dout, (at + 3) % 6);
+      auto ga = placed(ctx(), c.a, init_a, (at + 4) % 6), gb = placed(ctx(), c.b, init_b, (at + 5) % 6);
       vk::Recorder rec(ctx());
       ops::mul(rec, ta.view, tb.view, tout.view, Write::Accumulate);
       ops::mulBackward(rec, ta.view, tb.view, tdout.view, ga.view, gb.view, Write::Accumulate,
                        Write::Accumulate);
       rec.submit();
-      EXPECT_TRUE(accumulatedClose(viewOf(ctx(), tout), want, init_out, kElementwiseTolerance));
-      EXPECT_TRUE(accumulatedClose(viewOf(ctx(), ga), want_a, init_a, kElementwiseTolerance));
-      EXPECT_TRUE(accumulatedClose(viewOf(ctx(), gb), want_b, init_b, kReductionTolerance));
+      EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), tout), want, init_out, kElementwiseTolerance));
+      EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), ga), want_a, init_a, kElementwiseTolerance));
+      EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), gb), want_b, init_b, kReductionTolerance));
     }
-}
-
-void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
-                      const std::string& message) {
-  try {
-    record();
-    ADD_FAILURE() << "no ShapeError, expected: " << message;
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
 TEST_F(ElementwiseTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {

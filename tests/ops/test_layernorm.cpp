@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/device_tensor.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
@@ -311,20 +312,12 @@ Grads runBackward(vk::Context& context, const BackwardInputs& b, const BackwardO
   return {download(context, dx), download(context, dgamma), download(context, dbeta)};
 }
 
-// dgamma and dbeta are column sums over rows, and terms of either sign can cancel to a sum
-// far smaller than the terms (e.g. 17 rows of |dy| ~ 1 summing to 0.05), so their error is
-// normalised by at least the largest term, as the sums' rounding is.
-std::vector<float> withScale(std::vector<float> v, float scale) {
-  v.push_back(scale);  // the same extra element on both sides: it sets a floor, adds no error
-  return v;
-}
-
 void expectGradsMatch(const Grads& got, const Grads& want, double tolerance, float term = 0) {
   EXPECT_TRUE(allClose(got.dx, want.dx, tolerance)) << "dx";
-  EXPECT_TRUE(allClose(withScale(got.dgamma, term), withScale(want.dgamma, term), tolerance))
-      << "dgamma";
-  EXPECT_TRUE(allClose(withScale(got.dbeta, term), withScale(want.dbeta, term), tolerance))
-      << "dbeta";
+  // dgamma and dbeta are column sums whose terms may cancel (17 rows of |dy| ~ 1 summing to
+  // 0.05): normalised by at least the largest term, as their rounding is.
+  EXPECT_TRUE(allCloseOnScale(got.dgamma, want.dgamma, term, tolerance)) << "dgamma";
+  EXPECT_TRUE(allCloseOnScale(got.dbeta, want.dbeta, term, tolerance)) << "dbeta";
 }
 
 float maxAbs(const std::vector<float>& v) {
@@ -362,23 +355,6 @@ INSTANTIATE_TEST_SUITE_P(Variants, LayernormBackwardTest,
 using LayernormBackward = VkTest;
 
 // got = want + init, normalised by the largest |want| or |init|: the sum may cancel.
-::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
-                                            const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance) {
-  std::vector<float> sum(want.size());
-  double scale = 1e-30;
-  for (size_t i = 0; i < want.size(); ++i) {
-    sum[i] = float(double(want[i]) + init[i]);
-    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
-  }
-  std::vector<float> got_scaled(got.size()), sum_scaled(sum.size());
-  for (size_t i = 0; i < got.size(); ++i) got_scaled[i] = float(got[i] / scale);
-  for (size_t i = 0; i < sum.size(); ++i) sum_scaled[i] = float(sum[i] / scale);
-  got_scaled.push_back(1.0f);  // pins allClose's normalisation to scale
-  sum_scaled.push_back(1.0f);
-  return allClose(got_scaled, sum_scaled, tolerance);
-}
-
 TEST_F(LayernormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/device_tensor.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
@@ -102,25 +103,6 @@ const Shape kShapes[] = {{1},       {3},          {17},          {129},        {
 
 // got = want + init (Write::Accumulate), normalised by the largest |want_i| or |init_i|:
 // the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
-::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
-                                            const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance) {
-  double scale = 1e-30, worst = 0;
-  size_t worst_at = 0;
-  for (size_t i = 0; i < want.size(); ++i)
-    scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double err = std::fabs(double(got[i]) - (double(want[i]) + init[i])) / scale;
-    if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
-  }
-  if (!(worst <= tolerance))
-    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
-                                         << " at element " << worst_at << " (got "
-                                         << got[worst_at] << ", want " << want[worst_at] << " + "
-                                         << init[worst_at] << ")";
-  return ::testing::AssertionSuccess() << "normalised error " << worst;
-}
-
 using ReduceTest = VkTest;
 
 TEST_F(ReduceTest, ForwardMatchesCpuInBothWriteModes) {
@@ -285,17 +267,6 @@ TEST_F(ReduceTest, AnyOffsetOfWholeFloatsWorks) {
                                               got.begin() + (at + 48 + out_at + m)),
                            want, kTolerance));
     }
-}
-
-void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
-                      const std::string& message) {
-  try {
-    record();
-    ADD_FAILURE() << "no ShapeError, expected: " << message;
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
 TEST_F(ReduceTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {

@@ -1,0 +1,44 @@
+// Assertions the op tests share beyond allClose (compare.h).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ops/tensor.h"
+#include "vk/recorder.h"
+
+namespace vkgrad::test {
+
+// got == want + init (a gradient accumulated onto init), normalised by the largest |want| or
+// |init|; a NaN anywhere fails.
+::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
+                                            const std::vector<float>& want,
+                                            const std::vector<float>& init, double tolerance);
+
+// allClose with the error normalised by at least `floor`: for results that are sums of terms
+// which may cancel to far less than the terms themselves (column sums, gradients that vanish
+// exactly), where the rounding is on the terms' scale.
+::testing::AssertionResult allCloseOnScale(std::vector<float> got, std::vector<float> want,
+                                           double floor, double tolerance);
+
+// record() must throw ShapeError whose message contains `message`, before recording anything.
+void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
+                      const std::string& message);
+
+// A view at element `at` of a buffer whose other elements hold a sentinel: ops must work at
+// any offset that is a multiple of 4 bytes and write nothing outside their outputs.
+struct Placed {
+  vk::Buffer buffer;
+  ops::TensorView view;
+  int64_t at = 0, n = 0, total = 0;
+};
+constexpr float kSentinel = 12345.0f;
+Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<float>& data,
+              int64_t at);
+// The view's elements, after checking (EXPECT) that every other element is still the sentinel.
+std::vector<float> readPlaced(vk::Context& context, const Placed& p);
+
+}  // namespace vkgrad::test
