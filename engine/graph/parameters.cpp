@@ -1,0 +1,152 @@
+#include "graph/parameters.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "graph/safetensors.h"
+#include "ops/random.h"
+#include "vk/context.h"
+#include "vk/error.h"
+#include "vk/recorder.h"
+#include "vk/staging.h"
+
+namespace vkgrad::graph {
+namespace {
+
+std::vector<int64_t> dimsOf(const ops::Shape& shape) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < shape.rank(); ++i) dims.push_back(shape[i]);
+  return dims;
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + ")";
+}
+
+// fan_in + fan_out of a weight for Xavier initialisation.
+double fanSum(const ops::Shape& shape) {
+  if (shape.rank() == 1) return 2.0 * double(shape[0]);
+  return double(shape[shape.rank() - 2]) + double(shape[shape.rank() - 1]);
+}
+
+}  // namespace
+
+ParameterStore::ParameterStore(vk::Context& context) : context_(context) {}
+
+const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& shape, Init init) {
+  if (name.empty()) throw Error("ParameterStore: a parameter needs a name");
+  if (find(name)) throw Error("ParameterStore: parameter \"" + name + "\" added twice");
+  if (shape.rank() == 0 || shape.numel() == 0)
+    throw Error("ParameterStore: parameter \"" + name + "\" has an empty shape " + shape.str());
+  auto p = std::make_unique<Parameter>();
+  p->name = name;
+  p->shape = shape;
+  p->init = init;
+  p->buffer = context_.allocator().allocate(uint64_t(shape.numel()) * 4);
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+const Parameter* ParameterStore::find(const std::string& name) const {
+  for (const auto& p : params_)
+    if (p->name == name) return p.get();
+  return nullptr;
+}
+
+const Parameter& ParameterStore::at(const std::string& name) const {
+  if (const Parameter* p = find(name)) return *p;
+  throw Error("ParameterStore: no parameter \"" + name + "\"");
+}
+
+int64_t ParameterStore::elements() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += p->shape.numel();
+  return n;
+}
+
+void ParameterStore::initialize(uint64_t seed) {
+  const vk::Buffer rng = context_.allocator().allocate(sizeof(ops::RngState));
+  const ops::RngState state = ops::RngState::make(seed);
+  context_.staging().upload(rng, 0, &state, sizeof(state));
+  const ops::TensorView rng_view = ops::view(rng, {4}, 0, ops::DType::U32);
+  vk::Recorder rec(context_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Parameter& p = *params_[i];
+    const uint32_t stream = uint32_t(i);
+    float constant = 0.0f;
+    switch (p.init.kind) {
+      case Init::Kind::Zeros: constant = 0.0f; break;
+      case Init::Kind::Ones: constant = 1.0f; break;
+      case Init::Kind::Constant: constant = p.init.a; break;
+      case Init::Kind::Uniform:
+        ops::uniform(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
+        continue;
+      case Init::Kind::Normal:
+        ops::normal(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
+        continue;
+      case Init::Kind::XavierUniform: {
+        const float limit = float(std::sqrt(6.0 / fanSum(p.shape)));
+        ops::uniform(rec, p.view(), -limit, limit, rng_view, stream);
+        continue;
+      }
+      case Init::Kind::XavierNormal:
+        ops::normal(rec, p.view(), 0.0f, float(std::sqrt(2.0 / fanSum(p.shape))), rng_view, stream);
+        continue;
+    }
+    uint32_t word;
+    std::memcpy(&word, &constant, 4);
+    rec.fill(p.buffer, word, 0, uint64_t(p.shape.numel()) * 4);
+  }
+  rec.submit();
+}
+
+void ParameterStore::save(const std::filesystem::path& path,
+                          const std::map<std::string, std::string>& metadata) const {
+  Checkpoint checkpoint;
+  checkpoint.metadata = metadata;
+  for (const auto& p : params_) {
+    SavedTensor t{p->name, ops::DType::F32, dimsOf(p->shape),
+                  std::vector<uint32_t>(size_t(p->shape.numel()))};
+    context_.staging().download(p->buffer, 0, t.data.data(), t.data.size() * 4);
+    checkpoint.tensors.push_back(std::move(t));
+  }
+  saveSafetensors(path, checkpoint);
+}
+
+std::map<std::string, std::string> ParameterStore::load(const std::filesystem::path& path) {
+  const Checkpoint checkpoint = loadSafetensors(path);
+  // Check everything first; upload only a file that matches completely.
+  std::string problems;
+  std::vector<const SavedTensor*> source(params_.size(), nullptr);
+  for (const SavedTensor& t : checkpoint.tensors) {
+    const Parameter* p = find(t.name);
+    if (!p) {
+      problems += "\n  \"" + t.name + "\" is not a parameter of this model";
+      continue;
+    }
+    if (t.dtype != ops::DType::F32 || t.shape != dimsOf(p->shape)) {
+      problems += "\n  \"" + t.name + "\": the file has " + ops::dtypeName(t.dtype) + " " +
+                  dimsText(t.shape) + ", the model f32 " + p->shape.str();
+      continue;
+    }
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].get() == p) source[i] = &t;
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!source[i]) {
+      bool mismatched = false;
+      for (const SavedTensor& t : checkpoint.tensors) mismatched |= t.name == params_[i]->name;
+      if (!mismatched) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
+    }
+  if (!problems.empty())
+    throw Error(path.string() + ": does not match the model's parameters (nothing loaded):" +
+                problems);
+  for (size_t i = 0; i < params_.size(); ++i)
+    context_.staging().upload(params_[i]->buffer, 0, source[i]->data.data(),
+                              source[i]->data.size() * 4);
+  return checkpoint.metadata;
+}
+
+}  // namespace vkgrad::graph
