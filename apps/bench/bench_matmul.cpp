@@ -1,6 +1,7 @@
-// vkgrad-bench matmul: C = A·B on random inputs, per kernel variant; the median of the
-// timed dispatches gives GFLOP/s = 2·M·N·K / time. The result is checked once against the
-// fp64 CPU reference.
+// vkgrad-bench matmul: C = op(A)·op(B) on random inputs, per kernel variant, optionally with
+// transposed operands (--transA/--transB) and a batch (--batch); the median of the timed
+// dispatches gives GFLOP/s = 2·B·M·N·K / time. The result is checked once against the fp64
+// CPU reference.
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -29,6 +30,17 @@ void declare(Cli& cli) {
   cli.option("n", "matmul: columns of B and C", "1024");
   cli.option("k", "matmul: columns of A, rows of B", "1024");
   cli.option("variant", "matmul: auto, naive, tiled, texel or all", "auto");
+  cli.option("batch", "matmul: batch B: A (B,M,K) and B (B,K,N), no broadcast", "1");
+  cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
+  cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
+}
+
+// x: (rows,cols) -> (cols,rows), so the plain CPU reference can check a transposed product.
+std::vector<float> transposedCopy(const float* x, int64_t rows, int64_t cols) {
+  std::vector<float> t(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+  return t;
 }
 
 std::vector<ops::MatmulVariant> parseVariants(const Cli& cli) {
@@ -40,45 +52,44 @@ std::vector<ops::MatmulVariant> parseVariants(const Cli& cli) {
   cli.fail("--variant must be auto, naive, tiled, texel or all, got '" + text + "'");
 }
 
-// max |got - want| / max |want|; infinity when got has a non-finite value.
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 1e-30;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
-    scale = std::max(scale, std::fabs(double(want[i])));
-  }
-  return worst / scale;
-}
-
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const int64_t m = cli.getInt("m", 1, 1 << 20), n = cli.getInt("n", 1, 1 << 20),
-                k = cli.getInt("k", 1, 1 << 20);
+                k = cli.getInt("k", 1, 1 << 20), batch = cli.getInt("batch", 1, 65535);
+  const bool trans_a = cli.has("transA"), trans_b = cli.has("transB");
   const std::vector<ops::MatmulVariant> variants = parseVariants(cli);
-  const double flop = 2.0 * double(m) * double(n) * double(k);
-  const bool check = options.check || double(m) * double(n) * double(k) <= kCheckLimit;
+  const double flop = 2.0 * double(batch) * double(m) * double(n) * double(k);
+  const bool check =
+      options.check || double(batch) * double(m) * double(n) * double(k) <= kCheckLimit;
   const std::string device = deviceDescription(context);
   const ops::MatmulVariant automatic = ops::matmulVariantFor(context);
 
-  std::fprintf(stderr, "vkgrad-bench: matmul (%lld,%lld) x (%lld,%lld) on %s\n", (long long)m,
-               (long long)k, (long long)k, (long long)n, context.info().name.c_str());
+  // Stored shapes; a batch of 1 stays 2-D.
+  const ops::Shape a_shape = batch > 1 ? ops::Shape{batch, trans_a ? k : m, trans_a ? m : k}
+                                       : ops::Shape{trans_a ? k : m, trans_a ? m : k};
+  const ops::Shape b_shape = batch > 1 ? ops::Shape{batch, trans_b ? n : k, trans_b ? k : n}
+                                       : ops::Shape{trans_b ? n : k, trans_b ? k : n};
+  const ops::Shape c_shape = batch > 1 ? ops::Shape{batch, m, n} : ops::Shape{m, n};
+  std::fprintf(stderr, "vkgrad-bench: matmul %s%s x %s%s on %s\n", a_shape.str().c_str(),
+               trans_a ? "^T" : "", b_shape.str().c_str(), trans_b ? "^T" : "",
+               context.info().name.c_str());
   if (!options.json) {
     std::printf("device   %s\n", device.c_str());
     std::printf("auto     %s on this device\n", ops::matmulVariantName(automatic));
-    std::printf("work     2*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
-                4e-6 * double(m * k + k * n + m * n));
+    std::printf("work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
+                4e-6 * double(batch * (m * k + k * n + m * n)));
     std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n",
                 options.iters, options.warmup);
   }
 
   // Device buffers first: an impossible size fails here with OutOfMemoryError, before the
   // host arrays of the same size are filled.
-  const vk::Buffer da = context.allocator().allocate(m * k * sizeof(float)),
-                   db = context.allocator().allocate(k * n * sizeof(float)),
-                   dc = context.allocator().allocate(m * n * sizeof(float));
+  const int64_t a_numel = batch * m * k, b_numel = batch * k * n, c_numel = batch * m * n;
+  const vk::Buffer da = context.allocator().allocate(a_numel * sizeof(float)),
+                   db = context.allocator().allocate(b_numel * sizeof(float)),
+                   dc = context.allocator().allocate(c_numel * sizeof(float));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(m * k), b(k * n);
+  std::vector<float> a(a_numel), b(b_numel);
   for (float& x : a) x = uniform(rng);
   for (float& x : b) x = uniform(rng);
   context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
@@ -96,13 +107,17 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
       continue;
     }
     // Poisoned, so a kernel that skips outputs fails the check.
-    context.staging().upload(dc, 0, std::vector<float>(m * n, NAN).data(), m * n * sizeof(float));
+    context.staging().upload(dc, 0, std::vector<float>(c_numel, NAN).data(),
+                             c_numel * sizeof(float));
     std::fprintf(stderr, "vkgrad-bench: %s: %d warm-up + %d timed dispatches\n", name,
                  options.warmup, options.iters);
-    const ops::TensorView va = ops::view(da, {m, k}), vb = ops::view(db, {k, n}),
-                          vc = ops::view(dc, {m, n});
+    const ops::TensorView va = ops::view(da, a_shape), vb = ops::view(db, b_shape),
+                          vc = ops::view(dc, c_shape);
+    ops::MatmulOptions matmul_options;
+    matmul_options.trans_a = trans_a, matmul_options.trans_b = trans_b;
+    matmul_options.variant = variant;
     const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::matmul(rec, va, vb, vc, variant);
+      ops::matmul(rec, va, vb, vc, matmul_options);
     });
     const Stats t = stats(timing.ms);
     const double gflops = flop / (t.median * 1e6);
@@ -111,10 +126,17 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     if (check) {
       if (want.empty()) {
         std::fprintf(stderr, "vkgrad-bench: computing the fp64 CPU reference...\n");
-        want.resize(m * n);
-        ops::ref::matmul(a.data(), b.data(), want.data(), m, n, k);
+        want.resize(c_numel);
+        for (int64_t z = 0; z < batch; ++z) {
+          const float* az = a.data() + z * m * k;
+          const float* bz = b.data() + z * k * n;
+          const std::vector<float> at = trans_a ? transposedCopy(az, k, m) : std::vector<float>();
+          const std::vector<float> bt = trans_b ? transposedCopy(bz, n, k) : std::vector<float>();
+          ops::ref::matmul(trans_a ? at.data() : az, trans_b ? bt.data() : bz,
+                           want.data() + z * m * n, m, n, k);
+        }
       }
-      std::vector<float> got(m * n);
+      std::vector<float> got(c_numel);
       context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
       error = normalisedError(got, want);
       if (!(error <= kCheckTolerance)) {
@@ -126,7 +148,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
 
     if (options.json) {
       JsonLine line;
-      line.add("op", "matmul").add("m", m).add("n", n).add("k", k);
+      line.add("op", "matmul").add("m", m).add("n", n).add("k", k).add("batch", batch);
+      line.add("transA", trans_a).add("transB", trans_b);
       line.add("variant", name).add("requested", ops::matmulVariantName(requested));
       line.add("ms", t.median).add("min_ms", t.min).add("max_ms", t.max);
       line.add("gflops", gflops).add("iters", int64_t(options.iters));
@@ -144,11 +167,12 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
         verdict = text;
       }
       std::printf(
-          "matmul %lldx%lldx%lld  %-5s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
+          "matmul %lldx%lldx%lld%s%s%s  %-5s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
           "cpu %.3f ms)  %s\n",
-          (long long)m, (long long)n, (long long)k, name,
-          requested == ops::MatmulVariant::Auto ? " (auto)" : "", t.median, gflops, t.min, t.max,
-          timing.cpu_ms, verdict.c_str());
+          (long long)m, (long long)n, (long long)k, trans_a ? " transA" : "",
+          trans_b ? " transB" : "", batch > 1 ? (" batch " + std::to_string(batch)).c_str() : "",
+          name, requested == ops::MatmulVariant::Auto ? " (auto)" : "", t.median, gflops, t.min,
+          t.max, timing.cpu_ms, verdict.c_str());
     }
     std::fflush(stdout);
   }
@@ -158,7 +182,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
 }  // namespace
 
 const BenchOp& matmulBench() {
-  static const BenchOp op{"matmul", "C = A·B, (M,K) x (K,N), fp32", declare, run};
+  static const BenchOp op{"matmul", "C = op(A)·op(B), (B,M,K) x (B,K,N), fp32", declare, run};
   return op;
 }
 

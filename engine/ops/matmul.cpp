@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 #include "ops/binding.h"
+#include "ops/reduce.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -11,40 +15,261 @@
 namespace vkgrad::ops {
 namespace {
 
+// op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk] and op(B)[z][k][n] likewise, in
+// elements from the start of each binding; C is contiguous (batch,M,N) from c_off.
 struct MatmulPush {
-  uint32_t m, n, k;              // a: (m,k), b: (k,n), c: (m,n)
-  uint32_t a_off, b_off, c_off;  // floats from the start of each binding to its tensor
+  uint32_t m, n, k;
+  uint32_t a_off, a_sm, a_sk, a_sb;
+  uint32_t b_off, b_sk, b_sn, b_sb;
+  uint32_t c_off;
+  uint32_t bias_off, has_bias;  // bias: (N) from bias_off
+  float alpha, beta;            // beta == 0: C is not read
 };
-static_assert(sizeof(MatmulPush) == 24);
+static_assert(sizeof(MatmulPush) == 64);
 
 // Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
 constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
 
-void checkShapes(const TensorView& a, const TensorView& b, const TensorView& c) {
-  const std::string shapes = a.shape.str() + " x " + b.shape.str() + " -> " + c.shape.str();
-  if (a.shape.rank() != 2 || b.shape.rank() != 2 || c.shape.rank() != 2)
-    throw ShapeError("matmul: " + shapes + ": operands must be 2-D");
-  if (a.shape[1] != b.shape[0]) throw ShapeError("matmul: " + shapes + ": inner dims differ");
-  if (c.shape[0] != a.shape[0] || c.shape[1] != b.shape[1])
-    throw ShapeError("matmul: " + shapes + ": output must be (" + std::to_string(a.shape[0]) + "," +
-                     std::to_string(b.shape[1]) + ")");
-  if (a.shape.numel() == 0 || b.shape.numel() == 0)
-    throw ShapeError("matmul: " + shapes + ": empty operand");
-  for (const TensorView* t : {&a, &b, &c})
-    if (t->shape[0] > UINT32_MAX || t->shape[1] > UINT32_MAX)
-      throw ShapeError("matmul: " + shapes + ": dims must fit 32 bits");
-  checkFits("matmul", "a", a);
-  checkFits("matmul", "b", b);
-  checkFits("matmul", "c", c);
+// One operand of a product as the kernels address it: a (batch, rows, cols) array of
+// elements of `view`, element (z, r, c) at start + z*s_batch + r*s_row + c*s_col. Transposes
+// and broadcasts (s_batch = 0) are only strides.
+struct Operand {
+  TensorView view;
+  uint64_t start = 0;
+  int64_t rows = 0, cols = 0;
+  int64_t s_row = 0, s_col = 0, s_batch = 0;
+};
+
+Operand transposed(Operand x) {
+  std::swap(x.rows, x.cols);
+  std::swap(x.s_row, x.s_col);
+  return x;
+}
+
+// op(t) for a 2-D or 3-D row-major tensor; a 2-D tensor or a batch of 1 broadcasts.
+Operand operand(const TensorView& t, bool trans) {
+  const int r = t.shape.rank();
+  const int64_t rows = t.shape[r - 2], cols = t.shape[r - 1];
+  const int64_t batch_stride = r == 3 && t.shape[0] > 1 ? rows * cols : 0;
+  const Operand x{t, 0, rows, cols, cols, 1, batch_stride};
+  return trans ? transposed(x) : x;
+}
+
+// c (batch, a.rows, b.cols), contiguous, = alpha·A·B + beta·c + bias.
+struct Product {
+  Operand a, b;
+  TensorView c;
+  int64_t batch = 1;
+  const TensorView* bias = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+std::string describe(const TensorView& t, bool trans) {
+  return t.shape.str() + (trans ? "^T" : "");
+}
+
+struct Dims {
+  int64_t m, n, k, batch;
+};
+
+// Shapes of matmul(a, b, c) (c is dc for the backward); throws before any GPU work.
+Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorView& b,
+                 const TensorView& c, const MatmulOptions& o, const char* c_name) {
+  const std::string shapes = "matmul: " + describe(a, o.trans_a) + " x " + describe(b, o.trans_b) +
+                             " -> " + c.shape.str() + ": ";
+  auto fail = [&](const std::string& why) { throw ShapeError(shapes + why); };
+  for (const TensorView* t : {&a, &b})
+    if (t->shape.rank() < 2 || t->shape.rank() > 3) fail("operands must be 2-D or 3-D");
+  const int ra = a.shape.rank(), rb = b.shape.rank();
+  const int64_t m = o.trans_a ? a.shape[ra - 1] : a.shape[ra - 2];
+  const int64_t k = o.trans_a ? a.shape[ra - 2] : a.shape[ra - 1];
+  const int64_t k2 = o.trans_b ? b.shape[rb - 1] : b.shape[rb - 2];
+  const int64_t n = o.trans_b ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (k != k2) fail("inner dims differ");
+  const int64_t ba = ra == 3 ? a.shape[0] : 1, bb = rb == 3 ? b.shape[0] : 1;
+  const int64_t batch = std::max(ba, bb);
+  if ((ba != 1 && ba != batch) || (bb != 1 && bb != batch))
+    fail("batch dims differ (each must be the batch or 1)");
+  const bool batched = ra == 3 || rb == 3;
+  const Shape want = batched ? Shape{batch, m, n} : Shape{m, n};
+  if (!(c.shape == want)) fail(std::string(c_name) + " must be " + want.str());
+  if (a.shape.numel() == 0 || b.shape.numel() == 0) fail("empty operand");
+  if (uint64_t(batch) > context.info().max_workgroup_count[2])
+    fail("a batch of " + std::to_string(batch) + " is more than the device's " +
+         std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
+  checkOperand("matmul", "a", a);
+  checkOperand("matmul", "b", b);
+  checkOperand("matmul", c_name, c);
+  return {m, n, k, batch};
+}
+
+// A gradient must have its input's shape (want), fit its buffer and overlap no input.
+void checkGradient(const char* name, const TensorView* grad, bool shape_ok, const std::string& want,
+                   const TensorView& a, const TensorView& b, const TensorView& dc) {
+  if (!grad) return;
+  if (!shape_ok)
+    throw ShapeError(std::string("matmul backward: ") + name + " " + grad->shape.str() +
+                     " must be " + want);
+  checkOperand("matmul backward", name, *grad);
+  checkAlias("matmul backward", name, *grad, "a", a, false);
+  checkAlias("matmul backward", name, *grad, "b", b, false);
+  checkAlias("matmul backward", name, *grad, "dc", dc, false);
 }
 
 bool canShuffle(const vk::DeviceInfo& info) {
   return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
 }
 
-// Whether R32F views of a and b (the Texel variant's largest) fit the device's texel limits.
-bool texelViewsFit(const vk::Context& context, const TensorView& a, const TensorView& b) {
-  return texelFits(context, a, vk::TexelFormat::R32f) && texelFits(context, b, vk::TexelFormat::R32f);
+// The variant to run with, Auto resolved; throws if Texel cannot read every operand.
+MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
+                      std::initializer_list<const TensorView*> texel_operands) {
+  const vk::DeviceInfo& info = context.info();
+  // R32F views are the Texel variant's largest.
+  bool fit = true;
+  for (const TensorView* t : texel_operands)
+    fit = fit && texelFits(context, *t, vk::TexelFormat::R32f);
+  if (variant == MatmulVariant::Auto) {
+    variant = matmulVariantFor(context);
+    if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
+  }
+  if (variant != MatmulVariant::Texel) return variant;
+  if (!canShuffle(info))
+    throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
+                info.name + " lacks");
+  if (!fit)
+    throw Error("matmul: an operand has more elements than a texel view of " + info.name +
+                " can hold; use the tiled variant");
+  return variant;
+}
+
+MatmulPush pushFor(const Product& p, uint32_t a_off, uint32_t b_off, uint32_t c_off,
+                   uint32_t bias_off) {
+  MatmulPush push{};
+  push.m = uint32_t(p.a.rows), push.n = uint32_t(p.b.cols), push.k = uint32_t(p.a.cols);
+  push.a_off = a_off, push.a_sm = uint32_t(p.a.s_row), push.a_sk = uint32_t(p.a.s_col);
+  push.a_sb = uint32_t(p.a.s_batch);
+  push.b_off = b_off, push.b_sk = uint32_t(p.b.s_row), push.b_sn = uint32_t(p.b.s_col);
+  push.b_sb = uint32_t(p.b.s_batch);
+  push.c_off = c_off;
+  push.bias_off = bias_off, push.has_bias = p.bias ? 1 : 0;
+  push.alpha = p.alpha, push.beta = p.beta;
+  return push;
+}
+
+// Records one product. A batch over a broadcast B with A's batches back to back is one taller
+// product (B·M rows), which fills the texel and tiled kernels' row tiles better.
+void record(vk::Recorder& rec, Product p, MatmulVariant variant) {
+  if (p.batch > 1 && p.b.s_batch == 0 && p.a.s_batch == p.a.rows * p.a.s_row) {
+    p.a.rows *= p.batch;
+    p.a.s_batch = 0;
+    p.batch = 1;
+  }
+  vk::Context& context = rec.context();
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
+  const TensorView c = p.c;
+  // Without a bias the kernels' bias binding still needs a buffer: 4 bytes of b, which it
+  // reads anyway and the kernels never index (has_bias = 0).
+  const Bound bias =
+      bindStorage(context, p.bias ? *p.bias : view(*p.b.view.buffer, {1}, p.b.view.offset));
+
+  if (variant == MatmulVariant::Texel) {
+    Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
+    Bound bb = bindTexel(context, p.b.view, vk::TexelFormat::R32f);
+    const Bound bc = bindStorage(context, c);
+    const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
+    // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
+    // 16-byte texel; otherwise that operand is read through an R32F view, four scalar
+    // fetches per vec4 (see texel.comp).
+    const bool a_vec4 =
+        p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
+    const bool b_vec4 = p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
+                        b_off % 4 == 0 && n % 4 == 0;
+    // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
+    const bool b_kvec4 =
+        !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
+    // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
+    const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
+                         a_off % 4 == 0 && m % 4 == 0;
+    if (a_vec4 || a_mvec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
+    if (b_vec4 || b_kvec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
+    // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
+    // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
+    const uint32_t sg = info.subgroup_size;
+    const vk::Kernel& kernel = context.kernels().get(
+        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f});
+    const MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
+                       vk::divUp(m, kTexelRows), uint32_t(p.batch));
+    return;
+  }
+
+  const Bound ba = bindStorage(context, p.a.view), bb = bindStorage(context, p.b.view),
+              bc = bindStorage(context, c);
+  const MatmulPush push =
+      pushFor(p, ba.skip + uint32_t(p.a.start), bb.skip + uint32_t(p.b.start), bc.skip, bias.skip);
+  switch (variant) {
+    case MatmulVariant::Naive: {
+      // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
+      const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, rows});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
+      rec.dispatch(kernel, args, &push, sizeof(push), n, m, uint64_t(p.batch));
+      // The naive kernel keeps three bindings, so its bias is a second pass; the recorder puts
+      // the barrier between them.
+      if (p.bias) sumRowsBackward(rec, *p.bias, c, Write::Accumulate);
+      break;
+    }
+    case MatmulVariant::Tiled: {
+      // 64x64 tiles of C, BK = 16: 16x16 invocations with 4x4 outputs each, or 8x8 with 8x8
+      // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
+      const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const uint32_t per_thread = 64 / threads;
+      const vk::Kernel& kernel =
+          context.kernels().get("matmul/tiled", {threads, threads, 16, per_thread, per_thread});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64),
+                         uint32_t(p.batch));
+      break;
+    }
+    case MatmulVariant::Texel:
+    case MatmulVariant::Auto:
+      break;  // handled above
+  }
+}
+
+// out = alpha·X·Y over a batch of `batch`, where out has `out_batch` entries (batch or 1) and
+// is stored transposed if out_transposed. A gradient of a broadcast operand sums over the
+// batch: as one product with the batch folded into the inner dimension where both operands
+// have their batches back to back along it, else one accumulating product per batch entry.
+void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
+              int64_t out_batch, int64_t batch, float alpha, Write w, MatmulVariant variant) {
+  if (out_transposed) {
+    // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
+    std::swap(x, y);
+    x = transposed(x);
+    y = transposed(y);
+  }
+  const float beta = w == Write::Accumulate ? 1.0f : 0.0f;
+  if (out_batch == batch) {
+    record(rec, {x, y, out, batch, nullptr, alpha, beta}, variant);
+    return;
+  }
+  const int64_t inner = x.cols;
+  if (x.s_batch == inner * x.s_col && y.s_batch == inner * y.s_row) {
+    x.cols = y.rows = batch * inner;
+    x.s_batch = y.s_batch = 0;
+    record(rec, {x, y, out, 1, nullptr, alpha, beta}, variant);
+    return;
+  }
+  for (int64_t z = 0; z < batch; ++z) {
+    Operand xz = x, yz = y;
+    xz.start += uint64_t(z * x.s_batch);
+    yz.start += uint64_t(z * y.s_batch);
+    const float beta_z = z == 0 ? beta : 1.0f;
+    record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z}, variant);
+  }
 }
 
 }  // namespace
@@ -72,71 +297,61 @@ MatmulVariant matmulVariantFor(const vk::Context& context) {
 }
 
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
-            MatmulVariant variant) {
-  checkShapes(a, b, c);
+            const MatmulOptions& options) {
   vk::Context& context = rec.context();
-  const vk::DeviceInfo& info = context.info();
-  if (variant == MatmulVariant::Auto) {
-    variant = matmulVariantFor(context);
-    if (variant == MatmulVariant::Texel && !texelViewsFit(context, a, b))
-      variant = MatmulVariant::Tiled;
+  const Dims d = checkShapes(context, a, b, c, options, "c");
+  if (options.bias) {
+    const TensorView& bias = *options.bias;
+    if (bias.shape.numel() != d.n || bias.shape.back() != d.n)
+      throw ShapeError("matmul: bias " + bias.shape.str() + " must be (" + std::to_string(d.n) +
+                       ")");
+    checkOperand("matmul", "bias", bias);
+    checkAlias("matmul", "c", c, "bias", bias, false);
   }
-  const uint32_t m = uint32_t(a.shape[0]), n = uint32_t(b.shape[1]), k = uint32_t(a.shape[1]);
+  checkAlias("matmul", "c", c, "a", a, false);
+  checkAlias("matmul", "c", c, "b", b, false);
+  const MatmulVariant variant = resolve(context, options.variant, {&a, &b});
+  Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
+  p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
+  record(rec, p, variant);
+}
 
-  if (variant == MatmulVariant::Texel) {
-    if (!canShuffle(info))
-      throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
-                  info.name + " lacks");
-    if (!texelViewsFit(context, a, b))
-      throw Error("matmul: " + a.shape.str() + " x " + b.shape.str() +
-                  ": an operand has more elements than a texel view of " + info.name +
-                  " can hold; use the tiled variant");
-    Bound ba = bindTexel(context, a, vk::TexelFormat::R32f);
-    Bound bb = bindTexel(context, b, vk::TexelFormat::R32f);
-    const Bound bc = bindStorage(context, c);
-    // Whole-vec4 fetches need every row to start on a 16-byte texel; otherwise that operand
-    // is read through an R32F view, four scalar fetches per vec4 (see texel.comp).
-    const bool a_vec4 = k % 4 == 0 && ba.skip % 4 == 0;
-    const bool b_vec4 = n % 4 == 0 && bb.skip % 4 == 0;
-    if (a_vec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
-    if (b_vec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
-    // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
-    // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
-    const uint32_t sg = info.subgroup_size;
-    const vk::Kernel& kernel = context.kernels().get("matmul/texel", {sg, a_vec4, b_vec4});
-    const MatmulPush push{m, n, k, ba.skip, bb.skip, bc.skip};
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
-                       vk::divUp(m, kTexelRows));
-    return;
-  }
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            MatmulVariant variant) {
+  MatmulOptions options;
+  options.variant = variant;
+  matmul(rec, a, b, c, options);
+}
 
-  const Bound ba = bindStorage(context, a), bb = bindStorage(context, b),
-              bc = bindStorage(context, c);
-  const MatmulPush push{m, n, k, ba.skip, bb.skip, bc.skip};
-  const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
-  switch (variant) {
-    case MatmulVariant::Naive: {
-      // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
-      const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
-      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, rows});
-      rec.dispatch(kernel, args, &push, sizeof(push), n, m);
-      break;
-    }
-    case MatmulVariant::Tiled: {
-      // 64x64 tiles of C, BK = 16: 16x16 invocations with 4x4 outputs each, or 8x8 with 8x8
-      // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
-      const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
-      const uint32_t per_thread = 64 / threads;
-      const vk::Kernel& kernel =
-          context.kernels().get("matmul/tiled", {threads, threads, 16, per_thread, per_thread});
-      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64));
-      break;
-    }
-    case MatmulVariant::Texel:
-    case MatmulVariant::Auto:
-      break;  // handled above
-  }
+void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
+                    const TensorView& dc, const MatmulGrads& grads, const MatmulOptions& forward,
+                    Write w) {
+  vk::Context& context = rec.context();
+  const Dims d = checkShapes(context, a, b, dc, forward, "dc");
+  checkGradient("da", grads.da, grads.da && grads.da->shape == a.shape, a.shape.str(), a, b, dc);
+  checkGradient("db", grads.db, grads.db && grads.db->shape == b.shape, b.shape.str(), a, b, dc);
+  checkGradient(
+      "dbias", grads.dbias,
+      grads.dbias && grads.dbias->shape.numel() == d.n && grads.dbias->shape.back() == d.n,
+      "(" + std::to_string(d.n) + ")", a, b, dc);
+  if (grads.da && grads.db) checkAlias("matmul backward", "da", *grads.da, "db", *grads.db, false);
+  for (const TensorView* g : {grads.da, grads.db})
+    if (g && grads.dbias)
+      checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
+  const MatmulVariant variant = resolve(context, forward.variant, {&a, &b, &dc});
+
+  const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
+  const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};
+  const auto batchOf = [](const TensorView& t) { return t.shape.rank() == 3 ? t.shape[0] : 1; };
+  // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ.
+  if (grads.da)
+    gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a), d.batch,
+             forward.alpha, w, variant);
+  // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ.
+  if (grads.db)
+    gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
+             forward.alpha, w, variant);
+  if (grads.dbias) sumRows(rec, dc, *grads.dbias, w);
 }
 
 }  // namespace vkgrad::ops

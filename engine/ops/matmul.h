@@ -1,5 +1,6 @@
-// Matrix multiply C = A·B, row-major fp32. Several kernel variants; the fastest
-// shape differs by device (see DESIGN.md), so Auto picks one per device.
+// Matrix multiply, row-major fp32: C = alpha·op(A)·op(B) + beta·C + bias, with op a
+// transpose or not per operand, optionally batched; and its backward. Several kernel
+// variants; the fastest shape differs by device (see DESIGN.md), so Auto picks one per device.
 #pragma once
 
 #include "ops/tensor.h"
@@ -19,11 +20,43 @@ const char* matmulVariantName(MatmulVariant variant);
 // Tiled elsewhere. (Auto also takes Tiled for an operand too large for a texel view.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
-// a: (M,K), b: (K,N), c: (M,N); any M,N,K >= 1 and any offsets that are multiples of 4 bytes.
-// Throws ShapeError "matmul: (M,K) x (K2,N) -> ..." before recording anything if the shapes
-// disagree or a buffer is too small; Error if Texel is asked for on a device without subgroup
-// shuffle, or with an operand larger than a texel view may be.
+struct MatmulOptions {
+  bool trans_a = false;  // op(A) = Aᵀ: a is stored (K,M) instead of (M,K)
+  bool trans_b = false;  // op(B) = Bᵀ: b is stored (N,K) instead of (K,N)
+  float alpha = 1.0f;    // scales op(A)·op(B), not the bias
+  float beta = 0.0f;     // 0: c is only written (its old contents, NaN included, are ignored)
+  const TensorView* bias = nullptr;  // (N), added to every row of C
+  MatmulVariant variant = MatmulVariant::Auto;
+};
+
+// a: (M,K) or (Ba,M,K), b: (K,N) or (Bb,K,N) (the last two dims swapped where transposed),
+// c: (M,N) when both are 2-D, else (B,M,N) with Ba, Bb each B or 1; a 2-D operand or a batch of
+// 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
+// Any M,N,K >= 1 and any offsets that are multiples of 4 bytes; c may not overlap a, b or bias.
+// Throws ShapeError "matmul: (M,K) x (K2,N) -> ..." ("(K,M)^T" for a transposed operand)
+// before recording anything if the shapes disagree or a buffer is too small; Error if Texel
+// is asked for on a device without subgroup shuffle, or with an operand larger than a texel
+// view may be.
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
-            MatmulVariant variant = MatmulVariant::Auto);
+            const MatmulOptions& options = {});
+// The plain product C = A·B (2-D or batched as above) with a chosen variant.
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            MatmulVariant variant);
+
+// The gradients that matmulBackward writes; null ones are skipped.
+struct MatmulGrads {
+  const TensorView* da = nullptr;     // shaped like a
+  const TensorView* db = nullptr;     // shaped like b
+  const TensorView* dbias = nullptr;  // (N): column sums of dc over every row and batch
+};
+
+// Backward of matmul(a, b, c, forward) given dc (shaped like c): with Â = op(A), B̂ = op(B),
+//   dÂ = alpha·dC·B̂ᵀ, dB̂ = alpha·Âᵀ·dC (stored transposed where op is), dbias = Σ rows of dC;
+// a broadcast operand's gradient sums over the batch. The same kernels as the forward, with
+// transpose flags; forward.bias and forward.beta do not matter here. Accumulate adds to the
+// gradients. Same shape rules and errors as matmul; gradients may not overlap any input.
+void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
+                    const TensorView& dc, const MatmulGrads& grads,
+                    const MatmulOptions& forward = {}, Write w = Write::Overwrite);
 
 }  // namespace vkgrad::ops

@@ -1,7 +1,7 @@
 #version 450
-// C = A·B for SIMD CPUs (lavapipe/llvmpipe), where a workgroup is one subgroup and each
-// subgroup lane is one lane of a vector register. DESIGN.md has the measurements behind the
-// recipe, BENCHMARKS.md the steps that changed it:
+// C = alpha·op(A)·op(B) + beta·C + bias for SIMD CPUs (lavapipe/llvmpipe), where a
+// workgroup is one subgroup and each subgroup lane is one lane of a vector register.
+// DESIGN.md has the measurements behind the recipe, BENCHMARKS.md the steps that changed it:
 //  - A and B come through uniform texel buffers: a texelFetch is a branch-free gather
 //    (a call into a small fetch function), while a storage-buffer load is scalarised per
 //    lane with a bounds check.
@@ -17,12 +17,23 @@
 //    broadcast A values fit the 16 vector registers (2-row blocks spill; BENCHMARKS.md).
 //  - fma() is not fused on llvmpipe, so plain a*b+c is just as fast and portable.
 //
-// Whole-vec4 fetches need every row of a tensor to start on a texel (16 bytes): for A that
-// is K % 4 == 0 and a 16-byte-aligned start, for B N % 4 == 0 and the same. A_VEC4/B_VEC4
-// choose, per operand, between RGBA32F views (one fetch per 4 floats) and R32F views with
-// four scalar fetches; the host sets them from the shapes and offsets. The k that do not
-// fill a whole step (K % 4, so never with A_VEC4) go through a one-k-at-a-time loop after
-// the main one, so no fetch ever needs a mask.
+// Operands are addressed through strides (push constants): op(A)[z][m][k] is element
+// a_off + z*a_sb + m*a_sm + k*a_sk, and op(B) likewise, so a transpose or a broadcast (batch
+// stride 0) costs no extra pipeline. How each operand is fetched is a spec constant the host
+// picks from the strides and offsets:
+//  - A_VEC4 / B_VEC4: RGBA32F views, one fetch per 4 contiguous k of a row of A (a_sk == 1)
+//    or 4 contiguous columns of B (b_sn == 1, N % 4 == 0); every row must start on a 16-byte
+//    texel (strides and start multiples of 4).
+//  - A_MVEC4 (transposed A, stored (K,M), M % 4 == 0): one RGBA32F fetch holds 4 rows at one
+//    k; the 16 texels of a step are spread over the lanes and each A value is handed out by
+//    a scalar subgroupShuffle.
+//  - B_KVEC4 (transposed B, stored (N,K), K % 4 == 0): one RGBA32F fetch holds 4 k of one
+//    column; the 8 fetches of a step are regrouped by k in registers (~3x faster than 32
+//    scalar fetches).
+//  - otherwise R32F views with four strided scalar fetches per vec4.
+// The k that do not fill a whole step (K % 4) go through a one-k-at-a-time loop after the
+// main one, so no fetch ever needs a mask. One batch entry per z; the epilogue applies
+// alpha, beta (C is read only with ACCUMULATE) and the bias.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
@@ -31,16 +42,30 @@ layout(local_size_x_id = 0) in;  // exactly one subgroup
 layout(constant_id = 0) const uint SG = 8;         // subgroup size (DeviceInfo::subgroup_size)
 layout(constant_id = 1) const bool A_VEC4 = true;  // A bound as RGBA32F, else R32F
 layout(constant_id = 2) const bool B_VEC4 = true;  // B bound as RGBA32F, else R32F
+layout(constant_id = 3) const bool B_KVEC4 = false;  // B RGBA32F along k (b_sk == 1)
+layout(constant_id = 4) const bool A_MVEC4 = false;  // A RGBA32F along m (a_sm == 1)
+// beta != 0: C is read. A spec constant, not a branch on beta: the 128 unrolled storage loads
+// (scalarised, bounds-checked) double the pipeline's JIT time, so only pipelines that
+// accumulate pay for them.
+layout(constant_id = 5) const bool ACCUMULATE = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
 const uint BK = 4;   // k per step of the main loop: one RGBA32F texel of A
 const uint SLOTS = (TM + SG - 1) / SG;  // rows of A each lane fetches
 
-layout(set = 0, binding = 0) uniform samplerBuffer A;  // (M,K), starting at element a_off
-layout(set = 0, binding = 1) uniform samplerBuffer B;  // (K,N), starting at element b_off
-layout(set = 0, binding = 2) writeonly buffer C { float c[]; };  // (M,N) from element c_off
-layout(push_constant) uniform Push { uint M, N, K, a_off, b_off, c_off; } p;
+layout(set = 0, binding = 0) uniform samplerBuffer A;
+layout(set = 0, binding = 1) uniform samplerBuffer B;
+layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N) from element c_off
+layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+layout(push_constant) uniform Push {
+  uint M, N, K;
+  uint a_off, a_sm, a_sk, a_sb;
+  uint b_off, b_sk, b_sn, b_sb;
+  uint c_off;
+  uint bias_off, has_bias;
+  float alpha, beta;
+} p;
 
 vec4 acc[TM][TN4];  // acc[r][j]: row row0 + r, columns col0 + 4j .. col0 + 4j + 3
 
@@ -48,19 +73,28 @@ void main() {
   const uint lane = gl_SubgroupInvocationID;
   const uint row0 = gl_WorkGroupID.y * TM;
   const uint col0 = (gl_WorkGroupID.x * SG + lane) * 4 * TN4;
+  const uint z = gl_WorkGroupID.z;
 
   // Rows and columns past the edge of C are clamped to the last one, so every fetch stays
   // inside its view (there is no robustBufferAccess); their results are never stored.
   uint a_first[SLOTS];  // element index of k = 0 in the rows this lane fetches
   [[unroll]] for (uint s = 0; s < SLOTS; ++s)
-    a_first[s] = p.a_off + min(row0 + lane + s * SG, p.M - 1) * p.K;
+    a_first[s] = p.a_off + z * p.a_sb + min(row0 + lane + s * SG, p.M - 1) * p.a_sm;
+  // A_MVEC4: texel t = lane + s*SG of a step holds rows 4(t/4) .. 4(t/4)+3 at k + t%4. With
+  // M % 4 == 0 a group of 4 rows is wholly inside or wholly past M.
+  uint a_group[SLOTS];
+  [[unroll]] for (uint s = 0; s < SLOTS; ++s) {
+    const uint t = min(lane + s * SG, TM - 1);
+    a_group[s] = p.a_off + z * p.a_sb + min(row0 + 4 * (t / 4), p.M - 4) + (t % 4) * p.a_sk;
+  }
   // Element index of row k = 0 at this lane's vec4 columns. RGBA32F: N % 4 == 0, so a group
   // of 4 columns is wholly inside or wholly past N; R32F: each column is clamped.
   uint b_first[TN4][4];
   [[unroll]] for (uint j = 0; j < TN4; ++j)
     [[unroll]] for (uint i = 0; i < 4; ++i)
-      b_first[j][i] = p.b_off + (B_VEC4 ? min(col0 + 4 * j, p.N - 4) + i
-                                        : min(col0 + 4 * j + i, p.N - 1));
+      b_first[j][i] = p.b_off + z * p.b_sb +
+                      (B_VEC4 ? min(col0 + 4 * j, p.N - 4) + i
+                              : min(col0 + 4 * j + i, p.N - 1) * p.b_sn);
 
   [[unroll]] for (uint r = 0; r < TM; ++r)
     [[unroll]] for (uint j = 0; j < TN4; ++j) acc[r][j] = vec4(0.0);
@@ -71,46 +105,67 @@ void main() {
     vec4 a[SLOTS];
     vec4 b[BK][TN4];
     [[unroll]] for (uint s = 0; s < SLOTS; ++s) {
-      const uint at = a_first[s] + k;
-      if (A_VEC4) {
-        a[s] = texelFetch(A, int(at / 4));
+      if (A_MVEC4) {
+        a[s] = texelFetch(A, int((a_group[s] + k * p.a_sk) / 4));
+      } else if (A_VEC4) {
+        a[s] = texelFetch(A, int((a_first[s] + k) / 4));
       } else {
-        a[s] = vec4(texelFetch(A, int(at)).x, texelFetch(A, int(at + 1)).x,
-                    texelFetch(A, int(at + 2)).x, texelFetch(A, int(at + 3)).x);
+        const uint at = a_first[s] + k * p.a_sk;
+        a[s] = vec4(texelFetch(A, int(at)).x, texelFetch(A, int(at + p.a_sk)).x,
+                    texelFetch(A, int(at + 2 * p.a_sk)).x, texelFetch(A, int(at + 3 * p.a_sk)).x);
       }
     }
-    [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
-      const uint row = (k + kk) * p.N;
-      [[unroll]] for (uint j = 0; j < TN4; ++j) {
-        if (B_VEC4) {
-          b[kk][j] = texelFetch(B, int((b_first[j][0] + row) / 4));
-        } else {
-          b[kk][j] = vec4(texelFetch(B, int(b_first[j][0] + row)).x,
-                          texelFetch(B, int(b_first[j][1] + row)).x,
-                          texelFetch(B, int(b_first[j][2] + row)).x,
-                          texelFetch(B, int(b_first[j][3] + row)).x);
+    if (B_KVEC4) {
+      [[unroll]] for (uint j = 0; j < TN4; ++j)
+        [[unroll]] for (uint i = 0; i < 4; ++i) {
+          const vec4 column = texelFetch(B, int((b_first[j][i] + k) / 4));
+          [[unroll]] for (uint kk = 0; kk < BK; ++kk) b[kk][j][i] = column[kk];
+        }
+    } else {
+      [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+        const uint row = (k + kk) * p.b_sk;
+        [[unroll]] for (uint j = 0; j < TN4; ++j) {
+          if (B_VEC4) {
+            b[kk][j] = texelFetch(B, int((b_first[j][0] + row) / 4));
+          } else {
+            b[kk][j] = vec4(texelFetch(B, int(b_first[j][0] + row)).x,
+                            texelFetch(B, int(b_first[j][1] + row)).x,
+                            texelFetch(B, int(b_first[j][2] + row)).x,
+                            texelFetch(B, int(b_first[j][3] + row)).x);
+          }
         }
       }
     }
     [[unroll]] for (uint r = 0; r < TM; ++r) {
-      const vec4 ar = subgroupShuffle(a[r / SG], r % SG);
+      vec4 ar;
+      if (A_MVEC4) {
+        [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+          const uint t = 4 * (r / 4) + kk;
+          ar[kk] = subgroupShuffle(a[t / SG][r % 4], t % SG);
+        }
+      } else {
+        ar = subgroupShuffle(a[r / SG], r % SG);
+      }
       [[unroll]] for (uint kk = 0; kk < BK; ++kk)
         [[unroll]] for (uint j = 0; j < TN4; ++j) acc[r][j] += ar[kk] * b[kk][j];
     }
   }
 
-  // The last K % 4 k, one at a time (R32F A only: with A_VEC4, K % 4 == 0).
+  // The last K % 4 k, one at a time.
   for (uint k = k_steps; k < p.K; ++k) {
     float a[SLOTS];
     vec4 b[TN4];
     [[unroll]] for (uint s = 0; s < SLOTS; ++s) {
-      const uint at = a_first[s] + k;
-      a[s] = A_VEC4 ? texelFetch(A, int(at / 4))[at % 4] : texelFetch(A, int(at)).x;
+      const uint at = a_first[s] + k * p.a_sk;
+      a[s] = A_VEC4 || A_MVEC4 ? texelFetch(A, int(at / 4))[at % 4] : texelFetch(A, int(at)).x;
     }
-    const uint row = k * p.N;
+    const uint row = k * p.b_sk;
     [[unroll]] for (uint j = 0; j < TN4; ++j) {
       if (B_VEC4) {
         b[j] = texelFetch(B, int((b_first[j][0] + row) / 4));
+      } else if (B_KVEC4) {  // never taken: B_KVEC4 needs K % 4 == 0
+        [[unroll]] for (uint i = 0; i < 4; ++i)
+          b[j][i] = texelFetch(B, int((b_first[j][i] + k) / 4))[(b_first[j][i] + k) % 4];
       } else {
         b[j] = vec4(texelFetch(B, int(b_first[j][0] + row)).x,
                     texelFetch(B, int(b_first[j][1] + row)).x,
@@ -124,14 +179,29 @@ void main() {
     }
   }
 
+  // The bias of this lane's columns, loaded once for all TM rows. Without a bias the binding
+  // is a 4-byte stand-in: every load reads its one element and the value is dropped. Selects,
+  // not a branch: a branch here measured a few % slower main loop (BENCHMARKS.md).
+  vec4 bias4[TN4];
+  [[unroll]] for (uint j = 0; j < TN4; ++j)
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+      const uint col = p.has_bias != 0 ? min(col0 + 4 * j + i, p.N - 1) : 0;
+      const float value = bias[p.bias_off + col];
+      bias4[j][i] = p.has_bias != 0 ? value : 0.0;
+    }
+
   [[unroll]] for (uint r = 0; r < TM; ++r) {
     const uint row = row0 + r;
     if (row >= p.M) break;  // rows past M were computed from clamped copies of row M-1
     [[unroll]] for (uint j = 0; j < TN4; ++j) {
       const uint col = col0 + 4 * j;
-      const uint at = p.c_off + row * p.N + col;
-      [[unroll]] for (uint i = 0; i < 4; ++i)
-        if (col + i < p.N) c[at + i] = acc[r][j][i];  // columns past N were clamped copies
+      const uint at = p.c_off + (z * p.M + row) * p.N + col;
+      const vec4 v = p.alpha * acc[r][j] + bias4[j];
+      [[unroll]] for (uint i = 0; i < 4; ++i) {
+        if (col + i >= p.N) continue;  // columns past N were clamped copies
+        // Without ACCUMULATE (beta == 0) C is not read: it may hold anything, NaN included.
+        c[at + i] = ACCUMULATE ? v[i] + p.beta * c[at + i] : v[i];
+      }
     }
   }
 }

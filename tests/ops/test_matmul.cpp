@@ -1,10 +1,14 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "ops/reference/matmul.h"
@@ -160,5 +164,312 @@ TEST_F(VkTest, MatmulRejectsMismatchedShapesBeforeRecording) {
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
+// ---- Transposes, batches, broadcasts and the epilogue (alpha, beta, bias) ----
+
+// One product of the general form. batch_a/batch_b: 0 for a 2-D operand, else its leading dim
+// (1 broadcasts over the batch).
+struct Case {
+  int64_t m, n, k;
+  int64_t batch_a = 0, batch_b = 0;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f, beta = 0.0f;
+  bool bias = false;
+
+  int64_t batch() const { return std::max<int64_t>({batch_a, batch_b, 1}); }
+  bool batched() const { return batch_a > 0 || batch_b > 0; }
+  ops::Shape shapeA() const {
+    const int64_t r = trans_a ? k : m, c = trans_a ? m : k;
+    return batch_a ? ops::Shape{batch_a, r, c} : ops::Shape{r, c};
+  }
+  ops::Shape shapeB() const {
+    const int64_t r = trans_b ? n : k, c = trans_b ? k : n;
+    return batch_b ? ops::Shape{batch_b, r, c} : ops::Shape{r, c};
+  }
+  ops::Shape shapeC() const { return batched() ? ops::Shape{batch(), m, n} : ops::Shape{m, n}; }
+  ops::MatmulOptions options(ops::MatmulVariant variant) const {
+    ops::MatmulOptions o;
+    o.trans_a = trans_a, o.trans_b = trans_b, o.alpha = alpha, o.beta = beta;
+    o.variant = variant;
+    return o;
+  }
+  ops::ref::MatmulArgs ref() const {
+    ops::ref::MatmulArgs r;
+    r.m = m, r.n = n, r.k = k, r.batch = batch();
+    r.batch_a = std::max<int64_t>(batch_a, 1), r.batch_b = std::max<int64_t>(batch_b, 1);
+    r.trans_a = trans_a, r.trans_b = trans_b, r.alpha = alpha, r.beta = beta;
+    return r;
+  }
+  std::string str() const {
+    return shapeA().str() + (trans_a ? "^T" : "") + " x " + shapeB().str() + (trans_b ? "^T" : "") +
+           " alpha " + std::to_string(alpha) + " beta " + std::to_string(beta) +
+           (bias ? " +bias" : "");
+  }
+};
+
+class MatmulFlagsTest : public VkTest, public ::testing::WithParamInterface<ops::MatmulVariant> {
+ protected:
+  // a, b, bias and c one after another in one buffer, starting at the given residues mod 16
+  // bytes after a gap of guard words; c starts random (beta != 0) or NaN. Checks c against
+  // the reference and every other word for being untouched.
+  void expectForward(Rng& rng, const Case& cs, const uint64_t residues[4] = kAligned) {
+    SCOPED_TRACE(cs.str());
+    const int64_t numel[4] = {cs.shapeA().numel(), cs.shapeB().numel(), cs.bias ? cs.n : 0,
+                              cs.shapeC().numel()};
+    uint64_t offset[4], at = 0;
+    for (int i = 0; i < 4; ++i) {
+      at += 16;
+      at += (residues[i] + 16 - at % 16) % 16;
+      offset[i] = at;
+      at += uint64_t(numel[i]) * 4;
+    }
+    const int64_t words = int64_t(at / 4) + 7;
+    std::vector<float> contents = rng.uniform(words);
+    const int64_t c0 = int64_t(offset[3] / 4);
+    if (cs.beta == 0.0f)
+      for (int64_t i = 0; i < numel[3]; ++i) contents[c0 + i] = std::nanf("");
+    std::vector<float> want(contents.begin() + c0, contents.begin() + c0 + numel[3]);
+    ops::ref::matmul(contents.data() + offset[0] / 4, contents.data() + offset[1] / 4,
+                     cs.bias ? contents.data() + offset[2] / 4 : nullptr, want.data(), cs.ref());
+
+    DeviceTensor all = upload(ctx(), {words}, contents);
+    const ops::TensorView bias = ops::view(all.buffer, {cs.n}, offset[2]);
+    ops::MatmulOptions options = cs.options(GetParam());
+    if (cs.bias) options.bias = &bias;
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, ops::view(all.buffer, cs.shapeA(), offset[0]),
+                ops::view(all.buffer, cs.shapeB(), offset[1]),
+                ops::view(all.buffer, cs.shapeC(), offset[3]), options);
+    rec.submit();
+    const std::vector<float> got = download(ctx(), all);
+    EXPECT_TRUE(allClose(std::vector<float>(got.begin() + c0, got.begin() + c0 + numel[3]), want,
+                         kTolerance));
+    int64_t changed = 0;
+    for (int64_t i = 0; i < words; ++i)
+      if ((i < c0 || i >= c0 + numel[3]) && std::memcmp(&got[i], &contents[i], 4) != 0) ++changed;
+    EXPECT_EQ(changed, 0) << "words outside c were written";
+  }
+
+  // Shapes that are odd, vec4-friendly (M, N or K % 4 == 0: the texel kernel's RGBA32F paths
+  // along k, m or n, with and without a K % 4 tail), 1 wide, or overhanging the row tiles.
+  void expectTransposes(bool trans_a, bool trans_b) {
+    Rng rng;
+    SCOPED_TRACE(rng.describe());
+    const Shape3 shapes[] = {{17, 33, 9}, {8, 12, 16},  {1, 7, 5},  {33, 1, 4},
+                             {70, 20, 6}, {36, 20, 12}, {20, 12, 7}};
+    for (const Shape3& s : shapes) {
+      Case cs{s.m, s.n, s.k};
+      cs.trans_a = trans_a, cs.trans_b = trans_b;
+      expectForward(rng, cs);
+    }
+  }
+
+  static constexpr uint64_t kAligned[4] = {0, 0, 0, 0};
+};
+
+TEST_P(MatmulFlagsTest, TransposedAMatchesCpu) {
+  expectTransposes(true, false);
+}
+TEST_P(MatmulFlagsTest, TransposedBMatchesCpu) {
+  expectTransposes(false, true);
+}
+TEST_P(MatmulFlagsTest, BothTransposedMatchCpu) {
+  expectTransposes(true, true);
+}
+
+// Batches of 3 and 1, with each operand batched, 2-D, or a batch of 1 (broadcast).
+TEST_P(MatmulFlagsTest, BatchesAndBroadcastsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {
+      {17, 33, 9, 3, 3},
+      {17, 33, 9, 3, 0},
+      {17, 33, 9, 0, 3},
+      {17, 33, 9, 1, 3},
+      {8, 12, 16, 3, 1},
+      {5, 9, 7, 1, 1},
+      {17, 33, 9, 3, 0, true},
+      {17, 33, 9, 3, 3, true, true},
+      {8, 12, 16, 0, 3, false, true},
+      {9, 20, 13, 3, 1, true, false},
+  };
+  for (const Case& cs : cases) expectForward(rng, cs);
+}
+
+// alpha, beta (accumulate, and a scaled C) and the bias, alone and with transposes and batches.
+TEST_P(MatmulFlagsTest, EpilogueMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Case cases[] = {{17, 33, 9}, {8, 12, 16}, {17, 33, 9, 3, 0}, {9, 20, 13, 0, 3, true, true}};
+  for (Case cs : cases) {
+    cs.bias = true;
+    expectForward(rng, cs);
+    cs.beta = 1.0f;
+    expectForward(rng, cs);
+    cs.alpha = 0.5f, cs.beta = -0.75f, cs.bias = false;
+    expectForward(rng, cs);
+  }
+}
+
+// Every operand at a 4-byte offset (no binding starts at a tensor), with all the flags on.
+TEST_P(MatmulFlagsTest, FlagsAtFourByteAlignedOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const uint64_t unaligned[4] = {4, 8, 12, 4}, mixed[4] = {0, 12, 8, 0};
+  Case cs{17, 24, 20, 3, 1};
+  cs.bias = true, cs.beta = 1.0f, cs.alpha = 2.0f;
+  expectForward(rng, cs, unaligned);
+  expectForward(rng, cs, mixed);
+  cs.trans_a = cs.trans_b = true;
+  expectForward(rng, cs, unaligned);
+}
+
+// ---- Backward ----
+
+// Poisoned gradients written in Overwrite mode, and random ones in Accumulate mode, against
+// the CPU reference; optionally against finite differences of the forward run on the GPU.
+void expectBackward(vk::Context& context, ops::MatmulVariant variant, Rng& rng, const Case& cs,
+                    bool gradcheck) {
+  SCOPED_TRACE(cs.str());
+  auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+  auto bias = rng.uniform(cs.n);
+  const auto w = rng.uniform(cs.shapeC().numel());  // dc: the loss's weights
+  std::vector<float> want_a(a.size()), want_b(b.size()), want_bias(cs.n);
+  ops::ref::matmulBackward(a.data(), b.data(), w.data(), want_a.data(), want_b.data(),
+                           want_bias.data(), cs.ref());
+
+  auto ta = upload(context, cs.shapeA(), a), tb = upload(context, cs.shapeB(), b);
+  auto tdc = upload(context, cs.shapeC(), w);
+  auto ga = poisoned(context, cs.shapeA()), gb = poisoned(context, cs.shapeB());
+  auto gbias = poisoned(context, {cs.n});
+  const auto init_a = rng.uniform(a.size()), init_b = rng.uniform(b.size()),
+             init_bias = rng.uniform(cs.n);
+  auto acc_a = upload(context, cs.shapeA(), init_a), acc_b = upload(context, cs.shapeB(), init_b);
+  auto acc_bias = upload(context, {cs.n}, init_bias);
+  const ops::MatmulOptions options = cs.options(variant);
+  {
+    vk::Recorder rec(context);
+    const ops::TensorView va = ga.view(), vb = gb.view(), vbias = gbias.view();
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {&va, &vb, &vbias}, options);
+    const ops::TensorView aa = acc_a.view(), ab = acc_b.view(), abias = acc_bias.view();
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {&aa, &ab, &abias}, options,
+                        ops::Write::Accumulate);
+    rec.submit();
+  }
+  const auto grad_a = download(context, ga), grad_b = download(context, gb);
+  const auto grad_bias = download(context, gbias);
+  EXPECT_TRUE(allClose(grad_a, want_a, kTolerance));
+  EXPECT_TRUE(allClose(grad_b, want_b, kTolerance));
+  EXPECT_TRUE(allClose(grad_bias, want_bias, kTolerance));
+  auto plus = [](std::vector<float> x, const std::vector<float>& y) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+    return x;
+  };
+  EXPECT_TRUE(allClose(download(context, acc_a), plus(init_a, want_a), kTolerance));
+  EXPECT_TRUE(allClose(download(context, acc_b), plus(init_b, want_b), kTolerance));
+  EXPECT_TRUE(allClose(download(context, acc_bias), plus(init_bias, want_bias), kTolerance));
+  if (!gradcheck) return;
+
+  auto loss = [&] {
+    auto xa = upload(context, cs.shapeA(), a), xb = upload(context, cs.shapeB(), b);
+    auto xbias = upload(context, {cs.n}, bias);
+    auto out = poisoned(context, cs.shapeC());
+    const ops::TensorView vbias = xbias.view();
+    ops::MatmulOptions o = options;
+    o.bias = &vbias;
+    vk::Recorder rec(context);
+    ops::matmul(rec, xa.view(), xb.view(), out.view(), o);
+    rec.submit();
+    return weightedSum(download(context, out), w);
+  };
+  EXPECT_TRUE(checkGradients(
+      loss, {{"a", &a, grad_a}, {"b", &b, grad_b}, {"bias", &bias, grad_bias}}, rng));
+}
+
+// 2-D with every transpose pair.
+TEST_P(MatmulFlagsTest, BackwardMatchesCpuAndFiniteDifferences) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Case cs{17, 9, 13};
+      cs.trans_a = ta, cs.trans_b = tb, cs.alpha = ta ? 0.5f : 1.0f;
+      expectBackward(ctx(), GetParam(), rng, cs, ta && tb);
+    }
+}
+
+// Batches where a gradient sums over a broadcast operand: folded into one product
+// (a (3,M,K) x b (K,N): db) or one accumulating product per batch entry.
+TEST_P(MatmulFlagsTest, BatchedBackwardMatchesCpuAndFiniteDifferences) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case batched[] = {{7, 9, 5, 3, 0},
+                          {7, 9, 5, 0, 3},
+                          {7, 9, 5, 3, 0, true},
+                          {7, 9, 5, 1, 3, false, true},
+                          {7, 9, 5, 3, 3, true, true},
+                          {5, 4, 3, 1, 1}};
+  for (const Case& cs : batched) expectBackward(ctx(), GetParam(), rng, cs, &cs == &batched[2]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, MatmulFlagsTest,
+                         ::testing::Values(ops::MatmulVariant::Naive, ops::MatmulVariant::Tiled,
+                                           ops::MatmulVariant::Texel),
+                         [](const auto& info) { return ops::matmulVariantName(info.param); });
+
+// A batch over a shared weight is one taller product; its weight gradient one product too.
+TEST_F(VkTest, MatmulFoldsABatchOverASharedWeightIntoOneDispatch) {
+  Rng rng;
+  auto a = upload(ctx(), {3, 5, 4}, rng.uniform(60)), b = upload(ctx(), {4, 6}, rng.uniform(24));
+  auto c = poisoned(ctx(), {3, 5, 6}), gb = poisoned(ctx(), {4, 6});
+  vk::Recorder rec(ctx());
+  ops::matmul(rec, a.view(), b.view(), c.view());
+  EXPECT_EQ(rec.dispatchCount(), 1u);
+  const ops::TensorView vgb = gb.view();
+  ops::matmulBackward(rec, a.view(), b.view(), c.view(), {nullptr, &vgb, nullptr});
+  EXPECT_EQ(rec.dispatchCount(), 2u);
+}
+
+// Each message names the op and the shapes (transposed ones marked ^T) and nothing is recorded.
+TEST_F(VkTest, MatmulRejectsBadFlagsShapesAndGradientsBeforeRecording) {
+  Rng rng;
+  auto a = upload(ctx(), {4, 8}, rng.uniform(32)), b = upload(ctx(), {8, 2}, rng.uniform(16));
+  auto a3 = upload(ctx(), {3, 4, 8}, rng.uniform(96)),
+       b2 = upload(ctx(), {2, 8, 2}, rng.uniform(32));
+  auto c = poisoned(ctx(), {4, 2}), c3 = poisoned(ctx(), {3, 4, 2}), bias = poisoned(ctx(), {3});
+  const ops::TensorView vbias = bias.view(), va = a.view(), vc = c.view();
+  vk::Recorder rec(ctx());
+  auto expectThrows = [&](auto call, const std::string& text) {
+    try {
+      call();
+      ADD_FAILURE() << "no ShapeError for " << text;
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  ops::MatmulOptions trans;
+  trans.trans_a = true;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), trans); },
+               "matmul: (4,8)^T x (8,2) -> (4,2): inner dims differ");
+  expectThrows([&] { ops::matmul(rec, a3.view(), b2.view(), c3.view()); },
+               "matmul: (3,4,8) x (2,8,2) -> (3,4,2): batch dims differ");
+  expectThrows([&] { ops::matmul(rec, a3.view(), b.view(), c.view()); },
+               "matmul: (3,4,8) x (8,2) -> (4,2): c must be (3,4,2)");
+  ops::MatmulOptions with_bias;
+  with_bias.bias = &vbias;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), with_bias); },
+               "matmul: bias (3) must be (2)");
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), va); }, "matmul: (4,8) x (8,2) -> (4,8)");
+  expectThrows(
+      [&] {
+        ops::matmulBackward(rec, a.view(), b.view(), c.view(), {&vc, nullptr, nullptr});
+      },
+      "matmul backward: da (4,2) must be (4,8)");
+  expectThrows(
+      [&] {
+        ops::matmulBackward(rec, a.view(), b.view(), c.view(), {&va, nullptr, nullptr});
+      },
+      "matmul backward: da (4,8) overlaps a (4,8)");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
 }  // namespace
 }  // namespace vkgrad::test
