@@ -1,17 +1,21 @@
-// vkgrad-bench attention: flash attention forward (and backward with --backward) on random
-// (B, T, H, D) inputs. GFLOP/s count the multiply-adds of the visible (query, key) pairs:
+// vkgrad-bench attention: flash attention and the op-library reference (ops/attention_unfused.h:
+// matmul, softmax, matmul, storing P) side by side, forward (and backward with --backward) on
+// random (B, T, H, D) inputs. GFLOP/s count the multiply-adds of the visible (query, key) pairs:
 // forward 2 products (Q·Kᵀ and P·V) = 4·pairs·D; backward 5 (S recomputed, dV, dP, dQ, dK)
 // = 10·pairs·D; causal with Tq = Tk has T(T+1)/2 pairs per head, about half. device_bytes is
 // the peak of what the engine allocated for the run: inputs, outputs, LSE, gradients,
 // scratch; no T x T buffer.
 #include <cmath>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "bench.h"
 #include "ops/attention.h"
+#include "ops/attention_unfused.h"
 #include "ops/reference/attention.h"
+#include "vk/error.h"
 #include "vk/memory.h"
 #include "vk/staging.h"
 
@@ -30,6 +34,7 @@ void declare(Cli& cli) {
   cli.flag("causal", "causal mask (query i sees keys 0..i)");
   cli.flag("backward", "time forward + backward (dQ, dK, dV) instead of forward alone");
   cli.option("variant", "flash kernels: auto, shared or texel", "auto");
+  cli.option("impl", "flash, reference (the op-library path that stores P) or both", "both");
 }
 
 struct Run {
@@ -39,8 +44,9 @@ struct Run {
   uint64_t device_bytes = 0;
 };
 
-Run runFlash(vk::Context& context, const BenchOptions& options, int64_t b, int64_t h, int64_t t,
-             int64_t d, bool causal, bool backward, bool check, ops::AttentionVariant variant) {
+Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_t h, int64_t t,
+            int64_t d, bool causal, bool backward, bool check, ops::AttentionVariant variant,
+            bool flash) {
   vk::Allocator& allocator = context.allocator();
   const uint64_t before = allocator.bytesInUse();
   allocator.resetPeak();
@@ -65,19 +71,29 @@ Run runFlash(vk::Context& context, const BenchOptions& options, int64_t b, int64
   const ops::TensorView tlse = ops::view(lse, {b, h, t});
 
   Run run;
-  if (!backward) {
-    run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+  std::unique_ptr<ops::UnfusedAttention> unfused;
+  if (!flash) unfused = std::make_unique<ops::UnfusedAttention>(context, shape, shape, attn);
+  auto forward = [&](vk::Recorder& rec) {
+    if (flash)
       ops::attention(rec, tq, tk, tv, to, tlse, attn);
-    });
+    else
+      unfused->forward(rec, tq.view, tk.view, tv.view, to.view);
+  };
+  if (!backward) {
+    run.timing = timeRuns(context, options.warmup, options.iters, forward);
   } else {
     const vk::Buffer &dout = tensor(n), &dq = tensor(n), &dk = tensor(n), &dv = tensor(n),
                      &scratch = tensor(ops::attentionBackwardScratch(tq));
     context.staging().upload(dout, 0, hdo.data(), hdo.size() * 4);
     run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::attention(rec, tq, tk, tv, to, tlse, attn);
-      ops::attentionBackward(rec, tq, tk, tv, to, tlse, {ops::view(dout, shape)},
-                             {ops::view(dq, shape)}, {ops::view(dk, shape)},
-                             {ops::view(dv, shape)}, ops::view(scratch, {b * h * t}), attn);
+      forward(rec);
+      if (flash)
+        ops::attentionBackward(rec, tq, tk, tv, to, tlse, {ops::view(dout, shape)},
+                               {ops::view(dq, shape)}, {ops::view(dk, shape)},
+                               {ops::view(dv, shape)}, ops::view(scratch, {b * h * t}), attn);
+      else
+        unfused->backward(rec, ops::view(dout, shape), ops::view(dq, shape),
+                          ops::view(dk, shape), ops::view(dv, shape));
     });
     if (check) {
       std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
@@ -119,40 +135,60 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                  ops::AttentionVariant::Texel})
     if (cli.get("variant") == ops::attentionVariantName(v)) variant = v, known = true;
   if (!known) cli.fail("--variant must be auto, shared or texel, got '" + cli.get("variant") + "'");
-  const Run r = runFlash(context, options, b, h, t, d, causal, backward, check, variant);
-  const Stats s = stats(r.timing.ms);
-  const double gflops = flop / (s.median * 1e6);
-  const bool ok = !r.checked || r.error <= kCheckTolerance;
-  if (options.json) {
-    JsonLine line;
-    line.add("op", "attention").add("impl", "flash").add("variant", cli.get("variant")).add("b", b).add("h", h).add("t", t);
-    line.add("d", d).add("causal", causal).add("backward", backward);
-    line.add("ms", s.median).add("min_ms", s.min).add("max_ms", s.max);
-    line.add("gflop", flop * 1e-9).add("gflops", gflops);
-    line.add("device_bytes", int64_t(r.device_bytes)).add("iters", int64_t(options.iters));
-    line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
-    line.add("checked", r.checked).add("error", r.error).add("device", context.info().name);
-    std::printf("%s\n", line.str().c_str());
-  } else {
-    std::printf("attention flash  B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
-                "%.1f MiB on device  (min %.3f, max %.3f)  %s\n",
-                (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
-                backward ? " +bwd" : "", s.median, gflops, double(r.device_bytes) / (1 << 20),
-                s.min, s.max,
-                r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
-                          : "not checked (large; --check forces it)");
+  const std::string impl = cli.get("impl");
+  if (impl != "flash" && impl != "reference" && impl != "both")
+    cli.fail("--impl must be flash, reference or both, got '" + impl + "'");
+
+  int exit_code = 0;
+  for (const bool flash : {true, false}) {
+    if ((flash && impl == "reference") || (!flash && impl == "flash")) continue;
+    const char* name = flash ? "flash" : "reference";
+    Run r;
+    try {
+      r = runImpl(context, options, b, h, t, d, causal, backward, check, variant, flash);
+    } catch (const Error& e) {
+      // The reference stores B·H·T·T scores; at long T they exceed the device.
+      if (flash) throw;
+      std::fprintf(stderr, "vkgrad-bench: attention reference skipped: %s\n", e.what());
+      continue;
+    }
+    const Stats s = stats(r.timing.ms);
+    const double gflops = flop / (s.median * 1e6);
+    const bool ok = !r.checked || r.error <= kCheckTolerance;
+    if (options.json) {
+      JsonLine line;
+      line.add("op", "attention").add("impl", name);
+      line.add("variant", flash ? cli.get("variant") : std::string("ops")).add("b", b);
+      line.add("h", h).add("t", t).add("d", d).add("causal", causal).add("backward", backward);
+      line.add("ms", s.median).add("min_ms", s.min).add("max_ms", s.max);
+      line.add("gflop", flop * 1e-9).add("gflops", gflops);
+      line.add("device_bytes", int64_t(r.device_bytes)).add("iters", int64_t(options.iters));
+      line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
+      line.add("checked", r.checked).add("error", r.error).add("device", context.info().name);
+      std::printf("%s\n", line.str().c_str());
+    } else {
+      std::printf("attention %-9s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
+                  "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
+                  name, (long long)b, (long long)h, (long long)t, (long long)d,
+                  causal ? " causal" : "", backward ? " +bwd" : "", s.median, gflops,
+                  double(r.device_bytes) / (1 << 20), s.min, s.max,
+                  r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
+                            : "not checked (large; --check forces it)");
+    }
+    std::fflush(stdout);
+    if (!ok) {
+      std::fprintf(stderr, "vkgrad-bench: attention %s is WRONG: normalised error %g > %g\n",
+                   name, r.error, kCheckTolerance);
+      exit_code = 1;
+    }
   }
-  std::fflush(stdout);
-  if (!ok)
-    std::fprintf(stderr, "vkgrad-bench: attention is WRONG: normalised error %g > %g\n", r.error,
-                 kCheckTolerance);
-  return ok ? 0 : 1;
+  return exit_code;
 }
 
 }  // namespace
 
 const BenchOp& attentionBench() {
-  static const BenchOp op{"attention", "flash attention over (B, T, H, D), --backward for both passes",
+  static const BenchOp op{"attention", "flash attention and the op-library reference over (B, T, H, D)",
                           declare, run};
   return op;
 }

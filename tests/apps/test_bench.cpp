@@ -81,22 +81,28 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
   }
 }
 
-TEST(BenchApp, AttentionReportsFlopsAndDeviceBytes) {
+TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
   for (const char* variant : {"shared", "texel"}) {
     const auto lines = runJson({"attention", "--b", "2", "--h", "3", "--t", "17", "--d", "16",
                                 "--causal", "--backward", "--variant", variant});
-    ASSERT_EQ(lines.size(), 1u);
-    const Json& line = lines[0];
-    EXPECT_EQ(line["op"].text, "attention");
-    EXPECT_EQ(line["impl"].text, "flash");
-    EXPECT_TRUE(line["causal"].boolean);
-    EXPECT_TRUE(line["backward"].boolean);
-    // 14 multiply-add flops per visible pair and head dim: 2*3 heads * 17*18/2 pairs * 16.
-    EXPECT_NEAR(line["gflop"].number, 14.0 * 6 * 153 * 16 * 1e-9, 1e-12);
-    // q, k, v, o, dout, dq, dk, dv (2*17*3*16 floats each) and lse, scratch (2*3*17 each).
-    EXPECT_GE(line["device_bytes"].number, 4.0 * (8 * 1632 + 2 * 102));
-    EXPECT_LT(line["error"].number, 1e-4);
-    expectTimed(line);
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0]["impl"].text, "flash");
+    EXPECT_EQ(lines[1]["impl"].text, "reference");
+    for (const Json& line : lines) {
+      EXPECT_EQ(line["op"].text, "attention");
+      EXPECT_TRUE(line["causal"].boolean);
+      EXPECT_TRUE(line["backward"].boolean);
+      // 14 multiply-add flops per visible pair and head dim: 2*3 heads * 17*18/2 pairs * 16.
+      EXPECT_NEAR(line["gflop"].number, 14.0 * 6 * 153 * 16 * 1e-9, 1e-12);
+      // q, k, v, o, dout, dq, dk, dv: 2*17*3*16 floats each.
+      EXPECT_GE(line["device_bytes"].number, 4.0 * 8 * 1632);
+      EXPECT_LT(line["error"].number, 1e-4);
+      expectTimed(line);
+    }
+    // The reference also stores P and dP, 2*3*17*17 floats each; flash stores LSE and one
+    // row dot per query.
+    EXPECT_GE(lines[1]["device_bytes"].number - lines[0]["device_bytes"].number,
+              4.0 * 2 * 1734 - 4.0 * 2 * 102);
   }
 }
 
