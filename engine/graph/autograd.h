@@ -1,0 +1,30 @@
+// Reverse-mode autograd on a Graph: backward nodes are appended to the same graph by walking
+// the forward nodes in reverse, one backward rule per op (autograd.cpp). Only tensors that
+// depend on a parameter and lead to the loss get gradients; inputs, constants and u32 tensors
+// never do. A tensor used more than once gets one gradient tensor: its first contribution
+// (in execution order) overwrites it, later ones accumulate into it. A reshape view's gradient
+// is a view of its source's gradient, so it costs no kernel either.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace vkgrad::graph {
+
+struct Gradients {
+  Tensor loss;
+  std::map<int, int> of;  // forward tensor id -> its gradient tensor id
+  // (parameter, gradient) for every parameter that reaches the loss, in graph order.
+  // Parameter gradients are persistent: readable after a step, updated by the optimizer.
+  std::vector<std::pair<Tensor, Tensor>> parameters;
+  // The gradient of t; throws Error when t got none (pruned, or not differentiable).
+  Tensor operator[](Tensor t) const;
+};
+
+// loss: an f32 tensor of shape (1) in g. Appends the backward nodes. Throws Error for a loss
+// of another shape, or when no parameter reaches the loss.
+Gradients backward(Graph& g, Tensor loss);
+
+}  // namespace vkgrad::graph

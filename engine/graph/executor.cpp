@@ -1,0 +1,249 @@
+#include "graph/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "graph/parameters.h"
+#include "ops/activation.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+#include "ops/layernorm.h"
+#include "ops/matmul.h"
+#include "ops/optim.h"
+#include "vk/context.h"
+#include "vk/error.h"
+#include "vk/recorder.h"
+#include "vk/staging.h"
+
+namespace vkgrad::graph {
+namespace {
+
+// Arena offsets: the device's storage and texel binding alignments (ops bind any multiple of
+// 4 bytes, but aligned views need no skip and allow RGBA32F texel fetches).
+uint64_t arenaAlignment(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  uint64_t a =
+      std::max<uint64_t>({16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+  uint64_t pow2 = 1;
+  while (pow2 < a) pow2 <<= 1;
+  return pow2;
+}
+
+// How each node records its kernels: one case per OpKind. view(id) gives where tensor id
+// lives (an empty view for -1).
+void launch(vk::Recorder& rec, const Node& node, const std::function<ops::TensorView(int)>& view) {
+  auto in = [&](size_t i) { return view(node.inputs.at(i)); };
+  auto out = [&](size_t i) { return view(node.outputs.at(i)); };
+  const Attrs& at = node.attrs;
+  const ops::Write w = node.writes.empty() ? ops::Write::Overwrite : node.writes[0];
+  switch (node.op) {
+    case OpKind::Reshape:
+      return;  // shares its input's bytes
+
+    case OpKind::Matmul: {
+      // a: (M,K), b: (K,N), bias: (N) -> c: (M,N) (or batched; transposes as flagged)
+      const ops::TensorView bias = in(2);
+      ops::MatmulOptions options{at.trans_a, at.trans_b, at.alpha};
+      if (bias.buffer) options.bias = &bias;
+      ops::matmul(rec, in(0), in(1), out(0), options);
+      return;
+    }
+    case OpKind::MatmulBackward: {
+      // inputs (a, b, dc); one gradient, of input `which`: 0 a, 1 b, 2 bias.
+      const ops::TensorView grad = out(0);
+      ops::MatmulGrads grads;
+      (at.which == 0 ? grads.da : at.which == 1 ? grads.db : grads.dbias) = &grad;
+      const ops::MatmulOptions forward{at.trans_a, at.trans_b, at.alpha};
+      ops::matmulBackward(rec, in(0), in(1), in(2), grads, forward, w);
+      return;
+    }
+
+    case OpKind::Add:
+      ops::add(rec, in(0), in(1), out(0));
+      return;
+    case OpKind::AddBackward: {
+      // dout (a's shape) -> da, or db summed over b's broadcast axes.
+      const ops::TensorView none{};
+      if (at.which == 0)
+        ops::addBackward(rec, in(0), out(0), none, w, w);
+      else
+        ops::addBackward(rec, in(0), none, out(0), w, w);
+      return;
+    }
+
+    case OpKind::Activation:
+      ops::activation(rec, at.activation, in(0), out(0), at.param);
+      return;
+    case OpKind::ActivationBackward: {
+      // inputs (x or y, whichever the kind's derivative reads; dy) -> dx
+      const bool reads_x = ops::activationBackwardReadsX(at.activation);
+      const ops::TensorView saved = in(0), none{};
+      ops::activationBackward(rec, at.activation, reads_x ? saved : none, reads_x ? none : saved,
+                              in(1), out(0), at.param, w);
+      return;
+    }
+
+    case OpKind::LayerNorm:
+      // x, gamma, beta -> y, mean (rows), rstd (rows)
+      ops::layernorm(rec, in(0), in(1), in(2), out(0), out(1), out(2), at.param);
+      return;
+    case OpKind::LayerNormBackward:
+      // x, gamma, mean, rstd, dy -> dx, dgamma?, dbeta?, scratch?
+      ops::layernormBackward(rec, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2), out(3),
+                             w);
+      return;
+
+    case OpKind::CrossEntropy:
+      // logits (...,C), targets (...), status (2) -> mean (1), row losses (...), saved
+      ops::crossEntropy(rec, in(0), in(1), out(1), out(0), out(2), in(2));
+      return;
+    case OpKind::CrossEntropyBackward:
+      // logits, targets, saved, dmean -> dlogits
+      ops::crossEntropyBackward(rec, in(0), in(1), in(2), in(3), out(0), ops::kCrossEntropyNoIgnore,
+                                w);
+      return;
+
+    case OpKind::AdvanceStep:
+      ops::advanceStep(rec, in(0));
+      return;
+    case OpKind::ClipGradNorm: {
+      // grads..., scratch, norm
+      std::vector<ops::TensorView> grads;
+      for (size_t i = 0; i + 2 < node.inputs.size(); ++i) grads.push_back(in(i));
+      const size_t n = node.inputs.size();
+      ops::clipGradNorm(rec, grads, at.param, in(n - 2), in(n - 1));
+      return;
+    }
+    case OpKind::SgdUpdate:
+      ops::sgd(rec, in(0), in(1), in(2), in(3), at.sgd);
+      return;
+    case OpKind::AdamWUpdate:
+      ops::adamw(rec, in(0), in(1), in(2), in(3), in(4), at.adamw);
+      return;
+  }
+  throw Error(std::string("graph: no launch for ") + opName(node.op));
+}
+
+}  // namespace
+
+Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
+    : context_(context), graph_(graph) {
+  plan_ = planGraph(graph, arenaAlignment(context), options.reuse_memory);
+  const size_t n = graph.tensors().size();
+  buffer_.assign(n, nullptr);
+  offset_.assign(n, 0);
+  owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
+
+  const vk::Buffer* arena = nullptr;
+  if (plan_.memory.arena_bytes) {
+    owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes));
+    arena = &owned_.back();
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const TensorInfo& info = graph.tensor(int(t));
+    if (info.root != int(t) || !plan_.used[t]) continue;
+    if (!isPersistent(info)) {
+      buffer_[t] = arena;
+      offset_[t] = uint64_t(plan_.offset[t]);
+    } else if (info.kind == TensorKind::Parameter) {
+      buffer_[t] = &info.parameter->buffer;
+    } else {
+      owned_.push_back(context.allocator().allocate(info.bytes()));
+      buffer_[t] = &owned_.back();
+      if (!info.data.empty())
+        context.staging().upload(owned_.back(), 0, info.data.data(), info.data.size() * 4);
+    }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const size_t r = size_t(graph.tensor(int(t)).root);
+    buffer_[t] = buffer_[r];
+    offset_[t] = offset_[r];
+  }
+  rec_ = std::make_unique<vk::Recorder>(context);
+  if (arena) {
+    // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
+    rec_->fill(*arena, 0x7fc00000u);
+    rec_->submit();
+    rec_->reset();
+  }
+  record();
+}
+
+Executor::~Executor() = default;
+
+void Executor::record() {
+  for (int n : plan_.order)
+    launch(*rec_, graph_.nodes()[size_t(n)],
+           [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); });
+}
+
+void Executor::rerecord() {
+  rec_->reset();
+  record();
+}
+
+void Executor::step() {
+  rec_->submit();
+}
+
+ops::TensorView Executor::view(Tensor t) const {
+  const TensorInfo& info = graph_.tensor(t);
+  if (!buffer_[size_t(t.id)])
+    throw Error("executor: tensor " + info.name + " " + info.shape.str() +
+                " is not used by the compiled graph");
+  return ops::view(*buffer_[size_t(t.id)], info.shape, offset_[size_t(t.id)], info.dtype);
+}
+
+void Executor::checkInput(Tensor t, DType dtype, size_t count) const {
+  const TensorInfo& info = graph_.tensor(t);
+  if (info.kind != TensorKind::Input)
+    throw Error("setInput: " + info.name + " is a " + tensorKindName(info.kind) + ", not an input");
+  if (info.dtype != dtype || int64_t(count) != info.shape.numel())
+    throw ShapeError("setInput: " + info.name + " is " + info.shape.str() + " " +
+                     ops::dtypeName(info.dtype) + ", got " + std::to_string(count) + " " +
+                     ops::dtypeName(dtype) + " values");
+}
+
+void Executor::setInput(Tensor t, std::span<const float> values) {
+  checkInput(t, DType::F32, values.size());
+  if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
+  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+}
+
+void Executor::setInput(Tensor t, std::span<const uint32_t> values) {
+  checkInput(t, DType::U32, values.size());
+  if (!buffer_[size_t(t.id)]) return;
+  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+}
+
+void Executor::setLearningRate(Tensor optimizer_state, float lr) {
+  const TensorInfo& info = graph_.tensor(optimizer_state);
+  if (info.kind != TensorKind::State || !(info.shape == Shape{8}))
+    throw Error("setLearningRate: " + info.name + " is not an optimizer state");
+  const ops::TensorView v = view(optimizer_state);
+  context_.staging().upload(*v.buffer, v.offset, &lr, sizeof(lr));
+}
+
+std::vector<float> Executor::read(Tensor t) {
+  const TensorInfo& info = graph_.tensor(t);
+  const TensorInfo& root = graph_.tensor(info.root);
+  const bool output =
+      std::find(graph_.outputs().begin(), graph_.outputs().end(), t.id) != graph_.outputs().end();
+  if (!isPersistent(root) && !output)
+    throw Error("executor: " + info.name + " is not kept after a step; markOutput() it");
+  const ops::TensorView v = view(t);
+  std::vector<float> out(size_t(info.shape.numel()));
+  context_.staging().download(*v.buffer, v.offset, out.data(), out.size() * 4);
+  return out;
+}
+
+uint32_t Executor::dispatchCount() const {
+  return rec_->dispatchCount();
+}
+uint32_t Executor::barrierCount() const {
+  return rec_->barrierCount();
+}
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,73 @@
+// Compiles a Graph once (plan, buffers, one recorded command buffer) and replays it every
+// step. A step is one queue submission of the recording: host work per step does not depend
+// on the number of nodes. Inputs are uploaded by the caller between steps; only the tensors
+// asked for are read back.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/planner.h"
+#include "ops/tensor.h"
+
+namespace vkgrad::vk {
+class Context;
+class Recorder;
+}  // namespace vkgrad::vk
+
+namespace vkgrad::graph {
+
+struct CompileOptions {
+  bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)
+};
+
+class Executor {
+ public:
+  // The graph and the parameters' stores must outlive the executor, unchanged.
+  // Throws Error (planning) or OutOfMemoryError (allocation) before recording anything.
+  Executor(vk::Context& context, const Graph& graph, const CompileOptions& options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Copies a step's input (an Input tensor; f32 or u32 as declared) to the device.
+  void setInput(Tensor t, std::span<const float> values);
+  void setInput(Tensor t, std::span<const uint32_t> values);
+  // Rewrites the optimizer's learning rate (its state tensor, graph/optimizer.h).
+  void setLearningRate(Tensor optimizer_state, float lr);
+
+  // Runs the recording once and waits.
+  void step();
+  // Discards the recording and records it again (what step() replays).
+  void rerecord();
+
+  // A tensor's contents after the last step: persistent tensors and marked outputs only
+  // (others may have been overwritten by later ones); throws Error otherwise.
+  std::vector<float> read(Tensor t);
+  float readScalar(Tensor t) { return read(t).at(0); }
+  // Where a tensor lives (for tests and for ops recorded by the caller).
+  ops::TensorView view(Tensor t) const;
+
+  const GraphPlan& plan() const { return plan_; }
+  uint64_t arenaBytes() const { return plan_.memory.arena_bytes; }
+  uint64_t naiveBytes() const { return plan_.memory.naive_bytes; }
+  uint32_t dispatchCount() const;
+  uint32_t barrierCount() const;
+
+ private:
+  void record();
+  void checkInput(Tensor t, DType dtype, size_t count) const;
+
+  vk::Context& context_;
+  const Graph& graph_;
+  GraphPlan plan_;
+  std::vector<vk::Buffer> owned_;          // persistent tensors and the arena
+  std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
+  std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
+  std::unique_ptr<vk::Recorder> rec_;
+};
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,277 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "graph/parameters.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+#include "vk/error.h"
+
+namespace vkgrad::graph {
+namespace {
+
+Shape makeShape(const int64_t* dims, int rank) {
+  switch (rank) {
+    case 1:
+      return {dims[0]};
+    case 2:
+      return {dims[0], dims[1]};
+    case 3:
+      return {dims[0], dims[1], dims[2]};
+    case 4:
+      return {dims[0], dims[1], dims[2], dims[3]};
+    default:
+      throw ShapeError("shapes have 1 to 4 dims");
+  }
+}
+
+// shape without its last axis ((1) for a vector).
+Shape leading(const Shape& s) {
+  int64_t dims[Shape::kMaxRank];
+  for (int i = 0; i + 1 < s.rank(); ++i) dims[i] = s[i];
+  if (s.rank() == 1) return {1};
+  return makeShape(dims, s.rank() - 1);
+}
+
+}  // namespace
+
+const char* tensorKindName(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::Activation:
+      return "activation";
+    case TensorKind::Input:
+      return "input";
+    case TensorKind::Parameter:
+      return "parameter";
+    case TensorKind::Constant:
+      return "constant";
+    case TensorKind::State:
+      return "state";
+    case TensorKind::Gradient:
+      return "gradient";
+  }
+  return "?";
+}
+
+const char* opName(OpKind op) {
+  switch (op) {
+    case OpKind::Reshape:
+      return "reshape";
+    case OpKind::Matmul:
+      return "matmul";
+    case OpKind::Add:
+      return "add";
+    case OpKind::Activation:
+      return "activation";
+    case OpKind::LayerNorm:
+      return "layernorm";
+    case OpKind::CrossEntropy:
+      return "crossEntropy";
+    case OpKind::MatmulBackward:
+      return "matmulBackward";
+    case OpKind::AddBackward:
+      return "addBackward";
+    case OpKind::ActivationBackward:
+      return "activationBackward";
+    case OpKind::LayerNormBackward:
+      return "layernormBackward";
+    case OpKind::CrossEntropyBackward:
+      return "crossEntropyBackward";
+    case OpKind::AdvanceStep:
+      return "advanceStep";
+    case OpKind::ClipGradNorm:
+      return "clipGradNorm";
+    case OpKind::SgdUpdate:
+      return "sgd";
+    case OpKind::AdamWUpdate:
+      return "adamw";
+  }
+  return "?";
+}
+
+int Graph::newTensor(TensorInfo info) {
+  const int id = int(tensors_.size());
+  if (info.root < 0) info.root = id;
+  if (info.name.empty()) info.name = "t" + std::to_string(id);
+  tensors_.push_back(std::move(info));
+  producers_.push_back(-1);
+  return id;
+}
+
+int Graph::addNode(Node node) {
+  const int id = int(nodes_.size());
+  node.writes.resize(node.outputs.size(), ops::Write::Overwrite);
+  for (int out : node.outputs)
+    if (out >= 0 && producers_.at(size_t(out)) < 0) producers_[size_t(out)] = id;
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+const TensorInfo& Graph::tensor(Tensor t) const {
+  if (t.id < 0 || size_t(t.id) >= tensors_.size())
+    throw Error("graph: tensor handle " + std::to_string(t.id) + " is not in this graph");
+  return tensors_[size_t(t.id)];
+}
+
+void Graph::check(Tensor t, const char* op) const {
+  if (t.id < 0 || size_t(t.id) >= tensors_.size())
+    throw Error(std::string(op) + ": tensor handle " + std::to_string(t.id) +
+                " is not in this graph");
+}
+
+std::string Graph::describe(const char* op, std::initializer_list<Tensor> ts) const {
+  std::string text = std::string(op) + ":";
+  const char* sep = " ";
+  for (Tensor t : ts) {
+    if (!t) continue;
+    text += sep + tensor(t).shape.str();
+    sep = ", ";
+  }
+  return text;
+}
+
+Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
+  if (shape.numel() <= 0) throw ShapeError("input " + name + ": empty shape " + shape.str());
+  TensorInfo info{name, shape, dtype, TensorKind::Input};
+  info.differentiable = false;
+  return {newTensor(std::move(info))};
+}
+
+Tensor Graph::parameter(const Parameter& p) {
+  for (const TensorInfo& t : tensors_)
+    if (t.parameter == &p) throw Error("graph: parameter " + p.name + " added twice");
+  TensorInfo info{p.name, p.shape, DType::F32, TensorKind::Parameter};
+  info.parameter = &p;
+  return {newTensor(std::move(info))};
+}
+
+Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<float> values) {
+  if (int64_t(values.size()) != shape.numel() || shape.numel() == 0)
+    throw ShapeError("constant " + name + ": " + std::to_string(values.size()) +
+                     " values for shape " + shape.str());
+  TensorInfo info{name, shape, DType::F32, TensorKind::Constant};
+  info.differentiable = false;
+  info.data.resize(values.size());
+  std::memcpy(info.data.data(), values.data(), values.size() * 4);
+  return {newTensor(std::move(info))};
+}
+
+Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b) {
+  check(a, "matmul");
+  check(b, "matmul");
+  if (bias) check(bias, "matmul");
+  const Shape sa = shape(a), sb = shape(b);  // copies: newTensor may move tensors_
+  auto fail = [&](const std::string& why) {
+    std::string text = describe("matmul", {a, b});
+    if (bias) text += " + bias " + shape(bias).str();
+    throw ShapeError(text + ": " + why);
+  };
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32) fail("operands must be f32");
+  if (sa.rank() < 2 || sa.rank() > 3 || sb.rank() < 2 || sb.rank() > 3)
+    fail("operands must be 2-D or 3-D");
+  const int ra = sa.rank(), rb = sb.rank();
+  const int64_t m = trans_a ? sa[ra - 1] : sa[ra - 2], ka = trans_a ? sa[ra - 2] : sa[ra - 1];
+  const int64_t kb = trans_b ? sb[rb - 1] : sb[rb - 2], n = trans_b ? sb[rb - 2] : sb[rb - 1];
+  if (ka != kb)
+    fail("inner dims differ (" + std::to_string(ka) + " vs " + std::to_string(kb) + ")");
+  const int64_t ba = ra == 3 ? sa[0] : 1, bb = rb == 3 ? sb[0] : 1;
+  if (ba != bb && ba != 1 && bb != 1) fail("batch sizes differ");
+  if (bias && !(shape(bias) == Shape{n})) fail("bias must be (" + std::to_string(n) + ")");
+  const Shape out = ra == 2 && rb == 2 ? Shape{m, n} : Shape{std::max(ba, bb), m, n};
+  const int c = newTensor({"", out});
+  Node node{OpKind::Matmul, {a.id, b.id, bias ? bias.id : -1}, {c}};
+  node.attrs.trans_a = trans_a;
+  node.attrs.trans_b = trans_b;
+  addNode(std::move(node));
+  return {c};
+}
+
+Tensor Graph::add(Tensor a, Tensor b) {
+  check(a, "add");
+  check(b, "add");
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32)
+    throw ShapeError(describe("add", {a, b}) + ": operands must be f32");
+  // The kernel broadcasts its second operand; addition commutes, so the larger goes first.
+  if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
+  ops::broadcastFold("add", shape(a), shape(b));  // throws ShapeError with both shapes
+  const int c = newTensor({"", shape(a)});
+  addNode({OpKind::Add, {a.id, b.id}, {c}});
+  return {c};
+}
+
+Tensor Graph::activation(Tensor x, ops::Activation kind, float param) {
+  check(x, "activation");
+  if (tensor(x).dtype != DType::F32)
+    throw ShapeError(describe(ops::activationName(kind), {x}) + ": x must be f32");
+  const int y = newTensor({"", shape(x)});
+  Node node{OpKind::Activation, {x.id}, {y}};
+  node.attrs.activation = kind;
+  node.attrs.param = param;
+  addNode(std::move(node));
+  return {y};
+}
+
+Tensor Graph::layernorm(Tensor x, Tensor gamma, Tensor beta, float eps) {
+  check(x, "layernorm");
+  check(gamma, "layernorm");
+  check(beta, "layernorm");
+  const Shape sx = shape(x);  // a copy: newTensor may move tensors_
+  const Shape vec{sx.back()};
+  if (!(shape(gamma) == vec) || !(shape(beta) == vec))
+    throw ShapeError(describe("layernorm", {x, gamma, beta}) + ": gamma and beta must be " +
+                     vec.str());
+  if (!(eps >= 0)) throw ShapeError(describe("layernorm", {x}) + ": eps must be >= 0");
+  const int y = newTensor({"", sx});
+  const int mean = newTensor({"", {sx.rows()}});
+  const int rstd = newTensor({"", {sx.rows()}});
+  Node node{OpKind::LayerNorm, {x.id, gamma.id, beta.id}, {y, mean, rstd}};
+  node.attrs.param = eps;
+  addNode(std::move(node));
+  return {y};
+}
+
+Tensor Graph::crossEntropy(Tensor logits, Tensor targets) {
+  check(logits, "crossEntropy");
+  check(targets, "crossEntropy");
+  const Shape sl = shape(logits);  // a copy: newTensor may move tensors_
+  if (tensor(targets).dtype != DType::U32 || tensor(logits).dtype != DType::F32)
+    throw ShapeError(describe("crossEntropy", {logits, targets}) +
+                     ": logits must be f32 and targets u32");
+  if (sl.rank() < 2 || !(shape(targets) == leading(sl)))
+    throw ShapeError(describe("crossEntropy", {logits, targets}) + ": targets must be " +
+                     leading(sl).str() + ", logits' shape without the class axis");
+  TensorInfo status{"crossEntropy.status", {2}, DType::U32, TensorKind::State};
+  status.differentiable = false;
+  status.data = {0, 0};
+  const int st = newTensor(std::move(status));
+  const int loss = newTensor({"", {1}});
+  const int rows = newTensor({"", shape(targets)});
+  const int saved = newTensor({"", {ops::crossEntropySavedSize(sl.rows())}});
+  addNode({OpKind::CrossEntropy, {logits.id, targets.id, st}, {loss, rows, saved}});
+  return {loss};
+}
+
+Tensor Graph::reshape(Tensor x, const Shape& s) {
+  check(x, "reshape");
+  if (s.numel() != shape(x).numel())
+    throw ShapeError(describe("reshape", {x}) + " -> " + s.str() + ": element counts differ");
+  const TensorInfo& from = tensor(x);
+  TensorInfo info{
+      "", s, from.dtype,
+      from.kind == TensorKind::Gradient ? TensorKind::Gradient : TensorKind::Activation};
+  info.root = from.root;
+  info.differentiable = from.differentiable;
+  const int y = newTensor(std::move(info));
+  addNode({OpKind::Reshape, {x.id}, {y}});
+  return {y};
+}
+
+void Graph::markOutput(Tensor t) {
+  check(t, "markOutput");
+  for (int o : outputs_)
+    if (o == t.id) return;
+  outputs_.push_back(t.id);
+}
+
+}  // namespace vkgrad::graph

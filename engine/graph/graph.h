@@ -1,0 +1,147 @@
+// The graph builder: a computation described once as nodes over tensor handles, checked for
+// shapes as it is built (ShapeError naming the op and shapes), then differentiated
+// (graph/autograd.h), planned (graph/planner.h) and executed (graph/executor.h).
+//
+// Every tensor has exactly one root: itself, or (for a reshape view) the tensor whose bytes it
+// shares. Nodes run in the order they were added, which is a topological order because a node
+// can only take tensors that already exist. Adding an op means: an OpKind, a builder method
+// here (shape checks), a backward rule in autograd.cpp and a case in executor.cpp's launch().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/activation.h"
+#include "ops/optim.h"
+#include "ops/tensor.h"
+
+namespace vkgrad::graph {
+
+struct Parameter;
+
+using ops::DType;
+using ops::Shape;
+
+// A handle: the index of a tensor in its Graph.
+struct Tensor {
+  int id = -1;
+  explicit operator bool() const { return id >= 0; }
+  bool operator==(const Tensor&) const = default;
+};
+
+// Where a tensor's bytes live and who provides its contents.
+enum class TensorKind {
+  Activation,  // produced by a node; planned into the arena
+  Input,       // fed by the caller before each step; persistent
+  Parameter,   // a ParameterStore entry; persistent, not owned by the graph
+  Constant,    // uploaded once when compiled; persistent
+  State,       // optimizer and status buffers, zeroed (or set) once; persistent
+  Gradient,    // written by backward nodes; persistent for parameters, planned otherwise
+};
+const char* tensorKindName(TensorKind kind);
+
+enum class OpKind {
+  // forward
+  Reshape,       // a view of its input's bytes: no kernel
+  Matmul,        // (a, b[, bias]) -> c
+  Add,           // (a, b) -> a + b, b broadcast over a
+  Activation,    // (x) -> f(x)
+  LayerNorm,     // (x, gamma, beta) -> (y, mean, rstd)
+  CrossEntropy,  // (logits, targets, status) -> (mean loss (1), row losses, saved)
+  // backward (added by autograd); `which` names the forward input the gradient is for
+  MatmulBackward,      // (a, b, dc) -> d{a,b,bias}
+  AddBackward,         // (dout) -> d{a,b}
+  ActivationBackward,  // (x or y, dy) -> dx
+  LayerNormBackward,   // (x, gamma, mean, rstd, dy) -> (dx|tmp, dgamma|-, dbeta|-, scratch[, tmp])
+  CrossEntropyBackward,  // (logits, targets, saved, dmean) -> dlogits
+  // optimizer (graph/optimizer.h); these update their first input in place
+  AdvanceStep,   // (state)
+  ClipGradNorm,  // (grads..., scratch, norm)
+  SgdUpdate,     // (param, grad, velocity, state)
+  AdamWUpdate,   // (param, grad, m, v, state)
+};
+const char* opName(OpKind op);
+
+// The attributes every op may use; each op reads only its own.
+struct Attrs {
+  bool trans_a = false, trans_b = false;  // Matmul
+  float alpha = 1.0f;                     // Matmul scale
+  ops::Activation activation = ops::Activation::Relu;
+  float param = 0.0f;  // Activation parameter, LayerNorm eps, ClipGradNorm max norm
+  int which = 0;       // backward nodes: index of the forward input differentiated
+  ops::SgdOptions sgd;
+  ops::AdamWOptions adamw;
+};
+
+struct TensorInfo {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::F32;
+  TensorKind kind = TensorKind::Activation;
+  int root = -1;                         // itself, or the tensor a reshape view shares bytes with
+  bool differentiable = true;            // false for ids, targets, masks, state
+  bool persistent = false;               // a Gradient kept outside the arena (a parameter's)
+  const Parameter* parameter = nullptr;  // Parameter kind
+  std::vector<uint32_t> data;            // Constant and State: initial words
+  uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
+};
+
+struct Node {
+  OpKind op;
+  std::vector<int> inputs;         // tensor ids; -1 for an absent optional input
+  std::vector<int> outputs;        // tensor ids; -1 for an absent optional output
+  std::vector<ops::Write> writes;  // per output: Accumulate adds a later gradient contribution
+  Attrs attrs;
+  bool sideEffects() const { return op >= OpKind::AdvanceStep; }
+};
+
+class Graph {
+ public:
+  // --- leaves
+  // Fed per step through Executor::setInput. Ids and targets are u32 and never differentiable.
+  Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
+  // A trainable tensor of a ParameterStore (which must outlive the compiled graph).
+  Tensor parameter(const Parameter& p);
+  Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
+
+  // --- ops (ShapeError naming the op and shapes on mismatch, nothing added)
+  // a: (M,K) or (B,M,K), b: (K,N) or (B,K,N) (swapped where transposed), bias: (N) or none.
+  Tensor matmul(Tensor a, Tensor b, Tensor bias = {}, bool trans_a = false, bool trans_b = false);
+  // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.
+  Tensor add(Tensor a, Tensor b);
+  Tensor activation(Tensor x, ops::Activation kind, float param = 0.0f);
+  Tensor relu(Tensor x) { return activation(x, ops::Activation::Relu); }
+  Tensor gelu(Tensor x) { return activation(x, ops::Activation::GeluTanh); }
+  // x: (..., N), gamma, beta: (N).
+  Tensor layernorm(Tensor x, Tensor gamma, Tensor beta, float eps = 1e-5f);
+  // logits: (..., C) f32, targets: (...) u32 -> (1): the mean over rows of -log softmax[target].
+  Tensor crossEntropy(Tensor logits, Tensor targets);
+  // The same elements in another shape; no kernel, no copy.
+  Tensor reshape(Tensor x, const Shape& shape);
+
+  // --- outputs: kept alive to the end of a step so they can be read back
+  void markOutput(Tensor t);
+  const std::vector<int>& outputs() const { return outputs_; }
+
+  // --- inspection and the lower-level interface autograd and the optimizer use
+  const TensorInfo& tensor(Tensor t) const;
+  const TensorInfo& tensor(int id) const { return tensors_.at(size_t(id)); }
+  const Shape& shape(Tensor t) const { return tensor(t).shape; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  int producer(int tensor_id) const { return producers_.at(size_t(tensor_id)); }
+  int newTensor(TensorInfo info);  // root defaults to itself
+  int addNode(Node node);          // sets the producer of outputs not yet produced
+  // "matmul: (4,8) x (9,2)": op name and the shapes of the given tensors, for errors.
+  std::string describe(const char* op, std::initializer_list<Tensor> ts) const;
+
+ private:
+  void check(Tensor t, const char* op) const;
+  std::vector<TensorInfo> tensors_;
+  std::vector<int> producers_;  // first node writing each tensor, -1 for leaves
+  std::vector<Node> nodes_;
+  std::vector<int> outputs_;
+};
+
+}  // namespace vkgrad::graph

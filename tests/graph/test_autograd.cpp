@@ -1,0 +1,246 @@
+#include "graph/autograd.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/gradcheck.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "graph/executor.h"
+#include "graph/parameters.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+using graph::Graph;
+using graph::Init;
+using graph::OpKind;
+using graph::Tensor;
+using ops::Write;
+
+class AutogradTest : public VkTest {
+ protected:
+  // Composite graphs are checked end to end: the loss the executor computes, perturbed one
+  // parameter coordinate at a time, against the gradients the backward nodes wrote.
+  void checkAllParameters(graph::ParameterStore& store, Graph& g, Tensor loss,
+                          const graph::Gradients& grads, graph::Executor& exec,
+                          const GradCheckOptions& options) {
+    std::vector<std::vector<float>> values;
+    for (const auto& p : store.all()) values.push_back(download(*p));
+    exec.step();
+    std::vector<std::vector<float>> analytic;
+    ASSERT_EQ(grads.parameters.size(), store.all().size());
+    for (const auto& p : store.all())
+      for (const auto& [param, grad] : grads.parameters)
+        if (g.tensor(param).parameter == p.get()) analytic.push_back(exec.read(grad));
+    ASSERT_EQ(analytic.size(), store.all().size());
+
+    std::vector<GradInput> inputs;
+    for (size_t i = 0; i < values.size(); ++i)
+      inputs.push_back({store.all()[i]->name, &values[i], analytic[i]});
+    auto lossFn = [&]() {
+      for (size_t i = 0; i < values.size(); ++i)
+        ctx().staging().upload(store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
+      exec.step();
+      return double(exec.readScalar(loss));
+    };
+    EXPECT_TRUE(checkGradients(lossFn, inputs, rng_, options)) << rng_.describe();
+  }
+
+  static std::vector<float> download(const graph::Parameter& p) {
+    std::vector<float> out(size_t(p.shape.numel()));
+    ctx().staging().download(p.buffer, 0, out.data(), out.size() * 4);
+    return out;
+  }
+
+  std::vector<uint32_t> targets(size_t n, uint32_t classes) {
+    std::vector<uint32_t> t(n);
+    for (auto& v : t) v = rng_.below(classes);
+    return t;
+  }
+
+  Rng rng_;
+};
+
+// Finite differences of a float32 mean loss: a step of 1e-2 keeps the rounding noise of the
+// loss (~1e-7) far below the gradients; the activations are smooth, so the O(h^2) truncation
+// stays small too.
+GradCheckOptions fdOptions() {
+  GradCheckOptions o;
+  o.rel_step = 1e-2;
+  o.tolerance = 1e-2;
+  o.max_coords = 12;
+  return o;
+}
+
+// x -> tanh(x W1 + b1) -> tanh(h W + b2) -> (h2 W) -> W3 -> cross-entropy: W is used twice.
+TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
+  graph::ParameterStore store(ctx());
+  const auto& w1 = store.add("w1", {4, 6}, Init::xavierUniform());
+  const auto& b1 = store.add("b1", {6}, Init::uniform(-0.5f, 0.5f));
+  const auto& w = store.add("w", {6, 6}, Init::xavierUniform());
+  const auto& b2 = store.add("b2", {6}, Init::uniform(-0.5f, 0.5f));
+  const auto& w3 = store.add("w3", {6, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed());
+
+  Graph g;
+  const Tensor x = g.input("x", {5, 4});
+  const Tensor y = g.input("y", {5}, ops::DType::U32);
+  const Tensor W = g.parameter(w);
+  const Tensor h1 =
+      g.activation(g.matmul(x, g.parameter(w1), g.parameter(b1)), ops::Activation::Tanh);
+  const Tensor h2 = g.activation(g.matmul(h1, W, g.parameter(b2)), ops::Activation::Tanh);
+  const Tensor logits = g.matmul(g.matmul(h2, W), g.parameter(w3));
+  const Tensor loss = g.crossEntropy(logits, y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+
+  // W's two contributions: the first (in execution order) writes, the second adds.
+  std::vector<Write> modes;
+  for (const auto& node : g.nodes())
+    if (node.op == OpKind::MatmulBackward && node.outputs[0] == grads[W].id)
+      modes.push_back(node.writes[0]);
+  EXPECT_EQ(modes, (std::vector<Write>{Write::Overwrite, Write::Accumulate}));
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(20));
+  exec.setInput(y, targets(5, 3));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+}
+
+// A pre-norm residual block: h = layernorm(x W0 + b0); r = h + gelu(h W1 + b1); logits =
+// r W2, reshaped to (2,3,C) for a 3-D cross-entropy. h feeds both the residual and the MLP,
+// and the reshape's gradient is a view of its source's.
+TEST_F(AutogradTest, ResidualLayernormBlockMatchesFiniteDifferences) {
+  graph::ParameterStore store(ctx());
+  const auto& w0 = store.add("w0", {5, 8}, Init::xavierUniform());
+  const auto& b0 = store.add("b0", {8}, Init::uniform(-0.5f, 0.5f));
+  const auto& gamma = store.add("gamma", {8}, Init::uniform(0.5f, 1.5f));
+  const auto& beta = store.add("beta", {8}, Init::uniform(-0.5f, 0.5f));
+  const auto& w1 = store.add("w1", {8, 8}, Init::xavierUniform());
+  const auto& b1 = store.add("b1", {8}, Init::uniform(-0.5f, 0.5f));
+  const auto& w2 = store.add("w2", {8, 4}, Init::xavierUniform());
+  store.initialize(rng_.seed() + 1);
+
+  Graph g;
+  const Tensor x = g.input("x", {6, 5});
+  const Tensor y = g.input("y", {2, 3}, ops::DType::U32);
+  const Tensor h = g.layernorm(g.matmul(x, g.parameter(w0), g.parameter(b0)), g.parameter(gamma),
+                               g.parameter(beta));
+  const Tensor mlp = g.gelu(g.matmul(h, g.parameter(w1), g.parameter(b1)));
+  const Tensor r = g.add(h, mlp);
+  const Tensor logits = g.reshape(g.matmul(r, g.parameter(w2)), {2, 3, 4});
+  const Tensor loss = g.crossEntropy(logits, y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  EXPECT_EQ(grads.parameters.size(), 7u);
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(30));
+  exec.setInput(y, targets(6, 4));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+}
+
+// Batched activations (B,T,C) against shared weights, a positional table (T,C) broadcast over
+// the batch and a per-channel offset (C) broadcast over every row, then a reshape to rows:
+// the broadcast operands' gradients are sums over the axes they were repeated along.
+TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {5, 6}, Init::xavierUniform());
+  const auto& pos = store.add("pos", {4, 6}, Init::uniform(-0.5f, 0.5f));
+  const auto& shift = store.add("shift", {6}, Init::uniform(-0.5f, 0.5f));
+  const auto& head = store.add("head", {3, 6}, Init::xavierUniform());  // used transposed
+  store.initialize(rng_.seed() + 3);
+
+  Graph g;
+  const Tensor x = g.input("x", {3, 4, 5});
+  const Tensor y = g.input("y", {12}, ops::DType::U32);
+  const Tensor h = g.add(g.parameter(shift), g.add(g.matmul(x, g.parameter(w)), g.parameter(pos)));
+  const Tensor rows = g.reshape(g.activation(h, ops::Activation::Tanh), {12, 6});
+  const Tensor loss = g.crossEntropy(g.matmul(rows, g.parameter(head), {}, false, true), y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(60));
+  exec.setInput(y, targets(12, 3));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+}
+
+// gamma and beta shared by two layernorms: the later layernorm (first in the backward) writes
+// their gradients, the earlier one must add to them while it writes its dx, so its backward
+// splits by write mode into two kernels, and the one without dx writes dx to a temporary.
+TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {4, 6}, Init::xavierUniform());
+  const auto& gamma = store.add("gamma", {6}, Init::uniform(0.5f, 1.5f));
+  const auto& beta = store.add("beta", {6}, Init::uniform(-0.5f, 0.5f));
+  const auto& w2 = store.add("w2", {6, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed() + 2);
+
+  Graph g;
+  const Tensor x = g.input("x", {4, 4});
+  const Tensor y = g.input("y", {4}, ops::DType::U32);
+  const Tensor G = g.parameter(gamma), B = g.parameter(beta);
+  const Tensor a = g.layernorm(g.matmul(x, g.parameter(w)), G, B);
+  const Tensor b = g.layernorm(g.activation(a, ops::Activation::Tanh), G, B);
+  const Tensor loss = g.crossEntropy(g.matmul(b, g.parameter(w2)), y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  int layernorm_backward = 0;
+  for (const auto& node : g.nodes()) layernorm_backward += node.op == OpKind::LayerNormBackward;
+  EXPECT_EQ(layernorm_backward, 3);
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(16));
+  exec.setInput(y, targets(4, 3));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+}
+
+// Only what leads from a parameter to the loss is differentiated: no gradient for inputs,
+// targets or a branch the loss does not use, and no backward node for them.
+TEST_F(AutogradTest, PrunesWhatDoesNotLeadFromAParameterToTheLoss) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {3, 2}, Init::xavierUniform());
+  const auto& unused = store.add("unused", {3, 3}, Init::xavierUniform());
+  Graph g;
+  const Tensor x = g.input("x", {4, 3});
+  const Tensor y = g.input("y", {4}, ops::DType::U32);
+  const Tensor side = g.relu(g.matmul(x, g.parameter(unused)));  // not on the loss's path
+  const Tensor pre = g.relu(x);  // on the path, but no parameter before it
+  const Tensor W = g.parameter(w);
+  const Tensor loss = g.crossEntropy(g.matmul(pre, W), y);
+  const size_t forward_nodes = g.nodes().size();
+  const graph::Gradients grads = graph::backward(g, loss);
+  ASSERT_EQ(grads.parameters.size(), 1u);
+  EXPECT_EQ(grads.parameters[0].first, W);
+  for (Tensor t : {x, y, side, pre}) EXPECT_THROW(grads[t], Error) << t.id;
+  // Backward: crossEntropy -> dlogits, matmul -> dW. Nothing for relu or the side branch.
+  std::vector<OpKind> ops;
+  for (size_t n = forward_nodes; n < g.nodes().size(); ++n) ops.push_back(g.nodes()[n].op);
+  EXPECT_EQ(ops, (std::vector<OpKind>{OpKind::CrossEntropyBackward, OpKind::MatmulBackward}));
+}
+
+TEST_F(AutogradTest, RejectsALossThatIsNotAScalarOrNotReachedByAParameter) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {3, 2}, Init::xavierUniform());
+  Graph g;
+  const Tensor x = g.input("x", {4, 3});
+  const Tensor h = g.matmul(x, g.parameter(w));
+  EXPECT_THROW(graph::backward(g, h), Error);
+  Graph g2;
+  const Tensor x2 = g2.input("x", {4, 3});
+  const Tensor loss = g2.crossEntropy(x2, g2.input("y", {4}, ops::DType::U32));
+  try {
+    graph::backward(g2, loss);
+    FAIL() << "no parameter reaches the loss";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no parameter"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vkgrad::test
