@@ -38,9 +38,11 @@ void main() {
     const float my_l = i0 + lane < p.Tq ? lse[p.lse_skip + rowIndex(b, h, mine)] : NEG_INF;
     const float my_rd = rowdot[p.rowdot_skip + rowIndex(b, h, mine)];
     float s[TILE], dp[TILE];
+    vec4 qrow[D4], drow[D4];  // this lane's fetched rows, reused by the update below
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
       const vec4 qc = texelFetch(Qt, qbase + int(c)), dc = texelFetch(DOt, dbase + int(c));
+      qrow[c] = qc, drow[c] = dc;
       [[unroll]] for (uint r = 0; r < TILE; ++r) {
         s[r] += dot(kv[c], subgroupShuffle(qc, r));
         dp[r] += dot(vv[c], subgroupShuffle(dc, r));
@@ -55,7 +57,7 @@ void main() {
       ds[r] = pr[r] * (dp[r] - rdr);
     }
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 qc = texelFetch(Qt, qbase + int(c)), dc = texelFetch(DOt, dbase + int(c));
+      const vec4 qc = qrow[c], dc = drow[c];
       vec4 a = gk[c], e = gv[c];
       [[unroll]] for (uint r = 0; r < TILE; ++r) {
         a += ds[r] * subgroupShuffle(qc, r);
