@@ -27,7 +27,8 @@ void fullBarrier(const VolkDeviceTable& vk, VkCommandBuffer cmd) {
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
                           VK_ACCESS_HOST_READ_BIT;
-  vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+  vk.vkCmdPipelineBarrier(cmd,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                               VK_PIPELINE_STAGE_HOST_BIT,
                           0, 1, &barrier, 0, nullptr, 0, nullptr);
@@ -50,12 +51,15 @@ Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), byte
   vkGetPhysicalDeviceMemoryProperties(context.physicalDevice(), &props);
   uint32_t type = UINT32_MAX;
   for (VkMemoryPropertyFlags wanted :
-       {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+       {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
                               VK_MEMORY_PROPERTY_HOST_CACHED_BIT),
-        VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT),
+        VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT),
         VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)}) {
     for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
-      if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & wanted) == wanted)
+      if ((req.memoryTypeBits & (1u << i)) &&
+          (props.memoryTypes[i].propertyFlags & wanted) == wanted)
         type = i;
     if (type != UINT32_MAX) break;
   }
@@ -105,12 +109,15 @@ void Staging::submitAndWait() {
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
                      VkDeviceSize bytes) {
   checkRange("upload", dst, dst_offset, bytes);
+  counts_.uploads += bytes > 0;
+  counts_.upload_bytes += bytes;
   const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
     std::memcpy(mapped_, static_cast<const char*>(src) + done, chunk);
     if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
+                                VK_WHOLE_SIZE};
       VK_CHECK(vk.vkFlushMappedMemoryRanges(context_.device(), 1, &range));
     }
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -127,6 +134,8 @@ void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src
 
 void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes) {
   checkRange("download", src, src_offset, bytes);
+  counts_.downloads += bytes > 0;
+  counts_.download_bytes += bytes;
   const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
@@ -139,7 +148,8 @@ void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, Vk
     fullBarrier(vk, cmd_);  // makes the copy visible to host reads
     submitAndWait();
     if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
+                                VK_WHOLE_SIZE};
       VK_CHECK(vk.vkInvalidateMappedMemoryRanges(context_.device(), 1, &range));
     }
     std::memcpy(static_cast<char*>(dst) + done, mapped_, chunk);

@@ -1,9 +1,11 @@
 // Host <-> device copies through one reusable host-visible buffer. Transfers larger
 // than the buffer go through it in chunks. Each call waits for its copies to finish,
 // so it is for datasets, parameters and readbacks, not for per-dispatch traffic.
+// Every call is counted, so tests can check that a training step moves only what it should.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <volk.h>
 
@@ -11,6 +13,13 @@ namespace vkgrad::vk {
 
 class Context;
 class Buffer;
+
+// Calls since the last reset: one per call that moved bytes, however many chunks it took.
+// Rejected and zero-byte calls are not counted.
+struct TransferCounts {
+  uint64_t uploads = 0, downloads = 0;
+  uint64_t upload_bytes = 0, download_bytes = 0;
+};
 
 class Staging {
  public:
@@ -24,6 +33,9 @@ class Staging {
   // Copies bytes of src at src_offset into host dst.
   void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes);
 
+  const TransferCounts& counts() const { return counts_; }
+  void resetCounts() { counts_ = {}; }
+
  private:
   void submitAndWait();
 
@@ -36,6 +48,7 @@ class Staging {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  TransferCounts counts_;
 };
 
 }  // namespace vkgrad::vk

@@ -102,5 +102,27 @@ TEST_F(StagingTest, ZeroByteTransfersAreNoOps) {
   EXPECT_EQ(byte, 0);
 }
 
+// One count per call (a chunked transfer is one), bytes exact; rejected and empty calls are
+// not counted; resetCounts() starts again from zero.
+TEST_F(StagingTest, CountsTransfersAndBytes) {
+  vk::Staging& staging = ctx().staging();
+  vk::Buffer buffer = ctx().allocator().allocate(kStagingBytes + 100);
+  std::vector<uint8_t> data(kStagingBytes + 100, 0x5a);
+  staging.resetCounts();
+  staging.upload(buffer, 0, data.data(), data.size());  // two chunks, one upload
+  staging.upload(buffer, 3, data.data(), 7);
+  staging.download(buffer, 1, data.data(), 12);
+  staging.upload(buffer, 0, data.data(), 0);
+  EXPECT_THROW(staging.download(buffer, 0, data.data(), data.size() + 1), Error);
+  const vk::TransferCounts counts = staging.counts();
+  EXPECT_EQ(counts.uploads, 2u);
+  EXPECT_EQ(counts.upload_bytes, kStagingBytes + 100 + 7);
+  EXPECT_EQ(counts.downloads, 1u);
+  EXPECT_EQ(counts.download_bytes, 12u);
+  staging.resetCounts();
+  EXPECT_EQ(staging.counts().uploads + staging.counts().downloads, 0u);
+  EXPECT_EQ(staging.counts().upload_bytes + staging.counts().download_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace vkgrad::test
