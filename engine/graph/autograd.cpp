@@ -35,8 +35,8 @@ class Builder {
     contributions_[grad_[loss_]] = 1;
 
     for (int n = forward_nodes - 1; n >= 0; --n) {
-      const Node node = g_.nodes()[size_t(n)];   // a copy: rules append to the node list
-      if (node.op == OpKind::Reshape) continue;  // its gradient is a view (gradOf)
+      const Node node = g_.nodes()[size_t(n)];  // a copy: rules append to the node list
+      if (node.isView()) continue;              // its gradient is a view (gradOf)
       bool any = false;
       for (int in : node.inputs) any = any || (in >= 0 && needs_[size_t(in)]);
       if (!any || node.outputs.empty() || !grad_.count(node.outputs[0])) continue;
@@ -88,11 +88,14 @@ class Builder {
     if (it != grad_.end()) return it->second;
     const int producer = g_.producer(t);
     int gid;
-    if (producer >= 0 && g_.nodes()[size_t(producer)].op == OpKind::Reshape) {
+    if (producer >= 0 && g_.nodes()[size_t(producer)].isView()) {
       // A view's gradient is the same view of its source's gradient: contributions to either
       // land in the same bytes, counted once per root (contribute()).
-      const int source = gradOf(g_.nodes()[size_t(producer)].inputs[0]);
-      gid = g_.reshape(Tensor{source}, g_.tensor(t).shape).id;
+      const Node& view = g_.nodes()[size_t(producer)];
+      const int source = gradOf(view.inputs[0]);
+      gid = view.op == OpKind::Reshape
+                ? g_.reshape(Tensor{source}, g_.tensor(t).shape).id
+                : g_.slice(Tensor{source}, view.attrs.begin, view.attrs.end).id;
     } else {
       const TensorInfo& info = g_.tensor(t);
       TensorInfo gi{"grad." + info.name, info.shape, DType::F32, TensorKind::Gradient};
@@ -103,10 +106,16 @@ class Builder {
     return gid;
   }
 
-  // How the next contribution to gradient tensor gid writes: the first one overwrites.
+  // How the next contribution to gradient tensor gid writes: the first one overwrites, unless
+  // it covers only part of the root (a slice's gradient): then the root is zeroed first and
+  // every contribution adds, so rows no slice reaches hold 0.
   Write contribute(int gid) {
-    int& count = contributions_[g_.tensor(gid).root];
-    return count++ == 0 ? Write::Overwrite : Write::Accumulate;
+    const int root = g_.tensor(gid).root;
+    int& count = contributions_[root];
+    if (count++ > 0) return Write::Accumulate;
+    if (g_.tensor(gid).bytes() == g_.tensor(root).bytes()) return Write::Overwrite;
+    g_.addNode({OpKind::ZeroFill, {}, {root}});
+    return Write::Accumulate;
   }
 
   bool needs(const Node& node, int which) const {
@@ -156,6 +165,10 @@ class Builder {
         if (needs(f, 0))
           emit(OpKind::CrossEntropyBackward, f, 0, {f.inputs[0], f.inputs[1], f.outputs[2], dout});
         break;
+      case OpKind::Gather:
+        throw Error("backward: gather has no gradient for its table " +
+                    g_.tensor(f.inputs[0]).name +
+                    " (gather reads data; a trainable lookup needs an embedding op)");
       default:
         throw Error(std::string("backward: no rule for ") + opName(f.op));
     }

@@ -2,8 +2,10 @@
 // the forward nodes in reverse, one backward rule per op (autograd.cpp). Only tensors that
 // depend on a parameter and lead to the loss get gradients; inputs, constants and u32 tensors
 // never do. A tensor used more than once gets one gradient tensor: its first contribution
-// (in execution order) overwrites it, later ones accumulate into it. A reshape view's gradient
-// is a view of its source's gradient, so it costs no kernel either.
+// (in execution order) overwrites it, later ones accumulate into it. A view's gradient (reshape,
+// first-axis slice) is the same view of its source's gradient, so it costs no kernel either;
+// a gradient that slices may cover only in part is zeroed first and only accumulated into.
+// Gather passes no gradient to its table (it reads data).
 #pragma once
 
 #include <map>

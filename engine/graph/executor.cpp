@@ -9,6 +9,7 @@
 #include "ops/activation.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
+#include "ops/embedding.h"
 #include "ops/layernorm.h"
 #include "ops/matmul.h"
 #include "ops/optim.h"
@@ -40,7 +41,26 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
   const ops::Write w = node.writes.empty() ? ops::Write::Overwrite : node.writes[0];
   switch (node.op) {
     case OpKind::Reshape:
+    case OpKind::Slice:
       return;  // shares its input's bytes
+
+    case OpKind::Gather: {
+      // table (N, ...) -> rows (n, row) for ids (n). The kernel moves 32-bit words without
+      // arithmetic, so u32 tables (labels) pass through it as f32 views, bits unchanged.
+      ops::TensorView table = in(0), ids = in(1), rows = out(0);
+      const int64_t row = table.shape.numel() / table.shape[0];
+      table.shape = {table.shape[0], row};
+      ids.shape = {ids.shape.numel()};
+      rows.shape = {ids.shape[0], row};
+      table.dtype = rows.dtype = DType::F32;
+      ops::embedding(rec, ids, table, rows, in(2));
+      return;
+    }
+    case OpKind::ZeroFill: {
+      const ops::TensorView o = out(0);
+      rec.fill(*o.buffer, 0u, o.offset, o.bytes());
+      return;
+    }
 
     case OpKind::Matmul: {
       // a: (M,K), b: (K,N), bias: (N) -> c: (M,N) (or batched; transposes as flagged)
@@ -128,6 +148,30 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
 
 }  // namespace
 
+namespace {
+
+Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
+                    const void* values, size_t count) {
+  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
+    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
+                     " values");
+  Dataset d{name, shape, dtype, context.allocator().allocate(count * 4)};
+  context.staging().upload(d.buffer, 0, values, count * 4);
+  return d;
+}
+
+}  // namespace
+
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const float> values) {
+  return uploadWords(context, name, shape, DType::F32, values.data(), values.size());
+}
+
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const uint32_t> values) {
+  return uploadWords(context, name, shape, DType::U32, values.data(), values.size());
+}
+
 Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
     : context_(context), graph_(graph) {
   plan_ = planGraph(graph, arenaAlignment(context), options.reuse_memory);
@@ -149,6 +193,8 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       offset_[t] = uint64_t(plan_.offset[t]);
     } else if (info.kind == TensorKind::Parameter) {
       buffer_[t] = &info.parameter->buffer;
+    } else if (info.kind == TensorKind::Dataset) {
+      buffer_[t] = &info.dataset->buffer;
     } else {
       owned_.push_back(context.allocator().allocate(info.bytes()));
       buffer_[t] = &owned_.back();
@@ -159,9 +205,10 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   for (size_t t = 0; t < n; ++t) {
     const size_t r = size_t(graph.tensor(int(t)).root);
     buffer_[t] = buffer_[r];
-    offset_[t] = offset_[r];
+    offset_[t] = offset_[r] + graph.tensor(int(t)).offset;
   }
   rec_ = std::make_unique<vk::Recorder>(context);
+  timed_ = context.info().timestamp_valid_bits != 0;
   if (arena) {
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
     rec_->fill(*arena, 0x7fc00000u);
@@ -174,9 +221,12 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
 Executor::~Executor() = default;
 
 void Executor::record() {
+  stepped_ = false;
+  if (timed_) ts_begin_ = rec_->timestamp();
   for (int n : plan_.order)
     launch(*rec_, graph_.nodes()[size_t(n)],
            [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); });
+  if (timed_) ts_end_ = rec_->timestamp();
 }
 
 void Executor::rerecord() {
@@ -186,6 +236,11 @@ void Executor::rerecord() {
 
 void Executor::step() {
   rec_->submit();
+  stepped_ = true;
+}
+
+double Executor::gpuMilliseconds() const {
+  return timed_ && stepped_ ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
 }
 
 ops::TensorView Executor::view(Tensor t) const {

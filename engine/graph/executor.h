@@ -1,12 +1,14 @@
 // Compiles a Graph once (plan, buffers, one recorded command buffer) and replays it every
 // step. A step is one queue submission of the recording: host work per step does not depend
-// on the number of nodes. Inputs are uploaded by the caller between steps; only the tensors
+// on the number of nodes. Inputs are uploaded by the caller between steps (for training, only
+// batch indices: datasets are uploaded once and gathered on the device); only the tensors
 // asked for are read back.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -19,6 +21,13 @@ class Recorder;
 }  // namespace vkgrad::vk
 
 namespace vkgrad::graph {
+
+// Copies a whole array to a new device buffer, once (Graph::dataset reads it in place).
+// Throws ShapeError when values does not hold shape.numel() elements.
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const float> values);
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const uint32_t> values);
 
 struct CompileOptions {
   bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)
@@ -56,6 +65,9 @@ class Executor {
   uint64_t naiveBytes() const { return plan_.memory.naive_bytes; }
   uint32_t dispatchCount() const;
   uint32_t barrierCount() const;
+  // GPU time of the last step() from timestamps around the recording; 0 before the first
+  // step (after a rerecord()) or where the queue has no timestamps.
+  double gpuMilliseconds() const;
 
  private:
   void record();
@@ -68,6 +80,8 @@ class Executor {
   std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
   std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
   std::unique_ptr<vk::Recorder> rec_;
+  bool timed_ = false, stepped_ = false;
+  uint32_t ts_begin_ = 0, ts_end_ = 0;
 };
 
 }  // namespace vkgrad::graph

@@ -50,6 +50,8 @@ const char* tensorKindName(TensorKind kind) {
       return "state";
     case TensorKind::Gradient:
       return "gradient";
+    case TensorKind::Dataset:
+      return "dataset";
   }
   return "?";
 }
@@ -58,6 +60,10 @@ const char* opName(OpKind op) {
   switch (op) {
     case OpKind::Reshape:
       return "reshape";
+    case OpKind::Slice:
+      return "slice";
+    case OpKind::Gather:
+      return "gather";
     case OpKind::Matmul:
       return "matmul";
     case OpKind::Add:
@@ -78,6 +84,8 @@ const char* opName(OpKind op) {
       return "layernormBackward";
     case OpKind::CrossEntropyBackward:
       return "crossEntropyBackward";
+    case OpKind::ZeroFill:
+      return "zeroFill";
     case OpKind::AdvanceStep:
       return "advanceStep";
     case OpKind::ClipGradNorm:
@@ -154,6 +162,18 @@ Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<
   info.differentiable = false;
   info.data.resize(values.size());
   std::memcpy(info.data.data(), values.data(), values.size() * 4);
+  return {newTensor(std::move(info))};
+}
+
+Tensor Graph::dataset(const Dataset& d) {
+  for (const TensorInfo& t : tensors_)
+    if (t.dataset == &d) throw Error("graph: dataset " + d.name + " added twice");
+  if (d.shape.numel() <= 0 || d.buffer.size() < uint64_t(d.shape.numel()) * 4)
+    throw ShapeError("dataset " + d.name + " " + d.shape.str() + ": empty, or its buffer holds " +
+                     std::to_string(d.buffer.size()) + " bytes");
+  TensorInfo info{d.name, d.shape, d.dtype, TensorKind::Dataset};
+  info.differentiable = false;
+  info.dataset = &d;
   return {newTensor(std::move(info))};
 }
 
@@ -261,9 +281,64 @@ Tensor Graph::reshape(Tensor x, const Shape& s) {
       "", s, from.dtype,
       from.kind == TensorKind::Gradient ? TensorKind::Gradient : TensorKind::Activation};
   info.root = from.root;
+  info.offset = from.offset;
   info.differentiable = from.differentiable;
   const int y = newTensor(std::move(info));
   addNode({OpKind::Reshape, {x.id}, {y}});
+  return {y};
+}
+
+Tensor Graph::slice(Tensor x, int64_t begin, int64_t end) {
+  check(x, "slice");
+  const TensorInfo& from = tensor(x);
+  const Shape sx = from.shape;
+  if (!(0 <= begin && begin < end && end <= sx[0]))
+    throw ShapeError(describe("slice", {x}) + " [" + std::to_string(begin) + ", " +
+                     std::to_string(end) +
+                     "): rows must satisfy 0 <= begin < end <= " + std::to_string(sx[0]));
+  int64_t dims[Shape::kMaxRank];
+  for (int i = 0; i < sx.rank(); ++i) dims[i] = sx[i];
+  dims[0] = end - begin;
+  TensorInfo info{
+      "", makeShape(dims, sx.rank()), from.dtype,
+      from.kind == TensorKind::Gradient ? TensorKind::Gradient : TensorKind::Activation};
+  info.root = from.root;
+  // Rows are contiguous, so the view is the root's bytes from the first row on.
+  info.offset = from.offset + uint64_t(begin) * uint64_t(sx.numel() / sx[0]) * 4;
+  info.differentiable = from.differentiable;
+  const int y = newTensor(std::move(info));
+  Node node{OpKind::Slice, {x.id}, {y}};
+  node.attrs.begin = begin;
+  node.attrs.end = end;
+  addNode(std::move(node));
+  return {y};
+}
+
+Tensor Graph::gather(Tensor table, Tensor ids) {
+  check(table, "gather");
+  check(ids, "gather");
+  const Shape st = shape(table), si = shape(ids);  // copies: newTensor may move tensors_
+  const DType dtype = tensor(table).dtype;
+  const bool differentiable = tensor(table).differentiable && dtype == DType::F32;
+  if (tensor(ids).dtype != DType::U32)
+    throw ShapeError(describe("gather", {table, ids}) + ": ids must be u32");
+  if (si.rank() + st.rank() - 1 > Shape::kMaxRank)
+    throw ShapeError(describe("gather", {table, ids}) + ": the result would have more than " +
+                     std::to_string(Shape::kMaxRank) + " dims");
+  if (st[0] > int64_t(UINT32_MAX) || st.numel() > int64_t(UINT32_MAX))
+    throw ShapeError(describe("gather", {table, ids}) + ": the table exceeds 32-bit indexing");
+  int64_t dims[Shape::kMaxRank];
+  int rank = 0;
+  for (int i = 0; i < si.rank(); ++i) dims[rank++] = si[i];
+  for (int i = 1; i < st.rank(); ++i) dims[rank++] = st[i];
+  TensorInfo status{"gather.status", {2}, DType::U32, TensorKind::State};
+  status.differentiable = false;
+  status.data = {0, 0};
+  const int st_id = newTensor(std::move(status));
+  TensorInfo out{"", makeShape(dims, rank), dtype};
+  out.differentiable = differentiable;  // backward() refuses it if a gradient must pass
+  const int y = newTensor(std::move(out));
+  addNode({OpKind::Gather, {table.id, ids.id, st_id}, {y}});
   return {y};
 }
 

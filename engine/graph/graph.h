@@ -2,10 +2,11 @@
 // shapes as it is built (ShapeError naming the op and shapes), then differentiated
 // (graph/autograd.h), planned (graph/planner.h) and executed (graph/executor.h).
 //
-// Every tensor has exactly one root: itself, or (for a reshape view) the tensor whose bytes it
-// shares. Nodes run in the order they were added, which is a topological order because a node
-// can only take tensors that already exist. Adding an op means: an OpKind, a builder method
-// here (shape checks), a backward rule in autograd.cpp and a case in executor.cpp's launch().
+// Every tensor has exactly one root: itself, or (for a view: reshape, first-axis slice) the
+// tensor whose bytes it shares, at a byte offset. Nodes run in the order they were added,
+// which is a topological order because a node can only take tensors that already exist.
+// Adding an op means: an OpKind, a builder method here (shape checks), a backward rule in
+// autograd.cpp and a case in executor.cpp's launch().
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,16 @@ struct Parameter;
 using ops::DType;
 using ops::Shape;
 
+// A device-resident array uploaded once (training inputs, labels: executor.h uploadDataset),
+// read by graphs through Graph::dataset and gather(), so a step moves no data from the host.
+// It must outlive every compiled graph that reads it.
+struct Dataset {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::F32;
+  vk::Buffer buffer;
+};
+
 // A handle: the index of a tensor in its Graph.
 struct Tensor {
   int id = -1;
@@ -38,12 +49,15 @@ enum class TensorKind {
   Constant,    // uploaded once when compiled; persistent
   State,       // optimizer and status buffers, zeroed (or set) once; persistent
   Gradient,    // written by backward nodes; persistent for parameters, planned otherwise
+  Dataset,     // a Dataset's buffer; persistent, not owned by the graph, never differentiable
 };
 const char* tensorKindName(TensorKind kind);
 
 enum class OpKind {
   // forward
   Reshape,       // a view of its input's bytes: no kernel
+  Slice,         // rows [begin, end) of the first axis: a view, no kernel
+  Gather,        // (table, ids, status) -> rows of table picked by ids, on the device
   Matmul,        // (a, b[, bias]) -> c
   Add,           // (a, b) -> a + b, b broadcast over a
   Activation,    // (x) -> f(x)
@@ -55,6 +69,7 @@ enum class OpKind {
   ActivationBackward,  // (x or y, dy) -> dx
   LayerNormBackward,   // (x, gamma, mean, rstd, dy) -> (dx|tmp, dgamma|-, dbeta|-, scratch[, tmp])
   CrossEntropyBackward,  // (logits, targets, saved, dmean) -> dlogits
+  ZeroFill,  // () -> zeros: a gradient whose contributions (slices) may not cover all of it
   // optimizer (graph/optimizer.h); these update their first input in place
   AdvanceStep,   // (state)
   ClipGradNorm,  // (grads..., scratch, norm)
@@ -68,8 +83,9 @@ struct Attrs {
   bool trans_a = false, trans_b = false;  // Matmul
   float alpha = 1.0f;                     // Matmul scale
   ops::Activation activation = ops::Activation::Relu;
-  float param = 0.0f;  // Activation parameter, LayerNorm eps, ClipGradNorm max norm
-  int which = 0;       // backward nodes: index of the forward input differentiated
+  float param = 0.0f;          // Activation parameter, LayerNorm eps, ClipGradNorm max norm
+  int which = 0;               // backward nodes: index of the forward input differentiated
+  int64_t begin = 0, end = 0;  // Slice: rows of the first axis
   ops::SgdOptions sgd;
   ops::AdamWOptions adamw;
 };
@@ -84,6 +100,8 @@ struct TensorInfo {
   bool persistent = false;               // a Gradient kept outside the arena (a parameter's)
   const Parameter* parameter = nullptr;  // Parameter kind
   std::vector<uint32_t> data;            // Constant and State: initial words
+  const Dataset* dataset = nullptr;      // Dataset kind
+  uint64_t offset = 0;                   // bytes into the root's (a slice view's start)
   uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
 };
 
@@ -94,6 +112,7 @@ struct Node {
   std::vector<ops::Write> writes;  // per output: Accumulate adds a later gradient contribution
   Attrs attrs;
   bool sideEffects() const { return op >= OpKind::AdvanceStep; }
+  bool isView() const { return op == OpKind::Reshape || op == OpKind::Slice; }
 };
 
 class Graph {
@@ -104,6 +123,8 @@ class Graph {
   // A trainable tensor of a ParameterStore (which must outlive the compiled graph).
   Tensor parameter(const Parameter& p);
   Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
+  // A Dataset's array, read in place (not copied; never differentiable).
+  Tensor dataset(const Dataset& d);
 
   // --- ops (ShapeError naming the op and shapes on mismatch, nothing added)
   // a: (M,K) or (B,M,K), b: (K,N) or (B,K,N) (swapped where transposed), bias: (N) or none.
@@ -119,6 +140,17 @@ class Graph {
   Tensor crossEntropy(Tensor logits, Tensor targets);
   // The same elements in another shape; no kernel, no copy.
   Tensor reshape(Tensor x, const Shape& shape);
+  // x: (N, ...) -> rows [begin, end): (end - begin, ...); a view, no kernel, no copy.
+  Tensor slice(Tensor x, int64_t begin, int64_t end);
+  // table: (N, ...) f32 or u32, ids: (...) u32 -> (ids' dims..., table's dims after N), with
+  // table's dtype: out[i] = table[ids[i]], copied on the device (ops/embedding.h's kernel),
+  // so a batch is an index buffer. An id >= N gives a zero row and sets the flags of a
+  // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. No gradient
+  // flows to the table: it is data (a Dataset or an input); backward() throws if a
+  // parameter's gradient would have to pass through a gather. The kernel binds table and ids
+  // without a skip, so a slice of either must start at the device's storage offset alignment
+  // (the Executor throws Error when it records one that does not).
+  Tensor gather(Tensor table, Tensor ids);
 
   // --- outputs: kept alive to the end of a step so they can be read back
   void markOutput(Tensor t);

@@ -172,8 +172,8 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
       last[r] = step;
       plan.used[r] = true;
     };
-    // A reshape reads and writes nothing: its output is its input's bytes.
-    if (node.op == OpKind::Reshape) continue;
+    // A view reads and writes nothing: its output is its input's bytes.
+    if (node.isView()) continue;
     for (int in : node.inputs) {
       if (in < 0) continue;
       const int r = root(in);

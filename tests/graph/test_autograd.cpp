@@ -224,6 +224,26 @@ TEST_F(AutogradTest, PrunesWhatDoesNotLeadFromAParameterToTheLoss) {
   EXPECT_EQ(ops, (std::vector<OpKind>{OpKind::CrossEntropyBackward, OpKind::MatmulBackward}));
 }
 
+// Gather reads data: a parameter behind one cannot be trained through it, and backward() says
+// so; a forward-only lookup from a parameter is fine.
+TEST_F(AutogradTest, GatherPassesNoGradientToItsTable) {
+  graph::ParameterStore store(ctx());
+  const auto& table = store.add("table", {5, 3}, Init::xavierUniform());
+  const auto& w = store.add("w", {3, 2}, Init::xavierUniform());
+  Graph g;
+  const Tensor rows = g.gather(g.parameter(table), g.input("ids", {4}, ops::DType::U32));
+  const Tensor loss =
+      g.crossEntropy(g.matmul(rows, g.parameter(w)), g.input("y", {4}, ops::DType::U32));
+  try {
+    graph::backward(g, loss);
+    FAIL() << "a gradient passed through gather";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gather has no gradient for its table table"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(AutogradTest, RejectsALossThatIsNotAScalarOrNotReachedByAParameter) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {3, 2}, Init::xavierUniform());
@@ -240,6 +260,46 @@ TEST_F(AutogradTest, RejectsALossThatIsNotAScalarOrNotReachedByAParameter) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no parameter"), std::string::npos) << e.what();
   }
+}
+
+// Slices of a parameter and of an activation: each slice's gradient is a view of its
+// source's, which is zeroed first because the slices do not cover it (W's row 3, h's rows 0
+// and 4), and every contribution adds.
+TEST_F(AutogradTest, SlicesMatchFiniteDifferencesAndLeaveUnusedRowsZero) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {6, 4}, Init::xavierUniform());
+  const auto& v = store.add("v", {4, 4}, Init::xavierUniform());
+  store.initialize(rng_.seed());
+  Graph g;
+  const Tensor x = g.input("x", {5, 3}), u = g.input("u", {3, 2});
+  const Tensor y = g.input("y", {3}, ops::DType::U32);
+  const Tensor W = g.parameter(w);
+  const Tensor h = g.activation(g.matmul(x, g.slice(W, 0, 3)), ops::Activation::Tanh);  // (5,4)
+  const Tensor logits =
+      g.add(g.matmul(g.slice(h, 1, 4), g.parameter(v)), g.matmul(u, g.slice(W, 4, 6)));
+  const Tensor loss = g.crossEntropy(logits, y);
+  g.markOutput(loss);
+  const size_t forward_nodes = g.nodes().size();
+  const graph::Gradients grads = graph::backward(g, loss);
+  int zero_fills = 0;
+  for (size_t n = forward_nodes; n < g.nodes().size(); ++n)
+    zero_fills += g.nodes()[n].op == OpKind::ZeroFill;
+  EXPECT_EQ(zero_fills, 2);  // W's gradient and h's
+  for (const auto& node : g.nodes()) {
+    if (node.op == OpKind::MatmulBackward && g.tensor(node.outputs[0]).root == grads[W].id) {
+      EXPECT_EQ(node.writes[0], Write::Accumulate);
+    }
+  }
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(15));
+  exec.setInput(u, rng_.normal(6));
+  exec.setInput(y, targets(3, 4));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  exec.step();
+  const std::vector<float> dw = exec.read(grads[W]);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(dw[3 * 4 + k], 0.0f) << k;
+  for (size_t k = 0; k < 4; ++k) EXPECT_NE(dw[k], 0.0f) << k;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "graph/autograd.h"
 #include "graph/optimizer.h"
 #include "graph/parameters.h"
+#include "ops/embedding.h"
 #include "vk/error.h"
 #include "vk/staging.h"
 
@@ -242,6 +243,76 @@ TEST_F(ExecutorTest, ReadsOnlyWhatIsKeptAndChecksInputs) {
   EXPECT_THROW(exec.setInput(x, std::vector<float>(11)), ShapeError);
   EXPECT_THROW(exec.setInput(x, std::vector<uint32_t>(12)), ShapeError);
   EXPECT_THROW(exec.setInput(w, std::vector<float>(6)), Error);
+}
+
+// Rows of f32 and u32 datasets picked on the device by an index buffer, repeats included;
+// u32 words (labels) keep their bits, even those that are NaN or denormal as floats. An id
+// past the table gives a zero row and sets the gather's status flags.
+TEST_F(ExecutorTest, GatherPicksDatasetRowsOnTheDevice) {
+  Rng rng;
+  const std::vector<float> features = rng.normal(7 * 3 * 2);
+  const std::vector<uint32_t> labels{0, 1, 2, 0x7f800001u, 0xffffffffu, 0x00000007u, 0x80000000u};
+  const graph::Dataset x = graph::uploadDataset(ctx(), "x", {7, 3, 2}, features);
+  const graph::Dataset y = graph::uploadDataset(ctx(), "y", {7}, labels);
+  Graph g;
+  const Tensor ids = g.input("ids", {6}, ops::DType::U32);
+  const Tensor rows = g.gather(g.dataset(x), ids), picked = g.gather(g.dataset(y), ids);
+  g.markOutput(rows);
+  g.markOutput(picked);
+  const int status = g.nodes()[size_t(g.producer(rows.id))].inputs[2];
+  graph::Executor exec(ctx(), g);
+  const std::vector<uint32_t> batch{6, 3, 3, 0, 4, 5};
+  exec.setInput(ids, batch);
+  exec.step();
+  const std::vector<float> got = exec.read(rows), got_labels = exec.read(picked);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t k = 0; k < 6; ++k)
+      EXPECT_EQ(bits(got[i * 6 + k]), bits(features[batch[i] * 6 + k])) << i << "," << k;
+    EXPECT_EQ(bits(got_labels[i]), labels[batch[i]]) << i;
+  }
+  EXPECT_EQ(exec.read(Tensor{status}), std::vector<float>(2, 0.0f));
+
+  exec.setInput(ids, std::vector<uint32_t>{1, 9, 2, 2, 2, 2});
+  exec.step();
+  const std::vector<float> bad = exec.read(rows);
+  for (size_t k = 0; k < 6; ++k) EXPECT_EQ(bad[6 + k], 0.0f);
+  const std::vector<float> flags = exec.read(Tensor{status});
+  EXPECT_EQ(bits(flags[0]), ops::kEmbeddingBadId);
+  EXPECT_EQ(bits(flags[1]), 9u);
+
+  // The embedding kernel binds ids as they start: a slice 4 bytes in is refused on recording.
+  Graph unaligned;
+  const Tensor all_ids = unaligned.input("ids", {6}, ops::DType::U32);
+  unaligned.markOutput(unaligned.gather(unaligned.dataset(x), unaligned.slice(all_ids, 1, 4)));
+  try {
+    graph::Executor refused(ctx(), unaligned);
+    ADD_FAILURE() << "an unaligned ids slice was recorded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a multiple of"), std::string::npos) << e.what();
+  }
+}
+
+// First-axis slices cost no kernel: slicing an input and an activation adds no dispatch, and
+// each slice reads the right rows, at byte offsets (12, 24) no binding alignment divides.
+TEST_F(ExecutorTest, SlicesAreViewsWithoutKernels) {
+  Rng rng;
+  const std::vector<float> xs = rng.normal(7 * 3);
+  Graph g_full, g_sliced;
+  const Tensor x_full = g_full.input("x", {7, 3}), x = g_sliced.input("x", {7, 3});
+  g_full.markOutput(g_full.add(g_full.relu(x_full), g_full.constant("c", {3}, {1, 2, 3})));
+  const Tensor h = g_sliced.relu(g_sliced.slice(x, 1, 4));  // x rows 1..3
+  const Tensor out = g_sliced.add(g_sliced.slice(h, 2, 3), g_sliced.constant("c", {3}, {1, 2, 3}));
+  const Tensor tail = g_sliced.slice(x, 5, 7);
+  g_sliced.markOutput(out);
+  graph::Executor full(ctx(), g_full), sliced(ctx(), g_sliced);
+  EXPECT_EQ(sliced.dispatchCount(), full.dispatchCount());
+  EXPECT_EQ(sliced.view(tail).offset, sliced.view(x).offset + 5 * 3 * 4);
+  sliced.setInput(x, xs);
+  sliced.step();
+  const std::vector<float> got = sliced.read(out);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(got[k], std::max(xs[3 * 3 + k], 0.0f) + float(k + 1));
+  EXPECT_EQ(sliced.read(tail), std::vector<float>(xs.begin() + 15, xs.end()));  // persistent root
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/vk_test.h"
+#include "graph/executor.h"
 #include "graph/parameters.h"
 #include "vk/error.h"
 
@@ -102,7 +103,66 @@ TEST(GraphTest, OtherShapeErrors) {
   EXPECT_THROW(g.relu(Tensor{1000}), Error);
 }
 
+// Slices and their reshapes are views: one root, a byte offset, a node that records no kernel.
+TEST(GraphTest, SlicesAreViewsAtAnOffset) {
+  Graph g;
+  const Tensor x = g.input("x", {6, 2, 5});
+  const Tensor s = g.slice(x, 2, 5);
+  EXPECT_EQ(g.shape(s), (ops::Shape{3, 2, 5}));
+  EXPECT_EQ(g.tensor(s).root, x.id);
+  EXPECT_EQ(g.tensor(s).offset, 2u * 10 * 4);
+  EXPECT_TRUE(g.nodes().back().isView());
+  // A slice of a reshaped slice adds up the offsets.
+  const Tensor inner = g.slice(g.reshape(s, {6, 5}), 1, 2);
+  EXPECT_EQ(g.shape(inner), (ops::Shape{1, 5}));
+  EXPECT_EQ(g.tensor(inner).offset, (2u * 10 + 5) * 4);
+  EXPECT_EQ(g.tensor(inner).root, x.id);
+  expectBuildError(
+      g, [&] { g.slice(x, 4, 4); }, "slice: (6,2,5) [4, 4)");
+  expectBuildError(
+      g, [&] { g.slice(x, -1, 2); }, "0 <= begin < end <= 6");
+  expectBuildError(
+      g, [&] { g.slice(x, 0, 7); }, "0 <= begin < end <= 6");
+}
+
+TEST(GraphTest, GatherTakesTheTablesRowShapeAndChecksIds) {
+  Graph g;
+  const Tensor table = g.input("table", {10, 3, 4});
+  const Tensor labels = g.input("labels", {10}, ops::DType::U32);
+  const Tensor ids = g.input("ids", {2, 5}, ops::DType::U32);
+  const Tensor rows = g.gather(table, ids);
+  EXPECT_EQ(g.shape(rows), (ops::Shape{2, 5, 3, 4}));
+  EXPECT_EQ(g.tensor(rows).dtype, ops::DType::F32);
+  EXPECT_EQ(g.nodes().back().op, OpKind::Gather);
+  const Tensor picked = g.gather(labels, g.input("batch", {7}, ops::DType::U32));
+  EXPECT_EQ(g.shape(picked), (ops::Shape{7}));
+  EXPECT_EQ(g.tensor(picked).dtype, ops::DType::U32);
+  EXPECT_FALSE(g.tensor(picked).differentiable);
+  const Tensor f32_ids = g.input("f", {4});
+  expectBuildError(
+      g, [&] { g.gather(table, f32_ids); }, "gather: (10,3,4), (4): ids must be u32");
+  const Tensor ids3 = g.input("ids3", {2, 2, 2}, ops::DType::U32);
+  expectBuildError(
+      g, [&] { g.gather(table, ids3); }, "more than 4 dims");
+}
+
 class GraphParameterTest : public VkTest {};
+
+TEST_F(GraphParameterTest, DatasetsAreReadInPlaceAndNeverDifferentiable) {
+  const std::vector<uint32_t> labels{3, 1, 4, 1, 5};
+  const graph::Dataset d = graph::uploadDataset(ctx(), "labels", {5}, labels);
+  EXPECT_EQ(d.dtype, ops::DType::U32);
+  EXPECT_THROW(graph::uploadDataset(ctx(), "bad", {2, 3}, std::vector<float>(5)), ShapeError);
+  Graph g;
+  const Tensor t = g.dataset(d);
+  EXPECT_EQ(g.tensor(t).kind, TensorKind::Dataset);
+  EXPECT_EQ(g.tensor(t).dataset, &d);
+  EXPECT_EQ(g.tensor(t).name, "labels");
+  EXPECT_FALSE(g.tensor(t).differentiable);
+  EXPECT_THROW(g.dataset(d), Error);
+  graph::Dataset empty{"empty", {4}, ops::DType::F32, {}};
+  EXPECT_THROW(g.dataset(empty), ShapeError);
+}
 
 TEST_F(GraphParameterTest, ParametersComeFromAStoreOnce) {
   graph::ParameterStore store(ctx());

@@ -141,7 +141,7 @@ void buildMlp(Mlp& m, graph::ParameterStore& store, int batch, int width) {
   };
   for (size_t step = 0; step < plan.order.size(); ++step) {
     const graph::Node& node = g.nodes()[size_t(plan.order[step])];
-    if (node.op == graph::OpKind::Reshape) continue;
+    if (node.isView()) continue;
     const std::string where =
         std::string(graph::opName(node.op)) + " at step " + std::to_string(step);
     for (int in : node.inputs)

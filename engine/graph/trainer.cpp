@@ -1,0 +1,142 @@
+#include "graph/trainer.h"
+
+#include <bit>
+#include <charconv>
+#include <map>
+#include <string>
+
+#include "graph/autograd.h"
+#include "graph/parameters.h"
+#include "vk/error.h"
+
+namespace vkgrad::graph {
+
+// A graph and its executor; the executor refers to the graph, so both live here, in place.
+struct Trainer::Compiled {
+  Graph g;
+  Tensor indices, loss, state;
+  std::unique_ptr<Executor> exec;
+};
+
+Trainer::Trainer(vk::Context& context, ParameterStore& store, std::vector<const Dataset*> datasets,
+                 LossFn loss, const TrainerOptions& options)
+    : context_(context),
+      store_(store),
+      datasets_(std::move(datasets)),
+      loss_(std::move(loss)),
+      options_(options) {
+  options_.schedule.validate();
+  if (options_.batch <= 0 || options_.batch > int64_t(UINT32_MAX))
+    throw ShapeError("trainer: batch " + std::to_string(options_.batch) + " must be positive");
+  if (datasets_.empty()) throw Error("trainer: no datasets");
+  if (!loss_) throw Error("trainer: no loss function");
+  for (const Dataset* d : datasets_) {
+    if (!d) throw Error("trainer: a dataset is null");
+    if (rows_ == 0) rows_ = d->shape[0];
+    if (d->shape[0] != rows_)
+      throw ShapeError("trainer: dataset " + d->name + " " + d->shape.str() + " has " +
+                       std::to_string(d->shape[0]) + " rows, " + datasets_[0]->name + " " +
+                       std::to_string(rows_));
+  }
+  if (rows_ > int64_t(UINT32_MAX)) throw ShapeError("trainer: datasets exceed 2^32 rows");
+  train_ = build(true);
+  written_lr_ = options_.schedule.at(0);  // what build() put in the state
+}
+
+Trainer::~Trainer() = default;
+
+std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
+  auto c = std::make_unique<Compiled>();
+  Graph& g = c->g;
+  c->indices = g.input("batch.indices", {options_.batch}, DType::U32);
+  std::vector<Tensor> batch;
+  for (const Dataset* d : datasets_) batch.push_back(g.gather(g.dataset(*d), c->indices));
+  c->loss = loss_(g, batch);
+  const TensorInfo& loss = g.tensor(c->loss);
+  if (!(loss.shape == Shape{1}) || loss.dtype != DType::F32)
+    throw Error("trainer: the loss function must return an f32 tensor of shape (1), got " +
+                loss.shape.str());
+  g.markOutput(c->loss);
+  if (train) {
+    const Gradients grads = backward(g, c->loss);
+    OptimizerConfig config = options_.optimizer;
+    config.lr = options_.schedule.at(0);
+    c->state = addOptimizer(g, grads, config);
+  }
+  c->exec = std::make_unique<Executor>(context_, g);
+  return c;
+}
+
+void Trainer::checkIndices(std::span<const uint32_t> indices, const char* what) const {
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i] >= rows_)
+      throw ShapeError(std::string("trainer: ") + what + " index " + std::to_string(indices[i]) +
+                       " at position " + std::to_string(i) + " is out of range for " +
+                       std::to_string(rows_) + " rows");
+}
+
+std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_loss) {
+  if (int64_t(indices.size()) != options_.batch)
+    throw ShapeError("trainer: step got " + std::to_string(indices.size()) +
+                     " indices for a batch of " + std::to_string(options_.batch));
+  checkIndices(indices, "step");
+  Executor& exec = *train_->exec;
+  exec.setInput(train_->indices, indices);
+  // Uploaded only when it changes: a constant schedule costs no transfer per step.
+  const float lr = options_.schedule.at(step_);
+  if (std::bit_cast<uint32_t>(lr) != std::bit_cast<uint32_t>(written_lr_)) {
+    exec.setLearningRate(train_->state, lr);
+    written_lr_ = lr;
+  }
+  exec.step();
+  ++step_;
+  const bool read = read_loss || (options_.loss_every > 0 && step_ % options_.loss_every == 0);
+  if (!read) return std::nullopt;
+  return exec.readScalar(train_->loss);
+}
+
+float Trainer::evaluate(std::span<const uint32_t> indices) {
+  const size_t b = size_t(options_.batch);
+  if (indices.empty() || indices.size() % b != 0)
+    throw ShapeError("trainer: evaluate got " + std::to_string(indices.size()) +
+                     " indices, not a positive multiple of the batch " + std::to_string(b));
+  checkIndices(indices, "evaluate");
+  if (!eval_) eval_ = build(false);
+  double sum = 0;
+  for (size_t i = 0; i < indices.size(); i += b) {
+    eval_->exec->setInput(eval_->indices, indices.subspan(i, b));
+    eval_->exec->step();
+    sum += eval_->exec->readScalar(eval_->loss);
+  }
+  return float(sum / double(indices.size() / b));
+}
+
+void Trainer::save(const std::filesystem::path& path) const {
+  store_.save(path, {{"vkgrad.step", std::to_string(step_)}});
+}
+
+void Trainer::load(const std::filesystem::path& path) {
+  const std::map<std::string, std::string> metadata = store_.load(path);
+  auto it = metadata.find("vkgrad.step");
+  int64_t step = 0;
+  // A checkpoint from elsewhere may lack the count: the schedule then goes on from here.
+  if (it != metadata.end()) {
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
+    if (ec == std::errc() && end == text.data() + text.size() && step >= 0) step_ = step;
+  }
+}
+
+double Trainer::lastStepMilliseconds() const {
+  return train_->exec->gpuMilliseconds();
+}
+
+const Executor& Trainer::executor() const {
+  return *train_->exec;
+}
+
+const Graph& Trainer::graph() const {
+  return train_->g;
+}
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,83 @@
+// Training on device-resident data. A Trainer owns one compiled graph (forward, backward,
+// optimizer) whose inputs are gathered on the device from Datasets by one index buffer, so
+// a step uploads only the batch's indices (and the learning rate when the schedule changes
+// it), replays the recording, and downloads the loss only when asked.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "graph/executor.h"
+#include "graph/graph.h"
+#include "graph/optimizer.h"
+#include "graph/schedule.h"
+
+namespace vkgrad::graph {
+
+class ParameterStore;
+
+struct TrainerOptions {
+  int64_t batch = 32;
+  OptimizerConfig optimizer;  // its lr is ignored: the schedule gives every step's
+  Schedule schedule = Schedule::constant(1e-3f);
+  int64_t loss_every = 0;  // > 0: step() also reads the loss back every this many steps
+};
+
+// Builds the model's loss (f32, shape (1)) from a batch: one tensor per dataset, its rows
+// picked by the batch's indices, in the order the datasets were given. Called once for the
+// training graph and once (on the first evaluate()) for a forward-only graph, so it must take
+// its parameters from the store (Graph::parameter(store.at(...))), not add them.
+using LossFn = std::function<Tensor(Graph& g, std::span<const Tensor> batch)>;
+
+class Trainer {
+ public:
+  // datasets: (N, ...) each with the same N. They and the store must outlive the trainer; the
+  // store's parameters are trained as they are (initialize() or load() it first). Throws Error
+  // (ShapeError for shapes) on a bad configuration, before any step runs.
+  Trainer(vk::Context& context, ParameterStore& store, std::vector<const Dataset*> datasets,
+          LossFn loss, const TrainerOptions& options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One update on rows `indices` (options.batch of them, each < N) of every dataset. Returns
+  // the batch's loss before the update when read_loss is set or on every loss_every-th step;
+  // otherwise nothing is read back. Throws ShapeError for a wrong count or an index >= N.
+  std::optional<float> step(std::span<const uint32_t> indices, bool read_loss = false);
+  // The mean loss over rows `indices` (a positive multiple of batch), without updating.
+  float evaluate(std::span<const uint32_t> indices);
+
+  // The parameters and the step count (metadata "vkgrad.step"), so a loaded trainer continues
+  // its schedule. Optimizer moments are not saved: they keep their current device values.
+  void save(const std::filesystem::path& path) const;
+  void load(const std::filesystem::path& path);
+
+  int64_t steps() const { return step_; }
+  float learningRate() const { return options_.schedule.at(step_); }  // of the next step
+  // GPU time of the last step (timestamp queries; 0 where the queue has none).
+  double lastStepMilliseconds() const;
+  const Executor& executor() const;
+  const Graph& graph() const;
+
+ private:
+  struct Compiled;
+  std::unique_ptr<Compiled> build(bool train) const;
+  void checkIndices(std::span<const uint32_t> indices, const char* what) const;
+
+  vk::Context& context_;
+  ParameterStore& store_;
+  std::vector<const Dataset*> datasets_;
+  LossFn loss_;
+  TrainerOptions options_;
+  int64_t rows_ = 0;  // N
+  int64_t step_ = 0;
+  float written_lr_ = 0;  // the learning rate now in the device state buffer
+  std::unique_ptr<Compiled> train_, eval_;
+};
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,236 @@
+// The Trainer: an MLP trained on device-resident data to a stated loss, the transfers of a
+// training step counted, checkpoints that restore parameters and the schedule's step, and
+// bad batches rejected before any GPU work.
+#include "graph/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "graph/parameters.h"
+#include "vk/error.h"
+#include "vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+namespace fs = std::filesystem;
+using graph::Graph;
+using graph::Init;
+using graph::Tensor;
+
+// Three concentric rings in 2-D, one class per ring, at radii 0.3, 0.65 and 1.0 (+- 0.08):
+// no straight line separates them, a small MLP does.
+struct Rings {
+  std::vector<float> x;
+  std::vector<uint32_t> y;
+};
+Rings rings(Rng& rng, int per_class) {
+  Rings r;
+  const std::vector<float> angle = rng.uniform(size_t(per_class) * 3, 0.0f, 6.2831853f);
+  const std::vector<float> jitter = rng.uniform(size_t(per_class) * 3, -0.08f, 0.08f);
+  for (int i = 0; i < per_class * 3; ++i) {
+    const uint32_t c = uint32_t(i % 3);
+    const float radius = 0.3f + 0.35f * float(c) + jitter[size_t(i)];
+    r.x.push_back(radius * std::cos(angle[size_t(i)]));
+    r.x.push_back(radius * std::sin(angle[size_t(i)]));
+    r.y.push_back(c);
+  }
+  return r;
+}
+
+// 2 -> hidden -> hidden -> 3 with GELU; the parameters are added once, here.
+void addMlp(graph::ParameterStore& store, int hidden) {
+  const int widths[] = {2, hidden, hidden, 3};
+  for (int l = 0; l < 3; ++l) {
+    store.add("l" + std::to_string(l) + ".w", {widths[l], widths[l + 1]}, Init::xavierUniform());
+    store.add("l" + std::to_string(l) + ".b", {widths[l + 1]}, Init::zeros());
+  }
+}
+graph::LossFn mlpLoss(const graph::ParameterStore& store) {
+  return [&store](Graph& g, std::span<const Tensor> batch) {
+    Tensor h = batch[0];
+    for (int l = 0; l < 3; ++l) {
+      const std::string name = "l" + std::to_string(l);
+      h = g.matmul(h, g.parameter(store.at(name + ".w")), g.parameter(store.at(name + ".b")));
+      if (l < 2) h = g.gelu(h);
+    }
+    return g.crossEntropy(h, batch[1]);
+  };
+}
+
+std::vector<uint32_t> iota(uint32_t n) {
+  std::vector<uint32_t> out(n);
+  for (uint32_t i = 0; i < n; ++i) out[i] = i;
+  return out;
+}
+
+std::vector<uint32_t> randomBatch(Rng& rng, int64_t batch, uint32_t rows) {
+  std::vector<uint32_t> out(static_cast<size_t>(batch));
+  for (auto& v : out) v = rng.below(rows);
+  return out;
+}
+
+class TrainerTest : public VkTest {
+ protected:
+  void SetUp() override {
+    VkTest::SetUp();
+    dir_ = fs::temp_directory_path() / ("vkgrad-trainer-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    data_ = rings(rng_, 64);
+    x_ = graph::uploadDataset(ctx(), "x", {192, 2}, data_.x);
+    y_ = graph::uploadDataset(ctx(), "y", {192}, data_.y);
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    VkTest::TearDown();
+  }
+  Rng rng_;
+  Rings data_;
+  graph::Dataset x_, y_;
+  fs::path dir_;
+};
+
+// 192 points, minibatches of 32 drawn at random, AdamW with warm-up and cosine decay. The
+// mean loss over all points starts near ln 3 = 1.10; after 300 steps it is below 0.02
+// (measured: ~0.0002), in about a second on lavapipe.
+TEST_F(TrainerTest, MlpLearnsRingsFromDeviceData) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 32);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 32;
+  options.optimizer.kind = graph::OptimizerConfig::Kind::AdamW;
+  options.optimizer.adamw.weight_decay = 0.0f;
+  options.schedule = graph::Schedule::cosine(3e-2f, 10, 290, 1e-3f);
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  const std::vector<uint32_t> all = iota(192);
+  const float before = trainer.evaluate(all);
+  const int steps = 300;
+  double gpu_ms = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < steps; ++s) {
+    EXPECT_FALSE(trainer.step(randomBatch(rng_, 32, 192)).has_value());
+    gpu_ms += trainer.lastStepMilliseconds();
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const float after = trainer.evaluate(all);
+  std::printf("rings: loss %.4f -> %.4f after %d steps; %.3f ms per step (wall), %.3f ms (GPU)\n",
+              double(before), double(after), steps, ms / steps, gpu_ms / steps);
+  EXPECT_EQ(trainer.steps(), steps);
+  EXPECT_GT(before, 0.9f) << rng_.describe();
+  EXPECT_LT(after, 0.02f) << rng_.describe();
+  if (ctx().info().timestamp_valid_bits) {
+    EXPECT_GT(gpu_ms, 0.0);
+  }
+}
+
+// 10 steps of a small MLP: per step the host uploads the batch's indices and, only when the
+// schedule changes it, the learning rate; it downloads the loss only when asked.
+TEST_F(TrainerTest, TenStepsMoveOnlyIndicesTheLearningRateAndAskedForLosses) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 8);
+  store.initialize(rng_.seed());
+  vk::Staging& staging = ctx().staging();
+  const int64_t batch = 16;
+  for (bool warmup : {true, false}) {
+    SCOPED_TRACE(warmup ? "warm-up schedule" : "constant schedule");
+    graph::TrainerOptions options;
+    options.batch = batch;
+    options.schedule =
+        warmup ? graph::Schedule::linearWarmup(1e-2f, 20) : graph::Schedule::constant(1e-2f);
+    options.loss_every = warmup ? 0 : 5;
+    graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+    staging.resetCounts();
+    int losses = 0;
+    for (int s = 1; s <= 10; ++s) {
+      const std::optional<float> loss =
+          trainer.step(randomBatch(rng_, batch, 192), warmup && s == 10);
+      losses += loss.has_value();
+      if (loss) {
+        EXPECT_TRUE(std::isfinite(*loss));
+      }
+    }
+    const vk::TransferCounts counts = staging.counts();
+    // The first step's rate is compiled into the state; warm-up changes it every step after.
+    const uint64_t lr_uploads = warmup ? 9 : 0;
+    EXPECT_EQ(counts.uploads, 10 + lr_uploads);
+    EXPECT_EQ(counts.upload_bytes, 10 * batch * 4 + lr_uploads * 4);
+    EXPECT_EQ(losses, warmup ? 1 : 2);
+    EXPECT_EQ(counts.downloads, uint64_t(losses));
+    EXPECT_EQ(counts.download_bytes, uint64_t(losses) * 4);
+  }
+}
+
+// save() keeps the parameters and the step; load() brings both back, bit for bit, after
+// more training moved them.
+TEST_F(TrainerTest, CheckpointsRestoreParametersAndTheSchedulesStep) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 8);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 32;
+  options.schedule = graph::Schedule::cosine(1e-2f, 3, 20);
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  for (int s = 0; s < 5; ++s) trainer.step(randomBatch(rng_, 32, 192));
+  const fs::path path = dir_ / "trainer.safetensors";
+  trainer.save(path);
+  const std::vector<uint32_t> all = iota(192);
+  const float saved = trainer.evaluate(all);
+  const float lr = trainer.learningRate();
+  for (int s = 0; s < 5; ++s) trainer.step(randomBatch(rng_, 32, 192));
+  EXPECT_NE(trainer.evaluate(all), saved);
+  EXPECT_EQ(trainer.steps(), 10);
+  trainer.load(path);
+  EXPECT_EQ(trainer.steps(), 5);
+  EXPECT_EQ(trainer.learningRate(), lr);
+  const float loaded = trainer.evaluate(all);
+  EXPECT_EQ(0, std::memcmp(&loaded, &saved, 4)) << loaded << " vs " << saved;
+}
+
+TEST_F(TrainerTest, RejectsBadBatchesAndConfigurationsBeforeGpuWork) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 4);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 4;
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  ctx().staging().resetCounts();
+  EXPECT_THROW(trainer.step(std::vector<uint32_t>{1, 2, 3}), ShapeError);
+  try {
+    trainer.step(std::vector<uint32_t>{1, 2, 192, 3});
+    ADD_FAILURE() << "an index past the datasets was accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "trainer: step index 192 at position 2 is out of range for 192 rows");
+  }
+  EXPECT_THROW(trainer.evaluate(std::vector<uint32_t>{1, 2, 3, 4, 5}), ShapeError);
+  EXPECT_THROW(trainer.evaluate(std::vector<uint32_t>{}), ShapeError);
+  EXPECT_EQ(ctx().staging().counts().uploads, 0u);
+  EXPECT_EQ(trainer.steps(), 0);
+
+  const graph::Dataset short_y =
+      graph::uploadDataset(ctx(), "y", {100}, std::vector<uint32_t>(100));
+  EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &short_y}, mlpLoss(store), options), ShapeError);
+  graph::TrainerOptions zero = options;
+  zero.batch = 0;
+  EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), zero), ShapeError);
+  graph::TrainerOptions bad_schedule = options;
+  bad_schedule.schedule = graph::Schedule::constant(-1.0f);
+  EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), bad_schedule), Error);
+  auto not_scalar = [&store](Graph& g, std::span<const Tensor> batch) {
+    return g.matmul(batch[0], g.parameter(store.at("l0.w")));
+  };
+  EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &y_}, not_scalar, options), Error);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
