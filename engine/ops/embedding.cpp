@@ -1,7 +1,10 @@
 #include "ops/embedding.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <vector>
 
+#include "ops/binding.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -12,15 +15,12 @@ namespace {
 constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kMaxGroups = 4096;  // grid-stride kernels; far below maxComputeWorkGroupCount
 
+// Every embedding kernel's push constants; skip[i]: where binding i's view starts, in elements.
 struct EmbeddingPush {
   uint32_t n, vocab, dim;
+  uint32_t skip[4];
 };
-static_assert(sizeof(EmbeddingPush) == 12);
-
-struct BucketPush {
-  uint32_t n, vocab;
-};
-static_assert(sizeof(BucketPush) == 8);
+static_assert(sizeof(EmbeddingPush) == 28);
 
 // n, V, D after checking everything the kernels rely on. dense: the (n,D) tensor beside
 // ids (out or dout), named for the message.
@@ -50,14 +50,24 @@ EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorVie
   checkFits(op, table_name, table);
   checkFits(op, dense_name, dense);
   checkFits(op, "status", status, DType::U32);
-  return {uint32_t(n), uint32_t(vocab), uint32_t(dim)};
+  return {uint32_t(n), uint32_t(vocab), uint32_t(dim), {}};
 }
 
-vk::Arg arg(const TensorView& t) {
-  return {*t.buffer, t.offset, t.bytes()};
+// Binds the views in order at any 4-byte offsets, recording where each starts in push.skip.
+std::vector<vk::Arg> bindAll(const vk::Context& context, EmbeddingPush& push,
+                             std::initializer_list<TensorView> views) {
+  std::vector<vk::Arg> args;
+  for (const TensorView& v : views) {
+    const Bound bound = bindStorage(context, v);
+    push.skip[args.size()] = bound.skip;
+    args.push_back(bound.arg);
+  }
+  return args;
 }
-vk::Arg statusArg(const TensorView& s) {
-  return {*s.buffer, s.offset, 8};
+
+// The first n words of t (the status pair, the used part of scratch).
+TensorView words(const TensorView& t, int64_t n) {
+  return {t.buffer, t.offset, Shape{n}, DType::U32};
 }
 
 uint32_t groupsFor(uint64_t invocations) {
@@ -82,9 +92,9 @@ void checkIds(std::span<const uint32_t> ids, uint32_t vocab) {
 
 void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table,
                const TensorView& out, const TensorView& status) {
-  const EmbeddingPush push = checkShapes("embedding", ids, table, "table", out, "out", status);
+  EmbeddingPush push = checkShapes("embedding", ids, table, "table", out, "out", status);
   const vk::Kernel& kernel = rec.context().kernels().get("embedding/forward", {kWorkgroup});
-  const vk::Arg args[] = {arg(ids), arg(table), arg(out), statusArg(status)};
+  const auto args = bindAll(rec.context(), push, {ids, table, out, words(status, 2)});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(uint64_t(push.n) * push.dim));
 }
 
@@ -105,13 +115,13 @@ int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
 void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorView& dout,
                        const TensorView& dtable, const TensorView& scratch,
                        const TensorView& status, Write write, EmbeddingBackwardVariant variant) {
-  const EmbeddingPush push =
+  EmbeddingPush push =
       checkShapes("embeddingBackward", ids, dtable, "dtable", dout, "dout", status);
   const bool accumulate = write == Write::Accumulate;
   vk::KernelCache& kernels = rec.context().kernels();
   if (variant == EmbeddingBackwardVariant::Scan) {
     const vk::Kernel& kernel = kernels.get("embedding/backward_scan", {kWorkgroup, accumulate});
-    const vk::Arg args[] = {arg(ids), arg(dout), arg(dtable), statusArg(status)};
+    const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
                        groupsFor(uint64_t(push.vocab) * push.dim));
     return;
@@ -121,13 +131,14 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
     throw ShapeError("embeddingBackward: scratch " + scratch.shape.str() +
                      " holds fewer than V + n = " + std::to_string(need) + " u32 words");
   checkFits("embeddingBackward", "scratch", scratch, DType::U32);
-  const vk::Arg scratch_arg{*scratch.buffer, scratch.offset, uint64_t(need) * 4};
-  const BucketPush bucket_push{push.n, push.vocab};
-  const vk::Arg bucket_args[] = {arg(ids), scratch_arg, statusArg(status)};
+  EmbeddingPush bucket_push = push;
+  const auto bucket_args =
+      bindAll(rec.context(), bucket_push, {ids, words(scratch, need), words(status, 2)});
   rec.dispatchGroups(kernels.get("embedding/bucket", {bucketWorkgroup(rec.context())}), bucket_args,
                      &bucket_push, sizeof(bucket_push), 1);
-  const vk::Arg sum_args[] = {scratch_arg, arg(dout), arg(dtable)};
-  const bool vec4 = push.dim % 4 == 0 && dout.offset % 16 == 0 && dtable.offset % 16 == 0;
+  const auto sum_args = bindAll(rec.context(), push, {words(scratch, need), dout, dtable});
+  // vec4 loads need both views to start on a whole vec4 of their bindings.
+  const bool vec4 = push.dim % 4 == 0 && push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
   rec.dispatchGroups(kernels.get(vec4 ? "embedding/backward_bucket4" : "embedding/backward_bucket",
                                  {kWorkgroup, accumulate}),
                      sum_args, &push, sizeof(push),

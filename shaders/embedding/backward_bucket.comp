@@ -8,16 +8,19 @@ layout(constant_id = 1) const bool kAccumulate = false;
 layout(set = 0, binding = 0) readonly buffer Scratch { uint scratch[]; };  // end[V], perm[n]
 layout(set = 0, binding = 1) readonly buffer Dout { float dout[]; };       // (n,D)
 layout(set = 0, binding = 2) buffer Dtable { float dtable[]; };            // (V,D); read only to accumulate
-layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+layout(push_constant) uniform Push {
+  uint n, vocab, dim;
+  uint skip[4];  // where each binding's view starts, in elements (ops/binding.h)
+} p;
 
 void main() {
   const uint total = p.vocab * p.dim;
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const uint v = i / p.dim, d = i - v * p.dim;
-    const uint begin = v == 0 ? 0 : scratch[v - 1], end = scratch[v];
+    const uint begin = v == 0 ? 0 : scratch[p.skip[0] + v - 1], end = scratch[p.skip[0] + v];
     float sum = 0.0;
-    for (uint k = begin; k < end; ++k) sum += dout[scratch[p.vocab + k] * p.dim + d];
-    if (kAccumulate) dtable[i] += sum;
-    else dtable[i] = sum;
+    for (uint k = begin; k < end; ++k) sum += dout[p.skip[1] + scratch[p.skip[0] + p.vocab + k] * p.dim + d];
+    if (kAccumulate) dtable[p.skip[2] + i] += sum;
+    else dtable[p.skip[2] + i] = sum;
   }
 }

@@ -9,7 +9,10 @@ layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };     // (n) u32
 layout(set = 0, binding = 1) readonly buffer Dout { float dout[]; };  // (n,D)
 layout(set = 0, binding = 2) buffer Dtable { float dtable[]; };       // (V,D); read only to accumulate
 layout(set = 0, binding = 3) buffer Status { uint status[]; };        // {flags, largest bad id}
-layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+layout(push_constant) uniform Push {
+  uint n, vocab, dim;
+  uint skip[4];  // where each binding's view starts, in elements (ops/binding.h)
+} p;
 
 void main() {
   const uint total = p.vocab * p.dim;
@@ -17,15 +20,15 @@ void main() {
     const uint v = i / p.dim, d = i - v * p.dim;
     float sum = 0.0;
     for (uint j = 0; j < p.n; ++j) {
-      const uint id = ids[j];
-      if (id == v) sum += dout[j * p.dim + d];
+      const uint id = ids[p.skip[0] + j];
+      if (id == v) sum += dout[p.skip[1] + j * p.dim + d];
       // Out-of-range ids match no row; the first invocation reports them.
       if (i == 0 && id >= p.vocab) {  // kEmbeddingBadId in ops/embedding.h
-        atomicOr(status[0], 1u);
-        atomicMax(status[1], id);
+        atomicOr(status[p.skip[3] + 0], 1u);
+        atomicMax(status[p.skip[3] + 1], id);
       }
     }
-    if (kAccumulate) dtable[i] += sum;
-    else dtable[i] = sum;
+    if (kAccumulate) dtable[p.skip[2] + i] += sum;
+    else dtable[p.skip[2] + i] = sum;
   }
 }

@@ -7,20 +7,23 @@ layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };       // (n) u
 layout(set = 0, binding = 1) readonly buffer Table { float table[]; };  // (V,D)
 layout(set = 0, binding = 2) writeonly buffer Out { float out_rows[]; };  // (n,D)
 layout(set = 0, binding = 3) buffer Status { uint status[]; };          // {flags, largest bad id}
-layout(push_constant) uniform Push { uint n, vocab, dim; } p;
+layout(push_constant) uniform Push {
+  uint n, vocab, dim;
+  uint skip[4];  // where each binding's view starts, in elements (ops/binding.h)
+} p;
 
 void main() {
   const uint total = p.n * p.dim;
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const uint r = i / p.dim, d = i - r * p.dim;
-    const uint id = ids[r];
+    const uint id = ids[p.skip[0] + r];
     if (id < p.vocab) {
-      out_rows[i] = table[id * p.dim + d];
+      out_rows[p.skip[2] + i] = table[p.skip[1] + id * p.dim + d];
     } else {  // never read past the table; one invocation per row reports it
-      out_rows[i] = 0.0;
+      out_rows[p.skip[2] + i] = 0.0;
       if (d == 0) {  // kEmbeddingBadId in ops/embedding.h
-        atomicOr(status[0], 1u);
-        atomicMax(status[1], id);
+        atomicOr(status[p.skip[3] + 0], 1u);
+        atomicMax(status[p.skip[3] + 1], id);
       }
     }
   }

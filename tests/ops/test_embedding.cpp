@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/device_tensor.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
@@ -188,6 +189,53 @@ TEST_F(EmbeddingTest, OutOfRangeIdsAreFlaggedAndNeverRead) {
   ops::embedding(rec, u32(good, {n}), d_table.view(), out.view(), u32(status, {2}));
   rec.submit();
   EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{ops::kEmbeddingBadId, 12}));
+}
+
+// Every view at an offset of 1 to 4 words into a larger buffer (a slice of a batch or a
+// dataset): forward and both backward variants still match, and the margins stay untouched.
+TEST_F(EmbeddingTest, ViewsAtAnyWordOffsetWork) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 37, vocab = 11, dim = 8;
+  for (int64_t at : {1, 2, 3, 4}) {
+    SCOPED_TRACE(testing::Message() << "offset " << at << " words");
+    auto ids = randomIds(rng, n, vocab);
+    const auto table = rng.uniform(vocab * dim), dout = rng.uniform(n * dim);
+    std::vector<float> want(n * dim), want_grad(vocab * dim);
+    ops::ref::embedding(ids.data(), table.data(), want.data(), n, vocab, dim);
+    ops::ref::embeddingBackward(ids.data(), dout.data(), want_grad.data(), n, vocab, dim, false);
+    // u32 views at `at`: ids, status and scratch share one buffer, each with a gap after it.
+    const int64_t scratch_n = ops::embeddingBackwardScratch(vocab, n);
+    std::vector<uint32_t> all(at + n + 3 + 2 + 3 + scratch_n + 3, 0xDEADBEEF);
+    std::copy(ids.begin(), ids.end(), all.begin() + at);
+    const int64_t status_at = at + n + 3, scratch_at = status_at + 2 + 3;
+    all[status_at] = all[status_at + 1] = 0;
+    const vk::Buffer u = words(all);
+    auto tab = placed(ctx(), {vocab, dim}, table, at + 1), out = placed(ctx(), {n, dim}, {}, at + 2);
+    auto dy = placed(ctx(), {n, dim}, dout, at);
+    for (auto variant : {ops::EmbeddingBackwardVariant::Bucket, ops::EmbeddingBackwardVariant::Scan}) {
+      auto grad = placed(ctx(), {vocab, dim}, {}, at + 3);
+      vk::Recorder rec(ctx());
+      const auto v_ids = ops::view(u, {n}, uint64_t(at) * 4, ops::DType::U32);
+      const auto v_status = ops::view(u, {2}, uint64_t(status_at) * 4, ops::DType::U32);
+      ops::embedding(rec, v_ids, tab.view, out.view, v_status);
+      ops::embeddingBackward(rec, v_ids, dy.view, grad.view,
+                             ops::view(u, {scratch_n}, uint64_t(scratch_at) * 4, ops::DType::U32),
+                             v_status, ops::Write::Overwrite, variant);
+      rec.submit();
+      EXPECT_TRUE(allClose(readPlaced(ctx(), out), want, 0.0));
+      EXPECT_TRUE(allClose(readPlaced(ctx(), grad), want_grad, 1e-6));
+      const auto words_after = readWords(u, all.size());
+      for (int64_t i = 0; i < int64_t(all.size()); ++i) {
+        const bool inside = (i >= at && i < at + n) || (i >= status_at && i < status_at + 2) ||
+                            (i >= scratch_at && i < scratch_at + scratch_n);
+        if (!inside) {
+          EXPECT_EQ(words_after[i], 0xDEADBEEFu) << "word " << i;
+        }
+      }
+      EXPECT_EQ(words_after[status_at], 0u) << "no bad id was flagged";
+    }
+  }
 }
 
 TEST_F(EmbeddingTest, CheckIdsNamesTheFirstBadIdAndItsPosition) {
