@@ -147,9 +147,8 @@ class Graph {
   // so a batch is an index buffer. An id >= N gives a zero row and sets the flags of a
   // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. No gradient
   // flows to the table: it is data (a Dataset or an input); backward() throws if a
-  // parameter's gradient would have to pass through a gather. The kernel binds table and ids
-  // without a skip, so a slice of either must start at the device's storage offset alignment
-  // (the Executor throws Error when it records one that does not).
+  // parameter's gradient would have to pass through a gather. Slices of either work at any
+  // offset.
   Tensor gather(Tensor table, Tensor ids);
 
   // --- outputs: kept alive to the end of a step so they can be read back
