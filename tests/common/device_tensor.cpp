@@ -1,5 +1,6 @@
 #include "common/device_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -25,6 +26,18 @@ DeviceTensor poisoned(vk::Context& context, ops::Shape shape) {
 std::vector<float> download(vk::Context& context, const DeviceTensor& tensor) {
   std::vector<float> out(tensor.shape.numel());
   if (!out.empty()) context.staging().download(tensor.buffer, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+vk::Buffer uploadWords(vk::Context& context, std::span<const uint32_t> data) {
+  vk::Buffer b = context.allocator().allocate(std::max<size_t>(4, data.size_bytes()));
+  if (!data.empty()) context.staging().upload(b, 0, data.data(), data.size_bytes());
+  return b;
+}
+
+std::vector<uint32_t> downloadWords(vk::Context& context, const vk::Buffer& buffer, size_t n) {
+  std::vector<uint32_t> out(n);
+  if (n) context.staging().download(buffer, 0, out.data(), n * 4);
   return out;
 }
 

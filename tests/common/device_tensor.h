@@ -20,4 +20,8 @@ DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const floa
 DeviceTensor poisoned(vk::Context& context, ops::Shape shape);
 std::vector<float> download(vk::Context& context, const DeviceTensor& tensor);
 
+// u32 words (ids, targets, rng states, status flags) in a buffer of their own, and back.
+vk::Buffer uploadWords(vk::Context& context, std::span<const uint32_t> data);
+std::vector<uint32_t> downloadWords(vk::Context& context, const vk::Buffer& buffer, size_t n);
+
 }  // namespace vkgrad::test

@@ -17,15 +17,9 @@ namespace {
 
 class EmbeddingTest : public VkTest {
  protected:
-  static vk::Buffer words(std::span<const uint32_t> data) {
-    vk::Buffer b = ctx().allocator().allocate(std::max<size_t>(4, data.size_bytes()));
-    ctx().staging().upload(b, 0, data.data(), data.size_bytes());
-    return b;
-  }
+  static vk::Buffer words(std::span<const uint32_t> data) { return uploadWords(ctx(), data); }
   static std::vector<uint32_t> readWords(const vk::Buffer& b, size_t n) {
-    std::vector<uint32_t> out(n);
-    ctx().staging().download(b, 0, out.data(), n * 4);
-    return out;
+    return downloadWords(ctx(), b, n);
   }
   static ops::TensorView u32(const vk::Buffer& b, ops::Shape shape) {
     return ops::view(b, shape, 0, ops::DType::U32);

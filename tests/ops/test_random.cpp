@@ -17,15 +17,9 @@ namespace {
 
 class RandomTest : public VkTest {
  protected:
-  static vk::Buffer words(std::span<const uint32_t> data) {
-    vk::Buffer b = ctx().allocator().allocate(std::max<size_t>(4, data.size_bytes()));
-    ctx().staging().upload(b, 0, data.data(), data.size_bytes());
-    return b;
-  }
+  static vk::Buffer words(std::span<const uint32_t> data) { return uploadWords(ctx(), data); }
   static std::vector<uint32_t> readWords(const vk::Buffer& b, size_t n) {
-    std::vector<uint32_t> out(n);
-    ctx().staging().download(b, 0, out.data(), n * 4);
-    return out;
+    return downloadWords(ctx(), b, n);
   }
   static vk::Buffer stateBuffer(const ops::RngState& s) {
     const uint32_t w[4] = {s.seed_lo, s.seed_hi, s.offset_lo, s.offset_hi};
