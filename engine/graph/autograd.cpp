@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ops/embedding.h"
 #include "ops/layernorm.h"
 #include "vk/error.h"
 
@@ -14,25 +15,40 @@ class Builder {
  public:
   Builder(Graph& g, Tensor loss) : g_(g), loss_(loss.id) {}
 
-  Gradients run() {
-    const TensorInfo& l = g_.tensor(Tensor{loss_});
-    if (!(l.shape == Shape{1}) || l.dtype != DType::F32)
-      throw Error("backward: the loss must be an f32 tensor of shape (1), got " + l.shape.str());
+  // seed: the gradient of loss_ (-1: a constant 1 for a scalar loss).
+  Gradients run(int seed) {
+    const int requested = loss_;
     const int forward_nodes = int(g_.nodes().size());
+    const TensorInfo& l = g_.tensor(Tensor{loss_});
+    if (seed < 0 && (!(l.shape == Shape{1}) || l.dtype != DType::F32))
+      throw Error("backward: the loss must be an f32 tensor of shape (1), got " + l.shape.str());
+    if (seed < 0) {
+      // d loss / d loss = 1, read on the device by the first backward kernel.
+      seed = g_.newTensor({"grad.seed",
+                           {1},
+                           DType::F32,
+                           TensorKind::Constant,
+                           -1,
+                           false,
+                           false,
+                           nullptr,
+                           {0x3f800000u}});
+    }
+    // Rules start from the first non-view node: a reshaped output hands its source the seed
+    // reshaped back (no copy). A slice's source has rows the seed does not cover.
+    for (int p = g_.producer(loss_); p >= 0 && g_.nodes()[size_t(p)].isView();
+         p = g_.producer(loss_)) {
+      const Node view = g_.nodes()[size_t(p)];
+      if (view.op != OpKind::Reshape)
+        throw Error("backward: the output " + g_.tensor(requested).name +
+                    " is a slice view; differentiate a tensor that owns its rows");
+      loss_ = view.inputs[0];
+      seed = g_.reshape(Tensor{seed}, g_.tensor(loss_).shape).id;
+    }
     markNeeded(forward_nodes);
     if (!needs_[size_t(loss_)]) throw Error("backward: no parameter reaches the loss");
-
-    // d loss / d loss = 1, read on the device by the first backward kernel.
-    grad_[loss_] = g_.newTensor({"grad.seed",
-                                 {1},
-                                 DType::F32,
-                                 TensorKind::Constant,
-                                 -1,
-                                 false,
-                                 false,
-                                 nullptr,
-                                 {0x3f800000u}});
-    contributions_[grad_[loss_]] = 1;
+    grad_[loss_] = seed;
+    contributions_[g_.tensor(seed).root] = 1;
 
     for (int n = forward_nodes - 1; n >= 0; --n) {
       const Node node = g_.nodes()[size_t(n)];  // a copy: rules append to the node list
@@ -44,7 +60,7 @@ class Builder {
     }
 
     Gradients out;
-    out.loss = Tensor{loss_};
+    out.loss = Tensor{requested};
     out.of = grad_;
     out.of.erase(loss_);
     for (size_t t = 0; t < g_.tensors().size(); ++t)
@@ -166,9 +182,25 @@ class Builder {
           emit(OpKind::CrossEntropyBackward, f, 0, {f.inputs[0], f.inputs[1], f.outputs[2], dout});
         break;
       case OpKind::Gather:
-        throw Error("backward: gather has no gradient for its table " +
-                    g_.tensor(f.inputs[0]).name +
-                    " (gather reads data; a trainable lookup needs an embedding op)");
+        // A trainable embedding: dtable[v] = sum of dout rows whose id is v (deterministic).
+        if (needs(f, 0)) {
+          const int ids = f.inputs[1];
+          const int64_t vocab = g_.tensor(f.inputs[0]).shape[0];
+          const int gid = gradOf(f.inputs[0]);
+          const Write mode = contribute(gid);
+          TensorInfo scratch{"gather.scratch",
+                             {ops::embeddingBackwardScratch(vocab, g_.tensor(ids).shape.numel())},
+                             DType::U32};
+          scratch.differentiable = false;
+          const int sid = g_.newTensor(std::move(scratch));
+          Node node{OpKind::GatherBackward, {ids, dout, f.inputs[2]}, {gid, sid}};
+          node.writes = {mode, Write::Overwrite};
+          g_.addNode(std::move(node));
+        }
+        break;
+      case OpKind::Attention:
+        attentionRule(f, dout);
+        break;
       default:
         throw Error(std::string("backward: no rule for ") + opName(f.op));
     }
@@ -207,6 +239,45 @@ class Builder {
     }
   }
 
+  // One kernel writes dq, dk and dv (or, fused, the three column blocks of one gradient),
+  // overwriting. A gradient this is not the first contribution to (q, k, v sharing a
+  // tensor, or one used elsewhere too) goes through a temporary that is then added in.
+  void attentionRule(const Node& f, int dout) {
+    int outs[3] = {-1, -1, -1};
+    std::vector<std::pair<int, int>> addins;  // (temporary, gradient)
+    std::vector<Write> addin_modes;
+    auto target = [&](int which) {
+      const int input = f.inputs[size_t(which)];
+      const Shape shape = g_.tensor(input).shape;  // a copy: temp() adds tensors
+      if (!needs(f, which)) return temp(shape, "attention.d_unused");
+      const int gid = gradOf(input);
+      const Write mode = contribute(gid);
+      if (mode == Write::Overwrite) return gid;
+      const int t = temp(shape, "attention.dpart");
+      addins.push_back({t, gid});
+      addin_modes.push_back(mode);
+      return t;
+    };
+    if (f.attrs.fused) {
+      outs[0] = outs[1] = outs[2] = target(0);
+    } else {
+      for (int which = 0; which < 3; ++which) outs[which] = target(which);
+    }
+    const Shape so = g_.tensor(f.outputs[0]).shape;  // (B, Tq, ...)
+    const int scratch = temp({so[0] * f.attrs.heads * so[1]}, "attention.scratch");
+    Node node{OpKind::AttentionBackward,
+              {f.inputs[0], f.inputs[1], f.inputs[2], f.outputs[0], f.outputs[1], dout},
+              {outs[0], outs[1], outs[2], scratch}};
+    node.attrs = f.attrs;
+    node.writes.assign(4, Write::Overwrite);
+    g_.addNode(std::move(node));
+    for (size_t i = 0; i < addins.size(); ++i) {
+      Node add{OpKind::AddBackward, {addins[i].first}, {addins[i].second}};
+      add.writes = {addin_modes[i]};
+      g_.addNode(std::move(add));
+    }
+  }
+
   Graph& g_;
   int loss_;
   std::vector<bool> needs_;
@@ -225,7 +296,18 @@ Tensor Gradients::operator[](Tensor t) const {
 }
 
 Gradients backward(Graph& g, Tensor loss) {
-  return Builder(g, loss).run();
+  return Builder(g, loss).run(-1);
+}
+
+Gradients backward(Graph& g, Tensor output, Tensor output_grad) {
+  const TensorInfo& o = g.tensor(output);
+  const TensorInfo& d = g.tensor(output_grad);
+  if (o.dtype != DType::F32 || d.dtype != DType::F32 || !(o.shape == d.shape))
+    throw ShapeError("backward: the output " + o.shape.str() + " " + ops::dtypeName(o.dtype) +
+                     " and its gradient " + d.shape.str() + " " + ops::dtypeName(d.dtype) +
+                     " must be f32 of the same shape");
+  if (output_grad == output) throw Error("backward: an output cannot be its own gradient");
+  return Builder(g, output).run(output_grad.id);
 }
 
 }  // namespace vkgrad::graph

@@ -7,6 +7,7 @@
 
 #include "graph/parameters.h"
 #include "ops/activation.h"
+#include "ops/attention.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -32,6 +33,20 @@ uint64_t arenaAlignment(const vk::Context& context) {
   return pow2;
 }
 
+// One of attention's (B,T,H,D) operands. A fused node's q, k, v (and their gradients) are
+// column blocks `part` of a (B,T,3*H*D) tensor, rows 3*H*D apart; o and dout are packed.
+ops::AttentionTensor attentionOperand(ops::TensorView t, const Attrs& at, int part) {
+  const int64_t h = at.heads, d = at.head_dim;
+  ops::AttentionTensor a;
+  a.view = t;
+  a.view.shape = {t.shape[0], t.shape[1], h, d};
+  if (at.fused && part >= 0) {
+    a.view.offset += uint64_t(part * h * d) * 4;
+    a.row_stride = 3 * h * d;
+  }
+  return a;
+}
+
 // How each node records its kernels: one case per OpKind. view(id) gives where tensor id
 // lives (an empty view for -1).
 void launch(vk::Recorder& rec, const Node& node, const std::function<ops::TensorView(int)>& view) {
@@ -54,6 +69,16 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       rows.shape = {ids.shape[0], row};
       table.dtype = rows.dtype = DType::F32;
       ops::embedding(rec, ids, table, rows, in(2));
+      return;
+    }
+    case OpKind::GatherBackward: {
+      // ids (...), dout (..., row), status -> dtable (V, ...), scratch
+      ops::TensorView ids = in(0), dout = in(1), dtable = out(0);
+      const int64_t row = dtable.shape.numel() / dtable.shape[0];
+      ids.shape = {ids.shape.numel()};
+      dout.shape = {ids.shape[0], row};
+      dtable.shape = {dtable.shape[0], row};
+      ops::embeddingBackward(rec, ids, dout, dtable, out(1), in(2), w);
       return;
     }
     case OpKind::ZeroFill: {
@@ -124,6 +149,25 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       ops::crossEntropyBackward(rec, in(0), in(1), in(2), in(3), out(0), ops::kCrossEntropyNoIgnore,
                                 w);
       return;
+
+    case OpKind::Attention: {
+      // q, k, v -> o, lse
+      const ops::AttentionOptions options{at.causal, at.scale};
+      ops::attention(rec, attentionOperand(in(0), at, 0), attentionOperand(in(1), at, 1),
+                     attentionOperand(in(2), at, 2), attentionOperand(out(0), at, -1), out(1),
+                     options);
+      return;
+    }
+    case OpKind::AttentionBackward: {
+      // q, k, v, o, lse, dout -> dq, dk, dv, scratch
+      const ops::AttentionOptions options{at.causal, at.scale};
+      ops::attentionBackward(rec, attentionOperand(in(0), at, 0), attentionOperand(in(1), at, 1),
+                             attentionOperand(in(2), at, 2), attentionOperand(in(3), at, -1), in(4),
+                             attentionOperand(in(5), at, -1), attentionOperand(out(0), at, 0),
+                             attentionOperand(out(1), at, 1), attentionOperand(out(2), at, 2),
+                             out(3), options, w);
+      return;
+    }
 
     case OpKind::AdvanceStep:
       ops::advanceStep(rec, in(0));

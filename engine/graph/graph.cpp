@@ -74,6 +74,8 @@ const char* opName(OpKind op) {
       return "layernorm";
     case OpKind::CrossEntropy:
       return "crossEntropy";
+    case OpKind::Attention:
+      return "attention";
     case OpKind::MatmulBackward:
       return "matmulBackward";
     case OpKind::AddBackward:
@@ -84,6 +86,10 @@ const char* opName(OpKind op) {
       return "layernormBackward";
     case OpKind::CrossEntropyBackward:
       return "crossEntropyBackward";
+    case OpKind::AttentionBackward:
+      return "attentionBackward";
+    case OpKind::GatherBackward:
+      return "gatherBackward";
     case OpKind::ZeroFill:
       return "zeroFill";
     case OpKind::AdvanceStep:
@@ -336,10 +342,61 @@ Tensor Graph::gather(Tensor table, Tensor ids) {
   status.data = {0, 0};
   const int st_id = newTensor(std::move(status));
   TensorInfo out{"", makeShape(dims, rank), dtype};
-  out.differentiable = differentiable;  // backward() refuses it if a gradient must pass
+  out.differentiable = differentiable;
   const int y = newTensor(std::move(out));
   addNode({OpKind::Gather, {table.id, ids.id, st_id}, {y}});
   return {y};
+}
+
+Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) {
+  check(q, "attention");
+  check(k, "attention");
+  check(v, "attention");
+  const Shape sq = shape(q), sk = shape(k), sv = shape(v);  // copies: newTensor may move tensors_
+  auto fail = [&](const std::string& why) {
+    throw ShapeError(describe("attention", {q, k, v}) + ": " + why);
+  };
+  for (Tensor t : {q, k, v})
+    if (tensor(t).dtype != DType::F32) fail("q, k and v must be f32");
+  if (sq.rank() != 4 || sk.rank() != 4 || !(sk == sv))
+    fail("q must be (B,Tq,H,D), k and v the same (B,Tk,H,D)");
+  if (sk[0] != sq[0] || sk[2] != sq[2] || sk[3] != sq[3]) fail("q and k differ in B, H or D");
+  if (sq[3] > 256) fail("head dim " + std::to_string(sq[3]) + " exceeds 256");
+  if (!(scale >= 0)) fail("scale must be >= 0 (0: 1/sqrt(D))");
+  const int o = newTensor({"", sq});
+  const int lse = newTensor({"attention.lse", {sq[0], sq[2], sq[1]}});
+  Node node{OpKind::Attention, {q.id, k.id, v.id}, {o, lse}};
+  node.attrs.heads = sq[2];
+  node.attrs.head_dim = sq[3];
+  node.attrs.causal = causal;
+  node.attrs.scale = scale;
+  addNode(std::move(node));
+  return {o};
+}
+
+Tensor Graph::attention(Tensor qkv, int64_t heads, bool causal, float scale) {
+  check(qkv, "attention");
+  const Shape s = shape(qkv);  // a copy: newTensor may move tensors_
+  auto fail = [&](const std::string& why) {
+    throw ShapeError(describe("attention", {qkv}) + " with " + std::to_string(heads) +
+                     " heads: " + why);
+  };
+  if (tensor(qkv).dtype != DType::F32) fail("qkv must be f32");
+  if (s.rank() != 3) fail("qkv must be (B,T,3*H*D)");
+  if (heads <= 0 || s[2] % (3 * heads) != 0) fail("the last dim must be a multiple of 3*heads");
+  const int64_t d = s[2] / (3 * heads);
+  if (d > 256) fail("head dim " + std::to_string(d) + " exceeds 256");
+  if (!(scale >= 0)) fail("scale must be >= 0 (0: 1/sqrt(D))");
+  const int o = newTensor({"", {s[0], s[1], heads * d}});
+  const int lse = newTensor({"attention.lse", {s[0], heads, s[1]}});
+  Node node{OpKind::Attention, {qkv.id, qkv.id, qkv.id}, {o, lse}};
+  node.attrs.heads = heads;
+  node.attrs.head_dim = d;
+  node.attrs.fused = true;
+  node.attrs.causal = causal;
+  node.attrs.scale = scale;
+  addNode(std::move(node));
+  return {o};
 }
 
 void Graph::markOutput(Tensor t) {

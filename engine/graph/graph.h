@@ -63,12 +63,15 @@ enum class OpKind {
   Activation,    // (x) -> f(x)
   LayerNorm,     // (x, gamma, beta) -> (y, mean, rstd)
   CrossEntropy,  // (logits, targets, status) -> (mean loss (1), row losses, saved)
+  Attention,     // (q, k, v) -> (o, lse); fused: q, k and v are one (B,T,3HD) tensor
   // backward (added by autograd); `which` names the forward input the gradient is for
   MatmulBackward,      // (a, b, dc) -> d{a,b,bias}
   AddBackward,         // (dout) -> d{a,b}
   ActivationBackward,  // (x or y, dy) -> dx
   LayerNormBackward,   // (x, gamma, mean, rstd, dy) -> (dx|tmp, dgamma|-, dbeta|-, scratch[, tmp])
   CrossEntropyBackward,  // (logits, targets, saved, dmean) -> dlogits
+  AttentionBackward,     // (q, k, v, o, lse, dout) -> (dq, dk, dv, scratch); all Overwrite
+  GatherBackward,        // (ids, dout, status) -> (dtable, u32 scratch)
   ZeroFill,  // () -> zeros: a gradient whose contributions (slices) may not cover all of it
   // optimizer (graph/optimizer.h); these update their first input in place
   AdvanceStep,   // (state)
@@ -86,6 +89,11 @@ struct Attrs {
   float param = 0.0f;          // Activation parameter, LayerNorm eps, ClipGradNorm max norm
   int which = 0;               // backward nodes: index of the forward input differentiated
   int64_t begin = 0, end = 0;  // Slice: rows of the first axis
+  // Attention: heads H and head dim D; fused: q, k, v are views into one (B,T,3*H*D) tensor
+  // at columns 0, H*D, 2*H*D with rows 3*H*D apart (no copy: the kernels take a row stride).
+  int64_t heads = 0, head_dim = 0;
+  bool fused = false, causal = false;
+  float scale = 0.0f;  // Attention: 0 means 1/sqrt(D)
   ops::SgdOptions sgd;
   ops::AdamWOptions adamw;
 };
@@ -145,11 +153,19 @@ class Graph {
   // table: (N, ...) f32 or u32, ids: (...) u32 -> (ids' dims..., table's dims after N), with
   // table's dtype: out[i] = table[ids[i]], copied on the device (ops/embedding.h's kernel),
   // so a batch is an index buffer. An id >= N gives a zero row and sets the flags of a
-  // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. No gradient
-  // flows to the table: it is data (a Dataset or an input); backward() throws if a
-  // parameter's gradient would have to pass through a gather. Slices of either work at any
-  // offset.
+  // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. A data table
+  // (a Dataset, an input, u32) gets no gradient; an f32 table that depends on a parameter
+  // (a trainable embedding) gets one through ops::embeddingBackward's deterministic
+  // scatter-add. Slices of either work at any offset.
   Tensor gather(Tensor table, Tensor ids);
+  // Flash attention (ops/attention.h): q (B,Tq,H,D), k and v (B,Tk,H,D) -> o (B,Tq,H,D),
+  // softmax(scale q kᵀ [+ causal mask]) v per batch and head; scale 0 means 1/sqrt(D). The
+  // per-row log-sum-exp is a second output, saved for the backward pass.
+  Tensor attention(Tensor q, Tensor k, Tensor v, bool causal = false, float scale = 0.0f);
+  // The same from one fused QKV projection qkv (B,T,3*H*D) (q, k, v side by side in each
+  // row, heads within each): q, k and v are strided views of it, read in place, and their
+  // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
+  Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
 
   // --- outputs: kept alive to the end of a step so they can be read back
   void markOutput(Tensor t);

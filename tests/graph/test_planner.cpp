@@ -11,6 +11,7 @@
 #include "graph/autograd.h"
 #include "graph/optimizer.h"
 #include "graph/parameters.h"
+#include "graph/transformer_block.h"
 #include "vk/error.h"
 
 namespace vkgrad::test {
@@ -216,6 +217,38 @@ TEST_F(GraphPlanTest, ResidualBlocksArenaIsSmallerThanTheNaiveSumAndTagsSurvive)
   EXPECT_TRUE(tagsIntact(g, plan));
   EXPECT_LT(plan.memory.arena_bytes, plan.memory.naive_bytes);
   std::printf("2 residual blocks (2,9,16), MLP 64: arena %llu bytes, naive sum %llu bytes\n",
+              (unsigned long long)plan.memory.arena_bytes,
+              (unsigned long long)plan.memory.naive_bytes);
+}
+
+// A transformer block (trainable embedding, layernorm, fused QKV projection, causal attention
+// read in place from it, output projection, residual, MLP, head, cross-entropy) with its
+// backward and AdamW: attention's saved lse and scratch, the embedding's u32 scratch and the
+// fused QKV gradient are planned like any other tensor.
+TEST_F(GraphPlanTest, TransformerBlockArenaIsSmallerThanTheNaiveSumAndTagsSurvive) {
+  graph::ParameterStore store(ctx());
+  const TinyTransformer config;
+  addTransformerParameters(store, config);
+  Graph g;
+  const Tensor ids = g.input("ids", {3, config.seq}, ops::DType::U32);
+  const Tensor targets = g.input("targets", {3, config.seq}, ops::DType::U32);
+  const Tensor loss = transformerLoss(g, store, config, ids, targets);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  EXPECT_EQ(grads.parameters.size(), store.all().size());
+  graph::addOptimizer(g, grads, {});
+  const uint64_t alignment = ctx().info().min_storage_offset_alignment;
+  const graph::GraphPlan plan = graph::planGraph(g, alignment);
+  graph::checkPlan(plan.lifetimes, plan.memory, alignment);
+  EXPECT_TRUE(tagsIntact(g, plan));
+  EXPECT_LT(plan.memory.arena_bytes, plan.memory.naive_bytes);
+  bool attention_backward = false, gather_backward = false;
+  for (int n : plan.order) {
+    attention_backward |= g.nodes()[size_t(n)].op == graph::OpKind::AttentionBackward;
+    gather_backward |= g.nodes()[size_t(n)].op == graph::OpKind::GatherBackward;
+  }
+  EXPECT_TRUE(attention_backward && gather_backward);
+  std::printf("transformer block (3,8,16), 2 heads, MLP 32: arena %llu bytes, naive sum %llu\n",
               (unsigned long long)plan.memory.arena_bytes,
               (unsigned long long)plan.memory.naive_bytes);
 }

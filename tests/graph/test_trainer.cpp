@@ -16,6 +16,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "graph/parameters.h"
+#include "graph/transformer_block.h"
 #include "vk/error.h"
 #include "vk/staging.h"
 
@@ -230,6 +231,56 @@ TEST_F(TrainerTest, RejectsBadBatchesAndConfigurationsBeforeGpuWork) {
     return g.matmul(batch[0], g.parameter(store.at("l0.w")));
   };
   EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &y_}, not_scalar, options), Error);
+}
+
+// A tiny transformer block learns to continue arithmetic sequences: each row counts up from
+// a random start by a random stride of 1 or 2 (mod 11), so predicting the next token needs
+// the earlier tokens (through attention) and the trainable embedding. 40 AdamW steps on
+// device-resident token ids take the loss over all rows from ~2.3-3.0 to below 0.5
+// (measured: 0.13-0.21), in about a second on lavapipe.
+TEST_F(TrainerTest, TransformerBlockLossDecreases) {
+  const TinyTransformer config;
+  const uint32_t rows = 64, seq = uint32_t(config.seq), vocab = uint32_t(config.vocab);
+  std::vector<uint32_t> ids, targets;
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t start = rng_.below(vocab), stride = 1 + rng_.below(2);
+    for (uint32_t t = 0; t < seq; ++t) {
+      ids.push_back((start + t * stride) % vocab);
+      targets.push_back((start + (t + 1) * stride) % vocab);
+    }
+  }
+  const graph::Dataset ids_data = graph::uploadDataset(ctx(), "ids", {rows, seq}, ids);
+  const graph::Dataset target_data = graph::uploadDataset(ctx(), "targets", {rows, seq}, targets);
+  graph::ParameterStore store(ctx());
+  addTransformerParameters(store, config);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 16;
+  options.optimizer.kind = graph::OptimizerConfig::Kind::AdamW;
+  options.optimizer.adamw.weight_decay = 0.0f;
+  options.schedule = graph::Schedule::constant(2e-2f);
+  graph::Trainer trainer(
+      ctx(), store, {&ids_data, &target_data},
+      [&](Graph& g, std::span<const Tensor> batch) {
+        return transformerLoss(g, store, config, batch[0], batch[1]);
+      },
+      options);
+  const std::vector<uint32_t> all = iota(rows);
+  const float before = trainer.evaluate(all);
+  std::vector<float> losses;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < 40; ++s)
+    if (auto loss = trainer.step(randomBatch(rng_, 16, rows), s % 10 == 0)) losses.push_back(*loss);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const float after = trainer.evaluate(all);
+  std::printf("transformer block: loss %.4f -> %.4f after 40 steps; %.2f ms per step (wall)\n",
+              double(before), double(after), ms / 40);
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after));
+  EXPECT_GT(before, 1.5f) << rng_.describe();  // near ln 11 = 2.4 at the start
+  EXPECT_LT(after, 0.5f) << rng_.describe();
+  EXPECT_LT(losses.back(), losses.front()) << rng_.describe();
 }
 
 }  // namespace
