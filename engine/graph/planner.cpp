@@ -191,17 +191,46 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
   for (int o : g.outputs())
     if (first[size_t(root(o))] >= 0) last[size_t(root(o))] = end;
 
+  // In place: where an op may write its output over an input (an activation over x, an add
+  // over a, an activation's dx over dy) and that input's last use is this node, the output
+  // takes the input's bytes. host[r] is the root whose range r occupies.
+  std::vector<int> host(tensors);
+  for (size_t t = 0; t < tensors; ++t) host[t] = int(t);
+  if (reuse) {
+    for (int step = 0; step < end; ++step) {
+      const Node& node = nodes[size_t(plan.order[size_t(step)])];
+      int over = -1;  // the input the op may overwrite
+      if (node.op == OpKind::Activation || node.op == OpKind::Add) over = node.inputs[0];
+      if (node.op == OpKind::ActivationBackward) over = node.inputs[1];
+      if (over < 0 || node.outputs.empty() || node.outputs[0] < 0) continue;
+      const int in = root(over), out = root(node.outputs[0]);
+      const bool arena = !isPersistent(g.tensor(in)) && !isPersistent(g.tensor(out));
+      if (arena && in != out && host[size_t(out)] == out && last[size_t(in)] == step &&
+          first[size_t(out)] == step && g.tensor(in).bytes() == g.tensor(out).bytes()) {
+        const int h = host[size_t(in)];
+        host[size_t(out)] = h;
+        last[size_t(h)] = last[size_t(out)];
+      }
+    }
+  }
+
   plan.offset.assign(tensors, -1);
   for (size_t t = 0; t < tensors; ++t) {
-    if (int(t) != root(int(t)) || first[t] < 0 || isPersistent(g.tensor(int(t)))) continue;
+    if (int(t) != root(int(t)) || host[t] != int(t) || first[t] < 0 ||
+        isPersistent(g.tensor(int(t))))
+      continue;
     plan.arena_roots.push_back(int(t));
     plan.lifetimes.push_back({g.tensor(int(t)).bytes(), first[t], last[t]});
   }
   plan.memory = planMemory(plan.lifetimes, alignment, reuse);
+  // The naive layout gives every tensor its own range, in-place outputs included.
+  for (size_t t = 0; t < tensors; ++t)
+    if (int(t) == root(int(t)) && host[t] != int(t))
+      plan.memory.naive_bytes += (g.tensor(int(t)).bytes() + alignment - 1) / alignment * alignment;
   for (size_t i = 0; i < plan.arena_roots.size(); ++i)
     plan.offset[size_t(plan.arena_roots[i])] = int64_t(plan.memory.offsets[i]);
   for (size_t t = 0; t < tensors; ++t) {
-    plan.offset[t] = plan.offset[size_t(root(int(t)))];
+    plan.offset[t] = plan.offset[size_t(host[size_t(root(int(t)))])];
     plan.used[t] = plan.used[size_t(root(int(t)))];
   }
   return plan;

@@ -1,6 +1,8 @@
 // Memory planning: which nodes run and in what order, how long each tensor lives, and where
 // in one arena each non-persistent tensor goes. Tensors whose lifetimes do not intersect may
-// share bytes; placement is best-fit over the ranges freed by tensors already dead.
+// share bytes; placement is best-fit over the ranges freed by tensors already dead. Where an
+// op may write its output over an input (activations, add, an activation's dx over dy) and
+// that input is last used there, the output takes the input's range (in place).
 // Persistent tensors (inputs, parameters, constants, state, parameter gradients) are not in
 // the arena. No Vulkan here: the executor allocates what the plan says.
 #pragma once

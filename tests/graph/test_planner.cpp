@@ -190,6 +190,28 @@ TEST_F(GraphPlanTest, MlpArenaIsSmallerThanTheNaiveSumAndLiveTensorsNeverOverlap
 
 // Two pre-norm residual blocks (x + W2 gelu(W1 layernorm(x))) with a head, backward and
 // AdamW: the residual stream's tensors live long, the MLP's die young.
+// An activation whose input dies at it writes over that input: x -> matmul -> relu -> relu
+// (forward only) keeps one range for all three activations.
+TEST_F(GraphPlanTest, ActivationsOverwriteAnInputThatDiesThere) {
+  graph::ParameterStore store(ctx());
+  Graph g;
+  const Tensor x = g.input("x", {5, 8});
+  const Tensor h1 = g.matmul(x, g.parameter(store.add("w", {8, 8}, graph::Init::xavierUniform())));
+  const Tensor h2 = g.relu(h1), h3 = g.relu(h2);
+  g.markOutput(h3);
+  const uint64_t alignment = ctx().info().min_storage_offset_alignment;
+  const graph::GraphPlan plan = graph::planGraph(g, alignment);
+  graph::checkPlan(plan.lifetimes, plan.memory, alignment);
+  EXPECT_TRUE(tagsIntact(g, plan));
+  EXPECT_EQ(plan.offset[size_t(h2.id)], plan.offset[size_t(h1.id)]);
+  EXPECT_EQ(plan.offset[size_t(h3.id)], plan.offset[size_t(h1.id)]);
+  EXPECT_EQ(plan.lifetimes.size(), 1u);
+  EXPECT_EQ(plan.memory.naive_bytes, 3 * plan.memory.arena_bytes);
+  // Without reuse each keeps its own range.
+  const graph::GraphPlan separate = graph::planGraph(g, alignment, false);
+  EXPECT_NE(separate.offset[size_t(h2.id)], separate.offset[size_t(h1.id)]);
+}
+
 TEST_F(GraphPlanTest, ResidualBlocksArenaIsSmallerThanTheNaiveSumAndTagsSurvive) {
   graph::ParameterStore store(ctx());
   Graph g;
