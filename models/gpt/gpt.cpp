@@ -1,0 +1,98 @@
+#include "gpt/gpt.h"
+
+#include <cmath>
+
+#include "vk/error.h"
+
+namespace vkgrad::gpt {
+
+using graph::Init;
+using graph::Tensor;
+
+namespace {
+std::string blockName(int64_t i) {
+  return "h" + std::to_string(i);
+}
+}  // namespace
+
+void GptConfig::validate() const {
+  auto fail = [](const std::string& why) { throw Error("GptConfig: " + why); };
+  if (vocab <= 0) fail("vocab must be positive");
+  if (layers <= 0) fail("layers must be positive");
+  if (heads <= 0) fail("heads must be positive");
+  if (width <= 0 || width % heads != 0)
+    fail("width " + std::to_string(width) + " must be a positive multiple of heads " +
+         std::to_string(heads));
+  if (context <= 0) fail("context must be positive");
+}
+
+nn::BlockConfig GptConfig::block() const {
+  nn::BlockConfig b;
+  b.width = width;
+  b.heads = heads;
+  b.norm = norm;
+  b.activation = activation;
+  b.causal = true;
+  return b;
+}
+
+void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
+  config.validate();
+  const Init normal = Init::normal(0.0f, 0.02f);
+  // GPT-2: each block adds two projections into the residual stream, so their scale keeps
+  // the stream's variance independent of depth.
+  nn::BlockInit init{normal, Init::normal(0.0f, 0.02f / std::sqrt(2.0f * float(config.layers)))};
+  nn::declareEmbedding(store, "emb", config.vocab, config.context, config.width, normal, normal);
+  for (int64_t i = 0; i < config.layers; ++i)
+    nn::declareBlock(store, blockName(i), config.block(), init);
+  if (config.norm == nn::Norm::Pre) nn::declareLayerNorm(store, "ln_f", config.width);
+  if (!config.tie_weights)
+    nn::declareLinear(store, "head", config.width, config.vocab, normal,
+                      /*bias=*/false);
+}
+
+Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+                 Tensor ids) {
+  Tensor tok;
+  Tensor x = nn::embedding(g, store, "emb", ids, &tok);  // (B,T,C)
+  for (int64_t i = 0; i < config.layers; ++i)
+    x = nn::block(g, store, blockName(i), config.block(), x);
+  if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
+  const ops::Shape s = g.shape(x);
+  x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)
+  if (config.tie_weights) return g.matmul(x, tok, {}, false, /*trans_b=*/true);
+  return nn::linear(g, store, "head", x);
+}
+
+Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+               Tensor ids, Tensor targets) {
+  const ops::Shape s = g.shape(ids);
+  if (!(g.shape(targets) == s))
+    throw ShapeError(g.describe("gptLoss", {ids, targets}) + ": ids and targets differ");
+  const Tensor logits = gptLogits(g, store, config, ids);
+  return g.crossEntropy(logits, g.reshape(targets, {s.numel()}));
+}
+
+graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config) {
+  return [&store, &config](graph::Graph& g, std::span<const Tensor> batch) {
+    if (batch.size() != 2) throw Error("gptLossFn: needs two datasets (ids, targets)");
+    return gptLoss(g, store, config, batch[0], batch[1]);
+  };
+}
+
+Windows windows(std::span<const uint32_t> tokens, int64_t context, int64_t stride) {
+  if (context <= 0 || stride <= 0) throw Error("windows: context and stride must be positive");
+  if (int64_t(tokens.size()) < context + 1)
+    throw Error("windows: " + std::to_string(tokens.size()) +
+                " tokens, need at least context + 1 = " + std::to_string(context + 1));
+  Windows w;
+  for (int64_t start = 0; start + context < int64_t(tokens.size()); start += stride) {
+    w.ids.insert(w.ids.end(), tokens.begin() + start, tokens.begin() + start + context);
+    w.targets.insert(w.targets.end(), tokens.begin() + start + 1,
+                     tokens.begin() + start + context + 1);
+    ++w.count;
+  }
+  return w;
+}
+
+}  // namespace vkgrad::gpt

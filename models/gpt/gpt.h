@@ -1,0 +1,59 @@
+// A decoder-only transformer (GPT) on the graph: token + learned positional embedding,
+// `layers` causal transformer blocks (nn/transformer.h), a final LayerNorm (pre-norm only: a
+// post-norm block already ends in one) and a linear head to the vocabulary, optionally tied
+// to the token table. Trained on windows of token ids against the next token of each.
+//
+// Parameter names: emb.tok (vocab,width), emb.pos (context,width), h<i>.* for block i,
+// ln_f.{g,b} (pre-norm), head.w (width,vocab) unless tied.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/trainer.h"
+#include "nn/transformer.h"
+
+namespace vkgrad::gpt {
+
+struct GptConfig {
+  int64_t vocab = 0;
+  int64_t layers = 2;
+  int64_t heads = 2;
+  int64_t width = 32;    // a multiple of heads
+  int64_t context = 32;  // the longest window (the position table's rows)
+  nn::Norm norm = nn::Norm::Pre;
+  bool tie_weights = false;  // the head is emb.tok transposed
+  nn::ActivationSpec activation = nn::ActivationSpec::gelu();
+
+  // Throws Error naming the bad field.
+  void validate() const;
+  nn::BlockConfig block() const;
+};
+
+// Adds every parameter with GPT-2's initialisation: weights and embeddings N(0, 0.02), the
+// residual projections (attn.proj, mlp.proj) N(0, 0.02/sqrt(2*layers)), biases 0, LayerNorm
+// gain 1 and bias 0. Call store.initialize(seed) afterwards.
+void declareGpt(graph::ParameterStore& store, const GptConfig& config);
+
+// ids: (B,T) u32, T <= context -> logits (B*T, vocab); causal, so row (b,t) sees ids[b, 0..t].
+graph::Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store,
+                        const GptConfig& config, graph::Tensor ids);
+// ids, targets: (B,T) u32 (targets: the next token of each id) -> mean cross-entropy (1).
+graph::Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+                      graph::Tensor ids, graph::Tensor targets);
+// A Trainer loss over two datasets: windows of ids and of their targets (see windows()).
+// The store and config must outlive the Trainer.
+graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config);
+
+// Every window of `context` tokens starting at a multiple of `stride`, and the same shifted
+// by one: ids (N, context), targets (N, context), row-major. Throws Error when the text has
+// fewer than context + 1 tokens.
+struct Windows {
+  int64_t count = 0;
+  std::vector<uint32_t> ids, targets;
+};
+Windows windows(std::span<const uint32_t> tokens, int64_t context, int64_t stride = 1);
+
+}  // namespace vkgrad::gpt
