@@ -177,6 +177,9 @@ class Builder {
       case OpKind::LayerNorm:
         layernormRule(f, dout);
         break;
+      case OpKind::Dropout:
+        if (needs(f, 0)) emit(OpKind::DropoutBackward, f, 0, {dout, f.inputs[1]});
+        break;
       case OpKind::CrossEntropy:
         if (needs(f, 0))
           emit(OpKind::CrossEntropyBackward, f, 0, {f.inputs[0], f.inputs[1], f.outputs[2], dout});

@@ -14,6 +14,7 @@
 #include "ops/layernorm.h"
 #include "ops/matmul.h"
 #include "ops/optim.h"
+#include "ops/random.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/recorder.h"
@@ -169,6 +170,13 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       return;
     }
 
+    case OpKind::Dropout:
+      ops::dropout(rec, in(0), out(0), at.param, in(1), at.stream);
+      return;
+    case OpKind::DropoutBackward:
+      ops::dropoutBackward(rec, in(0), out(0), at.param, in(1), at.stream, w);
+      return;
+
     case OpKind::AdvanceStep:
       ops::advanceStep(rec, in(0));
       return;
@@ -270,6 +278,9 @@ void Executor::record() {
   for (int n : plan_.order)
     launch(*rec_, graph_.nodes()[size_t(n)],
            [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); });
+  // After every use in the step (forward and backward masks agree): the next replay draws anew.
+  if (graph_.rngState() && plan_.used[size_t(graph_.rngState().id)])
+    ops::rngAdvance(*rec_, view(graph_.rngState()));
   if (timed_) ts_end_ = rec_->timestamp();
 }
 

@@ -6,6 +6,7 @@
 #include "graph/parameters.h"
 #include "ops/cross_entropy.h"
 #include "ops/elementwise.h"
+#include "ops/random.h"
 #include "vk/error.h"
 
 namespace vkgrad::graph {
@@ -90,6 +91,10 @@ const char* opName(OpKind op) {
       return "attentionBackward";
     case OpKind::GatherBackward:
       return "gatherBackward";
+    case OpKind::Dropout:
+      return "dropout";
+    case OpKind::DropoutBackward:
+      return "dropoutBackward";
     case OpKind::ZeroFill:
       return "zeroFill";
     case OpKind::AdvanceStep:
@@ -234,6 +239,27 @@ Tensor Graph::activation(Tensor x, ops::Activation kind, float param) {
   Node node{OpKind::Activation, {x.id}, {y}};
   node.attrs.activation = kind;
   node.attrs.param = param;
+  addNode(std::move(node));
+  return {y};
+}
+
+Tensor Graph::dropout(Tensor x, float p) {
+  check(x, "dropout");
+  if (tensor(x).dtype != DType::F32) throw ShapeError(describe("dropout", {x}) + ": x must be f32");
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ShapeError(describe("dropout", {x}) + ": p must be in [0, 1), got " + std::to_string(p));
+  if (p == 0.0f || !training_) return x;
+  if (rng_ < 0) {
+    const ops::RngState state = ops::RngState::make(seed_);
+    TensorInfo info{"rng", Shape{4}, DType::U32, TensorKind::State};
+    info.differentiable = false;
+    info.data = {state.seed_lo, state.seed_hi, state.offset_lo, state.offset_hi};
+    rng_ = newTensor(std::move(info));
+  }
+  const int y = newTensor({"", shape(x)});
+  Node node{OpKind::Dropout, {x.id, rng_}, {y}};
+  node.attrs.param = p;
+  node.attrs.stream = streams_++;
   addNode(std::move(node));
   return {y};
 }

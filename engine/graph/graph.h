@@ -64,6 +64,7 @@ enum class OpKind {
   LayerNorm,     // (x, gamma, beta) -> (y, mean, rstd)
   CrossEntropy,  // (logits, targets, status) -> (mean loss (1), row losses, saved)
   Attention,     // (q, k, v) -> (o, lse); fused: q, k and v are one (B,T,3HD) tensor
+  Dropout,       // (x, rng) -> x * mask / (1 - p); the mask is recomputed, never stored
   // backward (added by autograd); `which` names the forward input the gradient is for
   MatmulBackward,      // (a, b, dc) -> d{a,b,bias}
   AddBackward,         // (dout) -> d{a,b}
@@ -72,6 +73,7 @@ enum class OpKind {
   CrossEntropyBackward,  // (logits, targets, saved, dmean) -> dlogits
   AttentionBackward,     // (q, k, v, o, lse, dout) -> (dq, dk, dv, scratch); all Overwrite
   GatherBackward,        // (ids, dout, status) -> (dtable, u32 scratch)
+  DropoutBackward,       // (dy, rng) -> dx with the forward's mask
   ZeroFill,  // () -> zeros: a gradient whose contributions (slices) may not cover all of it
   // optimizer (graph/optimizer.h); these update their first input in place
   AdvanceStep,   // (state)
@@ -93,7 +95,8 @@ struct Attrs {
   // at columns 0, H*D, 2*H*D with rows 3*H*D apart (no copy: the kernels take a row stride).
   int64_t heads = 0, head_dim = 0;
   bool fused = false, causal = false;
-  float scale = 0.0f;  // Attention: 0 means 1/sqrt(D)
+  float scale = 0.0f;    // Attention: 0 means 1/sqrt(D)
+  uint32_t stream = 0;   // Dropout: the generator's stream, one per dropout in the graph
   ops::SgdOptions sgd;
   ops::AdamWOptions adamw;
 };
@@ -166,6 +169,16 @@ class Graph {
   // row, heads within each): q, k and v are strided views of it, read in place, and their
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
+  // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
+  // (ops/random.h): a fresh mask every step (the executor advances the generator after each
+  // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the
+  // graph is not for training (setTraining(false): evaluation graphs).
+  Tensor dropout(Tensor x, float p);
+  void setTraining(bool training) { training_ = training; }
+  // The generator's seed; set it before the first dropout.
+  void setSeed(uint64_t seed) { seed_ = seed; }
+  // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.
+  Tensor rngState() const { return Tensor{rng_}; }
 
   // --- outputs: kept alive to the end of a step so they can be read back
   void markOutput(Tensor t);
@@ -189,6 +202,10 @@ class Graph {
   std::vector<int> producers_;  // first node writing each tensor, -1 for leaves
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
+  bool training_ = true;
+  uint64_t seed_ = 0;
+  int rng_ = -1;
+  uint32_t streams_ = 0;
 };
 
 }  // namespace vkgrad::graph

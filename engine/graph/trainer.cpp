@@ -48,6 +48,8 @@ Trainer::~Trainer() = default;
 std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
   auto c = std::make_unique<Compiled>();
   Graph& g = c->g;
+  g.setTraining(train);
+  g.setSeed(options_.dropout_seed);
   c->indices = g.input("batch.indices", {options_.batch}, DType::U32);
   std::vector<Tensor> batch;
   for (const Dataset* d : datasets_) batch.push_back(g.gather(g.dataset(*d), c->indices));
