@@ -24,6 +24,7 @@ void GptConfig::validate() const {
     fail("width " + std::to_string(width) + " must be a positive multiple of heads " +
          std::to_string(heads));
   if (context <= 0) fail("context must be positive");
+  if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
 }
 
 nn::BlockConfig GptConfig::block() const {
@@ -33,6 +34,7 @@ nn::BlockConfig GptConfig::block() const {
   b.norm = norm;
   b.activation = activation;
   b.causal = true;
+  b.dropout = dropout;
   return b;
 }
 
@@ -54,7 +56,7 @@ void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
 Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
                  Tensor ids) {
   Tensor tok;
-  Tensor x = nn::embedding(g, store, "emb", ids, &tok);  // (B,T,C)
+  Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok), config.dropout);  // (B,T,C)
   for (int64_t i = 0; i < config.layers; ++i)
     x = nn::block(g, store, blockName(i), config.block(), x);
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);

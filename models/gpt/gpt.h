@@ -26,6 +26,7 @@ struct GptConfig {
   nn::Norm norm = nn::Norm::Pre;
   bool tie_weights = false;  // the head is emb.tok transposed
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
+  float dropout = 0.0f;  // GPT-2 places: after the embeddings, on attention and MLP outputs
 
   // Throws Error naming the bad field.
   void validate() const;

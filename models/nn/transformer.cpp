@@ -48,9 +48,12 @@ void declareBlock(ParameterStore& store, const std::string& prefix, const BlockC
 Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
              const BlockConfig& config, Tensor x) {
   auto attn = [&](Tensor t) {
-    return attention(g, store, prefix + ".attn", t, config.heads, config.causal);
+    return g.dropout(attention(g, store, prefix + ".attn", t, config.heads, config.causal),
+                     config.dropout);
   };
-  auto ff = [&](Tensor t) { return mlp(g, store, prefix + ".mlp", t, config.activation); };
+  auto ff = [&](Tensor t) {
+    return g.dropout(mlp(g, store, prefix + ".mlp", t, config.activation), config.dropout);
+  };
   auto norm = [&](const char* name, Tensor t) { return layerNorm(g, store, prefix + name, t); };
   if (config.norm == Norm::Pre) {
     x = g.add(x, attn(norm(".ln1", x)));

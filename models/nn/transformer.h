@@ -2,7 +2,8 @@
 // with the same declare/graph split as nn/layers.h. Names under a block prefix P:
 // P.ln1, P.attn.qkv, P.attn.proj, P.ln2, P.mlp.fc, P.mlp.proj.
 //
-// No dropout: the graph has no dropout op yet, so these blocks are deterministic.
+// Dropout (BlockConfig::dropout) follows GPT-2: on the attention and MLP outputs before
+// they join the residual stream; evaluation graphs drop nothing (Graph::dropout).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,7 @@ struct BlockConfig {
   Norm norm = Norm::Pre;
   ActivationSpec activation;
   bool causal = true;
+  float dropout = 0.0f;  // on the attention and MLP outputs
   int64_t mlpHidden() const { return hidden > 0 ? hidden : 4 * width; }
 };
 

@@ -165,6 +165,29 @@ TEST_F(GptTest, PostNormAndTiedHeadTrain) {
   }
 }
 
+// With dropout 0.1 (embeddings, attention and MLP outputs) the model still learns; the
+// evaluation graph drops nothing, so evaluating twice gives the same loss.
+TEST_F(GptTest, DropoutTrainsAndEvaluationIsDeterministic) {
+  GptConfig c = config(nn::Norm::Pre, false);
+  c.dropout = 0.1f;
+  graph::ParameterStore store(ctx());
+  gpt::declareGpt(store, c);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions o = options(120);
+  o.dropout_seed = rng_.seed();
+  graph::Trainer trainer(ctx(), store, {&ids_, &targets_}, gpt::gptLossFn(store, c), o);
+  const std::vector<uint32_t> eval = evalSet();
+  const float before = trainer.evaluate(eval);
+  for (int s = 0; s < 120; ++s) trainer.step(randomBatch());
+  const float after = trainer.evaluate(eval);
+  EXPECT_EQ(after, trainer.evaluate(eval));
+  EXPECT_GT(before, 2.5f) << rng_.describe();
+  EXPECT_LT(after, 1.2f) << rng_.describe();
+  GptConfig bad = c;
+  bad.dropout = 1.0f;
+  EXPECT_THROW(bad.validate(), Error);
+}
+
 // Bad configurations throw before any parameter is added; a window longer than the context
 // throws ShapeError while the graph is built.
 TEST_F(GptTest, RejectsBadConfigurations) {
