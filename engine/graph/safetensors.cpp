@@ -1,8 +1,5 @@
 #include "graph/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -11,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "graph/atomic_file.h"
 #include "graph/json.h"
 #include "vk/error.h"
 
@@ -30,17 +28,6 @@ uint64_t elements(const std::vector<int64_t>& shape) {
 }
 
 std::string errnoText() { return std::error_code(errno, std::generic_category()).message(); }
-
-// Writes all of bytes to fd, or throws.
-void writeAll(int fd, const void* bytes, size_t size, const std::string& what) {
-  const char* p = static_cast<const char*>(bytes);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(what + ": write failed: " + errnoText());
-    p += n, size -= size_t(n);
-  }
-}
 
 }  // namespace
 
@@ -77,28 +64,11 @@ void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkp
   text.resize((text.size() + 7) / 8 * 8, ' ');
   const uint64_t length = text.size();
 
-  // Same directory, so the rename is atomic; the pid keeps concurrent writers apart.
-  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(where + ": cannot create " + temp.string() + ": " + errnoText());
-  try {
-    writeAll(fd, &length, 8, where);
-    writeAll(fd, text.data(), text.size(), where);
-    for (const SavedTensor& t : checkpoint.tensors)
-      writeAll(fd, t.data.data(), t.data.size() * 4, where);
-    if (::fsync(fd) != 0) throw Error(where + ": fsync failed: " + errnoText());
-    if (::close(fd) != 0) throw Error(where + ": close failed: " + errnoText());
-  } catch (...) {
-    ::close(fd);
-    std::filesystem::remove(temp);
-    throw;
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    std::filesystem::remove(temp);
-    throw Error(where + ": cannot replace the file: " + ec.message());
-  }
+  std::vector<std::string_view> pieces{
+      std::string_view(reinterpret_cast<const char*>(&length), 8), text};
+  for (const SavedTensor& t : checkpoint.tensors)
+    pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  writeFileAtomically(path, pieces);
 }
 
 Checkpoint loadSafetensors(const std::filesystem::path& path) {
