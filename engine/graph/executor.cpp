@@ -15,6 +15,7 @@
 #include "ops/matmul.h"
 #include "ops/optim.h"
 #include "ops/random.h"
+#include "ops/sampling.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/recorder.h"
@@ -176,6 +177,12 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
     case OpKind::DropoutBackward:
       ops::dropoutBackward(rec, in(0), out(0), at.param, in(1), at.stream, w);
       return;
+    case OpKind::TopKWeights:
+      ops::topKWeights(rec, in(0), out(0), at.sample);
+      return;
+    case OpKind::Categorical:
+      ops::categorical(rec, in(0), out(0), in(1), at.stream);
+      return;
 
     case OpKind::AdvanceStep:
       ops::advanceStep(rec, in(0));
@@ -336,7 +343,7 @@ void Executor::setLearningRate(Tensor optimizer_state, float lr) {
   context_.staging().upload(*v.buffer, v.offset, &lr, sizeof(lr));
 }
 
-std::vector<float> Executor::read(Tensor t) {
+void Executor::readInto(Tensor t, void* out, size_t bytes) {
   const TensorInfo& info = graph_.tensor(t);
   const TensorInfo& root = graph_.tensor(info.root);
   const bool output =
@@ -344,8 +351,18 @@ std::vector<float> Executor::read(Tensor t) {
   if (!isPersistent(root) && !output)
     throw Error("executor: " + info.name + " is not kept after a step; markOutput() it");
   const ops::TensorView v = view(t);
-  std::vector<float> out(size_t(info.shape.numel()));
-  context_.staging().download(*v.buffer, v.offset, out.data(), out.size() * 4);
+  context_.staging().download(*v.buffer, v.offset, out, bytes);
+}
+
+std::vector<float> Executor::read(Tensor t) {
+  std::vector<float> out(size_t(graph_.tensor(t).shape.numel()));
+  readInto(t, out.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<uint32_t> Executor::readWords(Tensor t) {
+  std::vector<uint32_t> out(size_t(graph_.tensor(t).shape.numel()));
+  readInto(t, out.data(), out.size() * 4);
   return out;
 }
 

@@ -56,6 +56,7 @@ class Executor {
   // A tensor's contents after the last step: persistent tensors and marked outputs only
   // (others may have been overwritten by later ones); throws Error otherwise.
   std::vector<float> read(Tensor t);
+  std::vector<uint32_t> readWords(Tensor t);  // the same for u32 tensors (ids)
   float readScalar(Tensor t) { return read(t).at(0); }
   // Where a tensor lives (for tests and for ops recorded by the caller).
   ops::TensorView view(Tensor t) const;
@@ -72,6 +73,7 @@ class Executor {
  private:
   void record();
   void checkInput(Tensor t, DType dtype, size_t count) const;
+  void readInto(Tensor t, void* out, size_t bytes);
 
   vk::Context& context_;
   const Graph& graph_;

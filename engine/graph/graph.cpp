@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "graph/parameters.h"
@@ -95,6 +96,10 @@ const char* opName(OpKind op) {
       return "dropout";
     case OpKind::DropoutBackward:
       return "dropoutBackward";
+    case OpKind::TopKWeights:
+      return "topKWeights";
+    case OpKind::Categorical:
+      return "categorical";
     case OpKind::ZeroFill:
       return "zeroFill";
     case OpKind::AdvanceStep:
@@ -249,6 +254,15 @@ Tensor Graph::dropout(Tensor x, float p) {
   if (!(p >= 0.0f && p < 1.0f))
     throw ShapeError(describe("dropout", {x}) + ": p must be in [0, 1), got " + std::to_string(p));
   if (p == 0.0f || !training_) return x;
+  const int y = newTensor({"", shape(x)});
+  Node node{OpKind::Dropout, {x.id, generator()}, {y}};
+  node.attrs.param = p;
+  node.attrs.stream = streams_++;
+  addNode(std::move(node));
+  return {y};
+}
+
+int Graph::generator() {
   if (rng_ < 0) {
     const ops::RngState state = ops::RngState::make(seed_);
     TensorInfo info{"rng", Shape{4}, DType::U32, TensorKind::State};
@@ -256,12 +270,31 @@ Tensor Graph::dropout(Tensor x, float p) {
     info.data = {state.seed_lo, state.seed_hi, state.offset_lo, state.offset_hi};
     rng_ = newTensor(std::move(info));
   }
-  const int y = newTensor({"", shape(x)});
-  Node node{OpKind::Dropout, {x.id, rng_}, {y}};
-  node.attrs.param = p;
-  node.attrs.stream = streams_++;
-  addNode(std::move(node));
-  return {y};
+  return rng_;
+}
+
+Tensor Graph::sample(Tensor logits, const ops::SampleOptions& options) {
+  check(logits, "sample");
+  const Shape s = shape(logits);  // a copy: newTensor may move tensors_
+  if (tensor(logits).dtype != DType::F32 || s.numel() == 0)
+    throw ShapeError(describe("sample", {logits}) + ": logits must be non-empty f32 (...,V)");
+  if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
+    throw Error("sample: temperature " + std::to_string(options.temperature) +
+                " must be positive and finite");
+  if (options.top_k < 0) throw Error("sample: top_k " + std::to_string(options.top_k) + " must be >= 0");
+  TensorInfo weights_info{"", s};
+  weights_info.differentiable = false;
+  const int weights = newTensor(std::move(weights_info));
+  Node topk{OpKind::TopKWeights, {logits.id}, {weights}};
+  topk.attrs.sample = options;
+  addNode(std::move(topk));
+  TensorInfo ids_info{"", leading(s), DType::U32};
+  ids_info.differentiable = false;
+  const int ids = newTensor(std::move(ids_info));
+  Node draw{OpKind::Categorical, {weights, generator()}, {ids}};
+  draw.attrs.stream = streams_++;
+  addNode(std::move(draw));
+  return {ids};
 }
 
 Tensor Graph::layernorm(Tensor x, Tensor gamma, Tensor beta, float eps) {

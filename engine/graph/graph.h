@@ -15,6 +15,7 @@
 
 #include "ops/activation.h"
 #include "ops/optim.h"
+#include "ops/sampling.h"
 #include "ops/tensor.h"
 
 namespace vkgrad::graph {
@@ -65,6 +66,8 @@ enum class OpKind {
   CrossEntropy,  // (logits, targets, status) -> (mean loss (1), row losses, saved)
   Attention,     // (q, k, v) -> (o, lse); fused: q, k and v are one (B,T,3HD) tensor
   Dropout,       // (x, rng) -> x * mask / (1 - p); the mask is recomputed, never stored
+  TopKWeights,   // (logits) -> sampling weights (ops/sampling.h); never differentiated
+  Categorical,   // (weights, rng) -> u32 ids drawn from them
   // backward (added by autograd); `which` names the forward input the gradient is for
   MatmulBackward,      // (a, b, dc) -> d{a,b,bias}
   AddBackward,         // (dout) -> d{a,b}
@@ -96,7 +99,8 @@ struct Attrs {
   int64_t heads = 0, head_dim = 0;
   bool fused = false, causal = false;
   float scale = 0.0f;    // Attention: 0 means 1/sqrt(D)
-  uint32_t stream = 0;   // Dropout: the generator's stream, one per dropout in the graph
+  uint32_t stream = 0;   // Dropout, Categorical: the generator's stream, one per call site
+  ops::SampleOptions sample;  // TopKWeights: temperature and top-k
   ops::SgdOptions sgd;
   ops::AdamWOptions adamw;
 };
@@ -175,6 +179,10 @@ class Graph {
   // graph is not for training (setTraining(false): evaluation graphs).
   Tensor dropout(Tensor x, float p);
   void setTraining(bool training) { training_ = training; }
+  // logits (..., V) f32 -> (...) u32: one id per row drawn from softmax(logits / temperature)
+  // over the row's top_k largest logits (ops/sampling.h), by the same generator as dropout,
+  // so every step draws anew. Not differentiable. ShapeError / Error on bad arguments.
+  Tensor sample(Tensor logits, const ops::SampleOptions& options);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.
@@ -204,6 +212,7 @@ class Graph {
   std::vector<int> outputs_;
   bool training_ = true;
   uint64_t seed_ = 0;
+  int generator();  // the rng state tensor, created on first use
   int rng_ = -1;
   uint32_t streams_ = 0;
 };
