@@ -107,4 +107,17 @@ int64_t Cli::getInt(const std::string& name, int64_t min, int64_t max) const {
   return value;
 }
 
+double Cli::getDouble(const std::string& name, double min, double max) const {
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(value >= min && value <= max)) {
+    char range[96];
+    std::snprintf(range, sizeof(range), "[%g, %g]", min, max);
+    fail("--" + name + " must be a number in " + range + ", got '" + text + "'");
+  }
+  return value;
+}
+
 }  // namespace vkgrad::apps

@@ -25,6 +25,7 @@ class Cli {
   bool has(const std::string& name) const;  // flag given, or option given / defaulted
   std::string get(const std::string& name) const;
   int64_t getInt(const std::string& name, int64_t min, int64_t max) const;  // exits 2 if invalid
+  double getDouble(const std::string& name, double min, double max) const;  // NaN is invalid
   const std::vector<std::string>& positionals() const { return positional_values_; }
 
   [[noreturn]] void fail(const std::string& message) const;  // message + usage, exit 2
