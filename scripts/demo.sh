@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Sets up (packages, build) and runs the demo: the device list, then the kernel checks.
+# Sets up (packages, build) and runs the demo: the device list, then a small byte-level GPT
+# trained on a text file (default: the GPL-3 text that every Debian system ships in
+# /usr/share/common-licenses; pass another file as the first argument), then a sample.
 set -euo pipefail
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
+data="${1:-/usr/share/common-licenses/GPL-3}"
+out="${VKGRAD_DEMO_OUT:-$VKGRAD_BUILD/gpt-demo}"
 "$VKGRAD_BUILD/apps/vkgrad-info"
 echo
-"$VKGRAD_BUILD/apps/vkgrad-demo" "$@"
+"$VKGRAD_BUILD/apps/vkgrad-gpt" train --data "$data" --out "$out" \
+  --layers 2 --heads 4 --width 64 --context 64 --batch 16 --steps 600 --lr 3e-3 --seed 1
+echo
+echo "sample (temperature 0.8, top-k 20):"
+"$VKGRAD_BUILD/apps/vkgrad-gpt" sample --checkpoint "$out" --prompt "The " --tokens 300 \
+  --temperature 0.8 --top-k 20 --seed 1

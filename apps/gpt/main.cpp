@@ -1,0 +1,334 @@
+// vkgrad-gpt: trains a character-level (byte-level) GPT on a text file and samples from it.
+// All model logic lives in models/gpt; this program parses options, reports progress and
+// writes DIR/{model.safetensors, config.json, loss.png}.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "common/json_text.h"
+#include "common/plot.h"
+#include "gpt/checkpoint.h"
+#include "gpt/gpt.h"
+#include "gpt/sampler.h"
+#include "gpt/vocab.h"
+#include "graph/parameters.h"
+#include "graph/trainer.h"
+#include "vk/context.h"
+#include "vk/error.h"
+#include "vk/memory.h"
+
+namespace vkgrad::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Windows are stored on the device; above this many bytes of windows the stride between
+// window starts grows (a 1 MB text at context 64 would otherwise need 512 MB).
+constexpr uint64_t kWindowBudget = 256ull << 20;
+
+std::string readText(const std::string& path) {
+  if (path.empty()) throw Error("no --data file given");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::stringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw Error(path + ": the file is empty");
+  return s.str();
+}
+
+std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
+  std::vector<uint32_t> out;
+  want = std::min(want, count);
+  for (int64_t i = 0; i < want; ++i) out.push_back(uint32_t(i * count / want));
+  return out;
+}
+
+int train(int argc, char** argv) {
+  Cli cli("vkgrad-gpt train",
+          "Trains a byte-level GPT on a text file (the first 90% trains, the rest validates)\n"
+          "and writes DIR/model.safetensors, DIR/config.json and DIR/loss.png.");
+  cli.positional("train", "the command");
+  cli.option("data", "the text file to train on (required)");
+  cli.option("out", "checkpoint directory (created if missing)", "gpt-out");
+  cli.option("layers", "transformer blocks", "2");
+  cli.option("heads", "attention heads per block", "4");
+  cli.option("width", "model width (a multiple of heads)", "64");
+  cli.option("context", "tokens per window", "64");
+  cli.option("batch", "windows per step", "16");
+  cli.option("steps", "optimizer steps", "600");
+  cli.option("lr", "peak learning rate (AdamW)", "3e-3");
+  cli.option("schedule", "cosine (warm-up then decay to lr/10) or constant", "cosine");
+  cli.option("warmup", "warm-up steps of the cosine schedule", "30");
+  cli.option("weight-decay", "AdamW decoupled weight decay (matrices only)", "0.1");
+  cli.option("dropout", "dropout probability", "0");
+  cli.option("norm", "pre (GPT-2) or post (the original transformer)", "pre");
+  cli.flag("tie", "tie the output head to the token embedding");
+  cli.option("seed", "initialisation and batch seed", "1");
+  cli.option("eval-every", "steps between validation losses (0: only at the end)", "100");
+  cli.option("log-every", "steps between progress lines", "20");
+  cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
+  cli.flag("json", "end with one JSON line of results");
+  cli.parse(argc, argv);
+
+  const std::string text = readText(cli.get("data"));
+  gpt::GptConfig config;
+  const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(text);
+  config.vocab = vocab.size();
+  config.layers = cli.getInt("layers", 1, 256);
+  config.heads = cli.getInt("heads", 1, 256);
+  config.width = cli.getInt("width", 1, 1 << 16);
+  config.context = cli.getInt("context", 1, 1 << 16);
+  config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  config.tie_weights = cli.has("tie");
+  const std::string norm = cli.get("norm");
+  if (norm != "pre" && norm != "post") cli.fail("--norm must be pre or post");
+  config.norm = norm == "pre" ? nn::Norm::Pre : nn::Norm::Post;
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    cli.fail(e.what());
+  }
+  const int64_t batch = cli.getInt("batch", 1, 1 << 20);
+  const int64_t steps = cli.getInt("steps", 1, int64_t(1) << 40);
+  const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
+  const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
+  const int64_t eval_every = cli.getInt("eval-every", 0, int64_t(1) << 40);
+  const int64_t log_every = cli.getInt("log-every", 1, int64_t(1) << 40);
+  const bool json = cli.has("json");
+
+  const std::vector<uint32_t> tokens = vocab.encode(text);
+  const int64_t split = int64_t(tokens.size()) * 9 / 10;
+  const int64_t ctx = config.context;
+  if (split < ctx + 1 || int64_t(tokens.size()) - split < ctx + 1)
+    throw Error(cli.get("data") + ": " + std::to_string(tokens.size()) +
+                " bytes is too short for context " + std::to_string(ctx) +
+                ": both the training part (90%) and the validation part (10%) need at least "
+                "context + 1 bytes");
+  const int64_t stride = std::max<int64_t>(
+      1, int64_t(std::ceil(double(split) * ctx * 8 / double(kWindowBudget))));
+  const std::span<const uint32_t> all(tokens);
+  const gpt::Windows train_w = gpt::windows(all.first(size_t(split)), ctx, stride);
+  const gpt::Windows val_w = gpt::windows(all.subspan(size_t(split)), ctx, ctx);
+
+  vk::ContextOptions context_options;
+  context_options.device = cli.get("device");
+  vk::Context context(context_options);
+  const std::string device = context.info().name;
+  std::fprintf(stderr,
+               "device: %s\ndata: %s, %zu bytes, vocab %lld; %lld training windows (stride %lld), "
+               "%lld validation windows\n",
+               device.c_str(), cli.get("data").c_str(), tokens.size(),
+               static_cast<long long>(config.vocab), static_cast<long long>(train_w.count),
+               static_cast<long long>(stride), static_cast<long long>(val_w.count));
+
+  graph::ParameterStore store(context);
+  gpt::declareGpt(store, config);
+  store.initialize(seed);
+  const graph::Dataset ids = graph::uploadDataset(context, "ids", {train_w.count, ctx}, train_w.ids);
+  const graph::Dataset targets =
+      graph::uploadDataset(context, "targets", {train_w.count, ctx}, train_w.targets);
+  const graph::Dataset val_ids = graph::uploadDataset(context, "val_ids", {val_w.count, ctx}, val_w.ids);
+  const graph::Dataset val_targets =
+      graph::uploadDataset(context, "val_targets", {val_w.count, ctx}, val_w.targets);
+  graph::TrainerOptions options;
+  options.batch = batch;
+  options.optimizer.adamw.weight_decay = float(cli.getDouble("weight-decay", 0.0, 10.0));
+  options.optimizer.max_grad_norm = 1.0f;
+  options.dropout_seed = seed;
+  if (cli.get("schedule") == "cosine") {
+    const int64_t warmup = std::min(cli.getInt("warmup", 0, int64_t(1) << 40), steps);
+    options.schedule = graph::Schedule::cosine(lr, warmup, steps - warmup, lr / 10);
+  } else if (cli.get("schedule") == "constant") {
+    options.schedule = graph::Schedule::constant(lr);
+  } else {
+    cli.fail("--schedule must be cosine or constant");
+  }
+  const graph::LossFn loss = gpt::gptLossFn(store, config);
+  graph::Trainer trainer(context, store, {&ids, &targets}, loss, options);
+  // Validation: the same model over the held-out windows, a whole number of batches.
+  graph::Trainer validator(context, store, {&val_ids, &val_targets}, loss, options);
+  std::vector<uint32_t> val_rows = evenlySpaced(val_w.count, std::max<int64_t>(batch, 8 * batch));
+  if (int64_t(val_rows.size()) < batch) {
+    while (int64_t(val_rows.size()) < batch) val_rows.push_back(val_rows[val_rows.size() % val_w.count]);
+  }
+  val_rows.resize(val_rows.size() / size_t(batch) * size_t(batch));
+  std::printf("model: %lld parameters; %lld layers, %lld heads, width %lld, context %lld, %s-norm\n",
+              static_cast<long long>(store.elements()), static_cast<long long>(config.layers),
+              static_cast<long long>(config.heads), static_cast<long long>(config.width),
+              static_cast<long long>(ctx), norm.c_str());
+  const double unigram = [&] {
+    std::vector<double> count(size_t(config.vocab));
+    for (uint32_t t : tokens) count[t] += 1;
+    double h = 0;
+    for (double c : count)
+      if (c > 0) h -= c / double(tokens.size()) * std::log(c / double(tokens.size()));
+    return h;
+  }();
+  std::printf("unigram entropy of the text: %.3f nats\n", unigram);
+
+  std::mt19937_64 pick(seed);
+  std::vector<uint32_t> rows(static_cast<size_t>(batch));
+  Series train_curve{"train", {}, {}, {31, 119, 180}, false};
+  Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
+  auto validate = [&](int64_t step) {
+    const float v = validator.evaluate(val_rows);
+    val_curve.x.push_back(double(step));
+    val_curve.y.push_back(v);
+    return v;
+  };
+  float val = validate(0), last_train = NAN;
+  const auto start = Clock::now();
+  auto interval_start = start;
+  for (int64_t s = 1; s <= steps; ++s) {
+    for (auto& r : rows) r = uint32_t(pick() % uint64_t(train_w.count));
+    const bool log = s % log_every == 0 || s == steps;
+    const std::optional<float> l = trainer.step(rows, /*read_loss=*/log);
+    if (l) {
+      last_train = *l;
+      train_curve.x.push_back(double(s));
+      train_curve.y.push_back(*l);
+    }
+    const bool evaluate = s == steps || (eval_every > 0 && s % eval_every == 0);
+    if (evaluate) val = validate(s);
+    if (log) {
+      const auto now = Clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - interval_start).count() /
+                        double(s % log_every == 0 ? log_every : s % log_every);
+      interval_start = now;
+      std::printf("step %6lld/%lld  loss %.4f%s  %8.1f ms/step  %9.0f tokens/s  lr %.2e\n",
+                  static_cast<long long>(s), static_cast<long long>(steps), double(last_train),
+                  evaluate ? ("  val " + std::to_string(val).substr(0, 6)).c_str() : "", ms,
+                  double(batch * ctx) * 1000.0 / ms, double(trainer.learningRate()));
+      std::fflush(stdout);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double ms_per_step = seconds * 1000.0 / double(steps);
+  const double tokens_per_s = double(batch * ctx * steps) / seconds;
+  const uint64_t peak = context.allocator().peakBytesInUse();
+
+  const fs::path out = cli.get("out");
+  fs::create_directories(out);
+  store.save(out / gpt::kModelFile);
+  gpt::GptCheckpoint cp{config, vocab};
+  cp.training = graph::Json::object({
+      {"data", graph::Json::string(cli.get("data"))},
+      {"steps", graph::Json::number(double(steps))},
+      {"batch", graph::Json::number(double(batch))},
+      {"lr", graph::Json::number(lr)},
+      {"seed", graph::Json::number(double(seed))},
+      {"train_loss", graph::Json::number(last_train)},
+      {"val_loss", graph::Json::number(val)},
+  });
+  gpt::writeConfig(out, cp);
+  PlotOptions plot;
+  plot.title = "vkgrad-gpt: loss";
+  plot.x_label = "step";
+  plot.y_label = "cross-entropy loss (nats)";
+  writeLinePlot(out / "loss.png", {train_curve, val_curve}, plot);
+  std::printf("done: %lld steps in %.1f s, %.1f ms/step, %.0f tokens/s, peak device memory %.1f MiB\n"
+              "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png}\n",
+              static_cast<long long>(steps), seconds, ms_per_step, tokens_per_s,
+              double(peak) / 1048576.0, double(last_train), double(val), unigram,
+              out.string().c_str(), gpt::kModelFile, gpt::kConfigFile);
+  if (json)
+    std::printf("{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
+                "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "
+                "\"parameters\": %lld, \"device\": %s}\n",
+                double(last_train), double(val), ms_per_step, tokens_per_s,
+                static_cast<long long>(steps), static_cast<unsigned long long>(peak),
+                static_cast<long long>(store.elements()), jsonQuote(device).c_str());
+  return 0;
+}
+
+int sample(int argc, char** argv) {
+  Cli cli("vkgrad-gpt sample",
+          "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
+  cli.positional("sample", "the command");
+  cli.option("checkpoint", "checkpoint directory (required)");
+  cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
+  cli.option("tokens", "tokens (bytes) to generate", "200");
+  cli.option("temperature", "softmax temperature (> 0)", "0.8");
+  cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
+  cli.option("seed", "sampling seed", "1");
+  cli.option("device", "device index or name substring");
+  cli.parse(argc, argv);
+  if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
+  const int64_t count = cli.getInt("tokens", 0, 1 << 24);
+  ops::SampleOptions options;
+  options.temperature = float(cli.getDouble("temperature", 1e-6, 1e6));
+  options.top_k = cli.getInt("top-k", 0, 1 << 30);
+  const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
+
+  const fs::path dir = cli.get("checkpoint");
+  const gpt::GptCheckpoint cp = gpt::readConfig(dir);
+  const std::string prompt = cli.get("prompt");
+  if (prompt.empty()) cli.fail("--prompt must not be empty");
+  std::vector<uint32_t> tokens = cp.vocab.encode(prompt);
+  if (int64_t(tokens.size()) > cp.config.context)
+    throw Error("the prompt is " + std::to_string(tokens.size()) +
+                " bytes, longer than the model's context of " +
+                std::to_string(cp.config.context) + " it was trained with");
+  vk::ContextOptions context_options;
+  context_options.device = cli.get("device");
+  vk::Context context(context_options);
+  graph::ParameterStore store(context);
+  gpt::declareGpt(store, cp.config);
+  try {
+    store.load(dir / gpt::kModelFile);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "\n(the checkpoint's model does not match its " +
+                gpt::kConfigFile + ")");
+  }
+  gpt::Sampler sampler(context, store, cp.config, options, seed);
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t next = sampler.next(tokens);
+    tokens.push_back(next);
+    const std::string byte = cp.vocab.decode(next);
+    std::fwrite(byte.data(), 1, byte.size(), stdout);
+    std::fflush(stdout);
+  }
+  std::printf("\n");
+  return 0;
+}
+
+const char* const kUsage =
+    "usage: vkgrad-gpt train --data FILE [--layers N --heads N --width N --context N --batch N\n"
+    "                        --steps N --lr X --seed N --out DIR --norm pre|post --device NAME "
+    "--json]\n"
+    "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
+    "--top-k N --seed N]\n"
+    "`vkgrad-gpt train --help` and `vkgrad-gpt sample --help` list every option.\n";
+
+}  // namespace
+}  // namespace vkgrad::apps
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  try {
+    if (command == "train") return vkgrad::apps::train(argc, argv);
+    if (command == "sample") return vkgrad::apps::sample(argc, argv);
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::printf("vkgrad-gpt: trains a byte-level GPT on a text file and samples from it.\n%s",
+                  vkgrad::apps::kUsage);
+      return 0;
+    }
+    std::fprintf(stderr, "vkgrad-gpt: %s\n%s",
+                 command.empty() ? "no command given" : ("unknown command '" + command + "'").c_str(),
+                 vkgrad::apps::kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkgrad-gpt %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}
