@@ -45,6 +45,14 @@ std::string readText(const std::string& path) {
   return s.str();
 }
 
+// 1 (and a message) when the validation layer reported anything.
+int validationFailed(const vk::Context& context) {
+  const size_t messages = context.validationMessages().size();
+  if (messages == 0) return 0;
+  std::fprintf(stderr, "vkgrad-gpt: the validation layer reported %zu messages\n", messages);
+  return 1;
+}
+
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
   std::vector<uint32_t> out;
   want = std::min(want, count);
@@ -76,6 +84,7 @@ int train(int argc, char** argv) {
   cli.option("eval-every", "steps between validation losses (0: only at the end)", "100");
   cli.option("log-every", "steps between progress lines", "20");
   cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
+  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -121,6 +130,7 @@ int train(int argc, char** argv) {
 
   vk::ContextOptions context_options;
   context_options.device = cli.get("device");
+  context_options.validation = cli.has("validation");
   vk::Context context(context_options);
   const std::string device = context.info().name;
   std::fprintf(stderr,
@@ -247,7 +257,7 @@ int train(int argc, char** argv) {
                 double(last_train), double(val), ms_per_step, tokens_per_s,
                 static_cast<long long>(steps), static_cast<unsigned long long>(peak),
                 static_cast<long long>(store.elements()), jsonQuote(device).c_str());
-  return 0;
+  return validationFailed(context);
 }
 
 int sample(int argc, char** argv) {
@@ -261,6 +271,7 @@ int sample(int argc, char** argv) {
   cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
   cli.option("seed", "sampling seed", "1");
   cli.option("device", "device index or name substring");
+  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
   const int64_t count = cli.getInt("tokens", 0, 1 << 24);
@@ -280,6 +291,7 @@ int sample(int argc, char** argv) {
                 std::to_string(cp.config.context) + " it was trained with");
   vk::ContextOptions context_options;
   context_options.device = cli.get("device");
+  context_options.validation = cli.has("validation");
   vk::Context context(context_options);
   graph::ParameterStore store(context);
   gpt::declareGpt(store, cp.config);
@@ -299,7 +311,7 @@ int sample(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
-  return 0;
+  return validationFailed(context);
 }
 
 const char* const kUsage =
