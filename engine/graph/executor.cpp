@@ -268,6 +268,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   }
   rec_ = std::make_unique<vk::Recorder>(context);
   timed_ = context.info().timestamp_valid_bits != 0;
+  profiled_ = timed_ && options.profile;
   if (arena) {
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
     rec_->fill(*arena, 0x7fc00000u);
@@ -282,13 +283,19 @@ Executor::~Executor() = default;
 void Executor::record() {
   stepped_ = false;
   if (timed_) ts_begin_ = rec_->timestamp();
-  for (int n : plan_.order)
+  node_ts_.clear();
+  for (int n : plan_.order) {
     launch(*rec_, graph_.nodes()[size_t(n)],
            [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); });
+    if (profiled_) node_ts_.emplace_back(n, rec_->timestamp());
+  }
   // After every use in the step (forward and backward masks agree): the next replay draws anew.
-  if (graph_.rngState() && plan_.used[size_t(graph_.rngState().id)])
-    ops::rngAdvance(*rec_, view(graph_.rngState()));
-  if (timed_) ts_end_ = rec_->timestamp();
+  const bool advance = graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
+  if (advance) ops::rngAdvance(*rec_, view(graph_.rngState()));
+  // A profiled step without the advance ends at its last node's timestamp.
+  if (timed_)
+    ts_end_ = profiled_ && !advance && !node_ts_.empty() ? node_ts_.back().second
+                                                        : rec_->timestamp();
 }
 
 void Executor::rerecord() {
@@ -303,6 +310,17 @@ void Executor::step() {
 
 double Executor::gpuMilliseconds() const {
   return timed_ && stepped_ ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
+}
+
+std::vector<NodeTime> Executor::profile() const {
+  if (!profiled_ || !stepped_) return {};
+  std::vector<NodeTime> out;
+  uint32_t previous = ts_begin_;
+  for (const auto& [node, at] : node_ts_) {
+    out.push_back({node, rec_->milliseconds(previous, at)});
+    previous = at;
+  }
+  return out;
 }
 
 ops::TensorView Executor::view(Tensor t) const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -31,6 +32,16 @@ Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape
 
 struct CompileOptions {
   bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)
+  // A timestamp after every node, so profile() can say where a step's GPU time goes. Costs
+  // one timestamp write per node; off for normal runs.
+  bool profile = false;
+};
+
+// One node's share of a step: GPU time from the end of the node before it to its own end
+// (its dispatches and the barriers in front of them).
+struct NodeTime {
+  int node = 0;  // index into Graph::nodes()
+  double ms = 0.0;
 };
 
 class Executor {
@@ -69,6 +80,10 @@ class Executor {
   // GPU time of the last step() from timestamps around the recording; 0 before the first
   // step (after a rerecord()) or where the queue has no timestamps.
   double gpuMilliseconds() const;
+  // With CompileOptions::profile, every launched node's time in the last step(), in plan
+  // order; their sum is gpuMilliseconds() less the generator's advance. Empty otherwise, or
+  // before the first step, or where the queue has no timestamps.
+  std::vector<NodeTime> profile() const;
 
  private:
   void record();
@@ -82,8 +97,9 @@ class Executor {
   std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
   std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
   std::unique_ptr<vk::Recorder> rec_;
-  bool timed_ = false, stepped_ = false;
+  bool timed_ = false, stepped_ = false, profiled_ = false;
   uint32_t ts_begin_ = 0, ts_end_ = 0;
+  std::vector<std::pair<int, uint32_t>> node_ts_;  // with profiled_: node, timestamp after it
 };
 
 }  // namespace vkgrad::graph

@@ -10,7 +10,7 @@ namespace vkgrad::vk {
 namespace {
 
 constexpr uint32_t kSetsPerPool = 256;
-constexpr uint32_t kMaxTimestamps = 1024;
+constexpr uint32_t kMaxTimestamps = 4096;  // enough for a profiled graph (one per node)
 
 VkDeviceSize resolveBytes(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes,
                           const char* what) {
