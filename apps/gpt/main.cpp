@@ -20,6 +20,7 @@
 #include "gpt/sampler.h"
 #include "gpt/vocab.h"
 #include "graph/parameters.h"
+#include "graph/profile.h"
 #include "graph/trainer.h"
 #include "vk/context.h"
 #include "vk/error.h"
@@ -85,6 +86,8 @@ int train(int argc, char** argv) {
   cli.option("log-every", "steps between progress lines", "20");
   cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
   cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+  cli.flag("profile", "time every node of the training step and print the last step's GPU "
+                      "time by op (a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -154,6 +157,7 @@ int train(int argc, char** argv) {
   options.optimizer.adamw.weight_decay = float(cli.getDouble("weight-decay", 0.0, 10.0));
   options.optimizer.max_grad_norm = 1.0f;
   options.dropout_seed = seed;
+  options.profile = cli.has("profile");
   if (cli.get("schedule") == "cosine") {
     const int64_t warmup = std::min(cli.getInt("warmup", 0, int64_t(1) << 40), steps);
     options.schedule = graph::Schedule::cosine(lr, warmup, steps - warmup, lr / 10);
@@ -189,8 +193,12 @@ int train(int argc, char** argv) {
   std::vector<uint32_t> rows(static_cast<size_t>(batch));
   Series train_curve{"train", {}, {}, {31, 119, 180}, false};
   Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
+  // Training time leaves out validation: ms/step and tokens/s are the training steps' own.
+  Clock::duration validating{};
   auto validate = [&](int64_t step) {
+    const auto begin = Clock::now();
     const float v = validator.evaluate(val_rows);
+    validating += Clock::now() - begin;
     val_curve.x.push_back(double(step));
     val_curve.y.push_back(v);
     return v;
@@ -198,6 +206,8 @@ int train(int argc, char** argv) {
   float val = validate(0), last_train = NAN;
   const auto start = Clock::now();
   auto interval_start = start;
+  const auto validating_at_start = validating;  // the step-0 validation
+  auto interval_validating = validating;
   for (int64_t s = 1; s <= steps; ++s) {
     for (auto& r : rows) r = uint32_t(pick() % uint64_t(train_w.count));
     const bool log = s % log_every == 0 || s == steps;
@@ -211,9 +221,12 @@ int train(int argc, char** argv) {
     if (evaluate) val = validate(s);
     if (log) {
       const auto now = Clock::now();
-      const double ms = std::chrono::duration<double, std::milli>(now - interval_start).count() /
+      const double ms = std::chrono::duration<double, std::milli>(
+                            now - interval_start - (validating - interval_validating))
+                            .count() /
                         double(s % log_every == 0 ? log_every : s % log_every);
       interval_start = now;
+      interval_validating = validating;
       std::printf("step %6lld/%lld  loss %.4f%s  %8.1f ms/step  %9.0f tokens/s  lr %.2e\n",
                   static_cast<long long>(s), static_cast<long long>(steps), double(last_train),
                   evaluate ? ("  val " + std::to_string(val).substr(0, 6)).c_str() : "", ms,
@@ -221,7 +234,9 @@ int train(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start - (validating - validating_at_start))
+          .count();
   const double ms_per_step = seconds * 1000.0 / double(steps);
   const double tokens_per_s = double(batch * ctx * steps) / seconds;
   const uint64_t peak = context.allocator().peakBytesInUse();
@@ -250,6 +265,10 @@ int train(int argc, char** argv) {
               static_cast<long long>(steps), seconds, ms_per_step, tokens_per_s,
               double(peak) / 1048576.0, double(last_train), double(val), unigram,
               out.string().c_str(), gpt::kModelFile, gpt::kConfigFile);
+  if (options.profile)
+    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
+                trainer.lastStepMilliseconds(),
+                graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json)
     std::printf("{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
                 "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "

@@ -27,6 +27,7 @@ struct TrainerOptions {
   Schedule schedule = Schedule::constant(1e-3f);
   int64_t loss_every = 0;  // > 0: step() also reads the loss back every this many steps
   uint64_t dropout_seed = 0;  // the graph's generator (Graph::dropout); evaluation drops nothing
+  bool profile = false;  // time every node of the training step (Executor::profile())
 };
 
 // Builds the model's loss (f32, shape (1)) from a batch: one tensor per dataset, its rows

@@ -1,7 +1,7 @@
 // vkgrad-gpt as a user runs it, with validation on: train writes the checkpoint, the plot
 // and a JSON line whose losses fall; sample continues a prompt from the checkpoint; bad
 // input (missing or empty file, a prompt outside the vocabulary or longer than the context,
-// a checkpoint from another config) fails with a clear message.
+// a checkpoint from another config) fails with a clear message; --profile prints a table.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -111,6 +111,18 @@ TEST_F(GptApp, BadInputFailsClearly) {
   const AppRun help = runApp("gpt", {"train", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "--context")) << help.out;
+}
+
+// --profile ends the run with the last step's GPU time by op kind.
+TEST_F(GptApp, ProfilePrintsTheStepByOp) {
+  const AppRun run = train(dir_ / "profiled", {"--profile"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const size_t table = run.out.find("GPU time of the last training step by op");
+  ASSERT_NE(table, std::string::npos) << run.out;
+  const std::string rows = run.out.substr(table);
+  for (const char* op : {"\nmatmul ", "\nmatmulBackward ", "\nattentionBackward ", "\nadamw ",
+                         "\ntotal "})
+    EXPECT_TRUE(contains(rows, op)) << op << " missing in\n" << rows;
 }
 
 }  // namespace
