@@ -22,11 +22,19 @@ struct EmbeddingPush {
 };
 static_assert(sizeof(EmbeddingPush) == 28);
 
+// The forward's: the table's row stride as well (rows may overlap).
+struct ForwardPush {
+  uint32_t n, vocab, dim, row_stride;
+  uint32_t skip[4];
+};
+static_assert(sizeof(ForwardPush) == 32);
+
 // n, V, D after checking everything the kernels rely on. dense: the (n,D) tensor beside
 // ids (out or dout), named for the message.
+// table_stride: elements between table rows (the forward may overlap them; 0: D).
 EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorView& table,
                           const char* table_name, const TensorView& dense, const char* dense_name,
-                          const TensorView& status) {
+                          const TensorView& status, int64_t table_stride = 0) {
   const std::string shapes = std::string(op) + ": ids " + ids.shape.str() + ", " + table_name +
                              " " + table.shape.str() + ", " + dense_name + " " + dense.shape.str();
   if (ids.dtype != DType::U32) throw ShapeError(shapes + ": ids must be u32, got f32");
@@ -35,19 +43,25 @@ EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorVie
   if (table.shape.rank() != 2 || table.shape.numel() == 0)
     throw ShapeError(shapes + ": " + table_name + " must be a non-empty (V,D)");
   const int64_t n = ids.shape.numel(), vocab = table.shape[0], dim = table.shape[1];
+  if (table_stride < 0)
+    throw ShapeError(shapes + ": table row stride " + std::to_string(table_stride) +
+                     " must not be negative");
+  const int64_t stride = table_stride > 0 ? table_stride : dim;
+  // Elements the table spans: dense V * D, or up to the last row's end when strided.
+  const int64_t extent = (vocab - 1) * stride + dim;
   bool dense_ok = dense.shape.rank() == ids.shape.rank() + 1 && dense.shape.back() == dim;
   for (int i = 0; dense_ok && i < ids.shape.rank(); ++i) dense_ok = dense.shape[i] == ids.shape[i];
   if (!dense_ok)
     throw ShapeError(shapes + ": " + dense_name +
                      " must have the shape of ids plus D = " + std::to_string(dim));
   // The kernels index with 32 bits, and the counting sort uses 0xFFFFFFFF as "no id".
-  if (n * dim > int64_t(UINT32_MAX) || vocab * dim > int64_t(UINT32_MAX) ||
+  if (n * dim > int64_t(UINT32_MAX) || extent > int64_t(UINT32_MAX) ||
       vocab + n > int64_t(UINT32_MAX))
     throw ShapeError(shapes + ": sizes exceed 32-bit indexing");
   if (status.shape.numel() < 2)
     throw ShapeError(shapes + ": status " + status.shape.str() + " must hold 2 u32 words");
   checkFits(op, "ids", ids, DType::U32);
-  checkFits(op, table_name, table);
+  checkFits(op, table_name, TensorView{table.buffer, table.offset, Shape{extent}, table.dtype});
   checkFits(op, dense_name, dense);
   checkFits(op, "status", status, DType::U32);
   return {uint32_t(n), uint32_t(vocab), uint32_t(dim), {}};
@@ -91,10 +105,20 @@ void checkIds(std::span<const uint32_t> ids, uint32_t vocab) {
 }
 
 void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table,
-               const TensorView& out, const TensorView& status) {
-  EmbeddingPush push = checkShapes("embedding", ids, table, "table", out, "out", status);
+               const TensorView& out, const TensorView& status, int64_t table_row_stride) {
+  const EmbeddingPush shapes =
+      checkShapes("embedding", ids, table, "table", out, "out", status, table_row_stride);
+  const int64_t stride = table_row_stride > 0 ? table_row_stride : shapes.dim;
+  const TensorView spanned{table.buffer, table.offset,
+                           Shape{(shapes.vocab - 1) * stride + shapes.dim}, table.dtype};
+  ForwardPush push{shapes.n, shapes.vocab, shapes.dim, uint32_t(stride), {}};
+  std::vector<vk::Arg> args;
+  for (const TensorView& v : {ids, spanned, out, words(status, 2)}) {
+    const Bound bound = bindStorage(rec.context(), v);
+    push.skip[args.size()] = bound.skip;
+    args.push_back(bound.arg);
+  }
   const vk::Kernel& kernel = rec.context().kernels().get("embedding/forward", {kWorkgroup});
-  const auto args = bindAll(rec.context(), push, {ids, table, out, words(status, 2)});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(uint64_t(push.n) * push.dim));
 }
 

@@ -29,8 +29,12 @@ void checkIds(std::span<const uint32_t> ids, uint32_t vocab);
 
 // ids: (...) u32, n = ids.numel() positions; table: (V,D); out: (..., D) (ids' shape + D);
 // status: (>= 2) u32, see above.
+// table_row_stride: elements from one table row to the next; 0 means D (a dense table).
+// A stride below D makes rows overlap: over a token stream of L words, table (L - T + 1, T)
+// with stride 1 has every window of T tokens as a row, stored once (graph::uploadWindows).
+// The table view then needs (V - 1) * stride + D elements, not V * D.
 void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table,
-               const TensorView& out, const TensorView& status);
+               const TensorView& out, const TensorView& status, int64_t table_row_stride = 0);
 
 enum class EmbeddingBackwardVariant {
   Auto,    // Bucket: 100-2000x faster than Scan at V = 65..5000 on lavapipe (embedding.cpp)

@@ -268,6 +268,58 @@ TEST_F(EmbeddingTest, GradientMatchesFiniteDifferences) {
   EXPECT_TRUE(checkGradients(loss, {{"table", &table, analytic}}, rng));
 }
 
+// A strided table: rows overlap (stride < D, the windows of a token stream), abut (stride
+// = D) or leave gaps (stride > D). Every case matches the CPU gather bit for bit, and an id
+// past the last row is flagged without reading beyond the stream.
+TEST_F(EmbeddingTest, StridedTableGathersOverlappingRows) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t length = 1001;  // the stream: odd, and no multiple of any stride below
+  for (auto [dim, stride] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {7, 1}, {64, 1}, {33, 5}, {6, 6}, {4, 9}}) {
+    SCOPED_TRACE(testing::Message() << "D=" << dim << " stride " << stride);
+    const int64_t vocab = (length - dim) / stride + 1, n = 3 * 37;
+    std::vector<uint32_t> ids = randomIds(rng, n, vocab);
+    ids[0] = uint32_t(vocab - 1);  // the last row ends at most at the stream's end
+    ids[5] = uint32_t(vocab);      // one past it
+    const auto stream = rng.uniform(length);
+    std::vector<float> want(n * dim);
+    ops::ref::embedding(ids.data(), stream.data(), want.data(), n, vocab, dim, stride);
+    auto d_ids = words(ids), status = zeroStatus();
+    // The stream sits 3 words into its buffer and fills the rest exactly.
+    std::vector<float> padded(3, 0.0f);
+    padded.insert(padded.end(), stream.begin(), stream.end());
+    auto d_stream = upload(ctx(), {int64_t(padded.size())}, padded);
+    const ops::TensorView table{&d_stream.buffer, 12, {vocab, dim}, ops::DType::F32};
+    auto out = poisoned(ctx(), {3, 37, dim});
+    vk::Recorder rec(ctx());
+    ops::embedding(rec, u32(d_ids, {3, 37}), table, out.view(), u32(status, {2}), stride);
+    rec.submit();
+    const auto got = download(ctx(), out);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
+    EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{ops::kEmbeddingBadId, uint32_t(vocab)}));
+  }
+  // A stride whose last row would run past the buffer is a shape error, before recording.
+  auto d_stream = upload(ctx(), {100}, rng.uniform(100));
+  auto d_ids = words(std::vector<uint32_t>{0, 1}), status = zeroStatus();
+  auto out = poisoned(ctx(), {2, 10});
+  vk::Recorder rec(ctx());
+  EXPECT_NO_THROW(ops::embedding(rec, u32(d_ids, {2}), ops::view(d_stream.buffer, {91, 10}),
+                                 out.view(), u32(status, {2}), 1));
+  try {
+    ops::embedding(rec, u32(d_ids, {2}), ops::view(d_stream.buffer, {92, 10}), out.view(),
+                   u32(status, {2}), 1);
+    ADD_FAILURE() << "no ShapeError for a table one row too long";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 404 bytes, its buffer has 400"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ops::embedding(rec, u32(d_ids, {2}), ops::view(d_stream.buffer, {91, 10}),
+                              out.view(), u32(status, {2}), -1),
+               ShapeError);
+  EXPECT_EQ(rec.dispatchCount(), 1u);  // only the good call recorded
+}
+
 TEST_F(EmbeddingTest, RejectsBadShapesBeforeRecording) {
   Rng rng;
   auto ids = words(randomIds(rng, 32, 10)), status = zeroStatus(),
