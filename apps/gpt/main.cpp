@@ -32,10 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// Windows are stored on the device; above this many bytes of windows the stride between
-// window starts grows (a 1 MB text at context 64 would otherwise need 512 MB).
-constexpr uint64_t kWindowBudget = 256ull << 20;
-
 std::string readText(const std::string& path) {
   if (path.empty()) throw Error("no --data file given");
   std::ifstream in(path, std::ios::binary);
@@ -125,33 +121,27 @@ int train(int argc, char** argv) {
                 " bytes is too short for context " + std::to_string(ctx) +
                 ": both the training part (90%) and the validation part (10%) need at least "
                 "context + 1 bytes");
-  const int64_t stride = std::max<int64_t>(
-      1, int64_t(std::ceil(double(split) * ctx * 8 / double(kWindowBudget))));
   const std::span<const uint32_t> all(tokens);
-  const gpt::Windows train_w = gpt::windows(all.first(size_t(split)), ctx, stride);
-  const gpt::Windows val_w = gpt::windows(all.subspan(size_t(split)), ctx, ctx);
 
   vk::ContextOptions context_options;
   context_options.device = cli.get("device");
   context_options.validation = cli.has("validation");
   vk::Context context(context_options);
   const std::string device = context.info().name;
+  // Every window of the text, stored once on the device as the token stream.
+  const gpt::TokenWindows train_w = gpt::uploadTokenWindows(context, all.first(size_t(split)), ctx);
+  const gpt::TokenWindows val_w = gpt::uploadTokenWindows(context, all.subspan(size_t(split)), ctx);
+  const int64_t val_disjoint = val_w.count / ctx + (val_w.count % ctx ? 1 : 0);
   std::fprintf(stderr,
-               "device: %s\ndata: %s, %zu bytes, vocab %lld; %lld training windows (stride %lld), "
-               "%lld validation windows\n",
+               "device: %s\ndata: %s, %zu bytes, vocab %lld; %lld training windows, %lld disjoint "
+               "validation windows\n",
                device.c_str(), cli.get("data").c_str(), tokens.size(),
                static_cast<long long>(config.vocab), static_cast<long long>(train_w.count),
-               static_cast<long long>(stride), static_cast<long long>(val_w.count));
+               static_cast<long long>(val_disjoint));
 
   graph::ParameterStore store(context);
   gpt::declareGpt(store, config);
   store.initialize(seed);
-  const graph::Dataset ids = graph::uploadDataset(context, "ids", {train_w.count, ctx}, train_w.ids);
-  const graph::Dataset targets =
-      graph::uploadDataset(context, "targets", {train_w.count, ctx}, train_w.targets);
-  const graph::Dataset val_ids = graph::uploadDataset(context, "val_ids", {val_w.count, ctx}, val_w.ids);
-  const graph::Dataset val_targets =
-      graph::uploadDataset(context, "val_targets", {val_w.count, ctx}, val_w.targets);
   graph::TrainerOptions options;
   options.batch = batch;
   options.optimizer.adamw.weight_decay = float(cli.getDouble("weight-decay", 0.0, 10.0));
@@ -167,13 +157,13 @@ int train(int argc, char** argv) {
     cli.fail("--schedule must be cosine or constant");
   }
   const graph::LossFn loss = gpt::gptLossFn(store, config);
-  graph::Trainer trainer(context, store, {&ids, &targets}, loss, options);
+  graph::Trainer trainer(context, store, {&train_w.ids, &train_w.targets}, loss, options);
   // Validation: the same model over the held-out windows, a whole number of batches.
-  graph::Trainer validator(context, store, {&val_ids, &val_targets}, loss, options);
-  std::vector<uint32_t> val_rows = evenlySpaced(val_w.count, std::max<int64_t>(batch, 8 * batch));
-  if (int64_t(val_rows.size()) < batch) {
-    while (int64_t(val_rows.size()) < batch) val_rows.push_back(val_rows[val_rows.size() % val_w.count]);
-  }
+  // Its windows start ctx apart (disjoint); up to 8 batches of them, evenly spaced.
+  graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, options);
+  std::vector<uint32_t> val_rows = evenlySpaced(val_disjoint, std::max<int64_t>(batch, 8 * batch));
+  for (uint32_t& r : val_rows) r *= uint32_t(ctx);
+  while (int64_t(val_rows.size()) < batch) val_rows.push_back(val_rows[val_rows.size() % val_disjoint]);
   val_rows.resize(val_rows.size() / size_t(batch) * size_t(batch));
   std::printf("model: %lld parameters; %lld layers, %lld heads, width %lld, context %lld, %s-norm\n",
               static_cast<long long>(store.elements()), static_cast<long long>(config.layers),

@@ -70,7 +70,7 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       ids.shape = {ids.shape.numel()};
       rows.shape = {ids.shape[0], row};
       table.dtype = rows.dtype = DType::F32;
-      ops::embedding(rec, ids, table, rows, in(2));
+      ops::embedding(rec, ids, table, rows, in(2), at.row_stride);
       return;
     }
     case OpKind::GatherBackward: {
@@ -229,6 +229,18 @@ Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const uint32_t> values) {
   return uploadWords(context, name, shape, DType::U32, values.data(), values.size());
+}
+
+Dataset uploadWindows(vk::Context& context, const std::string& name,
+                      std::span<const uint32_t> stream, int64_t length) {
+  const int64_t n = int64_t(stream.size());
+  if (length <= 0 || n < length)
+    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
+                     " need a stream of at least that many values, got " + std::to_string(n));
+  Dataset d = uploadWords(context, name, {n}, DType::U32, stream.data(), stream.size());
+  d.shape = {n - length + 1, length};
+  d.row_stride = 1;
+  return d;
 }
 
 Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)

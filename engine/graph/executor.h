@@ -29,6 +29,12 @@ Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape
                       std::span<const float> values);
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const uint32_t> values);
+// Every window of `length` consecutive values of a stream as the rows of a
+// (size - length + 1, length) u32 dataset, stored once (row stride 1): the memory of the
+// stream, not of its windows. Read it with Graph::gather. Throws ShapeError when the stream
+// is shorter than one window.
+Dataset uploadWindows(vk::Context& context, const std::string& name,
+                      std::span<const uint32_t> stream, int64_t length);
 
 struct CompileOptions {
   bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)

@@ -124,6 +124,18 @@ int Graph::newTensor(TensorInfo info) {
 }
 
 int Graph::addNode(Node node) {
+  // A strided dataset's shape claims more elements than its buffer holds: only a gather,
+  // which knows the stride, may read it.
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const int in = node.inputs[i];
+    if (in < 0) continue;
+    const TensorInfo& t = tensor(Tensor{in});
+    if (t.kind == TensorKind::Dataset && t.dataset->row_stride > 0 &&
+        !(node.op == OpKind::Gather && i == 0))
+      throw Error(std::string(opName(node.op)) + ": dataset " + t.name +
+                  " has overlapping rows (row stride " + std::to_string(t.dataset->row_stride) +
+                  "); read it only through gather()");
+  }
   const int id = int(nodes_.size());
   node.writes.resize(node.outputs.size(), ops::Write::Overwrite);
   for (int out : node.outputs)
@@ -184,8 +196,9 @@ Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<
 Tensor Graph::dataset(const Dataset& d) {
   for (const TensorInfo& t : tensors_)
     if (t.dataset == &d) throw Error("graph: dataset " + d.name + " added twice");
-  if (d.shape.numel() <= 0 || d.buffer.size() < uint64_t(d.shape.numel()) * 4)
-    throw ShapeError("dataset " + d.name + " " + d.shape.str() + ": empty, or its buffer holds " +
+  if (d.shape.numel() <= 0 || d.row_stride < 0 || d.buffer.size() < uint64_t(d.extent()) * 4)
+    throw ShapeError("dataset " + d.name + " " + d.shape.str() + " (row stride " +
+                     std::to_string(d.row_stride) + "): empty, or its buffer holds " +
                      std::to_string(d.buffer.size()) + " bytes");
   TensorInfo info{d.name, d.shape, d.dtype, TensorKind::Dataset};
   info.differentiable = false;
@@ -390,7 +403,12 @@ Tensor Graph::gather(Tensor table, Tensor ids) {
   if (si.rank() + st.rank() - 1 > Shape::kMaxRank)
     throw ShapeError(describe("gather", {table, ids}) + ": the result would have more than " +
                      std::to_string(Shape::kMaxRank) + " dims");
-  if (st[0] > int64_t(UINT32_MAX) || st.numel() > int64_t(UINT32_MAX))
+  const Dataset* strided = tensor(table).kind == TensorKind::Dataset &&
+                                   tensor(table).dataset->row_stride > 0
+                               ? tensor(table).dataset
+                               : nullptr;
+  if (st[0] > int64_t(UINT32_MAX) ||
+      (strided ? strided->extent() : st.numel()) > int64_t(UINT32_MAX))
     throw ShapeError(describe("gather", {table, ids}) + ": the table exceeds 32-bit indexing");
   int64_t dims[Shape::kMaxRank];
   int rank = 0;
@@ -403,7 +421,9 @@ Tensor Graph::gather(Tensor table, Tensor ids) {
   TensorInfo out{"", makeShape(dims, rank), dtype};
   out.differentiable = differentiable;
   const int y = newTensor(std::move(out));
-  addNode({OpKind::Gather, {table.id, ids.id, st_id}, {y}});
+  Node node{OpKind::Gather, {table.id, ids.id, st_id}, {y}};
+  if (strided) node.attrs.row_stride = strided->row_stride;
+  addNode(std::move(node));
   return {y};
 }
 

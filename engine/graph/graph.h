@@ -33,6 +33,15 @@ struct Dataset {
   Shape shape;
   DType dtype = DType::F32;
   vk::Buffer buffer;
+  // Elements from the start of one row (first axis) to the next; 0: dense rows. Below the
+  // row size, rows overlap: uploadWindows stores a token stream once and serves every window
+  // of it as a row. A strided dataset is read only through gather(), as its table.
+  int64_t row_stride = 0;
+  int64_t rowSize() const { return shape.numel() / shape[0]; }
+  // Elements the rows span: (rows - 1) * stride + row size, or numel() when dense.
+  int64_t extent() const {
+    return row_stride > 0 ? (shape[0] - 1) * row_stride + rowSize() : shape.numel();
+  }
 };
 
 // A handle: the index of a tensor in its Graph.
@@ -94,6 +103,7 @@ struct Attrs {
   float param = 0.0f;          // Activation parameter, LayerNorm eps, ClipGradNorm max norm
   int which = 0;               // backward nodes: index of the forward input differentiated
   int64_t begin = 0, end = 0;  // Slice: rows of the first axis
+  int64_t row_stride = 0;      // Gather: the table's row stride (a strided Dataset), 0 dense
   // Attention: heads H and head dim D; fused: q, k, v are views into one (B,T,3*H*D) tensor
   // at columns 0, H*D, 2*H*D with rows 3*H*D apart (no copy: the kernels take a row stride).
   int64_t heads = 0, head_dim = 0;
@@ -138,7 +148,8 @@ class Graph {
   // A trainable tensor of a ParameterStore (which must outlive the compiled graph).
   Tensor parameter(const Parameter& p);
   Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
-  // A Dataset's array, read in place (not copied; never differentiable).
+  // A Dataset's array, read in place (not copied; never differentiable). A strided one
+  // (windows) may only be gather()'s table.
   Tensor dataset(const Dataset& d);
 
   // --- ops (ShapeError naming the op and shapes on mismatch, nothing added)

@@ -82,18 +82,16 @@ graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& con
   };
 }
 
-Windows windows(std::span<const uint32_t> tokens, int64_t context, int64_t stride) {
-  if (context <= 0 || stride <= 0) throw Error("windows: context and stride must be positive");
-  if (int64_t(tokens.size()) < context + 1)
+TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
+                                int64_t length) {
+  if (length <= 0) throw Error("windows: the window length must be positive");
+  if (int64_t(tokens.size()) < length + 1)
     throw Error("windows: " + std::to_string(tokens.size()) +
-                " tokens, need at least context + 1 = " + std::to_string(context + 1));
-  Windows w;
-  for (int64_t start = 0; start + context < int64_t(tokens.size()); start += stride) {
-    w.ids.insert(w.ids.end(), tokens.begin() + start, tokens.begin() + start + context);
-    w.targets.insert(w.targets.end(), tokens.begin() + start + 1,
-                     tokens.begin() + start + context + 1);
-    ++w.count;
-  }
+                " tokens, need at least context + 1 = " + std::to_string(length + 1));
+  TokenWindows w;
+  w.ids = graph::uploadWindows(context, "ids", tokens.first(tokens.size() - 1), length);
+  w.targets = graph::uploadWindows(context, "targets", tokens.subspan(1), length);
+  w.count = w.ids.shape[0];
   return w;
 }
 

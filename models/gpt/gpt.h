@@ -48,13 +48,15 @@ graph::Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const
 // The store and config must outlive the Trainer.
 graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config);
 
-// Every window of `context` tokens starting at a multiple of `stride`, and the same shifted
-// by one: ids (N, context), targets (N, context), row-major. Throws Error when the text has
-// fewer than context + 1 tokens.
-struct Windows {
+// The training data of a token stream, on the device: ids row i is tokens[i, i + length),
+// targets row i the same shifted by one token; count = tokens - length rows each. Both are
+// windows datasets (graph::uploadWindows), so they take the stream's memory, not
+// count * length. Throws Error when there are fewer than length + 1 tokens.
+struct TokenWindows {
+  graph::Dataset ids, targets;
   int64_t count = 0;
-  std::vector<uint32_t> ids, targets;
 };
-Windows windows(std::span<const uint32_t> tokens, int64_t context, int64_t stride = 1);
+TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
+                                int64_t length);
 
 }  // namespace vkgrad::gpt

@@ -295,6 +295,50 @@ TEST_F(ExecutorTest, GatherPicksDatasetRowsOnTheDevice) {
       EXPECT_EQ(bits(from_slice[i * 6 + k]), bits(features[want_rows[i] * 6 + k])) << i << "," << k;
 }
 
+// A windows dataset stores its stream once and serves every window as a row: gathered rows
+// equal the windows cut on the host, the last window included; a row past it is flagged; the
+// dataset cannot feed anything but a gather; a stream shorter than one window is an error.
+TEST_F(ExecutorTest, WindowsDatasetServesEveryWindowOfItsStream) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t length = 517, window = 13, count = length - window + 1;
+  std::vector<uint32_t> stream(length);
+  for (auto& t : stream) t = rng.below(1u << 31);
+  const graph::Dataset windows = graph::uploadWindows(ctx(), "windows", stream, window);
+  EXPECT_EQ(windows.shape, (ops::Shape{count, window}));
+  EXPECT_EQ(windows.buffer.size(), uint64_t(length) * 4);  // the stream, not count * window
+  Graph g;
+  const Tensor ids = g.input("ids", {9}, ops::DType::U32);
+  const Tensor rows = g.gather(g.dataset(windows), ids);
+  g.markOutput(rows);
+  const int status = g.nodes()[size_t(g.producer(rows.id))].inputs[2];
+  graph::Executor exec(ctx(), g);
+  std::vector<uint32_t> batch(9);
+  for (auto& b : batch) b = rng.below(uint32_t(count));
+  batch[0] = uint32_t(count - 1);
+  batch[1] = 0;
+  exec.setInput(ids, batch);
+  exec.step();
+  const std::vector<uint32_t> got = exec.readWords(rows);
+  for (size_t i = 0; i < batch.size(); ++i)
+    for (int64_t k = 0; k < window; ++k)
+      ASSERT_EQ(got[i * window + size_t(k)], stream[batch[i] + size_t(k)]) << i << "," << k;
+  EXPECT_EQ(exec.readWords(Tensor{status}), (std::vector<uint32_t>{0, 0}));
+
+  batch[4] = uint32_t(count);  // one window too far: its row would end past the stream
+  exec.setInput(ids, batch);
+  exec.step();
+  EXPECT_EQ(exec.readWords(Tensor{status}),
+            (std::vector<uint32_t>{ops::kEmbeddingBadId, uint32_t(count)}));
+  for (int64_t k = 0; k < window; ++k) EXPECT_EQ(exec.readWords(rows)[4 * window + k], 0u);
+
+  Graph misuse;
+  const Tensor w = misuse.dataset(windows);
+  EXPECT_THROW(misuse.reshape(w, {count * window}), Error);
+  EXPECT_THROW(graph::uploadWindows(ctx(), "short", std::vector<uint32_t>(12, 1u), 13),
+               ShapeError);
+}
+
 // First-axis slices cost no kernel: slicing an input and an activation adds no dispatch, and
 // each slice reads the right rows, at byte offsets (12, 24) no binding alignment divides.
 TEST_F(ExecutorTest, SlicesAreViewsWithoutKernels) {

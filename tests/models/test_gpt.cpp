@@ -15,6 +15,7 @@
 #include "common/vk_test.h"
 #include "graph/parameters.h"
 #include "vk/error.h"
+#include "vk/staging.h"
 
 namespace vkgrad::test {
 namespace {
@@ -48,9 +49,7 @@ class GptTest : public VkTest {
   void SetUp() override {
     VkTest::SetUp();
     data_ = charData(12);
-    win_ = gpt::windows(data_.tokens, kContext, /*stride=*/1);
-    ids_ = graph::uploadDataset(ctx(), "ids", {win_.count, kContext}, win_.ids);
-    targets_ = graph::uploadDataset(ctx(), "targets", {win_.count, kContext}, win_.targets);
+    win_ = gpt::uploadTokenWindows(ctx(), data_.tokens, kContext);
   }
 
   GptConfig config(nn::Norm norm, bool tie) const {
@@ -92,7 +91,7 @@ class GptTest : public VkTest {
     graph::ParameterStore store(ctx());
     gpt::declareGpt(store, c);
     store.initialize(seed);
-    graph::Trainer trainer(ctx(), store, {&ids_, &targets_}, gpt::gptLossFn(store, c),
+    graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c),
                            options(steps));
     const std::vector<uint32_t> eval = evalSet();
     const float before = trainer.evaluate(eval);
@@ -111,8 +110,7 @@ class GptTest : public VkTest {
   static constexpr int64_t kContext = 32, kBatch = 8;
   Rng rng_;
   CharData data_;
-  gpt::Windows win_;
-  graph::Dataset ids_, targets_;
+  gpt::TokenWindows win_;
 };
 
 // 2 layers, width 32, 4 heads, context 32, batches of 8 windows, AdamW with warm-up and cosine
@@ -135,7 +133,7 @@ TEST_F(GptTest, SameSeedGivesBitIdenticalLossCurve) {
     graph::ParameterStore store(ctx());
     gpt::declareGpt(store, c);
     store.initialize(rng_.seed());
-    graph::Trainer trainer(ctx(), store, {&ids_, &targets_}, gpt::gptLossFn(store, c),
+    graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c),
                            options(steps));
     for (const auto& b : batches) curve.push_back(*trainer.step(b, /*read_loss=*/true));
   }
@@ -175,7 +173,7 @@ TEST_F(GptTest, DropoutTrainsAndEvaluationIsDeterministic) {
   store.initialize(rng_.seed());
   graph::TrainerOptions o = options(120);
   o.dropout_seed = rng_.seed();
-  graph::Trainer trainer(ctx(), store, {&ids_, &targets_}, gpt::gptLossFn(store, c), o);
+  graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c), o);
   const std::vector<uint32_t> eval = evalSet();
   const float before = trainer.evaluate(eval);
   for (int s = 0; s < 120; ++s) trainer.step(randomBatch());
@@ -211,7 +209,23 @@ TEST_F(GptTest, RejectsBadConfigurations) {
     EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
   }
   const std::vector<uint32_t> few(size_t(kContext), 0);
-  EXPECT_THROW(gpt::windows(few, kContext), Error);
+  EXPECT_THROW(gpt::uploadTokenWindows(ctx(), few, kContext), Error);
+}
+
+// The windows hold the stream once, ids from the first token and targets from the second,
+// with one window per start that still has a next token.
+TEST_F(GptTest, TokenWindowsPairEachIdWithTheNextToken) {
+  const size_t n = data_.tokens.size();
+  EXPECT_EQ(win_.count, int64_t(n) - kContext);
+  EXPECT_EQ(win_.ids.shape, (ops::Shape{win_.count, kContext}));
+  EXPECT_EQ(win_.targets.shape, win_.ids.shape);
+  std::vector<uint32_t> ids(n - 1), targets(n - 1);
+  ASSERT_EQ(win_.ids.buffer.size(), ids.size() * 4);
+  ASSERT_EQ(win_.targets.buffer.size(), targets.size() * 4);
+  ctx().staging().download(win_.ids.buffer, 0, ids.data(), ids.size() * 4);
+  ctx().staging().download(win_.targets.buffer, 0, targets.data(), targets.size() * 4);
+  EXPECT_EQ(ids, std::vector<uint32_t>(data_.tokens.begin(), data_.tokens.end() - 1));
+  EXPECT_EQ(targets, std::vector<uint32_t>(data_.tokens.begin() + 1, data_.tokens.end()));
 }
 
 }  // namespace
