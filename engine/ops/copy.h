@@ -9,16 +9,16 @@
 namespace vkgrad::ops {
 
 enum class CopyVariant {
-  Auto,     // Texel where src is f32 and fits a texel view, else Storage
+  Auto,     // Texel where src is f32 and fits a texel view and dst starts on 16 bytes
   Storage,  // one word per invocation step from a storage buffer
-  Texel,    // four words per step from an RGBA32F texel view (f32 only)
+  Texel,    // four words per step: an RGBA32F texel fetch and one 16-byte store (f32 only)
 };
 
 const char* copyVariantName(CopyVariant variant);
 
 // src and dst: the same number of elements and the same dtype (shapes may differ, as in a
 // reshape); they must not overlap. Throws ShapeError before recording anything otherwise, and
-// Error when Texel is asked for and src cannot be read that way.
+// Error when Texel is asked for and src cannot be read, or dst written, that way.
 void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
           CopyVariant variant = CopyVariant::Auto);
 

@@ -140,6 +140,19 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
   }
   std::sort(layout.bindings.begin(), layout.bindings.end(),
             [](const BindingInfo& a, const BindingInfo& b) { return a.binding < b.binding; });
+  // Variables may alias one binding (a storage buffer seen as uint[] and as uvec4[]): one
+  // descriptor, written if any of them writes. Aliases must agree on the descriptor kind.
+  std::vector<BindingInfo> merged;
+  for (const BindingInfo& b : layout.bindings) {
+    if (!merged.empty() && merged.back().binding == b.binding) {
+      if (merged.back().kind != b.kind)
+        fail("binding " + std::to_string(b.binding) + " is declared with two descriptor kinds");
+      merged.back().writes = merged.back().writes || b.writes;
+    } else {
+      merged.push_back(b);
+    }
+  }
+  layout.bindings = std::move(merged);
   for (size_t i = 0; i < layout.bindings.size(); ++i)
     if (layout.bindings[i].binding != i) fail("bindings must be numbered 0, 1, 2, ... without gaps");
   return layout;

@@ -45,15 +45,16 @@ std::vector<uint32_t> floatWords(Rng& rng, size_t n) {
 }
 
 // Each element lands where it belongs, bit for bit, and nothing outside dst changes; for
-// every variant, odd sizes, and every offset of whole words (texel needs src on 16 bytes).
+// every variant, odd sizes, and every offset of whole words (texel needs src and dst on 16
+// bytes: it fetches and stores four words at a time).
 TEST_F(CopyTest, CopiesEveryElementAtAnyOffset) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (CopyVariant variant : {CopyVariant::Auto, CopyVariant::Storage, CopyVariant::Texel})
-    for (int64_t n : {1, 3, 17, 129, 33 * 257 + 1})
-      for (int64_t src_at : {0, 4, 1, 3}) {
-        if (variant == CopyVariant::Texel && src_at % 4 != 0) continue;
-        const int64_t dst_at = (src_at + 1) % 5, total = n + 9;
+    for (int64_t n : {1, 3, 17, 129, 33 * 257 + 1, 33 * 257 + 3})
+      for (int64_t src_at : {0, 4, 1, 3, 8}) {
+        const int64_t dst_at = (src_at + 4) % 9, total = n + 9;
+        if (variant == CopyVariant::Texel && (src_at % 4 != 0 || dst_at % 4 != 0)) continue;
         SCOPED_TRACE(testing::Message() << ops::copyVariantName(variant) << ", n " << n
                                         << ", src at " << src_at << ", dst at " << dst_at);
         const auto data = floatWords(rng, size_t(n));
@@ -113,6 +114,9 @@ TEST_F(CopyTest, RejectsBadArgumentsBeforeRecording) {
     ops::copy(rec, ops::view(a, {8}, 0, ops::DType::U32), ops::view(b, {8}, 0, ops::DType::U32),
               CopyVariant::Texel);
   }, "cannot be read through an RGBA32F texel view");
+  expectError(rec, [&] {
+    ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 4), CopyVariant::Texel);
+  }, "dst cannot take 16-byte stores");
 }
 
 }  // namespace

@@ -129,6 +129,32 @@ TEST(SpirvReflect, ReadonlyFromVariableOrEveryMember) {
   EXPECT_FALSE(layout.bindings[2].writes);
 }
 
+// Two variables on one binding (a buffer seen as float[] and as vec4[]) are one descriptor,
+// written if either writes; aliases of different descriptor kinds are an error.
+TEST(SpirvReflect, AliasedVariablesShareOneBinding) {
+  Module m = base();
+  storageBuffer(m, 10, 0, 1);
+  m.op(OpDecorate, {12, NonWritable});  // binding 0: read only
+  storageBuffer(m, 20, 1, 1);
+  m.op(OpDecorate, {22, NonWritable});  // binding 1 as a read-only view...
+  storageBuffer(m, 30, 1, 1);           // ...and a writable one
+  const auto layout = reflect(m);
+  ASSERT_EQ(layout.bindings.size(), 2u);
+  EXPECT_EQ(layout.bindings[1].binding, 1u);
+  EXPECT_EQ(layout.bindings[1].kind, BindingKind::StorageBuffer);
+  EXPECT_FALSE(layout.bindings[0].writes);
+  EXPECT_TRUE(layout.bindings[1].writes);
+
+  Module mixed = base();
+  storageBuffer(mixed, 10, 0, 1);
+  mixed.op(OpTypeStruct, {20, 1}).op(OpDecorate, {20, Block});  // a uniform block, binding 0
+  mixed.op(OpTypePointer, {21, Uniform, 20}).op(OpVariable, {21, 22, Uniform});
+  mixed.op(OpDecorate, {22, DescriptorSet, 0}).op(OpDecorate, {22, Binding, 0});
+  EXPECT_NE(reflectError(mixed).find("binding 0 is declared with two descriptor kinds"),
+            std::string::npos)
+      << reflectError(mixed);
+}
+
 TEST(SpirvReflect, BindingKinds) {
   Module m = base();
   // binding 0: uniform block; binding 1: old-style BufferBlock in Uniform storage (a storage
