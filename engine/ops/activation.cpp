@@ -75,7 +75,8 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
   const uint64_t n = uint64_t(x.shape.numel());
   if (n == 0) return;
   vk::Context& ctx = rec.context();
-  const bool texel = texelFits(ctx, x, kRgba);
+  // The texel kernel fetches x and stores y four floats at a time.
+  const bool texel = texelFits(ctx, x, kRgba) && vec4Storable(ctx, y);
   const vk::Kernel& kernel = ctx.kernels().get(
       texel ? "activation/forward_texel" : "activation/forward", {kWorkgroup, uint32_t(kind)});
   const auto bx = texel ? bindTexel(ctx, x, kRgba) : bindStorage(ctx, x);
@@ -108,7 +109,7 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   vk::Context& ctx = rec.context();
   const bool accumulate = w == Write::Accumulate;
   const bool texel = texelFits(ctx, saved, kRgba) && texelFits(ctx, dy, kRgba) &&
-                     (!accumulate || texelFits(ctx, dx, kRgba));
+                     (!accumulate || texelFits(ctx, dx, kRgba)) && vec4Storable(ctx, dx);
   const vk::Kernel& kernel = ctx.kernels().get(
       texel ? "activation/backward_texel" : "activation/backward",
       {kWorkgroup, uint32_t(kind), uint32_t(accumulate)});

@@ -39,6 +39,10 @@ bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat 
   return (lead + t.bytes() + texel - 1) / texel <= limit;
 }
 
+bool vec4Storable(const vk::Context& context, const TensorView& t) {
+  return bindStorage(context, t).skip % 4 == 0;
+}
+
 uint32_t gridGroups(uint64_t threads, uint32_t workgroup) {
   // Enough invocations to fill any current GPU; beyond that each one loops. 65535 is the
   // smallest maxComputeWorkGroupCount[0] Vulkan allows.

@@ -24,6 +24,9 @@ Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat
 // Whether t can be read through a texel view of that format: RGBA32F needs t's first element
 // on a 16-byte boundary; both need the view within maxTexelBufferElements.
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
+// Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): its
+// first element is a multiple of 4 elements into its binding.
+bool vec4Storable(const vk::Context& context, const TensorView& t);
 // Workgroups for a grid-stride kernel over `threads` invocations, capped (>= 1).
 uint32_t gridGroups(uint64_t threads, uint32_t workgroup);
 // Whether the byte ranges of two views intersect (same buffer; empty views never do).

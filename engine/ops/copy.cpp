@@ -50,9 +50,8 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
   if (n == 0) return;
 
   vk::Context& ctx = rec.context();
-  const Bound bd = bindStorage(ctx, dst);
   // The texel kernel stores whole vec4s: dst must start on a 16-byte word of its binding.
-  const bool texel_ok = texelReadable(ctx, src) && bd.skip % 4 == 0;
+  const bool texel_ok = texelReadable(ctx, src) && vec4Storable(ctx, dst);
   if (variant == CopyVariant::Auto) variant = texel_ok ? CopyVariant::Texel : CopyVariant::Storage;
   if (variant == CopyVariant::Texel && !texel_ok)
     throw Error("copy: src " + src.shape.str() + " (" + dtypeName(src.dtype) +
@@ -61,6 +60,7 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
   const bool texel = variant == CopyVariant::Texel;
   const vk::Kernel& kernel = ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {kWorkgroup});
   const Bound bs = texel ? bindTexel(ctx, src, vk::TexelFormat::Rgba32f) : bindStorage(ctx, src);
+  const Bound bd = bindStorage(ctx, dst);
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};
   const vk::Arg args[] = {bs.arg, bd.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),

@@ -52,7 +52,7 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   const vk::TexelFormat b_format = bcast == 0 ? kRgba : kR32;
   const bool texel = (!reads_a || texelFits(ctx, a, kRgba)) &&
                      (!reads_b || texelFits(ctx, b, b_format)) &&
-                     (!accumulate || texelFits(ctx, out, kRgba));
+                     (!accumulate || texelFits(ctx, out, kRgba)) && vec4Storable(ctx, out);
   // Operands a kernel does not read are bound to one it does (any valid binding serves).
   const TensorView& a_arg = reads_a ? a : b;
   const TensorView& b_arg = reads_b ? b : a;
@@ -86,7 +86,7 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a,
   const bool acc_a = wa == Write::Accumulate, acc_b = wb == Write::Accumulate;
   const auto fits = [&](const TensorView& t) { return texelFits(ctx, t, kRgba); };
   const bool texel = fits(dout) && (!is_mul || (fits(a) && fits(b))) && (!acc_a || fits(da)) &&
-                     (!acc_b || fits(db));
+                     (!acc_b || fits(db)) && vec4Storable(ctx, da) && vec4Storable(ctx, db);
   const vk::Kernel& kernel = ctx.kernels().get(
       texel ? "elementwise/binary_backward_texel" : "elementwise/binary_backward",
       {kWorkgroup, is_mul ? 1u : 0u, uint32_t(acc_a), uint32_t(acc_b)});

@@ -1,6 +1,6 @@
 // Body of activation/backward.comp (storage buffers, one float per step: any device, any
 // offset) and backward_texel.comp (inputs fetched four floats at a time from RGBA32F texel
-// buffers): dx (= or +=) f'(x) * dy, reading x or y, whichever the kind needs
+// buffers, dx stored 16 bytes at a time): dx (= or +=) f'(x) * dy, reading x or y, whichever the kind needs
 // (kGradReadsX in activation.glsl; the other binding is a placeholder, never read).
 #include "activation/activation.glsl"
 
@@ -28,27 +28,27 @@ layout(set = 0, binding = 3) buffer DX { float dx[]; };  // not writeonly: ACCUM
 #endif
 // dx may be one of the inputs: every step reads before it writes the same elements.
 
-void main() {
-  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 #if EW_TEXEL
-  // Grid-stride over texels; the condition is also the bounds guard for the rounded-up grid.
-  for (uint t = gl_GlobalInvocationID.x; t < (p.n + 3) / 4; t += stride) {
-    const vec4 xv = kGradReadsX ? texelFetch(x_tex, int(p.x_skip / 4 + t)) : vec4(0.0);
-    const vec4 yv = kGradReadsY ? texelFetch(y_tex, int(p.y_skip / 4 + t)) : vec4(0.0);
-    const vec4 g = texelFetch(dy_tex, int(p.dy_skip / 4 + t));
-    vec4 d;
-    for (uint c = 0; c < 4; ++c) d[c] = activationGrad(xv[c], yv[c], g[c], p.param);
-    if (ACCUMULATE) d += texelFetch(acc_tex, int(p.dx_skip / 4 + t));
-    const uint e = 4 * t, at = p.dx_skip + e;
-    if (e + 4 <= p.n) {
-      dx[at] = d.x, dx[at + 1] = d.y, dx[at + 2] = d.z, dx[at + 3] = d.w;
-    } else {
-      for (uint c = 0; c < 4; ++c)  // bounds guard: the last texel reaches past n
-        if (e + c < p.n) dx[at + c] = d[c];
-    }
-  }
+layout(set = 0, binding = 4) writeonly buffer DX4 { vec4 dx4[]; };  // dx, 16 bytes a step
+#include "common/texel_store.glsl"
+
+vec4 resultTexel(uint t) {
+  const vec4 xv = kGradReadsX ? texelFetch(x_tex, int(p.x_skip / 4 + t)) : vec4(0.0);
+  const vec4 yv = kGradReadsY ? texelFetch(y_tex, int(p.y_skip / 4 + t)) : vec4(0.0);
+  const vec4 g = texelFetch(dy_tex, int(p.dy_skip / 4 + t));
+  vec4 d;
+  for (uint c = 0; c < 4; ++c) d[c] = activationGrad(xv[c], yv[c], g[c], p.param);
+  if (ACCUMULATE) d += texelFetch(acc_tex, int(p.dx_skip / 4 + t));
+  return d;
+}
+#endif
+
+void main() {
+#if EW_TEXEL
+  STORE_TEXELS(p.n, p.dx_skip, dx, dx4, resultTexel)
 #else
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     const float xv = kGradReadsX ? x[p.x_skip + i] : 0.0;
     const float yv = kGradReadsY ? y[p.y_skip + i] : 0.0;

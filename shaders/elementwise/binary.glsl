@@ -2,8 +2,9 @@
 //   out (= or +=) op(a, b), where element i of a meets b[(i / div) % nb]
 // (ops/elementwise.h says which shapes give which nb and div). The storage variant reads
 // one float per step from storage buffers: any device, any offset. The texel variant reads
-// four floats per step through RGBA32F texel buffers: on lavapipe storage-buffer loads are
-// scalarised per lane and about 5x slower than texel fetches.
+// four floats per step through RGBA32F texel buffers and stores them 16 bytes at a time: on
+// lavapipe storage-buffer loads are scalarised per lane and about 5x slower than texel
+// fetches.
 
 layout(local_size_x_id = 0) in;
 // Must match BinaryOp in ops/elementwise.cpp.
@@ -45,44 +46,43 @@ vec4 combine(vec4 x, vec4 y) {
                  : (OP == 1 ? p.alpha * x * y : (OP == 2 ? p.alpha * x : p.beta * y));
 }
 
-void main() {
-  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 #if EW_TEXEL
-  // Grid-stride over texels (the host caps the workgroup count); the condition is also the
-  // bounds guard for the grid rounded up to whole workgroups.
-  for (uint t = gl_GlobalInvocationID.x; t < (p.n + 3) / 4; t += stride) {
-    const uint e = 4 * t;
-    const vec4 av = OP != 3 ? texelFetch(a_tex, int(p.a_skip / 4 + t)) : vec4(0.0);
-    vec4 bv = vec4(0.0);
-    if (OP != 2) {
-      if (BCAST == 0) {
-        bv = texelFetch(b_tex, int(p.b_skip / 4 + t));
-      } else {
-        // One division for the texel, then step through the fold (integer division is
-        // scalarised on CPUs): e = (q * nb + j) * div + r.
-        const uint q = e / p.div;
-        uint r = e - q * p.div, j = q % p.nb;
-        for (uint c = 0; c < 4; ++c) {
-          bv[c] = texelFetch(b_tex, int(p.b_skip + j)).r;
-          if (++r == p.div) {
-            r = 0;
-            if (++j == p.nb) j = 0;
-          }
+layout(set = 0, binding = 3) writeonly buffer Out4 { vec4 out4[]; };  // out, 16 bytes a step
+#include "common/texel_store.glsl"
+
+vec4 resultTexel(uint t) {
+  const uint e = 4 * t;
+  const vec4 av = OP != 3 ? texelFetch(a_tex, int(p.a_skip / 4 + t)) : vec4(0.0);
+  vec4 bv = vec4(0.0);
+  if (OP != 2) {
+    if (BCAST == 0) {
+      bv = texelFetch(b_tex, int(p.b_skip / 4 + t));
+    } else {
+      // One division for the texel, then step through the fold (integer division is
+      // scalarised on CPUs): e = (q * nb + j) * div + r.
+      const uint q = e / p.div;
+      uint r = e - q * p.div, j = q % p.nb;
+      for (uint c = 0; c < 4; ++c) {
+        bv[c] = texelFetch(b_tex, int(p.b_skip + j)).r;
+        if (++r == p.div) {
+          r = 0;
+          if (++j == p.nb) j = 0;
         }
       }
     }
-    vec4 r = combine(av, bv);
-    if (ACCUMULATE) r += texelFetch(acc_tex, int(p.out_skip / 4 + t));
-    const uint at = p.out_skip + e;
-    if (e + 4 <= p.n) {
-      out_[at] = r.x, out_[at + 1] = r.y, out_[at + 2] = r.z, out_[at + 3] = r.w;
-    } else {
-      for (uint c = 0; c < 4; ++c)  // bounds guard: the last texel reaches past n
-        if (e + c < p.n) out_[at + c] = r[c];
-    }
   }
+  vec4 r = combine(av, bv);
+  if (ACCUMULATE) r += texelFetch(acc_tex, int(p.out_skip / 4 + t));
+  return r;
+}
+#endif
+
+void main() {
+#if EW_TEXEL
+  STORE_TEXELS(p.n, p.out_skip, out_, out4, resultTexel)
 #else
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     const float av = OP != 3 ? a[p.a_skip + i] : 0.0;
     const float bv = OP != 2 ? b[p.b_skip + bIndex(i)] : 0.0;

@@ -1,5 +1,5 @@
 // Body of elementwise/binary_backward.comp (storage buffers, one float per step) and
-// binary_backward_texel.comp (RGBA32F texel inputs, four per step): both gradients of a
+// binary_backward_texel.comp (RGBA32F texel inputs, 16-byte stores): both gradients of a
 // same-shape binary op in one pass over dout.
 //   OP 0 (out = alpha a + beta b): da = alpha dout,   db = beta dout
 //   OP 1 (out = alpha a b):        da = alpha dout b, db = alpha dout a
@@ -36,30 +36,41 @@ layout(set = 0, binding = 4) buffer DB { float db[]; };
 // da and db may each be one of the inputs (every step reads before it writes the same
 // elements), but not each other.
 
+#if EW_TEXEL
+// da and db again, 16 bytes a step (their skips are multiples of 4).
+layout(set = 0, binding = 5) writeonly buffer DA4 { vec4 da4[]; };
+layout(set = 0, binding = 6) writeonly buffer DB4 { vec4 db4[]; };
+
+void gradients(uint t, out vec4 ga, out vec4 gb) {
+  const vec4 g = texelFetch(dout_tex, int(p.dout_skip / 4 + t));
+  ga = p.alpha * g;
+  gb = p.beta * g;
+  if (OP == 1) {
+    ga = p.alpha * g * texelFetch(b_tex, int(p.b_skip / 4 + t));
+    gb = p.alpha * g * texelFetch(a_tex, int(p.a_skip / 4 + t));
+  }
+  if (ACCUMULATE_A) ga += texelFetch(da_tex, int(p.da_skip / 4 + t));
+  if (ACCUMULATE_B) gb += texelFetch(db_tex, int(p.db_skip / 4 + t));
+}
+#endif
+
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 #if EW_TEXEL
-  // Grid-stride over texels; the condition is also the bounds guard for the rounded-up grid.
-  for (uint t = gl_GlobalInvocationID.x; t < (p.n + 3) / 4; t += stride) {
-    const vec4 g = texelFetch(dout_tex, int(p.dout_skip / 4 + t));
-    vec4 ga = p.alpha * g, gb = p.beta * g;
-    if (OP == 1) {
-      ga = p.alpha * g * texelFetch(b_tex, int(p.b_skip / 4 + t));
-      gb = p.alpha * g * texelFetch(a_tex, int(p.a_skip / 4 + t));
-    }
-    if (ACCUMULATE_A) ga += texelFetch(da_tex, int(p.da_skip / 4 + t));
-    if (ACCUMULATE_B) gb += texelFetch(db_tex, int(p.db_skip / 4 + t));
-    const uint e = 4 * t, at_a = p.da_skip + e, at_b = p.db_skip + e;
-    if (e + 4 <= p.n) {
-      da[at_a] = ga.x, da[at_a + 1] = ga.y, da[at_a + 2] = ga.z, da[at_a + 3] = ga.w;
-      db[at_b] = gb.x, db[at_b + 1] = gb.y, db[at_b + 2] = gb.z, db[at_b + 3] = gb.w;
-    } else {
-      for (uint c = 0; c < 4; ++c) {
-        if (e + c < p.n) {  // bounds guard: the last texel reaches past n
-          da[at_a + c] = ga[c];
-          db[at_b + c] = gb[c];
-        }
-      }
+  // Whole texels in a branch-free loop, then the partial last one (common/texel_store.glsl
+  // says why).
+  vec4 ga, gb;
+  for (uint t = gl_GlobalInvocationID.x; t < p.n / 4; t += stride) {
+    gradients(t, ga, gb);
+    da4[p.da_skip / 4 + t] = ga;
+    db4[p.db_skip / 4 + t] = gb;
+  }
+  if (gl_GlobalInvocationID.x == 0 && p.n % 4 != 0) {
+    const uint t = p.n / 4;
+    gradients(t, ga, gb);
+    for (uint c = 0; c < p.n % 4; ++c) {
+      da[p.da_skip + 4 * t + c] = ga[c];
+      db[p.db_skip + 4 * t + c] = gb[c];
     }
   }
 #else
