@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/binding.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -28,8 +29,9 @@ static_assert(sizeof(SgdPush) == 16);
 struct AdamWPush {
   uint32_t n;
   float eps, weight_decay;
+  uint32_t p_skip, g_skip, m_skip, v_skip;  // texel variant: first elements in the bindings
 };
-static_assert(sizeof(AdamWPush) == 12);
+static_assert(sizeof(AdamWPush) == 28);
 
 struct SumsqPush {
   uint32_t n, base;  // elements; first partial slot of this tensor
@@ -111,10 +113,36 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
   const uint32_t n =
       checkTensors("adamw", {{"param", &param}, {"grad", &grad}, {"m", &m}, {"v", &v}});
   checkState("adamw", state);
-  const AdamWPush push{n, options.eps, options.weight_decay};
-  const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
-  rec.dispatchGroups(rec.context().kernels().get("optim/adamw", {kWorkgroup}), args, &push,
-                     sizeof(push), groupsFor(n));
+  vk::Context& ctx = rec.context();
+  constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
+  // The texel kernel reads param, m and v as texels and writes them as vec4s with one skip
+  // per view, so both bindings of each must start the same whole texels before it.
+  bool texel_ok = texelFits(ctx, grad, kRgba);
+  for (const TensorView* t : {&param, &m, &v})
+    texel_ok = texel_ok && texelFits(ctx, *t, kRgba) && vec4Storable(ctx, *t) &&
+               bindTexel(ctx, *t, kRgba).skip == bindStorage(ctx, *t).skip;
+  AdamWVariant variant = options.variant;
+  if (variant == AdamWVariant::Auto) variant = texel_ok ? AdamWVariant::Texel : AdamWVariant::Storage;
+  if (variant == AdamWVariant::Texel && !texel_ok)
+    throw Error("adamw: param, grad, m and v " + param.shape.str() +
+                " cannot all be read as RGBA32F texels and stored 16 bytes at a time (each "
+                "must start on 16 bytes)");
+  if (variant == AdamWVariant::Storage) {
+    const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
+    const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
+    rec.dispatchGroups(ctx.kernels().get("optim/adamw", {kWorkgroup}), args, &push, sizeof(push),
+                       groupsFor(n));
+    return;
+  }
+  const Bound tp = bindTexel(ctx, param, kRgba), tg = bindTexel(ctx, grad, kRgba),
+              tm = bindTexel(ctx, m, kRgba), tv = bindTexel(ctx, v, kRgba);
+  const AdamWPush push{n, options.eps, options.weight_decay, tp.skip, tg.skip, tm.skip, tv.skip};
+  const vk::Arg args[] = {tp.arg,           tg.arg,
+                          tm.arg,           tv.arg,
+                          stateArg(state),  bindStorage(ctx, param).arg,
+                          bindStorage(ctx, m).arg, bindStorage(ctx, v).arg};
+  rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {kWorkgroup}), args, &push,
+                     sizeof(push), groupsFor((uint64_t(n) + 3) / 4));
 }
 
 int64_t gradNormScratch(std::span<const TensorView> grads) {

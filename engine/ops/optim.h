@@ -50,13 +50,20 @@ struct SgdOptions {
 void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
          const TensorView& velocity, const TensorView& state, const SgdOptions& options = {});
 
+enum class AdamWVariant {
+  Auto,     // Texel where every view allows it, else Storage
+  Storage,  // one float per step through storage buffers: any device, any aligned view
+  Texel,    // four floats per step: texel fetches and 16-byte stores (views on 16 bytes)
+};
 struct AdamWOptions {
   float eps = 1e-8f;
   float weight_decay = 0.01f;  // decoupled; pass 0 for biases and norm gains
+  AdamWVariant variant = AdamWVariant::Auto;
 };
 // param, grad, m, v: same shape; m, v start at 0. beta1, beta2 come from the state buffer.
 //   p *= 1 - lr * wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   p -= lr * (m / bias1) / (sqrt(v / bias2) + eps)
+// Throws Error when options.variant is Texel and a view cannot be read or written that way.
 void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
            const TensorView& v, const TensorView& state, const AdamWOptions& options = {});
 

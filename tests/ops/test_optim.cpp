@@ -112,40 +112,42 @@ TEST_F(OptimTest, AdamWMatchesCpuOverFiveSteps) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const float beta1 = 0.9f, beta2 = 0.999f;
-  for (float weight_decay : {0.0f, 0.1f}) {
-    for (int64_t n : kSizes) {
-      SCOPED_TRACE(testing::Message() << "n=" << n << " wd=" << weight_decay);
-      const ops::AdamWOptions options{1e-8f, weight_decay};
-      const auto p0 = rng.uniform(n);
-      auto param = upload(ctx(), {n}, p0), grad = upload(ctx(), {n}, rng.uniform(n));
-      auto m = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
-      auto v = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
-      auto state = stateBuffer(ops::OptimizerState::make(kLr[0], beta1, beta2));
-      std::vector<double> p = toDouble(p0), m_ref(n, 0.0), v_ref(n, 0.0);
-      vk::Recorder rec(ctx());
-      ops::advanceStep(rec, stateView(state));
-      ops::adamw(rec, param.view(), grad.view(), m.view(), v.view(), stateView(state), options);
-      for (int step = 0; step < 5; ++step) {
-        // Gradients of mixed scale, so the adaptive denominators differ per element.
-        auto g = rng.uniform(n);
-        for (int64_t i = 0; i < n; i += 3) g[i] *= 1e-3f;
-        ctx().staging().upload(grad.buffer, 0, g.data(), n * 4);
-        writeLr(state, kLr[step]);
-        rec.submit();
-        // The reference uses the betas as the device holds them (fp32 values).
-        ops::ref::adamw(p, g, m_ref, v_ref, kLr[step], beta1, beta2, options.eps, weight_decay,
-                        step + 1);
+  for (auto variant : {ops::AdamWVariant::Storage, ops::AdamWVariant::Texel})
+    for (float weight_decay : {0.0f, 0.1f}) {
+      for (int64_t n : kSizes) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " wd=" << weight_decay << " variant "
+                                        << int(variant));
+        const ops::AdamWOptions options{1e-8f, weight_decay, variant};
+        const auto p0 = rng.uniform(n);
+        auto param = upload(ctx(), {n}, p0), grad = upload(ctx(), {n}, rng.uniform(n));
+        auto m = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
+        auto v = upload(ctx(), {n}, std::vector<float>(n, 0.0f));
+        auto state = stateBuffer(ops::OptimizerState::make(kLr[0], beta1, beta2));
+        std::vector<double> p = toDouble(p0), m_ref(n, 0.0), v_ref(n, 0.0);
+        vk::Recorder rec(ctx());
+        ops::advanceStep(rec, stateView(state));
+        ops::adamw(rec, param.view(), grad.view(), m.view(), v.view(), stateView(state), options);
+        for (int step = 0; step < 5; ++step) {
+          // Gradients of mixed scale, so the adaptive denominators differ per element.
+          auto g = rng.uniform(n);
+          for (int64_t i = 0; i < n; i += 3) g[i] *= 1e-3f;
+          ctx().staging().upload(grad.buffer, 0, g.data(), n * 4);
+          writeLr(state, kLr[step]);
+          rec.submit();
+          // The reference uses the betas as the device holds them (fp32 values).
+          ops::ref::adamw(p, g, m_ref, v_ref, kLr[step], beta1, beta2, options.eps, weight_decay,
+                          step + 1);
+        }
+        EXPECT_TRUE(closeTo(delta(download(ctx(), param), p0), delta(p, p0), kTolerance, kLrSum));
+        // m adds terms of (1 - beta1) |g| <= 0.1 that may cancel; v adds positive terms.
+        EXPECT_TRUE(closeTo(download(ctx(), m), toFloat(m_ref), kTolerance, 0.1));
+        EXPECT_TRUE(closeTo(download(ctx(), v), toFloat(v_ref), kTolerance, 1e-30));
+        const ops::OptimizerState s = readState(state);
+        EXPECT_EQ(s.step, 5u);
+        EXPECT_NEAR(s.bias1, 1.0 - std::pow(double(beta1), 5.0), 1e-6 * s.bias1);
+        EXPECT_NEAR(s.bias2, 1.0 - std::pow(double(beta2), 5.0), 1e-6 * s.bias2);
       }
-      EXPECT_TRUE(closeTo(delta(download(ctx(), param), p0), delta(p, p0), kTolerance, kLrSum));
-      // m adds terms of (1 - beta1) |g| <= 0.1 that may cancel; v adds positive terms.
-      EXPECT_TRUE(closeTo(download(ctx(), m), toFloat(m_ref), kTolerance, 0.1));
-      EXPECT_TRUE(closeTo(download(ctx(), v), toFloat(v_ref), kTolerance, 1e-30));
-      const ops::OptimizerState s = readState(state);
-      EXPECT_EQ(s.step, 5u);
-      EXPECT_NEAR(s.bias1, 1.0 - std::pow(double(beta1), 5.0), 1e-6 * s.bias1);
-      EXPECT_NEAR(s.bias2, 1.0 - std::pow(double(beta2), 5.0), 1e-6 * s.bias2);
     }
-  }
 }
 
 // The graph records its step once and replays it: that must be the very same computation
@@ -222,6 +224,18 @@ TEST_F(OptimTest, RejectsBadArgumentsBeforeRecording) {
               "sgd: state must be u32");
   expectError([&] { ops::advanceStep(rec, ops::view(state, {4}, 0, ops::DType::U32)); },
               "advanceStep: optimizer state (4) must hold 8 u32 words");
+  // The texel variant asked for on a param that starts 4 bytes into its buffer.
+  auto big = upload(ctx(), {33}, rng.uniform(33));
+  try {
+    ops::adamw(rec, ops::view(big.buffer, {32}, 4), ops::view(m.buffer, {32}),
+               ops::view(m.buffer, {32}), ops::view(v.buffer, {32}), stateView(state),
+               {1e-8f, 0.0f, ops::AdamWVariant::Texel});
+    ADD_FAILURE() << "no Error for a texel AdamW on a misaligned param";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot all be read as RGBA32F texels"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 

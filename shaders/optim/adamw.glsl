@@ -1,0 +1,93 @@
+// Body of optim/adamw.comp (storage buffers, one float per step: any device) and
+// optim/adamw_texel.comp (param, grad, m and v fetched four floats at a time from RGBA32F
+// texel buffers, param, m and v stored 16 bytes at a time: on lavapipe both are several
+// times cheaper than scalar storage loads and stores).
+//
+// AdamW (Loshchilov & Hutter), in place, PyTorch's order: decoupled weight decay first,
+// then the bias-corrected Adam step with eps outside the square root:
+//   p *= 1 - lr * wd
+//   m = b1 * m + (1 - b1) * g;   v = b2 * v + (1 - b2) * g^2
+//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+// lr, b1, b2 and the bias corrections 1 - b^t come from the optimizer state buffer.
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+  uint n;
+  float eps, weight_decay;
+  // Texel variant: first elements inside the bindings, multiples of 4 (the storage variant
+  // binds every view at its own offset).
+  uint p_skip, g_skip, m_skip, v_skip;
+} p;
+
+#if ADAMW_TEXEL
+layout(set = 0, binding = 0) uniform samplerBuffer param_tex;  // RGBA32F over (n): reads
+layout(set = 0, binding = 1) uniform samplerBuffer grad_tex;
+layout(set = 0, binding = 2) uniform samplerBuffer m_tex;
+layout(set = 0, binding = 3) uniform samplerBuffer v_tex;
+layout(set = 0, binding = 5) writeonly buffer Param { float param[]; };  // the same memory,
+layout(set = 0, binding = 5) writeonly buffer Param4 { vec4 param4[]; };  // written
+layout(set = 0, binding = 6) writeonly buffer M { float m1[]; };
+layout(set = 0, binding = 6) writeonly buffer M4 { vec4 m14[]; };
+layout(set = 0, binding = 7) writeonly buffer V { float m2[]; };
+layout(set = 0, binding = 7) writeonly buffer V4 { vec4 m24[]; };
+#else
+layout(set = 0, binding = 0) buffer Param { float param[]; };       // (n)
+layout(set = 0, binding = 1) readonly buffer Grad { float grad[]; };  // (n)
+layout(set = 0, binding = 2) buffer M { float m1[]; };                // (n) first moment
+layout(set = 0, binding = 3) buffer V { float m2[]; };                // (n) second moment
+#endif
+layout(set = 0, binding = 4) readonly buffer State {
+  float lr;
+  uint step;
+  float beta1, beta2, bias1, bias2;
+} state;
+
+// One update of w, m, v from g: floats or vec4s, elementwise.
+#define ADAMW(W, G, M, V)                        \
+  M = b1 * M + (1.0 - b1) * G;                   \
+  V = b2 * V + (1.0 - b2) * (G * G);             \
+  W = W * decay - lr * (M / bias1) / (sqrt(V / bias2) + p.eps);
+
+void main() {
+  const float lr = state.lr, b1 = state.beta1, b2 = state.beta2;
+  // Before the first advanceStep the corrections are 1 - b^0 = 0; act as step 1 rather
+  // than divide by zero.
+  const float bias1 = state.bias1 > 0.0 ? state.bias1 : 1.0 - b1;
+  const float bias2 = state.bias2 > 0.0 ? state.bias2 : 1.0 - b2;
+  const float decay = 1.0 - lr * p.weight_decay;
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#if ADAMW_TEXEL
+  // Whole texels in a branch-free loop, then the partial last one (common/texel_store.glsl
+  // says why). Each invocation reads its texel of param, m and v before it writes them.
+  for (uint t = gl_GlobalInvocationID.x; t < p.n / 4; t += stride) {
+    vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t));
+    vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
+    ADAMW(w, g, m, v)
+    param4[p.p_skip / 4 + t] = w;
+    m14[p.m_skip / 4 + t] = m;
+    m24[p.v_skip / 4 + t] = v;
+  }
+  if (gl_GlobalInvocationID.x == 0 && p.n % 4 != 0) {
+    const uint t = p.n / 4;
+    vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t));
+    vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
+    ADAMW(w, g, m, v)
+    for (uint c = 0; c < p.n % 4; ++c) {
+      param[p.p_skip + 4 * t + c] = w[c];
+      m1[p.m_skip + 4 * t + c] = m[c];
+      m2[p.v_skip + 4 * t + c] = v[c];
+    }
+  }
+#else
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    float w = param[i], m = m1[i], v = m2[i];
+    const float g = grad[i];
+    ADAMW(w, g, m, v)
+    m1[i] = m;
+    m2[i] = v;
+    param[i] = w;
+  }
+#endif
+}
