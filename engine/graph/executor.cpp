@@ -188,11 +188,11 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       ops::advanceStep(rec, in(0));
       return;
     case OpKind::ClipGradNorm: {
-      // grads..., scratch, norm
+      // grads..., scratch, norm, state: the clip factor goes to the state, not the grads
       std::vector<ops::TensorView> grads;
-      for (size_t i = 0; i + 2 < node.inputs.size(); ++i) grads.push_back(in(i));
+      for (size_t i = 0; i + 3 < node.inputs.size(); ++i) grads.push_back(in(i));
       const size_t n = node.inputs.size();
-      ops::clipGradNorm(rec, grads, at.param, in(n - 2), in(n - 1));
+      ops::clipGradScale(rec, grads, at.param, in(n - 3), in(n - 2), in(n - 1));
       return;
     }
     case OpKind::SgdUpdate:

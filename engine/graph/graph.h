@@ -87,9 +87,10 @@ enum class OpKind {
   GatherBackward,        // (ids, dout, status) -> (dtable, u32 scratch)
   DropoutBackward,       // (dy, rng) -> dx with the forward's mask
   ZeroFill,  // () -> zeros: a gradient whose contributions (slices) may not cover all of it
-  // optimizer (graph/optimizer.h); these update their first input in place
+  // optimizer (graph/optimizer.h); these update their first input in place (ClipGradNorm:
+  // its last, the state)
   AdvanceStep,   // (state)
-  ClipGradNorm,  // (grads..., scratch, norm)
+  ClipGradNorm,  // (grads..., scratch, norm, state): the clip factor into the state
   SgdUpdate,     // (param, grad, velocity, state)
   AdamWUpdate,   // (param, grad, m, v, state)
 };

@@ -37,6 +37,7 @@ Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& con
     clip.inputs.push_back(
         stateTensor(g, "optimizer.norm_scratch", {ops::gradNormScratch(views)}, DType::F32));
     clip.inputs.push_back(stateTensor(g, "optimizer.norm", {2}, DType::F32));
+    clip.inputs.push_back(state);  // where the clip factor goes, for the updates to read
     clip.attrs.param = config.max_grad_norm;
     g.addNode(std::move(clip));
   }

@@ -18,7 +18,8 @@ struct OptimizerConfig {
   ops::AdamWOptions adamw;             // eps, decoupled weight decay
   // Weight decay on 1-D parameters (biases, norm gains) too; by default only on matrices.
   bool decay_vectors = false;
-  // > 0: scale all gradients so their global norm is at most this, before the updates.
+  // > 0: clip the gradients to a global norm of at most this. The updates scale each
+  // gradient as they read it (ops::clipGradScale); the gradient tensors keep their values.
   float max_grad_norm = 0.0f;
 };
 

@@ -198,4 +198,14 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
   }
 }
 
+void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
+                   const TensorView& scratch, const TensorView& norm, const TensorView& state) {
+  if (!std::isfinite(max_norm))
+    throw ShapeError("clipGradScale: max_norm " + std::to_string(max_norm) + " must be finite");
+  checkState("clipGradScale", state);
+  gradNorm(rec, grads, scratch, norm, max_norm);
+  const vk::Arg args[] = {{*norm.buffer, norm.offset, 8}, stateArg(state)};
+  rec.dispatchGroups(rec.context().kernels().get("optim/set_scale"), args, nullptr, 0, 1);
+}
+
 }  // namespace vkgrad::ops

@@ -27,9 +27,12 @@ struct OptimizerState {
   float beta2 = 0.999f;
   float bias1 = 0;  // 1 - beta1^step and 1 - beta2^step, kept by advanceStep()
   float bias2 = 0;
-  uint32_t reserved[2] = {0, 0};
+  // Every update multiplies the gradient it reads by this: 1, or the clip factor
+  // clipGradScale() last wrote. The gradient buffers themselves stay as they are.
+  float grad_scale = 1.0f;
+  uint32_t reserved = 0;
   static OptimizerState make(float lr, float beta1 = 0.9f, float beta2 = 0.999f) {
-    return {lr, 0, beta1, beta2, 0.0f, 0.0f, {0, 0}};
+    return {lr, 0, beta1, beta2, 0.0f, 0.0f, 1.0f, 0};
   }
 };
 static_assert(sizeof(OptimizerState) == 32);
@@ -78,5 +81,10 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
 // gradNorm, then every grad *= norm[1] (those below the threshold are left untouched).
 void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
                   const TensorView& scratch, const TensorView& norm);
+// gradNorm, then state.grad_scale = norm[1]: the next sgd()/adamw() with this state clip
+// the gradients as they read them. Two dispatches in all, and no gradient is rewritten
+// (clipGradNorm writes every one), so the gradient buffers keep their unclipped values.
+void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
+                   const TensorView& scratch, const TensorView& norm, const TensorView& state);
 
 }  // namespace vkgrad::ops

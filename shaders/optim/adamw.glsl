@@ -8,7 +8,8 @@
 //   p *= 1 - lr * wd
 //   m = b1 * m + (1 - b1) * g;   v = b2 * v + (1 - b2) * g^2
 //   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
-// lr, b1, b2 and the bias corrections 1 - b^t come from the optimizer state buffer.
+// lr, b1, b2, the bias corrections 1 - b^t and the clip factor g is scaled by come from
+// the optimizer state buffer.
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
@@ -40,6 +41,7 @@ layout(set = 0, binding = 4) readonly buffer State {
   float lr;
   uint step;
   float beta1, beta2, bias1, bias2;
+  float grad_scale;  // the clip factor, 1 without clipping (ops/optim.h)
 } state;
 
 // One update of w, m, v from g: floats or vec4s, elementwise.
@@ -54,14 +56,14 @@ void main() {
   // than divide by zero.
   const float bias1 = state.bias1 > 0.0 ? state.bias1 : 1.0 - b1;
   const float bias2 = state.bias2 > 0.0 ? state.bias2 : 1.0 - b2;
-  const float decay = 1.0 - lr * p.weight_decay;
+  const float decay = 1.0 - lr * p.weight_decay, scale = state.grad_scale;
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
 #if ADAMW_TEXEL
   // Whole texels in a branch-free loop, then the partial last one (common/texel_store.glsl
   // says why). Each invocation reads its texel of param, m and v before it writes them.
   for (uint t = gl_GlobalInvocationID.x; t < p.n / 4; t += stride) {
     vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
-    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t)) * scale;
     vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
     ADAMW(w, g, m, v)
     param4[p.p_skip / 4 + t] = w;
@@ -71,7 +73,7 @@ void main() {
   if (gl_GlobalInvocationID.x == 0 && p.n % 4 != 0) {
     const uint t = p.n / 4;
     vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
-    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t)) * scale;
     vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
     ADAMW(w, g, m, v)
     for (uint c = 0; c < p.n % 4; ++c) {
@@ -83,7 +85,7 @@ void main() {
 #else
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     float w = param[i], m = m1[i], v = m2[i];
-    const float g = grad[i];
+    const float g = grad[i] * scale;
     ADAMW(w, g, m, v)
     m1[i] = m;
     m2[i] = v;

@@ -2,7 +2,7 @@
 // SGD with momentum, in place, PyTorch's convention (weight decay is coupled L2):
 //   g' = g + wd * p;  v = mu * v + g';  p -= lr * (nesterov ? g' + mu * v : v)
 // lr comes from the optimizer state buffer (ops/optim.h), so a replayed recording picks up
-// whatever learning rate the host wrote since.
+// whatever learning rate the host wrote since; g is scaled by its grad_scale (clipping).
 layout(local_size_x_id = 0) in;
 
 layout(set = 0, binding = 0) buffer Param { float param[]; };       // (n)
@@ -12,6 +12,7 @@ layout(set = 0, binding = 3) readonly buffer State {
   float lr;
   uint step;
   float beta1, beta2, bias1, bias2;
+  float grad_scale;  // the clip factor, 1 without clipping (ops/optim.h)
 } state;
 layout(push_constant) uniform Push { uint n; float momentum, weight_decay; uint nesterov; } p;
 
@@ -19,7 +20,7 @@ void main() {
   const float lr = state.lr;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const float w = param[i];
-    const float g = grad[i] + p.weight_decay * w;
+    const float g = grad[i] * state.grad_scale + p.weight_decay * w;
     const float v = p.momentum * velocity[i] + g;
     velocity[i] = v;
     param[i] = w - lr * (p.nesterov != 0 ? g + p.momentum * v : v);

@@ -320,6 +320,63 @@ TEST_F(ClipTest, LeavesGradientsBelowTheThresholdUntouched) {
   }
 }
 
+// clipGradScale puts the clip factor in the optimizer state and the updates apply it as they
+// read each gradient: the updates equal those of the reference on clipped gradients, for SGD
+// and both AdamW variants, while the gradient buffers keep their values bit for bit.
+TEST_F(ClipTest, ScaleInTheStateClipsTheUpdatesNotTheGradients) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Grads g = makeGrads(ctx(), rng);
+  const double norm_ref = ops::ref::gradNorm(g.host);
+  const float max_norm = float(0.3 * norm_ref);
+  const double scale = max_norm / (norm_ref + 1e-6);
+  const float lr = 0.1f;
+  for (int kind = 0; kind < 3; ++kind) {  // SGD, AdamW storage, AdamW texel
+    SCOPED_TRACE(testing::Message() << "optimizer " << kind);
+    auto scratch = poisoned(ctx(), {ops::gradNormScratch(g.views)});
+    auto norm = poisoned(ctx(), {2});
+    auto state = stateBuffer(ops::OptimizerState::make(lr));
+    std::vector<std::vector<float>> p0;
+    std::vector<DeviceTensor> params, m, v;
+    for (const auto& host : g.host) {
+      const auto n = int64_t(host.size());
+      p0.push_back(rng.uniform(n));
+      params.push_back(upload(ctx(), {n}, p0.back()));
+      m.push_back(upload(ctx(), {n}, std::vector<float>(host.size(), 0.0f)));
+      v.push_back(upload(ctx(), {n}, std::vector<float>(host.size(), 0.0f)));
+    }
+    vk::Recorder rec(ctx());
+    ops::advanceStep(rec, stateView(state));
+    ops::clipGradScale(rec, g.views, max_norm, scratch.view(), norm.view(), stateView(state));
+    const ops::SgdOptions sgd{0.9f, 0.01f, false};
+    const ops::AdamWOptions adamw{1e-8f, 0.1f,
+                                  kind == 1 ? ops::AdamWVariant::Storage : ops::AdamWVariant::Texel};
+    for (size_t t = 0; t < g.host.size(); ++t) {
+      if (kind == 0)
+        ops::sgd(rec, params[t].view(), g.views[t], m[t].view(), stateView(state), sgd);
+      else
+        ops::adamw(rec, params[t].view(), g.views[t], m[t].view(), v[t].view(), stateView(state),
+                   adamw);
+    }
+    rec.submit();
+    EXPECT_NEAR(readState(state).grad_scale, scale, 1e-5 * scale);
+    for (size_t t = 0; t < g.host.size(); ++t) {
+      const size_t n = g.host[t].size();
+      std::vector<float> clipped(n);
+      for (size_t i = 0; i < n; ++i) clipped[i] = float(g.host[t][i] * scale);
+      std::vector<double> p = toDouble(p0[t]), m_ref(n, 0.0), v_ref(n, 0.0);
+      if (kind == 0)
+        ops::ref::sgd(p, clipped, m_ref, lr, sgd.momentum, sgd.weight_decay, sgd.nesterov);
+      else
+        ops::ref::adamw(p, clipped, m_ref, v_ref, lr, 0.9f, 0.999f, adamw.eps, adamw.weight_decay, 1);
+      EXPECT_TRUE(closeTo(delta(download(ctx(), params[t]), p0[t]), delta(p, p0[t]), kTolerance, lr))
+          << "tensor " << t;
+      const auto grad = download(ctx(), g.device[t]);
+      EXPECT_EQ(0, std::memcmp(grad.data(), g.host[t].data(), n * 4)) << "gradient " << t;
+    }
+  }
+}
+
 TEST_F(ClipTest, RejectsBadArgumentsBeforeRecording) {
   Rng rng;
   Grads g = makeGrads(ctx(), rng);
