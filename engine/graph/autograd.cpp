@@ -209,9 +209,10 @@ class Builder {
     }
   }
 
-  // One kernel computes dx with dgamma and dbeta under one Write mode, and always writes dx.
-  // So gradients are grouped by mode (usually one group); a group without x's gradient
-  // writes dx into a temporary.
+  // One kernel computes dx under its own Write mode and dgamma, dbeta under one shared mode,
+  // and always writes dx. So one node, unless dgamma and dbeta need different modes: then a
+  // second node for one of them, which writes its dx into a temporary (as does a node
+  // whose x needs no gradient).
   void layernormRule(const Node& f, int dy) {
     const int x = f.inputs[0];
     const Shape sx = g_.tensor(x).shape;  // a copy: temp() adds tensors
@@ -222,24 +223,34 @@ class Builder {
       grads[which] = gradOf(f.inputs[size_t(which)]);
       modes[which] = contribute(grads[which]);
     }
-    for (Write mode : {Write::Overwrite, Write::Accumulate}) {
-      int outs[3] = {-1, -1, -1};
-      bool any = false;
-      for (int which = 0; which < 3; ++which)
-        if (grads[which] >= 0 && modes[which] == mode) outs[which] = grads[which], any = true;
-      if (!any) continue;
-      if (outs[0] < 0) outs[0] = temp(sx, "layernorm.dx_unused");
+    bool dx_done = grads[0] < 0;
+    auto emitNode = [&](int gamma, int beta, Write params_mode) {
+      Write dx_mode = Write::Overwrite;
+      int dx = -1;
+      if (!dx_done) {
+        dx = grads[0];
+        dx_mode = modes[0];
+        dx_done = true;
+      } else {
+        dx = temp(sx, "layernorm.dx_unused");
+      }
       const int scratch =
-          outs[1] >= 0 || outs[2] >= 0
+          gamma >= 0 || beta >= 0
               ? temp({ops::layernormBackwardScratch(sx.rows(), sx.back())}, "layernorm.scratch")
               : -1;
       Node node{OpKind::LayerNormBackward,
                 {x, f.inputs[1], f.outputs[1], f.outputs[2], dy},
-                {outs[0], outs[1], outs[2], scratch}};
+                {dx, gamma, beta, scratch}};
       node.attrs = f.attrs;
-      node.writes = {mode, mode, mode, Write::Overwrite};
+      node.writes = {dx_mode, params_mode, params_mode, Write::Overwrite};
       g_.addNode(std::move(node));
+    };
+    for (Write mode : {Write::Overwrite, Write::Accumulate}) {
+      const int gamma = grads[1] >= 0 && modes[1] == mode ? grads[1] : -1;
+      const int beta = grads[2] >= 0 && modes[2] == mode ? grads[2] : -1;
+      if (gamma >= 0 || beta >= 0) emitNode(gamma, beta, mode);
     }
+    if (!dx_done) emitNode(-1, -1, Write::Overwrite);  // dx alone
   }
 
   // One kernel writes dq, dk and dv (or, fused, the three column blocks of one gradient),

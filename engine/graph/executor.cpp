@@ -138,8 +138,9 @@ void launch(vk::Recorder& rec, const Node& node, const std::function<ops::Tensor
       return;
     case OpKind::LayerNormBackward:
       // x, gamma, mean, rstd, dy -> dx, dgamma?, dbeta?, scratch?
+      // dx under its own mode; dgamma and dbeta share one (autograd's layernormRule).
       ops::layernormBackward(rec, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2), out(3),
-                             w);
+                             w, node.outputs[1] >= 0 ? node.writes[1] : node.writes[2]);
       return;
 
     case OpKind::CrossEntropy:

@@ -260,7 +260,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write w) {
-  layernormBackward(rec, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, w,
+  layernormBackward(rec, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, w, w,
                     LayernormVariant::Auto, LayernormParamsVariant::Auto);
 }
 
@@ -277,8 +277,8 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
 void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
-                       const TensorView& scratch, Write w, LayernormVariant variant,
-                       LayernormParamsVariant params) {
+                       const TensorView& scratch, Write dx_write, Write params_write,
+                       LayernormVariant variant, LayernormParamsVariant params) {
   vk::Context& context = rec.context();
   const char* name = "layernormBackward";
   const std::string op = checkX(name, x);
@@ -327,7 +327,8 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   if (variant == LayernormVariant::Auto) variant = layernormVariantFor(context, x, gamma, dy);
 
   // dgamma and dbeta first: they only read, so nothing orders them after dx.
-  const bool accumulate = w == Write::Accumulate;
+  const bool accumulate = params_write == Write::Accumulate;  // dgamma, dbeta
+  const bool dx_accumulate = dx_write == Write::Accumulate;
   const Bound bx = bindStorage(context, x), bdy = bindStorage(context, dy),
               bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
   if (want_params) {
@@ -385,7 +386,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,    bdy.skip,
                           bgamma.skip,    bmean.skip,  brstd.skip, bdx.skip};
   std::vector<uint32_t> spec = layout.spec;
-  spec.push_back(accumulate);
+  spec.push_back(dx_accumulate);
   spec.push_back(vec4);
   const vk::Kernel& kernel = context.kernels().get("layernorm/backward", spec);
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, layout.texels, format),

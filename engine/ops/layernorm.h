@@ -68,12 +68,14 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write w = Write::Overwrite);
-// The same with the kernel layouts chosen: variant for dx (as the forward's), params for
-// dgamma and dbeta.
+// The same with dx written by dx_write and dgamma, dbeta by params_write (a residual
+// stream's dx usually adds to a gradient while the parameters' are first written), and the
+// kernel layouts chosen: variant for dx (as the forward's), params for dgamma and dbeta.
 void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
-                       const TensorView& scratch, Write w, LayernormVariant variant,
-                       LayernormParamsVariant params);
+                       const TensorView& scratch, Write dx_write, Write params_write,
+                       LayernormVariant variant = LayernormVariant::Auto,
+                       LayernormParamsVariant params = LayernormParamsVariant::Auto);
 
 }  // namespace vkgrad::ops

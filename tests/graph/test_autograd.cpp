@@ -171,8 +171,8 @@ TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
 }
 
 // gamma and beta shared by two layernorms: the later layernorm (first in the backward) writes
-// their gradients, the earlier one must add to them while it writes its dx, so its backward
-// splits by write mode into two kernels, and the one without dx writes dx to a temporary.
+// their gradients, the earlier one must add to them while it writes its dx: one node each,
+// dx and the parameters under their own write modes.
 TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {4, 6}, Init::xavierUniform());
@@ -192,11 +192,47 @@ TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
   const graph::Gradients grads = graph::backward(g, loss);
   int layernorm_backward = 0;
   for (const auto& node : g.nodes()) layernorm_backward += node.op == OpKind::LayerNormBackward;
-  EXPECT_EQ(layernorm_backward, 3);
+  EXPECT_EQ(layernorm_backward, 2);
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(16));
   exec.setInput(y, targets(4, 3));
+  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+}
+
+// A residual stream, h + layernorm(h) as in a transformer block: h's gradient is first
+// written by the add, so the layernorm's dx adds to it while dgamma and dbeta are written;
+// one backward node does both, and finite differences agree.
+TEST_F(AutogradTest, ResidualLayernormAddsDxAndWritesItsParameters) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {5, 6}, Init::xavierUniform());
+  const auto& gamma = store.add("gamma", {6}, Init::uniform(0.5f, 1.5f));
+  const auto& beta = store.add("beta", {6}, Init::uniform(-0.5f, 0.5f));
+  const auto& w2 = store.add("w2", {6, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed() + 3);
+
+  Graph g;
+  const Tensor x = g.input("x", {7, 5});
+  const Tensor y = g.input("y", {7}, ops::DType::U32);
+  const Tensor h = g.matmul(x, g.parameter(w));
+  const Tensor r = g.add(h, g.layernorm(h, g.parameter(gamma), g.parameter(beta)));
+  const Tensor loss = g.crossEntropy(g.matmul(g.activation(r, ops::Activation::Tanh),
+                                              g.parameter(w2)),
+                                     y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  int layernorm_backward = 0;
+  for (const auto& node : g.nodes()) {
+    if (node.op != OpKind::LayerNormBackward) continue;
+    ++layernorm_backward;
+    EXPECT_EQ(node.writes[0], ops::Write::Accumulate);  // dx, after the add's contribution
+    EXPECT_EQ(node.writes[1], ops::Write::Overwrite);   // dgamma
+  }
+  EXPECT_EQ(layernorm_backward, 1);
+
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(35));
+  exec.setInput(y, targets(7, 3));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -280,7 +281,8 @@ Grads referenceGrads(const BackwardInputs& b) {
 struct BackwardOptions {
   ops::LayernormVariant variant = ops::LayernormVariant::Auto;
   ops::LayernormParamsVariant params = ops::LayernormParamsVariant::Auto;
-  ops::Write write = ops::Write::Overwrite;
+  ops::Write write = ops::Write::Overwrite;                 // dx's, and by default the params'
+  std::optional<ops::Write> params_write = std::nullopt;     // dgamma's and dbeta's, if not write
   const Grads* init = nullptr;  // the outputs' contents before an Accumulate
   bool dgamma = true, dbeta = true;
 };
@@ -302,7 +304,7 @@ Grads runBackward(vk::Context& context, const BackwardInputs& b, const BackwardO
   ops::layernormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
                          dx.view(), o.dgamma ? dgamma.view() : ops::TensorView{},
                          o.dbeta ? dbeta.view() : ops::TensorView{}, scratch.view(), o.write,
-                         o.variant, o.params);
+                         o.params_write.value_or(o.write), o.variant, o.params);
   rec.submit();
   return {download(context, dx), download(context, dgamma), download(context, dbeta)};
 }
@@ -371,6 +373,25 @@ TEST_F(LayernormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
       EXPECT_TRUE(accumulatedClose(got.dgamma, want.dgamma, init.dgamma, kBackwardTolerance))
           << "dgamma";
       EXPECT_TRUE(accumulatedClose(got.dbeta, want.dbeta, init.dbeta, kBackwardTolerance))
+          << "dbeta";
+      // Mixed: dx adds (a residual stream), dgamma and dbeta are written; and the reverse.
+      const Grads mixed = runBackward(ctx(), b,
+                                      {.params = params,
+                                       .write = ops::Write::Accumulate,
+                                       .params_write = ops::Write::Overwrite,
+                                       .init = &init});
+      EXPECT_TRUE(accumulatedClose(mixed.dx, want.dx, init.dx, kBackwardTolerance)) << "dx";
+      expectGradsMatch({want.dx, mixed.dgamma, mixed.dbeta}, want, kBackwardTolerance,
+                       maxAbs(b.dy));
+      const Grads reverse = runBackward(ctx(), b,
+                                        {.params = params,
+                                         .write = ops::Write::Overwrite,
+                                         .params_write = ops::Write::Accumulate,
+                                         .init = &init});
+      EXPECT_TRUE(allClose(reverse.dx, want.dx, kBackwardTolerance)) << "dx";
+      EXPECT_TRUE(accumulatedClose(reverse.dgamma, want.dgamma, init.dgamma, kBackwardTolerance))
+          << "dgamma";
+      EXPECT_TRUE(accumulatedClose(reverse.dbeta, want.dbeta, init.dbeta, kBackwardTolerance))
           << "dbeta";
     }
 }
@@ -510,8 +531,8 @@ TEST_F(LayernormBackward, ForwardAndBackwardTakeAnyOffset) {
       ops::layernorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps,
                      variant);
       ops::layernormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view, dx.view,
-                             dgamma.view, dbeta.view, scratch.view, ops::Write::Overwrite, variant,
-                             ops::LayernormParamsVariant::Blocked);
+                             dgamma.view, dbeta.view, scratch.view, ops::Write::Overwrite,
+                             ops::Write::Overwrite, variant, ops::LayernormParamsVariant::Blocked);
       rec.submit();
       expectMatchesReference(in, {read(y), read(mean), read(rstd)});
       BackwardInputs used = b;  // the backward read the GPU's statistics
