@@ -42,6 +42,16 @@ std::string readText(const std::string& path) {
   return s.str();
 }
 
+// Creates dir if needed and checks that a file can be written in it.
+void prepareOutput(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir.string() + ": cannot create the output directory: " + ec.message());
+  const fs::path probe = dir / ".vkgrad-write-test";
+  if (!std::ofstream(probe, std::ios::binary)) throw Error(dir.string() + ": cannot write files here");
+  fs::remove(probe, ec);
+}
+
 // 1 (and a message) when the validation layer reported anything.
 int validationFailed(const vk::Context& context) {
   const size_t messages = context.validationMessages().size();
@@ -122,6 +132,10 @@ int train(int argc, char** argv) {
                 ": both the training part (90%) and the validation part (10%) need at least "
                 "context + 1 bytes");
   const std::span<const uint32_t> all(tokens);
+
+  // The output directory before any training: a run must not end unable to save.
+  const fs::path out = cli.get("out");
+  prepareOutput(out);
 
   vk::ContextOptions context_options;
   context_options.device = cli.get("device");
@@ -231,8 +245,6 @@ int train(int argc, char** argv) {
   const double tokens_per_s = double(batch * ctx * steps) / seconds;
   const uint64_t peak = context.allocator().peakBytesInUse();
 
-  const fs::path out = cli.get("out");
-  fs::create_directories(out);
   store.save(out / gpt::kModelFile);
   gpt::GptCheckpoint cp{config, vocab};
   cp.training = graph::Json::object({

@@ -40,11 +40,18 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   if (find(name)) throw Error("ParameterStore: parameter \"" + name + "\" added twice");
   if (shape.rank() == 0 || shape.numel() == 0)
     throw Error("ParameterStore: parameter \"" + name + "\" has an empty shape " + shape.str());
+  // Every kernel binds a whole parameter: one larger than a storage binding can never run.
+  const uint64_t bytes = uint64_t(shape.numel()) * 4;
+  if (bytes > context_.info().max_storage_buffer_range)
+    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
+                     std::to_string(bytes) + " bytes, more than " + context_.info().name +
+                     " can bind at once (maxStorageBufferRange " +
+                     std::to_string(context_.info().max_storage_buffer_range) + " bytes)");
   auto p = std::make_unique<Parameter>();
   p->name = name;
   p->shape = shape;
   p->init = init;
-  p->buffer = context_.allocator().allocate(uint64_t(shape.numel()) * 4);
+  p->buffer = context_.allocator().allocate(bytes);
   params_.push_back(std::move(p));
   return *params_.back();
 }

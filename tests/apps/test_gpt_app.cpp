@@ -99,6 +99,11 @@ TEST_F(GptApp, BadInputFailsClearly) {
   const AppRun shortText = train(dir_ / "x", {"--context", "4000"});
   EXPECT_EQ(shortText.exit_code, 1);
   EXPECT_TRUE(contains(shortText.err, "too short for context 4000")) << shortText.err;
+  // An output directory that cannot be made (under a regular file): before any training.
+  const AppRun badOut = train(dir_ / "text.txt" / "ckpt");
+  EXPECT_EQ(badOut.exit_code, 1);
+  EXPECT_TRUE(contains(badOut.err, "cannot create the output directory")) << badOut.err;
+  EXPECT_FALSE(contains(badOut.out, "step ")) << badOut.out;
   const AppRun badWidth = train(dir_ / "x", {"--width", "15"});
   EXPECT_EQ(badWidth.exit_code, 2);
   EXPECT_TRUE(contains(badWidth.err, "multiple of heads")) << badWidth.err;

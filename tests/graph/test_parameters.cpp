@@ -161,6 +161,15 @@ TEST_F(ParameterStoreTest, RejectsBadDeclarations) {
   EXPECT_THROW(store.add("", {3}, Init::zeros()), Error);
   EXPECT_THROW(store.add("empty", {0, 3}, Init::zeros()), Error);
   EXPECT_THROW(store.at("nope"), Error);
+  // One element more than a storage binding holds: named, before any allocation.
+  const int64_t too_many = int64_t(ctx().info().max_storage_buffer_range / 4) + 1;
+  try {
+    store.add("huge", {too_many}, Init::zeros());
+    ADD_FAILURE() << "no ShapeError for a parameter larger than a storage binding";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter \"huge\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(store.elements(), 4);
 }
 
