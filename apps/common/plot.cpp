@@ -1,19 +1,17 @@
 #include "common/plot.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <random>
 #include <stdexcept>
 #include <string>
-#include <system_error>
+#include <string_view>
 #include <tuple>
 
 #include <stb_image_write.h>
 
 #include "common/raster.h"
+#include "graph/atomic_file.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -269,30 +267,6 @@ void drawGrid(Canvas& canvas, const Axis& xa, const Axis& ya, const Rect& p) {
   for (const Tick& t : ya.ticks) horizontal(t.at, kGrid);
 }
 
-// The PNG goes to a unique file beside the target and is renamed over it, so readers (and a
-// crash mid-write) only ever see the old plot or the whole new one.
-void writeFileAtomically(const fs::path& path, const std::vector<unsigned char>& bytes) {
-  static std::atomic<unsigned> counter{0};
-  fs::path tmp = path;
-  tmp +=
-      ".tmp" + std::to_string(std::random_device{}() % 1000000) + "-" + std::to_string(counter++);
-  auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error("writeLinePlot: cannot write " + path.string() + ": " + why);
-  };
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot create " + tmp.string());
-    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) fail("write to " + tmp.string() + " failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail("rename from " + tmp.string() + ": " + ec.message());
-}
-
 }  // namespace
 
 void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
@@ -359,7 +333,10 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
   if (!stbi_write_png_to_func(append, &png, canvas.width(), canvas.height(), 3, canvas.data(),
                               canvas.width() * 3))
     throw std::runtime_error(where + "PNG encoding failed");
-  writeFileAtomically(path, png);
+  // A temporary file beside the target, flushed and renamed over it: readers (and a crash
+  // mid-write) see the old plot or the whole new one.
+  graph::writeFileAtomically(
+      path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
 }
 
 }  // namespace vkgrad::apps
