@@ -48,7 +48,8 @@ void prepareOutput(const fs::path& dir) {
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create the output directory: " + ec.message());
   const fs::path probe = dir / ".vkgrad-write-test";
-  if (!std::ofstream(probe, std::ios::binary)) throw Error(dir.string() + ": cannot write files here");
+  if (!std::ofstream(probe, std::ios::binary))
+    throw Error(dir.string() + ": cannot write files here");
   fs::remove(probe, ec);
 }
 
@@ -92,8 +93,9 @@ int train(int argc, char** argv) {
   cli.option("log-every", "steps between progress lines", "20");
   cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
   cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
-  cli.flag("profile", "time every node of the training step and print the last step's GPU "
-                      "time by op (a timestamp per node)");
+  cli.flag("profile",
+           "time every node of the training step and print the last step's GPU "
+           "time by op (a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -177,12 +179,14 @@ int train(int argc, char** argv) {
   graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, options);
   std::vector<uint32_t> val_rows = evenlySpaced(val_disjoint, std::max<int64_t>(batch, 8 * batch));
   for (uint32_t& r : val_rows) r *= uint32_t(ctx);
-  while (int64_t(val_rows.size()) < batch) val_rows.push_back(val_rows[val_rows.size() % val_disjoint]);
+  while (int64_t(val_rows.size()) < batch)
+    val_rows.push_back(val_rows[val_rows.size() % val_disjoint]);
   val_rows.resize(val_rows.size() / size_t(batch) * size_t(batch));
-  std::printf("model: %lld parameters; %lld layers, %lld heads, width %lld, context %lld, %s-norm\n",
-              static_cast<long long>(store.elements()), static_cast<long long>(config.layers),
-              static_cast<long long>(config.heads), static_cast<long long>(config.width),
-              static_cast<long long>(ctx), norm.c_str());
+  std::printf(
+      "model: %lld parameters; %lld layers, %lld heads, width %lld, context %lld, %s-norm\n",
+      static_cast<long long>(store.elements()), static_cast<long long>(config.layers),
+      static_cast<long long>(config.heads), static_cast<long long>(config.width),
+      static_cast<long long>(ctx), norm.c_str());
   const double unigram = [&] {
     std::vector<double> count(size_t(config.vocab));
     for (uint32_t t : tokens) count[t] += 1;
@@ -262,28 +266,31 @@ int train(int argc, char** argv) {
   plot.x_label = "step";
   plot.y_label = "cross-entropy loss (nats)";
   writeLinePlot(out / "loss.png", {train_curve, val_curve}, plot);
-  std::printf("done: %lld steps in %.1f s, %.1f ms/step, %.0f tokens/s, peak device memory %.1f MiB\n"
-              "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png}\n",
-              static_cast<long long>(steps), seconds, ms_per_step, tokens_per_s,
-              double(peak) / 1048576.0, double(last_train), double(val), unigram,
-              out.string().c_str(), gpt::kModelFile, gpt::kConfigFile);
+  std::printf(
+      "done: %lld steps in %.1f s, %.1f ms/step, %.0f tokens/s, peak device memory %.1f MiB\n"
+      "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png}\n",
+      static_cast<long long>(steps), seconds, ms_per_step, tokens_per_s, double(peak) / 1048576.0,
+      double(last_train), double(val), unigram, out.string().c_str(), gpt::kModelFile,
+      gpt::kConfigFile);
   if (options.profile)
     std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
                 trainer.lastStepMilliseconds(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json)
-    std::printf("{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
-                "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "
-                "\"parameters\": %lld, \"device\": %s}\n",
-                double(last_train), double(val), ms_per_step, tokens_per_s,
-                static_cast<long long>(steps), static_cast<unsigned long long>(peak),
-                static_cast<long long>(store.elements()), jsonQuote(device).c_str());
+    std::printf(
+        "{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
+        "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "
+        "\"parameters\": %lld, \"device\": %s}\n",
+        double(last_train), double(val), ms_per_step, tokens_per_s, static_cast<long long>(steps),
+        static_cast<unsigned long long>(peak), static_cast<long long>(store.elements()),
+        jsonQuote(device).c_str());
   return validationFailed(context);
 }
 
 int sample(int argc, char** argv) {
-  Cli cli("vkgrad-gpt sample",
-          "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
+  Cli cli(
+      "vkgrad-gpt sample",
+      "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
   cli.positional("sample", "the command");
   cli.option("checkpoint", "checkpoint directory (required)");
   cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
@@ -308,8 +315,8 @@ int sample(int argc, char** argv) {
   std::vector<uint32_t> tokens = cp.vocab.encode(prompt);
   if (int64_t(tokens.size()) > cp.config.context)
     throw Error("the prompt is " + std::to_string(tokens.size()) +
-                " bytes, longer than the model's context of " +
-                std::to_string(cp.config.context) + " it was trained with");
+                " bytes, longer than the model's context of " + std::to_string(cp.config.context) +
+                " it was trained with");
   vk::ContextOptions context_options;
   context_options.device = cli.get("device");
   context_options.validation = cli.has("validation");
@@ -356,9 +363,10 @@ int main(int argc, char** argv) {
                   vkgrad::apps::kUsage);
       return 0;
     }
-    std::fprintf(stderr, "vkgrad-gpt: %s\n%s",
-                 command.empty() ? "no command given" : ("unknown command '" + command + "'").c_str(),
-                 vkgrad::apps::kUsage);
+    std::fprintf(
+        stderr, "vkgrad-gpt: %s\n%s",
+        command.empty() ? "no command given" : ("unknown command '" + command + "'").c_str(),
+        vkgrad::apps::kUsage);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vkgrad-gpt %s: %s\n", command.c_str(), e.what());

@@ -307,8 +307,8 @@ void Executor::record() {
   if (advance) ops::rngAdvance(*rec_, view(graph_.rngState()));
   // A profiled step without the advance ends at its last node's timestamp.
   if (timed_)
-    ts_end_ = profiled_ && !advance && !node_ts_.empty() ? node_ts_.back().second
-                                                        : rec_->timestamp();
+    ts_end_ =
+        profiled_ && !advance && !node_ts_.empty() ? node_ts_.back().second : rec_->timestamp();
 }
 
 void Executor::rerecord() {

@@ -403,10 +403,10 @@ Tensor Graph::gather(Tensor table, Tensor ids) {
   if (si.rank() + st.rank() - 1 > Shape::kMaxRank)
     throw ShapeError(describe("gather", {table, ids}) + ": the result would have more than " +
                      std::to_string(Shape::kMaxRank) + " dims");
-  const Dataset* strided = tensor(table).kind == TensorKind::Dataset &&
-                                   tensor(table).dataset->row_stride > 0
-                               ? tensor(table).dataset
-                               : nullptr;
+  const TensorInfo& table_info = tensor(table);
+  const bool is_strided =
+      table_info.kind == TensorKind::Dataset && table_info.dataset->row_stride > 0;
+  const Dataset* strided = is_strided ? table_info.dataset : nullptr;
   if (st[0] > int64_t(UINT32_MAX) ||
       (strided ? strided->extent() : st.numel()) > int64_t(UINT32_MAX))
     throw ShapeError(describe("gather", {table, ids}) + ": the table exceeds 32-bit indexing");

@@ -122,7 +122,8 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
     texel_ok = texel_ok && texelFits(ctx, *t, kRgba) && vec4Storable(ctx, *t) &&
                bindTexel(ctx, *t, kRgba).skip == bindStorage(ctx, *t).skip;
   AdamWVariant variant = options.variant;
-  if (variant == AdamWVariant::Auto) variant = texel_ok ? AdamWVariant::Texel : AdamWVariant::Storage;
+  if (variant == AdamWVariant::Auto)
+    variant = texel_ok ? AdamWVariant::Texel : AdamWVariant::Storage;
   if (variant == AdamWVariant::Texel && !texel_ok)
     throw Error("adamw: param, grad, m and v " + param.shape.str() +
                 " cannot all be read as RGBA32F texels and stored 16 bytes at a time (each "
@@ -137,10 +138,14 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
   const Bound tp = bindTexel(ctx, param, kRgba), tg = bindTexel(ctx, grad, kRgba),
               tm = bindTexel(ctx, m, kRgba), tv = bindTexel(ctx, v, kRgba);
   const AdamWPush push{n, options.eps, options.weight_decay, tp.skip, tg.skip, tm.skip, tv.skip};
-  const vk::Arg args[] = {tp.arg,           tg.arg,
-                          tm.arg,           tv.arg,
-                          stateArg(state),  bindStorage(ctx, param).arg,
-                          bindStorage(ctx, m).arg, bindStorage(ctx, v).arg};
+  const vk::Arg args[] = {tp.arg,
+                          tg.arg,
+                          tm.arg,
+                          tv.arg,
+                          stateArg(state),
+                          bindStorage(ctx, param).arg,
+                          bindStorage(ctx, m).arg,
+                          bindStorage(ctx, v).arg};
   rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {kWorkgroup}), args, &push,
                      sizeof(push), groupsFor((uint64_t(n) + 3) / 4));
 }

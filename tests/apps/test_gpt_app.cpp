@@ -125,8 +125,8 @@ TEST_F(GptApp, ProfilePrintsTheStepByOp) {
   const size_t table = run.out.find("GPU time of the last training step by op");
   ASSERT_NE(table, std::string::npos) << run.out;
   const std::string rows = run.out.substr(table);
-  for (const char* op : {"\nmatmul ", "\nmatmulBackward ", "\nattentionBackward ", "\nadamw ",
-                         "\ntotal "})
+  for (const char* op :
+       {"\nmatmul ", "\nmatmulBackward ", "\nattentionBackward ", "\nadamw ", "\ntotal "})
     EXPECT_TRUE(contains(rows, op)) << op << " missing in\n" << rows;
 }
 

@@ -216,9 +216,8 @@ TEST_F(AutogradTest, ResidualLayernormAddsDxAndWritesItsParameters) {
   const Tensor y = g.input("y", {7}, ops::DType::U32);
   const Tensor h = g.matmul(x, g.parameter(w));
   const Tensor r = g.add(h, g.layernorm(h, g.parameter(gamma), g.parameter(beta)));
-  const Tensor loss = g.crossEntropy(g.matmul(g.activation(r, ops::Activation::Tanh),
-                                              g.parameter(w2)),
-                                     y);
+  const Tensor loss =
+      g.crossEntropy(g.matmul(g.activation(r, ops::Activation::Tanh), g.parameter(w2)), y);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
   int layernorm_backward = 0;

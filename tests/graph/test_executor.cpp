@@ -335,8 +335,7 @@ TEST_F(ExecutorTest, WindowsDatasetServesEveryWindowOfItsStream) {
   Graph misuse;
   const Tensor w = misuse.dataset(windows);
   EXPECT_THROW(misuse.reshape(w, {count * window}), Error);
-  EXPECT_THROW(graph::uploadWindows(ctx(), "short", std::vector<uint32_t>(12, 1u), 13),
-               ShapeError);
+  EXPECT_THROW(graph::uploadWindows(ctx(), "short", std::vector<uint32_t>(12, 1u), 13), ShapeError);
 }
 
 // First-axis slices cost no kernel: slicing an input and an activation adds no dispatch, and

@@ -275,8 +275,8 @@ TEST_F(EmbeddingTest, StridedTableGathersOverlappingRows) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const int64_t length = 1001;  // the stream: odd, and no multiple of any stride below
-  for (auto [dim, stride] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {7, 1}, {64, 1}, {33, 5}, {6, 6}, {4, 9}}) {
+  for (auto [dim, stride] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 1}, {64, 1}, {33, 5}, {6, 6}, {4, 9}}) {
     SCOPED_TRACE(testing::Message() << "D=" << dim << " stride " << stride);
     const int64_t vocab = (length - dim) / stride + 1, n = 3 * 37;
     std::vector<uint32_t> ids = randomIds(rng, n, vocab);

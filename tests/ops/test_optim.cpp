@@ -115,8 +115,8 @@ TEST_F(OptimTest, AdamWMatchesCpuOverFiveSteps) {
   for (auto variant : {ops::AdamWVariant::Storage, ops::AdamWVariant::Texel})
     for (float weight_decay : {0.0f, 0.1f}) {
       for (int64_t n : kSizes) {
-        SCOPED_TRACE(testing::Message() << "n=" << n << " wd=" << weight_decay << " variant "
-                                        << int(variant));
+        SCOPED_TRACE(testing::Message()
+                     << "n=" << n << " wd=" << weight_decay << " variant " << int(variant));
         const ops::AdamWOptions options{1e-8f, weight_decay, variant};
         const auto p0 = rng.uniform(n);
         auto param = upload(ctx(), {n}, p0), grad = upload(ctx(), {n}, rng.uniform(n));
@@ -232,8 +232,7 @@ TEST_F(OptimTest, RejectsBadArgumentsBeforeRecording) {
                {1e-8f, 0.0f, ops::AdamWVariant::Texel});
     ADD_FAILURE() << "no Error for a texel AdamW on a misaligned param";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot all be read as RGBA32F texels"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cannot all be read as RGBA32F texels"), std::string::npos)
         << e.what();
   }
   EXPECT_EQ(rec.dispatchCount(), 0u);
@@ -349,8 +348,8 @@ TEST_F(ClipTest, ScaleInTheStateClipsTheUpdatesNotTheGradients) {
     ops::advanceStep(rec, stateView(state));
     ops::clipGradScale(rec, g.views, max_norm, scratch.view(), norm.view(), stateView(state));
     const ops::SgdOptions sgd{0.9f, 0.01f, false};
-    const ops::AdamWOptions adamw{1e-8f, 0.1f,
-                                  kind == 1 ? ops::AdamWVariant::Storage : ops::AdamWVariant::Texel};
+    const ops::AdamWOptions adamw{
+        1e-8f, 0.1f, kind == 1 ? ops::AdamWVariant::Storage : ops::AdamWVariant::Texel};
     for (size_t t = 0; t < g.host.size(); ++t) {
       if (kind == 0)
         ops::sgd(rec, params[t].view(), g.views[t], m[t].view(), stateView(state), sgd);
@@ -368,8 +367,10 @@ TEST_F(ClipTest, ScaleInTheStateClipsTheUpdatesNotTheGradients) {
       if (kind == 0)
         ops::ref::sgd(p, clipped, m_ref, lr, sgd.momentum, sgd.weight_decay, sgd.nesterov);
       else
-        ops::ref::adamw(p, clipped, m_ref, v_ref, lr, 0.9f, 0.999f, adamw.eps, adamw.weight_decay, 1);
-      EXPECT_TRUE(closeTo(delta(download(ctx(), params[t]), p0[t]), delta(p, p0[t]), kTolerance, lr))
+        ops::ref::adamw(p, clipped, m_ref, v_ref, lr, 0.9f, 0.999f, adamw.eps, adamw.weight_decay,
+                        1);
+      EXPECT_TRUE(
+          closeTo(delta(download(ctx(), params[t]), p0[t]), delta(p, p0[t]), kTolerance, lr))
           << "tensor " << t;
       const auto grad = download(ctx(), g.device[t]);
       EXPECT_EQ(0, std::memcmp(grad.data(), g.host[t].data(), n * 4)) << "gradient " << t;
