@@ -53,6 +53,18 @@ void prepareOutput(const fs::path& dir) {
   fs::remove(probe, ec);
 }
 
+// --device and --validation, which both commands take, and the context they ask for.
+void declareDeviceOptions(Cli& cli) {
+  cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
+  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+}
+vk::ContextOptions contextOptions(const Cli& cli) {
+  vk::ContextOptions options;
+  options.device = cli.get("device");
+  options.validation = cli.has("validation");
+  return options;
+}
+
 // 1 (and a message) when the validation layer reported anything.
 int validationFailed(const vk::Context& context) {
   const size_t messages = context.validationMessages().size();
@@ -91,8 +103,7 @@ int train(int argc, char** argv) {
   cli.option("seed", "initialisation and batch seed", "1");
   cli.option("eval-every", "steps between validation losses (0: only at the end)", "100");
   cli.option("log-every", "steps between progress lines", "20");
-  cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
-  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+  declareDeviceOptions(cli);
   cli.flag("profile",
            "time every node of the training step and print the last step's GPU "
            "time by op (a timestamp per node)");
@@ -139,10 +150,7 @@ int train(int argc, char** argv) {
   const fs::path out = cli.get("out");
   prepareOutput(out);
 
-  vk::ContextOptions context_options;
-  context_options.device = cli.get("device");
-  context_options.validation = cli.has("validation");
-  vk::Context context(context_options);
+  vk::Context context(contextOptions(cli));
   const std::string device = context.info().name;
   // Every window of the text, stored once on the device as the token stream.
   const gpt::TokenWindows train_w = gpt::uploadTokenWindows(context, all.first(size_t(split)), ctx);
@@ -298,8 +306,7 @@ int sample(int argc, char** argv) {
   cli.option("temperature", "softmax temperature (> 0)", "0.8");
   cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
   cli.option("seed", "sampling seed", "1");
-  cli.option("device", "device index or name substring");
-  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+  declareDeviceOptions(cli);
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
   const int64_t count = cli.getInt("tokens", 0, 1 << 24);
@@ -317,10 +324,7 @@ int sample(int argc, char** argv) {
     throw Error("the prompt is " + std::to_string(tokens.size()) +
                 " bytes, longer than the model's context of " + std::to_string(cp.config.context) +
                 " it was trained with");
-  vk::ContextOptions context_options;
-  context_options.device = cli.get("device");
-  context_options.validation = cli.has("validation");
-  vk::Context context(context_options);
+  vk::Context context(contextOptions(cli));
   graph::ParameterStore store(context);
   gpt::declareGpt(store, cp.config);
   try {
