@@ -2,20 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <string>
 
+#include "graph/launch.h"
 #include "graph/parameters.h"
-#include "ops/activation.h"
-#include "ops/attention.h"
-#include "ops/cross_entropy.h"
-#include "ops/elementwise.h"
-#include "ops/embedding.h"
-#include "ops/layernorm.h"
-#include "ops/matmul.h"
-#include "ops/optim.h"
 #include "ops/random.h"
-#include "ops/sampling.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/recorder.h"
@@ -35,188 +26,14 @@ uint64_t arenaAlignment(const vk::Context& context) {
   return pow2;
 }
 
-// One of attention's (B,T,H,D) operands. A fused node's q, k, v (and their gradients) are
-// column blocks `part` of a (B,T,3*H*D) tensor, rows 3*H*D apart; o and dout are packed.
-ops::AttentionTensor attentionOperand(ops::TensorView t, const Attrs& at, int part) {
-  const int64_t h = at.heads, d = at.head_dim;
-  ops::AttentionTensor a;
-  a.view = t;
-  a.view.shape = {t.shape[0], t.shape[1], h, d};
-  if (at.fused && part >= 0) {
-    a.view.offset += uint64_t(part * h * d) * 4;
-    a.row_stride = 3 * h * d;
-  }
-  return a;
-}
-
-// How each node records its kernels: one case per OpKind. view(id) gives where tensor id
-// lives (an empty view for -1).
-void launch(vk::Recorder& rec, const Node& node, const std::function<ops::TensorView(int)>& view) {
-  auto in = [&](size_t i) { return view(node.inputs.at(i)); };
-  auto out = [&](size_t i) { return view(node.outputs.at(i)); };
-  const Attrs& at = node.attrs;
-  const ops::Write w = node.writes.empty() ? ops::Write::Overwrite : node.writes[0];
-  switch (node.op) {
-    case OpKind::Reshape:
-    case OpKind::Slice:
-      return;  // shares its input's bytes
-
-    case OpKind::Gather: {
-      // table (N, ...) -> rows (n, row) for ids (n). The kernel moves 32-bit words without
-      // arithmetic, so u32 tables (labels) pass through it as f32 views, bits unchanged.
-      ops::TensorView table = in(0), ids = in(1), rows = out(0);
-      const int64_t row = table.shape.numel() / table.shape[0];
-      table.shape = {table.shape[0], row};
-      ids.shape = {ids.shape.numel()};
-      rows.shape = {ids.shape[0], row};
-      table.dtype = rows.dtype = DType::F32;
-      ops::embedding(rec, ids, table, rows, in(2), at.row_stride);
-      return;
-    }
-    case OpKind::GatherBackward: {
-      // ids (...), dout (..., row), status -> dtable (V, ...), scratch
-      ops::TensorView ids = in(0), dout = in(1), dtable = out(0);
-      const int64_t row = dtable.shape.numel() / dtable.shape[0];
-      ids.shape = {ids.shape.numel()};
-      dout.shape = {ids.shape[0], row};
-      dtable.shape = {dtable.shape[0], row};
-      ops::embeddingBackward(rec, ids, dout, dtable, out(1), in(2), w);
-      return;
-    }
-    case OpKind::ZeroFill: {
-      const ops::TensorView o = out(0);
-      rec.fill(*o.buffer, 0u, o.offset, o.bytes());
-      return;
-    }
-
-    case OpKind::Matmul: {
-      // a: (M,K), b: (K,N), bias: (N) -> c: (M,N) (or batched; transposes as flagged)
-      const ops::TensorView bias = in(2);
-      ops::MatmulOptions options{at.trans_a, at.trans_b, at.alpha};
-      if (bias.buffer) options.bias = &bias;
-      ops::matmul(rec, in(0), in(1), out(0), options);
-      return;
-    }
-    case OpKind::MatmulBackward: {
-      // inputs (a, b, dc); one gradient, of input `which`: 0 a, 1 b, 2 bias.
-      const ops::TensorView grad = out(0);
-      ops::MatmulGrads grads;
-      (at.which == 0 ? grads.da : at.which == 1 ? grads.db : grads.dbias) = &grad;
-      const ops::MatmulOptions forward{at.trans_a, at.trans_b, at.alpha};
-      ops::matmulBackward(rec, in(0), in(1), in(2), grads, forward, w);
-      return;
-    }
-
-    case OpKind::Add:
-      ops::add(rec, in(0), in(1), out(0));
-      return;
-    case OpKind::AddBackward: {
-      // dout (a's shape) -> da, or db summed over b's broadcast axes.
-      const ops::TensorView none{};
-      if (at.which == 0)
-        ops::addBackward(rec, in(0), out(0), none, w, w);
-      else
-        ops::addBackward(rec, in(0), none, out(0), w, w);
-      return;
-    }
-
-    case OpKind::Activation:
-      ops::activation(rec, at.activation, in(0), out(0), at.param);
-      return;
-    case OpKind::ActivationBackward: {
-      // inputs (x or y, whichever the kind's derivative reads; dy) -> dx
-      const bool reads_x = ops::activationBackwardReadsX(at.activation);
-      const ops::TensorView saved = in(0), none{};
-      ops::activationBackward(rec, at.activation, reads_x ? saved : none, reads_x ? none : saved,
-                              in(1), out(0), at.param, w);
-      return;
-    }
-
-    case OpKind::LayerNorm:
-      // x, gamma, beta -> y, mean (rows), rstd (rows)
-      ops::layernorm(rec, in(0), in(1), in(2), out(0), out(1), out(2), at.param);
-      return;
-    case OpKind::LayerNormBackward:
-      // x, gamma, mean, rstd, dy -> dx, dgamma?, dbeta?, scratch?
-      // dx under its own mode; dgamma and dbeta share one (autograd's layernormRule).
-      ops::layernormBackward(rec, in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2), out(3),
-                             w, node.outputs[1] >= 0 ? node.writes[1] : node.writes[2]);
-      return;
-
-    case OpKind::CrossEntropy:
-      // logits (...,C), targets (...), status (2) -> mean (1), row losses (...), saved
-      ops::crossEntropy(rec, in(0), in(1), out(1), out(0), out(2), in(2));
-      return;
-    case OpKind::CrossEntropyBackward:
-      // logits, targets, saved, dmean -> dlogits
-      ops::crossEntropyBackward(rec, in(0), in(1), in(2), in(3), out(0), ops::kCrossEntropyNoIgnore,
-                                w);
-      return;
-
-    case OpKind::Attention: {
-      // q, k, v -> o, lse
-      const ops::AttentionOptions options{at.causal, at.scale};
-      ops::attention(rec, attentionOperand(in(0), at, 0), attentionOperand(in(1), at, 1),
-                     attentionOperand(in(2), at, 2), attentionOperand(out(0), at, -1), out(1),
-                     options);
-      return;
-    }
-    case OpKind::AttentionBackward: {
-      // q, k, v, o, lse, dout -> dq, dk, dv, scratch
-      const ops::AttentionOptions options{at.causal, at.scale};
-      ops::attentionBackward(rec, attentionOperand(in(0), at, 0), attentionOperand(in(1), at, 1),
-                             attentionOperand(in(2), at, 2), attentionOperand(in(3), at, -1), in(4),
-                             attentionOperand(in(5), at, -1), attentionOperand(out(0), at, 0),
-                             attentionOperand(out(1), at, 1), attentionOperand(out(2), at, 2),
-                             out(3), options, w);
-      return;
-    }
-
-    case OpKind::Dropout:
-      ops::dropout(rec, in(0), out(0), at.param, in(1), at.stream);
-      return;
-    case OpKind::DropoutBackward:
-      ops::dropoutBackward(rec, in(0), out(0), at.param, in(1), at.stream, w);
-      return;
-    case OpKind::TopKWeights:
-      ops::topKWeights(rec, in(0), out(0), at.sample);
-      return;
-    case OpKind::Categorical:
-      ops::categorical(rec, in(0), out(0), in(1), at.stream);
-      return;
-
-    case OpKind::AdvanceStep:
-      ops::advanceStep(rec, in(0));
-      return;
-    case OpKind::ClipGradNorm: {
-      // grads..., scratch, norm, state: the clip factor goes to the state, not the grads
-      std::vector<ops::TensorView> grads;
-      for (size_t i = 0; i + 3 < node.inputs.size(); ++i) grads.push_back(in(i));
-      const size_t n = node.inputs.size();
-      ops::clipGradScale(rec, grads, at.param, in(n - 3), in(n - 2), in(n - 1));
-      return;
-    }
-    case OpKind::SgdUpdate:
-      ops::sgd(rec, in(0), in(1), in(2), in(3), at.sgd);
-      return;
-    case OpKind::AdamWUpdate:
-      ops::adamw(rec, in(0), in(1), in(2), in(3), in(4), at.adamw);
-      return;
-  }
-  throw Error(std::string("graph: no launch for ") + opName(node.op));
-}
-
-}  // namespace
-
-namespace {
-
 Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
                     const void* values, size_t count) {
   if (shape.numel() <= 0 || int64_t(count) != shape.numel())
     throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
                      " values");
-  Dataset d{name, shape, dtype, context.allocator().allocate(count * 4)};
-  context.staging().upload(d.buffer, 0, values, count * 4);
+  Dataset d{name, shape, dtype,
+            std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4))};
+  context.staging().upload(*d.buffer, 0, values, count * 4);
   return d;
 }
 
@@ -264,9 +81,9 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       buffer_[t] = arena;
       offset_[t] = uint64_t(plan_.offset[t]);
     } else if (info.kind == TensorKind::Parameter) {
-      buffer_[t] = &info.parameter->buffer;
+      buffer_[t] = info.parameter->buffer.get();
     } else if (info.kind == TensorKind::Dataset) {
-      buffer_[t] = &info.dataset->buffer;
+      buffer_[t] = info.dataset->buffer.get();
     } else {
       owned_.push_back(context.allocator().allocate(info.bytes()));
       buffer_[t] = &owned_.back();
@@ -298,8 +115,10 @@ void Executor::record() {
   if (timed_) ts_begin_ = rec_->timestamp();
   node_ts_.clear();
   for (int n : plan_.order) {
-    launch(*rec_, graph_.nodes()[size_t(n)],
-           [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); });
+    const Node& node = graph_.nodes()[size_t(n)];
+    if (const auto launch = node.def().launch)
+      launch(Launch{*rec_, node,
+                    [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); }});
     if (profiled_) node_ts_.emplace_back(n, rec_->timestamp());
   }
   // After every use in the step (forward and backward masks agree): the next replay draws anew.

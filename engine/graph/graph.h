@@ -5,16 +5,17 @@
 // Every tensor has exactly one root: itself, or (for a view: reshape, first-axis slice) the
 // tensor whose bytes it shares, at a byte offset. Nodes run in the order they were added,
 // which is a topological order because a node can only take tensors that already exist.
-// Adding an op means: an OpKind, a builder method here (shape checks), a backward rule in
-// autograd.cpp and a case in executor.cpp's launch().
+// Each op is defined once, in engine/graph/ops/<op>.cpp (graph/op.h): its builder below is
+// defined there too, with its slots, attributes, backward rule and launch.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "graph/op.h"
 #include "ops/activation.h"
-#include "ops/optim.h"
 #include "ops/sampling.h"
 #include "ops/tensor.h"
 
@@ -32,7 +33,7 @@ struct Dataset {
   std::string name;
   Shape shape;
   DType dtype = DType::F32;
-  vk::Buffer buffer;
+  std::shared_ptr<vk::Buffer> buffer;  // shared: keeps this header free of Vulkan
   // Elements from the start of one row (first axis) to the next; 0: dense rows. Below the
   // row size, rows overlap: uploadWindows stores a token stream once and serves every window
   // of it as a row. A strided dataset is read only through gather(), as its table.
@@ -63,59 +64,6 @@ enum class TensorKind {
 };
 const char* tensorKindName(TensorKind kind);
 
-enum class OpKind {
-  // forward
-  Reshape,       // a view of its input's bytes: no kernel
-  Slice,         // rows [begin, end) of the first axis: a view, no kernel
-  Gather,        // (table, ids, status) -> rows of table picked by ids, on the device
-  Matmul,        // (a, b[, bias]) -> c
-  Add,           // (a, b) -> a + b, b broadcast over a
-  Activation,    // (x) -> f(x)
-  LayerNorm,     // (x, gamma, beta) -> (y, mean, rstd)
-  CrossEntropy,  // (logits, targets, status) -> (mean loss (1), row losses, saved)
-  Attention,     // (q, k, v) -> (o, lse); fused: q, k and v are one (B,T,3HD) tensor
-  Dropout,       // (x, rng) -> x * mask / (1 - p); the mask is recomputed, never stored
-  TopKWeights,   // (logits) -> sampling weights (ops/sampling.h); never differentiated
-  Categorical,   // (weights, rng) -> u32 ids drawn from them
-  // backward (added by autograd); `which` names the forward input the gradient is for
-  MatmulBackward,      // (a, b, dc) -> d{a,b,bias}
-  AddBackward,         // (dout) -> d{a,b}
-  ActivationBackward,  // (x or y, dy) -> dx
-  LayerNormBackward,   // (x, gamma, mean, rstd, dy) -> (dx|tmp, dgamma|-, dbeta|-, scratch[, tmp])
-  CrossEntropyBackward,  // (logits, targets, saved, dmean) -> dlogits
-  AttentionBackward,     // (q, k, v, o, lse, dout) -> (dq, dk, dv, scratch); all Overwrite
-  GatherBackward,        // (ids, dout, status) -> (dtable, u32 scratch)
-  DropoutBackward,       // (dy, rng) -> dx with the forward's mask
-  ZeroFill,  // () -> zeros: a gradient whose contributions (slices) may not cover all of it
-  // optimizer (graph/optimizer.h); these update their first input in place (ClipGradNorm:
-  // its last, the state)
-  AdvanceStep,   // (state)
-  ClipGradNorm,  // (grads..., scratch, norm, state): the clip factor into the state
-  SgdUpdate,     // (param, grad, velocity, state)
-  AdamWUpdate,   // (param, grad, m, v, state)
-};
-const char* opName(OpKind op);
-
-// The attributes every op may use; each op reads only its own.
-struct Attrs {
-  bool trans_a = false, trans_b = false;  // Matmul
-  float alpha = 1.0f;                     // Matmul scale
-  ops::Activation activation = ops::Activation::Relu;
-  float param = 0.0f;          // Activation parameter, LayerNorm eps, ClipGradNorm max norm
-  int which = 0;               // backward nodes: index of the forward input differentiated
-  int64_t begin = 0, end = 0;  // Slice: rows of the first axis
-  int64_t row_stride = 0;      // Gather: the table's row stride (a strided Dataset), 0 dense
-  // Attention: heads H and head dim D; fused: q, k, v are views into one (B,T,3*H*D) tensor
-  // at columns 0, H*D, 2*H*D with rows 3*H*D apart (no copy: the kernels take a row stride).
-  int64_t heads = 0, head_dim = 0;
-  bool fused = false, causal = false;
-  float scale = 0.0f;    // Attention: 0 means 1/sqrt(D)
-  uint32_t stream = 0;   // Dropout, Categorical: the generator's stream, one per call site
-  ops::SampleOptions sample;  // TopKWeights: temperature and top-k
-  ops::SgdOptions sgd;
-  ops::AdamWOptions adamw;
-};
-
 struct TensorInfo {
   std::string name;
   Shape shape;
@@ -129,16 +77,6 @@ struct TensorInfo {
   const Dataset* dataset = nullptr;      // Dataset kind
   uint64_t offset = 0;                   // bytes into the root's (a slice view's start)
   uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
-};
-
-struct Node {
-  OpKind op;
-  std::vector<int> inputs;         // tensor ids; -1 for an absent optional input
-  std::vector<int> outputs;        // tensor ids; -1 for an absent optional output
-  std::vector<ops::Write> writes;  // per output: Accumulate adds a later gradient contribution
-  Attrs attrs;
-  bool sideEffects() const { return op >= OpKind::AdvanceStep; }
-  bool isView() const { return op == OpKind::Reshape || op == OpKind::Slice; }
 };
 
 class Graph {
@@ -212,7 +150,15 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   int producer(int tensor_id) const { return producers_.at(size_t(tensor_id)); }
   int newTensor(TensorInfo info);  // root defaults to itself
-  int addNode(Node node);          // sets the producer of outputs not yet produced
+  // Throws Error when the node's slot counts are not its OpDef's.
+  int addNode(Node node);  // sets the producer of outputs not yet produced
+  // A node's output: a new activation tensor (differentiable unless said otherwise).
+  int output(const Shape& shape, DType dtype = DType::F32, bool differentiable = true,
+             const char* name = "");
+  // A u32 status tensor (2 words, zeroed once) that a kernel sets flags in (bad ids, targets).
+  int statusTensor(const char* name);
+  // A view of x's bytes (reshape, slice): same root, `offset` more bytes in.
+  int viewOf(Tensor x, const Shape& shape, uint64_t offset);
   // "matmul: (4,8) x (9,2)": op name and the shapes of the given tensors, for errors.
   std::string describe(const char* op, std::initializer_list<Tensor> ts) const;
 

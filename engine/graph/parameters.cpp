@@ -51,7 +51,7 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->name = name;
   p->shape = shape;
   p->init = init;
-  p->buffer = context_.allocator().allocate(bytes);
+  p->buffer = std::make_shared<vk::Buffer>(context_.allocator().allocate(bytes));
   params_.push_back(std::move(p));
   return *params_.back();
 }
@@ -84,9 +84,15 @@ void ParameterStore::initialize(uint64_t seed) {
     const uint32_t stream = uint32_t(i);
     float constant = 0.0f;
     switch (p.init.kind) {
-      case Init::Kind::Zeros: constant = 0.0f; break;
-      case Init::Kind::Ones: constant = 1.0f; break;
-      case Init::Kind::Constant: constant = p.init.a; break;
+      case Init::Kind::Zeros:
+        constant = 0.0f;
+        break;
+      case Init::Kind::Ones:
+        constant = 1.0f;
+        break;
+      case Init::Kind::Constant:
+        constant = p.init.a;
+        break;
       case Init::Kind::Uniform:
         ops::uniform(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
         continue;
@@ -104,7 +110,7 @@ void ParameterStore::initialize(uint64_t seed) {
     }
     uint32_t word;
     std::memcpy(&word, &constant, 4);
-    rec.fill(p.buffer, word, 0, uint64_t(p.shape.numel()) * 4);
+    rec.fill(*p.buffer, word, 0, uint64_t(p.shape.numel()) * 4);
   }
   rec.submit();
 }
@@ -116,7 +122,7 @@ void ParameterStore::save(const std::filesystem::path& path,
   for (const auto& p : params_) {
     SavedTensor t{p->name, ops::DType::F32, dimsOf(p->shape),
                   std::vector<uint32_t>(size_t(p->shape.numel()))};
-    context_.staging().download(p->buffer, 0, t.data.data(), t.data.size() * 4);
+    context_.staging().download(*p->buffer, 0, t.data.data(), t.data.size() * 4);
     checkpoint.tensors.push_back(std::move(t));
   }
   saveSafetensors(path, checkpoint);
@@ -148,10 +154,10 @@ std::map<std::string, std::string> ParameterStore::load(const std::filesystem::p
       if (!mismatched) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
     }
   if (!problems.empty())
-    throw Error(path.string() + ": does not match the model's parameters (nothing loaded):" +
-                problems);
+    throw Error(path.string() +
+                ": does not match the model's parameters (nothing loaded):" + problems);
   for (size_t i = 0; i < params_.size(); ++i)
-    context_.staging().upload(params_[i]->buffer, 0, source[i]->data.data(),
+    context_.staging().upload(*params_[i]->buffer, 0, source[i]->data.data(),
                               source[i]->data.size() * 4);
   return checkpoint.metadata;
 }

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "ops/tensor.h"
-#include "vk/memory.h"
 
 namespace vkgrad::graph {
 
@@ -34,8 +33,8 @@ struct Parameter {
   std::string name;
   ops::Shape shape;
   Init init;
-  vk::Buffer buffer;
-  ops::TensorView view() const { return ops::view(buffer, shape); }
+  std::shared_ptr<vk::Buffer> buffer;  // shared: keeps this header free of Vulkan
+  ops::TensorView view() const { return ops::view(*buffer, shape); }
 };
 
 class ParameterStore {

@@ -191,17 +191,16 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
   for (int o : g.outputs())
     if (first[size_t(root(o))] >= 0) last[size_t(root(o))] = end;
 
-  // In place: where an op may write its output over an input (an activation over x, an add
-  // over a, an activation's dx over dy) and that input's last use is this node, the output
-  // takes the input's bytes. host[r] is the root whose range r occupies.
+  // In place: where an op may write its output over an input (OpDef::in_place: an activation
+  // over x, an add over a, an activation's dx over dy) and that input's last use is this node, the
+  // output takes the input's bytes. host[r] is the root whose range r occupies.
   std::vector<int> host(tensors);
   for (size_t t = 0; t < tensors; ++t) host[t] = int(t);
   if (reuse) {
     for (int step = 0; step < end; ++step) {
       const Node& node = nodes[size_t(plan.order[size_t(step)])];
-      int over = -1;  // the input the op may overwrite
-      if (node.op == OpKind::Activation || node.op == OpKind::Add) over = node.inputs[0];
-      if (node.op == OpKind::ActivationBackward) over = node.inputs[1];
+      const int slot = node.def().in_place;
+      const int over = slot >= 0 ? node.inputs[size_t(slot)] : -1;  // the input it may overwrite
       if (over < 0 || node.outputs.empty() || node.outputs[0] < 0) continue;
       const int in = root(over), out = root(node.outputs[0]);
       const bool arena = !isPersistent(g.tensor(in)) && !isPersistent(g.tensor(out));

@@ -7,6 +7,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -40,15 +42,24 @@ void checkSameShape(const char* op, Activation kind, const char* name, const Ten
 
 const char* activationName(Activation kind) {
   switch (kind) {
-    case Activation::Relu: return "relu";
-    case Activation::LeakyRelu: return "leaky_relu";
-    case Activation::GeluTanh: return "gelu_tanh";
-    case Activation::GeluErf: return "gelu_erf";
-    case Activation::Sigmoid: return "sigmoid";
-    case Activation::Tanh: return "tanh";
-    case Activation::Elu: return "elu";
-    case Activation::Exp: return "exp";
-    case Activation::Log: return "log";
+    case Activation::Relu:
+      return "relu";
+    case Activation::LeakyRelu:
+      return "leaky_relu";
+    case Activation::GeluTanh:
+      return "gelu_tanh";
+    case Activation::GeluErf:
+      return "gelu_erf";
+    case Activation::Sigmoid:
+      return "sigmoid";
+    case Activation::Tanh:
+      return "tanh";
+    case Activation::Elu:
+      return "elu";
+    case Activation::Exp:
+      return "exp";
+    case Activation::Log:
+      return "log";
   }
   return "?";
 }
@@ -60,8 +71,10 @@ bool activationBackwardReadsX(Activation kind) {
     case Activation::GeluTanh:
     case Activation::GeluErf:
     case Activation::Elu:
-    case Activation::Log: return true;
-    default: return false;
+    case Activation::Log:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -110,9 +123,9 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   const bool accumulate = w == Write::Accumulate;
   const bool texel = texelFits(ctx, saved, kRgba) && texelFits(ctx, dy, kRgba) &&
                      (!accumulate || texelFits(ctx, dx, kRgba)) && vec4Storable(ctx, dx);
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "activation/backward_texel" : "activation/backward",
-      {kWorkgroup, uint32_t(kind), uint32_t(accumulate)});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "activation/backward_texel" : "activation/backward",
+                        {kWorkgroup, uint32_t(kind), uint32_t(accumulate)});
   // The input the kind does not read is bound to dy, which is the right size.
   const TensorView& x_arg = reads_x ? x : dy;
   const TensorView& y_arg = reads_x ? dy : y;

@@ -7,7 +7,6 @@
 #pragma once
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

@@ -8,6 +8,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -47,12 +49,14 @@ void checkTensor(const char* op, const char* name, const AttentionTensor& t, int
                      " is less than H*D = " + std::to_string(h * d));
   if (!t.view.buffer) throw ShapeError(std::string(op) + ": " + name + " has no buffer");
   if (t.view.dtype != DType::F32)
-    throw ShapeError(std::string(op) + ": " + name + " must be f32, got " + dtypeName(t.view.dtype));
+    throw ShapeError(std::string(op) + ": " + name + " must be f32, got " +
+                     dtypeName(t.view.dtype));
   const uint64_t elements = uint64_t((b * tt - 1) * stride + h * d);
   if (t.view.offset % 4 != 0 || t.view.offset + 4 * elements > t.view.buffer->size())
-    throw ShapeError(std::string(op) + ": " + name + " " + t.view.shape.str() + " with row stride " +
-                     std::to_string(stride) + " needs " + std::to_string(4 * elements) +
-                     " bytes from offset " + std::to_string(t.view.offset) + ", its buffer has " +
+    throw ShapeError(std::string(op) + ": " + name + " " + t.view.shape.str() +
+                     " with row stride " + std::to_string(stride) + " needs " +
+                     std::to_string(4 * elements) + " bytes from offset " +
+                     std::to_string(t.view.offset) + ", its buffer has " +
                      std::to_string(t.view.buffer->size()));
   if (elements > (uint64_t(1) << 31))
     throw ShapeError(std::string(op) + ": " + name + " spans more than 2^31 elements");
@@ -61,21 +65,12 @@ void checkTensor(const char* op, const char* name, const AttentionTensor& t, int
 Dims checkForward(const char* op, const AttentionTensor& q, const AttentionTensor& k,
                   const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse) {
   const Shape& qs = q.view.shape;
-  if (qs.rank() != 4 || k.view.shape.rank() != 4)
-    throw ShapeError(std::string(op) + ": q " + qs.str() + " and k " + k.view.shape.str() +
-                     " must be (B,T,H,D)");
+  const Shape lse_shape = attentionLseShape(qs, k.view.shape, v.view.shape, op);
   const Dims dims{qs[0], qs[2], qs[1], k.view.shape[1], qs[3]};
-  if (dims.b * dims.h * dims.tq * dims.tk * dims.d == 0)
-    throw ShapeError(std::string(op) + ": q " + qs.str() + ", k " + k.view.shape.str() +
-                     ": every dim must be at least 1");
-  if (dims.d > kMaxHeadDim)
-    throw ShapeError(std::string(op) + ": head dim " + std::to_string(dims.d) +
-                     " is above the supported " + std::to_string(kMaxHeadDim));
   checkTensor(op, "q", q, dims.b, dims.tq, dims.h, dims.d);
   checkTensor(op, "k", k, dims.b, dims.tk, dims.h, dims.d);
   checkTensor(op, "v", v, dims.b, dims.tk, dims.h, dims.d);
   checkTensor(op, "o", o, dims.b, dims.tq, dims.h, dims.d);
-  const Shape lse_shape{dims.b, dims.h, dims.tq};
   if (!(lse.shape == lse_shape))
     throw ShapeError(std::string(op) + ": lse " + lse.shape.str() + " must be " + lse_shape.str() +
                      " (B,H,Tq)");
@@ -123,8 +118,9 @@ bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant var
   bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
   for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
   if (variant == AttentionVariant::Texel && !possible)
-    throw Error("attention: the texel variant needs a CPU device with subgroup shuffle, D a "
-                "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats");
+    throw Error(
+        "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
+        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats");
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
@@ -140,11 +136,32 @@ vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const A
 
 }  // namespace
 
+Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v, const char* op) {
+  if (q.rank() != 4 || k.rank() != 4)
+    throw ShapeError(std::string(op) + ": q " + q.str() + " and k " + k.str() +
+                     " must be (B,T,H,D)");
+  if (q.numel() == 0 || k.numel() == 0)
+    throw ShapeError(std::string(op) + ": q " + q.str() + ", k " + k.str() +
+                     ": every dim must be at least 1");
+  if (q[3] > kMaxHeadDim)
+    throw ShapeError(std::string(op) + ": head dim " + std::to_string(q[3]) +
+                     " is above the supported " + std::to_string(kMaxHeadDim));
+  const Shape kv{q[0], k[1], q[2], q[3]};
+  for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}})
+    if (!(*t == kv))
+      throw ShapeError(std::string(op) + ": " + name + " " + t->str() + " must be " + kv.str() +
+                       " (B,T,H,D)");
+  return {q[0], q[2], q[1]};
+}
+
 const char* attentionVariantName(AttentionVariant variant) {
   switch (variant) {
-    case AttentionVariant::Auto: return "auto";
-    case AttentionVariant::Shared: return "shared";
-    case AttentionVariant::Texel: return "texel";
+    case AttentionVariant::Auto:
+      return "auto";
+    case AttentionVariant::Shared:
+      return "shared";
+    case AttentionVariant::Texel:
+      return "texel";
   }
   return "?";
 }
@@ -206,7 +223,8 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                      sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
   // The rowdot pass reads dO through storage; the other two as the variant wants.
   const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
-                av = bind(context, push, kV, v, texel), ado_read = bind(context, push, kDO, dout, texel);
+                av = bind(context, push, kV, v, texel),
+                ado_read = bind(context, push, kDO, dout, texel);
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
   rec.dispatchGroups(
       context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec),

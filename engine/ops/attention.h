@@ -18,7 +18,6 @@
 #include <cstdint>
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -41,6 +40,12 @@ struct AttentionOptions {
   float scale = 0.0f;  // 0: 1/sqrt(D)
   AttentionVariant variant = AttentionVariant::Auto;
 };
+
+// The shape rule of attention, Vulkan-free (the graph builder uses it too): q (B,Tq,H,D),
+// k and v (B,Tk,H,D), D at most 256; returns the shape of lse, (B,H,Tq) (o is shaped like q).
+// Throws ShapeError "attention: v (1,8,2,16) must be (1,9,2,16) (B,T,H,D)".
+Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v,
+                        const char* op = "attention");
 
 // o: like q; lse: (B, H, Tq), contiguous. D from 1 to 256. Throws ShapeError (naming the
 // shapes) before recording anything on mismatched shapes, strides, or buffers too small.

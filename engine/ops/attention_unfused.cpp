@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ops/elementwise.h"
@@ -12,6 +12,8 @@
 #include "ops/softmax.h"
 #include "vk/context.h"
 #include "vk/error.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 #include "vk/staging.h"
 
 namespace vkgrad::ops {
@@ -58,7 +60,8 @@ UnfusedAttention::UnfusedAttention(vk::Context& context, const Shape& q, const S
 
 template <typename F>
 void UnfusedAttention::forChunks(F f) const {
-  for (int64_t first = 0; first < b_ * h_; first += chunk_) f(first, std::min(chunk_, b_ * h_ - first));
+  for (int64_t first = 0; first < b_ * h_; first += chunk_)
+    f(first, std::min(chunk_, b_ * h_ - first));
 }
 
 void UnfusedAttention::forward(vk::Recorder& rec, const TensorView& q, const TensorView& k,

@@ -6,6 +6,8 @@
 
 #include "vk/context.h"
 #include "vk/error.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -15,7 +17,8 @@ namespace {
 // so that an RGBA32F view's texels line up with the view's elements.
 uint64_t bindingAlignment(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
-  return std::max<uint64_t>({16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+  return std::max<uint64_t>(
+      {16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -26,9 +28,12 @@ bool texelReadable(const vk::Context& context, const TensorView& src) {
 
 const char* copyVariantName(CopyVariant variant) {
   switch (variant) {
-    case CopyVariant::Auto: return "auto";
-    case CopyVariant::Storage: return "storage";
-    case CopyVariant::Texel: return "texel";
+    case CopyVariant::Auto:
+      return "auto";
+    case CopyVariant::Storage:
+      return "storage";
+    case CopyVariant::Texel:
+      return "texel";
   }
   return "?";
 }
@@ -58,7 +63,8 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
                 ") cannot be read through an RGBA32F texel view, or dst cannot take 16-byte "
                 "stores (u32, a start that is not 16-byte aligned, or too many elements)");
   const bool texel = variant == CopyVariant::Texel;
-  const vk::Kernel& kernel = ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {kWorkgroup});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {kWorkgroup});
   const Bound bs = texel ? bindTexel(ctx, src, vk::TexelFormat::Rgba32f) : bindStorage(ctx, src);
   const Bound bd = bindStorage(ctx, dst);
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};

@@ -4,7 +4,6 @@
 #pragma once
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

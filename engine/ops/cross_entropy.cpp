@@ -6,9 +6,12 @@
 #include <utility>
 
 #include "ops/binding.h"
+#include "ops/row_kernels.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -39,19 +42,8 @@ struct CrossEntropyBackwardPush {
 static_assert(sizeof(CrossEntropyBackwardPush) == 32);
 
 // logits (..., C) and targets (...), the dims before C; returns the row count.
-int64_t checkLogitsAndTargets(const char* op, const std::string& shapes, const TensorView& logits,
-                              const TensorView& targets) {
-  const std::string at = std::string(op) + ": " + shapes + ": ";
-  if (logits.shape.rank() < 1 || logits.shape.numel() == 0)
-    throw ShapeError(at + "logits must be a non-empty (..., C)");
-  bool same_rows = targets.shape.rank() == std::max(1, logits.shape.rank() - 1) &&
-                   targets.shape.numel() == logits.shape.rows();
-  for (int i = 0; same_rows && i + 1 < logits.shape.rank(); ++i)
-    same_rows = targets.shape[i] == logits.shape[i];
-  if (!same_rows) throw ShapeError(at + "targets must have the shape of logits without C");
-  if (targets.dtype != DType::U32) throw ShapeError(at + "targets must be u32, got f32");
-  if (logits.shape.back() >= int64_t(UINT32_MAX)) throw ShapeError(at + "C must be below 2^32 - 1");
-  if (logits.shape.rows() >= kMaxRows) throw ShapeError(at + "more than 2^24 rows");
+int64_t checkLogitsAndTargets(const char* op, const TensorView& logits, const TensorView& targets) {
+  crossEntropyShape(logits.shape, targets.shape, targets.dtype, op);
   return logits.shape.rows();
 }
 
@@ -68,6 +60,22 @@ void checkScalar(const char* op, const std::string& shapes, const char* name, co
 
 }  // namespace
 
+Shape crossEntropyShape(const Shape& logits, const Shape& targets, DType targets_dtype,
+                        const char* op) {
+  const std::string at =
+      std::string(op) + ": logits " + logits.str() + ", targets " + targets.str() + ": ";
+  if (logits.rank() < 1 || logits.numel() == 0)
+    throw ShapeError(at + "logits must be a non-empty (..., C)");
+  bool same_rows =
+      targets.rank() == std::max(1, logits.rank() - 1) && targets.numel() == logits.rows();
+  for (int i = 0; same_rows && i + 1 < logits.rank(); ++i) same_rows = targets[i] == logits[i];
+  if (!same_rows) throw ShapeError(at + "targets must have the shape of logits without C");
+  if (targets_dtype != DType::U32) throw ShapeError(at + "targets must be u32, got f32");
+  if (logits.back() >= int64_t(UINT32_MAX)) throw ShapeError(at + "C must be below 2^32 - 1");
+  if (logits.rows() >= kMaxRows) throw ShapeError(at + "more than 2^24 rows");
+  return targets;
+}
+
 void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView& targets,
                   const TensorView& loss_rows, const TensorView& loss_mean, const TensorView& saved,
                   const TensorView& status, uint32_t ignore_index, SoftmaxVariant variant) {
@@ -75,7 +83,7 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
   vk::Context& ctx = rec.context();
   const std::string shapes = "logits " + logits.shape.str() + ", targets " + targets.shape.str() +
                              ", loss_rows " + loss_rows.shape.str();
-  const int64_t rows = checkLogitsAndTargets(op, shapes, logits, targets);
+  const int64_t rows = checkLogitsAndTargets(op, logits, targets);
   if (!(loss_rows.shape == targets.shape))
     throw ShapeError(std::string(op) + ": " + shapes + ": loss_rows must be shaped like targets");
   checkScalar(op, shapes, "loss_mean", loss_mean);
@@ -126,7 +134,7 @@ void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const Ten
   vk::Context& ctx = rec.context();
   const std::string shapes = "logits " + logits.shape.str() + ", targets " + targets.shape.str() +
                              ", dlogits " + dlogits.shape.str();
-  const int64_t rows = checkLogitsAndTargets(op, shapes, logits, targets);
+  const int64_t rows = checkLogitsAndTargets(op, logits, targets);
   checkRowShapes(op, shapes, "logits", logits, "dlogits", dlogits);
   checkSaved(op, shapes, saved, rows);
   checkScalar(op, shapes, "dmean", dmean);

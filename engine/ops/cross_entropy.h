@@ -16,7 +16,6 @@
 
 #include "ops/softmax.h"
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -32,6 +31,13 @@ constexpr uint32_t kCrossEntropyNoIgnore = UINT32_MAX;
 inline int64_t crossEntropySavedSize(int64_t rows) {
   return 2 * rows + 1;
 }
+
+// The shape rule of crossEntropy, Vulkan-free (the graph builder uses it too): logits a
+// non-empty (..., C), targets u32 shaped like logits without C (a (C) row takes (1)), at most
+// 2^24 rows. Returns the shape of the row losses (targets'). Throws ShapeError
+// "crossEntropy: logits (4,7), targets (5): targets must have the shape of logits without C".
+Shape crossEntropyShape(const Shape& logits, const Shape& targets, DType targets_dtype = DType::U32,
+                        const char* op = "crossEntropy");
 
 // logits: (..., C); targets: (...) u32, logits' shape without C; loss_rows: targets' shape,
 // f32; loss_mean: (1); saved: (>= crossEntropySavedSize(rows)); status: (>= 2) u32.

@@ -7,6 +7,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -19,17 +21,17 @@ constexpr vk::TexelFormat kR32 = vk::TexelFormat::R32f;
 enum class BinaryOp : uint32_t { Axpby = 0, Mul = 1, ScaleA = 2, ScaleB = 3 };
 
 struct BinaryPush {
-  uint32_t n;                        // elements of a and out
-  uint32_t nb;                       // elements of b
-  uint32_t div;                      // consecutive elements of a per b element (the fold's inner)
-  float alpha, beta;                 // coefficients of a and b
+  uint32_t n;                         // elements of a and out
+  uint32_t nb;                        // elements of b
+  uint32_t div;                       // consecutive elements of a per b element (the fold's inner)
+  float alpha, beta;                  // coefficients of a and b
   uint32_t a_skip, b_skip, out_skip;  // first elements inside the bindings
 };
 static_assert(sizeof(BinaryPush) == 32);
 
 struct BinaryBackwardPush {
-  uint32_t n;                                          // elements of every operand
-  float alpha, beta;                                   // the forward op's coefficients
+  uint32_t n;                                            // elements of every operand
+  float alpha, beta;                                     // the forward op's coefficients
   uint32_t dout_skip, a_skip, b_skip, da_skip, db_skip;  // first elements inside the bindings
 };
 static_assert(sizeof(BinaryBackwardPush) == 32);
@@ -57,9 +59,9 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   const TensorView& a_arg = reads_a ? a : b;
   const TensorView& b_arg = reads_b ? b : a;
   BinaryPush push{uint32_t(n), uint32_t(f.kept), uint32_t(f.inner), alpha, beta, 0, 0, 0};
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "elementwise/binary_texel" : "elementwise/binary",
-      {kWorkgroup, uint32_t(op), bcast, uint32_t(accumulate)});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "elementwise/binary_texel" : "elementwise/binary",
+                        {kWorkgroup, uint32_t(op), bcast, uint32_t(accumulate)});
   if (texel) {
     const auto ta = bindTexel(ctx, a_arg, reads_a ? kRgba : b_format);
     const auto tb = bindTexel(ctx, b_arg, reads_b ? b_format : kRgba);
@@ -78,18 +80,18 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
 }
 
 // Both gradients of a same-shape op in one pass: OP 0 (a and b not read) or OP 1 (mul).
-void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a,
-                          const TensorView& b, const TensorView& dout, const TensorView& da,
-                          const TensorView& db, float beta, Write wa, Write wb) {
+void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, const TensorView& b,
+                          const TensorView& dout, const TensorView& da, const TensorView& db,
+                          float beta, Write wa, Write wb) {
   const uint64_t n = uint64_t(dout.shape.numel());
   vk::Context& ctx = rec.context();
   const bool acc_a = wa == Write::Accumulate, acc_b = wb == Write::Accumulate;
   const auto fits = [&](const TensorView& t) { return texelFits(ctx, t, kRgba); };
   const bool texel = fits(dout) && (!is_mul || (fits(a) && fits(b))) && (!acc_a || fits(da)) &&
                      (!acc_b || fits(db)) && vec4Storable(ctx, da) && vec4Storable(ctx, db);
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "elementwise/binary_backward_texel" : "elementwise/binary_backward",
-      {kWorkgroup, is_mul ? 1u : 0u, uint32_t(acc_a), uint32_t(acc_b)});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "elementwise/binary_backward_texel" : "elementwise/binary_backward",
+                        {kWorkgroup, is_mul ? 1u : 0u, uint32_t(acc_a), uint32_t(acc_b)});
   BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   const TensorView& a_arg = is_mul ? a : dout;
   const TensorView& b_arg = is_mul ? b : dout;
@@ -105,8 +107,7 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a,
     rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups((n + 3) / 4, kWorkgroup));
   } else {
     const auto sd = bindStorage(ctx, dout), sa = bindStorage(ctx, a_arg),
-               sb = bindStorage(ctx, b_arg), sda = bindStorage(ctx, da),
-               sdb = bindStorage(ctx, db);
+               sb = bindStorage(ctx, b_arg), sda = bindStorage(ctx, da), sdb = bindStorage(ctx, db);
     push.dout_skip = sd.skip, push.a_skip = sa.skip, push.b_skip = sb.skip;
     push.da_skip = sda.skip, push.db_skip = sdb.skip;
     const vk::Arg args[] = {sd.arg, sa.arg, sb.arg, sda.arg, sdb.arg};
@@ -130,7 +131,9 @@ void binaryForward(vk::Recorder& rec, const char* op, const char* symbol, Binary
   recordBinary(rec, kind, a, b, out, f, 1.0f, beta, w);
 }
 
-bool wanted(const TensorView& grad) { return grad.buffer != nullptr; }
+bool wanted(const TensorView& grad) {
+  return grad.buffer != nullptr;
+}
 
 // The gradients of out = alpha a + beta b (add, sub) or out = alpha a b (mul), b folded as f.
 // a and b are only read by mul.
@@ -186,13 +189,13 @@ void binaryBackward(vk::Recorder& rec, const char* op, BinaryOp kind, const Tens
   }
 }
 
-void linearBackward(vk::Recorder& rec, const char* op, const TensorView& dout,
-                    const TensorView& da, const TensorView& db, float beta, Write wa, Write wb) {
+void linearBackward(vk::Recorder& rec, const char* op, const TensorView& dout, const TensorView& da,
+                    const TensorView& db, float beta, Write wa, Write wb) {
   if (wanted(da) && !(da.shape == dout.shape))
     throw ShapeError(std::string(op) + ": da " + da.shape.str() + " must have dout's shape " +
                      dout.shape.str());
-  const Folded f = wanted(db) ? broadcastFold(op, dout.shape, db.shape)
-                              : Folded{1, dout.shape.numel(), 1};
+  const Folded f =
+      wanted(db) ? broadcastFold(op, dout.shape, db.shape) : Folded{1, dout.shape.numel(), 1};
   binaryBackward(rec, op, BinaryOp::Axpby, dout, dout, dout, da, db, f, beta, wa, wb);
 }
 
@@ -255,8 +258,8 @@ void scale(vk::Recorder& rec, const TensorView& x, const TensorView& y, float al
   recordBinary(rec, BinaryOp::ScaleA, x, x, y, {1, x.shape.numel(), 1}, alpha, 0.0f, w);
 }
 
-void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, Folded f,
-               float alpha, Write w) {
+void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, Folded f, float alpha,
+               Write w) {
   if (b.shape.numel() != f.kept || out.shape.numel() != f.numel())
     throw ShapeError("broadcast: b " + b.shape.str() + " -> out " + out.shape.str() +
                      " does not match the fold (" + std::to_string(f.outer) + "," +

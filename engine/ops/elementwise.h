@@ -25,7 +25,6 @@
 
 #include "ops/reduce.h"
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

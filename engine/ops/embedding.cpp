@@ -8,6 +8,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -37,11 +39,9 @@ EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorVie
                           const TensorView& status, int64_t table_stride = 0) {
   const std::string shapes = std::string(op) + ": ids " + ids.shape.str() + ", " + table_name +
                              " " + table.shape.str() + ", " + dense_name + " " + dense.shape.str();
-  if (ids.dtype != DType::U32) throw ShapeError(shapes + ": ids must be u32, got f32");
-  if (ids.shape.rank() < 1 || ids.shape.numel() == 0)
-    throw ShapeError(shapes + ": ids must be non-empty");
   if (table.shape.rank() != 2 || table.shape.numel() == 0)
     throw ShapeError(shapes + ": " + table_name + " must be a non-empty (V,D)");
+  embeddingShape(table.shape, ids.shape, ids.dtype, op);
   const int64_t n = ids.shape.numel(), vocab = table.shape[0], dim = table.shape[1];
   if (table_stride < 0)
     throw ShapeError(shapes + ": table row stride " + std::to_string(table_stride) +
@@ -96,6 +96,22 @@ uint32_t bucketWorkgroup(const vk::Context& context) {
 }
 
 }  // namespace
+
+Shape embeddingShape(const Shape& table, const Shape& ids, DType ids_dtype, const char* op) {
+  const std::string shapes =
+      std::string(op) + ": table " + table.str() + ", ids " + ids.str() + ": ";
+  if (ids_dtype != DType::U32) throw ShapeError(shapes + "ids must be u32, got f32");
+  if (ids.rank() < 1 || ids.numel() == 0) throw ShapeError(shapes + "ids must be non-empty");
+  if (table.rank() < 1 || table.numel() == 0) throw ShapeError(shapes + "the table is empty");
+  if (ids.rank() + table.rank() - 1 > Shape::kMaxRank)
+    throw ShapeError(shapes + "the rows would have more than " + std::to_string(Shape::kMaxRank) +
+                     " dims");
+  int64_t dims[Shape::kMaxRank] = {};
+  int rank = 0;
+  for (int i = 0; i < ids.rank(); ++i) dims[rank++] = ids[i];
+  for (int i = 1; i < table.rank(); ++i) dims[rank++] = table[i];
+  return Shape::of(dims, rank);
+}
 
 void checkIds(std::span<const uint32_t> ids, uint32_t vocab) {
   for (size_t i = 0; i < ids.size(); ++i)

@@ -16,7 +16,6 @@
 #include <span>
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -26,6 +25,12 @@ constexpr uint32_t kEmbeddingBadId = 1u << 0;
 // Throws ShapeError "embedding: id 70 at position 12 is out of range for vocab 65" for the
 // first id >= vocab.
 void checkIds(std::span<const uint32_t> ids, uint32_t vocab);
+
+// The shape rule of a gather, Vulkan-free (the graph builder uses it too): rows of table
+// (V, ...) picked by u32 ids (...) are (ids' dims..., table's dims after V), at most 4 dims.
+// Throws ShapeError "embedding: table (10,3), ids (4): ids must be u32, got f32".
+Shape embeddingShape(const Shape& table, const Shape& ids, DType ids_dtype = DType::U32,
+                     const char* op = "embedding");
 
 // ids: (...) u32, n = ids.numel() positions; table: (V,D); out: (..., D) (ids' shape + D);
 // status: (>= 2) u32, see above.

@@ -10,6 +10,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -136,15 +138,11 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
 void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
                const TensorView& rstd, float eps, LayernormVariant variant) {
-  const std::string op = checkX("layernorm", x);
-  const int64_t n = x.shape.back();
-  checkVector(op, "gamma", gamma, n);
-  checkVector(op, "beta", beta, n);
+  layernormStatsShape(x.shape, gamma.shape, beta.shape, eps);
+  const std::string op = "layernorm: x " + x.shape.str();
   checkLikeX(op, "y", y, x.shape);
   checkStats(op, "mean", mean, x.shape);
   checkStats(op, "rstd", rstd, x.shape);
-  if (!(eps >= 0.0f) || !std::isfinite(eps))
-    throw ShapeError(op + ": eps must be finite and >= 0, got " + std::to_string(eps));
   checkFits("layernorm", "x", x);
   checkFits("layernorm", "gamma", gamma);
   checkFits("layernorm", "beta", beta);
@@ -176,6 +174,21 @@ RowLayout rowLayout(const vk::Context& context, LayernormVariant variant, const 
 }
 
 }  // namespace
+
+Shape layernormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps) {
+  const std::string op = "layernorm: x " + x.str();
+  if (x.rank() < 1) throw ShapeError(op + " needs at least one dim");
+  if (x.numel() == 0) throw ShapeError(op + " is empty");
+  if (x.back() > UINT32_MAX || x.rows() > UINT32_MAX)
+    throw ShapeError(op + ": rows and N must fit 32 bits");
+  for (const auto& [name, t] : {std::pair{"gamma", &gamma}, std::pair{"beta", &beta}})
+    if (!(*t == Shape{x.back()}))
+      throw ShapeError(op + " needs " + name + " (" + std::to_string(x.back()) + "), got " +
+                       t->str());
+  if (!(eps >= 0.0f) || !std::isfinite(eps))
+    throw ShapeError(op + ": eps must be finite and >= 0, got " + std::to_string(eps));
+  return {x.rows()};
+}
 
 const char* layernormVariantName(LayernormVariant variant) {
   switch (variant) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -25,6 +24,12 @@ const char* layernormVariantName(LayernormVariant variant);
 // when x, gamma and beta fit in maxTexelBufferElements.
 LayernormVariant layernormVariantFor(const vk::Context& context, const TensorView& x,
                                      const TensorView& gamma, const TensorView& beta);
+
+// The shape rule of layernorm, Vulkan-free (the graph builder uses it too): x a non-empty
+// (..., N) with rows and N within 32 bits, gamma and beta (N), eps finite and >= 0. Returns
+// the shape of mean and rstd, (rows); y is shaped like x. Throws ShapeError
+// "layernorm: x (4,7) needs gamma (7), got (8)".
+Shape layernormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps);
 
 // x: (..., N); gamma, beta: (N); y: like x; mean, rstd: (rows), rows = numel / N (x's
 // leading dims, e.g. (B,T) for x (B,T,C), are accepted too).

@@ -1,6 +1,10 @@
 #include "ops/log_softmax.h"
 
+#include "ops/row_kernels.h"
 #include "ops/softmax.h"
+#include "vk/context.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

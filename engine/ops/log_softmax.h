@@ -5,7 +5,6 @@
 
 #include "ops/softmax.h"
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

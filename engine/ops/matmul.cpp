@@ -11,6 +11,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -64,8 +66,11 @@ struct Product {
   float alpha = 1.0f, beta = 0.0f;
 };
 
+std::string describe(const Shape& s, bool trans) {
+  return s.str() + (trans ? "^T" : "");
+}
 std::string describe(const TensorView& t, bool trans) {
-  return t.shape.str() + (trans ? "^T" : "");
+  return describe(t.shape, trans);
 }
 
 struct Dims {
@@ -75,32 +80,21 @@ struct Dims {
 // Shapes of matmul(a, b, c) (c is dc for the backward); throws before any GPU work.
 Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorView& b,
                  const TensorView& c, const MatmulOptions& o, const char* c_name) {
+  const Shape want = matmulShape(a.shape, b.shape, o.trans_a, o.trans_b);
   const std::string shapes = "matmul: " + describe(a, o.trans_a) + " x " + describe(b, o.trans_b) +
                              " -> " + c.shape.str() + ": ";
   auto fail = [&](const std::string& why) { throw ShapeError(shapes + why); };
-  for (const TensorView* t : {&a, &b})
-    if (t->shape.rank() < 2 || t->shape.rank() > 3) fail("operands must be 2-D or 3-D");
-  const int ra = a.shape.rank(), rb = b.shape.rank();
-  const int64_t m = o.trans_a ? a.shape[ra - 1] : a.shape[ra - 2];
-  const int64_t k = o.trans_a ? a.shape[ra - 2] : a.shape[ra - 1];
-  const int64_t k2 = o.trans_b ? b.shape[rb - 1] : b.shape[rb - 2];
-  const int64_t n = o.trans_b ? b.shape[rb - 2] : b.shape[rb - 1];
-  if (k != k2) fail("inner dims differ");
-  const int64_t ba = ra == 3 ? a.shape[0] : 1, bb = rb == 3 ? b.shape[0] : 1;
-  const int64_t batch = std::max(ba, bb);
-  if ((ba != 1 && ba != batch) || (bb != 1 && bb != batch))
-    fail("batch dims differ (each must be the batch or 1)");
-  const bool batched = ra == 3 || rb == 3;
-  const Shape want = batched ? Shape{batch, m, n} : Shape{m, n};
   if (!(c.shape == want)) fail(std::string(c_name) + " must be " + want.str());
-  if (a.shape.numel() == 0 || b.shape.numel() == 0) fail("empty operand");
+  const int64_t batch = want.rank() == 3 ? want[0] : 1;
   if (uint64_t(batch) > context.info().max_workgroup_count[2])
     fail("a batch of " + std::to_string(batch) + " is more than the device's " +
          std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
   checkOperand("matmul", "a", a);
   checkOperand("matmul", "b", b);
   checkOperand("matmul", c_name, c);
-  return {m, n, k, batch};
+  const int r = want.rank();
+  const int64_t k = o.trans_a ? a.shape[a.shape.rank() - 2] : a.shape[a.shape.rank() - 1];
+  return {want[r - 2], want[r - 1], k, batch};
 }
 
 // A gradient must have its input's shape (want), fit its buffer and overlap no input.
@@ -274,6 +268,25 @@ void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
 
 }  // namespace
 
+Shape matmulShape(const Shape& a, const Shape& b, bool trans_a, bool trans_b, const Shape* bias) {
+  const std::string shapes = "matmul: " + describe(a, trans_a) + " x " + describe(b, trans_b);
+  auto fail = [&](const std::string& why) { throw ShapeError(shapes + ": " + why); };
+  if (a.rank() < 2 || a.rank() > 3 || b.rank() < 2 || b.rank() > 3)
+    fail("operands must be 2-D or 3-D");
+  if (a.numel() == 0 || b.numel() == 0) fail("empty operand");
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = trans_a ? a[ra - 1] : a[ra - 2], k = trans_a ? a[ra - 2] : a[ra - 1];
+  const int64_t k2 = trans_b ? b[rb - 1] : b[rb - 2], n = trans_b ? b[rb - 2] : b[rb - 1];
+  if (k != k2) fail("inner dims differ (" + std::to_string(k) + " vs " + std::to_string(k2) + ")");
+  const int64_t ba = ra == 3 ? a[0] : 1, bb = rb == 3 ? b[0] : 1;
+  const int64_t batch = std::max(ba, bb);
+  if ((ba != 1 && ba != batch) || (bb != 1 && bb != batch))
+    fail("batch dims differ (each must be the batch or 1)");
+  if (bias && (bias->numel() != n || bias->back() != n))
+    fail("bias " + bias->str() + " must be (" + std::to_string(n) + ")");
+  return ra == 3 || rb == 3 ? Shape{batch, m, n} : Shape{m, n};
+}
+
 const char* matmulVariantName(MatmulVariant variant) {
   switch (variant) {
     case MatmulVariant::Auto:
@@ -299,12 +312,11 @@ MatmulVariant matmulVariantFor(const vk::Context& context) {
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             const MatmulOptions& options) {
   vk::Context& context = rec.context();
+  if (options.bias)
+    matmulShape(a.shape, b.shape, options.trans_a, options.trans_b, &options.bias->shape);
   const Dims d = checkShapes(context, a, b, c, options, "c");
   if (options.bias) {
     const TensorView& bias = *options.bias;
-    if (bias.shape.numel() != d.n || bias.shape.back() != d.n)
-      throw ShapeError("matmul: bias " + bias.shape.str() + " must be (" + std::to_string(d.n) +
-                       ")");
     checkOperand("matmul", "bias", bias);
     checkAlias("matmul", "c", c, "bias", bias, false);
   }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -29,11 +28,17 @@ struct MatmulOptions {
   MatmulVariant variant = MatmulVariant::Auto;
 };
 
+// The shape rule of matmul, Vulkan-free (the graph builder uses it too): op(a)·op(b) is (M,N)
+// when both are 2-D, else (B,M,N); bias, if given, must be (N). Throws ShapeError
+// "matmul: (4,8) x (9,2): inner dims differ (8 vs 9)" ("(8,4)^T" for a transposed operand).
+Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool trans_b = false,
+                  const Shape* bias = nullptr);
+
 // a: (M,K) or (Ba,M,K), b: (K,N) or (Bb,K,N) (the last two dims swapped where transposed),
 // c: (M,N) when both are 2-D, else (B,M,N) with Ba, Bb each B or 1; a 2-D operand or a batch of
 // 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
 // Any M,N,K >= 1 and any offsets that are multiples of 4 bytes; c may not overlap a, b or bias.
-// Throws ShapeError "matmul: (M,K) x (K2,N) -> ..." ("(K,M)^T" for a transposed operand)
+// Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small; Error if Texel
 // is asked for on a device without subgroup shuffle, or with an operand larger than a texel
 // view may be.

@@ -7,6 +7,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {

@@ -14,7 +14,6 @@
 #include <span>
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

@@ -17,7 +17,6 @@
 #include <cstdint>
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

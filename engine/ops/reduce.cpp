@@ -9,6 +9,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -60,8 +62,8 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
 struct SumPush {
   uint32_t outer, kept, inner;  // the fold, in fetched units (texels on an RGBA32F axis)
   float alpha;
-  uint32_t x_skip, y_skip;      // first fetched units inside the bindings
-  uint32_t out_skip;            // first element inside the out binding
+  uint32_t x_skip, y_skip;  // first fetched units inside the bindings
+  uint32_t out_skip;        // first element inside the out binding
 };
 static_assert(sizeof(SumPush) == 28);
 
@@ -95,7 +97,8 @@ bool isRowsReduced(const Shape& x, const Shape& out) {
 
 void checkHasAxis(const char* op, const char* name, const TensorView& t) {
   if (t.shape.rank() < 1)
-    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " has no axis to reduce");
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has no axis to reduce");
 }
 
 // x: (...,N) -> out: (...), scaled by alpha.
@@ -187,14 +190,14 @@ void sumFolded(vk::Recorder& rec, const char* op, const TensorView& x, const Ten
   const auto bx = bind(x), by = bind(y ? *y : x), bout = bindStorage(ctx, out);
   const uint32_t unit = vec4 ? 4 : 1;
   SumPush push{uint32_t(f.outer), uint32_t(f.kept), uint32_t(f.inner), alpha,
-               bx.skip / unit, by.skip / unit, bout.skip};
+               bx.skip / unit,    by.skip / unit,   bout.skip};
   if (vec4) (column ? push.kept : push.inner) /= 4;
 
   const Launch launch = launchFor(op, ctx.info(), column, push.outer, push.kept, push.inner);
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "reduce/sum_texel" : "reduce/sum",
-      {launch.workgroup, launch.lanes, uint32_t(column), uint32_t(y != nullptr),
-       uint32_t(w == Write::Accumulate), uint32_t(vec4)});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "reduce/sum_texel" : "reduce/sum",
+                        {launch.workgroup, launch.lanes, uint32_t(column), uint32_t(y != nullptr),
+                         uint32_t(w == Write::Accumulate), uint32_t(vec4)});
   const vk::Arg args[] = {bx.arg, by.arg, bout.arg};
   const uint32_t outs_per_group = launch.workgroup / launch.lanes;
   const uint64_t blocks = (push.kept + outs_per_group - 1) / outs_per_group;
@@ -211,8 +214,7 @@ void meanLastAxis(vk::Recorder& rec, const TensorView& x, const TensorView& out,
   lastAxis(rec, "meanLastAxis", x, out, true, w);
 }
 
-void sumLastAxisBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx,
-                         Write w) {
+void sumLastAxisBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, Write w) {
   lastAxisBackward(rec, "sumLastAxisBackward", dout, dx, false, w);
 }
 

@@ -1,12 +1,11 @@
 // Sums and means over the last axis or over rows, forward and backward. Every reduction
 // runs in a fixed order for a given shape (strided per-invocation sums, then a fixed
 // shared-memory tree; no atomics), so the same input gives the same bits on a device.
-// Any view offset that is a multiple of 4 bytes works. Outputs may not overlap inputs. An empty reduction axis is a ShapeError; zero rows record
-// nothing.
+// Any view offset that is a multiple of 4 bytes works. Outputs may not overlap inputs. An empty
+// reduction axis is a ShapeError; zero rows record nothing.
 #pragma once
 
 #include "ops/tensor.h"
-#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 

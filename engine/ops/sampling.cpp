@@ -7,6 +7,8 @@
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -46,8 +48,8 @@ void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& 
   const int64_t k = options.top_k == 0 ? cols : std::min(options.top_k, cols);
   const Bound bl = bindStorage(ctx, logits);
   const Bound bw = bindStorage(ctx, weights);
-  const TopKPush push{uint32_t(logits.shape.rows()), uint32_t(cols), uint32_t(k), bl.skip,
-                      bw.skip, 1.0f / options.temperature};
+  const TopKPush push{uint32_t(logits.shape.rows()), uint32_t(cols), uint32_t(k), bl.skip, bw.skip,
+                      1.0f / options.temperature};
   const vk::Kernel& kernel = ctx.kernels().get("sampling/top_k");
   const vk::Arg args[] = {bl.arg, bw.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), std::min(push.rows, kMaxGroups));

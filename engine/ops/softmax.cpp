@@ -4,9 +4,12 @@
 #include <string>
 
 #include "ops/binding.h"
+#include "ops/row_kernels.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 namespace {
@@ -132,8 +135,8 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
   checkAlias(op, "y", y, "x", x, true);
   const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
                                         uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
-  const vk::Kernel& kernel = ctx.kernels().get(
-      kernel_name, {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(kernel_name, {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
   const RowInput bx = bindRowInput(ctx, x, l.texel);
   const Bound by = bindStorage(ctx, y);
   const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
@@ -162,7 +165,7 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
   const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
   const Bound bdx = bindStorage(ctx, dx);
   const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
-                                 bdy.skip, bdx.skip};
+                                bdy.skip, bdx.skip};
   const vk::Arg args[] = {by.storage, by.texel, bdy.storage, bdy.texel, bdx.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
 }

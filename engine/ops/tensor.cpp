@@ -1,6 +1,9 @@
 #include "ops/tensor.h"
 
+#include "vk/context.h"
 #include "vk/error.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::ops {
 
@@ -10,6 +13,16 @@ Shape::Shape(std::initializer_list<int64_t> dims) {
     if (d < 0) throw ShapeError("negative dimension in a shape");
     dims_[rank_++] = d;
   }
+}
+
+Shape Shape::of(const int64_t* dims, int rank) {
+  if (rank < 1 || rank > kMaxRank) throw ShapeError("shapes have 1 to 4 dims");
+  Shape s;
+  for (int i = 0; i < rank; ++i) {
+    if (dims[i] < 0) throw ShapeError("negative dimension in a shape");
+    s.dims_[s.rank_++] = dims[i];
+  }
+  return s;
 }
 
 int64_t Shape::numel() const {
@@ -34,7 +47,9 @@ bool Shape::operator==(const Shape& other) const {
   return true;
 }
 
-const char* dtypeName(DType dtype) { return dtype == DType::F32 ? "f32" : "u32"; }
+const char* dtypeName(DType dtype) {
+  return dtype == DType::F32 ? "f32" : "u32";
+}
 
 void checkFits(const char* op, const char* name, const TensorView& t, DType dtype) {
   if (t.dtype != dtype)

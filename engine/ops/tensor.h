@@ -7,7 +7,15 @@
 #include <initializer_list>
 #include <string>
 
-#include "vk/memory.h"
+#include "core/error.h"
+
+// Launchers take the device objects by reference only, so the ops headers (and the graph and
+// model layers above them) need no Vulkan headers.
+namespace vkgrad::vk {
+class Buffer;
+class Context;
+class Recorder;
+}  // namespace vkgrad::vk
 
 namespace vkgrad::ops {
 
@@ -17,6 +25,7 @@ class Shape {
   static constexpr int kMaxRank = 4;
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
+  static Shape of(const int64_t* dims, int rank);  // throws ShapeError unless 0 < rank <= 4
   int rank() const { return rank_; }
   int64_t operator[](int axis) const { return dims_[axis]; }
   int64_t back() const { return rank_ ? dims_[rank_ - 1] : 1; }

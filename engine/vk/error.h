@@ -1,19 +1,14 @@
-// Errors thrown by vkgrad. Every failure carries enough context to act on:
-// the Vulkan call and VkResult name, or the op with its shapes.
+// Failed Vulkan calls: the call and VkResult name in every message. The Vulkan-free base
+// errors (Error, ShapeError) are in core/error.h.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
 #include <volk.h>
 
-namespace vkgrad {
+#include "core/error.h"
 
-// Base of every vkgrad exception.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace vkgrad {
 
 // A Vulkan call failed. what(): "vkCreateDevice failed: VK_ERROR_INITIALIZATION_FAILED".
 class VulkanError : public Error {
@@ -38,13 +33,6 @@ class DeviceLostError : public VulkanError {
   using VulkanError::VulkanError;
 };
 
-// Bad user input to an op: wrong ranks, mismatched dims, buffers too small.
-// Thrown before any GPU work is recorded.
-class ShapeError : public Error {
- public:
-  using Error::Error;
-};
-
 namespace vk {
 
 const char* resultName(VkResult result);
@@ -57,8 +45,8 @@ const char* resultName(VkResult result);
 }  // namespace vkgrad
 
 // Checks a VkResult; stays on in release builds. Throws with the call's text.
-#define VK_CHECK(call)                                                             \
-  do {                                                                             \
-    VkResult vk_check_result_ = (call);                                            \
+#define VK_CHECK(call)                                                                 \
+  do {                                                                                 \
+    VkResult vk_check_result_ = (call);                                                \
     if (vk_check_result_ < 0) ::vkgrad::vk::throwVulkanError(#call, vk_check_result_); \
   } while (0)

@@ -6,6 +6,8 @@
 
 #include "ops/tensor.h"
 #include "vk/context.h"
+#include "vk/memory.h"
+#include "vk/recorder.h"
 
 namespace vkgrad::test {
 

@@ -37,7 +37,7 @@ class AttentionGraphTest : public VkTest {
     std::vector<std::vector<float>> values, analytic;
     for (const auto& p : store.all()) {
       values.emplace_back(size_t(p->shape.numel()));
-      ctx().staging().download(p->buffer, 0, values.back().data(), values.back().size() * 4);
+      ctx().staging().download(*p->buffer, 0, values.back().data(), values.back().size() * 4);
     }
     exec.step();
     ASSERT_EQ(grads.parameters.size(), store.all().size());
@@ -50,7 +50,7 @@ class AttentionGraphTest : public VkTest {
       inputs.push_back({store.all()[i]->name, &values[i], analytic[i]});
     auto lossFn = [&]() {
       for (size_t i = 0; i < values.size(); ++i)
-        ctx().staging().upload(store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
+        ctx().staging().upload(*store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
       exec.step();
       return value();
     };
@@ -291,7 +291,7 @@ TEST_F(AttentionGraphTest, RejectsBadShapesAndBadOutputGradients) {
     g.attention(q, k, g.input("v", {2, 5, 2, 3}));
     FAIL() << "mismatched v accepted";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("attention: (2,3,2,4), (2,5,2,4), (2,5,2,3)"),
+    EXPECT_NE(std::string(e.what()).find("attention: v (2,5,2,3) must be (2,5,2,4) (B,T,H,D)"),
               std::string::npos)
         << e.what();
   }

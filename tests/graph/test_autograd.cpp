@@ -43,7 +43,7 @@ class AutogradTest : public VkTest {
       inputs.push_back({store.all()[i]->name, &values[i], analytic[i]});
     auto lossFn = [&]() {
       for (size_t i = 0; i < values.size(); ++i)
-        ctx().staging().upload(store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
+        ctx().staging().upload(*store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
       exec.step();
       return double(exec.readScalar(loss));
     };
@@ -52,7 +52,7 @@ class AutogradTest : public VkTest {
 
   static std::vector<float> download(const graph::Parameter& p) {
     std::vector<float> out(size_t(p.shape.numel()));
-    ctx().staging().download(p.buffer, 0, out.data(), out.size() * 4);
+    ctx().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
     return out;
   }
 

@@ -14,6 +14,7 @@
 #include "graph/parameters.h"
 #include "ops/embedding.h"
 #include "vk/error.h"
+#include "vk/memory.h"
 #include "vk/staging.h"
 
 namespace vkgrad::test {
@@ -27,7 +28,7 @@ class ExecutorTest : public VkTest {
  protected:
   static std::vector<float> read(const graph::Parameter& p) {
     std::vector<float> out(size_t(p.shape.numel()));
-    ctx().staging().download(p.buffer, 0, out.data(), out.size() * 4);
+    ctx().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
     return out;
   }
   static std::vector<std::vector<float>> readAll(const graph::ParameterStore& store) {
@@ -306,7 +307,7 @@ TEST_F(ExecutorTest, WindowsDatasetServesEveryWindowOfItsStream) {
   for (auto& t : stream) t = rng.below(1u << 31);
   const graph::Dataset windows = graph::uploadWindows(ctx(), "windows", stream, window);
   EXPECT_EQ(windows.shape, (ops::Shape{count, window}));
-  EXPECT_EQ(windows.buffer.size(), uint64_t(length) * 4);  // the stream, not count * window
+  EXPECT_EQ(windows.buffer->size(), uint64_t(length) * 4);  // the stream, not count * window
   Graph g;
   const Tensor ids = g.input("ids", {9}, ops::DType::U32);
   const Tensor rows = g.gather(g.dataset(windows), ids);

@@ -69,13 +69,13 @@ TEST(GraphTest, MatmulShapeErrorsNameTheShapes) {
   const Tensor p = g.input("p", {2, 4, 8}), q = g.input("q", {3, 8, 2});
   const Tensor ids = g.input("i", {8, 2}, ops::DType::U32);
   expectBuildError(
-      g, [&] { g.matmul(a, b); }, "matmul: (4,8), (9,2): inner dims differ (8 vs 9)");
+      g, [&] { g.matmul(a, b); }, "matmul: (4,8) x (9,2): inner dims differ (8 vs 9)");
   expectBuildError(
-      g, [&] { g.matmul(a, c, bias3); }, "bias must be (2)");
+      g, [&] { g.matmul(a, c, bias3); }, "matmul: (4,8) x (8,2): bias (3) must be (2)");
   expectBuildError(
       g, [&] { g.matmul(v, c); }, "2-D or 3-D");
   expectBuildError(
-      g, [&] { g.matmul(p, q); }, "batch sizes differ");
+      g, [&] { g.matmul(p, q); }, "batch dims differ");
   expectBuildError(
       g, [&] { g.matmul(a, ids); }, "f32");
 }
@@ -88,11 +88,12 @@ TEST(GraphTest, OtherShapeErrors) {
   expectBuildError(
       g, [&] { g.add(x, b3); }, "add: a (3,4), b (3)");
   expectBuildError(
-      g, [&] { g.layernorm(x, v5, v4); }, "gamma and beta must be (4)");
+      g, [&] { g.layernorm(x, v5, v4); }, "layernorm: x (3,4) needs gamma (4), got (5)");
   expectBuildError(
-      g, [&] { g.crossEntropy(x, t_f32); }, "targets u32");
+      g, [&] { g.crossEntropy(x, t_f32); },
+      "crossEntropy: logits (3,4), targets (3): targets must be u32");
   expectBuildError(
-      g, [&] { g.crossEntropy(x, t_wrong); }, "targets must be (3)");
+      g, [&] { g.crossEntropy(x, t_wrong); }, "targets must have the shape of logits without C");
   expectBuildError(
       g,
       [&] {
@@ -140,7 +141,7 @@ TEST(GraphTest, GatherTakesTheTablesRowShapeAndChecksIds) {
   EXPECT_FALSE(g.tensor(picked).differentiable);
   const Tensor f32_ids = g.input("f", {4});
   expectBuildError(
-      g, [&] { g.gather(table, f32_ids); }, "gather: (10,3,4), (4): ids must be u32");
+      g, [&] { g.gather(table, f32_ids); }, "gather: table (10,3,4), ids (4): ids must be u32");
   const Tensor ids3 = g.input("ids3", {2, 2, 2}, ops::DType::U32);
   expectBuildError(
       g, [&] { g.gather(table, ids3); }, "more than 4 dims");

@@ -15,6 +15,7 @@
 #include "common/vk_test.h"
 #include "graph/parameters.h"
 #include "vk/error.h"
+#include "vk/memory.h"
 #include "vk/staging.h"
 
 namespace vkgrad::test {
@@ -220,10 +221,10 @@ TEST_F(GptTest, TokenWindowsPairEachIdWithTheNextToken) {
   EXPECT_EQ(win_.ids.shape, (ops::Shape{win_.count, kContext}));
   EXPECT_EQ(win_.targets.shape, win_.ids.shape);
   std::vector<uint32_t> ids(n - 1), targets(n - 1);
-  ASSERT_EQ(win_.ids.buffer.size(), ids.size() * 4);
-  ASSERT_EQ(win_.targets.buffer.size(), targets.size() * 4);
-  ctx().staging().download(win_.ids.buffer, 0, ids.data(), ids.size() * 4);
-  ctx().staging().download(win_.targets.buffer, 0, targets.data(), targets.size() * 4);
+  ASSERT_EQ(win_.ids.buffer->size(), ids.size() * 4);
+  ASSERT_EQ(win_.targets.buffer->size(), targets.size() * 4);
+  ctx().staging().download(*win_.ids.buffer, 0, ids.data(), ids.size() * 4);
+  ctx().staging().download(*win_.targets.buffer, 0, targets.data(), targets.size() * 4);
   EXPECT_EQ(ids, std::vector<uint32_t>(data_.tokens.begin(), data_.tokens.end() - 1));
   EXPECT_EQ(targets, std::vector<uint32_t>(data_.tokens.begin() + 1, data_.tokens.end()));
 }

@@ -42,7 +42,7 @@ constexpr double kUpdateTolerance = 1e-6;
 
 std::vector<float> download(const graph::Parameter& p) {
   std::vector<float> out(size_t(p.shape.numel()));
-  sharedContext().staging().download(p.buffer, 0, out.data(), out.size() * 4);
+  sharedContext().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
   return out;
 }
 

@@ -319,8 +319,8 @@ TEST_F(VkTest, CrossEntropyRejectsBadShapesBeforeRecording) {
   };
   const auto rows4 = F({4}, 4), saved4 = F({9}, 32);
   expectShapeError(ctx(), fwd(logits.view(), U({5}), rows4, saved4),
-                   "crossEntropy: logits (4,7), targets (5), loss_rows (4): targets must have "
-                   "the shape of logits without C");
+                   "crossEntropy: logits (4,7), targets (5): targets must have the shape of "
+                   "logits without C");
   expectShapeError(ctx(), fwd(logits.view(), F({4}, 160), rows4, saved4),
                    "targets must be u32, got f32");
   expectShapeError(ctx(), fwd(logits.view(), U({4}), F({4, 1}, 4), saved4),

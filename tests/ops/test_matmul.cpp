@@ -449,15 +449,15 @@ TEST_F(VkTest, MatmulRejectsBadFlagsShapesAndGradientsBeforeRecording) {
   ops::MatmulOptions trans;
   trans.trans_a = true;
   expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), trans); },
-               "matmul: (4,8)^T x (8,2) -> (4,2): inner dims differ");
+               "matmul: (4,8)^T x (8,2): inner dims differ (4 vs 8)");
   expectThrows([&] { ops::matmul(rec, a3.view(), b2.view(), c3.view()); },
-               "matmul: (3,4,8) x (2,8,2) -> (3,4,2): batch dims differ");
+               "matmul: (3,4,8) x (2,8,2): batch dims differ");
   expectThrows([&] { ops::matmul(rec, a3.view(), b.view(), c.view()); },
                "matmul: (3,4,8) x (8,2) -> (4,2): c must be (3,4,2)");
   ops::MatmulOptions with_bias;
   with_bias.bias = &vbias;
   expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), with_bias); },
-               "matmul: bias (3) must be (2)");
+               "matmul: (4,8) x (8,2): bias (3) must be (2)");
   expectThrows([&] { ops::matmul(rec, a.view(), b.view(), va); }, "matmul: (4,8) x (8,2) -> (4,8)");
   expectThrows(
       [&] {

@@ -1,0 +1,33 @@
+// The registration list: one line per node kind, VKGRAD_OP(Kind). It makes graph::OpKind and
+// the table opDef() reads; everything else about a kind is in its op file, ops/<op>.cpp,
+// which defines `const OpDef k<Kind>` in namespace vkgrad::graph::defs.
+// No include guard: op.h and registry.cpp include it with their own VKGRAD_OP.
+
+// views: no kernel, no memory of their own (ops/view.cpp)
+VKGRAD_OP(Reshape)
+VKGRAD_OP(Slice)
+// forward ops and their backward nodes (added by autograd), side by side
+VKGRAD_OP(Gather)  // ops/gather.cpp
+VKGRAD_OP(GatherBackward)
+VKGRAD_OP(Matmul)  // ops/matmul.cpp
+VKGRAD_OP(MatmulBackward)
+VKGRAD_OP(Add)  // ops/add.cpp
+VKGRAD_OP(AddBackward)
+VKGRAD_OP(Activation)  // ops/activation.cpp
+VKGRAD_OP(ActivationBackward)
+VKGRAD_OP(LayerNorm)  // ops/layer_norm.cpp
+VKGRAD_OP(LayerNormBackward)
+VKGRAD_OP(CrossEntropy)  // ops/cross_entropy.cpp
+VKGRAD_OP(CrossEntropyBackward)
+VKGRAD_OP(Attention)  // ops/attention.cpp
+VKGRAD_OP(AttentionBackward)
+VKGRAD_OP(Dropout)  // ops/dropout.cpp
+VKGRAD_OP(DropoutBackward)
+VKGRAD_OP(TopKWeights)  // ops/sample.cpp
+VKGRAD_OP(Categorical)
+VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
+// optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
+VKGRAD_OP(AdvanceStep)
+VKGRAD_OP(ClipGradNorm)
+VKGRAD_OP(SgdUpdate)
+VKGRAD_OP(AdamWUpdate)

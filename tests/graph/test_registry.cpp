@@ -1,0 +1,98 @@
+#include "graph/op.h"
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "graph/graph.h"
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/layernorm.h"
+#include "ops/matmul.h"
+
+namespace vkgrad::test {
+namespace {
+
+using graph::Graph;
+using graph::OpKind;
+using graph::Tensor;
+
+TEST(OpRegistryTest, EveryKindHasOneNamedDefinition) {
+  std::set<std::string> names;
+  for (int k = 0; k <= int(OpKind::AdamWUpdate); ++k) {
+    const graph::OpDef& def = graph::opDef(OpKind(k));
+    ASSERT_NE(def.name, nullptr) << "kind " << k;
+    EXPECT_TRUE(names.insert(def.name).second) << def.name << " defined twice";
+    EXPECT_STREQ(graph::opName(OpKind(k)), def.name);
+    // A view records nothing; anything else that is not a view must launch kernels.
+    EXPECT_EQ(def.view, def.launch == nullptr) << def.name;
+    EXPECT_LT(def.in_place, def.inputs) << def.name;
+  }
+  EXPECT_STREQ(graph::opName(OpKind::Matmul), "matmul");
+  EXPECT_TRUE(graph::opDef(OpKind::Reshape).view);
+  EXPECT_TRUE(graph::opDef(OpKind::AdamWUpdate).side_effects);
+  EXPECT_NE(graph::opDef(OpKind::LayerNorm).backward, nullptr);
+  EXPECT_EQ(graph::opDef(OpKind::Categorical).backward, nullptr);
+}
+
+// Slots are named next to each op; a node whose slot counts are not its op's is refused.
+TEST(OpRegistryTest, NodesWithTheWrongSlotCountsAreRefused) {
+  Graph g;
+  const Tensor a = g.input("a", {2, 3}), b = g.input("b", {3, 4});
+  const int c = g.newTensor({"c", {2, 4}});
+  const size_t nodes = g.nodes().size();
+  EXPECT_THROW(g.addNode({OpKind::Matmul, {a.id, b.id}, {c}}), Error);  // bias slot missing
+  EXPECT_THROW(g.addNode({OpKind::Add, {a.id, b.id}, {c, c}}), Error);
+  EXPECT_EQ(g.nodes().size(), nodes);
+  EXPECT_NO_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1}, {c}}));
+}
+
+std::string message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "(no ShapeError)";
+}
+
+// The graph builders and the launchers share the ops layer's shape rules: the same bad
+// shapes give the same text, whether a graph is built or a kernel recorded.
+TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
+  using ops::DType;
+  using ops::Shape;
+  Graph g;
+  const Tensor a = g.input("a", {4, 8}), b = g.input("b", {9, 2});
+  EXPECT_EQ(message([&] { g.matmul(a, b); }), message([&] { ops::matmulShape({4, 8}, {9, 2}); }));
+  EXPECT_EQ(message([&] { g.matmul(a, b, {}, true, false); }), message([&] {
+              ops::matmulShape({4, 8}, {9, 2}, true);
+            }));
+
+  const Tensor x = g.input("x", {3, 5}), v5 = g.input("v5", {5}), v4 = g.input("v4", {4});
+  EXPECT_EQ(message([&] { g.layernorm(x, v4, v5); }), message([&] {
+              ops::layernormStatsShape({3, 5}, {4}, {5}, 1e-5f);
+            }));
+
+  const Tensor t = g.input("t", {4}, DType::U32);
+  EXPECT_EQ(message([&] { g.crossEntropy(x, t); }), message([&] {
+              ops::crossEntropyShape({3, 5}, {4});
+            }));
+
+  const Tensor q = g.input("q", {2, 3, 2, 4}), k = g.input("k", {2, 5, 2, 4});
+  const Tensor v = g.input("v", {2, 5, 2, 3});
+  EXPECT_EQ(message([&] { g.attention(q, k, v); }), message([&] {
+              ops::attentionLseShape({2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3});
+            }));
+
+  const Tensor table = g.input("table", {10, 3, 4}), ids = g.input("ids", {2, 2, 2}, DType::U32);
+  EXPECT_EQ(message([&] { g.gather(table, ids); }), message([&] {
+              ops::embeddingShape({10, 3, 4}, {2, 2, 2}, DType::U32, "gather");
+            }));
+  EXPECT_NE(message([&] { g.gather(table, ids); }).find("more than 4 dims"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
