@@ -5,6 +5,9 @@
 // that input is last used there, the output takes the input's range (in place).
 // Persistent tensors (inputs, parameters, constants, state, parameter gradients) are not in
 // the arena. No Vulkan here: the executor allocates what the plan says.
+// The arena is one buffer, never split: kernels bind each tensor as its own range (offset,
+// size), so only a single tensor above the device's maxStorageBufferRange is a problem, and
+// the op launchers reject that with a ShapeError when the graph is compiled.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/binding.h"
+#include "ops/reduce.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"

@@ -10,7 +10,7 @@
 //   b (B,T,1)                one value per row, repeated along C
 //   b (T,1), (1), (1,1,1)    combinations of the above, or a scalar
 // but not b (B,1,C). In general a folds to (outer, kept, inner) with b = (kept), and
-// out[o][m][k] = op(a[o][m][k], b[m]) (broadcastFold() computes the fold).
+// out[o][m][k] = op(a[o][m][k], b[m]) (ops/fold.h broadcastFold() computes the fold).
 //
 // Kernels: inputs are read through RGBA32F texel buffers where the views fit the device's
 // texel limits (on lavapipe about 5x faster than storage-buffer loads), else through storage
@@ -23,13 +23,11 @@
 // skips that gradient.
 #pragma once
 
-#include "ops/reduce.h"
+#include "ops/fold.h"
 #include "ops/tensor.h"
 
 namespace vkgrad::ops {
 
-// The fold of a that b broadcasts over (see above). Throws ShapeError naming op and shapes.
-Folded broadcastFold(const char* op, const Shape& a, const Shape& b);
 
 // out = a + b, a - b, a * b (or +=, with Write::Accumulate). a, out: (...); b broadcasts.
 void add(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& out,

@@ -5,16 +5,10 @@
 // reduction axis is a ShapeError; zero rows record nothing.
 #pragma once
 
+#include "ops/fold.h"
 #include "ops/tensor.h"
 
 namespace vkgrad::ops {
-
-// A tensor seen as (outer, kept, inner), row-major: reductions sum outer and inner away and
-// keep `kept`; broadcasts repeat a (kept) tensor over outer and inner.
-struct Folded {
-  int64_t outer = 1, kept = 1, inner = 1;
-  int64_t numel() const { return outer * kept * inner; }
-};
 
 // x: (...,N) -> out: (...) (x's shape without its last axis; (...,1) is accepted too).
 void sumLastAxis(vk::Recorder& rec, const TensorView& x, const TensorView& out,
