@@ -17,6 +17,7 @@
 #include "graph/optimizer.h"
 #include "graph/parameters.h"
 #include "models/gpt_reference.h"
+#include "ops/reference/normalised_error.h"
 #include "vk/staging.h"
 
 namespace vkgrad::test {
@@ -44,21 +45,6 @@ std::vector<float> download(const graph::Parameter& p) {
   std::vector<float> out(size_t(p.shape.numel()));
   sharedContext().staging().download(p.buffer, 0, out.data(), out.size() * 4);
   return out;
-}
-
-double maxAbs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, double(std::fabs(x)));
-  return m;
-}
-
-// The worst |got - want| / max|want| (compare.h's measure), for the report.
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
-  const double scale = std::max(maxAbs(want), 1e-30);
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])) / scale);
-  return worst;
 }
 
 class GptReferenceTest : public VkTest {
@@ -132,12 +118,12 @@ class GptReferenceTest : public VkTest {
       SCOPED_TRACE(name);
       const std::vector<float>& got_g = got_grads.at(name);
       const std::vector<float>& want_g = ref.grads.at(name);
-      const double grad_error = normalisedError(got_g, want_g);
+      const double grad_error = ops::ref::normalisedError(got_g, want_g);
       EXPECT_TRUE(allClose(got_g, want_g, kGradTolerance));
 
       // The optimizer alone: the reference AdamW on the device's own gradients.
       const std::vector<float> own(own_after.at(name).begin(), own_after.at(name).end());
-      const double own_error = normalisedError(after.at(name), own);
+      const double own_error = ops::ref::normalisedError(after.at(name), own);
       EXPECT_TRUE(allClose(after.at(name), own, kUpdateTolerance));
 
       // End to end: the reference AdamW on the reference gradients. A first step moves each
