@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/device_tensor.h"
 #include "ops/tensor.h"
 #include "vk/recorder.h"
 
@@ -40,5 +41,14 @@ Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<f
               int64_t at);
 // The view's elements, after checking (EXPECT) that every other element is still the sentinel.
 std::vector<float> readPlaced(vk::Context& context, const Placed& p);
+
+// The same check with NaN on both sides: x in the middle of x.size() + 2 * pad floats, for a
+// view `pad` elements in (ops::view(t.buffer, shape, pad * 4)). A stray write shows in the
+// pads; a stray read brings NaN into the result.
+DeviceTensor paddedUpload(vk::Context& context, const std::vector<float>& x, int64_t pad);
+// `all` without the `pad` elements at each end.
+std::vector<float> unpadded(const std::vector<float>& all, int64_t pad);
+// The `pad` elements at each end of `all` are all still NaN.
+::testing::AssertionResult padsUntouched(const std::vector<float>& all, int64_t pad);
 
 }  // namespace vkgrad::test
