@@ -96,14 +96,8 @@ Staging::~Staging() {
 }
 
 void Staging::submitAndWait() {
-  const VolkDeviceTable& vk = context_.vk();
-  VK_CHECK(vk.vkEndCommandBuffer(cmd_));
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd_;
-  VK_CHECK(vk.vkResetFences(context_.device(), 1, &fence_));
-  VK_CHECK(vk.vkQueueSubmit(context_.queue(), 1, &submit, fence_));
-  VK_CHECK(vk.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+  VK_CHECK(context_.vk().vkEndCommandBuffer(cmd_));
+  context_.submitAndWait(cmd_, fence_);
 }
 
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
