@@ -51,6 +51,13 @@ void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
+void expectShapeError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                      const std::string& message) {
+  vk::Recorder rec(context);
+  expectShapeError(
+      rec, [&] { record(rec); }, message);
+}
+
 Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<float>& data,
               int64_t at) {
   Placed p;

@@ -28,6 +28,9 @@ namespace vkgrad::test {
 // record() must throw ShapeError whose message contains `message`, before recording anything.
 void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
                       const std::string& message);
+// The same with a fresh Recorder, which record(rec) is given to record into.
+void expectShapeError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                      const std::string& message);
 
 // A view at element `at` of a buffer whose other elements hold a sentinel: ops must work at
 // any offset that is a multiple of 4 bytes and write nothing outside their outputs.

@@ -206,19 +206,6 @@ TEST_F(VkTest, LogSoftmaxBackwardPassesGradCheck) {
   }
 }
 
-// Each call throws a ShapeError containing `expected` and records nothing.
-template <class Call>
-void expectShapeError(vk::Context& context, Call call, const std::string& expected) {
-  vk::Recorder rec(context);
-  try {
-    call(rec);
-    ADD_FAILURE() << "no ShapeError, expected: " << expected;
-  } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(rec.dispatchCount(), 0u);
-}
-
 TEST_F(VkTest, LogSoftmaxRejectsBadShapesBeforeRecording) {
   Rng rng;
   auto x = upload(ctx(), {4, 7}, rng.uniform(28));
