@@ -42,14 +42,7 @@ struct Problem {
 vk::Buffer words(vk::Context& context, const std::vector<uint32_t>& data, int64_t pad) {
   std::vector<uint32_t> all(data.size() + 2 * pad, 0xFFFFFFFFu);
   std::copy(data.begin(), data.end(), all.begin() + pad);
-  vk::Buffer b = context.allocator().allocate(all.size() * 4);
-  context.staging().upload(b, 0, all.data(), all.size() * 4);
-  return b;
-}
-std::vector<uint32_t> readWords(vk::Context& context, const vk::Buffer& b, size_t n) {
-  std::vector<uint32_t> out(n);
-  context.staging().download(b, 0, out.data(), n * 4);
-  return out;
+  return uploadWords(context, all);
 }
 
 // The device side of a Problem, and views into it.
@@ -82,7 +75,7 @@ struct DeviceProblem {
                               at(dlogits, {pb.rows, pb.classes}), pb.ignore_index, w, variant);
   }
   std::vector<uint32_t> statusWords(vk::Context& context) const {
-    const auto all = readWords(context, status, 2 + 2 * pb.pad);
+    const auto all = downloadWords(context, status, 2 + 2 * pb.pad);
     return {all.begin() + pb.pad, all.end() - pb.pad};
   }
 
