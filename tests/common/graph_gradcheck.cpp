@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/device_tensor.h"
 #include "vk/staging.h"
 
 namespace vkgrad::test {
@@ -12,10 +13,7 @@ namespace vkgrad::test {
     Rng& rng, const GradCheckOptions& options) {
   const auto& params = store.all();
   std::vector<std::vector<float>> values;
-  for (const auto& p : params) {
-    values.emplace_back(size_t(p->shape.numel()));
-    context.staging().download(p->buffer, 0, values.back().data(), values.back().size() * 4);
-  }
+  for (const auto& p : params) values.push_back(download(context, p->view()));
   exec.step();
   if (grads.parameters.size() != params.size())
     return ::testing::AssertionFailure()

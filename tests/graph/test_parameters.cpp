@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_tensor.h"
 #include "common/vk_test.h"
 #include "graph/safetensors.h"
 #include "vk/error.h"
@@ -41,11 +42,7 @@ class ParameterStoreTest : public VkTest {
     fs::remove_all(dir_);
     VkTest::TearDown();
   }
-  static std::vector<float> read(const graph::Parameter& p) {
-    std::vector<float> out(static_cast<size_t>(p.shape.numel()));
-    ctx().staging().download(p.buffer, 0, out.data(), out.size() * 4);
-    return out;
-  }
+  static std::vector<float> read(const graph::Parameter& p) { return download(ctx(), p.view()); }
   fs::path dir_;
 };
 
@@ -122,8 +119,8 @@ TEST_F(ParameterStoreTest, AMismatchedOrCorruptFileChangesNothing) {
   };
   const std::vector<uint32_t> w_words(36, 0x3f800000u), b_words(4, 0x3f800000u);
   const std::vector<std::pair<fs::path, std::string>> cases = {
-      {write("shape.safetensors", {{"w", ops::DType::F32, {4, 9}, w_words},
-                                   {"b", ops::DType::F32, {4}, b_words}}),
+      {write("shape.safetensors",
+             {{"w", ops::DType::F32, {4, 9}, w_words}, {"b", ops::DType::F32, {4}, b_words}}),
        "\"w\": the file has f32 (4,9), the model f32 (9,4)"},
       {write("missing.safetensors", {{"w", ops::DType::F32, {9, 4}, w_words}}),
        "\"b\" is missing from the file"},
@@ -131,8 +128,8 @@ TEST_F(ParameterStoreTest, AMismatchedOrCorruptFileChangesNothing) {
                                    {"b", ops::DType::F32, {4}, b_words},
                                    {"c", ops::DType::F32, {1}, {0}}}),
        "\"c\" is not a parameter of this model"},
-      {write("dtype.safetensors", {{"w", ops::DType::F32, {9, 4}, w_words},
-                                   {"b", ops::DType::U32, {4}, b_words}}),
+      {write("dtype.safetensors",
+             {{"w", ops::DType::F32, {9, 4}, w_words}, {"b", ops::DType::U32, {4}, b_words}}),
        "\"b\": the file has u32 (4)"},
   };
   for (const auto& [path, message] : cases) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/compare.h"
+#include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "gpt/gpt.h"
@@ -41,12 +42,6 @@ constexpr double kGradTolerance = 1e-4;
 // ops per element, each rounding at ~6e-8 of |p| or of the step lr.
 constexpr double kUpdateTolerance = 1e-6;
 
-std::vector<float> download(const graph::Parameter& p) {
-  std::vector<float> out(size_t(p.shape.numel()));
-  sharedContext().staging().download(p.buffer, 0, out.data(), out.size() * 4);
-  return out;
-}
-
 class GptReferenceTest : public VkTest {
  protected:
   // Runs one training step of `c` on (batch, t) random ids and targets on both sides and
@@ -62,7 +57,7 @@ class GptReferenceTest : public VkTest {
     for (const auto& p : store.all()) {
       ASSERT_TRUE(shapes.count(p->name)) << p->name;
       ASSERT_EQ(p->shape, shapes.at(p->name)) << p->name;
-      before[p->name] = download(*p);
+      before[p->name] = download(ctx(), p->view());
     }
 
     std::vector<uint32_t> ids(size_t(batch * t)), targets(ids.size());
@@ -93,7 +88,7 @@ class GptReferenceTest : public VkTest {
     for (const auto& [param, grad] : grads.parameters)
       got_grads[g.tensor(param).parameter->name] = exec.read(grad);
     ASSERT_EQ(got_grads.size(), shapes.size());
-    for (const auto& p : store.all()) after[p->name] = download(*p);
+    for (const auto& p : store.all()) after[p->name] = download(ctx(), p->view());
 
     const GptReferenceStep ref = gptReference(c, before, ids, targets, batch, t);
     const auto want_after = adamwReference(shapes, before, ref.grads, opt);
