@@ -99,16 +99,6 @@ JsonLine& JsonLine::add(const std::string& k, bool value) {
   return *this;
 }
 
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 1e-30;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
-    scale = std::max(scale, std::fabs(double(want[i])));
-  }
-  return worst / scale;
-}
-
 std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(lo, hi);

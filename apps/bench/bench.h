@@ -10,6 +10,7 @@
 
 #include "common/cli.h"
 #include "common/json_text.h"
+#include "ops/reference/normalised_error.h"
 #include "vk/context.h"
 #include "vk/recorder.h"
 
@@ -72,8 +73,8 @@ class JsonLine {
   std::string body_;
 };
 
-// max |got - want| / max |want|; infinity when got has a non-finite value.
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want);
+// Every op benchmark reports its error against the CPU reference by this one measure.
+using ops::ref::normalisedError;
 
 // Uniform random floats in [lo, hi), the same on every run.
 std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed);

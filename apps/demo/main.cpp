@@ -15,6 +15,7 @@
 #include "ops/matmul.h"
 #include "ops/reference/layernorm.h"
 #include "ops/reference/matmul.h"
+#include "ops/reference/normalised_error.h"
 #include "ops/reference/softmax.h"
 #include "ops/softmax.h"
 #include "vk/context.h"
@@ -76,17 +77,6 @@ class Demo {
   std::mt19937_64 rng_;
 };
 
-// max_i |got_i - want_i| / max_i |want_i|; infinite if any element is not finite.
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
-  double scale = 1e-30, worst = 0;
-  for (float w : want) scale = std::max(scale, double(std::fabs(w)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])));
-  }
-  return worst / scale;
-}
-
 struct Result {
   std::string op, shape;
   double error, ms;
@@ -102,7 +92,7 @@ Result runMatmul(Demo& demo, int64_t m, int64_t n, int64_t k) {
     ops::matmul(rec, ops::view(da, {m, k}), ops::view(db, {k, n}), ops::view(dc, {m, n}));
   });
   return {"matmul", ops::Shape{m, k}.str() + " x " + ops::Shape{k, n}.str(),
-          normalisedError(demo.download(dc), want), ms};
+          ops::ref::normalisedError(demo.download(dc), want), ms};
 }
 
 Result runSoftmax(Demo& demo, int64_t rows, int64_t n) {
@@ -113,7 +103,8 @@ Result runSoftmax(Demo& demo, int64_t rows, int64_t n) {
   const double ms = demo.timed([&](vk::Recorder& rec) {
     ops::softmax(rec, ops::view(dx, {rows, n}), ops::view(dy, {rows, n}));
   });
-  return {"softmax", ops::Shape{rows, n}.str(), normalisedError(demo.download(dy), want), ms};
+  return {"softmax", ops::Shape{rows, n}.str(), ops::ref::normalisedError(demo.download(dy), want),
+          ms};
 }
 
 Result runLayernorm(Demo& demo, int64_t rows, int64_t n) {
@@ -135,9 +126,9 @@ Result runLayernorm(Demo& demo, int64_t rows, int64_t n) {
                    eps);
   });
   // The worst of the three outputs, each against its own scale.
-  const double error = std::max({normalisedError(demo.download(dy), want_y),
-                                 normalisedError(demo.download(dmean), want_mean),
-                                 normalisedError(demo.download(drstd), want_rstd)});
+  const double error = std::max({ops::ref::normalisedError(demo.download(dy), want_y),
+                                 ops::ref::normalisedError(demo.download(dmean), want_mean),
+                                 ops::ref::normalisedError(demo.download(drstd), want_rstd)});
   return {"layernorm", ops::Shape{rows, n}.str() + " +mean,rstd", error, ms};
 }
 

@@ -14,8 +14,8 @@
 
 #include "graph/executor.h"
 #include "graph/graph.h"
+#include "graph/lr_schedule.h"
 #include "graph/optimizer.h"
-#include "graph/schedule.h"
 
 namespace vkgrad::graph {
 
@@ -25,9 +25,9 @@ struct TrainerOptions {
   int64_t batch = 32;
   OptimizerConfig optimizer;  // its lr is ignored: the schedule gives every step's
   Schedule schedule = Schedule::constant(1e-3f);
-  int64_t loss_every = 0;  // > 0: step() also reads the loss back every this many steps
+  int64_t loss_every = 0;     // > 0: step() also reads the loss back every this many steps
   uint64_t dropout_seed = 0;  // the graph's generator (Graph::dropout); evaluation drops nothing
-  bool profile = false;  // time every node of the training step (Executor::profile())
+  bool profile = false;       // time every node of the training step (Executor::profile())
 };
 
 // Builds the model's loss (f32, shape (1)) from a batch: one tensor per dataset, its rows

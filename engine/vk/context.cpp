@@ -106,8 +106,21 @@ Context::~Context() {
   if (owns_device_) table_.vkDestroyDevice(device_, nullptr);
 }
 
-std::vector<std::string> Context::validationMessages() const { return instance_->messages(); }
+std::vector<std::string> Context::validationMessages() const {
+  return instance_->messages();
+}
 
-void Context::waitIdle() { VK_CHECK(table_.vkQueueWaitIdle(queue_)); }
+void Context::waitIdle() {
+  VK_CHECK(table_.vkQueueWaitIdle(queue_));
+}
+
+void Context::submitAndWait(VkCommandBuffer cmd, VkFence fence) {
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  VK_CHECK(table_.vkResetFences(device_, 1, &fence));
+  VK_CHECK(table_.vkQueueSubmit(queue_, 1, &submit, fence));
+  VK_CHECK(table_.vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+}
 
 }  // namespace vkgrad::vk

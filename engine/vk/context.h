@@ -64,6 +64,10 @@ class Context {
 
   // Waits for the queue; turns a lost device into DeviceLostError.
   void waitIdle();
+  // The one way work reaches the queue: submits cmd (ended), then blocks on fence (reset
+  // first). Every submit waits, so a command buffer is never in flight when its owner
+  // records, replays or destroys it. A failed call throws VulkanError (DeviceLostError, ...).
+  void submitAndWait(VkCommandBuffer cmd, VkFence fence);
 
  private:
   void createEngineObjects();

@@ -15,7 +15,8 @@ constexpr uint32_t kMaxTimestamps = 4096;  // enough for a profiled graph (one p
 VkDeviceSize resolveBytes(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes,
                           const char* what) {
   if (!buffer) throw Error(std::string(what) + ": the buffer is empty");
-  if (offset > buffer.size()) throw Error(std::string(what) + ": offset past the end of the buffer");
+  if (offset > buffer.size())
+    throw Error(std::string(what) + ": offset past the end of the buffer");
   if (bytes == 0) bytes = buffer.size() - offset;
   if (bytes > buffer.size() - offset)
     throw Error(std::string(what) + ": range of " + std::to_string(bytes) + " bytes at " +
@@ -65,7 +66,8 @@ void Recorder::begin() {
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  const VkPipelineStageFlags stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vk.vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
@@ -89,7 +91,8 @@ void Recorder::track(std::span<const Range> reads, std::span<const Range> writes
                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     const VkPipelineStageFlags stages =
         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    context_.vk().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    context_.vk().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0,
+                                       nullptr);
     written_.clear();
     read_.clear();
     ++barriers_;
@@ -258,12 +261,7 @@ void Recorder::submit() {
     VK_CHECK(vk.vkEndCommandBuffer(cmd_));
     recording_ = false;
   }
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd_;
-  VK_CHECK(vk.vkResetFences(context_.device(), 1, &fence_));
-  VK_CHECK(vk.vkQueueSubmit(context_.queue(), 1, &submit, fence_));
-  VK_CHECK(vk.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+  context_.submitAndWait(cmd_, fence_);
   if (query_count_) {
     query_results_.resize(query_count_);
     VK_CHECK(vk.vkGetQueryPoolResults(context_.device(), queries_, 0, query_count_,

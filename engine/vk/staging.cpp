@@ -95,15 +95,18 @@ Staging::~Staging() {
   vk.vkFreeMemory(device, memory_, nullptr);  // unmaps too
 }
 
-void Staging::submitAndWait() {
+void Staging::copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                          VkDeviceSize dst_offset, VkDeviceSize bytes) {
   const VolkDeviceTable& vk = context_.vk();
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &begin));
+  fullBarrier(vk, cmd_);  // earlier work's writes reach the copy; it overwrites no pending read
+  VkBufferCopy copy{src_offset, dst_offset, bytes};
+  vk.vkCmdCopyBuffer(cmd_, src, dst, 1, &copy);
+  fullBarrier(vk, cmd_);  // the copy reaches later shaders, transfers and host reads
   VK_CHECK(vk.vkEndCommandBuffer(cmd_));
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd_;
-  VK_CHECK(vk.vkResetFences(context_.device(), 1, &fence_));
-  VK_CHECK(vk.vkQueueSubmit(context_.queue(), 1, &submit, fence_));
-  VK_CHECK(vk.vkWaitForFences(context_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+  context_.submitAndWait(cmd_, fence_);
 }
 
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
@@ -120,14 +123,7 @@ void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src
                                 VK_WHOLE_SIZE};
       VK_CHECK(vk.vkFlushMappedMemoryRanges(context_.device(), 1, &range));
     }
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &begin));
-    fullBarrier(vk, cmd_);  // no earlier dispatch may still read what we overwrite
-    VkBufferCopy copy{0, dst.offset() + dst_offset + done, chunk};
-    vk.vkCmdCopyBuffer(cmd_, buffer_, dst.handle(), 1, &copy);
-    fullBarrier(vk, cmd_);
-    submitAndWait();
+    copyAndWait(buffer_, 0, dst.handle(), dst.offset() + dst_offset + done, chunk);
     done += chunk;
   }
 }
@@ -139,14 +135,7 @@ void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, Vk
   const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &begin));
-    fullBarrier(vk, cmd_);
-    VkBufferCopy copy{src.offset() + src_offset + done, 0, chunk};
-    vk.vkCmdCopyBuffer(cmd_, src.handle(), buffer_, 1, &copy);
-    fullBarrier(vk, cmd_);  // makes the copy visible to host reads
-    submitAndWait();
+    copyAndWait(src.handle(), src.offset() + src_offset + done, buffer_, 0, chunk);
     if (!coherent_) {
       VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
                                 VK_WHOLE_SIZE};

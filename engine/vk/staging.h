@@ -37,7 +37,9 @@ class Staging {
   void resetCounts() { counts_ = {}; }
 
  private:
-  void submitAndWait();
+  // Records one copy between full barriers, submits it and waits (Context::submitAndWait).
+  void copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+                   VkDeviceSize bytes);
 
   Context& context_;
   VkDeviceSize bytes_;

@@ -84,9 +84,9 @@ graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& con
 
 TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
                                 int64_t length) {
-  if (length <= 0) throw Error("windows: the window length must be positive");
+  if (length <= 0) throw Error("uploadTokenWindows: the window length must be positive");
   if (int64_t(tokens.size()) < length + 1)
-    throw Error("windows: " + std::to_string(tokens.size()) +
+    throw Error("uploadTokenWindows: " + std::to_string(tokens.size()) +
                 " tokens, need at least context + 1 = " + std::to_string(length + 1));
   TokenWindows w;
   w.ids = graph::uploadWindows(context, "ids", tokens.first(tokens.size() - 1), length);

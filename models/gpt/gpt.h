@@ -44,8 +44,8 @@ graph::Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store,
 // ids, targets: (B,T) u32 (targets: the next token of each id) -> mean cross-entropy (1).
 graph::Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
                       graph::Tensor ids, graph::Tensor targets);
-// A Trainer loss over two datasets: windows of ids and of their targets (see windows()).
-// The store and config must outlive the Trainer.
+// A Trainer loss over two datasets, in this order: windows of ids and of their targets, as
+// uploadTokenWindows makes them (below). The store and config must outlive the Trainer.
 graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config);
 
 // The training data of a token stream, on the device: ids row i is tokens[i, i + length),

@@ -29,6 +29,12 @@ std::vector<float> download(vk::Context& context, const DeviceTensor& tensor) {
   return out;
 }
 
+std::vector<float> download(vk::Context& context, const ops::TensorView& view) {
+  std::vector<float> out(size_t(view.shape.numel()));
+  if (!out.empty()) context.staging().download(*view.buffer, view.offset, out.data(), view.bytes());
+  return out;
+}
+
 vk::Buffer uploadWords(vk::Context& context, std::span<const uint32_t> data) {
   vk::Buffer b = context.allocator().allocate(std::max<size_t>(4, data.size_bytes()));
   if (!data.empty()) context.staging().upload(b, 0, data.data(), data.size_bytes());

@@ -21,6 +21,8 @@ DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const floa
 // Filled with a quiet-NaN pattern, so any element a kernel fails to write shows up.
 DeviceTensor poisoned(vk::Context& context, ops::Shape shape);
 std::vector<float> download(vk::Context& context, const DeviceTensor& tensor);
+// The f32 elements a view covers, wherever it sits in its buffer (a graph parameter's view()).
+std::vector<float> download(vk::Context& context, const ops::TensorView& view);
 
 // u32 words (ids, targets, rng states, status flags) in a buffer of their own, and back.
 vk::Buffer uploadWords(vk::Context& context, std::span<const uint32_t> data);

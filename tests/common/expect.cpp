@@ -25,10 +25,10 @@ namespace vkgrad::test {
     if (!(err <= worst)) worst = err, worst_at = i;  // a NaN sticks
   }
   if (!(worst <= tolerance))
-    return ::testing::AssertionFailure() << "normalised error " << worst << " > " << tolerance
-                                         << " at element " << worst_at << " (got "
-                                         << got[worst_at] << ", want " << want[worst_at] << " + "
-                                         << init[worst_at] << ")";
+    return ::testing::AssertionFailure()
+           << "normalised error " << worst << " > " << tolerance << " at element " << worst_at
+           << " (got " << got[worst_at] << ", want " << want[worst_at] << " + " << init[worst_at]
+           << ")";
   return ::testing::AssertionSuccess() << "normalised error " << worst;
 }
 
@@ -51,6 +51,13 @@ void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
+void expectShapeError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                      const std::string& message) {
+  vk::Recorder rec(context);
+  expectShapeError(
+      rec, [&] { record(rec); }, message);
+}
+
 Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<float>& data,
               int64_t at) {
   Placed p;
@@ -71,6 +78,23 @@ std::vector<float> readPlaced(vk::Context& context, const Placed& p) {
       EXPECT_EQ(all[i], kSentinel) << "element " << i << ", outside the view";
     }
   return std::vector<float>(all.begin() + p.at, all.begin() + p.at + p.n);
+}
+
+DeviceTensor paddedUpload(vk::Context& context, const std::vector<float>& x, int64_t pad) {
+  std::vector<float> all(x.size() + 2 * size_t(pad), std::nanf(""));
+  std::copy(x.begin(), x.end(), all.begin() + pad);
+  return upload(context, {int64_t(all.size())}, all);
+}
+
+std::vector<float> unpadded(const std::vector<float>& all, int64_t pad) {
+  return {all.begin() + pad, all.end() - pad};
+}
+
+::testing::AssertionResult padsUntouched(const std::vector<float>& all, int64_t pad) {
+  for (int64_t i = 0; i < pad; ++i)
+    if (!std::isnan(all[i]) || !std::isnan(all[all.size() - 1 - i]))
+      return ::testing::AssertionFailure() << "wrote into the pad, " << i << " from an end";
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace vkgrad::test

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/device_tensor.h"
 #include "ops/tensor.h"
 #include "vk/recorder.h"
 
@@ -27,6 +28,9 @@ namespace vkgrad::test {
 // record() must throw ShapeError whose message contains `message`, before recording anything.
 void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
                       const std::string& message);
+// The same with a fresh Recorder, which record(rec) is given to record into.
+void expectShapeError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                      const std::string& message);
 
 // A view at element `at` of a buffer whose other elements hold a sentinel: ops must work at
 // any offset that is a multiple of 4 bytes and write nothing outside their outputs.
@@ -40,5 +44,14 @@ Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<f
               int64_t at);
 // The view's elements, after checking (EXPECT) that every other element is still the sentinel.
 std::vector<float> readPlaced(vk::Context& context, const Placed& p);
+
+// The same check with NaN on both sides: x in the middle of x.size() + 2 * pad floats, for a
+// view `pad` elements in (ops::view(t.buffer, shape, pad * 4)). A stray write shows in the
+// pads; a stray read brings NaN into the result.
+DeviceTensor paddedUpload(vk::Context& context, const std::vector<float>& x, int64_t pad);
+// `all` without the `pad` elements at each end.
+std::vector<float> unpadded(const std::vector<float>& all, int64_t pad);
+// The `pad` elements at each end of `all` are all still NaN.
+::testing::AssertionResult padsUntouched(const std::vector<float>& all, int64_t pad);
 
 }  // namespace vkgrad::test

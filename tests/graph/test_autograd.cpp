@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/gradcheck.h"
+#include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "graph/executor.h"
@@ -24,36 +25,14 @@ using ops::Write;
 class AutogradTest : public VkTest {
  protected:
   // Composite graphs are checked end to end: the loss the executor computes, perturbed one
-  // parameter coordinate at a time, against the gradients the backward nodes wrote.
+  // parameter coordinate at a time, against the gradients the backward nodes wrote
+  // (common/graph_gradcheck.h).
   void checkAllParameters(graph::ParameterStore& store, Graph& g, Tensor loss,
                           const graph::Gradients& grads, graph::Executor& exec,
                           const GradCheckOptions& options) {
-    std::vector<std::vector<float>> values;
-    for (const auto& p : store.all()) values.push_back(download(*p));
-    exec.step();
-    std::vector<std::vector<float>> analytic;
-    ASSERT_EQ(grads.parameters.size(), store.all().size());
-    for (const auto& p : store.all())
-      for (const auto& [param, grad] : grads.parameters)
-        if (g.tensor(param).parameter == p.get()) analytic.push_back(exec.read(grad));
-    ASSERT_EQ(analytic.size(), store.all().size());
-
-    std::vector<GradInput> inputs;
-    for (size_t i = 0; i < values.size(); ++i)
-      inputs.push_back({store.all()[i]->name, &values[i], analytic[i]});
-    auto lossFn = [&]() {
-      for (size_t i = 0; i < values.size(); ++i)
-        ctx().staging().upload(*store.all()[i]->buffer, 0, values[i].data(), values[i].size() * 4);
-      exec.step();
-      return double(exec.readScalar(loss));
-    };
-    EXPECT_TRUE(checkGradients(lossFn, inputs, rng_, options)) << rng_.describe();
-  }
-
-  static std::vector<float> download(const graph::Parameter& p) {
-    std::vector<float> out(size_t(p.shape.numel()));
-    ctx().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
-    return out;
+    EXPECT_TRUE(checkParameterGradients(
+        ctx(), store, g, grads, exec, [&] { return double(exec.readScalar(loss)); }, rng_, options))
+        << rng_.describe();
   }
 
   std::vector<uint32_t> targets(size_t n, uint32_t classes) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "graph/autograd.h"
@@ -26,11 +27,7 @@ using graph::Tensor;
 
 class ExecutorTest : public VkTest {
  protected:
-  static std::vector<float> read(const graph::Parameter& p) {
-    std::vector<float> out(size_t(p.shape.numel()));
-    ctx().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
-    return out;
-  }
+  static std::vector<float> read(const graph::Parameter& p) { return download(ctx(), p.view()); }
   static std::vector<std::vector<float>> readAll(const graph::ParameterStore& store) {
     std::vector<std::vector<float>> out;
     for (const auto& p : store.all()) out.push_back(read(*p));

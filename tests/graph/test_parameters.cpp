@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_tensor.h"
 #include "common/vk_test.h"
 #include "graph/safetensors.h"
 #include "vk/error.h"
@@ -41,11 +42,7 @@ class ParameterStoreTest : public VkTest {
     fs::remove_all(dir_);
     VkTest::TearDown();
   }
-  static std::vector<float> read(const graph::Parameter& p) {
-    std::vector<float> out(static_cast<size_t>(p.shape.numel()));
-    ctx().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
-    return out;
-  }
+  static std::vector<float> read(const graph::Parameter& p) { return download(ctx(), p.view()); }
   fs::path dir_;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/compare.h"
+#include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "gpt/gpt.h"
@@ -17,6 +18,7 @@
 #include "graph/optimizer.h"
 #include "graph/parameters.h"
 #include "models/gpt_reference.h"
+#include "ops/reference/normalised_error.h"
 #include "vk/staging.h"
 
 namespace vkgrad::test {
@@ -40,27 +42,6 @@ constexpr double kGradTolerance = 1e-4;
 // ops per element, each rounding at ~6e-8 of |p| or of the step lr.
 constexpr double kUpdateTolerance = 1e-6;
 
-std::vector<float> download(const graph::Parameter& p) {
-  std::vector<float> out(size_t(p.shape.numel()));
-  sharedContext().staging().download(*p.buffer, 0, out.data(), out.size() * 4);
-  return out;
-}
-
-double maxAbs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, double(std::fabs(x)));
-  return m;
-}
-
-// The worst |got - want| / max|want| (compare.h's measure), for the report.
-double normalisedError(const std::vector<float>& got, const std::vector<float>& want) {
-  const double scale = std::max(maxAbs(want), 1e-30);
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::fabs(double(got[i]) - double(want[i])) / scale);
-  return worst;
-}
-
 class GptReferenceTest : public VkTest {
  protected:
   // Runs one training step of `c` on (batch, t) random ids and targets on both sides and
@@ -76,7 +57,7 @@ class GptReferenceTest : public VkTest {
     for (const auto& p : store.all()) {
       ASSERT_TRUE(shapes.count(p->name)) << p->name;
       ASSERT_EQ(p->shape, shapes.at(p->name)) << p->name;
-      before[p->name] = download(*p);
+      before[p->name] = download(ctx(), p->view());
     }
 
     std::vector<uint32_t> ids(size_t(batch * t)), targets(ids.size());
@@ -107,7 +88,7 @@ class GptReferenceTest : public VkTest {
     for (const auto& [param, grad] : grads.parameters)
       got_grads[g.tensor(param).parameter->name] = exec.read(grad);
     ASSERT_EQ(got_grads.size(), shapes.size());
-    for (const auto& p : store.all()) after[p->name] = download(*p);
+    for (const auto& p : store.all()) after[p->name] = download(ctx(), p->view());
 
     const GptReferenceStep ref = gptReference(c, before, ids, targets, batch, t);
     const auto want_after = adamwReference(shapes, before, ref.grads, opt);
@@ -132,12 +113,12 @@ class GptReferenceTest : public VkTest {
       SCOPED_TRACE(name);
       const std::vector<float>& got_g = got_grads.at(name);
       const std::vector<float>& want_g = ref.grads.at(name);
-      const double grad_error = normalisedError(got_g, want_g);
+      const double grad_error = ops::ref::normalisedError(got_g, want_g);
       EXPECT_TRUE(allClose(got_g, want_g, kGradTolerance));
 
       // The optimizer alone: the reference AdamW on the device's own gradients.
       const std::vector<float> own(own_after.at(name).begin(), own_after.at(name).end());
-      const double own_error = normalisedError(after.at(name), own);
+      const double own_error = ops::ref::normalisedError(after.at(name), own);
       EXPECT_TRUE(allClose(after.at(name), own, kUpdateTolerance));
 
       // End to end: the reference AdamW on the reference gradients. A first step moves each

@@ -1,5 +1,5 @@
 // Learning-rate schedules: exact values at the ends of each phase and monotonic shapes.
-#include "graph/schedule.h"
+#include "graph/lr_schedule.h"
 
 #include <cmath>
 
@@ -12,12 +12,12 @@ namespace {
 
 using graph::Schedule;
 
-TEST(ScheduleTest, ConstantIsTheSameEveryStep) {
+TEST(LrScheduleTest, ConstantIsTheSameEveryStep) {
   const Schedule s = Schedule::constant(0.05f);
   for (int64_t step : {0, 1, 17, 1000000}) EXPECT_EQ(s.at(step), 0.05f);
 }
 
-TEST(ScheduleTest, LinearWarmupRisesToThePeakThenStays) {
+TEST(LrScheduleTest, LinearWarmupRisesToThePeakThenStays) {
   const Schedule s = Schedule::linearWarmup(0.1f, 4);
   EXPECT_FLOAT_EQ(s.at(0), 0.025f);  // the first update already moves
   EXPECT_FLOAT_EQ(s.at(1), 0.05f);
@@ -27,7 +27,7 @@ TEST(ScheduleTest, LinearWarmupRisesToThePeakThenStays) {
   EXPECT_FLOAT_EQ(s.at(999), 0.1f);
 }
 
-TEST(ScheduleTest, CosineDecaysFromThePeakToTheFloor) {
+TEST(LrScheduleTest, CosineDecaysFromThePeakToTheFloor) {
   const Schedule s = Schedule::cosine(1.0f, 2, 10, 0.1f);
   EXPECT_FLOAT_EQ(s.at(0), 0.5f);
   EXPECT_FLOAT_EQ(s.at(1), 1.0f);
@@ -43,7 +43,7 @@ TEST(ScheduleTest, CosineDecaysFromThePeakToTheFloor) {
   EXPECT_FLOAT_EQ(Schedule::cosine(0.3f, 0, 5).at(5), 0.0f);
 }
 
-TEST(ScheduleTest, ValidateRejectsImpossibleSchedules) {
+TEST(LrScheduleTest, ValidateRejectsImpossibleSchedules) {
   EXPECT_NO_THROW(Schedule::cosine(1.0f, 3, 5, 0.5f).validate());
   EXPECT_THROW(Schedule::constant(-1.0f).validate(), Error);
   EXPECT_THROW(Schedule::constant(NAN).validate(), Error);

@@ -1,4 +1,4 @@
-#include "graph/schedule.h"
+#include "graph/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>
