@@ -259,15 +259,10 @@ int train(int argc, char** argv) {
 
   store.save(out / gpt::kModelFile);
   gpt::GptCheckpoint cp{config, vocab};
-  cp.training = graph::Json::object({
-      {"data", graph::Json::string(cli.get("data"))},
-      {"steps", graph::Json::number(double(steps))},
-      {"batch", graph::Json::number(double(batch))},
-      {"lr", graph::Json::number(lr)},
-      {"seed", graph::Json::number(double(seed))},
-      {"train_loss", graph::Json::number(last_train)},
-      {"val_loss", graph::Json::number(val)},
-  });
+  cp.training = {
+      {"data", cli.get("data")},  {"steps", steps},  {"batch", batch}, {"lr", lr}, {"seed", seed},
+      {"train_loss", last_train}, {"val_loss", val},
+  };
   gpt::writeConfig(out, cp);
   PlotOptions plot;
   plot.title = "vkgrad-gpt: loss";
