@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "common/json_text.h"
 #include "common/plot.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
 #include "gpt/sampler.h"
 #include "gpt/vocab.h"
+#include "graph/json_io.h"
 #include "graph/parameters.h"
 #include "graph/profile.h"
 #include "graph/trainer.h"
@@ -280,13 +280,15 @@ int train(int argc, char** argv) {
                 trainer.lastStepMilliseconds(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json)
-    std::printf(
-        "{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
-        "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "
-        "\"parameters\": %lld, \"device\": %s}\n",
-        double(last_train), double(val), ms_per_step, tokens_per_s, static_cast<long long>(steps),
-        static_cast<unsigned long long>(peak), static_cast<long long>(store.elements()),
-        jsonQuote(device).c_str());
+    std::printf("%s\n", graph::dumpJson({{"train_loss", last_train},
+                                         {"val_loss", val},
+                                         {"ms_per_step", ms_per_step},
+                                         {"tokens_per_s", tokens_per_s},
+                                         {"steps", steps},
+                                         {"peak_device_bytes", peak},
+                                         {"parameters", store.elements()},
+                                         {"device", device}})
+                            .c_str());
   return validationFailed(context);
 }
 
