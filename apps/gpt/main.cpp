@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/device_options.h"
 #include "common/plot.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -51,26 +52,6 @@ void prepareOutput(const fs::path& dir) {
   if (!std::ofstream(probe, std::ios::binary))
     throw Error(dir.string() + ": cannot write files here");
   fs::remove(probe, ec);
-}
-
-// --device and --validation, which both commands take, and the context they ask for.
-void declareDeviceOptions(Cli& cli) {
-  cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
-  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
-}
-vk::ContextOptions contextOptions(const Cli& cli) {
-  vk::ContextOptions options;
-  options.device = cli.get("device");
-  options.validation = cli.has("validation");
-  return options;
-}
-
-// 1 (and a message) when the validation layer reported anything.
-int validationFailed(const vk::Context& context) {
-  const size_t messages = context.validationMessages().size();
-  if (messages == 0) return 0;
-  std::fprintf(stderr, "vkgrad-gpt: the validation layer reported %zu messages\n", messages);
-  return 1;
 }
 
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
@@ -289,7 +270,7 @@ int train(int argc, char** argv) {
                                          {"parameters", store.elements()},
                                          {"device", device}})
                             .c_str());
-  return validationFailed(context);
+  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 
 int sample(int argc, char** argv) {
@@ -340,7 +321,7 @@ int sample(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
-  return validationFailed(context);
+  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 
 const char* const kUsage =

@@ -2,13 +2,14 @@
 // matter for compute, and which one the default selection would use. --json prints the
 // same as one JSON document.
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
+#include "common/device_options.h"
 #include "graph/json_io.h"
+#include "vk/context.h"
 #include "vk/device_info.h"
 #include "vk/error.h"
 #include "vk/instance.h"
@@ -16,10 +17,10 @@
 namespace vkgrad::apps {
 namespace {
 
+// The device the options pick, and why.
 struct Selection {
   uint32_t index = 0;
-  std::string selector;  // empty: automatic
-  std::string source;    // "--device", "VKGRAD_DEVICE" or "automatic"
+  vk::DeviceSelector selector;
 };
 
 std::string hex(uint32_t value) {
@@ -71,8 +72,8 @@ const char* yesNo(bool value) {
 }
 
 std::string selectionText(const Selection& s) {
-  if (s.source == "automatic") return "automatic: first discrete GPU, else integrated, else any";
-  return s.source + "=" + s.selector;
+  if (s.selector.text.empty()) return "automatic: first discrete GPU, else integrated, else any";
+  return s.selector.source + "=" + s.selector.text;
 }
 
 void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
@@ -180,8 +181,8 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
       {"loader_version", vk::versionString(loader_version)},
       {"default_device",
        {{"index", selection.index},
-        {"source", selection.source},
-        {"selector", selection.selector}}},
+        {"source", selection.selector.source},
+        {"selector", selection.selector.text}}},
       {"devices", list},
   };
   std::printf("%s\n", graph::dumpJson(doc, 2).c_str());
@@ -190,29 +191,28 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
 int run(int argc, char** argv) {
   Cli cli("vkgrad-info",
           "Lists every Vulkan device with the limits and features that matter for compute,\n"
-          "and marks the one vkgrad picks by default (VKGRAD_DEVICE, else a discrete GPU,\n"
-          "else an integrated one, else any, e.g. lavapipe).");
+          "and marks the one vkgrad picks: --device, else VKGRAD_DEVICE, else a discrete GPU,\n"
+          "else an integrated one, else any (e.g. lavapipe).");
   cli.flag("json", "print one JSON document instead of text");
-  cli.option("device",
-             "mark the device this index or name substring selects (beats VKGRAD_DEVICE)");
+  declareDeviceOptions(cli);
   cli.parse(argc, argv);
 
-  const std::vector<vk::DeviceInfo> devices = vk::listDevices();
-  Selection selection{0, cli.get("device"), "--device"};
-  if (selection.selector.empty()) {
-    const char* env = std::getenv("VKGRAD_DEVICE");
-    selection.selector = env ? env : "";
-    selection.source = selection.selector.empty() ? "automatic" : "VKGRAD_DEVICE";
-  }
+  const vk::ContextOptions options = contextOptions(cli);
+  // An instance of its own rather than a Context: the devices are listed, none is created.
+  // With --validation the queries run under the layer.
+  const vk::Instance instance(options.validation);
+  const std::vector<vk::DeviceInfo> devices = vk::listDevices(instance);
+  Selection selection;
+  selection.selector = vk::deviceSelector(options);
   // Throws for an empty list, or a selector that matches nothing, listing the devices.
-  selection.index = vk::selectDevice(devices, selection.selector, selection.source);
+  selection.index = vk::selectDevice(devices, selection.selector.text, selection.selector.source);
 
   const uint32_t loader_version = volkGetInstanceVersion();
   if (cli.has("json"))
     printJson(devices, selection, loader_version);
   else
     printText(devices, selection, loader_version);
-  return 0;
+  return validationFailed(instance.messageCount(), "vkgrad-info") ? 1 : 0;
 }
 
 }  // namespace
