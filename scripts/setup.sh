@@ -8,14 +8,15 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 
 # Compiler and build tools; the Vulkan headers, loader and volk; the shader compiler and
 # validator; GoogleTest; lavapipe (Vulkan on the CPU, for machines without a GPU); the
-# validation layers that every test runs under; stb to write the apps' PNG plots.
+# validation layers that every test runs under; stb to write the apps' PNG plots;
+# nlohmann-json for checkpoint headers, configs and --json output.
 VKGRAD_PACKAGES=(
   cmake g++ make pkg-config
   libvulkan-dev libvulkan-volk-dev
   glslang-tools spirv-tools
   libgtest-dev googletest
   mesa-vulkan-drivers vulkan-validationlayers
-  libstb-dev
+  libstb-dev nlohmann-json3-dev
 )
 
 vkgrad_missing_packages() {

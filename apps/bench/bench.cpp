@@ -64,39 +64,8 @@ Stats stats(std::vector<double> ms) {
   return {median, ms.front(), ms.back()};
 }
 
-void JsonLine::key(const std::string& key) {
-  if (!body_.empty()) body_ += ", ";
-  body_ += jsonQuote(key) + ": ";
-}
-
-JsonLine& JsonLine::add(const std::string& k, const std::string& value) {
-  key(k);
-  body_ += jsonQuote(value);
-  return *this;
-}
-
-JsonLine& JsonLine::add(const std::string& k, double value) {
-  key(k);
-  if (!std::isfinite(value)) {
-    body_ += "null";  // JSON has no inf or NaN
-  } else {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.6g", value);
-    body_ += text;
-  }
-  return *this;
-}
-
-JsonLine& JsonLine::add(const std::string& k, int64_t value) {
-  key(k);
-  body_ += std::to_string(value);
-  return *this;
-}
-
-JsonLine& JsonLine::add(const std::string& k, bool value) {
-  key(k);
-  body_ += value ? "true" : "false";
-  return *this;
+void printJsonLine(const graph::Json& line) {
+  std::printf("%s\n", graph::dumpJson(line).c_str());
 }
 
 std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed) {
@@ -131,26 +100,35 @@ int reportBandwidth(const vk::Context& context, const BenchOptions& options,
   const double gbps = r.bytes / (t.median * 1e6);
   const bool ok = r.error <= r.tolerance;
   if (options.json) {
-    JsonLine line;
-    line.add("op", r.op);
-    for (const auto& [name, value] : r.dims) line.add(name, value);
-    line.add("variant", r.variant).add("requested", r.requested);
-    line.add("ms", t.median).add("min_ms", t.min).add("max_ms", t.max);
-    line.add("bytes", int64_t(r.bytes)).add("gbps", gbps).add("copy_gbps", copy_gbps);
-    line.add("ratio", gbps / copy_gbps).add("iters", int64_t(options.iters));
-    line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
-    line.add("checked", true).add("error", r.error).add("device", context.info().name);
-    line.add("driver", context.info().driver_name + " (" + context.info().driver_info + ")");
-    std::printf("%s\n", line.str().c_str());
+    graph::Json line = {{"op", r.op}};
+    for (const auto& [name, value] : r.dims) line[name] = value;
+    line.update({{"variant", r.variant},
+                 {"requested", r.requested},
+                 {"ms", t.median},
+                 {"min_ms", t.min},
+                 {"max_ms", t.max},
+                 {"bytes", int64_t(r.bytes)},
+                 {"gbps", gbps},
+                 {"copy_gbps", copy_gbps},
+                 {"ratio", gbps / copy_gbps},
+                 {"iters", options.iters},
+                 {"warmup", options.warmup},
+                 {"cpu_ms", r.timing.cpu_ms},
+                 {"checked", true},
+                 {"error", r.error},
+                 {"device", context.info().name},
+                 {"driver", context.info().driver_name + " (" + context.info().driver_info + ")"}});
+    printJsonLine(line);
   } else {
     std::string dims;
     for (const auto& [name, value] : r.dims)
       dims += (dims.empty() ? "" : "x") + std::to_string(value);
-    std::printf("%-11s %-14s %-18s %9.3f ms  %7.2f GB/s  %5.0f%% of copy (%.2f GB/s)  "
-                "(min %.3f, max %.3f)  error %.2g%s\n",
-                r.op.c_str(), dims.c_str(),
-                (r.variant + (r.requested == "auto" ? " (auto)" : "")).c_str(), t.median, gbps,
-                100.0 * gbps / copy_gbps, copy_gbps, t.min, t.max, r.error, ok ? "" : "  WRONG");
+    std::printf(
+        "%-11s %-14s %-18s %9.3f ms  %7.2f GB/s  %5.0f%% of copy (%.2f GB/s)  "
+        "(min %.3f, max %.3f)  error %.2g%s\n",
+        r.op.c_str(), dims.c_str(), (r.variant + (r.requested == "auto" ? " (auto)" : "")).c_str(),
+        t.median, gbps, 100.0 * gbps / copy_gbps, copy_gbps, t.min, t.max, r.error,
+        ok ? "" : "  WRONG");
   }
   std::fflush(stdout);
   if (!ok)

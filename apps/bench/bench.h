@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "common/json_text.h"
+#include "graph/json_io.h"
 #include "ops/reference/normalised_error.h"
 #include "vk/context.h"
 #include "vk/recorder.h"
@@ -57,21 +57,8 @@ struct Stats {
 };
 Stats stats(std::vector<double> ms);
 
-// One result as a line of JSON: fields in the order added; strings escaped (control
-// characters as \u00XX, bytes that are not UTF-8 as U+FFFD), non-finite numbers as null.
-class JsonLine {
- public:
-  JsonLine& add(const std::string& key, const std::string& value);
-  JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
-  JsonLine& add(const std::string& key, double value);
-  JsonLine& add(const std::string& key, int64_t value);
-  JsonLine& add(const std::string& key, bool value);
-  std::string str() const { return "{" + body_ + "}"; }
-
- private:
-  void key(const std::string& key);
-  std::string body_;
-};
+// Prints one result as a line of JSON (graph::dumpJson: non-finite numbers as null).
+void printJsonLine(const graph::Json& line);
 
 // Every op benchmark reports its error against the CPU reference by this one measure.
 using ops::ref::normalisedError;

@@ -6,8 +6,8 @@
 // the peak of what the engine allocated for the run: inputs, outputs, LSE, gradients,
 // scratch; no T x T buffer.
 #include <cmath>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,7 +61,8 @@ Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_
   const vk::Buffer &q = tensor(n), &k = tensor(n), &v = tensor(n), &o = tensor(n),
                    &lse = tensor(b * h * t);
   const std::vector<float> hq = benchData(size_t(n), -1, 1, 1), hk = benchData(size_t(n), -1, 1, 2),
-                           hv = benchData(size_t(n), -1, 1, 3), hdo = benchData(size_t(n), -1, 1, 4);
+                           hv = benchData(size_t(n), -1, 1, 3),
+                           hdo = benchData(size_t(n), -1, 1, 4);
   context.staging().upload(q, 0, hq.data(), hq.size() * 4);
   context.staging().upload(k, 0, hk.data(), hk.size() * 4);
   context.staging().upload(v, 0, hv.data(), hv.size() * 4);
@@ -92,8 +93,8 @@ Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_
                                {ops::view(dq, shape)}, {ops::view(dk, shape)},
                                {ops::view(dv, shape)}, ops::view(scratch, {b * h * t}), attn);
       else
-        unfused->backward(rec, ops::view(dout, shape), ops::view(dq, shape),
-                          ops::view(dk, shape), ops::view(dv, shape));
+        unfused->backward(rec, ops::view(dout, shape), ops::view(dq, shape), ops::view(dk, shape),
+                          ops::view(dv, shape));
     });
     if (check) {
       std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
@@ -122,7 +123,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const int64_t b = cli.getInt("b", 1, 1 << 16), h = cli.getInt("h", 1, 1 << 16),
                 t = cli.getInt("t", 1, 1 << 20), d = cli.getInt("d", 1, 256);
   const bool causal = cli.has("causal"), backward = cli.has("backward");
-  const double pairs = double(b * h) * (causal ? double(t) * double(t + 1) / 2 : double(t) * double(t));
+  const double pairs =
+      double(b * h) * (causal ? double(t) * double(t + 1) / 2 : double(t) * double(t));
   const double flop = (backward ? 14.0 : 4.0) * pairs * double(d);
   const bool check = options.check || 14.0 * pairs * double(d) <= kCheckLimit;
   std::fprintf(stderr, "vkgrad-bench: attention B %lld H %lld T %lld D %lld%s%s on %s\n",
@@ -131,8 +133,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
 
   ops::AttentionVariant variant = ops::AttentionVariant::Auto;
   bool known = false;
-  for (auto v : {ops::AttentionVariant::Auto, ops::AttentionVariant::Shared,
-                 ops::AttentionVariant::Texel})
+  for (auto v :
+       {ops::AttentionVariant::Auto, ops::AttentionVariant::Shared, ops::AttentionVariant::Texel})
     if (cli.get("variant") == ops::attentionVariantName(v)) variant = v, known = true;
   if (!known) cli.fail("--variant must be auto, shared or texel, got '" + cli.get("variant") + "'");
   const std::string impl = cli.get("impl");
@@ -156,29 +158,41 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     const double gflops = flop / (s.median * 1e6);
     const bool ok = !r.checked || r.error <= kCheckTolerance;
     if (options.json) {
-      JsonLine line;
-      line.add("op", "attention").add("impl", name);
-      line.add("variant", flash ? cli.get("variant") : std::string("ops")).add("b", b);
-      line.add("h", h).add("t", t).add("d", d).add("causal", causal).add("backward", backward);
-      line.add("ms", s.median).add("min_ms", s.min).add("max_ms", s.max);
-      line.add("gflop", flop * 1e-9).add("gflops", gflops);
-      line.add("device_bytes", int64_t(r.device_bytes)).add("iters", int64_t(options.iters));
-      line.add("warmup", int64_t(options.warmup)).add("cpu_ms", r.timing.cpu_ms);
-      line.add("checked", r.checked).add("error", r.error).add("device", context.info().name);
-      std::printf("%s\n", line.str().c_str());
+      printJsonLine({{"op", "attention"},
+                     {"impl", name},
+                     {"variant", flash ? cli.get("variant") : std::string("ops")},
+                     {"b", b},
+                     {"h", h},
+                     {"t", t},
+                     {"d", d},
+                     {"causal", causal},
+                     {"backward", backward},
+                     {"ms", s.median},
+                     {"min_ms", s.min},
+                     {"max_ms", s.max},
+                     {"gflop", flop * 1e-9},
+                     {"gflops", gflops},
+                     {"device_bytes", r.device_bytes},
+                     {"iters", options.iters},
+                     {"warmup", options.warmup},
+                     {"cpu_ms", r.timing.cpu_ms},
+                     {"checked", r.checked},
+                     {"error", r.error},
+                     {"device", context.info().name}});
     } else {
-      std::printf("attention %-9s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
-                  "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
-                  name, (long long)b, (long long)h, (long long)t, (long long)d,
-                  causal ? " causal" : "", backward ? " +bwd" : "", s.median, gflops,
-                  double(r.device_bytes) / (1 << 20), s.min, s.max,
-                  r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
-                            : "not checked (large; --check forces it)");
+      std::printf(
+          "attention %-9s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
+          "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
+          name, (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
+          backward ? " +bwd" : "", s.median, gflops, double(r.device_bytes) / (1 << 20), s.min,
+          s.max,
+          r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
+                    : "not checked (large; --check forces it)");
     }
     std::fflush(stdout);
     if (!ok) {
-      std::fprintf(stderr, "vkgrad-bench: attention %s is WRONG: normalised error %g > %g\n",
-                   name, r.error, kCheckTolerance);
+      std::fprintf(stderr, "vkgrad-bench: attention %s is WRONG: normalised error %g > %g\n", name,
+                   r.error, kCheckTolerance);
       exit_code = 1;
     }
   }
@@ -188,8 +202,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
 }  // namespace
 
 const BenchOp& attentionBench() {
-  static const BenchOp op{"attention", "flash attention and the op-library reference over (B, T, H, D)",
-                          declare, run};
+  static const BenchOp op{
+      "attention", "flash attention and the op-library reference over (B, T, H, D)", declare, run};
   return op;
 }
 

@@ -147,17 +147,27 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     }
 
     if (options.json) {
-      JsonLine line;
-      line.add("op", "matmul").add("m", m).add("n", n).add("k", k).add("batch", batch);
-      line.add("transA", trans_a).add("transB", trans_b);
-      line.add("variant", name).add("requested", ops::matmulVariantName(requested));
-      line.add("ms", t.median).add("min_ms", t.min).add("max_ms", t.max);
-      line.add("gflops", gflops).add("iters", int64_t(options.iters));
-      line.add("warmup", int64_t(options.warmup)).add("cpu_ms", timing.cpu_ms);
-      line.add("checked", check);
-      line.add("error", error).add("device", context.info().name);
-      line.add("driver", context.info().driver_name + " (" + context.info().driver_info + ")");
-      std::printf("%s\n", line.str().c_str());
+      printJsonLine(
+          {{"op", "matmul"},
+           {"m", m},
+           {"n", n},
+           {"k", k},
+           {"batch", batch},
+           {"transA", trans_a},
+           {"transB", trans_b},
+           {"variant", name},
+           {"requested", ops::matmulVariantName(requested)},
+           {"ms", t.median},
+           {"min_ms", t.min},
+           {"max_ms", t.max},
+           {"gflops", gflops},
+           {"iters", options.iters},
+           {"warmup", options.warmup},
+           {"cpu_ms", timing.cpu_ms},
+           {"checked", check},
+           {"error", error},
+           {"device", context.info().name},
+           {"driver", context.info().driver_name + " (" + context.info().driver_info + ")"}});
     } else {
       std::string verdict = "not checked (above 2048^3; --check forces it)";
       if (check) {

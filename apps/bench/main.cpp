@@ -6,14 +6,15 @@
 #include <string>
 
 #include "bench.h"
+#include "common/device_options.h"
 #include "vk/context.h"
 #include "vk/error.h"
 
 namespace vkgrad::apps {
 namespace {
 
-const BenchOp* const kOps[] = {&matmulBench(), &copyBench(), &elementwiseBench(),
-                                &softmaxBench(), &layernormBench(), &attentionBench()};
+const BenchOp* const kOps[] = {&matmulBench(),  &copyBench(),      &elementwiseBench(),
+                               &softmaxBench(), &layernormBench(), &attentionBench()};
 
 int run(int argc, char** argv) {
   std::string summary =
@@ -36,7 +37,7 @@ int run(int argc, char** argv) {
   cli.positional("OP", "the op to time");
   cli.option("iters", "timed dispatches", "10");
   cli.option("warmup", "untimed dispatches recorded first", "2");
-  cli.option("device", "device index or name substring (beats VKGRAD_DEVICE)");
+  declareDeviceOptions(cli);
   cli.flag("json", "one JSON object per result line");
   cli.flag("check", "matmul: verify against the CPU reference even for large sizes (slow)");
   if (op) op->declare(cli);
@@ -51,10 +52,9 @@ int run(int argc, char** argv) {
   options.warmup = int(cli.getInt("warmup", 0, 100000));
   options.json = cli.has("json");
   options.check = cli.has("check");
-  vk::ContextOptions context_options;
-  context_options.device = cli.get("device");
-  vk::Context context(context_options);
-  return op->run(cli, context, options);
+  vk::Context context(contextOptions(cli));
+  const int result = op->run(cli, context, options);
+  return validationFailed(context, "vkgrad-bench") ? 1 : result;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/device_options.h"
 #include "ops/layernorm.h"
 #include "ops/matmul.h"
 #include "ops/reference/layernorm.h"
@@ -139,19 +140,13 @@ int main(int argc, char** argv) {
                 "Runs matmul, softmax and layer norm on random inputs, checks each against the "
                 "CPU reference,\nand prints the error and the GPU time. Exits 1 if any check "
                 "fails.");
-  cli.option("device",
-             "device index or name substring (default: VKGRAD_DEVICE, else discrete > "
-             "integrated > any; see vkgrad-info)");
-  cli.flag("validation", "enable the Khronos validation layer; any message fails the demo");
+  apps::declareDeviceOptions(cli);
   cli.option("seed", "random seed (default: a fresh one, printed)");
   cli.parse(argc, argv);
   const uint64_t seed =
       cli.has("seed") ? uint64_t(cli.getInt("seed", 0, INT64_MAX)) : std::random_device{}();
   try {
-    vk::ContextOptions options;
-    options.device = cli.get("device");
-    options.validation = cli.has("validation");
-    vk::Context context(options);
+    vk::Context context(apps::contextOptions(cli));
     const vk::DeviceInfo& info = context.info();
     const bool validation = context.instance().validation();
     std::printf("device %u: %s [%s], Vulkan %s, driver %s\n", info.index, info.name.c_str(),

@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "common/json_text.h"
+#include "common/device_options.h"
 #include "common/plot.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
 #include "gpt/sampler.h"
 #include "gpt/vocab.h"
+#include "graph/json_io.h"
 #include "graph/parameters.h"
 #include "graph/profile.h"
 #include "graph/trainer.h"
@@ -51,26 +52,6 @@ void prepareOutput(const fs::path& dir) {
   if (!std::ofstream(probe, std::ios::binary))
     throw Error(dir.string() + ": cannot write files here");
   fs::remove(probe, ec);
-}
-
-// --device and --validation, which both commands take, and the context they ask for.
-void declareDeviceOptions(Cli& cli) {
-  cli.option("device", "device index or name substring (default: VKGRAD_DEVICE, else the best)");
-  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
-}
-vk::ContextOptions contextOptions(const Cli& cli) {
-  vk::ContextOptions options;
-  options.device = cli.get("device");
-  options.validation = cli.has("validation");
-  return options;
-}
-
-// 1 (and a message) when the validation layer reported anything.
-int validationFailed(const vk::Context& context) {
-  const size_t messages = context.validationMessages().size();
-  if (messages == 0) return 0;
-  std::fprintf(stderr, "vkgrad-gpt: the validation layer reported %zu messages\n", messages);
-  return 1;
 }
 
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
@@ -259,15 +240,10 @@ int train(int argc, char** argv) {
 
   store.save(out / gpt::kModelFile);
   gpt::GptCheckpoint cp{config, vocab};
-  cp.training = graph::Json::object({
-      {"data", graph::Json::string(cli.get("data"))},
-      {"steps", graph::Json::number(double(steps))},
-      {"batch", graph::Json::number(double(batch))},
-      {"lr", graph::Json::number(lr)},
-      {"seed", graph::Json::number(double(seed))},
-      {"train_loss", graph::Json::number(last_train)},
-      {"val_loss", graph::Json::number(val)},
-  });
+  cp.training = {
+      {"data", cli.get("data")},  {"steps", steps},  {"batch", batch}, {"lr", lr}, {"seed", seed},
+      {"train_loss", last_train}, {"val_loss", val},
+  };
   gpt::writeConfig(out, cp);
   PlotOptions plot;
   plot.title = "vkgrad-gpt: loss";
@@ -285,14 +261,16 @@ int train(int argc, char** argv) {
                 trainer.lastStepMilliseconds(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json)
-    std::printf(
-        "{\"train_loss\": %.6g, \"val_loss\": %.6g, \"ms_per_step\": %.6g, "
-        "\"tokens_per_s\": %.6g, \"steps\": %lld, \"peak_device_bytes\": %llu, "
-        "\"parameters\": %lld, \"device\": %s}\n",
-        double(last_train), double(val), ms_per_step, tokens_per_s, static_cast<long long>(steps),
-        static_cast<unsigned long long>(peak), static_cast<long long>(store.elements()),
-        jsonQuote(device).c_str());
-  return validationFailed(context);
+    std::printf("%s\n", graph::dumpJson({{"train_loss", last_train},
+                                         {"val_loss", val},
+                                         {"ms_per_step", ms_per_step},
+                                         {"tokens_per_s", tokens_per_s},
+                                         {"steps", steps},
+                                         {"peak_device_bytes", peak},
+                                         {"parameters", store.elements()},
+                                         {"device", device}})
+                            .c_str());
+  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 
 int sample(int argc, char** argv) {
@@ -343,7 +321,7 @@ int sample(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
-  return validationFailed(context);
+  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 
 const char* const kUsage =

@@ -1,15 +1,15 @@
 // vkgrad-info: every Vulkan device the loader sees, with the limits and features that
 // matter for compute, and which one the default selection would use. --json prints the
 // same as one JSON document.
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "common/cli.h"
-#include "common/json_text.h"
+#include "common/device_options.h"
+#include "graph/json_io.h"
+#include "vk/context.h"
 #include "vk/device_info.h"
 #include "vk/error.h"
 #include "vk/instance.h"
@@ -17,10 +17,10 @@
 namespace vkgrad::apps {
 namespace {
 
+// The device the options pick, and why.
 struct Selection {
   uint32_t index = 0;
-  std::string selector;  // empty: automatic
-  std::string source;    // "--device", "VKGRAD_DEVICE" or "automatic"
+  vk::DeviceSelector selector;
 };
 
 std::string hex(uint32_t value) {
@@ -72,8 +72,8 @@ const char* yesNo(bool value) {
 }
 
 std::string selectionText(const Selection& s) {
-  if (s.source == "automatic") return "automatic: first discrete GPU, else integrated, else any";
-  return s.source + "=" + s.selector;
+  if (s.selector.text.empty()) return "automatic: first discrete GPU, else integrated, else any";
+  return s.selector.source + "=" + s.selector.text;
 }
 
 void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
@@ -124,167 +124,95 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
   }
 }
 
-// Writes indented JSON; the caller keeps the nesting right.
-class JsonWriter {
- public:
-  void open(const char* key, char bracket) {
-    prefix(key);
-    out_ += bracket;
-    ++depth_;
-    first_ = true;
-  }
-  void close(char bracket) {
-    --depth_;
-    out_ += '\n' + std::string(2 * depth_, ' ') + bracket;
-    first_ = false;
-  }
-  void string(const char* key, const std::string& value) {
-    prefix(key);
-    quote(value);
-  }
-  void number(const char* key, uint64_t value) {
-    prefix(key);
-    out_ += std::to_string(value);
-  }
-  void real(const char* key, double value) {
-    prefix(key);
-    if (!std::isfinite(value)) {
-      out_ += "null";  // JSON has no inf or NaN
-      return;
-    }
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.9g", value);
-    out_ += text;
-  }
-  void boolean(const char* key, bool value) {
-    prefix(key);
-    out_ += value ? "true" : "false";
-  }
-  const std::string& text() const { return out_; }
-
- private:
-  void prefix(const char* key) {
-    if (depth_ > 0) out_ += first_ ? "\n" : ",\n";
-    out_ += std::string(2 * depth_, ' ');
-    first_ = false;
-    if (key) {
-      quote(key);
-      out_ += ": ";
-    }
-  }
-  void quote(const std::string& s) { out_ += jsonQuote(s); }
-
-  std::string out_;
-  int depth_ = 0;
-  bool first_ = true;
-};
-
 void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
                uint32_t loader_version) {
-  JsonWriter json;
-  json.open(nullptr, '{');
-  json.string("loader_version", vk::versionString(loader_version));
-  json.open("default_device", '{');
-  json.number("index", selection.index);
-  json.string("source", selection.source);
-  json.string("selector", selection.selector);
-  json.close('}');
-  json.open("devices", '[');
+  graph::Json list = graph::Json::array();
   for (const vk::DeviceInfo& d : devices) {
-    json.open(nullptr, '{');
-    json.number("index", d.index);
-    json.boolean("default", d.index == selection.index);
-    json.string("name", d.name);
-    json.string("type", vk::deviceTypeName(d.type));
-    json.number("vendor_id", d.vendor_id);
-    json.string("vendor", vendorName(d.vendor_id));
-    json.number("device_id", d.device_id);
-    json.string("driver_name", d.driver_name);
-    json.string("driver_info", d.driver_info);
-    json.number("driver_version", d.driver_version);  // vendor-specific encoding
-    json.string("api_version", vk::versionString(d.api_version));
-    json.open("subgroup", '{');
-    json.number("size", d.subgroup_size);
-    json.boolean("compute", d.subgroup_compute);
-    json.boolean("shuffle", d.subgroup_shuffle);
-    json.boolean("arithmetic", d.subgroup_arithmetic);
-    json.close('}');
-    json.number("max_shared_memory_bytes", d.max_shared_memory);
-    json.open("max_workgroup_size", '[');
-    for (uint32_t size : d.max_workgroup_size) json.number(nullptr, size);
-    json.close(']');
-    json.number("max_workgroup_invocations", d.max_workgroup_invocations);
-    json.open("max_workgroup_count", '[');
-    for (uint32_t count : d.max_workgroup_count) json.number(nullptr, count);
-    json.close(']');
-    json.number("max_storage_buffer_range_bytes", d.max_storage_buffer_range);
-    json.number("max_texel_buffer_elements", d.max_texel_buffer_elements);
-    json.number("min_storage_offset_alignment", d.min_storage_offset_alignment);
-    json.number("min_texel_offset_alignment", d.min_texel_offset_alignment);
-    json.number("max_push_constants_bytes", d.max_push_constants);
-    json.open("timestamps", '{');
-    json.boolean("supported", d.timestamp_valid_bits != 0);
-    json.number("valid_bits", d.timestamp_valid_bits);
-    json.real("period_ns", d.timestamp_period_ns);
-    json.close('}');
-    json.open("memory_heaps", '[');
-    for (const vk::MemoryHeap& heap : d.heaps) {
-      json.open(nullptr, '{');
-      json.number("bytes", heap.bytes);
-      json.boolean("device_local", heap.device_local);
-      json.close('}');
+    graph::Json heaps = graph::Json::array();
+    for (const vk::MemoryHeap& heap : d.heaps)
+      heaps.push_back({{"bytes", heap.bytes}, {"device_local", heap.device_local}});
+    graph::Json queue = {{"present", d.compute_family != UINT32_MAX}};
+    if (d.compute_family != UINT32_MAX) {
+      queue["family"] = d.compute_family;
+      queue["compute_only"] = d.compute_only_family;
     }
-    json.close(']');
-    json.open("features", '{');
-    json.boolean("fp16", d.fp16);
-    json.boolean("int8", d.int8);
-    json.boolean("fp64", d.fp64);
-    json.boolean("int64", d.int64);
-    json.boolean("storage_16bit", d.storage_16bit);
-    json.boolean("storage_8bit", d.storage_8bit);
-    json.close('}');
-    json.open("compute_queue", '{');
-    if (d.compute_family == UINT32_MAX) {
-      json.boolean("present", false);
-    } else {
-      json.boolean("present", true);
-      json.number("family", d.compute_family);
-      json.boolean("compute_only", d.compute_only_family);
-    }
-    json.close('}');
-    json.close('}');
+    list.push_back({
+        {"index", d.index},
+        {"default", d.index == selection.index},
+        {"name", d.name},
+        {"type", vk::deviceTypeName(d.type)},
+        {"vendor_id", d.vendor_id},
+        {"vendor", vendorName(d.vendor_id)},
+        {"device_id", d.device_id},
+        {"driver_name", d.driver_name},
+        {"driver_info", d.driver_info},
+        {"driver_version", d.driver_version},  // vendor-specific encoding
+        {"api_version", vk::versionString(d.api_version)},
+        {"subgroup",
+         {{"size", d.subgroup_size},
+          {"compute", d.subgroup_compute},
+          {"shuffle", d.subgroup_shuffle},
+          {"arithmetic", d.subgroup_arithmetic}}},
+        {"max_shared_memory_bytes", d.max_shared_memory},
+        {"max_workgroup_size", d.max_workgroup_size},
+        {"max_workgroup_invocations", d.max_workgroup_invocations},
+        {"max_workgroup_count", d.max_workgroup_count},
+        {"max_storage_buffer_range_bytes", d.max_storage_buffer_range},
+        {"max_texel_buffer_elements", d.max_texel_buffer_elements},
+        {"min_storage_offset_alignment", d.min_storage_offset_alignment},
+        {"min_texel_offset_alignment", d.min_texel_offset_alignment},
+        {"max_push_constants_bytes", d.max_push_constants},
+        {"timestamps",
+         {{"supported", d.timestamp_valid_bits != 0},
+          {"valid_bits", d.timestamp_valid_bits},
+          {"period_ns", d.timestamp_period_ns}}},
+        {"memory_heaps", heaps},
+        {"features",
+         {{"fp16", d.fp16},
+          {"int8", d.int8},
+          {"fp64", d.fp64},
+          {"int64", d.int64},
+          {"storage_16bit", d.storage_16bit},
+          {"storage_8bit", d.storage_8bit}}},
+        {"compute_queue", queue},
+    });
   }
-  json.close(']');
-  json.close('}');
-  std::printf("%s\n", json.text().c_str());
+  const graph::Json doc = {
+      {"loader_version", vk::versionString(loader_version)},
+      {"default_device",
+       {{"index", selection.index},
+        {"source", selection.selector.source},
+        {"selector", selection.selector.text}}},
+      {"devices", list},
+  };
+  std::printf("%s\n", graph::dumpJson(doc, 2).c_str());
 }
 
 int run(int argc, char** argv) {
   Cli cli("vkgrad-info",
           "Lists every Vulkan device with the limits and features that matter for compute,\n"
-          "and marks the one vkgrad picks by default (VKGRAD_DEVICE, else a discrete GPU,\n"
-          "else an integrated one, else any, e.g. lavapipe).");
+          "and marks the one vkgrad picks: --device, else VKGRAD_DEVICE, else a discrete GPU,\n"
+          "else an integrated one, else any (e.g. lavapipe).");
   cli.flag("json", "print one JSON document instead of text");
-  cli.option("device",
-             "mark the device this index or name substring selects (beats VKGRAD_DEVICE)");
+  declareDeviceOptions(cli);
   cli.parse(argc, argv);
 
-  const std::vector<vk::DeviceInfo> devices = vk::listDevices();
-  Selection selection{0, cli.get("device"), "--device"};
-  if (selection.selector.empty()) {
-    const char* env = std::getenv("VKGRAD_DEVICE");
-    selection.selector = env ? env : "";
-    selection.source = selection.selector.empty() ? "automatic" : "VKGRAD_DEVICE";
-  }
+  const vk::ContextOptions options = contextOptions(cli);
+  // An instance of its own rather than a Context: the devices are listed, none is created.
+  // With --validation the queries run under the layer.
+  const vk::Instance instance(options.validation);
+  const std::vector<vk::DeviceInfo> devices = vk::listDevices(instance);
+  Selection selection;
+  selection.selector = vk::deviceSelector(options);
   // Throws for an empty list, or a selector that matches nothing, listing the devices.
-  selection.index = vk::selectDevice(devices, selection.selector, selection.source);
+  selection.index = vk::selectDevice(devices, selection.selector.text, selection.selector.source);
 
   const uint32_t loader_version = volkGetInstanceVersion();
   if (cli.has("json"))
     printJson(devices, selection, loader_version);
   else
     printText(devices, selection, loader_version);
-  return 0;
+  return validationFailed(instance.messageCount(), "vkgrad-info") ? 1 : 0;
 }
 
 }  // namespace

@@ -5,11 +5,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <system_error>
 
 #include "graph/atomic_file.h"
-#include "graph/json.h"
+#include "graph/json_io.h"
 #include "vk/error.h"
 
 namespace vkgrad::graph {
@@ -19,7 +18,9 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 
 constexpr uint64_t kMaxHeader = 100'000'000;  // the format's own limit on N
 
-const char* dtypeTag(ops::DType dtype) { return dtype == ops::DType::F32 ? "F32" : "U32"; }
+const char* dtypeTag(ops::DType dtype) {
+  return dtype == ops::DType::F32 ? "F32" : "U32";
+}
 
 uint64_t elements(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
@@ -27,45 +28,43 @@ uint64_t elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string errnoText() { return std::error_code(errno, std::generic_category()).message(); }
+std::string errnoText() {
+  return std::error_code(errno, std::generic_category()).message();
+}
 
 }  // namespace
 
 void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkpoint) {
   const std::string where = path.string();
-  std::vector<std::pair<std::string, Json>> header;
-  std::set<std::string> names;
+  Json header = Json::object();
   uint64_t offset = 0;
   for (const SavedTensor& t : checkpoint.tensors) {
     if (t.name.empty() || t.name == "__metadata__")
       throw Error(where + ": tensor name \"" + t.name + "\" is not allowed");
-    if (!names.insert(t.name).second) throw Error(where + ": tensor \"" + t.name + "\" twice");
+    if (header.contains(t.name)) throw Error(where + ": tensor \"" + t.name + "\" twice");
     for (int64_t d : t.shape)
       if (d < 0) throw Error(where + ": tensor \"" + t.name + "\" has a negative dim");
     if (elements(t.shape) != t.data.size())
       throw Error(where + ": tensor \"" + t.name + "\" has " + std::to_string(t.data.size()) +
                   " elements for a shape of " + std::to_string(elements(t.shape)));
-    std::vector<Json> dims;
-    for (int64_t d : t.shape) dims.push_back(Json::number(double(d)));
     const uint64_t end = offset + 4 * t.data.size();
-    header.emplace_back(
-        t.name, Json::object({{"dtype", Json::string(dtypeTag(t.dtype))},
-                              {"shape", Json::array(std::move(dims))},
-                              {"data_offsets", Json::array({Json::number(double(offset)),
-                                                            Json::number(double(end))})}}));
+    header[t.name] = {
+        {"dtype", dtypeTag(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, end}}};
     offset = end;
   }
-  if (!checkpoint.metadata.empty()) {
-    std::vector<std::pair<std::string, Json>> meta;
-    for (const auto& [k, v] : checkpoint.metadata) meta.emplace_back(k, Json::string(v));
-    header.emplace_back("__metadata__", Json::object(std::move(meta)));
+  if (!checkpoint.metadata.empty()) header["__metadata__"] = checkpoint.metadata;
+  // Strict UTF-8 here, not dumpJson's replacement: a name must read back as it was saved.
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::exception& e) {
+    throw Error(where + ": tensor names and metadata must be UTF-8: " + e.what());
   }
-  std::string text = Json::object(std::move(header)).dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');
   const uint64_t length = text.size();
 
-  std::vector<std::string_view> pieces{
-      std::string_view(reinterpret_cast<const char*>(&length), 8), text};
+  std::vector<std::string_view> pieces{std::string_view(reinterpret_cast<const char*>(&length), 8),
+                                       text};
   for (const SavedTensor& t : checkpoint.tensors)
     pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
   writeFileAtomically(path, pieces);
@@ -81,7 +80,8 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
   if (size < 8) throw Error(where + ": truncated: " + std::to_string(size) + " bytes, no header");
   uint64_t length = 0;
   in.read(reinterpret_cast<char*>(&length), 8);
-  if (length > kMaxHeader) throw Error(where + ": header length " + std::to_string(length) + " is above 100 MB");
+  if (length > kMaxHeader)
+    throw Error(where + ": header length " + std::to_string(length) + " is above 100 MB");
   if (length > size - 8)
     throw Error(where + ": truncated: header of " + std::to_string(length) + " bytes, file has " +
                 std::to_string(size - 8) + " after the length");
@@ -89,42 +89,59 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
   in.read(text.data(), std::streamsize(length));
   const uint64_t data_bytes = size - 8 - length;
 
-  Json header;
-  try {
-    header = Json::parse(text);
-  } catch (const Error& e) {
-    throw Error(where + ": bad header: " + e.what());
-  }
-  if (header.kind() != Json::Kind::Object) throw Error(where + ": bad header: not a JSON object");
+  const Json header = parseJson(text, where + ": bad header");
+  if (!header.is_object()) throw Error(where + ": bad header: not a JSON object");
 
   Checkpoint checkpoint;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) per tensor, file order
   try {
-    for (const auto& [name, entry] : header.members()) {
+    for (const auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
-        for (const auto& [k, v] : entry.members()) checkpoint.metadata[k] = v.asString();
+        if (!entry.is_object()) throw Error("__metadata__ is not an object");
+        for (const auto& [k, v] : entry.items()) {
+          if (!v.is_string()) throw Error("__metadata__ \"" + k + "\" is not a string");
+          checkpoint.metadata[k] = v.get<std::string>();
+        }
         continue;
       }
-      const Json* dtype = entry.find("dtype");
-      const Json* shape = entry.find("shape");
-      const Json* offsets = entry.find("data_offsets");
-      if (!dtype || !shape || !offsets || entry.members().size() != 3)
+      if (!entry.is_object() || entry.size() != 3 || !entry.contains("dtype") ||
+          !entry.contains("shape") || !entry.contains("data_offsets"))
         throw Error("tensor \"" + name + "\" needs exactly dtype, shape and data_offsets");
+      const Json& dtype = entry.at("dtype");
+      const Json& shape = entry.at("shape");
+      const Json& offsets = entry.at("data_offsets");
       SavedTensor t;
       t.name = name;
-      if (dtype->asString() == "F32") t.dtype = ops::DType::F32;
-      else if (dtype->asString() == "U32") t.dtype = ops::DType::U32;
-      else throw Error("tensor \"" + name + "\" has dtype " + dtype->asString() + " (vkgrad reads F32 and U32)");
-      for (const Json& d : shape->items()) t.shape.push_back(int64_t(d.asUint()));
-      if (offsets->items().size() != 2) throw Error("tensor \"" + name + "\": data_offsets needs 2 numbers");
-      const uint64_t begin = offsets->items()[0].asUint(), end = offsets->items()[1].asUint();
+      if (dtype == "F32")
+        t.dtype = ops::DType::F32;
+      else if (dtype == "U32")
+        t.dtype = ops::DType::U32;
+      else
+        throw Error("tensor \"" + name + "\" has dtype " +
+                    (dtype.is_string() ? dtype.get<std::string>() : dumpJson(dtype)) +
+                    " (vkgrad reads F32 and U32)");
+      if (!shape.is_array()) throw Error("tensor \"" + name + "\": shape is not an array");
+      // Each dim at most 2^53 and their product at most 2^62 bytes' worth: the size check
+      // below must not wrap around.
+      uint64_t count = 1;
+      for (const Json& d : shape) {
+        const uint64_t dim = jsonUint(d, "tensor \"" + name + "\": a dim");
+        if (dim != 0 && count > (uint64_t(1) << 60) / dim)
+          throw Error("tensor \"" + name + "\": shape " + dumpJson(shape) + " is too large");
+        count *= dim;
+        t.shape.push_back(int64_t(dim));
+      }
+      if (!offsets.is_array() || offsets.size() != 2)
+        throw Error("tensor \"" + name + "\": data_offsets needs 2 numbers");
+      const uint64_t begin = jsonUint(offsets[0], "tensor \"" + name + "\": data_offsets"),
+                     end = jsonUint(offsets[1], "tensor \"" + name + "\": data_offsets");
       if (begin > end || end > data_bytes)
         throw Error("tensor \"" + name + "\": data_offsets [" + std::to_string(begin) + ", " +
                     std::to_string(end) + "] outside the " + std::to_string(data_bytes) +
                     " data bytes (truncated file?)");
-      if (end - begin != 4 * elements(t.shape))
+      if (end - begin != 4 * count)
         throw Error("tensor \"" + name + "\": " + std::to_string(end - begin) +
-                    " bytes for a shape of " + std::to_string(elements(t.shape)) + " elements");
+                    " bytes for a shape of " + std::to_string(count) + " elements");
       ranges.emplace_back(begin, end);
       checkpoint.tensors.push_back(std::move(t));
     }
@@ -137,8 +154,8 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
   uint64_t covered = 0;
   for (const auto& [begin, end] : sorted) {
     if (begin != covered)
-      throw Error(where + ": data bytes " + (begin < covered ? "overlap" : "have a hole") +
-                  " at " + std::to_string(std::min(begin, covered)));
+      throw Error(where + ": data bytes " + (begin < covered ? "overlap" : "have a hole") + " at " +
+                  std::to_string(std::min(begin, covered)));
     covered = end;
   }
   if (covered != data_bytes)

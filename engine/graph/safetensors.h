@@ -33,13 +33,14 @@ struct Checkpoint {
   std::map<std::string, std::string> metadata;
 };
 
-// Throws Error on a duplicate or empty name, a data size that does not match the shape, or a
-// file system failure (the target is then left as it was).
+// Throws Error on a duplicate or empty name, a name or metadata that is not UTF-8, a data size
+// that does not match the shape, or a file system failure (the target is then left as it was).
 void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
 // Throws Error "<path>: <problem>" for a missing, truncated or malformed file: header length
-// past the end or above 100 MB, invalid JSON, unknown dtype, shape and offsets that disagree,
-// offsets out of range, overlapping or leaving holes, trailing bytes.
+// past the end or above 100 MB, invalid JSON (a key given twice too), unknown dtype, shape and
+// offsets that disagree or that overflow, offsets out of range, overlapping or leaving holes,
+// trailing bytes.
 Checkpoint loadSafetensors(const std::filesystem::path& path);
 
 }  // namespace vkgrad::graph

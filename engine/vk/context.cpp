@@ -10,6 +10,12 @@
 
 namespace vkgrad::vk {
 
+DeviceSelector deviceSelector(const ContextOptions& options) {
+  if (!options.device.empty()) return {options.device, options.device_source};
+  if (const char* env = std::getenv("VKGRAD_DEVICE"); env && *env) return {env, "VKGRAD_DEVICE"};
+  return {"", "automatic"};
+}
+
 Context::Context(const ContextOptions& options) {
   const char* env_validation = std::getenv("VKGRAD_VALIDATION");
   const bool validation =
@@ -19,15 +25,8 @@ Context::Context(const ContextOptions& options) {
   const auto physical = instance_->physicalDevices();
   std::vector<DeviceInfo> infos;
   for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(queryDevice(physical[i], i));
-  std::string selector = options.device;
-  std::string source = "device option";
-  if (selector.empty()) {
-    if (const char* env = std::getenv("VKGRAD_DEVICE"); env && *env) {
-      selector = env;
-      source = "VKGRAD_DEVICE";
-    }
-  }
-  const uint32_t chosen = selectDevice(infos, selector, source);
+  const DeviceSelector selector = deviceSelector(options);
+  const uint32_t chosen = selectDevice(infos, selector.text, selector.source);
   physical_ = physical[chosen];
   info_ = infos[chosen];
   queue_family_ = info_.compute_family;

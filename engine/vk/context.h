@@ -24,7 +24,14 @@ struct ContextOptions {
   // Device index or case-insensitive name substring. Empty: the VKGRAD_DEVICE environment
   // variable if set, else the first discrete GPU, else integrated, else any (lavapipe).
   std::string device;
+  // What errors call `device`: "<device_source>='x' matches no Vulkan device". The programs
+  // say "--device".
+  std::string device_source = "device option";
 };
+
+// The selector these options give selectDevice, as Context applies it: options.device, else
+// VKGRAD_DEVICE, else none. For showing the choice without creating a device (vkgrad-info).
+DeviceSelector deviceSelector(const ContextOptions& options);
 
 // A host app's Vulkan objects. The engine uses them and never destroys them. The device must
 // have been created with Vulkan 1.2 and a queue of queue_family that supports compute.

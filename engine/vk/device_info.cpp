@@ -10,11 +10,16 @@ namespace vkgrad::vk {
 
 const char* deviceTypeName(DeviceType type) {
   switch (type) {
-    case DeviceType::Integrated: return "integrated";
-    case DeviceType::Discrete: return "discrete";
-    case DeviceType::Virtual: return "virtual";
-    case DeviceType::Cpu: return "cpu";
-    default: return "other";
+    case DeviceType::Integrated:
+      return "integrated";
+    case DeviceType::Discrete:
+      return "discrete";
+    case DeviceType::Virtual:
+      return "virtual";
+    case DeviceType::Cpu:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
@@ -24,7 +29,8 @@ std::string versionString(uint32_t v) {
 }
 
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -36,18 +42,29 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   f11.pNext = &f12;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &f11;
-  if (props.properties.apiVersion >= VK_API_VERSION_1_2) vkGetPhysicalDeviceFeatures2(device, &features);
+  if (props.properties.apiVersion >= VK_API_VERSION_1_2)
+    vkGetPhysicalDeviceFeatures2(device, &features);
 
   const VkPhysicalDeviceLimits& limits = props.properties.limits;
   DeviceInfo info;
   info.index = index;
   info.name = props.properties.deviceName;
   switch (props.properties.deviceType) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info.type = DeviceType::Integrated; break;
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info.type = DeviceType::Discrete; break;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info.type = DeviceType::Virtual; break;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: info.type = DeviceType::Cpu; break;
-    default: info.type = DeviceType::Other; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      info.type = DeviceType::Integrated;
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      info.type = DeviceType::Discrete;
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      info.type = DeviceType::Virtual;
+      break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      info.type = DeviceType::Cpu;
+      break;
+    default:
+      info.type = DeviceType::Other;
+      break;
   }
   info.vendor_id = props.properties.vendorID;
   info.device_id = props.properties.deviceID;
@@ -139,7 +156,8 @@ uint32_t selectDevice(const std::vector<DeviceInfo>& devices, std::string_view s
   };
   auto reject = [&](const DeviceInfo& d) {
     throw Error(std::string(source) + "='" + std::string(selector) + "' picks " + d.name +
-                ", which lacks Vulkan 1.2 or a compute queue; devices:\n" + describeDevices(devices));
+                ", which lacks Vulkan 1.2 or a compute queue; devices:\n" +
+                describeDevices(devices));
   };
   if (!selector.empty()) {
     if (isIndex(selector)) {
@@ -171,7 +189,10 @@ uint32_t selectDevice(const std::vector<DeviceInfo>& devices, std::string_view s
 }
 
 std::vector<DeviceInfo> listDevices() {
-  Instance instance(/*validation=*/false);
+  return listDevices(Instance(/*validation=*/false));
+}
+
+std::vector<DeviceInfo> listDevices(const Instance& instance) {
   std::vector<DeviceInfo> out;
   const auto physical = instance.physicalDevices();
   for (uint32_t i = 0; i < physical.size(); ++i) out.push_back(queryDevice(physical[i], i));

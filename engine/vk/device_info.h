@@ -11,6 +11,8 @@
 
 namespace vkgrad::vk {
 
+class Instance;
+
 enum class DeviceType { Other, Integrated, Discrete, Virtual, Cpu };
 
 struct MemoryHeap {
@@ -58,6 +60,12 @@ std::string versionString(uint32_t vk_version);
 
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index);
 
+// A device choice and where it came from, for messages and for vkgrad-info.
+struct DeviceSelector {
+  std::string text;    // decimal index or name substring; empty: automatic
+  std::string source;  // the option's name, "VKGRAD_DEVICE", or "automatic" when text is empty
+};
+
 // Index into devices of the chosen one. selector: decimal index or case-insensitive name
 // substring; empty picks discrete, else integrated, else the first. source names where the
 // selector came from, for the error ("VKGRAD_DEVICE"). Throws listing the devices on no match.
@@ -69,5 +77,7 @@ std::string describeDevices(const std::vector<DeviceInfo>& devices);
 
 // Every device the loader sees, through a temporary instance (for vkgrad-info).
 std::vector<DeviceInfo> listDevices();
+// The same through instance, e.g. one with validation on.
+std::vector<DeviceInfo> listDevices(const Instance& instance);
 
 }  // namespace vkgrad::vk

@@ -10,7 +10,7 @@
 
 #include "gpt/gpt.h"
 #include "gpt/vocab.h"
-#include "graph/json.h"
+#include "graph/json_io.h"
 
 namespace vkgrad::gpt {
 
@@ -27,7 +27,7 @@ struct GptCheckpoint {
 void writeConfig(const std::filesystem::path& dir, const GptCheckpoint& checkpoint);
 // Reads DIR/config.json. Throws Error "<path>: <problem>" for a missing directory or file,
 // invalid JSON, another format or version, a missing or invalid field, or a vocabulary whose
-// size disagrees with the model's.
+// size disagrees with the model's. Reads what every earlier vkgrad-gpt wrote.
 GptCheckpoint readConfig(const std::filesystem::path& dir);
 
 }  // namespace vkgrad::gpt

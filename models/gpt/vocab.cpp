@@ -29,13 +29,12 @@ ByteVocab ByteVocab::fromText(std::string_view text) {
 }
 
 ByteVocab ByteVocab::fromJson(const graph::Json& bytes) {
-  if (bytes.kind() != graph::Json::Kind::Array || bytes.items().empty())
+  if (!bytes.is_array() || bytes.empty())
     throw Error("vocabulary: expected a non-empty array of byte values");
   ByteVocab v;
   std::fill(std::begin(v.id_), std::end(v.id_), int16_t(-1));
-  for (const graph::Json& item : bytes.items()) {
-    const uint64_t b = item.asUint();
-    if (b > 255) throw Error("vocabulary: byte value " + std::to_string(b) + " is above 255");
+  for (const graph::Json& item : bytes) {
+    const uint64_t b = graph::jsonUint(item, "vocabulary: a byte value", 255);
     if (!v.bytes_.empty() && b <= v.bytes_.back())
       throw Error("vocabulary: byte values must be strictly increasing");
     v.id_[b] = int16_t(v.bytes_.size());
@@ -45,9 +44,9 @@ ByteVocab ByteVocab::fromJson(const graph::Json& bytes) {
 }
 
 graph::Json ByteVocab::toJson() const {
-  std::vector<graph::Json> items;
-  for (unsigned char b : bytes_) items.push_back(graph::Json::number(b));
-  return graph::Json::array(std::move(items));
+  graph::Json bytes = graph::Json::array();
+  for (unsigned char b : bytes_) bytes.push_back(b);
+  return bytes;
 }
 
 std::vector<uint32_t> ByteVocab::encode(std::string_view text) const {

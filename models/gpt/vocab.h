@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "graph/json.h"
+#include "graph/json_io.h"
 
 namespace vkgrad::gpt {
 

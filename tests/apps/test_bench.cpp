@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/json.h"
 #include "apps/run_app.h"
+#include "graph/json_io.h"
 
 namespace vkgrad::test {
 namespace {
@@ -19,16 +19,17 @@ bool contains(const std::string& text, const std::string& part) {
 
 // Runs vkgrad-bench with --json and the validation layer on, and returns one parsed object
 // per stdout line.
-std::vector<Json> runJson(std::vector<std::string> args) {
+std::vector<graph::Json> runJson(std::vector<std::string> args) {
   args.insert(args.end(), {"--json", "--iters", "3", "--warmup", "1"});
   const AppRun run = runApp("bench", args, {{"VKGRAD_VALIDATION", "1"}});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_FALSE(contains(run.err, "alidation")) << run.err;
-  std::vector<Json> lines;
+  std::vector<graph::Json> lines;
   std::istringstream out(run.out);
   for (std::string line; std::getline(out, line);) {
     try {
-      lines.push_back(JsonParser::parse(line));
+      lines.push_back(graph::parseJson(line, "vkgrad-bench --json"));
+      if (!lines.back().is_object()) ADD_FAILURE() << "not a JSON object: " << line;
     } catch (const std::exception& e) {
       ADD_FAILURE() << "not one JSON object: " << line << " (" << e.what() << ")";
     }
@@ -36,25 +37,25 @@ std::vector<Json> runJson(std::vector<std::string> args) {
   return lines;
 }
 
-void expectTimed(const Json& line) {
-  EXPECT_GT(line["ms"].number, 0.0);
-  EXPECT_LE(line["min_ms"].number, line["ms"].number);
-  EXPECT_GE(line["max_ms"].number, line["ms"].number);
-  EXPECT_EQ(line["iters"].number, 3.0);
-  EXPECT_TRUE(line["checked"].boolean);
-  EXPECT_FALSE(line["device"].text.empty());
+void expectTimed(const graph::Json& line) {
+  EXPECT_GT(line.at("ms").get<double>(), 0.0);
+  EXPECT_LE(line.at("min_ms").get<double>(), line.at("ms").get<double>());
+  EXPECT_GE(line.at("max_ms").get<double>(), line.at("ms").get<double>());
+  EXPECT_EQ(line.at("iters").get<double>(), 3.0);
+  EXPECT_TRUE(line.at("checked").get<bool>());
+  EXPECT_FALSE(line.at("device").get<std::string>().empty());
 }
 
 TEST(BenchApp, MatmulReportsEveryVariantChecked) {
   const auto lines = runJson({"matmul", "--m", "33", "--n", "17", "--k", "9", "--variant", "all"});
   ASSERT_EQ(lines.size(), 3u);
-  for (const Json& line : lines) {
-    EXPECT_EQ(line["op"].text, "matmul");
-    EXPECT_EQ(line["m"].number, 33.0);
-    EXPECT_EQ(line["n"].number, 17.0);
-    EXPECT_EQ(line["k"].number, 9.0);
-    EXPECT_GT(line["gflops"].number, 0.0);
-    EXPECT_LT(line["error"].number, 1e-5);
+  for (const graph::Json& line : lines) {
+    EXPECT_EQ(line.at("op").get<std::string>(), "matmul");
+    EXPECT_EQ(line.at("m").get<double>(), 33.0);
+    EXPECT_EQ(line.at("n").get<double>(), 17.0);
+    EXPECT_EQ(line.at("k").get<double>(), 9.0);
+    EXPECT_GT(line.at("gflops").get<double>(), 0.0);
+    EXPECT_LT(line.at("error").get<double>(), 1e-5);
     expectTimed(line);
   }
 }
@@ -70,12 +71,12 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
     SCOPED_TRACE(runs[i][0]);
     const auto lines = runJson(runs[i]);
     ASSERT_EQ(lines.size(), expected_lines[i]);
-    for (const Json& line : lines) {
-      EXPECT_EQ(line["op"].text, runs[i][0]);
-      EXPECT_GT(line["gbps"].number, 0.0);
-      EXPECT_GT(line["copy_gbps"].number, 0.0);
-      EXPECT_NEAR(line["ratio"].number, line["gbps"].number / line["copy_gbps"].number, 1e-3);
-      EXPECT_LT(line["error"].number, 1e-5);
+    for (const graph::Json& line : lines) {
+      EXPECT_EQ(line.at("op").get<std::string>(), runs[i][0]);
+      EXPECT_GT(line.at("gbps").get<double>(), 0.0);
+      EXPECT_GT(line.at("copy_gbps").get<double>(), 0.0);
+      EXPECT_NEAR(line.at("ratio").get<double>(), line.at("gbps").get<double>() / line.at("copy_gbps").get<double>(), 1e-3);
+      EXPECT_LT(line.at("error").get<double>(), 1e-5);
       expectTimed(line);
     }
   }
@@ -86,22 +87,22 @@ TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
     const auto lines = runJson({"attention", "--b", "2", "--h", "3", "--t", "17", "--d", "16",
                                 "--causal", "--backward", "--variant", variant});
     ASSERT_EQ(lines.size(), 2u);
-    EXPECT_EQ(lines[0]["impl"].text, "flash");
-    EXPECT_EQ(lines[1]["impl"].text, "reference");
-    for (const Json& line : lines) {
-      EXPECT_EQ(line["op"].text, "attention");
-      EXPECT_TRUE(line["causal"].boolean);
-      EXPECT_TRUE(line["backward"].boolean);
+    EXPECT_EQ(lines[0].at("impl").get<std::string>(), "flash");
+    EXPECT_EQ(lines[1].at("impl").get<std::string>(), "reference");
+    for (const graph::Json& line : lines) {
+      EXPECT_EQ(line.at("op").get<std::string>(), "attention");
+      EXPECT_TRUE(line.at("causal").get<bool>());
+      EXPECT_TRUE(line.at("backward").get<bool>());
       // 14 multiply-add flops per visible pair and head dim: 2*3 heads * 17*18/2 pairs * 16.
-      EXPECT_NEAR(line["gflop"].number, 14.0 * 6 * 153 * 16 * 1e-9, 1e-12);
+      EXPECT_NEAR(line.at("gflop").get<double>(), 14.0 * 6 * 153 * 16 * 1e-9, 1e-12);
       // q, k, v, o, dout, dq, dk, dv: 2*17*3*16 floats each.
-      EXPECT_GE(line["device_bytes"].number, 4.0 * 8 * 1632);
-      EXPECT_LT(line["error"].number, 1e-4);
+      EXPECT_GE(line.at("device_bytes").get<double>(), 4.0 * 8 * 1632);
+      EXPECT_LT(line.at("error").get<double>(), 1e-4);
       expectTimed(line);
     }
     // The reference also stores P and dP, 2*3*17*17 floats each; flash stores LSE and one
     // row dot per query.
-    EXPECT_GE(lines[1]["device_bytes"].number - lines[0]["device_bytes"].number,
+    EXPECT_GE(lines[1].at("device_bytes").get<double>() - lines[0].at("device_bytes").get<double>(),
               4.0 * 2 * 1734 - 4.0 * 2 * 102);
   }
 }

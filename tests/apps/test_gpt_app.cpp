@@ -4,12 +4,13 @@
 // a checkpoint from another config) fails with a clear message; --profile prints a table.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "apps/json.h"
 #include "apps/run_app.h"
+#include "graph/json_io.h"
 
 namespace vkgrad::test {
 namespace {
@@ -32,10 +33,28 @@ class GptApp : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   AppRun train(const fs::path& out, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args{"train", "--data", (dir_ / "text.txt").string(), "--out",
-                                  out.string(), "--layers", "1", "--heads", "2", "--width", "16",
-                                  "--context", "16", "--batch", "8", "--steps", "60",
-                                  "--log-every", "20", "--eval-every", "30", "--validation",
+    std::vector<std::string> args{"train",
+                                  "--data",
+                                  (dir_ / "text.txt").string(),
+                                  "--out",
+                                  out.string(),
+                                  "--layers",
+                                  "1",
+                                  "--heads",
+                                  "2",
+                                  "--width",
+                                  "16",
+                                  "--context",
+                                  "16",
+                                  "--batch",
+                                  "8",
+                                  "--steps",
+                                  "60",
+                                  "--log-every",
+                                  "20",
+                                  "--eval-every",
+                                  "30",
+                                  "--validation",
                                   "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     return runApp("gpt", args);
@@ -48,16 +67,23 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   const AppRun run = train(out);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::string last = run.out.substr(run.out.rfind("\n{") + 1);
-  const Json result = JsonParser::parse(last);
+  const graph::Json result = graph::parseJson(last, "vkgrad-gpt --json");
   for (const char* key : {"train_loss", "val_loss", "ms_per_step", "tokens_per_s"})
-    EXPECT_GT(result[key].number, 0.0) << key << " in " << last;
-  EXPECT_EQ(result["steps"].number, 60.0);
-  EXPECT_FALSE(result["device"].text.empty());
+    EXPECT_GT(result.at(key).get<double>(), 0.0) << key << " in " << last;
+  EXPECT_EQ(result.at("steps").get<double>(), 60.0);
+  EXPECT_FALSE(result.at("device").get<std::string>().empty());
   // ln(vocab 19) = 2.9 at the start; 60 steps on this text get well below it.
-  EXPECT_LT(result["val_loss"].number, 2.6) << run.out;
+  EXPECT_LT(result.at("val_loss").get<double>(), 2.6) << run.out;
   EXPECT_TRUE(contains(run.out, "step     20/60")) << run.out;
   for (const char* file : {"model.safetensors", "config.json", "loss.png"})
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
+  // config.json records the run beside the model.
+  std::ifstream config_file(out / "config.json");
+  const graph::Json config =
+      graph::parseJson(std::string(std::istreambuf_iterator<char>(config_file), {}), "config.json");
+  EXPECT_EQ(config.at("model").at("width"), 16);
+  EXPECT_EQ(config.at("training").at("steps"), 60);
+  EXPECT_EQ(config.at("training").at("val_loss"), result.at("val_loss"));
   std::ifstream png(out / "loss.png", std::ios::binary);
   char magic[8] = {};
   png.read(magic, 8);
@@ -73,8 +99,8 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_TRUE(contains(outside.err, "'X' at position 0 is not in the model's vocabulary"))
       << outside.err;
-  const AppRun longer = runApp(
-      "gpt", {"sample", "--checkpoint", out.string(), "--prompt", std::string(17, 'a')});
+  const AppRun longer =
+      runApp("gpt", {"sample", "--checkpoint", out.string(), "--prompt", std::string(17, 'a')});
   EXPECT_EQ(longer.exit_code, 1);
   EXPECT_TRUE(contains(longer.err, "longer than the model's context of 16")) << longer.err;
 

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "apps/json.h"
 #include "apps/run_app.h"
 #include "common/vk_test.h"
+#include "graph/json_io.h"
 #include "vk/device_info.h"
 
 namespace vkgrad::test {
@@ -23,42 +23,41 @@ class InfoAppTest : public VkTest {};
 TEST_F(InfoAppTest, JsonIsValidAndNamesTheDevice) {
   const AppRun run = runApp("info", {"--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  Json doc;
-  ASSERT_NO_THROW(doc = JsonParser::parse(run.out)) << run.out;
-  ASSERT_EQ(doc.kind, Json::Object);
-  const Json& devices = doc["devices"];
-  ASSERT_EQ(devices.kind, Json::Array);
-  EXPECT_EQ(devices.items.size(), vk::listDevices().size());
+  graph::Json doc;
+  ASSERT_NO_THROW(doc = graph::parseJson(run.out, "vkgrad-info --json")) << run.out;
+  ASSERT_TRUE(doc.is_object());
+  const graph::Json& devices = doc.at("devices");
+  ASSERT_TRUE(devices.is_array());
+  EXPECT_EQ(devices.size(), vk::listDevices().size());
   // The device it marks is the one a Context picks with the same environment.
-  const Json& chosen = doc["default_device"];
-  const Json& selected = devices.items.at(size_t(chosen["index"].number));
-  EXPECT_EQ(selected["name"].text, ctx().info().name);
-  EXPECT_EQ(selected["index"].number, ctx().info().index);
-  EXPECT_TRUE(selected["default"].boolean);
-  EXPECT_EQ(selected["subgroup"]["size"].number, ctx().info().subgroup_size);
-  EXPECT_EQ(selected["max_storage_buffer_range_bytes"].number,
-            double(ctx().info().max_storage_buffer_range));
-  EXPECT_EQ(selected["type"].text, vk::deviceTypeName(ctx().info().type));
-  EXPECT_EQ(selected["compute_queue"]["family"].number, ctx().info().compute_family);
+  const graph::Json& chosen = doc.at("default_device");
+  const graph::Json& selected = devices.at(chosen.at("index").get<size_t>());
+  EXPECT_EQ(selected.at("name"), ctx().info().name);
+  EXPECT_EQ(selected.at("index"), ctx().info().index);
+  EXPECT_EQ(selected.at("default"), true);
+  EXPECT_EQ(selected.at("subgroup").at("size"), ctx().info().subgroup_size);
+  EXPECT_EQ(selected.at("max_storage_buffer_range_bytes"), ctx().info().max_storage_buffer_range);
+  EXPECT_EQ(selected.at("type"), vk::deviceTypeName(ctx().info().type));
+  EXPECT_EQ(selected.at("compute_queue").at("family"), ctx().info().compute_family);
   int defaults = 0;
-  for (const Json& d : devices.items) {
+  for (const graph::Json& d : devices) {
     for (const char* key : {"name", "type", "driver_name", "driver_info", "api_version"})
-      EXPECT_EQ(d[key].kind, Json::String) << key;
+      EXPECT_TRUE(d.at(key).is_string()) << key;
     for (const char* key : {"index", "vendor_id", "device_id", "max_shared_memory_bytes",
                             "max_workgroup_invocations", "max_storage_buffer_range_bytes",
                             "max_texel_buffer_elements", "max_push_constants_bytes"})
-      EXPECT_EQ(d[key].kind, Json::Number) << key;
+      EXPECT_TRUE(d.at(key).is_number_unsigned()) << key;
     for (const char* key : {"compute", "shuffle", "arithmetic"})
-      EXPECT_EQ(d["subgroup"][key].kind, Json::Bool) << key;
+      EXPECT_TRUE(d.at("subgroup").at(key).is_boolean()) << key;
     for (const char* key : {"fp16", "int8", "fp64", "int64", "storage_16bit", "storage_8bit"})
-      EXPECT_EQ(d["features"][key].kind, Json::Bool) << key;
-    EXPECT_EQ(d["timestamps"]["supported"].kind, Json::Bool);
-    EXPECT_EQ(d["compute_queue"]["present"].kind, Json::Bool);
-    EXPECT_EQ(d["max_workgroup_size"].items.size(), 3u);
-    ASSERT_FALSE(d["memory_heaps"].items.empty());
-    EXPECT_EQ(d["memory_heaps"].items[0]["bytes"].kind, Json::Number);
-    EXPECT_EQ(d["memory_heaps"].items[0]["device_local"].kind, Json::Bool);
-    defaults += d["default"].boolean;
+      EXPECT_TRUE(d.at("features").at(key).is_boolean()) << key;
+    EXPECT_TRUE(d.at("timestamps").at("supported").is_boolean());
+    EXPECT_TRUE(d.at("compute_queue").at("present").is_boolean());
+    EXPECT_EQ(d.at("max_workgroup_size").size(), 3u);
+    ASSERT_FALSE(d.at("memory_heaps").empty());
+    EXPECT_TRUE(d.at("memory_heaps").at(0).at("bytes").is_number_unsigned());
+    EXPECT_TRUE(d.at("memory_heaps").at(0).at("device_local").is_boolean());
+    defaults += d.at("default").get<bool>();
   }
   EXPECT_EQ(defaults, 1);
 }
@@ -79,17 +78,17 @@ TEST_F(InfoAppTest, DeviceOptionAndVariableSetTheMark) {
   for (const std::string& env : {info.name, std::string("no-such-device"), std::string()}) {
     const AppRun run = runApp("info", {"--json", "--device", index}, {{"VKGRAD_DEVICE", env}});
     ASSERT_EQ(run.exit_code, 0) << run.err;
-    const Json chosen = JsonParser::parse(run.out)["default_device"];
-    EXPECT_EQ(chosen["index"].number, info.index);
-    EXPECT_EQ(chosen["source"].text, "--device");
-    EXPECT_EQ(chosen["selector"].text, index);
+    const graph::Json chosen = graph::parseJson(run.out, "info").at("default_device");
+    EXPECT_EQ(chosen.at("index"), info.index);
+    EXPECT_EQ(chosen.at("source"), "--device");
+    EXPECT_EQ(chosen.at("selector"), index);
   }
   const AppRun by_env = runApp("info", {"--json"}, {{"VKGRAD_DEVICE", info.name}});
   ASSERT_EQ(by_env.exit_code, 0) << by_env.err;
-  const Json chosen = JsonParser::parse(by_env.out)["default_device"];
-  EXPECT_EQ(chosen["index"].number, info.index);
-  EXPECT_EQ(chosen["source"].text, "VKGRAD_DEVICE");
-  EXPECT_EQ(chosen["selector"].text, info.name);
+  const graph::Json chosen = graph::parseJson(by_env.out, "info").at("default_device");
+  EXPECT_EQ(chosen.at("index"), info.index);
+  EXPECT_EQ(chosen.at("source"), "VKGRAD_DEVICE");
+  EXPECT_EQ(chosen.at("selector"), info.name);
 }
 
 TEST(InfoApp, UnknownDeviceFailsListingTheDevices) {

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "apps/json.h"
 #include "common/random.h"
+#include "graph/json_io.h"
 #include "vk/error.h"
 
 namespace vkgrad::test {
@@ -24,8 +24,9 @@ using graph::SavedTensor;
 class SafetensorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad-safetensors-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("vkgrad-safetensors-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -80,8 +81,8 @@ TEST_F(SafetensorsTest, RoundTripsBitExactly) {
 }
 
 // A reader written here from the format description alone (8-byte little-endian header
-// length, JSON header, packed data; the JSON parsed by the test's own parser, no vkgrad code)
-// finds every tensor where vkgrad says it put it.
+// length, JSON header, packed data; no vkgrad code but the JSON parser) finds every tensor
+// where vkgrad says it put it.
 TEST_F(SafetensorsTest, AnIndependentReaderFindsEveryTensor) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -94,24 +95,48 @@ TEST_F(SafetensorsTest, AnIndependentReaderFindsEveryTensor) {
   for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(bytes[i]);
   EXPECT_EQ(n % 8, 0u) << "header padded to 8 bytes";
   ASSERT_LE(8 + n, bytes.size());
-  const Json header = JsonParser::parse(bytes.substr(8, n));
+  const graph::Json header = graph::parseJson(bytes.substr(8, n), "header");
   const std::string data = bytes.substr(8 + n);
   size_t total = 0;
   for (const SavedTensor& t : c.tensors) {
-    const Json& entry = header[t.name];
-    EXPECT_EQ(entry["dtype"].text, t.dtype == ops::DType::F32 ? "F32" : "U32");
-    ASSERT_EQ(entry["shape"].items.size(), t.shape.size());
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      EXPECT_EQ(entry["shape"].items[i].number, double(t.shape[i]));
-    const size_t begin = size_t(entry["data_offsets"].items[0].number),
-                 end = size_t(entry["data_offsets"].items[1].number);
+    const graph::Json& entry = header.at(t.name);
+    EXPECT_EQ(entry.at("dtype"), t.dtype == ops::DType::F32 ? "F32" : "U32");
+    EXPECT_EQ(entry.at("shape").get<std::vector<int64_t>>(), t.shape);
+    const auto offsets = entry.at("data_offsets").get<std::vector<size_t>>();
+    ASSERT_EQ(offsets.size(), 2u);
+    const size_t begin = offsets[0], end = offsets[1];
     ASSERT_EQ(end - begin, t.data.size() * 4);
     ASSERT_LE(end, data.size());
     EXPECT_EQ(std::memcmp(data.data() + begin, t.data.data(), end - begin), 0) << t.name;
     total += end - begin;
   }
   EXPECT_EQ(total, data.size());
-  EXPECT_EQ(header["__metadata__"]["step"].text, "42");
+  EXPECT_EQ(header.at("__metadata__").at("step"), "42");
+}
+
+// A file as vkgrad wrote it before its JSON went through nlohmann: saving the same tensors
+// now gives the same bytes, and the old file loads.
+TEST_F(SafetensorsTest, MatchesFilesFromEarlierVersionsByteForByte) {
+  const std::string header = R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("ids":{"dtype":"U32","shape":[2],"data_offsets":[24,32]},)"
+                             R"("__metadata__":{"vkgrad.step":"12"}}  )";
+  const std::vector<uint32_t> w = {0x3f800000, 0xbf800000, 0x3dcccccd, 0, 0x7fc00000, 0x40490fdb};
+  const std::vector<uint32_t> ids = {7, 4000000000u};
+  std::string old(8, '\0');
+  old[0] = char(header.size());
+  old += header;
+  old.append(reinterpret_cast<const char*>(w.data()), w.size() * 4);
+  old.append(reinterpret_cast<const char*>(ids.data()), ids.size() * 4);
+
+  Checkpoint c;
+  c.tensors.push_back({"w", ops::DType::F32, {2, 3}, w});
+  c.tensors.push_back({"ids", ops::DType::U32, {2}, ids});
+  c.metadata = {{"vkgrad.step", "12"}};
+  const fs::path written = dir_ / "new.safetensors", earlier = dir_ / "old.safetensors";
+  graph::saveSafetensors(written, c);
+  EXPECT_EQ(bytesOf(written), old);
+  writeBytes(earlier, old);
+  expectSame(graph::loadSafetensors(earlier), c);
 }
 
 TEST_F(SafetensorsTest, RejectsCorruptAndTruncatedFiles) {
@@ -141,7 +166,14 @@ TEST_F(SafetensorsTest, RejectsCorruptAndTruncatedFiles) {
       {bytes + "xyz", "bytes after the last tensor"},
       {std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8) + "{}", "above 100 MB"},
       {withHeader("[1, 2]", ""), "not a JSON object"},
-      {withHeader("{\"a\": ", ""), "bad header: JSON: "},
+      {withHeader("{\"a\": ", ""), "bad header: invalid JSON: "},
+      {withHeader("{\"a\": {}, \"a\": {}}", ""), "key \"a\" twice"},
+      {withHeader(std::string(100, '[') + std::string(100, ']'), ""), "nesting deeper"},
+      {replaced("[3,7]", "[3,-7]"), "must be an integer"},
+      {replaced("[3,7]", "[3,7.5]"), "must be an integer"},
+      {replaced("[3,7]", "[4294967296,4294967296,4294967296]"), "too large"},
+      {replaced("[0,84]", "[0,\"84\"]"), "must be an integer"},
+      {replaced("\"42\"", "42"), "is not a string"},
       {replaced("\"U32\"", "\"I64\""), "dtype I64"},
       {replaced("[3,7]", "[3,8]"), "bytes for a shape of 24 elements"},
       {replaced("\"dtype\"", "\"dtipe\""), "needs exactly dtype, shape and data_offsets"},

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/random.h"
@@ -15,6 +17,7 @@
 #include "gpt/sampler.h"
 #include "gpt/vocab.h"
 #include "graph/executor.h"
+#include "graph/json_io.h"
 #include "graph/parameters.h"
 #include "vk/error.h"
 
@@ -42,18 +45,21 @@ TEST(ByteVocabTest, EncodesDecodesAndNamesUnknownBytes) {
   const auto ids = v.encode(text);
   ASSERT_EQ(ids.size(), text.size());
   EXPECT_EQ(v.decode(ids), text);
-  EXPECT_EQ(v.encode("\n")[0], 0u);  // ids follow byte order
+  EXPECT_EQ(v.encode("\n")[0], 0u);     // ids follow byte order
   EXPECT_EQ(v.encode("\xc3")[0], 12u);  // the largest byte, after 0xa9
   expectErrorContaining([&] { v.encode("held!"); }, "'!' at position 4");
   expectErrorContaining([&] { v.encode("\x01"); }, "\\x01");
   expectErrorContaining([&] { v.decode(uint32_t(13)); }, "13");
   expectErrorContaining([&] { ByteVocab::fromText(""); }, "empty");
 
-  const ByteVocab back = ByteVocab::fromJson(graph::Json::parse(v.toJson().dump()));
+  auto parse = [](const std::string& text) { return graph::parseJson(text, "vocab"); };
+  const ByteVocab back = ByteVocab::fromJson(parse(graph::dumpJson(v.toJson())));
   EXPECT_EQ(back.encode(text), ids);
-  expectErrorContaining([] { ByteVocab::fromJson(graph::Json::parse("[3, 2]")); }, "increasing");
-  expectErrorContaining([] { ByteVocab::fromJson(graph::Json::parse("[300]")); }, "255");
-  expectErrorContaining([] { ByteVocab::fromJson(graph::Json::parse("[]")); }, "non-empty");
+  expectErrorContaining([&] { ByteVocab::fromJson(parse("[3, 2]")); }, "increasing");
+  expectErrorContaining([&] { ByteVocab::fromJson(parse("[300]")); }, "255");
+  expectErrorContaining([&] { ByteVocab::fromJson(parse("[-1]")); }, "must be an integer");
+  expectErrorContaining([&] { ByteVocab::fromJson(parse("[]")); }, "non-empty");
+  expectErrorContaining([&] { ByteVocab::fromJson(parse("\"abc\"")); }, "non-empty array");
 }
 
 class GptCheckpointTest : public ::testing::Test {
@@ -65,6 +71,10 @@ class GptCheckpointTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   void writeText(const std::string& text) { std::ofstream(dir_ / gpt::kConfigFile) << text; }
+  std::string readText() const {
+    std::ifstream in(dir_ / gpt::kConfigFile);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
   fs::path dir_;
 };
 
@@ -79,8 +89,9 @@ TEST_F(GptCheckpointTest, ConfigRoundTripsAndRejectsBadFiles) {
   cp.config.tie_weights = true;
   cp.config.activation = nn::ActivationSpec::leakyRelu(0.125f);
   cp.config.dropout = 0.25f;
-  cp.training = graph::Json::object({{"steps", graph::Json::number(42)}});
+  cp.training = {{"steps", 42}, {"lr", 3e-3f}};
   gpt::writeConfig(dir_, cp);
+  const std::string good = readText();
   const gpt::GptCheckpoint back = gpt::readConfig(dir_);
   EXPECT_EQ(back.config.vocab, 5);
   EXPECT_EQ(back.config.layers, 3);
@@ -93,19 +104,75 @@ TEST_F(GptCheckpointTest, ConfigRoundTripsAndRejectsBadFiles) {
   EXPECT_EQ(back.config.activation.param, 0.125f);
   EXPECT_EQ(back.config.dropout, 0.25f);
   EXPECT_EQ(back.vocab.decode(back.vocab.encode("cab\n")), "cab\n");
-  EXPECT_EQ(back.training.find("steps")->asUint(), 42u);
+  EXPECT_EQ(back.training, cp.training);
 
   cp.config.vocab = 4;
   expectErrorContaining([&] { gpt::writeConfig(dir_, cp); }, "vocab");
   expectErrorContaining([&] { gpt::readConfig(dir_ / "nope"); }, "no such checkpoint directory");
+  // Whatever is wrong, the error names the file.
+  const std::string where = (dir_ / gpt::kConfigFile).string() + ": ";
   writeText("{\"format\": \"vkgrad-gpt\", ");
-  expectErrorContaining([&] { gpt::readConfig(dir_); }, "config.json: JSON");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "invalid JSON: ");
+  writeText("{\"format\": \"vkgrad-gpt\", \"format\": \"vkgrad-gpt\"}");
+  expectErrorContaining([&] { gpt::readConfig(dir_); },
+                        where + "invalid JSON: key \"format\" twice");
+  writeText("[]");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "not a JSON object");
   writeText("{\"format\": \"other\", \"version\": 1}");
-  expectErrorContaining([&] { gpt::readConfig(dir_); }, "format");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "format");
+  writeText("{\"format\": \"vkgrad-gpt\", \"version\": 2}");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "version 2 is not supported");
   writeText("{\"format\": \"vkgrad-gpt\", \"version\": 1, \"model\": {\"vocab\": 3}}");
-  expectErrorContaining([&] { gpt::readConfig(dir_); }, "missing \"layers\"");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "missing \"layers\"");
+  writeText("{\"format\": \"vkgrad-gpt\", \"version\": 1, \"model\": 3}");
+  expectErrorContaining([&] { gpt::readConfig(dir_); }, where + "\"model\" must be an object");
+  // Absurd sizes and wrong types never reach the model.
+  for (const auto& [field, value, message] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"layers", "0", "\"layers\" must be in [1, 2^31]"},
+           {"width", "1e300", "\"width\" must be an integer"},
+           {"heads", "-2", "\"heads\" must be an integer"},
+           {"context", "\"16\"", "\"context\" must be an integer"},
+           {"dropout", "\"0.1\"", "\"dropout\" must be a number"},
+           {"tie_weights", "1", "\"tie_weights\" must be true or false"}}) {
+    graph::Json doc = graph::parseJson(good, "good");
+    doc["model"][field] = graph::parseJson(value, "value");
+    writeText(graph::dumpJson(doc));
+    expectErrorContaining([&] { gpt::readConfig(dir_); }, where + message);
+  }
   fs::remove(dir_ / gpt::kConfigFile);
   expectErrorContaining([&] { gpt::readConfig(dir_); }, "cannot open");
+}
+
+// config.json as vkgrad-gpt wrote it before its JSON went through nlohmann (every number
+// with up to 17 significant digits).
+TEST_F(GptCheckpointTest, ReadsConfigsFromEarlierVersions) {
+  writeText(
+      R"({"format":"vkgrad-gpt","version":1,"model":{"vocab":10,"layers":2,"heads":2,"width":8,)"
+      R"("context":16,"norm":"pre","tie_weights":false,"activation":"leaky_relu",)"
+      R"("activation_param":0.0099999997764825821,"dropout":0.10000000149011612},)"
+      R"("vocab_bytes":[10,32,44,100,101,104,108,111,114,119],"training":{"data":"text.txt",)"
+      R"("steps":600,"lr":0.0030000000260770321,"train_loss":1.2345677614212036}})"
+      "\n");
+  const gpt::GptCheckpoint cp = gpt::readConfig(dir_);
+  EXPECT_EQ(cp.config.vocab, 10);
+  EXPECT_EQ(cp.config.layers, 2);
+  EXPECT_EQ(cp.config.width, 8);
+  EXPECT_EQ(cp.config.context, 16);
+  EXPECT_EQ(cp.config.norm, nn::Norm::Pre);
+  EXPECT_FALSE(cp.config.tie_weights);
+  EXPECT_EQ(cp.config.activation.kind, ops::Activation::LeakyRelu);
+  EXPECT_EQ(cp.config.activation.param, 0.01f);
+  EXPECT_EQ(cp.config.dropout, 0.1f);
+  EXPECT_EQ(cp.vocab.decode(cp.vocab.encode("hello, world\n")), "hello, world\n");
+  EXPECT_EQ(cp.training["steps"], 600);
+  EXPECT_EQ(float(cp.training["lr"].get<double>()), 3e-3f);
+  // Written again (shortest digits now), it reads back the same.
+  gpt::writeConfig(dir_, cp);
+  const gpt::GptCheckpoint again = gpt::readConfig(dir_);
+  EXPECT_EQ(again.config.activation.param, 0.01f);
+  EXPECT_EQ(again.config.dropout, 0.1f);
+  EXPECT_EQ(again.training, cp.training);
 }
 
 class GptSamplerTest : public VkTest {
@@ -153,8 +220,8 @@ TEST_F(GptSamplerTest, GreedyPicksTheArgmaxOfTheLastToken) {
     ASSERT_LT(picked, uint32_t(c.vocab));
     // A near-tie could flip with the padded graph's different rounding: accept only that.
     EXPECT_GE(logits[picked], *best - 1e-5f * std::max(1.0f, std::fabs(*best)))
-        << "length " << length << ": picked " << picked << ", argmax "
-        << (best - logits.begin()) << "; " << rng_.describe();
+        << "length " << length << ": picked " << picked << ", argmax " << (best - logits.begin())
+        << "; " << rng_.describe();
   }
   std::vector<uint32_t> none;
   expectErrorContaining([&] { greedy.next(none); }, "at least one token");

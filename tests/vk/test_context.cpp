@@ -85,6 +85,32 @@ TEST(Context, VkgradDeviceEnvironmentIsHonouredAndTheOptionWins) {
   EXPECT_EQ(context.info().name, devices[0].name);
 }
 
+// deviceSelector is the rule Context applies, so a tool can show the choice without a device.
+TEST(Context, DeviceSelectorTakesTheOptionThenVkgradDevice) {
+  vk::ContextOptions options = withValidation("1");
+  options.device_source = "--device";
+  {
+    const ScopedEnv env("VKGRAD_DEVICE", "nvidia");
+    EXPECT_EQ(vk::deviceSelector(options).text, "1");
+    EXPECT_EQ(vk::deviceSelector(options).source, "--device");
+    options.device.clear();
+    EXPECT_EQ(vk::deviceSelector(options).text, "nvidia");
+    EXPECT_EQ(vk::deviceSelector(options).source, "VKGRAD_DEVICE");
+  }
+  const ScopedEnv empty("VKGRAD_DEVICE", "");
+  EXPECT_EQ(vk::deviceSelector(options).text, "");
+  EXPECT_EQ(vk::deviceSelector(options).source, "automatic");
+  // The option's name is what a failed choice reports.
+  options.device = "no-such-device";
+  try {
+    vk::Context context(options);
+    FAIL() << "created a Context on " << context.info().name;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--device='no-such-device' matches"), std::string::npos)
+        << e.what();
+  }
+}
+
 class ContextTest : public VkTest {};
 
 TEST_F(ContextTest, SelectsTheRealDeviceByNameAndIndex) {

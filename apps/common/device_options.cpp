@@ -1,0 +1,33 @@
+#include "common/device_options.h"
+
+#include <cstdio>
+
+namespace vkgrad::apps {
+
+void declareDeviceOptions(Cli& cli) {
+  cli.option("device",
+             "device index or part of its name (default: VKGRAD_DEVICE, else discrete > "
+             "integrated > any)");
+  cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+}
+
+vk::ContextOptions contextOptions(const Cli& cli) {
+  vk::ContextOptions options;
+  options.device = cli.get("device");
+  options.device_source = "--device";
+  options.validation = cli.has("validation");
+  return options;
+}
+
+bool validationFailed(size_t messages, const std::string& program) {
+  if (messages == 0) return false;
+  std::fprintf(stderr, "%s: the validation layer reported %zu messages\n", program.c_str(),
+               messages);
+  return true;
+}
+
+bool validationFailed(const vk::Context& context, const std::string& program) {
+  return validationFailed(context.validationMessages().size(), program);
+}
+
+}  // namespace vkgrad::apps
