@@ -96,6 +96,8 @@ class Graph {
   Tensor matmul(Tensor a, Tensor b, Tensor bias = {}, bool trans_a = false, bool trans_b = false);
   // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.
   Tensor add(Tensor a, Tensor b);
+  // a * b elementwise, broadcast as add().
+  Tensor mul(Tensor a, Tensor b);
   Tensor activation(Tensor x, ops::Activation kind, float param = 0.0f);
   Tensor relu(Tensor x) { return activation(x, ops::Activation::Relu); }
   Tensor gelu(Tensor x) { return activation(x, ops::Activation::GeluTanh); }

@@ -13,6 +13,8 @@ VKGRAD_OP(Matmul)  // ops/matmul.cpp
 VKGRAD_OP(MatmulBackward)
 VKGRAD_OP(Add)  // ops/add.cpp
 VKGRAD_OP(AddBackward)
+VKGRAD_OP(Mul)  // ops/mul.cpp
+VKGRAD_OP(MulBackward)
 VKGRAD_OP(Activation)  // ops/activation.cpp
 VKGRAD_OP(ActivationBackward)
 VKGRAD_OP(LayerNorm)  // ops/layer_norm.cpp
