@@ -35,7 +35,7 @@ const BenchOp& matmulBench();
 const BenchOp& copyBench();
 const BenchOp& elementwiseBench();
 const BenchOp& softmaxBench();
-const BenchOp& layernormBench();
+const BenchOp& layerNormBench();
 const BenchOp& attentionBench();
 
 struct Timing {

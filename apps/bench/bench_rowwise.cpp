@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops/layernorm.h"
-#include "ops/reference/layernorm.h"
+#include "ops/layer_norm.h"
+#include "ops/reference/layer_norm.h"
 #include "ops/reference/softmax.h"
 #include "ops/softmax.h"
 #include "vk/memory.h"
@@ -71,7 +71,8 @@ int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options
   const std::vector<V> variants = parseVariants(cli, all, ops::softmaxVariantName);
   Problem p = makeProblem(cli, context, "softmax");
   const int64_t n = p.rows * p.cols;
-  const ops::TensorView x = ops::view(p.dx, {p.rows, p.cols}), y = ops::view(p.dy, {p.rows, p.cols});
+  const ops::TensorView x = ops::view(p.dx, {p.rows, p.cols}),
+                        y = ops::view(p.dy, {p.rows, p.cols});
   std::vector<float> want(static_cast<size_t>(n));
   ops::ref::softmax(p.x.data(), want.data(), p.rows, p.cols);
   const double copy_gbps = copyGbps(context, options, n);
@@ -82,9 +83,12 @@ int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options
                  ops::softmaxVariantName(variant), options.warmup, options.iters);
     const Timing timing = timeRuns(context, options.warmup, options.iters,
                                    [&](vk::Recorder& rec) { ops::softmax(rec, x, y, variant); });
-    BandwidthResult result{"softmax", ops::softmaxVariantName(variant),
-                           ops::softmaxVariantName(requested), {{"rows", p.rows}, {"cols", p.cols}},
-                           8.0 * double(n), timing};
+    BandwidthResult result{"softmax",
+                           ops::softmaxVariantName(variant),
+                           ops::softmaxVariantName(requested),
+                           {{"rows", p.rows}, {"cols", p.cols}},
+                           8.0 * double(n),
+                           timing};
     result.error = normalisedError(download(context, p.dy, n), want);
     result.tolerance = 1e-5;
     exit_code |= reportBandwidth(context, options, result, copy_gbps);
@@ -92,14 +96,15 @@ int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options
   return exit_code;
 }
 
-int runLayernorm(const Cli& cli, vk::Context& context, const BenchOptions& options) {
-  using V = ops::LayernormVariant;
+int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  using V = ops::LayerNormVariant;
   const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
                    V::SubgroupTexel};
-  const std::vector<V> variants = parseVariants(cli, all, ops::layernormVariantName);
+  const std::vector<V> variants = parseVariants(cli, all, ops::layerNormVariantName);
   Problem p = makeProblem(cli, context, "layernorm");
   const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
-  const auto gamma = benchData(size_t(cols), 0.5f, 1.5f, 2), beta = benchData(size_t(cols), -1, 1, 3);
+  const auto gamma = benchData(size_t(cols), 0.5f, 1.5f, 2),
+             beta = benchData(size_t(cols), -1, 1, 3);
   const vk::Buffer dgamma = context.allocator().allocate(uint64_t(cols) * 4),
                    dbeta = context.allocator().allocate(uint64_t(cols) * 4),
                    dmean = context.allocator().allocate(uint64_t(rows) * 4),
@@ -111,20 +116,23 @@ int runLayernorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
                         mean = ops::view(dmean, {rows}), rstd = ops::view(drstd, {rows});
   std::vector<float> want(static_cast<size_t>(n)), want_mean(static_cast<size_t>(rows)),
       want_rstd(static_cast<size_t>(rows));
-  ops::ref::layernorm(p.x.data(), gamma.data(), beta.data(), want.data(), want_mean.data(),
+  ops::ref::layerNorm(p.x.data(), gamma.data(), beta.data(), want.data(), want_mean.data(),
                       want_rstd.data(), rows, cols, 1e-5f);
   const double copy_gbps = copyGbps(context, options, n);
   int exit_code = 0;
   for (V requested : variants) {
-    const V variant = requested == V::Auto ? ops::layernormVariantFor(context, x, g, b) : requested;
+    const V variant = requested == V::Auto ? ops::layerNormVariantFor(context, x, g, b) : requested;
     std::fprintf(stderr, "vkgrad-bench: layernorm %s: %d warm-up + %d timed dispatches\n",
-                 ops::layernormVariantName(variant), options.warmup, options.iters);
+                 ops::layerNormVariantName(variant), options.warmup, options.iters);
     const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::layernorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant);
+      ops::layerNorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant);
     });
-    BandwidthResult result{"layernorm", ops::layernormVariantName(variant),
-                           ops::layernormVariantName(requested), {{"rows", rows}, {"cols", cols}},
-                           4.0 * double(2 * n + 2 * cols + 2 * rows), timing};
+    BandwidthResult result{"layernorm",
+                           ops::layerNormVariantName(variant),
+                           ops::layerNormVariantName(requested),
+                           {{"rows", rows}, {"cols", cols}},
+                           4.0 * double(2 * n + 2 * cols + 2 * rows),
+                           timing};
     result.error = std::max({normalisedError(download(context, p.dy, n), want),
                              normalisedError(download(context, dmean, rows), want_mean),
                              normalisedError(download(context, drstd, rows), want_rstd)});
@@ -137,13 +145,14 @@ int runLayernorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
 }  // namespace
 
 const BenchOp& softmaxBench() {
-  static const BenchOp op{"softmax", "y = softmax(x) over rows of (ROWS, COLS)", declare, runSoftmax};
+  static const BenchOp op{"softmax", "y = softmax(x) over rows of (ROWS, COLS)", declare,
+                          runSoftmax};
   return op;
 }
 
-const BenchOp& layernormBench() {
+const BenchOp& layerNormBench() {
   static const BenchOp op{"layernorm", "layer norm over rows of (ROWS, COLS), with mean and rstd",
-                          declare, runLayernorm};
+                          declare, runLayerNorm};
   return op;
 }
 

@@ -14,7 +14,7 @@ namespace vkgrad::apps {
 namespace {
 
 const BenchOp* const kOps[] = {&matmulBench(),  &copyBench(),      &elementwiseBench(),
-                               &softmaxBench(), &layernormBench(), &attentionBench()};
+                               &softmaxBench(), &layerNormBench(), &attentionBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

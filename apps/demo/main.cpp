@@ -12,9 +12,9 @@
 
 #include "common/cli.h"
 #include "common/device_options.h"
-#include "ops/layernorm.h"
+#include "ops/layer_norm.h"
 #include "ops/matmul.h"
-#include "ops/reference/layernorm.h"
+#include "ops/reference/layer_norm.h"
 #include "ops/reference/matmul.h"
 #include "ops/reference/normalised_error.h"
 #include "ops/reference/softmax.h"
@@ -108,7 +108,7 @@ Result runSoftmax(Demo& demo, int64_t rows, int64_t n) {
           ms};
 }
 
-Result runLayernorm(Demo& demo, int64_t rows, int64_t n) {
+Result runLayerNorm(Demo& demo, int64_t rows, int64_t n) {
   const float eps = 1e-5f;
   // An offset and spread per row, as activations have, rather than unit-scale noise.
   auto x = demo.random(rows * n);
@@ -117,12 +117,12 @@ Result runLayernorm(Demo& demo, int64_t rows, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[r * n + i] = shift[r] + spread[r] * x[r * n + i];
   const auto gamma = demo.random(n, 0.5f, 1.5f), beta = demo.random(n, -0.5f, 0.5f);
   std::vector<float> want_y(rows * n), want_mean(rows), want_rstd(rows);
-  ops::ref::layernorm(x.data(), gamma.data(), beta.data(), want_y.data(), want_mean.data(),
+  ops::ref::layerNorm(x.data(), gamma.data(), beta.data(), want_y.data(), want_mean.data(),
                       want_rstd.data(), rows, n, eps);
   const vk::Buffer dx = demo.upload(x), dg = demo.upload(gamma), db = demo.upload(beta);
   const vk::Buffer dy = demo.output(rows * n), dmean = demo.output(rows), drstd = demo.output(rows);
   const double ms = demo.timed([&](vk::Recorder& rec) {
-    ops::layernorm(rec, ops::view(dx, {rows, n}), ops::view(dg, {n}), ops::view(db, {n}),
+    ops::layerNorm(rec, ops::view(dx, {rows, n}), ops::view(dg, {n}), ops::view(db, {n}),
                    ops::view(dy, {rows, n}), ops::view(dmean, {rows}), ops::view(drstd, {rows}),
                    eps);
   });
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
 
     Demo demo(context, seed);
     const Result results[] = {runMatmul(demo, 257, 191, 129), runSoftmax(demo, 123, 517),
-                              runLayernorm(demo, 95, 771)};
+                              runLayerNorm(demo, 95, 771)};
     std::printf("%-10s %-24s %10s %10s %-6s %9s\n", "op", "shape", "error", "tolerance", "result",
                 "GPU ms");
     int failed = 0;

@@ -102,7 +102,7 @@ class Graph {
   Tensor relu(Tensor x) { return activation(x, ops::Activation::Relu); }
   Tensor gelu(Tensor x) { return activation(x, ops::Activation::GeluTanh); }
   // x: (..., N), gamma, beta: (N).
-  Tensor layernorm(Tensor x, Tensor gamma, Tensor beta, float eps = 1e-5f);
+  Tensor layerNorm(Tensor x, Tensor gamma, Tensor beta, float eps = 1e-5f);
   // logits: (..., C) f32, targets: (...) u32 -> (1): the mean over rows of -log softmax[target].
   Tensor crossEntropy(Tensor logits, Tensor targets);
   // The same elements in another shape; no kernel, no copy.

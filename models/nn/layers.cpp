@@ -22,7 +22,7 @@ void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t 
 
 Tensor layerNorm(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
                  float eps) {
-  return g.layernorm(x, g.parameter(store.at(prefix + ".g")), g.parameter(store.at(prefix + ".b")),
+  return g.layerNorm(x, g.parameter(store.at(prefix + ".g")), g.parameter(store.at(prefix + ".b")),
                      eps);
 }
 

@@ -1,5 +1,5 @@
 // Attention and trainable embeddings in the graph: gradients of small composite graphs
-// (layernorm + attention + residual, fused or separate projections, a tied embedding) against
+// (layerNorm + attention + residual, fused or separate projections, a tied embedding) against
 // finite differences of the loss the executor computes, and autograd from a given output
 // gradient.
 #include <cmath>
@@ -52,9 +52,9 @@ class AttentionGraphTest : public VkTest {
   Rng rng_;
 };
 
-// x (2,5,8) -> layernorm -> fused QKV projection (8 -> 24) -> causal attention with 2 heads of
+// x (2,5,8) -> layerNorm -> fused QKV projection (8 -> 24) -> causal attention with 2 heads of
 // 4, read in place from the projection -> output projection -> + x -> head -> cross-entropy.
-TEST_F(AttentionGraphTest, LayernormFusedAttentionResidualMatchesFiniteDifferences) {
+TEST_F(AttentionGraphTest, LayerNormFusedAttentionResidualMatchesFiniteDifferences) {
   graph::ParameterStore store(ctx());
   store.add("ln.g", {8}, Init::uniform(0.5f, 1.5f));
   store.add("ln.b", {8}, Init::uniform(-0.5f, 0.5f));
@@ -67,7 +67,7 @@ TEST_F(AttentionGraphTest, LayernormFusedAttentionResidualMatchesFiniteDifferenc
   auto p = [&](const char* name) { return g.parameter(store.at(name)); };
   const Tensor x = g.input("x", {2, 5, 8});
   const Tensor y = g.input("y", {2, 5}, ops::DType::U32);
-  const Tensor qkv = g.matmul(g.layernorm(x, p("ln.g"), p("ln.b")), p("qkv.w"), p("qkv.b"));
+  const Tensor qkv = g.matmul(g.layerNorm(x, p("ln.g"), p("ln.b")), p("qkv.w"), p("qkv.b"));
   const Tensor a = g.attention(qkv, 2, /*causal=*/true);
   EXPECT_EQ(g.shape(a), (ops::Shape{2, 5, 8}));
   const Tensor r = g.add(x, g.matmul(a, p("proj.w")));
@@ -215,7 +215,7 @@ TEST_F(AttentionGraphTest, BackwardFromAGivenOutputGradientMatchesFiniteDifferen
   Graph g;
   auto p = [&](const char* name) { return g.parameter(store.at(name)); };
   const Tensor x = g.input("x", {2, 4, 6});
-  const Tensor qkv = g.matmul(g.layernorm(x, p("ln.g"), p("ln.b")), p("qkv.w"));
+  const Tensor qkv = g.matmul(g.layerNorm(x, p("ln.g"), p("ln.b")), p("qkv.w"));
   const Tensor out = g.reshape(g.add(x, g.attention(qkv, 3, true)), {8, 6});
   const Tensor dout = g.input("dout", {8, 6});
   g.markOutput(out);
@@ -273,7 +273,7 @@ TEST_F(AttentionGraphTest, RejectsBadShapesAndBadOutputGradients) {
     g.attention(q, k, g.input("v", {2, 5, 2, 3}));
     FAIL() << "mismatched v accepted";
   } catch (const ShapeError& e) {
-    EXPECT_NE(std::string(e.what()).find("attention: (2,3,2,4), (2,5,2,4), (2,5,2,3)"),
+    EXPECT_NE(std::string(e.what()).find("attention: v (2,5,2,3) must be (2,5,2,4) (B,T,H,D)"),
               std::string::npos)
         << e.what();
   }

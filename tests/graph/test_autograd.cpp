@@ -90,10 +90,10 @@ TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
-// A pre-norm residual block: h = layernorm(x W0 + b0); r = h + gelu(h W1 + b1); logits =
+// A pre-norm residual block: h = layerNorm(x W0 + b0); r = h + gelu(h W1 + b1); logits =
 // r W2, reshaped to (2,3,C) for a 3-D cross-entropy. h feeds both the residual and the MLP,
 // and the reshape's gradient is a view of its source's.
-TEST_F(AutogradTest, ResidualLayernormBlockMatchesFiniteDifferences) {
+TEST_F(AutogradTest, ResidualLayerNormBlockMatchesFiniteDifferences) {
   graph::ParameterStore store(ctx());
   const auto& w0 = store.add("w0", {5, 8}, Init::xavierUniform());
   const auto& b0 = store.add("b0", {8}, Init::uniform(-0.5f, 0.5f));
@@ -107,7 +107,7 @@ TEST_F(AutogradTest, ResidualLayernormBlockMatchesFiniteDifferences) {
   Graph g;
   const Tensor x = g.input("x", {6, 5});
   const Tensor y = g.input("y", {2, 3}, ops::DType::U32);
-  const Tensor h = g.layernorm(g.matmul(x, g.parameter(w0), g.parameter(b0)), g.parameter(gamma),
+  const Tensor h = g.layerNorm(g.matmul(x, g.parameter(w0), g.parameter(b0)), g.parameter(gamma),
                                g.parameter(beta));
   const Tensor mlp = g.gelu(g.matmul(h, g.parameter(w1), g.parameter(b1)));
   const Tensor r = g.add(h, mlp);
@@ -149,10 +149,10 @@ TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
-// gamma and beta shared by two layernorms: the later layernorm (first in the backward) writes
+// gamma and beta shared by two layernorms: the later layerNorm (first in the backward) writes
 // their gradients, the earlier one must add to them while it writes its dx: one node each,
 // dx and the parameters under their own write modes.
-TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
+TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {4, 6}, Init::xavierUniform());
   const auto& gamma = store.add("gamma", {6}, Init::uniform(0.5f, 1.5f));
@@ -164,8 +164,8 @@ TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
   const Tensor x = g.input("x", {4, 4});
   const Tensor y = g.input("y", {4}, ops::DType::U32);
   const Tensor G = g.parameter(gamma), B = g.parameter(beta);
-  const Tensor a = g.layernorm(g.matmul(x, g.parameter(w)), G, B);
-  const Tensor b = g.layernorm(g.activation(a, ops::Activation::Tanh), G, B);
+  const Tensor a = g.layerNorm(g.matmul(x, g.parameter(w)), G, B);
+  const Tensor b = g.layerNorm(g.activation(a, ops::Activation::Tanh), G, B);
   const Tensor loss = g.crossEntropy(g.matmul(b, g.parameter(w2)), y);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
@@ -179,10 +179,10 @@ TEST_F(AutogradTest, SharedLayernormParametersAccumulate) {
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
-// A residual stream, h + layernorm(h) as in a transformer block: h's gradient is first
-// written by the add, so the layernorm's dx adds to it while dgamma and dbeta are written;
+// A residual stream, h + layerNorm(h) as in a transformer block: h's gradient is first
+// written by the add, so the layerNorm's dx adds to it while dgamma and dbeta are written;
 // one backward node does both, and finite differences agree.
-TEST_F(AutogradTest, ResidualLayernormAddsDxAndWritesItsParameters) {
+TEST_F(AutogradTest, ResidualLayerNormAddsDxAndWritesItsParameters) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {5, 6}, Init::xavierUniform());
   const auto& gamma = store.add("gamma", {6}, Init::uniform(0.5f, 1.5f));
@@ -194,7 +194,7 @@ TEST_F(AutogradTest, ResidualLayernormAddsDxAndWritesItsParameters) {
   const Tensor x = g.input("x", {7, 5});
   const Tensor y = g.input("y", {7}, ops::DType::U32);
   const Tensor h = g.matmul(x, g.parameter(w));
-  const Tensor r = g.add(h, g.layernorm(h, g.parameter(gamma), g.parameter(beta)));
+  const Tensor r = g.add(h, g.layerNorm(h, g.parameter(gamma), g.parameter(beta)));
   const Tensor loss =
       g.crossEntropy(g.matmul(g.activation(r, ops::Activation::Tanh), g.parameter(w2)), y);
   g.markOutput(loss);

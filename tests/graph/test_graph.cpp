@@ -42,7 +42,7 @@ TEST(GraphTest, OpsInferShapesAndRecordNodes) {
   EXPECT_EQ(g.shape(g.matmul(g.input("a", {4, 7}), w, {}, true, false)), (ops::Shape{7, 5}));
   const Tensor act = g.gelu(h);
   EXPECT_EQ(g.shape(act), (ops::Shape{2, 3, 5}));
-  const Tensor ln = g.layernorm(act, b, b);
+  const Tensor ln = g.layerNorm(act, b, b);
   EXPECT_EQ(g.shape(ln), (ops::Shape{2, 3, 5}));
   // add broadcasts its smaller operand, whichever side it is on.
   const Tensor sum = g.add(b, ln);
@@ -88,7 +88,7 @@ TEST(GraphTest, OtherShapeErrors) {
   expectBuildError(
       g, [&] { g.add(x, b3); }, "add: a (3,4), b (3)");
   expectBuildError(
-      g, [&] { g.layernorm(x, v5, v4); }, "layernorm: x (3,4) needs gamma (4), got (5)");
+      g, [&] { g.layerNorm(x, v5, v4); }, "layerNorm: x (3,4) needs gamma (4), got (5)");
   expectBuildError(
       g, [&] { g.crossEntropy(x, t_f32); },
       "crossEntropy: logits (3,4), targets (3): targets must be u32");

@@ -188,7 +188,7 @@ TEST_F(GraphPlanTest, MlpArenaIsSmallerThanTheNaiveSumAndLiveTensorsNeverOverlap
   }
 }
 
-// Two pre-norm residual blocks (x + W2 gelu(W1 layernorm(x))) with a head, backward and
+// Two pre-norm residual blocks (x + W2 gelu(W1 layerNorm(x))) with a head, backward and
 // AdamW: the residual stream's tensors live long, the MLP's die young.
 // An activation whose input dies at it writes over that input: x -> matmul -> relu -> relu
 // (forward only) keeps one range for all three activations.
@@ -222,7 +222,7 @@ TEST_F(GraphPlanTest, ResidualBlocksArenaIsSmallerThanTheNaiveSumAndTagsSurvive)
     auto param = [&](const std::string& name, ops::Shape shape, graph::Init init) {
       return g.parameter(store.add(b + name, shape, init));
     };
-    const Tensor h = g.layernorm(x, param("ln.g", {16}, graph::Init::ones()),
+    const Tensor h = g.layerNorm(x, param("ln.g", {16}, graph::Init::ones()),
                                  param("ln.b", {16}, graph::Init::zeros()));
     const Tensor up = g.gelu(g.matmul(h, param("w1", {16, 64}, graph::Init::xavierUniform()),
                                       param("b1", {64}, graph::Init::zeros())));
@@ -243,7 +243,7 @@ TEST_F(GraphPlanTest, ResidualBlocksArenaIsSmallerThanTheNaiveSumAndTagsSurvive)
               (unsigned long long)plan.memory.naive_bytes);
 }
 
-// A transformer block (trainable embedding, layernorm, fused QKV projection, causal attention
+// A transformer block (trainable embedding, layerNorm, fused QKV projection, causal attention
 // read in place from it, output projection, residual, MLP, head, cross-entropy) with its
 // backward and AdamW: attention's saved lse and scratch, the embedding's u32 scratch and the
 // fused QKV gradient are planned like any other tensor.

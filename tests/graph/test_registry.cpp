@@ -10,7 +10,7 @@
 #include "ops/attention.h"
 #include "ops/cross_entropy.h"
 #include "ops/embedding.h"
-#include "ops/layernorm.h"
+#include "ops/layer_norm.h"
 #include "ops/matmul.h"
 
 namespace vkgrad::test {
@@ -72,8 +72,8 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
             }));
 
   const Tensor x = g.input("x", {3, 5}), v5 = g.input("v5", {5}), v4 = g.input("v4", {4});
-  EXPECT_EQ(message([&] { g.layernorm(x, v4, v5); }), message([&] {
-              ops::layernormStatsShape({3, 5}, {4}, {5}, 1e-5f);
+  EXPECT_EQ(message([&] { g.layerNorm(x, v4, v5); }), message([&] {
+              ops::layerNormStatsShape({3, 5}, {4}, {5}, 1e-5f);
             }));
 
   const Tensor t = g.input("t", {4}, DType::U32);

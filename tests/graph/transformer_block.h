@@ -1,6 +1,6 @@
 // A tiny GPT-style pre-norm transformer block on token ids, shared by the planner and trainer
-// tests: trainable token embedding + learned positions, layernorm, one fused QKV projection,
-// causal attention reading q, k and v in place, output projection, residual, layernorm, GELU
+// tests: trainable token embedding + learned positions, layerNorm, one fused QKV projection,
+// causal attention reading q, k and v in place, output projection, residual, layerNorm, GELU
 // MLP, residual, a linear head and the next-token cross-entropy.
 #pragma once
 
@@ -40,11 +40,11 @@ inline graph::Tensor transformerLoss(graph::Graph& g, const graph::ParameterStor
                                      graph::Tensor targets) {
   auto p = [&](const std::string& name) { return g.parameter(store.at(name)); };
   graph::Tensor x = g.add(g.gather(p("tok"), ids), p("pos"));  // (B,T,C)
-  const graph::Tensor h = g.layernorm(x, p("ln1.g"), p("ln1.b"));
+  const graph::Tensor h = g.layerNorm(x, p("ln1.g"), p("ln1.b"));
   const graph::Tensor qkv = g.matmul(h, p("qkv.w"), p("qkv.b"));  // (B,T,3C)
   const graph::Tensor a = g.attention(qkv, c.heads, /*causal=*/true);
   x = g.add(x, g.matmul(a, p("proj.w"), p("proj.b")));
-  const graph::Tensor h2 = g.layernorm(x, p("ln2.g"), p("ln2.b"));
+  const graph::Tensor h2 = g.layerNorm(x, p("ln2.g"), p("ln2.b"));
   x = g.add(x, g.matmul(g.gelu(g.matmul(h2, p("mlp1.w"), p("mlp1.b"))), p("mlp2.w"), p("mlp2.b")));
   return g.crossEntropy(g.matmul(x, p("head")), targets);
 }

@@ -5,7 +5,7 @@
 #include "ops/reference/attention.h"
 #include "ops/reference/cross_entropy.h"
 #include "ops/reference/embedding.h"
-#include "ops/reference/layernorm.h"
+#include "ops/reference/layer_norm.h"
 #include "ops/reference/matmul.h"
 #include "ops/reference/optim.h"
 #include "vk/error.h"
@@ -77,7 +77,7 @@ constexpr float kLayerNormEps = 1e-5f;
 Vec layerNormForward(const Model& m, const std::string& prefix, const Vec& x) {
   const int64_t n = m.c.width;
   Vec y(x.size()), mean(size_t(m.rows())), rstd(size_t(m.rows()));
-  ops::ref::layernorm(x.data(), m.p(prefix + ".g"), m.p(prefix + ".b"), y.data(), mean.data(),
+  ops::ref::layerNorm(x.data(), m.p(prefix + ".g"), m.p(prefix + ".b"), y.data(), mean.data(),
                       rstd.data(), m.rows(), n, kLayerNormEps);
   return y;
 }
@@ -85,7 +85,7 @@ Vec layerNormForward(const Model& m, const std::string& prefix, const Vec& x) {
 // Statistics recomputed from x in double (null mean, rstd), not the fp32 saved ones.
 Vec layerNormBackward(Model& m, const std::string& prefix, const Vec& x, const Vec& dy) {
   Vec dx(x.size());
-  ops::ref::layernormBackward(x.data(), m.p(prefix + ".g"), nullptr, nullptr, dy.data(), dx.data(),
+  ops::ref::layerNormBackward(x.data(), m.p(prefix + ".g"), nullptr, nullptr, dy.data(), dx.data(),
                               m.g(prefix + ".g"), m.g(prefix + ".b"), m.rows(), m.c.width,
                               kLayerNormEps);
   return dx;

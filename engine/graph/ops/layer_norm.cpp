@@ -1,4 +1,4 @@
-// layernorm over the last axis (ops/layernorm.h): y = (x - mean) * rstd * gamma + beta, with
+// layerNorm over the last axis (ops/layer_norm.h): y = (x - mean) * rstd * gamma + beta, with
 // mean and rstd saved per row for the backward, which writes dx, dgamma and dbeta in one
 // kernel.
 #include <utility>
@@ -6,7 +6,7 @@
 #include "graph/backward.h"
 #include "graph/launch.h"
 #include "graph/ops/defs.h"
-#include "ops/layernorm.h"
+#include "ops/layer_norm.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -49,11 +49,11 @@ void backward(Backward& b, const Node& f) {
       dx_mode = modes[LayerNorm::x];
       dx_done = true;
     } else {
-      dx = b.temp(sx, "layernorm.dx_unused");
+      dx = b.temp(sx, "layerNorm.dx_unused");
     }
     const int scratch =
         dgamma >= 0 || dbeta >= 0
-            ? b.temp({ops::layernormBackwardScratch(sx.rows(), sx.back())}, "layernorm.scratch")
+            ? b.temp({ops::layerNormBackwardScratch(sx.rows(), sx.back())}, "layerNorm.scratch")
             : -1;
     Node node{OpKind::LayerNormBackward,
               {x, f.inputs[LayerNorm::gamma], f.outputs[LayerNorm::mean],
@@ -74,29 +74,29 @@ void backward(Backward& b, const Node& f) {
 }
 
 void launch(const Launch& l) {
-  ops::layernorm(l.rec, l.in(LayerNorm::x), l.in(LayerNorm::gamma), l.in(LayerNorm::beta),
+  ops::layerNorm(l.rec, l.in(LayerNorm::x), l.in(LayerNorm::gamma), l.in(LayerNorm::beta),
                  l.out(LayerNorm::y), l.out(LayerNorm::mean), l.out(LayerNorm::rstd),
                  l.attr<LayerNorm::Attrs>().eps);
 }
 
 void launchBackward(const Launch& l) {
   using B = LayerNormBackward;
-  ops::layernormBackward(l.rec, l.in(B::x), l.in(B::gamma), l.in(B::mean), l.in(B::rstd),
+  ops::layerNormBackward(l.rec, l.in(B::x), l.in(B::gamma), l.in(B::mean), l.in(B::rstd),
                          l.in(B::dy), l.out(B::dx), l.out(B::dgamma), l.out(B::dbeta),
                          l.out(B::scratch), l.write(B::dx), l.write(B::dgamma));
 }
 
 }  // namespace
 
-Tensor Graph::layernorm(Tensor x, Tensor gamma, Tensor beta, float eps) {
-  check(x, "layernorm");
-  check(gamma, "layernorm");
-  check(beta, "layernorm");
+Tensor Graph::layerNorm(Tensor x, Tensor gamma, Tensor beta, float eps) {
+  check(x, "layerNorm");
+  check(gamma, "layerNorm");
+  check(beta, "layerNorm");
   for (Tensor t : {x, gamma, beta})
     if (tensor(t).dtype != DType::F32)
-      throw ShapeError(describe("layernorm", {x, gamma, beta}) + ": x, gamma and beta must be f32");
+      throw ShapeError(describe("layerNorm", {x, gamma, beta}) + ": x, gamma and beta must be f32");
   const Shape sx = shape(x);  // a copy: output() may move tensors_
-  const Shape stats = ops::layernormStatsShape(sx, shape(gamma), shape(beta), eps);
+  const Shape stats = ops::layerNormStatsShape(sx, shape(gamma), shape(beta), eps);
   const int y = output(sx);
   const int mean = output(stats);
   const int rstd = output(stats);
@@ -106,12 +106,12 @@ Tensor Graph::layernorm(Tensor x, Tensor gamma, Tensor beta, float eps) {
 }
 
 namespace defs {
-const OpDef kLayerNorm{.name = "layernorm",
+const OpDef kLayerNorm{.name = "layerNorm",
                        .inputs = LayerNorm::kInputs,
                        .outputs = LayerNorm::kOutputs,
                        .backward = backward,
                        .launch = launch};
-const OpDef kLayerNormBackward{.name = "layernormBackward",
+const OpDef kLayerNormBackward{.name = "layerNormBackward",
                                .inputs = LayerNormBackward::kInputs,
                                .outputs = LayerNormBackward::kOutputs,
                                .launch = launchBackward};

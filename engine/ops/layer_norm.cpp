@@ -1,4 +1,4 @@
-#include "ops/layernorm.h"
+#include "ops/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,14 +16,14 @@
 namespace vkgrad::ops {
 namespace {
 
-struct LayernormPush {
+struct LayerNormPush {
   uint32_t rows;  // numel / n
   uint32_t n;     // length of the last axis
   float eps;      // added to the variance
   // First element of each view inside its binding (ops/binding.h).
   uint32_t x_skip, gamma_skip, beta_skip, y_skip, mean_skip, rstd_skip;
 };
-static_assert(sizeof(LayernormPush) == 36);
+static_assert(sizeof(LayerNormPush) == 36);
 
 struct BackwardPush {
   uint32_t rows, n;
@@ -82,8 +82,8 @@ vk::Arg texelArg(const vk::Context& context, const TensorView& t, bool used,
   return arg;
 }
 
-bool usesTexels(LayernormVariant v) {
-  return v == LayernormVariant::WorkgroupTexel || v == LayernormVariant::SubgroupTexel;
+bool usesTexels(LayerNormVariant v) {
+  return v == LayerNormVariant::WorkgroupTexel || v == LayerNormVariant::SubgroupTexel;
 }
 
 // (rows) or x's shape without its last dim.
@@ -95,7 +95,7 @@ bool isRowShape(const Shape& s, const Shape& x) {
   return true;
 }
 
-// op: "layernorm: x (4,7)", the prefix of every message.
+// op: "layerNorm: x (4,7)", the prefix of every message.
 std::string checkX(const char* name, const TensorView& x) {
   const std::string op = std::string(name) + ": x " + x.shape.str();
   if (x.shape.rank() < 1) throw ShapeError(op + " needs at least one dim");
@@ -137,18 +137,18 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
 
 void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
-               const TensorView& rstd, float eps, LayernormVariant variant) {
-  layernormStatsShape(x.shape, gamma.shape, beta.shape, eps);
-  const std::string op = "layernorm: x " + x.shape.str();
+               const TensorView& rstd, float eps, LayerNormVariant variant) {
+  layerNormStatsShape(x.shape, gamma.shape, beta.shape, eps);
+  const std::string op = "layerNorm: x " + x.shape.str();
   checkLikeX(op, "y", y, x.shape);
   checkStats(op, "mean", mean, x.shape);
   checkStats(op, "rstd", rstd, x.shape);
-  checkFits("layernorm", "x", x);
-  checkFits("layernorm", "gamma", gamma);
-  checkFits("layernorm", "beta", beta);
-  checkFits("layernorm", "y", y);
-  checkFits("layernorm", "mean", mean);
-  checkFits("layernorm", "rstd", rstd);
+  checkFits("layerNorm", "x", x);
+  checkFits("layerNorm", "gamma", gamma);
+  checkFits("layerNorm", "beta", beta);
+  checkFits("layerNorm", "y", y);
+  checkFits("layerNorm", "mean", mean);
+  checkFits("layerNorm", "rstd", rstd);
   checkDevice(context, op, x, {&x, &gamma, &beta}, usesTexels(variant));
 }
 
@@ -158,10 +158,10 @@ struct RowLayout {
   uint32_t groups;
   bool texels;
 };
-RowLayout rowLayout(const vk::Context& context, LayernormVariant variant, const Shape& x) {
+RowLayout rowLayout(const vk::Context& context, LayerNormVariant variant, const Shape& x) {
   const bool texels = usesTexels(variant);
   const bool one_subgroup =
-      variant == LayernormVariant::SubgroupStorage || variant == LayernormVariant::SubgroupTexel;
+      variant == LayerNormVariant::SubgroupStorage || variant == LayerNormVariant::SubgroupTexel;
   const uint32_t rows = uint32_t(x.rows());
   const bool row_per_invocation = x.back() <= rowPerInvocationMaxN(context);
   const uint32_t group = row_per_invocation ? kRowPerInvocationGroup
@@ -175,8 +175,8 @@ RowLayout rowLayout(const vk::Context& context, LayernormVariant variant, const 
 
 }  // namespace
 
-Shape layernormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps) {
-  const std::string op = "layernorm: x " + x.str();
+Shape layerNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps) {
+  const std::string op = "layerNorm: x " + x.str();
   if (x.rank() < 1) throw ShapeError(op + " needs at least one dim");
   if (x.numel() == 0) throw ShapeError(op + " is empty");
   if (x.back() > UINT32_MAX || x.rows() > UINT32_MAX)
@@ -190,51 +190,51 @@ Shape layernormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta,
   return {x.rows()};
 }
 
-const char* layernormVariantName(LayernormVariant variant) {
+const char* layerNormVariantName(LayerNormVariant variant) {
   switch (variant) {
-    case LayernormVariant::Auto:
+    case LayerNormVariant::Auto:
       return "auto";
-    case LayernormVariant::WorkgroupStorage:
+    case LayerNormVariant::WorkgroupStorage:
       return "workgroup_storage";
-    case LayernormVariant::WorkgroupTexel:
+    case LayerNormVariant::WorkgroupTexel:
       return "workgroup_texel";
-    case LayernormVariant::SubgroupStorage:
+    case LayerNormVariant::SubgroupStorage:
       return "subgroup_storage";
-    case LayernormVariant::SubgroupTexel:
+    case LayerNormVariant::SubgroupTexel:
       return "subgroup_texel";
   }
   return "?";
 }
 
-LayernormVariant layernormVariantFor(const vk::Context& context, const TensorView& x,
+LayerNormVariant layerNormVariantFor(const vk::Context& context, const TensorView& x,
                                      const TensorView& gamma, const TensorView& beta) {
   // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
   // subgroup; GPU drivers may split a workgroup into smaller subgroups than reported.
   const bool texels =
       fitsTexels(context, x) && fitsTexels(context, gamma) && fitsTexels(context, beta);
   if (context.info().isCpu())
-    return texels ? LayernormVariant::SubgroupTexel : LayernormVariant::SubgroupStorage;
-  return texels ? LayernormVariant::WorkgroupTexel : LayernormVariant::WorkgroupStorage;
+    return texels ? LayerNormVariant::SubgroupTexel : LayerNormVariant::SubgroupStorage;
+  return texels ? LayerNormVariant::WorkgroupTexel : LayerNormVariant::WorkgroupStorage;
 }
 
-void layernorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
                const TensorView& rstd, float eps) {
-  layernorm(rec, x, gamma, beta, y, mean, rstd, eps, LayernormVariant::Auto);
+  layerNorm(rec, x, gamma, beta, y, mean, rstd, eps, LayerNormVariant::Auto);
 }
 
-void layernorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
-               const TensorView& rstd, float eps, LayernormVariant variant) {
+               const TensorView& rstd, float eps, LayerNormVariant variant) {
   vk::Context& context = rec.context();
   checkArgs(context, x, gamma, beta, y, mean, rstd, eps, variant);
-  if (variant == LayernormVariant::Auto) variant = layernormVariantFor(context, x, gamma, beta);
+  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, beta);
   const RowLayout layout = rowLayout(context, variant, x.shape);
   const bool texels = layout.texels;
   const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
               bbeta = bindStorage(context, beta), by = bindStorage(context, y),
               bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
-  const LayernormPush push{uint32_t(x.shape.rows()),
+  const LayerNormPush push{uint32_t(x.shape.rows()),
                            uint32_t(x.shape.back()),
                            eps,
                            bx.skip,
@@ -243,7 +243,7 @@ void layernorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                            by.skip,
                            bmean.skip,
                            brstd.skip};
-  const vk::Kernel& kernel = context.kernels().get("layernorm/forward", layout.spec);
+  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", layout.spec);
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
   const vk::Arg args[] = {
@@ -253,28 +253,28 @@ void layernorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
   rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
 }
 
-const char* layernormParamsVariantName(LayernormParamsVariant variant) {
+const char* layerNormParamsVariantName(LayerNormParamsVariant variant) {
   switch (variant) {
-    case LayernormParamsVariant::Auto:
+    case LayerNormParamsVariant::Auto:
       return "auto";
-    case LayernormParamsVariant::Columns:
+    case LayerNormParamsVariant::Columns:
       return "columns";
-    case LayernormParamsVariant::Blocked:
+    case LayerNormParamsVariant::Blocked:
       return "blocked";
   }
   return "?";
 }
 
-int64_t layernormBackwardScratch(int64_t rows, int64_t n) {
+int64_t layerNormBackwardScratch(int64_t rows, int64_t n) {
   return 2 * ((rows + kBlockRows - 1) / kBlockRows) * n;
 }
 
-void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write w) {
-  layernormBackward(rec, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, w, w,
-                    LayernormVariant::Auto, LayernormParamsVariant::Auto);
+  layerNormBackward(rec, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, w, w,
+                    LayerNormVariant::Auto, LayerNormParamsVariant::Auto);
 }
 
 // lavapipe (2 cores shared with other jobs, so medians of 15 runs, 4 sets), x (4096, 768),
@@ -287,13 +287,13 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
 // (25 MB, ~2.7 GB/s). RGBA32F fetches of 4 columns made each kernel ~2-3x faster than
 // R32F (dx only was 24-29 ms, the parameter sums ~17+ ms). On GPUs, N columns alone cannot
 // fill the device, hence Blocked (rows / 64 times more invocations).
-void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write dx_write, Write params_write,
-                       LayernormVariant variant, LayernormParamsVariant params) {
+                       LayerNormVariant variant, LayerNormParamsVariant params) {
   vk::Context& context = rec.context();
-  const char* name = "layernormBackward";
+  const char* name = "layerNormBackward";
   const std::string op = checkX(name, x);
   const int64_t n = x.shape.back(), rows = x.shape.rows();
   checkVector(op, "gamma", gamma, n);
@@ -305,10 +305,10 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   if (want_gamma) checkVector(op, "dgamma", dgamma, n);
   if (want_beta) checkVector(op, "dbeta", dbeta, n);
   const bool want_params = want_gamma || want_beta;
-  const int64_t scratch_need = layernormBackwardScratch(rows, n);
+  const int64_t scratch_need = layerNormBackwardScratch(rows, n);
   if (want_params && scratch.shape.numel() < scratch_need)
     throw ShapeError(op + " needs scratch of " + std::to_string(scratch_need) +
-                     " floats (layernormBackwardScratch), got " + scratch.shape.str());
+                     " floats (layerNormBackwardScratch), got " + scratch.shape.str());
   const std::pair<const char*, const TensorView*> inputs[] = {
       {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
   for (auto [in_name, in] : inputs) checkOperand(name, in_name, *in);
@@ -324,11 +324,11 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
       checkAlias(name, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
                  false);
   }
-  if (params == LayernormParamsVariant::Auto)
+  if (params == LayerNormParamsVariant::Auto)
     params = context.info().isCpu() && rows <= kColumnsMaxRowsOnCpu
-                 ? LayernormParamsVariant::Columns
-                 : LayernormParamsVariant::Blocked;
-  if (want_params && params == LayernormParamsVariant::Columns && context.info().isCpu() &&
+                 ? LayerNormParamsVariant::Columns
+                 : LayerNormParamsVariant::Blocked;
+  if (want_params && params == LayerNormParamsVariant::Columns && context.info().isCpu() &&
       rows > kColumnsMaxRowsOnCpu)
     throw ShapeError(op + ": the columns variant takes at most " +
                      std::to_string(kColumnsMaxRowsOnCpu) + " rows on CPU devices");
@@ -337,7 +337,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     throw ShapeError(op + ": more than " + std::to_string(kColumnsMaxRowsOnCpu * kBlockRows) +
                      " rows for dgamma and dbeta on a CPU device");
   checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
-  if (variant == LayernormVariant::Auto) variant = layernormVariantFor(context, x, gamma, dy);
+  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
 
   // dgamma and dbeta first: they only read, so nothing orders them after dx.
   const bool accumulate = params_write == Write::Accumulate;  // dgamma, dbeta
@@ -351,7 +351,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     const bool vec4 =
         texels && n % 4 == 0 && texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f);
     const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
-    const bool blocked = params == LayernormParamsVariant::Blocked;
+    const bool blocked = params == LayerNormParamsVariant::Blocked;
     const uint32_t blocks = blocked ? uint32_t((rows + kBlockRows - 1) / kBlockRows) : 1;
     // An unwanted output is bound to the wanted one and never written.
     const TensorView& out_gamma = want_gamma ? dgamma : dbeta;
@@ -366,7 +366,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                           bdy.skip,       bmean.skip,  brstd.skip, bgamma_out.skip, beta_first};
     const uint32_t group = columnGroup(context);
     const vk::Kernel& kernel =
-        context.kernels().get("layernorm/backward_params",
+        context.kernels().get("layer_norm/backward_params",
                               {group, texels, accumulate && !blocked, want_gamma, want_beta, vec4});
     const vk::Arg args[] = {bx.arg,         texelArg(context, x, texels, format),
                             bdy.arg,        texelArg(context, dy, texels, format),
@@ -380,7 +380,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                   bdbeta = bindStorage(context, out_beta);
       const ReducePush reduce{uint32_t(n),    blocks,       push.gamma_skip,
                               push.beta_skip, bdgamma.skip, bdbeta.skip};
-      const vk::Kernel& reducer = context.kernels().get("layernorm/backward_reduce",
+      const vk::Kernel& reducer = context.kernels().get("layer_norm/backward_reduce",
                                                         {group, accumulate, want_gamma, want_beta});
       const vk::Arg reduce_args[] = {bgamma_out.arg, bdgamma.arg, bdbeta.arg};
       rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
@@ -401,7 +401,7 @@ void layernormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   std::vector<uint32_t> spec = layout.spec;
   spec.push_back(dx_accumulate);
   spec.push_back(vec4);
-  const vk::Kernel& kernel = context.kernels().get("layernorm/backward", spec);
+  const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, layout.texels, format),
                           bdy.arg,    texelArg(context, dy, layout.texels, format),
                           bgamma.arg, texelArg(context, gamma, layout.texels, format),

@@ -23,7 +23,7 @@ layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput, !kR
 
 #include "common/kahan.glsl"
 #include "common/reduce.glsl"
-#include "layernorm/kahan4.glsl"
+#include "layer_norm/kahan4.glsl"
 
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };          // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;            // (rows, N)

@@ -1,4 +1,4 @@
-#include "ops/layernorm.h"
+#include "ops/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/layernorm.h"
+#include "ops/reference/layer_norm.h"
 #include "vk/error.h"
 
 namespace vkgrad::test {
@@ -42,13 +42,13 @@ Inputs randomInputs(Rng& rng, ops::Shape shape, float offset, float stddev) {
           rng.uniform(shape.back(), -0.5f, 0.5f)};
 }
 
-Outputs runLayernorm(vk::Context& context, const Inputs& in, ops::LayernormVariant variant) {
+Outputs runLayerNorm(vk::Context& context, const Inputs& in, ops::LayerNormVariant variant) {
   auto x = upload(context, in.shape, in.x);
   auto gamma = upload(context, {in.n()}, in.gamma), beta = upload(context, {in.n()}, in.beta);
   auto y = poisoned(context, in.shape);
   auto mean = poisoned(context, {in.rows()}), rstd = poisoned(context, {in.rows()});
   vk::Recorder rec(context);
-  ops::layernorm(rec, x.view(), gamma.view(), beta.view(), y.view(), mean.view(), rstd.view(), kEps,
+  ops::layerNorm(rec, x.view(), gamma.view(), beta.view(), y.view(), mean.view(), rstd.view(), kEps,
                  variant);
   EXPECT_EQ(rec.dispatchCount(), 1u);
   rec.submit();
@@ -58,7 +58,7 @@ Outputs runLayernorm(vk::Context& context, const Inputs& in, ops::LayernormVaria
 Outputs reference(const Inputs& in) {
   Outputs out{std::vector<float>(in.x.size()), std::vector<float>(in.rows()),
               std::vector<float>(in.rows())};
-  ops::ref::layernorm(in.x.data(), in.gamma.data(), in.beta.data(), out.y.data(), out.mean.data(),
+  ops::ref::layerNorm(in.x.data(), in.gamma.data(), in.beta.data(), out.y.data(), out.mean.data(),
                       out.rstd.data(), in.rows(), in.n(), kEps);
   return out;
 }
@@ -89,15 +89,15 @@ void expectMatchesReference(const Inputs& in, const Outputs& got) {
   EXPECT_TRUE(allClose(got.rstd, want.rstd, kTolerance)) << "rstd";
 }
 
-class LayernormTest : public VkTest, public ::testing::WithParamInterface<ops::LayernormVariant> {
+class LayerNormTest : public VkTest, public ::testing::WithParamInterface<ops::LayerNormVariant> {
  protected:
   // The subgroup-per-row variants are only promised where a workgroup of subgroupSize
   // invocations is one subgroup (CPU drivers; most GPUs too). They run on every device here:
   // a device that breaks the promise fails these tests rather than skipping them.
-  Outputs run(const Inputs& in) { return runLayernorm(ctx(), in, GetParam()); }
+  Outputs run(const Inputs& in) { return runLayerNorm(ctx(), in, GetParam()); }
 };
 
-TEST_P(LayernormTest, MatchesCpuOnOddShapes) {
+TEST_P(LayerNormTest, MatchesCpuOnOddShapes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // Short rows take the invocation-per-row path, long ones a workgroup (or subgroup) per
@@ -112,7 +112,7 @@ TEST_P(LayernormTest, MatchesCpuOnOddShapes) {
   }
 }
 
-TEST_P(LayernormTest, HandlesManyShortRows) {
+TEST_P(LayerNormTest, HandlesManyShortRows) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // More rows than a grid of 65535 invocations: the row loop must stride.
@@ -120,7 +120,7 @@ TEST_P(LayernormTest, HandlesManyShortRows) {
   expectMatchesReference(in, run(in));
 }
 
-TEST_P(LayernormTest, VarianceIsStableUnderLargeOffset) {
+TEST_P(LayerNormTest, VarianceIsStableUnderLargeOffset) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // 1000 + noise of std 0.01: E[x^2] - E[x]^2 in fp32 would take the difference of two
@@ -133,7 +133,7 @@ TEST_P(LayernormTest, VarianceIsStableUnderLargeOffset) {
   }
 }
 
-TEST_P(LayernormTest, GivesTheSameBitsTwice) {
+TEST_P(LayerNormTest, GivesTheSameBitsTwice) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // No atomics and a fixed combine order: a rerun reproduces every bit.
@@ -147,7 +147,7 @@ TEST_P(LayernormTest, GivesTheSameBitsTwice) {
   }
 }
 
-TEST_P(LayernormTest, RunsInPlaceAndTakesLeadingDimsForStats) {
+TEST_P(LayerNormTest, RunsInPlaceAndTakesLeadingDimsForStats) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (const ops::Shape& shape : {ops::Shape{2, 3, 5}, ops::Shape{2, 3, 300}}) {
@@ -157,14 +157,14 @@ TEST_P(LayernormTest, RunsInPlaceAndTakesLeadingDimsForStats) {
     auto gamma = upload(ctx(), {in.n()}, in.gamma), beta = upload(ctx(), {in.n()}, in.beta);
     auto mean = poisoned(ctx(), {shape[0], shape[1]}), rstd = poisoned(ctx(), {shape[0], shape[1]});
     vk::Recorder rec(ctx());
-    ops::layernorm(rec, x.view(), gamma.view(), beta.view(), x.view(), mean.view(), rstd.view(),
+    ops::layerNorm(rec, x.view(), gamma.view(), beta.view(), x.view(), mean.view(), rstd.view(),
                    kEps, GetParam());
     rec.submit();
     expectMatchesReference(in, {download(ctx(), x), download(ctx(), mean), download(ctx(), rstd)});
   }
 }
 
-TEST_P(LayernormTest, ReadsViewsAtOffsets) {
+TEST_P(LayerNormTest, ReadsViewsAtOffsets) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // Every tensor is the middle of a larger buffer, at an offset the device allows for
@@ -180,7 +180,7 @@ TEST_P(LayernormTest, ReadsViewsAtOffsets) {
          rstd = poisoned(ctx(), {shape.rows() + 2 * pad});
     const uint64_t off = pad * 4;
     vk::Recorder rec(ctx());
-    ops::layernorm(rec, ops::view(x.buffer, shape, off), ops::view(gamma.buffer, {in.n()}, off),
+    ops::layerNorm(rec, ops::view(x.buffer, shape, off), ops::view(gamma.buffer, {in.n()}, off),
                    ops::view(beta.buffer, {in.n()}, off), ops::view(y.buffer, shape, off),
                    ops::view(mean.buffer, {in.rows()}, off),
                    ops::view(rstd.buffer, {in.rows()}, off), kEps, GetParam());
@@ -195,15 +195,15 @@ TEST_P(LayernormTest, ReadsViewsAtOffsets) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LayernormTest,
-                         ::testing::Values(ops::LayernormVariant::Auto,
-                                           ops::LayernormVariant::WorkgroupStorage,
-                                           ops::LayernormVariant::WorkgroupTexel,
-                                           ops::LayernormVariant::SubgroupStorage,
-                                           ops::LayernormVariant::SubgroupTexel),
-                         [](const auto& info) { return ops::layernormVariantName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Variants, LayerNormTest,
+                         ::testing::Values(ops::LayerNormVariant::Auto,
+                                           ops::LayerNormVariant::WorkgroupStorage,
+                                           ops::LayerNormVariant::WorkgroupTexel,
+                                           ops::LayerNormVariant::SubgroupStorage,
+                                           ops::LayerNormVariant::SubgroupTexel),
+                         [](const auto& info) { return ops::layerNormVariantName(info.param); });
 
-TEST_F(VkTest, LayernormRejectsBadShapesBeforeRecording) {
+TEST_F(VkTest, LayerNormRejectsBadShapesBeforeRecording) {
   Rng rng;
   auto x = upload(ctx(), {4, 7}, rng.uniform(28));
   auto g7 = upload(ctx(), {7}, rng.uniform(7)), g8 = upload(ctx(), {8}, rng.uniform(8));
@@ -216,7 +216,7 @@ TEST_F(VkTest, LayernormRejectsBadShapesBeforeRecording) {
     SCOPED_TRACE(expected);
     vk::Recorder rec(ctx());
     try {
-      ops::layernorm(rec, xv, gamma, beta, yv, mean, rstd, eps);
+      ops::layerNorm(rec, xv, gamma, beta, yv, mean, rstd, eps);
       ADD_FAILURE() << "no ShapeError";
     } catch (const ShapeError& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -224,19 +224,19 @@ TEST_F(VkTest, LayernormRejectsBadShapesBeforeRecording) {
     EXPECT_EQ(rec.dispatchCount(), 0u);
   };
   const auto xv = x.view(), gv = g7.view(), yv = y.view(), mv = m4.view();
-  expectError(xv, g8.view(), gv, yv, mv, mv, kEps, "layernorm: x (4,7) needs gamma (7), got (8)");
-  expectError(xv, gv, g8.view(), yv, mv, mv, kEps, "layernorm: x (4,7) needs beta (7), got (8)");
+  expectError(xv, g8.view(), gv, yv, mv, mv, kEps, "layerNorm: x (4,7) needs gamma (7), got (8)");
+  expectError(xv, gv, g8.view(), yv, mv, mv, kEps, "layerNorm: x (4,7) needs beta (7), got (8)");
   expectError(xv, gv, gv, y8.view(), mv, mv, kEps,
-              "layernorm: x (4,7) needs y shaped like x, got (4,8)");
-  expectError(xv, gv, gv, yv, m5.view(), mv, kEps, "layernorm: x (4,7) needs mean (4), got (5)");
+              "layerNorm: x (4,7) needs y shaped like x, got (4,8)");
+  expectError(xv, gv, gv, yv, m5.view(), mv, kEps, "layerNorm: x (4,7) needs mean (4), got (5)");
   expectError(xv, gv, gv, yv, mv, ops::view(m4.buffer, {4, 1}), kEps,
-              "layernorm: x (4,7) needs rstd (4), got (4,1)");
-  expectError(xv, gv, gv, yv, mv, mv, -1.0f, "layernorm: x (4,7): eps must be finite and >= 0");
+              "layerNorm: x (4,7) needs rstd (4), got (4,1)");
+  expectError(xv, gv, gv, yv, mv, mv, -1.0f, "layerNorm: x (4,7): eps must be finite and >= 0");
   expectError(ops::view(x.buffer, {4, 0}), ops::view(g7.buffer, {0}), ops::view(g7.buffer, {0}), yv,
-              mv, mv, kEps, "layernorm: x (4,0) is empty");
+              mv, mv, kEps, "layerNorm: x (4,0) is empty");
   // Right shape, but the buffer behind rstd holds only 3 floats.
   expectError(xv, gv, gv, yv, mv, ops::view(m3.buffer, {4}), kEps,
-              "layernorm: rstd (4) at offset 0 needs 16 bytes");
+              "layerNorm: rstd (4) at offset 0 needs 16 bytes");
 }
 
 // dx is rstd * (g - mean(g) - xhat * mean(g xhat)): a difference of terms of size ~rstd * |g|
@@ -266,15 +266,15 @@ BackwardInputs randomBackwardInputs(Rng& rng, ops::Shape shape, float offset, fl
 Grads referenceGrads(const BackwardInputs& b) {
   const Inputs& in = b.in;
   Grads g{std::vector<float>(in.x.size()), std::vector<float>(in.n()), std::vector<float>(in.n())};
-  ops::ref::layernormBackward(in.x.data(), in.gamma.data(), b.mean.data(), b.rstd.data(),
+  ops::ref::layerNormBackward(in.x.data(), in.gamma.data(), b.mean.data(), b.rstd.data(),
                               b.dy.data(), g.dx.data(), g.dgamma.data(), g.dbeta.data(), in.rows(),
                               in.n());
   return g;
 }
 
 struct BackwardOptions {
-  ops::LayernormVariant variant = ops::LayernormVariant::Auto;
-  ops::LayernormParamsVariant params = ops::LayernormParamsVariant::Auto;
+  ops::LayerNormVariant variant = ops::LayerNormVariant::Auto;
+  ops::LayerNormParamsVariant params = ops::LayerNormParamsVariant::Auto;
   ops::Write write = ops::Write::Overwrite;               // dx's, and by default the params'
   std::optional<ops::Write> params_write = std::nullopt;  // dgamma's and dbeta's, if not write
   const Grads* init = nullptr;  // the outputs' contents before an Accumulate
@@ -293,9 +293,9 @@ Grads runBackward(vk::Context& context, const BackwardInputs& b, const BackwardO
   auto dx = start(in.shape, o.init ? &o.init->dx : nullptr);
   auto dgamma = start({in.n()}, o.init ? &o.init->dgamma : nullptr);
   auto dbeta = start({in.n()}, o.init ? &o.init->dbeta : nullptr);
-  auto scratch = poisoned(context, {ops::layernormBackwardScratch(in.rows(), in.n())});
+  auto scratch = poisoned(context, {ops::layerNormBackwardScratch(in.rows(), in.n())});
   vk::Recorder rec(context);
-  ops::layernormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
+  ops::layerNormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
                          dx.view(), o.dgamma ? dgamma.view() : ops::TensorView{},
                          o.dbeta ? dbeta.view() : ops::TensorView{}, scratch.view(), o.write,
                          o.params_write.value_or(o.write), o.variant, o.params);
@@ -317,9 +317,9 @@ float maxAbs(const std::vector<float>& v) {
   return m;
 }
 
-class LayernormBackwardTest : public LayernormTest {};
+class LayerNormBackwardTest : public LayerNormTest {};
 
-TEST_P(LayernormBackwardTest, MatchesCpuOnOddShapes) {
+TEST_P(LayerNormBackwardTest, MatchesCpuOnOddShapes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // Rows 1, 3, 17, 129 against columns 1, 7, 129, 1000+; short rows take the
@@ -335,26 +335,26 @@ TEST_P(LayernormBackwardTest, MatchesCpuOnOddShapes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, LayernormBackwardTest,
-                         ::testing::Values(ops::LayernormVariant::Auto,
-                                           ops::LayernormVariant::WorkgroupStorage,
-                                           ops::LayernormVariant::WorkgroupTexel,
-                                           ops::LayernormVariant::SubgroupStorage,
-                                           ops::LayernormVariant::SubgroupTexel),
-                         [](const auto& info) { return ops::layernormVariantName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Variants, LayerNormBackwardTest,
+                         ::testing::Values(ops::LayerNormVariant::Auto,
+                                           ops::LayerNormVariant::WorkgroupStorage,
+                                           ops::LayerNormVariant::WorkgroupTexel,
+                                           ops::LayerNormVariant::SubgroupStorage,
+                                           ops::LayerNormVariant::SubgroupTexel),
+                         [](const auto& info) { return ops::layerNormVariantName(info.param); });
 
-using LayernormBackward = VkTest;
+using LayerNormBackward = VkTest;
 
 // got = want + init, normalised by the largest |want| or |init|: the sum may cancel.
-TEST_F(LayernormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
+TEST_F(LayerNormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // Blocked sums blocks of 64 rows: 129 rows end in a block of one, 64 is exactly one block.
   const ops::Shape shapes[] = {{1, 7}, {64, 3}, {129, 129}, {200, 1}, {3, 5, 1000}};
-  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked})
+  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked})
     for (const ops::Shape& shape : shapes) {
       SCOPED_TRACE(testing::Message()
-                   << ops::layernormParamsVariantName(params) << " " << shape.str());
+                   << ops::layerNormParamsVariantName(params) << " " << shape.str());
       const BackwardInputs b = randomBackwardInputs(rng, shape, -0.4f, 0.7f);
       const Grads want = referenceGrads(b);
       expectGradsMatch(runBackward(ctx(), b, {.params = params}), want, kBackwardTolerance,
@@ -390,12 +390,12 @@ TEST_F(LayernormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
     }
 }
 
-TEST_F(LayernormBackward, LeavesOutParamGradsNotAskedFor) {
+TEST_F(LayerNormBackward, LeavesOutParamGradsNotAskedFor) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked})
+  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked})
     for (auto [want_gamma, want_beta] : {std::pair{true, false}, {false, true}, {false, false}}) {
-      SCOPED_TRACE(testing::Message() << ops::layernormParamsVariantName(params) << " dgamma "
+      SCOPED_TRACE(testing::Message() << ops::layerNormParamsVariantName(params) << " dgamma "
                                       << want_gamma << " dbeta " << want_beta);
       const BackwardInputs b = randomBackwardInputs(rng, {70, 9}, 0.0f, 1.0f);
       const Grads want = referenceGrads(b);
@@ -414,7 +414,7 @@ TEST_F(LayernormBackward, LeavesOutParamGradsNotAskedFor) {
     }
 }
 
-TEST_F(LayernormBackward, HandlesManyRows) {
+TEST_F(LayerNormBackward, HandlesManyRows) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // More rows than Columns takes on a CPU device (16384), so Auto sums in blocks there;
@@ -423,10 +423,10 @@ TEST_F(LayernormBackward, HandlesManyRows) {
   expectGradsMatch(runBackward(ctx(), b), referenceGrads(b), kBackwardTolerance, maxAbs(b.dy));
 }
 
-TEST_F(LayernormBackward, GivesTheSameBitsTwice) {
+TEST_F(LayerNormBackward, GivesTheSameBitsTwice) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  for (auto params : {ops::LayernormParamsVariant::Columns, ops::LayernormParamsVariant::Blocked}) {
+  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked}) {
     const BackwardInputs b = randomBackwardInputs(rng, {130, 257}, 0.0f, 1.0f);
     const Grads g1 = runBackward(ctx(), b, {.params = params}),
                 g2 = runBackward(ctx(), b, {.params = params});
@@ -440,20 +440,20 @@ TEST_F(LayernormBackward, GivesTheSameBitsTwice) {
 // the reference recomputes them in double from x. The saved mean is fp32 (ulp 6e-5 at 1000),
 // so xhat = (x - mean) * rstd is off by up to ~3e-5 for the whole row; dx and dgamma carry
 // that (seen up to 6e-5 normalised on lavapipe), hence 2e-4 here instead of 2e-6.
-TEST_F(LayernormBackward, ToleratesLargeCommonOffset) {
+TEST_F(LayerNormBackward, ToleratesLargeCommonOffset) {
   constexpr double kOffsetTolerance = 2e-4;
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (const ops::Shape& shape : {ops::Shape{17, 7}, ops::Shape{33, 1000}}) {
     SCOPED_TRACE(shape.str());
     BackwardInputs b = randomBackwardInputs(rng, shape, 1000.0f, 1.0f);
-    const Outputs stats = runLayernorm(ctx(), b.in, ops::LayernormVariant::Auto);
+    const Outputs stats = runLayerNorm(ctx(), b.in, ops::LayerNormVariant::Auto);
     b.mean = stats.mean;
     b.rstd = stats.rstd;
     const Grads got = runBackward(ctx(), b);
     Grads exact{std::vector<float>(b.in.x.size()), std::vector<float>(b.in.n()),
                 std::vector<float>(b.in.n())};
-    ops::ref::layernormBackward(b.in.x.data(), b.in.gamma.data(), nullptr, nullptr, b.dy.data(),
+    ops::ref::layerNormBackward(b.in.x.data(), b.in.gamma.data(), nullptr, nullptr, b.dy.data(),
                                 exact.dx.data(), exact.dgamma.data(), exact.dbeta.data(),
                                 b.in.rows(), b.in.n(), kEps);
     expectGradsMatch(got, exact, kOffsetTolerance);
@@ -462,16 +462,16 @@ TEST_F(LayernormBackward, ToleratesLargeCommonOffset) {
 
 // loss = sum w * y with the GPU forward; the analytic gradients are the GPU backward's with
 // dy = w, fed the statistics the GPU forward saved.
-TEST_F(LayernormBackward, PassesGradCheck) {
-  constexpr auto kAuto = ops::LayernormVariant::Auto;
+TEST_F(LayerNormBackward, PassesGradCheck) {
+  constexpr auto kAuto = ops::LayerNormVariant::Auto;
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (const ops::Shape& shape : {ops::Shape{3, 7}, ops::Shape{4, 129}}) {
     SCOPED_TRACE(shape.str());
     Inputs in = randomInputs(rng, shape, 0.2f, 1.0f);
     const std::vector<float> w = rng.uniform(shape.numel());
-    auto loss = [&] { return weightedSum(runLayernorm(ctx(), in, kAuto).y, w); };
-    const Outputs stats = runLayernorm(ctx(), in, kAuto);
+    auto loss = [&] { return weightedSum(runLayerNorm(ctx(), in, kAuto).y, w); };
+    const Outputs stats = runLayerNorm(ctx(), in, kAuto);
     const Grads g = runBackward(ctx(), {in, w, stats.mean, stats.rstd});
     EXPECT_TRUE(checkGradients(
         loss, {{"x", &in.x, g.dx}, {"gamma", &in.gamma, g.dgamma}, {"beta", &in.beta, g.dbeta}},
@@ -481,13 +481,13 @@ TEST_F(LayernormBackward, PassesGradCheck) {
 
 // Every view at an offset of 1 to 3 floats inside a larger buffer (any multiple of 4 bytes
 // must work, for the forward too); nothing outside the views may be written.
-TEST_F(LayernormBackward, ForwardAndBackwardTakeAnyOffset) {
+TEST_F(LayerNormBackward, ForwardAndBackwardTakeAnyOffset) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   constexpr float kSentinel = 12345.0f;
-  for (auto variant : {ops::LayernormVariant::Auto, ops::LayernormVariant::WorkgroupStorage})
+  for (auto variant : {ops::LayerNormVariant::Auto, ops::LayerNormVariant::WorkgroupStorage})
     for (const ops::Shape& shape : {ops::Shape{5, 9}, ops::Shape{70, 300}}) {
-      SCOPED_TRACE(testing::Message() << ops::layernormVariantName(variant) << " " << shape.str());
+      SCOPED_TRACE(testing::Message() << ops::layerNormVariantName(variant) << " " << shape.str());
       const BackwardInputs b = randomBackwardInputs(rng, shape, 0.1f, 1.0f);
       const Inputs& in = b.in;
       int64_t next = 0;
@@ -520,13 +520,13 @@ TEST_F(LayernormBackward, ForwardAndBackwardTakeAnyOffset) {
       auto y = place(shape, nullptr), mean = place({rows}, nullptr), rstd = place({rows}, nullptr);
       auto dy = place(shape, &b.dy), dx = place(shape, nullptr);
       auto dgamma = place({n}, nullptr), dbeta = place({n}, nullptr);
-      auto scratch = place({ops::layernormBackwardScratch(rows, n)}, nullptr);
+      auto scratch = place({ops::layerNormBackwardScratch(rows, n)}, nullptr);
       vk::Recorder rec(ctx());
-      ops::layernorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps,
+      ops::layerNorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps,
                      variant);
-      ops::layernormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view, dx.view,
+      ops::layerNormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view, dx.view,
                              dgamma.view, dbeta.view, scratch.view, ops::Write::Overwrite,
-                             ops::Write::Overwrite, variant, ops::LayernormParamsVariant::Blocked);
+                             ops::Write::Overwrite, variant, ops::LayerNormParamsVariant::Blocked);
       rec.submit();
       expectMatchesReference(in, {read(y), read(mean), read(rstd)});
       BackwardInputs used = b;  // the backward read the GPU's statistics
@@ -538,14 +538,14 @@ TEST_F(LayernormBackward, ForwardAndBackwardTakeAnyOffset) {
     }
 }
 
-TEST_F(LayernormBackward, RejectsBadShapesBeforeRecording) {
+TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
   Rng rng;
   auto x = upload(ctx(), {4, 7}, rng.uniform(28));
   auto v7 = upload(ctx(), {7}, rng.uniform(7)), v8 = upload(ctx(), {8}, rng.uniform(8));
   auto dy = upload(ctx(), {4, 7}, rng.uniform(28)), dx = poisoned(ctx(), {4, 7});
   auto m4 = upload(ctx(), {4}, rng.uniform(4)), m5 = poisoned(ctx(), {5});
   auto dg = poisoned(ctx(), {7}), db = poisoned(ctx(), {7});
-  auto scratch = poisoned(ctx(), {ops::layernormBackwardScratch(4, 7)});
+  auto scratch = poisoned(ctx(), {ops::layerNormBackwardScratch(4, 7)});
   struct Args {
     ops::TensorView x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch;
   };
@@ -557,7 +557,7 @@ TEST_F(LayernormBackward, RejectsBadShapesBeforeRecording) {
     spoil(a);
     vk::Recorder rec(ctx());
     try {
-      ops::layernormBackward(rec, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, a.dgamma, a.dbeta,
+      ops::layerNormBackward(rec, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, a.dgamma, a.dbeta,
                              a.scratch);
       ADD_FAILURE() << "no ShapeError";
     } catch (const ShapeError& e) {
@@ -565,7 +565,7 @@ TEST_F(LayernormBackward, RejectsBadShapesBeforeRecording) {
     }
     EXPECT_EQ(rec.dispatchCount(), 0u);
   };
-  const std::string op = "layernormBackward: x (4,7)";
+  const std::string op = "layerNormBackward: x (4,7)";
   expectError([&](Args& a) { a.gamma = v8.view(); }, op + " needs gamma (7), got (8)");
   expectError([&](Args& a) { a.mean = m5.view(); }, op + " needs mean (4), got (5)");
   expectError(
@@ -590,17 +590,17 @@ TEST_F(LayernormBackward, RejectsBadShapesBeforeRecording) {
       },
       op + " needs dbeta (7), got (1,7)");
   expectError([&](Args& a) { a.scratch = ops::view(scratch.buffer, {3}); },
-              op + " needs scratch of " + std::to_string(ops::layernormBackwardScratch(4, 7)));
+              op + " needs scratch of " + std::to_string(ops::layerNormBackwardScratch(4, 7)));
   expectError(
       [&](Args& a) {
         a.x = ops::view(x.buffer, {4, 0});
       },
-      "layernormBackward: x (4,0) is empty");
-  expectError([&](Args& a) { a.dx = a.dy; }, "layernormBackward: dx (4,7) overlaps dy (4,7)");
+      "layerNormBackward: x (4,0) is empty");
+  expectError([&](Args& a) { a.dx = a.dy; }, "layerNormBackward: dx (4,7) overlaps dy (4,7)");
   expectError([&](Args& a) { a.dbeta = a.dgamma; },
-              "layernormBackward: dbeta (7) overlaps dgamma (7)");
+              "layerNormBackward: dbeta (7) overlaps dgamma (7)");
   expectError([&](Args& a) { a.scratch = ops::view(dx.buffer, {14}); },
-              "layernormBackward: scratch (14) overlaps dx (4,7)");
+              "layerNormBackward: scratch (14) overlaps dx (4,7)");
 }
 
 }  // namespace

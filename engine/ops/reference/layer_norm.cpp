@@ -1,11 +1,11 @@
-#include "ops/reference/layernorm.h"
+#include "ops/reference/layer_norm.h"
 
 #include <cmath>
 #include <vector>
 
 namespace vkgrad::ops::ref {
 
-void layernorm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+void layerNorm(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                float* rstd, int64_t rows, int64_t n, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
@@ -22,7 +22,7 @@ void layernorm(const float* x, const float* gamma, const float* beta, float* y, 
   }
 }
 
-void layernormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
+void layerNormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
                        const float* dy, float* dx, float* dgamma, float* dbeta, int64_t rows,
                        int64_t n, float eps) {
   std::vector<double> sum_gx(n, 0.0), sum_g(n, 0.0), xhat(n);
