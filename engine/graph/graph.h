@@ -166,6 +166,9 @@ class Graph {
 
  private:
   void check(Tensor t, const char* op) const;
+  // a op b for an op that commutes and broadcasts its second operand (add, mul): the larger
+  // operand goes first and gives the shape.
+  Tensor broadcastBinary(OpKind op, Tensor a, Tensor b);
   std::vector<TensorInfo> tensors_;
   std::vector<int> producers_;  // first node writing each tensor, -1 for leaves
   std::vector<Node> nodes_;

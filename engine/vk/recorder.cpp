@@ -12,6 +12,18 @@ namespace {
 constexpr uint32_t kSetsPerPool = 256;
 constexpr uint32_t kMaxTimestamps = 4096;  // enough for a profiled graph (one per node)
 
+// Every shader and transfer write before it is visible to every shader and transfer access
+// after it: the one barrier the recorder places (between dependent dispatches).
+void memoryBarrier(const VolkDeviceTable& vk, VkCommandBuffer cmd) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vk.vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
 VkDeviceSize resolveBytes(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes,
                           const char* what) {
   if (!buffer) throw Error(std::string(what) + ": the buffer is empty");
@@ -62,13 +74,7 @@ void Recorder::begin() {
   VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &info));
   recording_ = true;
   // Writes of earlier submissions (uploads, other recorders) become visible to this one.
-  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  const VkPipelineStageFlags stages =
-      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  vk.vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  memoryBarrier(vk, cmd_);
 }
 
 void Recorder::requireRecording(const char* what) const {
@@ -85,14 +91,7 @@ void Recorder::track(std::span<const Range> reads, std::span<const Range> writes
     for (const Range& prev : read_) hazard |= overlaps(w, prev);     // write after read
   }
   if (hazard) {
-    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    const VkPipelineStageFlags stages =
-        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    context_.vk().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &barrier, 0, nullptr, 0,
-                                       nullptr);
+    memoryBarrier(context_.vk(), cmd_);
     written_.clear();
     read_.clear();
     ++barriers_;

@@ -15,7 +15,8 @@ Rng::Rng() {
 }
 
 std::string Rng::describe() const {
-  return "seed " + std::to_string(seed_) + " (rerun with VKGRAD_TEST_SEED=" + std::to_string(seed_) + ")";
+  return "seed " + std::to_string(seed_) +
+         " (rerun with VKGRAD_TEST_SEED=" + std::to_string(seed_) + ")";
 }
 
 std::vector<float> Rng::uniform(size_t n, float lo, float hi) {
@@ -32,6 +33,14 @@ std::vector<float> Rng::normal(size_t n, float mean, float stddev) {
   return out;
 }
 
-uint32_t Rng::below(uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(engine_); }
+uint32_t Rng::below(uint32_t n) {
+  return std::uniform_int_distribution<uint32_t>(0, n - 1)(engine_);
+}
+
+std::vector<uint32_t> Rng::below(size_t count, uint32_t n) {
+  std::vector<uint32_t> out(count);
+  for (auto& v : out) v = below(n);
+  return out;
+}
 
 }  // namespace vkgrad::test

@@ -17,7 +17,8 @@ class Rng {
 
   std::vector<float> uniform(size_t n, float lo = -1.0f, float hi = 1.0f);
   std::vector<float> normal(size_t n, float mean = 0.0f, float stddev = 1.0f);
-  uint32_t below(uint32_t n);  // uniform integer in [0, n)
+  uint32_t below(uint32_t n);                             // uniform integer in [0, n)
+  std::vector<uint32_t> below(size_t count, uint32_t n);  // ids, class targets
 
  private:
   uint64_t seed_;

@@ -43,12 +43,6 @@ class AttentionGraphTest : public VkTest {
         << rng_.describe();
   }
 
-  std::vector<uint32_t> below(size_t n, uint32_t bound) {
-    std::vector<uint32_t> t(n);
-    for (auto& v : t) v = rng_.below(bound);
-    return t;
-  }
-
   Rng rng_;
 };
 
@@ -88,7 +82,7 @@ TEST_F(AttentionGraphTest, LayerNormFusedAttentionResidualMatchesFiniteDifferenc
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(80));
-  exec.setInput(y, below(10, 5));
+  exec.setInput(y, rng_.below(10, 5));
   checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
 }
 
@@ -115,7 +109,7 @@ TEST_F(AttentionGraphTest, SeparateProjectionsMatchFiniteDifferences) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(30));
   exec.setInput(m, rng_.normal(48));
-  exec.setInput(y, below(6, 3));
+  exec.setInput(y, rng_.below(6, 3));
   checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
 }
 
@@ -143,7 +137,7 @@ TEST_F(AttentionGraphTest, OneTensorAsQueryKeyAndValueAccumulates) {
   EXPECT_EQ(modes, (std::vector<Write>{Write::Overwrite, Write::Accumulate, Write::Accumulate}));
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(28));
-  exec.setInput(y, below(7, 3));
+  exec.setInput(y, rng_.below(7, 3));
   checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
 }
 
@@ -174,7 +168,7 @@ TEST_F(AttentionGraphTest, TiedTrainableEmbeddingMatchesFiniteDifferences) {
   EXPECT_EQ(gather_backward, 1);
   graph::Executor exec(ctx(), g);
   exec.setInput(ids, std::vector<uint32_t>{0, 2, 2, 5, 0, 6, 2, 1, 5, 5});
-  exec.setInput(y, below(10, 7));
+  exec.setInput(y, rng_.below(10, 7));
   checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
 }
 
@@ -243,8 +237,8 @@ TEST_F(AttentionGraphTest, TransformerBlockGradientsAreBitIdenticalAcrossReplayA
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
   graph::Executor exec(ctx(), g);
-  exec.setInput(ids, below(size_t(2 * config.seq), uint32_t(config.vocab)));
-  exec.setInput(targets, below(size_t(2 * config.seq), uint32_t(config.vocab)));
+  exec.setInput(ids, rng_.below(size_t(2 * config.seq), uint32_t(config.vocab)));
+  exec.setInput(targets, rng_.below(size_t(2 * config.seq), uint32_t(config.vocab)));
   auto run = [&] {
     exec.step();
     std::vector<float> all = exec.read(loss);

@@ -35,12 +35,6 @@ class AutogradTest : public VkTest {
         << rng_.describe();
   }
 
-  std::vector<uint32_t> targets(size_t n, uint32_t classes) {
-    std::vector<uint32_t> t(n);
-    for (auto& v : t) v = rng_.below(classes);
-    return t;
-  }
-
   Rng rng_;
 };
 
@@ -86,7 +80,7 @@ TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(20));
-  exec.setInput(y, targets(5, 3));
+  exec.setInput(y, rng_.below(5, 3));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
@@ -119,7 +113,7 @@ TEST_F(AutogradTest, ResidualLayerNormBlockMatchesFiniteDifferences) {
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(30));
-  exec.setInput(y, targets(6, 4));
+  exec.setInput(y, rng_.below(6, 4));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
@@ -145,7 +139,7 @@ TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(60));
-  exec.setInput(y, targets(12, 3));
+  exec.setInput(y, rng_.below(12, 3));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
@@ -175,7 +169,7 @@ TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(16));
-  exec.setInput(y, targets(4, 3));
+  exec.setInput(y, rng_.below(4, 3));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
@@ -210,7 +204,7 @@ TEST_F(AutogradTest, ResidualLayerNormAddsDxAndWritesItsParameters) {
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(35));
-  exec.setInput(y, targets(7, 3));
+  exec.setInput(y, rng_.below(7, 3));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
 }
 
@@ -304,7 +298,7 @@ TEST_F(AutogradTest, SlicesMatchFiniteDifferencesAndLeaveUnusedRowsZero) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(15));
   exec.setInput(u, rng_.normal(6));
-  exec.setInput(y, targets(3, 4));
+  exec.setInput(y, rng_.below(3, 4));
   checkAllParameters(store, g, loss, grads, exec, fdOptions());
   exec.step();
   const std::vector<float> dw = exec.read(grads[W]);

@@ -7,6 +7,7 @@
 #include "graph/launch.h"
 #include "graph/ops/defs.h"
 #include "ops/elementwise.h"
+#include "ops/fold.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -46,15 +47,20 @@ void launchBackward(const Launch& l) {
 }  // namespace
 
 Tensor Graph::add(Tensor a, Tensor b) {
-  check(a, "add");
-  check(b, "add");
+  return broadcastBinary(OpKind::Add, a, b);
+}
+
+Tensor Graph::broadcastBinary(OpKind op, Tensor a, Tensor b) {
+  const char* name = opName(op);
+  check(a, name);
+  check(b, name);
   if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32)
-    throw ShapeError(describe("add", {a, b}) + ": operands must be f32");
-  // The kernel broadcasts its second operand; addition commutes, so the larger goes first.
+    throw ShapeError(describe(name, {a, b}) + ": operands must be f32");
+  // The kernels broadcast their second operand; the op commutes, so the larger goes first.
   if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
-  ops::broadcastFold("add", shape(a), shape(b));  // throws ShapeError with both shapes
+  ops::broadcastFold(name, shape(a), shape(b));  // throws ShapeError with both shapes
   const int c = output(shape(a));
-  addNode({OpKind::Add, {a.id, b.id}, {c}});
+  addNode({op, {a.id, b.id}, {c}});
   return {c};
 }
 

@@ -1,13 +1,10 @@
 // mul: a * b elementwise with b broadcast over a (ops/elementwise.h), and its backward: da is
 // dout * b, db is dout * a summed over b's broadcast axes. (The reparameterisation of a VAE,
 // z = mu + sigma * eps, and gates are products.)
-#include <utility>
-
 #include "graph/backward.h"
 #include "graph/launch.h"
 #include "graph/ops/defs.h"
 #include "ops/elementwise.h"
-#include "ops/fold.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -48,16 +45,7 @@ void launchBackward(const Launch& l) {
 }  // namespace
 
 Tensor Graph::mul(Tensor a, Tensor b) {
-  check(a, "mul");
-  check(b, "mul");
-  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32)
-    throw ShapeError(describe("mul", {a, b}) + ": operands must be f32");
-  // The kernel broadcasts its second operand; multiplication commutes, so the larger goes first.
-  if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
-  ops::broadcastFold("mul", shape(a), shape(b));  // throws ShapeError with both shapes
-  const int c = output(shape(a));
-  addNode({OpKind::Mul, {a.id, b.id}, {c}});
-  return {c};
+  return broadcastBinary(OpKind::Mul, a, b);
 }
 
 namespace defs {
