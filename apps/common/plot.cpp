@@ -8,10 +8,7 @@
 #include <string_view>
 #include <tuple>
 
-#include <stb_image_write.h>
-
 #include "common/raster.h"
-#include "graph/atomic_file.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -324,19 +321,7 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
   drawLegend(canvas, series, masks, lay, line_width);
   drawAxes(canvas, xa, ya, lay, options);
 
-  std::vector<unsigned char> png;
-  auto append = [](void* context, void* data, int size) {
-    auto* out = static_cast<std::vector<unsigned char>*>(context);
-    out->insert(out->end(), static_cast<unsigned char*>(data),
-                static_cast<unsigned char*>(data) + size);
-  };
-  if (!stbi_write_png_to_func(append, &png, canvas.width(), canvas.height(), 3, canvas.data(),
-                              canvas.width() * 3))
-    throw std::runtime_error(where + "PNG encoding failed");
-  // A temporary file beside the target, flushed and renamed over it: readers (and a crash
-  // mid-write) see the old plot or the whole new one.
-  graph::writeFileAtomically(
-      path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+  writePng(path, canvas);
 }
 
 }  // namespace vkgrad::apps

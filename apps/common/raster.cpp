@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
+
+#include <stb_image_write.h>
+
+#include "graph/atomic_file.h"
 
 // stb_easy_font is header-only with every function static (v1.1); this is its one includer,
 // and it only needs print and width.
@@ -139,6 +144,20 @@ void drawTextUp(Canvas& canvas, int x, int y, std::string_view text, Rgb c, int 
   forEachQuad(text, [&](int qx0, int qy0, int qx1, int qy1) {
     canvas.fill({x + qy0 * scale, y - qx1 * scale, x + qy1 * scale, y - qx0 * scale}, c);
   });
+}
+
+void writePng(const std::filesystem::path& path, const Canvas& canvas) {
+  std::vector<unsigned char> png;
+  auto append = [](void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<unsigned char>*>(context);
+    out->insert(out->end(), static_cast<unsigned char*>(data),
+                static_cast<unsigned char*>(data) + size);
+  };
+  if (!stbi_write_png_to_func(append, &png, canvas.width(), canvas.height(), 3, canvas.data(),
+                              canvas.width() * 3))
+    throw std::runtime_error(path.string() + ": PNG encoding failed");
+  graph::writeFileAtomically(
+      path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
 }
 
 }  // namespace vkgrad::apps

@@ -3,6 +3,7 @@
 // Continuous coordinates: pixel (i, j) covers [i, i+1) x [j, j+1); y grows downwards.
 #pragma once
 
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,11 @@ class Canvas {
   int width_, height_;
   std::vector<unsigned char> px_;
 };
+
+// Writes the canvas as a PNG (stb) through a temporary file beside `path` renamed over it, so
+// readers (and a crash mid-write) see the old picture or the whole new one. Throws
+// std::runtime_error naming the path when it cannot be written.
+void writePng(const std::filesystem::path& path, const Canvas& canvas);
 
 // stb_easy_font text at an integer scale. Glyphs are kTextHeight units tall above the baseline
 // (descenders reach 2 more); only printable ASCII is drawn, anything else becomes '?'.

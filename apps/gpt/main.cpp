@@ -14,6 +14,7 @@
 
 #include "common/cli.h"
 #include "common/device_options.h"
+#include "common/output_dir.h"
 #include "common/plot.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
@@ -41,17 +42,6 @@ std::string readText(const std::string& path) {
   s << in.rdbuf();
   if (s.str().empty()) throw Error(path + ": the file is empty");
   return s.str();
-}
-
-// Creates dir if needed and checks that a file can be written in it.
-void prepareOutput(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot create the output directory: " + ec.message());
-  const fs::path probe = dir / ".vkgrad-write-test";
-  if (!std::ofstream(probe, std::ios::binary))
-    throw Error(dir.string() + ": cannot write files here");
-  fs::remove(probe, ec);
 }
 
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {

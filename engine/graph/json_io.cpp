@@ -1,10 +1,13 @@
 #include "graph/json_io.h"
 
+#include <bit>
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <vector>
 
-#include "vk/error.h"
+#include "core/error.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -12,6 +15,12 @@ namespace {
 // Far deeper than anything vkgrad writes (3 levels), shallow enough that no document is
 // expensive to hold.
 constexpr int kMaxDepth = 64;
+
+// A bound as people write it: 2^31 rather than 2147483648.
+std::string bound(uint64_t max) {
+  if (max > 1024 && (max & (max - 1)) == 0) return "2^" + std::to_string(std::countr_zero(max));
+  return std::to_string(max);
+}
 
 }  // namespace
 
@@ -63,6 +72,61 @@ uint64_t jsonUint(const Json& value, std::string_view what, uint64_t max) {
     throw Error(std::string(what) + " must be an integer in [0, " + std::to_string(max) +
                 "], got " + dumpJson(value));
   return n;
+}
+
+Json readJsonFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open");
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return parseJson(contents.str(), path.string());
+}
+
+const Json& jsonMember(const Json& object, const std::string& key) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw Error("missing \"" + key + "\"");
+  return *it;
+}
+
+const Json& jsonObject(const Json& parent, const std::string& key) {
+  const Json& v = jsonMember(parent, key);
+  if (!v.is_object()) throw Error("\"" + key + "\" must be an object, got " + dumpJson(v));
+  return v;
+}
+
+std::string jsonString(const Json& object, const std::string& key) {
+  const Json& v = jsonMember(object, key);
+  if (!v.is_string()) throw Error("\"" + key + "\" must be a string, got " + dumpJson(v));
+  return v.get<std::string>();
+}
+
+bool jsonBool(const Json& object, const std::string& key) {
+  const Json& v = jsonMember(object, key);
+  if (!v.is_boolean()) throw Error("\"" + key + "\" must be true or false, got " + dumpJson(v));
+  return v.get<bool>();
+}
+
+double jsonNumber(const Json& object, const std::string& key) {
+  const Json& v = jsonMember(object, key);
+  if (!v.is_number()) throw Error("\"" + key + "\" must be a number, got " + dumpJson(v));
+  return v.get<double>();
+}
+
+void jsonCheckFormat(const Json& root, const std::string& format, uint64_t version) {
+  if (!root.is_object()) throw Error("not a JSON object");
+  if (jsonString(root, "format") != format) throw Error("format is not \"" + format + "\"");
+  const uint64_t v = jsonUint(jsonMember(root, "version"), "\"version\"");
+  if (v != version)
+    throw Error("version " + std::to_string(v) + " is not supported (this build reads version " +
+                std::to_string(version) + ")");
+}
+
+int64_t jsonPositive(const Json& object, const std::string& key, int64_t max) {
+  const uint64_t v = jsonUint(jsonMember(object, key), "\"" + key + "\"");
+  if (v == 0 || v > uint64_t(max))
+    throw Error("\"" + key + "\" must be in [1, " + bound(uint64_t(max)) + "], got " +
+                std::to_string(v));
+  return int64_t(v);
 }
 
 }  // namespace vkgrad::graph

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,20 @@ std::string dumpJson(const Json& value, int indent = -1);
 // value as an integer in [0, max] (3.0 counts: JSON has one number type). Throws Error
 // "<what> must be an integer in [0, <max>], got <value>" otherwise.
 uint64_t jsonUint(const Json& value, std::string_view what, uint64_t max = uint64_t(1) << 53);
+
+// A JSON file read whole and parsed. Throws Error "<path>: cannot open" or parseJson's error.
+Json readJsonFile(const std::filesystem::path& path);
+
+// Typed members of a config object. Each throws Error naming the key and what it got:
+// "missing \"width\"", "\"model\" must be an object, got 3".
+const Json& jsonMember(const Json& object, const std::string& key);
+const Json& jsonObject(const Json& parent, const std::string& key);
+std::string jsonString(const Json& object, const std::string& key);
+bool jsonBool(const Json& object, const std::string& key);
+double jsonNumber(const Json& object, const std::string& key);
+// root is an object whose "format" is format and whose "version" is version; Error otherwise.
+void jsonCheckFormat(const Json& root, const std::string& format, uint64_t version);
+// An integer in [1, max].
+int64_t jsonPositive(const Json& object, const std::string& key, int64_t max = int64_t(1) << 31);
 
 }  // namespace vkgrad::graph

@@ -1,6 +1,6 @@
 #include "nn/transformer.h"
 
-#include "vk/error.h"
+#include "core/error.h"
 
 namespace vkgrad::nn {
 
@@ -35,6 +35,19 @@ Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefi
 
 const char* normName(Norm norm) {
   return norm == Norm::Pre ? "pre" : "post";
+}
+
+Norm normFromName(const std::string& name) {
+  for (Norm n : {Norm::Pre, Norm::Post})
+    if (name == normName(n)) return n;
+  throw Error("unknown norm \"" + name + "\" (pre or post)");
+}
+
+ops::Activation mlpActivationFromName(const std::string& name) {
+  for (ops::Activation a : {ops::Activation::GeluTanh, ops::Activation::GeluErf,
+                            ops::Activation::LeakyRelu, ops::Activation::Relu})
+    if (name == ops::activationName(a)) return a;
+  throw Error("unknown activation \"" + name + "\"");
 }
 
 void declareBlock(ParameterStore& store, const std::string& prefix, const BlockConfig& config,

@@ -53,6 +53,11 @@ enum class Norm {
   Pre,   // x = x + attn(norm1(x)); x = x + mlp(norm2(x))   (GPT-2; needs a final norm)
 };
 const char* normName(Norm norm);
+// "pre" or "post" (normName's); throws Error for anything else.
+Norm normFromName(const std::string& name);
+// An MLP activation by ops::activationName: gelu_tanh, gelu_erf, leaky_relu or relu (what a
+// checkpoint may name); throws Error for anything else.
+ops::Activation mlpActivationFromName(const std::string& name);
 
 struct BlockConfig {
   int64_t width = 0, heads = 1, hidden = 0;  // hidden 0: 4 * width
