@@ -140,6 +140,10 @@ class Graph {
   // bytes_to_float.h). out_shape holds 4x the words' elements and leads with N. Not
   // differentiable.
   Tensor bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift = 0.0f);
+  // logits (..., C) f32, labels (...) u32 -> (C,C) u32, counts[label][argmax of the row]
+  // (ops/confusion.h: the first maximum on ties, a NaN beats any number, labels >= C counted
+  // nowhere), zeroed and counted anew every step. Not differentiable.
+  Tensor confusion(Tensor logits, Tensor labels);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.
