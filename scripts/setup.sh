@@ -9,7 +9,8 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 # Compiler and build tools; the Vulkan headers, loader and volk; the shader compiler and
 # validator; GoogleTest; lavapipe (Vulkan on the CPU, for machines without a GPU); the
 # validation layers that every test runs under; stb to write the apps' PNG plots;
-# nlohmann-json for checkpoint headers, configs and --json output.
+# nlohmann-json for checkpoint headers, configs and --json output; zlib to read gzip-compressed
+# data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set.
 VKGRAD_PACKAGES=(
   cmake g++ make pkg-config
   libvulkan-dev libvulkan-volk-dev
@@ -17,6 +18,7 @@ VKGRAD_PACKAGES=(
   libgtest-dev googletest
   mesa-vulkan-drivers vulkan-validationlayers
   libstb-dev nlohmann-json3-dev
+  zlib1g-dev dataset-fashion-mnist
 )
 
 vkgrad_missing_packages() {

@@ -135,6 +135,15 @@ class Graph {
   // over the row's top_k largest logits (ops/sampling.h), by the same generator as dropout,
   // so every step draws anew. Not differentiable. ShapeError / Error on bad arguments.
   Tensor sample(Tensor logits, const ops::SampleOptions& options);
+  // words (N, ...) u32 holding u8 data 4 bytes per word, little-endian (images uploaded as
+  // bytes and gathered per batch) -> out_shape f32, out = byte * scale + shift (ops/
+  // bytes_to_float.h). out_shape holds 4x the words' elements and leads with N. Not
+  // differentiable.
+  Tensor bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift = 0.0f);
+  // logits (..., C) f32, labels (...) u32 -> (C,C) u32, counts[label][argmax of the row]
+  // (ops/confusion.h: the first maximum on ties, a NaN beats any number, labels >= C counted
+  // nowhere), zeroed and counted anew every step. Not differentiable.
+  Tensor confusion(Tensor logits, Tensor labels);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.

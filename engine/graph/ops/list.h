@@ -28,6 +28,9 @@ VKGRAD_OP(DropoutBackward)
 VKGRAD_OP(TopKWeights)  // ops/sample.cpp
 VKGRAD_OP(Categorical)
 VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
+// data and evaluation: not differentiable
+VKGRAD_OP(BytesToFloat)  // ops/bytes_to_float.cpp
+VKGRAD_OP(Confusion)     // ops/confusion.cpp
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
