@@ -28,6 +28,9 @@ VKGRAD_OP(DropoutBackward)
 VKGRAD_OP(TopKWeights)  // ops/sample.cpp
 VKGRAD_OP(Categorical)
 VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
+// vision transformer: images to patch rows, the class token in front, its row taken back
+VKGRAD_OP(Patchify)  // ops/patchify.cpp
+VKGRAD_OP(PatchifyBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
