@@ -129,6 +129,8 @@ class Graph {
   // images (B,H,W) f32 -> (B, (H/patch)*(W/patch), patch*patch): non-overlapping squares,
   // row-major over the patch grid, pixels row-major within each; H and W multiples of patch.
   Tensor patchify(Tensor images, int64_t patch);
+  // x (B,T,C), token (C) -> (B,T+1,C): the token as row 0 of every batch, x's rows after it.
+  Tensor prependToken(Tensor x, Tensor token);
   // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
   // (ops/random.h): a fresh mask every step (the executor advances the generator after each
   // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the

@@ -31,6 +31,8 @@ VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
 // vision transformer: images to patch rows, the class token in front, its row taken back
 VKGRAD_OP(Patchify)  // ops/patchify.cpp
 VKGRAD_OP(PatchifyBackward)
+VKGRAD_OP(PrependToken)  // ops/prepend_token.cpp
+VKGRAD_OP(PrependTokenBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
