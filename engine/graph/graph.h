@@ -131,6 +131,8 @@ class Graph {
   Tensor patchify(Tensor images, int64_t patch);
   // x (B,T,C), token (C) -> (B,T+1,C): the token as row 0 of every batch, x's rows after it.
   Tensor prependToken(Tensor x, Tensor token);
+  // x (B,T,C) -> (B,C): row `index` (0 <= index < T) of every batch.
+  Tensor takeRow(Tensor x, int64_t index);
   // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
   // (ops/random.h): a fresh mask every step (the executor advances the generator after each
   // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the

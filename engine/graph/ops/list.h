@@ -33,6 +33,8 @@ VKGRAD_OP(Patchify)  // ops/patchify.cpp
 VKGRAD_OP(PatchifyBackward)
 VKGRAD_OP(PrependToken)  // ops/prepend_token.cpp
 VKGRAD_OP(PrependTokenBackward)
+VKGRAD_OP(TakeRow)  // ops/take_row.cpp
+VKGRAD_OP(TakeRowBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
