@@ -125,6 +125,14 @@ class Graph {
   // row, heads within each): q, k and v are strided views of it, read in place, and their
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
+  // --- vision transformer (ops/patchify.h, ops/prepend_token.h, ops/take_row.h)
+  // images (B,H,W) f32 -> (B, (H/patch)*(W/patch), patch*patch): non-overlapping squares,
+  // row-major over the patch grid, pixels row-major within each; H and W multiples of patch.
+  Tensor patchify(Tensor images, int64_t patch);
+  // x (B,T,C), token (C) -> (B,T+1,C): the token as row 0 of every batch, x's rows after it.
+  Tensor prependToken(Tensor x, Tensor token);
+  // x (B,T,C) -> (B,C): row `index` (0 <= index < T) of every batch.
+  Tensor takeRow(Tensor x, int64_t index);
   // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
   // (ops/random.h): a fresh mask every step (the executor advances the generator after each
   // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the

@@ -31,7 +31,14 @@ VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
 // data and evaluation: not differentiable
 VKGRAD_OP(BytesToFloat)  // ops/bytes_to_float.cpp
 VKGRAD_OP(Confusion)     // ops/confusion.cpp
-// optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer_step.cpp)
+// vision transformer: images to patch rows, the class token in front, its row taken back
+VKGRAD_OP(Patchify)  // ops/patchify.cpp
+VKGRAD_OP(PatchifyBackward)
+VKGRAD_OP(PrependToken)  // ops/prepend_token.cpp
+VKGRAD_OP(PrependTokenBackward)
+VKGRAD_OP(TakeRow)  // ops/take_row.cpp
+VKGRAD_OP(TakeRowBackward)
+// optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
 VKGRAD_OP(SgdUpdate)
