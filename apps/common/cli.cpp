@@ -53,7 +53,10 @@ void Cli::parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
-      if (positional_values_.size() >= positional_specs_.size())
+      // A last positional named "NAME..." takes every argument left.
+      const bool variadic =
+          !positional_specs_.empty() && positional_specs_.back().first.ends_with("...");
+      if (positional_values_.size() >= positional_specs_.size() && !variadic)
         fail("unexpected argument '" + arg + "'");
       positional_values_.push_back(arg);
       continue;

@@ -16,7 +16,8 @@ class Cli {
   // Declare before parse(). Options take a value; flags do not.
   Cli& option(const std::string& name, const std::string& help, const std::string& fallback = "");
   Cli& flag(const std::string& name, const std::string& help);
-  // Positional arguments, e.g. the op name of vkgrad-bench ("OP").
+  // Positional arguments, e.g. the op name of vkgrad-bench ("OP"); a last one named "NAME..."
+  // takes every remaining argument.
   Cli& positional(const std::string& name, const std::string& help);
 
   // --help prints usage and exits 0.

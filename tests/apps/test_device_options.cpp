@@ -57,9 +57,11 @@ class DeviceOptionsTest : public VkTest {
     VkTest::TearDown();
   }
 
-  // One short run of each program (and each vkgrad-gpt command), with `device` appended.
+  // One short run of each program (and each vkgrad-gpt and vkgrad-vit command), with `device`
+  // appended.
   std::vector<std::pair<std::string, std::vector<std::string>>> runs() const {
     const std::string data = (dir_ / "text.txt").string(), out = (dir_ / "ckpt").string();
+    const std::string vit_out = (dir_ / "vit").string();
     return {
         {"info", {"--json"}},
         {"demo", {"--seed", "1"}},
@@ -68,6 +70,10 @@ class DeviceOptionsTest : public VkTest {
          {"train", "--data", data, "--out", out, "--layers", "1", "--heads", "1", "--width", "8",
           "--context", "8", "--batch", "2", "--steps", "1", "--json"}},
         {"gpt", {"sample", "--checkpoint", out, "--prompt", "a", "--tokens", "2"}},
+        {"vit",
+         {"train", "--out", vit_out, "--limit", "64", "--epochs", "1", "--batch", "32", "--width",
+          "8", "--layers", "1", "--heads", "1", "--json"}},
+        {"vit", {"eval", "--checkpoint", vit_out, "--json"}},
     };
   }
 
@@ -79,11 +85,9 @@ TEST(DeviceOptions, EveryProgramDeclaresBothWithTheSameHelp) {
   apps::declareDeviceOptions(cli);
   const std::string usage = cli.usage();
   const std::vector<std::pair<std::string, std::vector<std::string>>> helps = {
-      {"info", {"--help"}},
-      {"demo", {"--help"}},
-      {"bench", {"copy", "--help"}},
-      {"gpt", {"train", "--help"}},
-      {"gpt", {"sample", "--help"}}};
+      {"info", {"--help"}},         {"demo", {"--help"}},          {"bench", {"copy", "--help"}},
+      {"gpt", {"train", "--help"}}, {"gpt", {"sample", "--help"}}, {"vit", {"train", "--help"}},
+      {"vit", {"eval", "--help"}},  {"vit", {"predict", "--help"}}};
   for (const auto& [program, args] : helps) {
     const AppRun help = runApp(program, args);
     EXPECT_EQ(help.exit_code, 0) << program << help.err;
@@ -118,9 +122,10 @@ TEST_F(DeviceOptionsTest, EveryProgramRunsOnTheDeviceItNames) {
 }
 
 TEST_F(DeviceOptionsTest, EveryProgramRejectsAnUnknownDeviceNamingTheOption) {
-  // sample needs a checkpoint to get as far as the device.
+  // sample and eval need a checkpoint to get as far as the device.
   const auto all = runs();
   ASSERT_EQ(runApp(all[3].first, all[3].second).exit_code, 0);
+  ASSERT_EQ(runApp(all[5].first, all[5].second).exit_code, 0);
   for (auto [program, args] : all) {
     args.insert(args.end(), {"--device", "no-such-device"});
     SCOPED_TRACE("vkgrad-" + program + " " + args[0]);
