@@ -74,13 +74,12 @@ std::unique_ptr<Evaluator::Pass> Evaluator::build(int64_t batch) const {
   return p;
 }
 
-Confusion Evaluator::run(Pass& pass, int64_t first, Confusion& into) {
+void Evaluator::run(Pass& pass, int64_t first, Confusion& into) {
   std::iota(pass.ids.begin(), pass.ids.end(), uint32_t(first));
   pass.exec->setInput(pass.indices, pass.ids);
   pass.exec->step();
   const std::vector<uint32_t> counts = pass.exec->readWords(pass.counts);
   for (size_t i = 0; i < counts.size(); ++i) into.counts[i] += counts[i];
-  return into;
 }
 
 Confusion Evaluator::evaluate() {

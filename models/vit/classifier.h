@@ -40,7 +40,7 @@ class Evaluator {
 
  private:
   struct Pass;
-  Confusion run(Pass& pass, int64_t first, Confusion& into);
+  void run(Pass& pass, int64_t first, Confusion& into);
   std::unique_ptr<Pass> build(int64_t batch) const;
 
   vk::Context& context_;
