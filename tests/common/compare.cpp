@@ -29,7 +29,8 @@ namespace vkgrad::test {
   if (worst > tolerance)
     return ::testing::AssertionFailure()
            << "normalised error " << worst << " > " << tolerance << " at element " << worst_at
-           << " (got " << got[worst_at] << ", want " << want[worst_at] << ", scale " << scale << ")";
+           << " (got " << got[worst_at] << ", want " << want[worst_at] << ", scale " << scale
+           << ")";
   return ::testing::AssertionSuccess() << "normalised error " << worst;
 }
 

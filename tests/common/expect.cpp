@@ -97,4 +97,13 @@ std::vector<float> unpadded(const std::vector<float>& all, int64_t pad) {
   return ::testing::AssertionSuccess();
 }
 
+std::string shapeErrorText(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "(no ShapeError)";
+}
+
 }  // namespace vkgrad::test

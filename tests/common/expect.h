@@ -25,6 +25,10 @@ namespace vkgrad::test {
 ::testing::AssertionResult allCloseOnScale(std::vector<float> got, std::vector<float> want,
                                            double floor, double tolerance);
 
+// The message of the ShapeError call() throws, or "(no ShapeError)": for comparing the texts
+// two layers give for the same bad shapes.
+std::string shapeErrorText(const std::function<void()>& call);
+
 // record() must throw ShapeError whose message contains `message`, before recording anything.
 void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
                       const std::string& message);

@@ -38,4 +38,12 @@ namespace vkgrad::test {
   return checkGradients(loss, inputs, rng, options);
 }
 
+GradCheckOptions lossGradCheckOptions(int max_coords) {
+  GradCheckOptions o;
+  o.rel_step = 1e-2;
+  o.tolerance = 1e-2;
+  o.max_coords = max_coords;
+  return o;
+}
+
 }  // namespace vkgrad::test

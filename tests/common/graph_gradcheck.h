@@ -21,6 +21,11 @@ namespace vkgrad::test {
 // differentiated after a step (the loss, or a weighted sum of an output). Each evaluation
 // uploads the parameters' current (perturbed) values first, so the store's buffers end with
 // the last evaluation's. Every parameter of store needs a gradient in grads.
+// Options for a float32 mean loss: a relative step of 1e-2 keeps the loss's rounding noise
+// (~1e-7) far below the gradients, and the ops on the paths checked are smooth, so the O(h^2)
+// truncation stays small too; 1e-2 tolerance. max_coords coordinates per tensor.
+GradCheckOptions lossGradCheckOptions(int max_coords = 12);
+
 ::testing::AssertionResult checkParameterGradients(
     vk::Context& context, const graph::ParameterStore& store, const graph::Graph& g,
     const graph::Gradients& grads, graph::Executor& exec, const std::function<double()>& value,

@@ -30,7 +30,9 @@ vk::Context& sharedContext() {
   return *context;
 }
 
-void VkTest::SetUp() { messages_before_ = ctx().validationMessages().size(); }
+void VkTest::SetUp() {
+  messages_before_ = ctx().validationMessages().size();
+}
 
 void VkTest::TearDown() {
   const auto messages = ctx().validationMessages();

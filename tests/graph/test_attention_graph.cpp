@@ -35,10 +35,7 @@ class AttentionGraphTest : public VkTest {
   void checkAllParameters(graph::ParameterStore& store, const Graph& g,
                           const graph::Gradients& grads, graph::Executor& exec,
                           const std::function<double()>& value) {
-    GradCheckOptions options;  // see test_autograd.cpp: a float32 loss needs a large step
-    options.rel_step = 1e-2;
-    options.tolerance = 1e-2;
-    options.max_coords = 10;
+    const GradCheckOptions options = lossGradCheckOptions(10);
     EXPECT_TRUE(checkParameterGradients(ctx(), store, g, grads, exec, value, rng_, options))
         << rng_.describe();
   }

@@ -38,17 +38,6 @@ class AutogradTest : public VkTest {
   Rng rng_;
 };
 
-// Finite differences of a float32 mean loss: a step of 1e-2 keeps the rounding noise of the
-// loss (~1e-7) far below the gradients; the activations are smooth, so the O(h^2) truncation
-// stays small too.
-GradCheckOptions fdOptions() {
-  GradCheckOptions o;
-  o.rel_step = 1e-2;
-  o.tolerance = 1e-2;
-  o.max_coords = 12;
-  return o;
-}
-
 // x -> tanh(x W1 + b1) -> tanh(h W + b2) -> (h2 W) -> W3 -> cross-entropy: W is used twice.
 TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
   graph::ParameterStore store(ctx());
@@ -81,7 +70,7 @@ TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(20));
   exec.setInput(y, rng_.below(5, 3));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
 // A pre-norm residual block: h = layerNorm(x W0 + b0); r = h + gelu(h W1 + b1); logits =
@@ -114,7 +103,7 @@ TEST_F(AutogradTest, ResidualLayerNormBlockMatchesFiniteDifferences) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(30));
   exec.setInput(y, rng_.below(6, 4));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
 // Batched activations (B,T,C) against shared weights, a positional table (T,C) broadcast over
@@ -140,7 +129,7 @@ TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(60));
   exec.setInput(y, rng_.below(12, 3));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
 // gamma and beta shared by two layernorms: the later layerNorm (first in the backward) writes
@@ -170,7 +159,7 @@ TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(16));
   exec.setInput(y, rng_.below(4, 3));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
 // A residual stream, h + layerNorm(h) as in a transformer block: h's gradient is first
@@ -205,7 +194,7 @@ TEST_F(AutogradTest, ResidualLayerNormAddsDxAndWritesItsParameters) {
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(35));
   exec.setInput(y, rng_.below(7, 3));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
 // Only what leads from a parameter to the loss is differentiated: no gradient for inputs,
@@ -299,7 +288,7 @@ TEST_F(AutogradTest, SlicesMatchFiniteDifferencesAndLeaveUnusedRowsZero) {
   exec.setInput(x, rng_.normal(15));
   exec.setInput(u, rng_.normal(6));
   exec.setInput(y, rng_.below(3, 4));
-  checkAllParameters(store, g, loss, grads, exec, fdOptions());
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
   exec.step();
   const std::vector<float> dw = exec.read(grads[W]);
   for (size_t k = 0; k < 4; ++k) EXPECT_EQ(dw[3 * 4 + k], 0.0f) << k;

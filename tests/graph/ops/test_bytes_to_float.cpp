@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/compare.h"
+#include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "graph/executor.h"
@@ -25,15 +26,6 @@ using graph::OpKind;
 using graph::Tensor;
 using ops::DType;
 
-std::string message(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ShapeError& e) {
-    return e.what();
-  }
-  return "(no ShapeError)";
-}
-
 TEST(GraphBytesToFloatTest, ChecksShapesWithTheOpsRule) {
   Graph g;
   const Tensor words = g.input("words", {9, 49}, DType::U32);
@@ -47,9 +39,10 @@ TEST(GraphBytesToFloatTest, ChecksShapesWithTheOpsRule) {
   const std::vector<std::pair<Tensor, ops::Shape>> bad = {
       {words, {9, 14, 15}}, {words, {7, 4, 63}}, {floats, {9, 196}}};
   for (auto [in, out] : bad)
-    EXPECT_EQ(message([&] { g.bytesToFloat(in, out, 1.0f); }),
-              message([&] { ops::bytesToFloatShape(g.shape(in), g.tensor(in).dtype, out); }));
-  EXPECT_NE(message([&] { g.bytesToFloat(words, {9, 14, 15}, 1.0f); }), "(no ShapeError)");
+    EXPECT_EQ(shapeErrorText([&] { g.bytesToFloat(in, out, 1.0f); }), shapeErrorText([&] {
+                ops::bytesToFloatShape(g.shape(in), g.tensor(in).dtype, out);
+              }));
+  EXPECT_NE(shapeErrorText([&] { g.bytesToFloat(words, {9, 14, 15}, 1.0f); }), "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "graph/autograd.h"
@@ -26,15 +27,6 @@ using graph::OpKind;
 using graph::Tensor;
 using ops::DType;
 
-std::string message(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ShapeError& e) {
-    return e.what();
-  }
-  return "(no ShapeError)";
-}
-
 TEST(GraphConfusionTest, ChecksShapesWithTheOpsRule) {
   Graph g;
   const Tensor logits = g.input("logits", {3, 11, 7});
@@ -50,10 +42,10 @@ TEST(GraphConfusionTest, ChecksShapesWithTheOpsRule) {
   const std::vector<std::pair<Tensor, Tensor>> bad = {
       {logits, flat}, {logits, float_labels}, {labels, labels}};
   for (auto [x, y] : bad)
-    EXPECT_EQ(message([&] { g.confusion(x, y); }), message([&] {
+    EXPECT_EQ(shapeErrorText([&] { g.confusion(x, y); }), shapeErrorText([&] {
                 ops::confusionShape(g.shape(x), g.tensor(x).dtype, g.shape(y), g.tensor(y).dtype);
               }));
-  EXPECT_NE(message([&] { g.confusion(logits, flat); }), "(no ShapeError)");
+  EXPECT_NE(shapeErrorText([&] { g.confusion(logits, flat); }), "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 

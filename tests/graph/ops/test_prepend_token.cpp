@@ -86,12 +86,7 @@ class GraphPrependTokenGradTest : public VkTest {
     exec.setInput(patches, rng_.normal(90));
     exec.setInput(labels, rng_.below(18, 3));
     exec.setInput(labels_x, rng_.below(15, 3));
-    // A float32 mean loss: a relative step of 1e-2 keeps rounding (~1e-7) far below the
-    // gradients, and every op on the path is smooth, so the O(h^2) error stays small too.
-    GradCheckOptions options;
-    options.rel_step = 1e-2;
-    options.tolerance = 1e-2;
-    options.max_coords = 12;
+    const GradCheckOptions options = lossGradCheckOptions(12);
     EXPECT_TRUE(checkParameterGradients(
         ctx(), store, g, grads, exec, [&] { return double(exec.readScalar(loss)); }, rng_,
         options));

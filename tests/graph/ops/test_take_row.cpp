@@ -79,12 +79,7 @@ TEST_F(GraphTakeRowGradTest, GradientsMatchFiniteDifferences) {
   exec.setInput(x, rng_.normal(60));
   exec.setInput(labels, rng_.below(3, 3));
   exec.setInput(labels4, rng_.below(3, 3));
-  // A float32 mean loss: a relative step of 1e-2 keeps rounding (~1e-7) far below the
-  // gradients, and every op on the path is smooth, so the O(h^2) error stays small too.
-  GradCheckOptions options;
-  options.rel_step = 1e-2;
-  options.tolerance = 1e-2;
-  options.max_coords = 24;
+  const GradCheckOptions options = lossGradCheckOptions(24);
   EXPECT_TRUE(checkParameterGradients(
       ctx(), store, g, grads, exec, [&] { return double(exec.readScalar(loss)); }, rng_, options));
 }
