@@ -94,6 +94,8 @@ vit::VitConfig configFromCli(const Cli& cli) {
   c.heads = cli.getInt("heads", 1, 4096);
   c.mlp_ratio = cli.getInt("mlp-ratio", 1, 16);
   c.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  c.augment_pad = cli.getInt("augment-pad", 0, 4096);
+  c.augment_flip = cli.has("augment-flip");
   try {
     c.validate();
   } catch (const Error& e) {
@@ -170,6 +172,8 @@ int train(int argc, char** argv) {
   cli.option("heads", "attention heads per block", "4");
   cli.option("mlp-ratio", "MLP hidden width / model width", "2");
   cli.option("dropout", "dropout probability", "0");
+  cli.option("augment-pad", "shift training images by up to N pixels each way (0: off, < 14)", "0");
+  cli.flag("augment-flip", "mirror training images left to right half the time");
   cli.option("batch", "images per step", "128");
   cli.option("epochs", "passes over the training set", "10");
   cli.option("lr", "peak learning rate (AdamW)", "2e-3");
@@ -237,6 +241,10 @@ int train(int argc, char** argv) {
                static_cast<long long>(config.patches()), static_cast<long long>(config.width),
                static_cast<long long>(config.layers), static_cast<long long>(config.heads),
                static_cast<long long>(config.mlp_ratio));
+  if (config.augment_pad > 0 || config.augment_flip)
+    std::fprintf(stderr, "augment: shifts of up to %lld pixels, %s\n",
+                 static_cast<long long>(config.augment_pad),
+                 config.augment_flip ? "mirrored half the time" : "no mirroring");
 
   std::vector<uint32_t> order(static_cast<size_t>(train_rows));
   std::iota(order.begin(), order.end(), 0u);

@@ -148,6 +148,12 @@ class Graph {
   // bytes_to_float.h). out_shape holds 4x the words' elements and leads with N. Not
   // differentiable.
   Tensor bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift = 0.0f);
+  // images (B,H,W) f32 -> (B,H,W): each image shifted by (dx, dy) uniform in [-pad, pad]
+  // and, with flip, mirrored left to right with probability 1/2 (first), `fill` shifted in
+  // from outside (ops/augment.h), by the same generator as dropout: fresh draws every step.
+  // 0 <= pad < min(H, W). Returns images itself when pad is 0 without flip, or when the
+  // graph is not for training. Not differentiable (images are data).
+  Tensor augment(Tensor images, int64_t pad, bool flip, float fill = 0.0f);
   // logits (..., C) f32, labels (...) u32 -> (C,C) u32, counts[label][argmax of the row]
   // (ops/confusion.h: the first maximum on ties, a NaN beats any number, labels >= C counted
   // nowhere), zeroed and counted anew every step. Not differentiable.

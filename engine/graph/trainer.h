@@ -26,7 +26,7 @@ struct TrainerOptions {
   OptimizerConfig optimizer;  // its lr is ignored: the schedule gives every step's
   Schedule schedule = Schedule::constant(1e-3f);
   int64_t loss_every = 0;     // > 0: step() also reads the loss back every this many steps
-  uint64_t dropout_seed = 0;  // the graph's generator (Graph::dropout); evaluation drops nothing
+  uint64_t dropout_seed = 0;  // the graph's generator (dropout, augment); evaluation: none
   bool profile = false;       // time every node of the training step (Executor::profile())
 };
 

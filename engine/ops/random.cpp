@@ -45,13 +45,6 @@ struct AdvancePush {
 };
 static_assert(sizeof(AdvancePush) == 4);
 
-void checkRng(const char* op, const TensorView& rng) {
-  if (rng.shape.numel() < 4)
-    throw ShapeError(std::string(op) + ": rng state " + rng.shape.str() +
-                     " must hold 4 u32 words {seed_lo, seed_hi, offset_lo, offset_hi}");
-  checkFits(op, "rng", rng, DType::U32);
-}
-
 // Elements of a stream-indexed tensor; the kernels index with 32 bits and round up to 4.
 uint32_t streamElements(const char* op, const char* name, const TensorView& t) {
   const int64_t n = t.shape.numel();
@@ -98,6 +91,13 @@ void checkSameShape(const char* op, const char* a_name, const TensorView& a, con
 
 }  // namespace
 
+void checkRngState(const char* op, const TensorView& rng) {
+  if (rng.shape.numel() < 4)
+    throw ShapeError(std::string(op) + ": rng state " + rng.shape.str() +
+                     " must hold 4 u32 words {seed_lo, seed_hi, offset_lo, offset_hi}");
+  checkFits(op, "rng", rng, DType::U32);
+}
+
 uint32_t dropoutThreshold(float p) {
   const double t = std::nearbyint(double(p) * 4294967296.0);
   return t >= 4294967295.0 ? UINT32_MAX : t <= 0.0 ? 0u : uint32_t(t);
@@ -106,7 +106,7 @@ uint32_t dropoutThreshold(float p) {
 void randomBits(vk::Recorder& rec, const TensorView& out, const TensorView& rng, uint32_t stream) {
   const uint32_t n = streamElements("randomBits", "out", out);
   checkFits("randomBits", "out", out, DType::U32);
-  checkRng("randomBits", rng);
+  checkRngState("randomBits", rng);
   const vk::Kernel& kernel = rec.context().kernels().get("random/bits", {kWorkgroup});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
@@ -117,7 +117,7 @@ void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const
              uint32_t stream) {
   const uint32_t n = streamElements("uniform", "out", out);
   checkFits("uniform", "out", out);
-  checkRng("uniform", rng);
+  checkRngState("uniform", rng);
   if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo))
     throw ShapeError("uniform: bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
                      ") are not finite");
@@ -131,7 +131,7 @@ void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
             const TensorView& rng, uint32_t stream) {
   const uint32_t n = streamElements("normal", "out", out);
   checkFits("normal", "out", out);
-  checkRng("normal", rng);
+  checkRngState("normal", rng);
   if (!std::isfinite(mean) || !std::isfinite(stddev))
     throw ShapeError("normal: mean " + std::to_string(mean) + " and stddev " +
                      std::to_string(stddev) + " must be finite");
@@ -147,7 +147,7 @@ void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float 
   streamElements("dropout", "x", x);
   checkFits("dropout", "x", x);
   checkFits("dropout", "y", y);
-  checkRng("dropout", rng);
+  checkRngState("dropout", rng);
   checkP("dropout", p);
   recordDropout(rec, x, y, p, rng, stream, Write::Overwrite);
 }
@@ -158,7 +158,7 @@ void dropoutBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& 
   streamElements("dropoutBackward", "dy", dy);
   checkFits("dropoutBackward", "dy", dy);
   checkFits("dropoutBackward", "dx", dx);
-  checkRng("dropoutBackward", rng);
+  checkRngState("dropoutBackward", rng);
   checkP("dropoutBackward", p);
   recordDropout(rec, dy, dx, p, rng, stream, write);
 }
@@ -175,7 +175,7 @@ void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView&
     throw ShapeError("categorical: weights " + weights.shape.str() + " exceed 2^32 elements");
   checkFits("categorical", "weights", weights);
   checkFits("categorical", "out", out, DType::U32);
-  checkRng("categorical", rng);
+  checkRngState("categorical", rng);
   const vk::Kernel& kernel = rec.context().kernels().get("random/categorical", {64});
   const CategoricalPush push{uint32_t(weights.shape.rows()), uint32_t(weights.shape.back()),
                              stream};
@@ -185,7 +185,7 @@ void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView&
 }
 
 void rngAdvance(vk::Recorder& rec, const TensorView& rng, uint32_t steps) {
-  checkRng("rngAdvance", rng);
+  checkRngState("rngAdvance", rng);
   const vk::Kernel& kernel = rec.context().kernels().get("random/advance");
   const AdvancePush push{steps};
   const vk::Arg args[] = {rngArg(rng)};

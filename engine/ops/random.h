@@ -60,6 +60,9 @@ void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView&
 // Adds `steps` to the 64-bit offset of the rng state, on the device.
 void rngAdvance(vk::Recorder& rec, const TensorView& rng, uint32_t steps = 1);
 
+// Throws ShapeError unless rng is a u32 view of at least 4 words (for ops that draw from it).
+void checkRngState(const char* op, const TensorView& rng);
+
 // The dropout keep threshold the kernels compare stream words with: round(p * 2^32).
 uint32_t dropoutThreshold(float p);
 

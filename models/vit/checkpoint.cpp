@@ -30,6 +30,8 @@ void writeConfig(const std::filesystem::path& dir, const VitCheckpoint& checkpoi
       {"activation", ops::activationName(c.activation.kind)},
       {"activation_param", c.activation.param},
       {"dropout", c.dropout},
+      {"augment_pad", c.augment_pad},
+      {"augment_flip", c.augment_flip},
       {"mean", c.mean},
       {"stddev", c.stddev},
   };
@@ -64,6 +66,10 @@ VitCheckpoint readConfig(const std::filesystem::path& dir) {
     c.activation = {nn::mlpActivationFromName(graph::jsonString(m, "activation")),
                     float(graph::jsonNumber(m, "activation_param"))};
     c.dropout = float(graph::jsonNumber(m, "dropout"));
+    // Configs written before augmentation existed have neither field: no augmentation.
+    if (m.contains("augment_pad"))
+      c.augment_pad = int64_t(graph::jsonUint(m.at("augment_pad"), "\"augment_pad\"", 4096));
+    if (m.contains("augment_flip")) c.augment_flip = graph::jsonBool(m, "augment_flip");
     c.mean = float(graph::jsonNumber(m, "mean"));
     c.stddev = float(graph::jsonNumber(m, "stddev"));
     c.validate();

@@ -30,6 +30,9 @@ void VitConfig::validate() const {
   if (mlp_ratio <= 0 || mlp_ratio > 16) fail("mlp_ratio must be in [1, 16]");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
   if (!(stddev > 0.0f)) fail("stddev must be positive");
+  if (augment_pad < 0 || augment_pad >= image / 2)
+    fail("augment_pad " + std::to_string(augment_pad) + " must be in [0, " +
+         std::to_string(image / 2) + ")");
 }
 
 nn::BlockConfig VitConfig::block() const {
@@ -64,7 +67,11 @@ Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store, const VitC
                      std::to_string(pixels / 4) + ") words of 4 pixels");
   // (byte / 255 - mean) / stddev as one scale and shift.
   const float scale = 1.0f / (255.0f * config.stddev), shift = -config.mean / config.stddev;
-  const Tensor images = g.bytesToFloat(words, {s[0], config.image, config.image}, scale, shift);
+  // Augmented (training graphs only) with the normalised value of a 0 byte shifted in: the
+  // background of the images, not the mean grey that 0 would be after normalising.
+  const Tensor images =
+      g.augment(g.bytesToFloat(words, {s[0], config.image, config.image}, scale, shift),
+                config.augment_pad, config.augment_flip, shift);
   Tensor x = nn::linear(g, store, "patch", g.patchify(images, config.patch));  // (B,P,C)
   x = g.prependToken(x, g.parameter(store.at("cls")));                         // (B,P+1,C)
   x = g.dropout(g.add(x, g.parameter(store.at("pos"))), config.dropout);

@@ -3,6 +3,9 @@
 // added -> `layers` non-causal transformer blocks (nn/transformer.h) -> a final LayerNorm
 // (pre-norm only: a post-norm block already ends in one) -> a linear head on the class token.
 //
+// Training graphs may augment each batch on the device first (a random shift and mirror,
+// VitConfig::augment_pad and augment_flip).
+//
 // Images live on the device as u8 pixels, 4 per u32 word (uploadImages): 60000 Fashion-MNIST
 // images take 47 MB instead of 188 MB as f32, below lavapipe's 128 MiB binding limit. A
 // batch is gathered by index and normalised on the device (Graph::bytesToFloat).
@@ -32,6 +35,11 @@ struct VitConfig {
   nn::Norm norm = nn::Norm::Pre;
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
   float dropout = 0.0f;
+  // Training-time augmentation (Graph::augment): each image shifted by up to augment_pad
+  // pixels each way (0 <= pad < image/2), the background shifted in, and mirrored left to
+  // right half the time with augment_flip. Evaluation graphs never augment.
+  int64_t augment_pad = 0;
+  bool augment_flip = false;
   // Pixels are normalised as (byte / 255 - mean) / stddev (Fashion-MNIST's training set).
   float mean = 0.2860f, stddev = 0.3530f;
 

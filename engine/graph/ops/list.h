@@ -31,6 +31,7 @@ VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
 // data and evaluation: not differentiable
 VKGRAD_OP(BytesToFloat)  // ops/bytes_to_float.cpp
 VKGRAD_OP(Confusion)     // ops/confusion.cpp
+VKGRAD_OP(Augment)       // ops/augment.cpp
 // vision transformer: images to patch rows, the class token in front, its row taken back
 VKGRAD_OP(Patchify)  // ops/patchify.cpp
 VKGRAD_OP(PatchifyBackward)

@@ -59,6 +59,26 @@ TEST(VitConfigTest, RejectsWhatCannotBeBuilt) {
   EXPECT_NO_THROW(tiny().validate());
 }
 
+// Augmentation is off by default; the pad must leave the image's centre in every shift.
+TEST(VitConfigTest, AugmentationIsOffByDefaultAndItsPadIsChecked) {
+  EXPECT_EQ(VitConfig{}.augment_pad, 0);
+  EXPECT_FALSE(VitConfig{}.augment_flip);
+  VitConfig c = tiny();
+  c.augment_pad = 14;
+  try {
+    c.validate();
+    ADD_FAILURE() << "augment_pad 14 of a 28-pixel image accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("augment_pad 14 must be in [0, 14)"), std::string::npos)
+        << e.what();
+  }
+  c.augment_pad = -1;
+  EXPECT_THROW(c.validate(), Error);
+  c.augment_pad = 13;
+  c.augment_flip = true;
+  EXPECT_NO_THROW(c.validate());
+}
+
 TEST(VitCheckpointTest, ConfigRoundTripsAndBadFilesNameTheProblem) {
   const fs::path dir =
       fs::temp_directory_path() / ("vkgrad-vit-cp-" + std::to_string(Rng().seed()));
@@ -74,6 +94,22 @@ TEST(VitCheckpointTest, ConfigRoundTripsAndBadFilesNameTheProblem) {
   EXPECT_EQ(back.config.dropout, 0.1f);
   EXPECT_EQ(back.config.norm, nn::Norm::Post);
   EXPECT_EQ(back.class_names, cp.class_names);
+  EXPECT_EQ(back.config.augment_pad, 0);
+  EXPECT_FALSE(back.config.augment_flip);
+  cp.config.augment_pad = 3;
+  cp.config.augment_flip = true;
+  vit::writeConfig(dir, cp);
+  EXPECT_EQ(vit::readConfig(dir).config.augment_pad, 3);
+  EXPECT_TRUE(vit::readConfig(dir).config.augment_flip);
+  {  // a config written before augmentation existed: none
+    graph::Json old = graph::readJsonFile(dir / vit::kConfigFile);
+    old["model"].erase("augment_pad");
+    old["model"].erase("augment_flip");
+    std::ofstream(dir / vit::kConfigFile) << graph::dumpJson(old);
+    const vit::VitCheckpoint read_old = vit::readConfig(dir);
+    EXPECT_EQ(read_old.config.augment_pad, 0);
+    EXPECT_FALSE(read_old.config.augment_flip);
+  }
 
   auto expectError = [&](const std::string& text, const std::string& want) {
     std::ofstream(dir / vit::kConfigFile) << text;
@@ -93,11 +129,37 @@ TEST(VitCheckpointTest, ConfigRoundTripsAndBadFilesNameTheProblem) {
   graph::Json root = graph::readJsonFile(dir / vit::kConfigFile);
   root["model"]["patch"] = 5;
   expectError(graph::dumpJson(root), "patch 5 must divide the image size 28");
+  root["model"]["patch"] = 7;
+  root["model"]["augment_pad"] = 20;
+  expectError(graph::dumpJson(root), "augment_pad 20 must be in [0, 14)");
+  root["model"]["augment_pad"] = -2;
+  expectError(graph::dumpJson(root), "\"augment_pad\" must be an integer");
   fs::remove_all(dir);
   EXPECT_THROW(vit::readConfig(dir), Error);
 }
 
 class VitTest : public VkTest {};
+
+// Training graphs augment once, right after the pixels are widened; evaluation graphs and
+// the default config never do.
+TEST_F(VitTest, OnlyTrainingGraphsAugment) {
+  VitConfig c = tiny();
+  c.augment_pad = 2;
+  c.augment_flip = true;
+  graph::ParameterStore store(ctx());
+  vit::declareVit(store, c);
+  auto augments = [&](const VitConfig& config, bool training) {
+    graph::Graph g;
+    g.setTraining(training);
+    vit::vitLogits(g, store, config, g.input("words", {3, 28 * 28 / 4}, ops::DType::U32));
+    int count = 0;
+    for (const auto& node : g.nodes()) count += node.op == graph::OpKind::Augment;
+    return count;
+  };
+  EXPECT_EQ(augments(c, true), 1);
+  EXPECT_EQ(augments(c, false), 0);
+  EXPECT_EQ(augments(tiny(), true), 0);
+}
 
 // 4000 training images, 300 steps of 32 (2.4 epochs) of a one-block ViT, then the first 1000
 // test images. Chance is 10 %; such a model measured 68.7-71.7 % here (lavapipe, seeds 1-5),
