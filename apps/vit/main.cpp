@@ -42,6 +42,24 @@ const std::vector<std::string> kFashionNames = {"T-shirt/top", "Trouser",   "Pul
                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                 "Bag",         "Ankle boot"};
 
+// --class-names: comma-separated, one per class; the default names Fashion-MNIST's.
+std::vector<std::string> classNames(const Cli& cli, int64_t classes) {
+  const std::string text = cli.get("class-names");
+  if (text.empty()) return kFashionNames;
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    names.push_back(text.substr(begin, comma - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (int64_t(names.size()) != classes)
+    cli.fail("--class-names lists " + std::to_string(names.size()) + " names for " +
+             std::to_string(classes) + " classes");
+  return names;
+}
+
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -181,11 +199,15 @@ int train(int argc, char** argv) {
   cli.option("weight-decay", "AdamW decoupled weight decay (matrices only)", "0.05");
   cli.option("seed", "initialisation and shuffling seed", "1");
   cli.option("limit", "train on the first N images only (0: all)", "0");
+  cli.option("class-names",
+             "the classes' names, comma-separated (default: Fashion-MNIST's; for MNIST: "
+             "0,1,2,3,4,5,6,7,8,9)");
   declareDeviceOptions(cli);
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
   const vit::VitConfig config = configFromCli(cli);
+  const std::vector<std::string> names = classNames(cli, config.classes);
   const int64_t batch = cli.getInt("batch", 1, 1 << 16);
   const int64_t epochs = cli.getInt("epochs", 1, 10000);
   const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
@@ -288,7 +310,7 @@ int train(int argc, char** argv) {
   const double eval_rate = double(epochs * set.test_images.count) / eval_seconds;
 
   store.save(out / vit::kModelFile);
-  vit::VitCheckpoint cp{config, kFashionNames};
+  vit::VitCheckpoint cp{config, names};
   cp.training = {{"data", cli.get("data")},
                  {"train_images", train_rows},
                  {"epochs", epochs},
@@ -303,12 +325,12 @@ int train(int argc, char** argv) {
   plot.y_label = "loss (nats) / test error (%)";
   plot.log_y = true;
   writeLinePlot(out / "curves.png", {loss_curve, acc_curve}, plot);
-  writeConfusionPng(out / "confusion.png", confusion.counts, kFashionNames,
+  writeConfusionPng(out / "confusion.png", confusion.counts, names,
                     "vkgrad-vit: test set, " + std::to_string(confusion.total()) +
                         " images, accuracy " +
                         std::to_string(100.0 * confusion.accuracy()).substr(0, 5) + "%");
   writePredictions(out / "predictions.png", context, store, config, set.test_images,
-                   set.test_labels, kFashionNames);
+                   set.test_labels, names);
   std::printf(
       "done: %lld epochs in %s (training %.0f images/s, evaluation %.0f images/s), "
       "test accuracy %.2f%%, peak device memory %.1f MiB\n"
@@ -318,7 +340,7 @@ int train(int argc, char** argv) {
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       vit::kModelFile, vit::kConfigFile);
   if (json) {
-    graph::Json result = confusionJson(confusion, kFashionNames);
+    graph::Json result = confusionJson(confusion, names);
     result["command"] = "train";
     result["device"] = context.info().name;
     result["epochs"] = epochs;
