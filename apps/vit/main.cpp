@@ -112,6 +112,11 @@ vit::VitConfig configFromCli(const Cli& cli) {
   c.heads = cli.getInt("heads", 1, 4096);
   c.mlp_ratio = cli.getInt("mlp-ratio", 1, 16);
   c.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  try {
+    c.norm = nn::normFromName(cli.get("norm"));
+  } catch (const Error& e) {
+    cli.fail(std::string("--norm: ") + e.what());
+  }
   c.augment_pad = cli.getInt("augment-pad", 0, 4096);
   c.augment_flip = cli.has("augment-flip");
   try {
@@ -190,6 +195,8 @@ int train(int argc, char** argv) {
   cli.option("heads", "attention heads per block", "4");
   cli.option("mlp-ratio", "MLP hidden width / model width", "2");
   cli.option("dropout", "dropout probability", "0");
+  cli.option("norm", "pre (pre-norm blocks and a final norm) or post (the original transformer)",
+             "pre");
   cli.option("augment-pad", "shift training images by up to N pixels each way (0: off, < 14)", "0");
   cli.flag("augment-flip", "mirror training images left to right half the time");
   cli.option("batch", "images per step", "128");

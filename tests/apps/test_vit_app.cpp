@@ -119,6 +119,9 @@ TEST_F(VitApp, BadOptionsAndMissingDataAreClearErrors) {
   const AppRun patch = train(dir_ / "p", {"--patch", "5"});
   EXPECT_EQ(patch.exit_code, 2);
   EXPECT_TRUE(contains(patch.err, "patch 5 must divide the image size 28")) << patch.err;
+  const AppRun norm = train(dir_ / "m", {"--norm", "middle"});
+  EXPECT_EQ(norm.exit_code, 2);
+  EXPECT_TRUE(contains(norm.err, "unknown norm \"middle\"")) << norm.err;
   const AppRun names = train(dir_ / "n", {"--class-names", "a,b"});
   EXPECT_EQ(names.exit_code, 2);
   EXPECT_TRUE(contains(names.err, "--class-names lists 2 names for 10 classes")) << names.err;
