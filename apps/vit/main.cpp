@@ -22,6 +22,7 @@
 #include "data/idx.h"
 #include "graph/json_io.h"
 #include "graph/parameters.h"
+#include "graph/profile.h"
 #include "graph/trainer.h"
 #include "vit/checkpoint.h"
 #include "vit/classifier.h"
@@ -210,6 +211,9 @@ int train(int argc, char** argv) {
              "the classes' names, comma-separated (default: Fashion-MNIST's; for MNIST: "
              "0,1,2,3,4,5,6,7,8,9)");
   declareDeviceOptions(cli);
+  cli.flag("profile",
+           "time every node of the training step and print the last step's GPU time by op "
+           "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -255,6 +259,7 @@ int train(int argc, char** argv) {
   options.optimizer.adamw.weight_decay = float(cli.getDouble("weight-decay", 0.0, 10.0));
   options.optimizer.max_grad_norm = 1.0f;
   options.dropout_seed = seed;
+  options.profile = cli.has("profile");
   const int64_t warmup = std::min(cli.getInt("warmup", 0, int64_t(1) << 40), steps);
   options.schedule = graph::Schedule::cosine(lr, warmup, steps - warmup, lr / 100);
   graph::Trainer trainer(context, store, {&train_x, &train_y}, vit::vitLossFn(store, config),
@@ -346,6 +351,10 @@ int train(int argc, char** argv) {
       eval_rate, 100.0 * confusion.accuracy(),
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       vit::kModelFile, vit::kConfigFile);
+  if (options.profile)
+    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
+                trainer.lastStepMilliseconds(),
+                graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json) {
     graph::Json result = confusionJson(confusion, names);
     result["command"] = "train";

@@ -54,8 +54,10 @@ class VitApp : public ::testing::Test {
 
 TEST_F(VitApp, TrainWritesTheCheckpointPicturesAndJsonThatEvalReproduces) {
   const fs::path out = dir_ / "ckpt";
-  const AppRun run = train(out);
+  const AppRun run = train(out, {"--profile"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "GPU time of the last training step by op")) << run.out;
+  EXPECT_TRUE(contains(run.out, "patchify")) << run.out;
   for (const char* file :
        {"model.safetensors", "config.json", "curves.png", "confusion.png", "predictions.png"})
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
