@@ -8,6 +8,7 @@
 #include "vk/memory.h"
 
 namespace vkgrad::graph {
+
 const char* tensorKindName(TensorKind kind) {
   switch (kind) {
     case TensorKind::Activation:
@@ -38,8 +39,8 @@ int Graph::newTensor(TensorInfo info) {
 }
 
 int Graph::addNode(Node node) {
-  // A strided dataset's shape claims more elements than its buffer holds: only a gather,
-  // which knows the stride, may read it.
+  // A strided dataset's shape claims more elements than its buffer holds: only the input
+  // slot an OpDef names as strided_input (a gather's table, which knows the stride) may read it.
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const int in = node.inputs[i];
     if (in < 0) continue;
