@@ -9,12 +9,6 @@ namespace vkgrad::gpt {
 using graph::Init;
 using graph::Tensor;
 
-namespace {
-std::string blockName(int64_t i) {
-  return "h" + std::to_string(i);
-}
-}  // namespace
-
 void GptConfig::validate() const {
   auto fail = [](const std::string& why) { throw Error("GptConfig: " + why); };
   if (vocab <= 0) fail("vocab must be positive");
@@ -46,7 +40,7 @@ void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
   nn::BlockInit init{normal, Init::normal(0.0f, 0.02f / std::sqrt(2.0f * float(config.layers)))};
   nn::declareEmbedding(store, "emb", config.vocab, config.context, config.width, normal, normal);
   for (int64_t i = 0; i < config.layers; ++i)
-    nn::declareBlock(store, blockName(i), config.block(), init);
+    nn::declareBlock(store, nn::blockName(i), config.block(), init);
   if (config.norm == nn::Norm::Pre) nn::declareLayerNorm(store, "ln_f", config.width);
   if (!config.tie_weights)
     nn::declareLinear(store, "head", config.width, config.vocab, normal,
@@ -58,7 +52,7 @@ Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptC
   Tensor tok;
   Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok), config.dropout);  // (B,T,C)
   for (int64_t i = 0; i < config.layers; ++i)
-    x = nn::block(g, store, blockName(i), config.block(), x);
+    x = nn::block(g, store, nn::blockName(i), config.block(), x);
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
   const ops::Shape s = g.shape(x);
   x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)

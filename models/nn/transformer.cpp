@@ -37,6 +37,10 @@ const char* normName(Norm norm) {
   return norm == Norm::Pre ? "pre" : "post";
 }
 
+std::string blockName(int64_t i) {
+  return "h" + std::to_string(i);
+}
+
 Norm normFromName(const std::string& name) {
   for (Norm n : {Norm::Pre, Norm::Post})
     if (name == normName(n)) return n;

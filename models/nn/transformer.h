@@ -68,6 +68,9 @@ struct BlockConfig {
   int64_t mlpHidden() const { return hidden > 0 ? hidden : 4 * width; }
 };
 
+// The name prefix of a model's i-th block: "h<i>" (the GPT's and the ViT's).
+std::string blockName(int64_t i);
+
 void declareBlock(ParameterStore& store, const std::string& prefix, const BlockConfig& config,
                   const BlockInit& init = {});
 // x: (B,T,width) -> (B,T,width).

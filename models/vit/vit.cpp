@@ -10,12 +10,6 @@ namespace vkgrad::vit {
 using graph::Init;
 using graph::Tensor;
 
-namespace {
-std::string blockName(int64_t i) {
-  return "h" + std::to_string(i);
-}
-}  // namespace
-
 void VitConfig::validate() const {
   auto fail = [](const std::string& why) { throw Error("VitConfig: " + why); };
   if (image <= 0 || image % 2 != 0) fail("image must be a positive even size");
@@ -53,7 +47,8 @@ void declareVit(graph::ParameterStore& store, const VitConfig& config) {
   nn::declareLinear(store, "patch", config.patch * config.patch, config.width);
   store.add("cls", {config.width}, small);
   store.add("pos", {config.patches() + 1, config.width}, small);
-  for (int64_t i = 0; i < config.layers; ++i) nn::declareBlock(store, blockName(i), config.block());
+  for (int64_t i = 0; i < config.layers; ++i)
+    nn::declareBlock(store, nn::blockName(i), config.block());
   if (config.norm == nn::Norm::Pre) nn::declareLayerNorm(store, "ln_f", config.width);
   nn::declareLinear(store, "head", config.width, config.classes);
 }
@@ -76,7 +71,7 @@ Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store, const VitC
   x = g.prependToken(x, g.parameter(store.at("cls")));                         // (B,P+1,C)
   x = g.dropout(g.add(x, g.parameter(store.at("pos"))), config.dropout);
   for (int64_t i = 0; i < config.layers; ++i)
-    x = nn::block(g, store, blockName(i), config.block(), x);
+    x = nn::block(g, store, nn::blockName(i), config.block(), x);
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
   return nn::linear(g, store, "head", g.takeRow(x, 0));  // the class token's row
 }
