@@ -72,15 +72,20 @@ void writeImageGridPng(const std::filesystem::path& path, const std::vector<Grid
                        int rows, int cols, int per_row, int zoom, const std::string& title) {
   if (images.empty() || rows <= 0 || cols <= 0 || per_row <= 0 || zoom <= 0)
     throw std::runtime_error("writeImageGridPng(" + path.string() + "): nothing to draw");
-  const int scale = 1, text_h = kTextHeight * scale + 4, pad = 8;
+  const int scale = 1;
   int caption_w = 0;
+  bool marks = false;
   for (const GridImage& im : images) {
     if (im.pixels.size() != size_t(rows) * size_t(cols))
       throw std::runtime_error("writeImageGridPng(" + path.string() + "): an image of " +
                                std::to_string(im.pixels.size()) + " pixels, not " +
                                std::to_string(rows) + "x" + std::to_string(cols));
     caption_w = std::max(caption_w, textWidth(im.caption, scale));
+    marks = marks || im.marked;
   }
+  // Without captions or marks the tiles sit close together: a mosaic (samples, manifolds).
+  const bool mosaic = caption_w == 0 && !marks;
+  const int text_h = mosaic ? 0 : kTextHeight * scale + 4, pad = mosaic ? 1 : 8;
   const int tile_w = std::max(cols * zoom, caption_w) + 2 * pad;
   const int tile_h = rows * zoom + text_h + 2 * pad;
   const int grid_rows = int((images.size() + size_t(per_row) - 1) / size_t(per_row));
@@ -99,7 +104,8 @@ void writeImageGridPng(const std::filesystem::path& path, const std::vector<Grid
                     {v, v, v});
       }
     const int tx = int(i % size_t(per_row)) * tile_w + (tile_w - textWidth(im.caption, scale)) / 2;
-    drawText(canvas, tx, y0 + rows * zoom + 6, im.caption, im.marked ? kRed : kBlack, scale);
+    if (!mosaic)
+      drawText(canvas, tx, y0 + rows * zoom + 6, im.caption, im.marked ? kRed : kBlack, scale);
   }
   writePng(path, canvas);
 }

@@ -24,7 +24,8 @@ struct GridImage {
 };
 
 // Images of rows x cols pixels, each scaled up `zoom` times, `per_row` to a row, with their
-// captions. Throws std::runtime_error on a bad size or an unwritable path.
+// captions; without any caption or mark the tiles sit 2 pixels apart (a mosaic). Throws
+// std::runtime_error on a bad size or an unwritable path.
 void writeImageGridPng(const std::filesystem::path& path, const std::vector<GridImage>& images,
                        int rows, int cols, int per_row, int zoom, const std::string& title);
 

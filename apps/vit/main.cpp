@@ -2,8 +2,6 @@
 // device, evaluates a checkpoint, and classifies PNG images. The model, its evaluation and
 // checkpoints live in models/vit; this program parses options, reports progress and writes
 // DIR/{model.safetensors, config.json, curves.png, confusion.png, predictions.png}.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,8 +15,10 @@
 #include "common/cli.h"
 #include "common/device_options.h"
 #include "common/figures.h"
+#include "common/image_file.h"
 #include "common/output_dir.h"
 #include "common/plot.h"
+#include "common/progress.h"
 #include "data/idx.h"
 #include "graph/json_io.h"
 #include "graph/parameters.h"
@@ -31,22 +31,17 @@
 #include "vk/error.h"
 #include "vk/memory.h"
 
-#include "predict.h"
 
 namespace vkgrad::apps {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kFashionNames = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
-                                                "Coat",        "Sandal",    "Shirt",    "Sneaker",
-                                                "Bag",         "Ankle boot"};
 
 // --class-names: comma-separated, one per class; the default names Fashion-MNIST's.
 std::vector<std::string> classNames(const Cli& cli, int64_t classes) {
   const std::string text = cli.get("class-names");
-  if (text.empty()) return kFashionNames;
+  if (text.empty()) return {std::begin(data::kFashionMnistClasses), std::end(data::kFashionMnistClasses)};
   std::vector<std::string> names;
   size_t begin = 0;
   while (true) {
@@ -60,50 +55,6 @@ std::vector<std::string> classNames(const Cli& cli, int64_t classes) {
              std::to_string(classes) + " classes");
   return names;
 }
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string duration(double seconds) {
-  char text[32];
-  const int s = int(std::lround(seconds));
-  std::snprintf(text, sizeof text, "%d:%02d", s / 60, s % 60);
-  return text;
-}
-
-// One epoch's progress: a bar redrawn in place on a terminal, a line every ~10% otherwise.
-class Progress {
- public:
-  Progress(int64_t epoch, int64_t epochs, int64_t steps)
-      : epoch_(epoch), epochs_(epochs), steps_(steps), tty_(isatty(fileno(stderr))) {}
-
-  void update(int64_t step, int64_t images, float loss, double seconds) {
-    const bool line_due = step * 10 / steps_ != (step - 1) * 10 / steps_;
-    if (!tty_ && !line_due && step != steps_) return;
-    const double rate = seconds > 0 ? double(images) / seconds : 0.0;
-    const double eta = step > 0 ? seconds * double(steps_ - step) / double(step) : 0.0;
-    char stats[160];
-    std::snprintf(stats, sizeof stats, "%5lld/%lld  loss %.4f  %7.0f images/s  ETA %s",
-                  static_cast<long long>(step), static_cast<long long>(steps_), double(loss), rate,
-                  duration(eta).c_str());
-    if (tty_) {
-      const int width = 30, filled = int(width * step / steps_);
-      std::fprintf(stderr, "\repoch %lld/%lld [%s%s] %s", static_cast<long long>(epoch_),
-                   static_cast<long long>(epochs_), std::string(size_t(filled), '#').c_str(),
-                   std::string(size_t(width - filled), '.').c_str(), stats);
-      if (step == steps_) std::fputc('\n', stderr);
-    } else {
-      std::fprintf(stderr, "epoch %lld/%lld %s\n", static_cast<long long>(epoch_),
-                   static_cast<long long>(epochs_), stats);
-    }
-    std::fflush(stderr);
-  }
-
- private:
-  int64_t epoch_, epochs_, steps_;
-  bool tty_;
-};
 
 vit::VitConfig configFromCli(const Cli& cli) {
   vit::VitConfig c;
@@ -303,7 +254,9 @@ int train(int argc, char** argv) {
         loss_sum += *l;
         ++loss_count;
       }
-      progress.update(s, s * batch, last, secondsSince(start));
+      char stats[32];
+      std::snprintf(stats, sizeof stats, "loss %.4f", double(last));
+      progress.update(s, s * batch, stats, secondsSince(start));
     }
     train_seconds += secondsSince(start);
     const auto eval_start = Clock::now();

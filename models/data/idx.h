@@ -34,6 +34,10 @@ struct ImageDataset {
 };
 
 constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Fashion-MNIST's class names, by label.
+inline const char* const kFashionMnistClasses[10] = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // The four Fashion-MNIST files in dir, {train,t10k}-{images-idx3,labels-idx1}-ubyte, each
 // plain or with .gz (the plain one when both exist); 10 classes.

@@ -87,4 +87,10 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
   return run;
 }
 
+graph::Json lastJsonLine(const std::string& out) {
+  const size_t end = out.find_last_not_of('\n');
+  const size_t begin = out.rfind('\n', end);
+  return graph::parseJson(out.substr(begin == std::string::npos ? 0 : begin + 1), "stdout");
+}
+
 }  // namespace vkgrad::test

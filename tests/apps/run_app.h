@@ -6,7 +6,16 @@
 #include <utility>
 #include <vector>
 
+#include "graph/json_io.h"
+
 namespace vkgrad::test {
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The last line of a program's stdout parsed as JSON (what --json prints).
+graph::Json lastJsonLine(const std::string& out);
 
 struct AppRun {
   int exit_code = -1;  // the process's exit status; 128 + signal number if a signal ended it

@@ -13,10 +13,6 @@
 namespace vkgrad::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // Runs vkgrad-bench with --json and the validation layer on, and returns one parsed object
 // per stdout line.
 std::vector<graph::Json> runJson(std::vector<std::string> args) {

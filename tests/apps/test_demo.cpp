@@ -10,10 +10,6 @@
 namespace vkgrad::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(DemoApp, EveryCheckPassesWithValidationOn) {
   const AppRun run = runApp("demo", {"--validation"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;

@@ -21,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // The help text of one option, as Cli::usage prints it: the "  --name" line and the next.
 std::string helpOf(const std::string& usage, const std::string& name) {
   const size_t at = usage.find("\n  --" + name);
@@ -34,14 +30,6 @@ std::string helpOf(const std::string& usage, const std::string& name) {
 }
 
 // The last line of out that parses as a JSON object.
-graph::Json lastJsonLine(const std::string& out) {
-  graph::Json last;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && line[0] == '{') last = graph::parseJson(line, "output line");
-  return last;
-}
-
 class DeviceOptionsTest : public VkTest {
  protected:
   void SetUp() override {

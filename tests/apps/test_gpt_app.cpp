@@ -17,10 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class GptApp : public ::testing::Test {
  protected:
   void SetUp() override {

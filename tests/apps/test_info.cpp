@@ -14,10 +14,6 @@
 namespace vkgrad::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class InfoAppTest : public VkTest {};
 
 TEST_F(InfoAppTest, JsonIsValidAndNamesTheDevice) {

@@ -20,16 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-graph::Json lastJsonLine(const std::string& out) {
-  const size_t end = out.find_last_not_of('\n');
-  const size_t begin = out.rfind('\n', end);
-  return graph::parseJson(out.substr(begin == std::string::npos ? 0 : begin + 1), "stdout");
-}
-
 class VitApp : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,4 +1,4 @@
-// Reading the images vkgrad-vit predict classifies.
+// Reading the images users hand to the apps (vkgrad-vit predict, vkgrad-vae reconstruct).
 #pragma once
 
 #include <cstdint>

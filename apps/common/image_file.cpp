@@ -1,4 +1,4 @@
-#include "predict.h"
+#include "common/image_file.h"
 
 #include <algorithm>
 #include <cmath>
