@@ -15,6 +15,7 @@ namespace vkgrad::graph {
 struct Trainer::Compiled {
   Graph g;
   Tensor indices, loss, state;
+  std::vector<Tensor> metrics;  // what the loss function marked as outputs
   std::unique_ptr<Executor> exec;
 };
 
@@ -58,6 +59,13 @@ std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
   if (!(loss.shape == Shape{1}) || loss.dtype != DType::F32)
     throw Error("trainer: the loss function must return an f32 tensor of shape (1), got " +
                 loss.shape.str());
+  for (const int id : g.outputs()) {
+    const TensorInfo& m = g.tensor(id);
+    if (!(m.shape == Shape{1}) || m.dtype != DType::F32)
+      throw Error("trainer: a metric the loss function marks must be an f32 tensor of shape (1), " +
+                  m.name + " is " + m.shape.str());
+    c->metrics.push_back(Tensor{id});
+  }
   g.markOutput(c->loss);
   if (train) {
     const Gradients grads = backward(g, c->loss);
@@ -96,6 +104,8 @@ std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_
   ++step_;
   const bool read = read_loss || (options_.loss_every > 0 && step_ % options_.loss_every == 0);
   if (!read) return std::nullopt;
+  metrics_.clear();
+  for (const Tensor m : train_->metrics) metrics_.push_back(exec.readScalar(m));
   return exec.readScalar(train_->loss);
 }
 

@@ -51,6 +51,9 @@ class Trainer {
   // the batch's loss before the update when read_loss is set or on every loss_every-th step;
   // otherwise nothing is read back. Throws ShapeError for a wrong count or an index >= N.
   std::optional<float> step(std::span<const uint32_t> indices, bool read_loss = false);
+  // The metrics the loss function marked, in marking order, from the last step that read the
+  // loss back (empty before one). Costs no extra wait: they are read with the loss.
+  const std::vector<float>& metrics() const { return metrics_; }
   // The mean loss over rows `indices` (a positive multiple of batch), without updating.
   float evaluate(std::span<const uint32_t> indices);
 
@@ -79,6 +82,7 @@ class Trainer {
   int64_t rows_ = 0;  // N
   int64_t step_ = 0;
   float written_lr_ = 0;  // the learning rate now in the device state buffer
+  std::vector<float> metrics_;
   std::unique_ptr<Compiled> train_, eval_;
 };
 

@@ -198,6 +198,45 @@ TEST_F(TrainerTest, CheckpointsRestoreParametersAndTheSchedulesStep) {
   EXPECT_EQ(0, std::memcmp(&loaded, &saved, 4)) << loaded << " vs " << saved;
 }
 
+// Scalars the loss function marks are the step's metrics: read back with the loss only, in
+// marking order, each the value the graph computed (here the loss itself and twice the loss).
+TEST_F(TrainerTest, MarkedScalarsComeBackWithTheLossOnly) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 8);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 16;
+  const graph::LossFn base = mlpLoss(store);
+  auto with_metrics = [&base](Graph& g, std::span<const Tensor> batch) {
+    const Tensor loss = base(g, batch);
+    g.markOutput(loss);
+    g.markOutput(g.add(loss, loss));
+    return loss;
+  };
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, with_metrics, options);
+  EXPECT_TRUE(trainer.metrics().empty());
+  ctx().staging().resetCounts();
+  EXPECT_FALSE(trainer.step(randomBatch(rng_, 16, 192)).has_value());
+  EXPECT_EQ(ctx().staging().counts().downloads, 0u);  // no loss asked for, no metric read
+  const std::optional<float> loss = trainer.step(randomBatch(rng_, 16, 192), true);
+  ASSERT_TRUE(loss.has_value());
+  ASSERT_EQ(trainer.metrics().size(), 2u);
+  EXPECT_EQ(trainer.metrics()[0], *loss);
+  EXPECT_FLOAT_EQ(trainer.metrics()[1], 2.0f * *loss);
+
+  auto not_scalar = [&base](Graph& g, std::span<const Tensor> batch) {
+    g.markOutput(batch[0]);  // the (16,2) inputs
+    return base(g, batch);
+  };
+  try {
+    graph::Trainer bad(ctx(), store, {&x_, &y_}, not_scalar, options);
+    ADD_FAILURE() << "a (16,2) metric was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a metric the loss function marks"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(TrainerTest, RejectsBadBatchesAndConfigurationsBeforeGpuWork) {
   graph::ParameterStore store(ctx());
   addMlp(store, 4);
