@@ -18,6 +18,7 @@
 #include "ops/activation.h"
 #include "ops/sampling.h"
 #include "ops/tensor.h"
+#include "ops/vae_loss.h"
 
 namespace vkgrad::graph {
 
@@ -158,6 +159,25 @@ class Graph {
   // (ops/confusion.h: the first maximum on ties, a NaN beats any number, labels >= C counted
   // nowhere), zeroed and counted anew every step. Not differentiable.
   Tensor confusion(Tensor logits, Tensor labels);
+  // --- variational autoencoder (ops/random.h, ops/vae_loss.h)
+  // mu, log_sigma (...) f32, the same shape -> z = mu + exp(log_sigma) * eps, eps standard
+  // normal from the same generator as dropout (a fresh draw every step, drawn again rather
+  // than stored for the backward pass, one stream per call site). Draws in evaluation graphs
+  // too: a VAE's test loss samples z.
+  Tensor reparameterize(Tensor mu, Tensor log_sigma);
+  // logits, targets (B, ...) f32, the same shape, targets in [0, 1] -> (1): the mean over the
+  // first axis of each row's summed error between sigmoid(logits) and targets (Bce: binary
+  // cross-entropy from the logits, stable for any logit; Mse: squared error). Targets get no
+  // gradient.
+  Tensor reconstructionLoss(Tensor logits, Tensor targets, ops::Reconstruction kind);
+  // mu, log_sigma (B, ...) -> (1): the mean over the first axis of each row's
+  // KL(N(mu, sigma^2) || N(0, I)) = sum of (mu^2 + exp(2 log_sigma) - 1) / 2 - log_sigma.
+  Tensor gaussianKl(Tensor mu, Tensor log_sigma);
+  // Adds x into total in place on every step. total: an Input tensor of x's shape (f32) that
+  // the host zeroes (Executor::setInput) and reads (Executor::read) after any number of
+  // steps, so a sum over many batches comes back in one read. Not differentiable; never
+  // pruned.
+  void accumulate(Tensor x, Tensor total);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.

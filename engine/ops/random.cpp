@@ -163,6 +163,40 @@ void dropoutBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& 
   recordDropout(rec, dy, dx, p, rng, stream, write);
 }
 
+void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& log_sigma,
+                    const TensorView& z, const TensorView& rng, uint32_t stream) {
+  const char* op = "reparameterize";
+  checkSameShape(op, "mu", mu, "log_sigma", log_sigma);
+  checkSameShape(op, "mu", mu, "z", z);
+  const uint32_t n = streamElements(op, "mu", mu);
+  checkFits(op, "mu", mu);
+  checkFits(op, "log_sigma", log_sigma);
+  checkFits(op, "z", z);
+  checkRngState(op, rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize", {kWorkgroup});
+  const StreamPush push{n, stream};
+  const vk::Arg args[] = {arg(mu), arg(log_sigma), arg(z), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const TensorView& log_sigma,
+                            const TensorView& dlog_sigma, const TensorView& rng, uint32_t stream,
+                            Write write) {
+  const char* op = "reparameterizeBackward";
+  checkSameShape(op, "dz", dz, "log_sigma", log_sigma);
+  checkSameShape(op, "dz", dz, "dlog_sigma", dlog_sigma);
+  const uint32_t n = streamElements(op, "dz", dz);
+  checkFits(op, "dz", dz);
+  checkFits(op, "log_sigma", log_sigma);
+  checkFits(op, "dlog_sigma", dlog_sigma);
+  checkRngState(op, rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize_backward",
+                                                         {kWorkgroup, write == Write::Accumulate});
+  const StreamPush push{n, stream};
+  const vk::Arg args[] = {arg(dz), arg(log_sigma), arg(dlog_sigma), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
 void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView& out,
                  const TensorView& rng, uint32_t stream) {
   const std::string shapes = weights.shape.str() + " -> " + out.shape.str();

@@ -51,6 +51,18 @@ void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float 
 void dropoutBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& dx, float p,
                      const TensorView& rng, uint32_t stream = 0, Write write = Write::Overwrite);
 
+// The reparameterisation of a VAE's sample: mu, log_sigma, z: the same shape;
+//   z = mu + exp(log_sigma) * eps,  eps element-wise the standard normals normal() draws
+// (mean 0, stddev 1) for the same rng state and stream. eps is not stored:
+// reparameterizeBackward draws it again, so record both with the same state and stream.
+void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& log_sigma,
+                    const TensorView& z, const TensorView& rng, uint32_t stream = 0);
+// dz, log_sigma, dlog_sigma: the same shape; dlog_sigma (=|+=) dz * exp(log_sigma) * eps.
+// (mu's gradient is dz itself.)
+void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const TensorView& log_sigma,
+                            const TensorView& dlog_sigma, const TensorView& rng,
+                            uint32_t stream = 0, Write write = Write::Overwrite);
+
 // weights: (R,V) f32, non-negative (probabilities or unnormalised); out: (R) u32.
 // out[r] = first j whose prefix sum of row r exceeds u_r * (row sum), u_r = stream word r.
 // A row with no positive weight gives 0; negative weights count as 0.

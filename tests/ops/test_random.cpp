@@ -223,6 +223,53 @@ TEST_F(RandomTest, NormalMatchesCpuAndHasTheRightMoments) {
   }
 }
 
+// z = mu + exp(log_sigma) * eps against the CPU stream, and the backward drawing the same eps
+// again: dlog_sigma = dz * exp(log_sigma) * eps, overwriting and accumulating. The device's
+// sin/cos/log may differ from the host's by the bound the normal test states (3e-3 for a
+// standard normal), scaled here by exp(log_sigma) <= e and |dz| <= 1.
+TEST_F(RandomTest, ReparameterizeMatchesCpuAndItsBackwardRedrawsEps) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (int64_t n : {1, 3, 17, 4099}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n);
+    const ops::ref::Stream s = randomStream(rng);
+    const auto mu = rng.normal(n), log_sigma = rng.uniform(n, -2.0f, 1.0f), dz = rng.uniform(n),
+               init = rng.uniform(n);
+    std::vector<float> eps(n), want_z(n), want_d(n);
+    ops::ref::normal(s, 0.0f, 1.0f, eps.data(), n);
+    ops::ref::reparameterize(s, mu.data(), log_sigma.data(), want_z.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      want_d[i] = float(double(dz[i]) * std::exp(double(log_sigma[i])) * double(eps[i]));
+    auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+    auto d_mu = upload(ctx(), {n}, mu), d_ls = upload(ctx(), {n}, log_sigma),
+         d_dz = upload(ctx(), {n}, dz), z = poisoned(ctx(), {n}), dls = poisoned(ctx(), {n}),
+         dls_acc = upload(ctx(), {n}, init);
+    vk::Recorder rec(ctx());
+    ops::reparameterize(rec, d_mu.view(), d_ls.view(), z.view(), stateView(state), s.stream);
+    ops::reparameterizeBackward(rec, d_dz.view(), d_ls.view(), dls.view(), stateView(state),
+                                s.stream);
+    ops::reparameterizeBackward(rec, d_dz.view(), d_ls.view(), dls_acc.view(), stateView(state),
+                                s.stream, ops::Write::Accumulate);
+    rec.submit();
+    const auto got_z = download(ctx(), z), got_d = download(ctx(), dls);
+    EXPECT_LE(maxAbsError(got_z, want_z), 3e-3 * std::exp(1.0));
+    EXPECT_LE(maxAbsError(got_d, want_d), 3e-3 * std::exp(1.0));
+    // The backward's eps is the forward's: (z - mu) * dz equals dlog_sigma to rounding.
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR((got_z[i] - mu[i]) * dz[i], got_d[i], 1e-5f * (1.0f + std::fabs(got_d[i]))) << i;
+    const auto got_acc = download(ctx(), dls_acc);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got_acc[i], init[i] + got_d[i], 1e-6f) << i;
+  }
+  auto a = poisoned(ctx(), {4, 3}), b = poisoned(ctx(), {3, 4});
+  auto state = stateBuffer(ops::RngState::make(1));
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::reparameterize(rec, a.view(), b.view(), a.view(), stateView(state));
+      },
+      "reparameterize: mu (4,3) and log_sigma (3,4) must have the same shape");
+}
+
 TEST_F(RandomTest, CategoricalMatchesCpuAndFrequencies) {
   Rng rng;
   SCOPED_TRACE(rng.describe());

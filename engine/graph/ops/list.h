@@ -39,6 +39,14 @@ VKGRAD_OP(PrependToken)  // ops/prepend_token.cpp
 VKGRAD_OP(PrependTokenBackward)
 VKGRAD_OP(TakeRow)  // ops/take_row.cpp
 VKGRAD_OP(TakeRowBackward)
+// variational autoencoder: the sample and the two loss terms; a running sum for evaluation
+VKGRAD_OP(Reparameterize)  // ops/reparameterize.cpp
+VKGRAD_OP(ReparameterizeBackward)
+VKGRAD_OP(ReconstructionLoss)  // ops/vae_loss.cpp
+VKGRAD_OP(ReconstructionLossBackward)
+VKGRAD_OP(GaussianKl)
+VKGRAD_OP(GaussianKlBackward)
+VKGRAD_OP(Accumulate)  // ops/accumulate.cpp
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)

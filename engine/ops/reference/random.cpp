@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace vkgrad::ops::ref {
 namespace {
@@ -50,6 +51,13 @@ void normal(const Stream& s, float mean, float stddev, float* out, int64_t n) {
     const double z = r * (i % 2 == 0 ? std::cos(theta) : std::sin(theta));
     out[i] = float(double(mean) + double(stddev) * z);
   }
+}
+
+void reparameterize(const Stream& s, const float* mu, const float* log_sigma, float* z, int64_t n) {
+  std::vector<float> eps(static_cast<size_t>(n));
+  normal(s, 0.0f, 1.0f, eps.data(), n);
+  for (int64_t i = 0; i < n; ++i)
+    z[i] = float(double(mu[i]) + std::exp(double(log_sigma[i])) * double(eps[size_t(i)]));
 }
 
 void dropout(const Stream& s, float p, const float* x, float* y, int64_t n) {

@@ -20,6 +20,8 @@ struct Stream {
 void randomBits(const Stream& s, uint32_t* out, int64_t n);
 void uniform(const Stream& s, float lo, float hi, float* out, int64_t n);
 void normal(const Stream& s, float mean, float stddev, float* out, int64_t n);
+// z = mu + exp(log_sigma) * eps, eps = normal(s, 0, 1) element-wise.
+void reparameterize(const Stream& s, const float* mu, const float* log_sigma, float* z, int64_t n);
 // y = x * mask / (1 - p); keep iff word >= round(p * 2^32).
 void dropout(const Stream& s, float p, const float* x, float* y, int64_t n);
 // weights: (rows, cols); out: (rows).

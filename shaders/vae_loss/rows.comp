@@ -1,0 +1,35 @@
+#version 450
+// rows_out[r] = sum over the row's D elements of term(KIND, a[r, j], b[r, j]) (terms.glsl).
+// One workgroup per row at a time: each lane sums a fixed strided slice (Kahan), then a
+// fixed-order workgroup combine (common/reduce.glsl): the same bits every run, no atomics.
+// The mean over rows is a second dispatch (ops/reduce.h's meanRows).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint KIND = 0;
+const bool kOneSubgroup = false;  // any workgroup size on any device
+
+#include "common/kahan.glsl"
+#include "common/reduce.glsl"
+#include "vae_loss/terms.glsl"
+
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };          // (rows, D)
+layout(set = 0, binding = 1) readonly buffer B { float b[]; };          // (rows, D)
+layout(set = 0, binding = 2) writeonly buffer Rows { float rows_out[]; };  // (rows)
+layout(push_constant) uniform Push {
+  uint rows, cols;
+  uint a_skip, b_skip, rows_skip;  // first elements inside the bindings (ops/binding.h)
+} p;
+
+void main() {
+  for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+    Kahan sum = kKahanZero;
+    for (uint j = gl_LocalInvocationID.x; j < p.cols; j += gl_WorkGroupSize.x) {
+      const uint i = r * p.cols + j;
+      sum = kahanAdd(sum, term(KIND, a[p.a_skip + i], b[p.b_skip + i]));
+    }
+    const float total = workgroupSum(kahanValue(sum));
+    if (gl_LocalInvocationID.x == 0) rows_out[p.rows_skip + r] = total;
+  }
+}
