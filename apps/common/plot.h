@@ -1,6 +1,6 @@
-// Line plots written as PNG, for the apps' loss curves (vkgrad-gpt train writes loss.png).
-// Drawn here into an RGB image (common/raster.h) with a frame, 1/2/5 ticks, grid, labels and a
-// legend placed in the emptiest corner of the plot; stb writes the PNG.
+// Line plots written as PNG, for the apps' loss curves (vkgrad-gpt train writes loss.png). Drawn
+// here into an RGB image (common/raster.h) with a frame, 1/2/5 ticks, grid, labels and a legend
+// (common/plot_frame.h); stb writes the PNG.
 #pragma once
 
 #include <filesystem>

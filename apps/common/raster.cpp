@@ -47,6 +47,12 @@ void forEachQuad(std::string_view text, F&& f) {
   }
 }
 
+// The covered fraction of a pixel whose centre is d from the centre line of a band of half
+// width `half` (exact for a straight edge, close enough for a disc).
+float edgeCoverage(double half, double d) {
+  return float(std::clamp(half + 0.5 - d, 0.0, 1.0));
+}
+
 }  // namespace
 
 Coverage::Coverage(int width, int height)
@@ -65,8 +71,7 @@ void Coverage::stroke(double x0, double y0, double x1, double y1, double width) 
       const double cx = px + 0.5 - x0, cy = py + 0.5 - y0;
       const double t = len2 > 0 ? std::clamp((cx * dx + cy * dy) / len2, 0.0, 1.0) : 0.0;
       const double d = std::hypot(cx - t * dx, cy - t * dy);
-      // For a straight edge, half + 0.5 - d is the covered fraction of a pixel at distance d.
-      const float c = float(std::clamp(half + 0.5 - d, 0.0, 1.0));
+      const float c = edgeCoverage(half, d);
       float& slot = cov_[size_t(py) * size_t(width_) + size_t(px)];
       slot = std::max(slot, c);
     }
