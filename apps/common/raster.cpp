@@ -133,6 +133,17 @@ void Canvas::composite(const Coverage& mask, Rgb c, Rect clip) {
     for (int x = clip.x0; x < clip.x1; ++x) blend(x, y, c, mask.at(x, y));
 }
 
+void Canvas::dot(double cx, double cy, double radius, Rgb c, float alpha, Rect clip) {
+  clip = intersect(clip, {0, 0, width_, height_});
+  const int x0 = std::max(clip.x0, int(std::floor(cx - radius - 1.0)));
+  const int x1 = std::min(clip.x1, int(std::ceil(cx + radius + 1.0)));
+  const int y0 = std::max(clip.y0, int(std::floor(cy - radius - 1.0)));
+  const int y1 = std::min(clip.y1, int(std::ceil(cy + radius + 1.0)));
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x)
+      blend(x, y, c, alpha * edgeCoverage(radius, std::hypot(x + 0.5 - cx, y + 0.5 - cy)));
+}
+
 int textWidth(std::string_view text, int scale) {
   std::string s = printable(text);
   // stb counts the one-unit gap after the last glyph; drop it so centred text is centred.
