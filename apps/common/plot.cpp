@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <stdexcept>
+#include <cstdint>
 #include <string>
-#include <string_view>
-#include <tuple>
 
+#include "common/plot_frame.h"
 #include "common/raster.h"
 
 namespace vkgrad::apps {
@@ -15,253 +13,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr Rgb kWhite{255, 255, 255}, kInk{30, 30, 30}, kFrame{70, 70, 70};
-constexpr Rgb kGrid{222, 222, 222}, kMinorGrid{240, 240, 240}, kLegendBorder{190, 190, 190};
-
-struct Tick {
-  double at;  // in axis space (log10 of the value on a log axis)
-  std::string label;
-};
-
-struct Axis {
-  double lo = 0, hi = 1;  // axis space
-  std::vector<Tick> ticks;
-  std::vector<double> minor;  // unlabelled grid lines, axis space
-};
-
-// "1e+06" -> "1e6", "2.5e-05" -> "2.5e-5": the font is coarse, so every glyph counts.
-std::string shortExponent(std::string s) {
-  const size_t e = s.find('e');
-  if (e == std::string::npos) return s;
-  std::string mant = s.substr(0, e), exp = s.substr(e + 1);
-  const bool neg = !exp.empty() && exp[0] == '-';
-  if (!exp.empty() && (exp[0] == '+' || exp[0] == '-')) exp.erase(0, 1);
-  exp.erase(0, std::min(exp.find_first_not_of('0'), exp.size() - 1));
-  return mant + "e" + (neg ? "-" : "") + exp;
-}
-
-// Labels for multiples of `step`: enough decimals to tell neighbours apart, exponent form
-// where fixed notation would get long.
-std::string formatTick(double v, double step, double largest) {
-  char buf[64];
-  const int decimals = std::max(0, -int(std::floor(std::log10(step) + 1e-9)));
-  if (largest >= 1e6 || decimals > 4) {
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return shortExponent(buf);
-  }
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-// How many ticks fit in [lo, hi] at this step, and how far that is from the 5..8 we want.
-int tickCount(double lo, double hi, double step) {
-  return int(std::floor(hi / step) - std::ceil(lo / step)) + 1;
-}
-int tickPenalty(int count) {
-  return count < 5 ? 5 - count : count > 8 ? count - 8 : 0;
-}
-
-// The 1/2/5 x 10^k step giving 5..8 ticks (closest to 6 when several do).
-double niceStep(double lo, double hi) {
-  const int k0 = int(std::floor(std::log10(hi - lo)));
-  double best = std::pow(10.0, k0);
-  int best_score = 1 << 30;
-  for (int k = k0 - 2; k <= k0 + 1; ++k) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double step = m * std::pow(10.0, k);
-      const int count = tickCount(lo, hi, step);
-      const int score = tickPenalty(count) * 16 + std::abs(count - 6);
-      if (score < best_score) best = step, best_score = score;
-    }
-  }
-  return best;
-}
-
-std::vector<Tick> linearTicks(double lo, double hi, bool log_axis) {
-  const double step = niceStep(lo, hi);
-  const double largest = std::max(std::abs(lo), std::abs(hi));
-  std::vector<Tick> ticks;
-  for (double i = std::ceil(lo / step); i <= std::floor(hi / step); ++i) {
-    const double v = i == 0 ? 0.0 : i * step;  // ceil(-0.3) is -0, which prints as "-0"
-    ticks.push_back({log_axis ? std::log10(v) : v, formatTick(v, step, largest)});
-  }
-  return ticks;
-}
-
-// A data range [lo, hi] widened so points do not sit on the frame, and so a single value
-// still gets a span to centre in.
-std::pair<double, double> padRange(double lo, double hi, bool log_axis) {
-  if (hi - lo <= 1e-12 * std::max(std::abs(lo), std::abs(hi))) {
-    const double half = log_axis ? 0.5 : (lo == 0 ? 1.0 : 0.1 * std::abs(lo));
-    return {lo - half, hi + half};
-  }
-  const double pad = 0.04 * (hi - lo);
-  return {lo - pad, hi + pad};
-}
-
-Axis linearAxis(double lo, double hi) {
-  Axis axis;
-  std::tie(axis.lo, axis.hi) = padRange(lo, hi, false);
-  axis.ticks = linearTicks(axis.lo, axis.hi, false);
-  return axis;
-}
-
-// lo, hi: the smallest and largest positive values. Ticks go at powers of ten when the range
-// spans enough decades, else at 1/2/5 or 1..9 times powers of ten, else at linear steps.
-Axis logAxis(double lo, double hi) {
-  Axis axis;
-  std::tie(axis.lo, axis.hi) = padRange(std::log10(lo), std::log10(hi), true);
-  const double span = axis.hi - axis.lo;
-  auto mantissaTicks = [&](std::initializer_list<int> mantissas) {
-    std::vector<Tick> ticks;
-    for (int k = int(std::floor(axis.lo)); k <= int(std::ceil(axis.hi)); ++k) {
-      for (int m : mantissas) {
-        const double v = m * std::pow(10.0, k), at = std::log10(v);
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%g", v);
-        if (at >= axis.lo && at <= axis.hi) ticks.push_back({at, shortExponent(buf)});
-      }
-    }
-    return ticks;
-  };
-  std::vector<std::vector<Tick>> candidates;
-  std::vector<Tick> decades = mantissaTicks({1});
-  if (decades.size() > 8) {  // thin whole decades out to at most 8 labels
-    const int stride = int(decades.size() + 7) / 8;
-    std::vector<Tick> thinned;
-    for (const Tick& t : decades)
-      if (int(std::lround(t.at)) % stride == 0) thinned.push_back(t);
-    decades = thinned;
-  } else if (decades.size() >= 2 && decades.size() <= 5) {  // denser would be a grey wash
-    for (int k = int(std::floor(axis.lo)); k <= int(std::ceil(axis.hi)); ++k)
-      for (int m = 2; m <= 9; ++m)
-        if (double at = std::log10(m * std::pow(10.0, k)); at > axis.lo && at < axis.hi)
-          axis.minor.push_back(at);
-  }
-  candidates.push_back(decades);
-  candidates.push_back(mantissaTicks({1, 2, 5}));
-  if (span < 1.5) candidates.push_back(mantissaTicks({1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  if (span < 1.0)
-    candidates.push_back(linearTicks(std::pow(10.0, axis.lo), std::pow(10.0, axis.hi), true));
-  size_t best = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const int count = int(candidates[i].size()), best_count = int(candidates[best].size());
-    if (tickPenalty(count) < tickPenalty(best_count)) best = i;
-  }
-  axis.ticks = candidates[best];
-  if (best != 0) axis.minor.clear();  // minor lines only between labelled whole decades
-  return axis;
-}
-
-bool drawable(double x, double y, bool log_y) {
-  return std::isfinite(x) && std::isfinite(y) && (!log_y || y > 0);
-}
-
-struct Layout {
-  Rect plot;  // the data area inside the frame
-  int scale;  // text scale for labels; the title uses scale + 1
-};
-
-Layout layout(const PlotOptions& o, const Axis& xa, const Axis& ya) {
-  const int s = std::max(1, std::min(o.width, o.height) / 450);
-  const int pad = 8 * s, tick = 4 * s, text = kTextHeight * s;
-  int y_labels = 0;
-  for (const Tick& t : ya.ticks) y_labels = std::max(y_labels, textWidth(t.label, s));
-  const int last_x = xa.ticks.empty() ? 0 : textWidth(xa.ticks.back().label, s);
-  Rect r;
-  r.x0 = pad + (o.y_label.empty() ? 0 : text + pad) + y_labels + tick + 3 * s + 1;
-  r.y0 = pad + (o.title.empty() ? 0 : kTextHeight * (s + 1) + pad) + (o.title.empty() ? pad : 0);
-  r.x1 = o.width - std::max(2 * pad, last_x / 2 + pad);
-  r.y1 = o.height - (pad + (o.x_label.empty() ? 0 : text + pad) + text + 2 * s + tick + 3 * s + 1);
-  return {r, s};
-}
-
-void drawLegend(Canvas& canvas, const std::vector<Series>& series,
-                const std::vector<Coverage>& masks, const Layout& lay, double line_width) {
-  const int s = lay.scale, pad = 6 * s, row = kTextHeight * s + 6 * s, swatch = 22 * s;
-  int rows = 0, label_w = 0;
-  for (const Series& se : series)
-    if (!se.label.empty()) ++rows, label_w = std::max(label_w, textWidth(se.label, s));
-  if (rows == 0) return;
-  const int w = 2 * pad + swatch + pad + label_w, h = 2 * pad + rows * row - 6 * s;
-  const Rect p = lay.plot;
-  const int inset = 8 * s;
-  // Loss curves fall from the top left, so the top right is tried first; the corner covering
-  // the least ink wins.
-  const Rect corners[4] = {{p.x1 - inset - w, p.y0 + inset, p.x1 - inset, p.y0 + inset + h},
-                           {p.x0 + inset, p.y0 + inset, p.x0 + inset + w, p.y0 + inset + h},
-                           {p.x1 - inset - w, p.y1 - inset - h, p.x1 - inset, p.y1 - inset},
-                           {p.x0 + inset, p.y1 - inset - h, p.x0 + inset + w, p.y1 - inset}};
-  Rect box = corners[0];
-  double least = 1e300;
-  for (const Rect& c : corners) {
-    double ink = 0;
-    for (const Coverage& m : masks) ink += m.density(c);
-    if (ink < least - 1e-9) least = ink, box = c;
-  }
-  canvas.fill(box, kLegendBorder);
-  canvas.fill({box.x0 + 1, box.y0 + 1, box.x1 - 1, box.y1 - 1}, kWhite);
-  int y = box.y0 + pad;
-  for (const Series& se : series) {
-    if (se.label.empty()) continue;
-    const Rgb c{se.rgb[0], se.rgb[1], se.rgb[2]};
-    Coverage mark(canvas.width(), canvas.height());
-    const double mid = y + 0.5 * kTextHeight * s;
-    mark.stroke(box.x0 + pad, mid, box.x0 + pad + swatch, mid, line_width);
-    if (se.markers) mark.square(box.x0 + pad + 0.5 * swatch, mid, 2.5 * s);
-    canvas.composite(mark, c, box);
-    drawText(canvas, box.x0 + 2 * pad + swatch, y, se.label, kInk, s);
-    y += row;
-  }
-}
-
-void drawAxes(Canvas& canvas, const Axis& xa, const Axis& ya, const Layout& lay,
-              const PlotOptions& o) {
-  const Rect p = lay.plot;
-  const int s = lay.scale, tick = 4 * s, gap = 3 * s, text = kTextHeight * s;
-  auto col = [&](double at) {
-    return p.x0 + int(std::floor((at - xa.lo) / (xa.hi - xa.lo) * (p.x1 - p.x0)));
-  };
-  auto row = [&](double at) {
-    return p.y1 - 1 - int(std::floor((at - ya.lo) / (ya.hi - ya.lo) * (p.y1 - p.y0)));
-  };
-  canvas.fill({p.x0 - 1, p.y0 - 1, p.x1 + 1, p.y0}, kFrame);
-  canvas.fill({p.x0 - 1, p.y1, p.x1 + 1, p.y1 + 1}, kFrame);
-  canvas.fill({p.x0 - 1, p.y0, p.x0, p.y1}, kFrame);
-  canvas.fill({p.x1, p.y0, p.x1 + 1, p.y1}, kFrame);
-  for (const Tick& t : xa.ticks) {
-    const int x = col(t.at);
-    canvas.fill({x, p.y1 + 1, x + 1, p.y1 + 1 + tick}, kFrame);
-    const int w = textWidth(t.label, s);
-    drawText(canvas, x - w / 2, p.y1 + 1 + tick + gap, t.label, kInk, s);
-  }
-  for (const Tick& t : ya.ticks) {
-    const int y = row(t.at);
-    canvas.fill({p.x0 - 1 - tick, y, p.x0 - 1, y + 1}, kFrame);
-    const int w = textWidth(t.label, s);
-    drawText(canvas, p.x0 - 1 - tick - gap - w, y - text / 2, t.label, kInk, s);
-  }
-  if (!o.x_label.empty())
-    drawText(canvas, (p.x0 + p.x1 - textWidth(o.x_label, s)) / 2,
-             p.y1 + 1 + tick + gap + text + 2 * s + 8 * s, o.x_label, kInk, s);
-  if (!o.y_label.empty())
-    drawTextUp(canvas, 8 * s, (p.y0 + p.y1 + textWidth(o.y_label, s)) / 2, o.y_label, kInk, s);
-  if (!o.title.empty())
-    drawText(canvas, (p.x0 + p.x1 - textWidth(o.title, s + 1)) / 2, 8 * s, o.title, kInk, s + 1);
-}
-
-void drawGrid(Canvas& canvas, const Axis& xa, const Axis& ya, const Rect& p) {
-  auto vertical = [&](double at, Rgb c) {
-    const int x = p.x0 + int(std::floor((at - xa.lo) / (xa.hi - xa.lo) * (p.x1 - p.x0)));
-    canvas.fill({x, p.y0, x + 1, p.y1}, c);
-  };
-  auto horizontal = [&](double at, Rgb c) {
-    const int y = p.y1 - 1 - int(std::floor((at - ya.lo) / (ya.hi - ya.lo) * (p.y1 - p.y0)));
-    canvas.fill({p.x0, y, p.x1, y + 1}, c);
-  };
-  for (double at : ya.minor) horizontal(at, kMinorGrid);
-  for (const Tick& t : xa.ticks) vertical(t.at, kGrid);
-  for (const Tick& t : ya.ticks) horizontal(t.at, kGrid);
+// splitmix64's finaliser: a fixed, well-mixed order for the scatter plot's points.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -269,39 +25,17 @@ void drawGrid(Canvas& canvas, const Axis& xa, const Axis& ya, const Rect& p) {
 void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
                    const PlotOptions& options) {
   const std::string where = "writeLinePlot(" + path.string() + "): ";
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  Bounds bounds;
   for (const Series& se : series) {
-    if (se.x.size() != se.y.size())
-      throw std::runtime_error(where + "series '" + se.label + "' has " +
-                               std::to_string(se.x.size()) + " x but " +
-                               std::to_string(se.y.size()) + " y values");
-    for (size_t i = 0; i < se.x.size(); ++i) {
-      if (!drawable(se.x[i], se.y[i], options.log_y)) continue;
-      x0 = std::min(x0, se.x[i]), x1 = std::max(x1, se.x[i]);
-      y0 = std::min(y0, se.y[i]), y1 = std::max(y1, se.y[i]);
-    }
+    checkLengths(where, "series", se.label, se.x.size(), se.y.size());
+    for (size_t i = 0; i < se.x.size(); ++i)
+      if (drawable(se.x[i], se.y[i], options.log_y)) bounds.add(se.x[i], se.y[i]);
   }
-  if (!(x0 <= x1))
-    throw std::runtime_error(where + "nothing to draw (no finite" +
-                             (options.log_y ? std::string(", positive") : "") + " point)");
-  if (!std::isfinite(x1 - x0) || (!options.log_y && !std::isfinite(y1 - y0)))
-    throw std::runtime_error(where + "the data's range overflows a double");
-  const Axis xa = linearAxis(x0, x1);
-  const Axis ya = options.log_y ? logAxis(y0, y1) : linearAxis(y0, y1);
-  const Layout lay = layout(options, xa, ya);
-  const Rect p = lay.plot;
-  if (p.x1 - p.x0 < 32 || p.y1 - p.y0 < 32)
-    throw std::runtime_error(where + std::to_string(options.width) + "x" +
-                             std::to_string(options.height) + " pixels leaves no room to plot");
-
-  Canvas canvas(options.width, options.height, kWhite);
-  drawGrid(canvas, xa, ya, p);
-  const double line_width = 1.0 + lay.scale;
-  auto px = [&](double x) { return p.x0 + (x - xa.lo) / (xa.hi - xa.lo) * (p.x1 - p.x0); };
-  auto py = [&](double y) {
-    const double at = options.log_y ? std::log10(y) : y;
-    return p.y1 - (at - ya.lo) / (ya.hi - ya.lo) * (p.y1 - p.y0);
-  };
+  const PlotFrame frame(where, bounds, options);
+  const Rect p = frame.plot();
+  const int s = frame.scale();
+  Canvas canvas = frame.blankCanvas();
+  const double line_width = 1.0 + s;
   std::vector<Coverage> masks;
   for (const Series& se : series) {
     Coverage& mask = masks.emplace_back(options.width, options.height);
@@ -309,19 +43,109 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
     auto ok = [&](size_t i) { return i < n && drawable(se.x[i], se.y[i], options.log_y); };
     for (size_t i = 0; i < n; ++i) {
       if (!ok(i)) continue;  // a gap: neither neighbouring segment is drawn
-      const double x = px(se.x[i]), y = py(se.y[i]);
+      const double x = frame.px(se.x[i]), y = frame.py(se.y[i]);
       if (ok(i + 1))
-        mask.stroke(x, y, px(se.x[i + 1]), py(se.y[i + 1]), line_width);
+        mask.stroke(x, y, frame.px(se.x[i + 1]), frame.py(se.y[i + 1]), line_width);
       else if (i == 0 || !ok(i - 1))
         mask.stroke(x, y, x, y, 2 * line_width);  // lone point: a dot
-      if (se.markers) mask.square(x, y, 2.5 * lay.scale);
+      if (se.markers) mask.square(x, y, 2.5 * s);
     }
     canvas.composite(mask, {se.rgb[0], se.rgb[1], se.rgb[2]}, p);
   }
-  drawLegend(canvas, series, masks, lay, line_width);
-  drawAxes(canvas, xa, ya, lay, options);
 
+  std::vector<LegendEntry> entries;
+  for (const Series& se : series)
+    entries.push_back({se.label,
+                       {se.rgb[0], se.rgb[1], se.rgb[2]},
+                       se.markers ? LegendEntry::Mark::kLineAndSquare : LegendEntry::Mark::kLine});
+  // The corner covering the least ink wins; ties go to the earlier (top right) corner.
+  Rect box{};
+  double least = 1e300;
+  for (const Rect& c : legendCorners(p, legendSize(entries, s), s)) {
+    double ink = 0;
+    for (const Coverage& m : masks) ink += m.density(c);
+    if (ink < least - 1e-9) least = ink, box = c;
+  }
+  drawLegend(canvas, entries, box, s, line_width);
+  frame.drawAxes(canvas);
   writePng(path, canvas);
+}
+
+void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& groups,
+                      const PlotOptions& options) {
+  const std::string where = "writeScatterPlot(" + path.string() + "): ";
+  Bounds bounds;
+  // Every drawable point as (draw order key, group, index). Sorting by a hash interleaves the
+  // groups, so where classes overlap none is buried under the ones listed after it.
+  struct Point {
+    uint64_t key;
+    uint32_t group, index;
+  };
+  std::vector<Point> points;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const PointGroup& pg = groups[g];
+    checkLengths(where, "group", pg.label, pg.x.size(), pg.y.size());
+    for (size_t i = 0; i < pg.x.size(); ++i) {
+      if (!drawable(pg.x[i], pg.y[i], options.log_y)) continue;
+      bounds.add(pg.x[i], pg.y[i]);
+      points.push_back({mix((uint64_t(g) << 32) | i), uint32_t(g), uint32_t(i)});
+    }
+  }
+  std::sort(points.begin(), points.end(),
+            [](const Point& a, const Point& b) { return a.key < b.key; });
+
+  PlotFrame frame(where, bounds, options);
+  const int s = frame.scale();
+  const double radius = 1.5 * s;
+  std::vector<LegendEntry> entries;
+  for (const PointGroup& pg : groups)
+    entries.push_back({pg.label, {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, LegendEntry::Mark::kDot});
+  const LegendSize size = legendSize(entries, s);
+  // The legend goes in the first corner (top right first) that hides no dot, else right of
+  // the plot area: a legend over data hides exactly the outliers one looks for.
+  auto hides = [&](const Rect& box) {
+    for (const Point& pt : points) {
+      const PointGroup& pg = groups[pt.group];
+      const double x = frame.px(pg.x[pt.index]), y = frame.py(pg.y[pt.index]);
+      if (x + radius > box.x0 && x - radius < box.x1 && y + radius > box.y0 && y - radius < box.y1)
+        return true;
+    }
+    return false;
+  };
+  Rect box{};
+  if (size.h > 0) {
+    const auto corners = legendCorners(frame.plot(), size, s);
+    const auto free =
+        std::find_if(corners.begin(), corners.end(), [&](const Rect& c) { return !hides(c); });
+    if (free != corners.end()) {
+      box = *free;
+    } else {
+      frame = PlotFrame(where, bounds, options, legendOutsideMargin(size, s));
+      box = legendOutside(frame.plot(), size, s);
+    }
+  }
+
+  // Opacity falls as the points grow, so that a dense core takes several overlapping dots to
+  // saturate: 0.9 up to 1,000 points, falling to a floor of 0.45 at 4,000. At 10,000 points,
+  // 0.3 left lone outliers too pale to see and 0.6 merged overlapping classes into one smear.
+  const double alpha = std::clamp(0.9 * std::sqrt(1000.0 / double(points.size())), 0.45, 0.9);
+  Canvas canvas = frame.blankCanvas();
+  for (const Point& pt : points) {
+    const PointGroup& pg = groups[pt.group];
+    canvas.dot(frame.px(pg.x[pt.index]), frame.py(pg.y[pt.index]), radius,
+               {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, float(alpha), frame.plot());
+  }
+  drawLegend(canvas, entries, box, s, 1.0 + s);
+  frame.drawAxes(canvas);
+  writePng(path, canvas);
+}
+
+const unsigned char* categoricalColour(int index) {
+  // Tableau 10 ("tab10" in matplotlib): ten hues of similar weight that stay apart on white.
+  static constexpr unsigned char kTab10[10][3] = {
+      {31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
+      {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
+  return kTab10[(index % 10 + 10) % 10];
 }
 
 }  // namespace vkgrad::apps

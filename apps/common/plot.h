@@ -1,6 +1,6 @@
-// Line plots written as PNG, for the apps' loss curves (vkgrad-gpt train writes loss.png).
-// Drawn here into an RGB image (common/raster.h) with a frame, 1/2/5 ticks, grid, labels and a
-// legend placed in the emptiest corner of the plot; stb writes the PNG.
+// Line and scatter plots written as PNG: the apps' loss curves (vkgrad-gpt train writes
+// loss.png) and a VAE's latent space. Drawn here into an RGB image (common/raster.h) with a
+// frame, 1/2/5 ticks, grid, labels and a legend (common/plot_frame.h); stb writes the PNG.
 #pragma once
 
 #include <filesystem>
@@ -30,5 +30,25 @@ struct PlotOptions {
 // size leaves no room for the plot.
 void writeLinePlot(const std::filesystem::path& path, const std::vector<Series>& series,
                    const PlotOptions& options);
+
+// Points drawn as small filled dots, one colour per group, with a legend of the group labels
+// (for a VAE's 2-D latent space: the test set's means coloured by class). Same file rules and
+// errors as writeLinePlot (temporary file renamed over path; std::runtime_error when nothing
+// is drawable or x/y lengths differ).
+struct PointGroup {
+  std::string label;         // shown in the legend unless empty
+  std::vector<double> x, y;  // same length; points that cannot be drawn are skipped
+  unsigned char rgb[3] = {31, 119, 180};
+};
+// Dots are anti-aliased discs of radius 1.5 px (times the text scale), blended with an opacity
+// that falls as the points grow (0.9 up to 1,000 points, 0.45 from 4,000), drawn in an order
+// that interleaves the groups. The legend sits in the first corner of the plot (top right first)
+// that hides no dot, else right of the plot area.
+void writeScatterPlot(const std::filesystem::path& path, const std::vector<PointGroup>& groups,
+                      const PlotOptions& options);
+
+// Ten well-separated colours for classes (a categorical palette such as the common
+// "tab10" colours), index mod 10.
+const unsigned char* categoricalColour(int index);
 
 }  // namespace vkgrad::apps

@@ -47,6 +47,12 @@ void forEachQuad(std::string_view text, F&& f) {
   }
 }
 
+// The covered fraction of a pixel whose centre is d from the centre line of a band of half
+// width `half` (exact for a straight edge, close enough for a disc).
+float edgeCoverage(double half, double d) {
+  return float(std::clamp(half + 0.5 - d, 0.0, 1.0));
+}
+
 }  // namespace
 
 Coverage::Coverage(int width, int height)
@@ -65,8 +71,7 @@ void Coverage::stroke(double x0, double y0, double x1, double y1, double width) 
       const double cx = px + 0.5 - x0, cy = py + 0.5 - y0;
       const double t = len2 > 0 ? std::clamp((cx * dx + cy * dy) / len2, 0.0, 1.0) : 0.0;
       const double d = std::hypot(cx - t * dx, cy - t * dy);
-      // For a straight edge, half + 0.5 - d is the covered fraction of a pixel at distance d.
-      const float c = float(std::clamp(half + 0.5 - d, 0.0, 1.0));
+      const float c = edgeCoverage(half, d);
       float& slot = cov_[size_t(py) * size_t(width_) + size_t(px)];
       slot = std::max(slot, c);
     }
@@ -126,6 +131,17 @@ void Canvas::composite(const Coverage& mask, Rgb c, Rect clip) {
   clip = intersect(clip, {0, 0, width_, height_});
   for (int y = clip.y0; y < clip.y1; ++y)
     for (int x = clip.x0; x < clip.x1; ++x) blend(x, y, c, mask.at(x, y));
+}
+
+void Canvas::dot(double cx, double cy, double radius, Rgb c, float alpha, Rect clip) {
+  clip = intersect(clip, {0, 0, width_, height_});
+  const int x0 = std::max(clip.x0, int(std::floor(cx - radius - 1.0)));
+  const int x1 = std::min(clip.x1, int(std::ceil(cx + radius + 1.0)));
+  const int y0 = std::max(clip.y0, int(std::floor(cy - radius - 1.0)));
+  const int y1 = std::min(clip.y1, int(std::ceil(cy + radius + 1.0)));
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x)
+      blend(x, y, c, alpha * edgeCoverage(radius, std::hypot(x + 0.5 - cx, y + 0.5 - cy)));
 }
 
 int textWidth(std::string_view text, int scale) {

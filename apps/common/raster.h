@@ -44,6 +44,9 @@ class Canvas {
   void fill(Rect r, Rgb c);  // clipped to the canvas
   void blend(int x, int y, Rgb c, float alpha);
   void composite(const Coverage& mask, Rgb c, Rect clip);  // paints c where mask > 0, inside clip
+  // An anti-aliased disc blended at opacity alpha over what is there, inside clip: unlike a
+  // Coverage mask, overlapping dots build up, so dense regions of a scatter plot read stronger.
+  void dot(double cx, double cy, double radius, Rgb c, float alpha, Rect clip);
 
  private:
   int width_, height_;

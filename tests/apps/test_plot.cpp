@@ -1,11 +1,13 @@
-// writeLinePlot draws each point where its axes say, skips what cannot be drawn, and writes a
-// whole PNG or nothing. The PNGs are read back with stb_image.
+// writeLinePlot and writeScatterPlot draw each point where the axes say, skip what cannot be
+// drawn, and write a whole PNG or nothing. The PNGs are read back with stb_image.
 #include "common/plot.h"
 
 #include <gtest/gtest.h>
 #include <stb_image.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using apps::PlotOptions;
+using apps::PointGroup;
 using apps::Series;
 
 struct Image {
@@ -219,6 +222,221 @@ TEST(Plot, FailuresThrowNamingThePathAndLeaveNoFile) {
   int files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path)) ++files;
   EXPECT_EQ(files, 1);
+}
+
+double uniform(Rng& rng, double lo, double hi) {
+  return rng.uniform(1, float(lo), float(hi))[0];
+}
+
+PointGroup group(const std::string& label, int colour) {
+  PointGroup g{label};
+  std::copy_n(apps::categoricalColour(colour), 3, g.rgb);
+  return g;
+}
+
+// The largest difference of any channel of pixel (x, y) from c.
+int channelDistance(const Image& im, int x, int y, const unsigned char c[3]) {
+  const unsigned char* p = &im.rgb[(size_t(y) * size_t(im.width) + size_t(x)) * 3];
+  int d = 0;
+  for (int i = 0; i < 3; ++i) d = std::max(d, std::abs(int(p[i]) - int(c[i])));
+  return d;
+}
+
+// The mean position (continuous coordinates, pixel centres at +0.5) of the pixels within
+// `tolerance` of c on every channel, and how many there are.
+struct Centroid {
+  double x = 0, y = 0;
+  int count = 0;
+};
+
+Centroid centroid(const Image& im, const unsigned char c[3], int tolerance) {
+  Centroid r;
+  for (int y = 0; y < im.height; ++y) {
+    for (int x = 0; x < im.width; ++x) {
+      if (channelDistance(im, x, y, c) > tolerance) continue;
+      r.x += x + 0.5, r.y += y + 0.5, ++r.count;
+    }
+  }
+  if (r.count > 0) r.x /= r.count, r.y /= r.count;
+  return r;
+}
+
+TEST(Plot, ScatterDrawsEachGroupWhereItsPointsAre) {
+  Rng rng;
+  TempDir dir(rng);
+  const double x0 = uniform(rng, -100, 100), dx = uniform(rng, 0.01, 50);
+  const double y0 = uniform(rng, -100, 100), dy = uniform(rng, 0.01, 50);
+  const double f = uniform(rng, 0.2, 0.8), g = uniform(rng, 0.2, 0.8);
+  const double f_lone = uniform(rng, 0.2, 0.8), g_lone = uniform(rng, 0.2, 0.8);
+  // Four stacks of points, unlabelled (no legend to find instead): A at the origin of a
+  // parallelogram, B along x, C along y, D inside at (f, g). 150 blends of one dot saturate the
+  // stack's middle pixels to the group's colour.
+  PointGroup a = group("", 0), b = group("", 1), c = group("", 2), d = group("", 3);
+  PointGroup lone = group("", 4);
+  auto stack = [](PointGroup& pg, double x, double y) {
+    pg.x.assign(150, x);
+    pg.y.assign(150, y);
+  };
+  stack(a, x0, y0);
+  stack(b, x0 + dx, y0);
+  stack(c, x0, y0 + dy);
+  stack(d, x0 + f * dx, y0 + g * dy);
+  lone.x = {x0 + f_lone * dx}, lone.y = {y0 + g_lone * dy};
+  // Not drawable: skipped, not an error, and not part of the axes' range.
+  a.x.push_back(NAN), a.y.push_back(y0);
+  b.x.push_back(x0), b.y.push_back(INFINITY);
+  c.x.push_back(-INFINITY), c.y.push_back(-1e300);
+  PlotOptions options{"latent", "z0", "z1"};
+  options.width = 617, options.height = 541;
+  const fs::path path = dir.path / "scatter.png";
+  ASSERT_NO_THROW(apps::writeScatterPlot(path, {a, b, c, d, lone}, options)) << rng.describe();
+
+  const Image im = load(path);
+  ASSERT_EQ(im.width, 617);
+  ASSERT_EQ(im.height, 541);
+  // 4: the saturated pixels stall within rounding (a blend step under half a unit) of the colour.
+  const Centroid ca = centroid(im, a.rgb, 4), cb = centroid(im, b.rgb, 4),
+                 cc = centroid(im, c.rgb, 4), cd = centroid(im, d.rgb, 4);
+  for (const Centroid* ct : {&ca, &cb, &cc, &cd}) ASSERT_GE(ct->count, 4) << rng.describe();
+  // The parallelogram spans most of the plot (x right, y up) ...
+  EXPECT_GT(cb.x - ca.x, im.width / 2);
+  EXPECT_NEAR(cb.y, ca.y, 0.5);
+  EXPECT_GT(ca.y - cc.y, im.height / 2);
+  EXPECT_NEAR(cc.x, ca.x, 0.5);
+  // ... and the mapping is affine: D sits at A + f (B - A) + g (C - A). Each centroid is within
+  // half a pixel of its dot's centre (the saturated pixels lie symmetrically around it).
+  EXPECT_NEAR(cd.x, ca.x + f * (cb.x - ca.x) + g * (cc.x - ca.x), 1.5) << rng.describe();
+  EXPECT_NEAR(cd.y, ca.y + f * (cb.y - ca.y) + g * (cc.y - ca.y), 1.5) << rng.describe();
+  // The lone point is there too, semi-transparent: its darkest pixel is near its colour
+  // (within 26: at most a tenth of the way back to white at the opacity for 600 points, 0.9)
+  // but not on it.
+  const double lx = ca.x + f_lone * (cb.x - ca.x) + g_lone * (cc.x - ca.x);
+  const double ly = ca.y + f_lone * (cb.y - ca.y) + g_lone * (cc.y - ca.y);
+  int nearest = 255;
+  for (int y = int(ly) - 2; y <= int(ly) + 2; ++y)
+    for (int x = int(lx) - 2; x <= int(lx) + 2; ++x)
+      nearest = std::min(nearest, channelDistance(im, x, y, lone.rgb));
+  EXPECT_LE(nearest, 26) << rng.describe();
+  EXPECT_GE(nearest, 3) << rng.describe();
+}
+
+// The legend box's border colour (common/plot_frame.cpp): grey, which no blend of the
+// non-grey categorical colours over white or grid lines produces.
+constexpr unsigned char kLegendBorder[3] = {190, 190, 190};
+
+struct Box {
+  int x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1;  // inclusive
+  bool contains(int x, int y) const { return x >= x0 && x <= x1 && y >= y0 && y <= y1; }
+};
+
+Box boxOf(const Image& im, const unsigned char c[3]) {
+  Box b;
+  for (int y = 0; y < im.height; ++y) {
+    for (int x = 0; x < im.width; ++x) {
+      if (!im.is(x, y, c)) continue;
+      b.x0 = std::min(b.x0, x), b.y0 = std::min(b.y0, y);
+      b.x1 = std::max(b.x1, x), b.y1 = std::max(b.y1, y);
+    }
+  }
+  return b;
+}
+
+TEST(Plot, ScatterLegendHidesNoPoint) {
+  Rng rng;
+  TempDir dir(rng);
+  const unsigned char ink[3] = {30, 30, 30};
+  auto fill = [&](PointGroup& pg, double x_lo, double y_lo, double side, int n) {
+    const std::vector<float> u = rng.uniform(size_t(2 * n), 0.0f, 1.0f);
+    for (int i = 0; i < n; ++i) {
+      pg.x.push_back(x_lo + side * u[size_t(2 * i)]);
+      pg.y.push_back(y_lo + side * u[size_t(2 * i + 1)]);
+    }
+  };
+  // Colour 7 is grey: left out, so the border's grey is the legend's alone.
+  std::vector<PointGroup> groups = {group("first", 0), group("second", 1), group("third", 2),
+                                    group("", 3)};  // an unlabelled group gets no row
+  const fs::path path = dir.path / "scatter.png";
+
+  // Three quadrants full, the top left empty: the legend goes there, inside the plot.
+  fill(groups[0], 0.0, 0.0, 0.5, 400);
+  fill(groups[1], 0.5, 0.0, 0.5, 400);
+  fill(groups[2], 0.5, 0.5, 0.5, 400);
+  fill(groups[3], 0.0, 0.0, 1.0, 0);
+  ASSERT_NO_THROW(apps::writeScatterPlot(path, groups, {"corner"}));
+  Image im = load(path);
+  Box legend = boxOf(im, kLegendBorder);
+  ASSERT_GE(legend.x1, 0) << "no legend box";
+  EXPECT_LT(legend.x1, im.width / 2) << rng.describe();
+  EXPECT_LT(legend.y1, im.height / 2) << rng.describe();
+  int text = 0;
+  for (int y = legend.y0; y <= legend.y1; ++y)
+    for (int x = legend.x0; x <= legend.x1; ++x) text += im.is(x, y, ink);
+  EXPECT_GT(text, 30);                   // three labels
+  EXPECT_LT(legend.y1 - legend.y0, 50);  // three rows (45 px tall at scale 1), not four (58)
+
+  // Points everywhere: no corner is free, so the legend goes right of every dot.
+  fill(groups[3], 0.0, 0.0, 1.0, 1200);
+  ASSERT_NO_THROW(apps::writeScatterPlot(path, groups, {"outside"}));
+  im = load(path);
+  legend = boxOf(im, kLegendBorder);
+  ASSERT_GE(legend.x1, 0) << "no legend box";
+  int rightmost_dot = -1;  // coloured pixels (channels apart) outside the legend
+  for (int y = 0; y < im.height; ++y) {
+    for (int x = 0; x < im.width; ++x) {
+      const unsigned char* p = &im.rgb[(size_t(y) * size_t(im.width) + size_t(x)) * 3];
+      const int chroma = std::max({p[0], p[1], p[2]}) - std::min({p[0], p[1], p[2]});
+      if (chroma > 10 && !legend.contains(x, y)) rightmost_dot = std::max(rightmost_dot, x);
+    }
+  }
+  EXPECT_GT(rightmost_dot, im.width / 2);
+  EXPECT_GT(legend.x0, rightmost_dot) << rng.describe();
+  EXPECT_LT(legend.x1, im.width);
+}
+
+TEST(Plot, ScatterFailuresThrowNamingThePathAndLeaveNoFile) {
+  Rng rng;
+  TempDir dir(rng);
+  const fs::path path = dir.path / "scatter.png";
+  PointGroup ragged = group("ragged", 0);
+  ragged.x = {0, 1, 2}, ragged.y = {1, 2};
+  try {
+    apps::writeScatterPlot(path, {ragged}, {});
+    ADD_FAILURE() << "x and y of different lengths did not throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ragged"), std::string::npos) << e.what();
+  }
+  PointGroup nan = group("nan", 1);
+  nan.x = {0, NAN, INFINITY}, nan.y = {NAN, 1, 2};
+  EXPECT_THROW(apps::writeScatterPlot(path, {nan}, {}), std::runtime_error);
+  EXPECT_THROW(apps::writeScatterPlot(path, {group("empty", 2)}, {}), std::runtime_error);
+  EXPECT_THROW(apps::writeScatterPlot(path, {}, {}), std::runtime_error);
+  PointGroup good = group("good", 3);
+  good.x = {0, 1}, good.y = {0, 1};
+  PlotOptions tiny;
+  tiny.width = 40, tiny.height = 30;
+  EXPECT_THROW(apps::writeScatterPlot(path, {good}, tiny), std::runtime_error);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+
+  const fs::path missing = dir.path / "no_such_dir" / "scatter.png";
+  EXPECT_THROW(apps::writeScatterPlot(missing, {good}, {}), std::runtime_error);
+  EXPECT_FALSE(fs::exists(missing.parent_path()));
+}
+
+TEST(Plot, CategoricalColoursAreDistinctAndRepeatEveryTen) {
+  for (int i = 0; i < 10; ++i) {
+    for (int j = i + 1; j < 10; ++j) {
+      const unsigned char *a = apps::categoricalColour(i), *b = apps::categoricalColour(j);
+      int distance = 0;
+      for (int k = 0; k < 3; ++k) distance += std::abs(int(a[k]) - int(b[k]));
+      // Summed channel differences; tab10's closest pair (purple, pink) is 100 apart.
+      EXPECT_GT(distance, 60) << i << " vs " << j;
+    }
+    EXPECT_TRUE(std::equal(apps::categoricalColour(i), apps::categoricalColour(i) + 3,
+                           apps::categoricalColour(i + 10)));
+    EXPECT_TRUE(std::equal(apps::categoricalColour(i), apps::categoricalColour(i) + 3,
+                           apps::categoricalColour(i - 30)));
+  }
 }
 
 }  // namespace

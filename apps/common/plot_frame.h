@@ -1,0 +1,90 @@
+// What the plots in common/plot.h share, whatever they draw inside: the drawable points' bounds,
+// axes with 1/2/5 ticks (decades on a log axis), the layout of frame, tick labels, axis labels
+// and title, the grid, and the legend box.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/plot.h"
+#include "common/raster.h"
+
+namespace vkgrad::apps {
+
+// A point that cannot be drawn (NaN, inf, y <= 0 on a log axis) is skipped.
+bool drawable(double x, double y, bool log_y);
+
+// The extent of the drawable points.
+struct Bounds {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  void add(double x, double y);
+};
+
+// Throws std::runtime_error("<where><kind> '<label>' has 3 x but 2 y values") unless nx == ny.
+void checkLengths(const std::string& where, const std::string& kind, const std::string& label,
+                  size_t nx, size_t ny);
+
+struct Tick {
+  double at;  // in axis space (log10 of the value on a log axis)
+  std::string label;
+};
+
+struct Axis {
+  double lo = 0, hi = 1;  // axis space
+  std::vector<Tick> ticks;
+  std::vector<double> minor;  // unlabelled grid lines, axis space
+};
+
+// Axes over the bounds, and where the plot area, ticks, labels and title go.
+class PlotFrame {
+ public:
+  // right_margin: pixels kept free right of the plot area (for a legend outside it). `where`
+  // starts each error message. Throws std::runtime_error when the bounds are empty (nothing
+  // drawable), when their range overflows a double, or when the size leaves no room to plot.
+  PlotFrame(const std::string& where, const Bounds& bounds, const PlotOptions& options,
+            int right_margin = 0);
+
+  Rect plot() const { return plot_; }   // the data area inside the frame
+  int scale() const { return scale_; }  // text scale for labels; the title uses scale + 1
+  // Data to continuous canvas coordinates.
+  double px(double x) const;
+  double py(double y) const;
+
+  Canvas blankCanvas() const;           // white, the options' size, with the grid drawn
+  void drawAxes(Canvas& canvas) const;  // last: frame, ticks, labels and title over everything
+
+ private:
+  void drawGrid(Canvas& canvas) const;
+
+  PlotOptions options_;
+  Axis xa_, ya_;
+  Rect plot_;
+  int scale_;
+};
+
+struct LegendEntry {
+  enum class Mark { kLine, kLineAndSquare, kDot };
+  std::string label;
+  Rgb colour;
+  Mark mark;
+};
+
+// The legend box's size for the entries at this text scale, and its four candidate places
+// inside the plot area, top right first (loss curves fall from the top left).
+struct LegendSize {
+  int w = 0, h = 0;
+};
+LegendSize legendSize(const std::vector<LegendEntry>& entries, int scale);
+std::array<Rect, 4> legendCorners(Rect plot, LegendSize size, int scale);
+// The box's place right of the plot area, and the right_margin PlotFrame must keep for it.
+Rect legendOutside(Rect plot, LegendSize size, int scale);
+int legendOutsideMargin(LegendSize size, int scale);
+
+// A bordered white box with one row per entry: its mark (a line of line_width, with a square
+// for kLineAndSquare; an opaque dot for kDot) and its label.
+void drawLegend(Canvas& canvas, const std::vector<LegendEntry>& entries, Rect box, int scale,
+                double line_width);
+
+}  // namespace vkgrad::apps
