@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench.h"
+#include "common/app_main.h"
 #include "common/device_options.h"
 #include "vk/context.h"
 #include "vk/error.h"
@@ -61,10 +62,5 @@ int run(int argc, char** argv) {
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
-  try {
-    return vkgrad::apps::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vkgrad-bench: %s\n", e.what());
-    return 1;
-  }
+  return vkgrad::apps::guardedMain("vkgrad-bench", vkgrad::apps::run, argc, argv);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
 #include "common/output_dir.h"
@@ -326,22 +327,8 @@ const char* const kUsage =
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
-  const std::string command = argc > 1 ? argv[1] : "";
-  try {
-    if (command == "train") return vkgrad::apps::train(argc, argv);
-    if (command == "sample") return vkgrad::apps::sample(argc, argv);
-    if (command == "--help" || command == "-h" || command == "help") {
-      std::printf("vkgrad-gpt: trains a byte-level GPT on a text file and samples from it.\n%s",
-                  vkgrad::apps::kUsage);
-      return 0;
-    }
-    std::fprintf(
-        stderr, "vkgrad-gpt: %s\n%s",
-        command.empty() ? "no command given" : ("unknown command '" + command + "'").c_str(),
-        vkgrad::apps::kUsage);
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vkgrad-gpt %s: %s\n", command.c_str(), e.what());
-    return 1;
-  }
+  using namespace vkgrad::apps;
+  return commandMain("vkgrad-gpt",
+                     "vkgrad-gpt: trains a byte-level GPT on a text file and samples from it.",
+                     kUsage, {{"train", train}, {"sample", sample}}, argc, argv);
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
 #include "graph/json_io.h"
@@ -219,12 +220,5 @@ int run(int argc, char** argv) {
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
-  try {
-    return vkgrad::apps::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::string message = e.what();  // device lists end in a newline of their own
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    std::fprintf(stderr, "vkgrad-info: %s\n", message.c_str());
-    return 1;
-  }
+  return vkgrad::apps::guardedMain("vkgrad-info", vkgrad::apps::run, argc, argv);
 }

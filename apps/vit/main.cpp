@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
 #include "common/figures.h"
@@ -31,17 +32,16 @@
 #include "vk/error.h"
 #include "vk/memory.h"
 
-
 namespace vkgrad::apps {
 namespace {
 
 namespace fs = std::filesystem;
 
-
 // --class-names: comma-separated, one per class; the default names Fashion-MNIST's.
 std::vector<std::string> classNames(const Cli& cli, int64_t classes) {
   const std::string text = cli.get("class-names");
-  if (text.empty()) return {std::begin(data::kFashionMnistClasses), std::end(data::kFashionMnistClasses)};
+  if (text.empty())
+    return {std::begin(data::kFashionMnistClasses), std::end(data::kFashionMnistClasses)};
   std::vector<std::string> names;
   size_t begin = 0;
   while (true) {
@@ -421,32 +421,18 @@ int predict(int argc, char** argv) {
   return validationFailed(context, "vkgrad-vit") ? 1 : 0;
 }
 
-int run(int argc, char** argv) {
-  const std::string command = argc > 1 ? argv[1] : "";
-  if (command == "train") return train(argc, argv);
-  if (command == "eval") return eval(argc, argv);
-  if (command == "predict") return predict(argc, argv);
-  const bool help = command == "--help" || command == "-h" || command == "help";
-  std::fprintf(help ? stdout : stderr,
-               "%svkgrad-vit: a vision transformer on Fashion-MNIST, trained on the device.\n\n"
-               "usage: vkgrad-vit train [options]      train and write a checkpoint\n"
-               "       vkgrad-vit eval --checkpoint DIR [options]\n"
-               "       vkgrad-vit predict --checkpoint DIR IMAGE.png...\n"
-               "Each command takes --help.\n",
-               help || command.empty() ? "" : ("unknown command '" + command + "'\n").c_str());
-  return help ? 0 : 2;
-}
+const char* const kUsage =
+    "usage: vkgrad-vit train [options]      train and write a checkpoint\n"
+    "       vkgrad-vit eval --checkpoint DIR [options]\n"
+    "       vkgrad-vit predict --checkpoint DIR IMAGE.png...\n"
+    "Each command takes --help.\n";
 
 }  // namespace
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
-  try {
-    return vkgrad::apps::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::string message = e.what();
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    std::fprintf(stderr, "vkgrad-vit: %s\n", message.c_str());
-    return 1;
-  }
+  using namespace vkgrad::apps;
+  return commandMain("vkgrad-vit",
+                     "vkgrad-vit: a vision transformer on Fashion-MNIST, trained on the device.",
+                     kUsage, {{"train", train}, {"eval", eval}, {"predict", predict}}, argc, argv);
 }

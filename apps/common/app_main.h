@@ -1,0 +1,26 @@
+// What every app's main() does around its work: subcommand dispatch with --help, and the one
+// place an escaping exception becomes "<program>: <message>" on stderr and exit status 1
+// (bad options exit 2 from Cli, before any work).
+#pragma once
+
+#include <initializer_list>
+
+namespace vkgrad::apps {
+
+using RunFn = int (*)(int argc, char** argv);
+
+// Runs run(argc, argv) and returns its status; an exception is reported and gives 1.
+int guardedMain(const char* program, RunFn run, int argc, char** argv);
+
+struct Command {
+  const char* name;  // argv[1]
+  RunFn run;         // gets the whole argv (argv[1] is the command)
+};
+
+// Runs the command argv[1] names, guarded as guardedMain. --help, -h or help print `about`
+// and `usage` to stdout (exit 0); no command or an unknown one prints them to stderr after
+// saying so (exit 2).
+int commandMain(const char* program, const char* about, const char* usage,
+                std::initializer_list<Command> commands, int argc, char** argv);
+
+}  // namespace vkgrad::apps
