@@ -214,12 +214,8 @@ int train(int argc, char** argv) {
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t limit = cli.getInt("limit", 0, int64_t(1) << 40);
 
-  const data::ImageDataset set = data::loadFashionMnist(cli.get("data"));
-  if (set.train_images.rows != config.image || set.train_images.cols != config.image)
-    throw Error(cli.get("data") + ": images are " + std::to_string(set.train_images.rows) + "x" +
-                std::to_string(set.train_images.cols) + ", this model reads 28x28");
-  const int64_t train_rows =
-      limit > 0 ? std::min(limit, set.train_images.count) : set.train_images.count;
+  const data::ImageDataset set = data::loadImageSet(cli.get("data"), config.image, limit);
+  const int64_t train_rows = set.train_images.count;
   if (train_rows < batch)
     cli.fail("--batch " + std::to_string(batch) + " is more than the " +
              std::to_string(train_rows) + " training images");
@@ -227,10 +223,8 @@ int train(int argc, char** argv) {
   prepareOutput(out);
 
   vk::Context context(contextOptions(cli));
-  const size_t image = size_t(config.pixels());
-  const graph::Dataset train_x = vit::uploadImages(
-      context, "train.images", std::span(set.train_images.pixels).first(size_t(train_rows) * image),
-      train_rows, config.image, config.image);
+  const graph::Dataset train_x = vit::uploadImages(context, "train.images", set.train_images.pixels,
+                                                   train_rows, config.image, config.image);
   const graph::Dataset test_x =
       vit::uploadImages(context, "test.images", set.test_images.pixels, set.test_images.count,
                         config.image, config.image);

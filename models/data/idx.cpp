@@ -236,4 +236,18 @@ ImageDataset loadFashionMnist(const std::string& dir) {
   return d;
 }
 
+ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit) {
+  ImageDataset d = loadFashionMnist(dir);
+  if (d.train_images.rows != size || d.train_images.cols != size)
+    throw Error(dir + ": images are " + std::to_string(d.train_images.rows) + "x" +
+                std::to_string(d.train_images.cols) + ", this model reads " + std::to_string(size) +
+                "x" + std::to_string(size));
+  if (limit > 0 && limit < d.train_images.count) {
+    d.train_images.count = limit;
+    d.train_images.pixels.resize(size_t(limit * d.train_images.imageBytes()));
+    d.train_labels.resize(size_t(limit));
+  }
+  return d;
+}
+
 }  // namespace vkgrad::data

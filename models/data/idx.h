@@ -42,5 +42,9 @@ inline const char* const kFashionMnistClasses[10] = {
 // The four Fashion-MNIST files in dir, {train,t10k}-{images-idx3,labels-idx1}-ubyte, each
 // plain or with .gz (the plain one when both exist); 10 classes.
 ImageDataset loadFashionMnist(const std::string& dir = kFashionMnistDir);
+// loadFashionMnist(dir) for a model of size x size images, the training split cut to its
+// first `limit` images (0: all of them). Throws Error naming dir when the images are another
+// size.
+ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit);
 
 }  // namespace vkgrad::data

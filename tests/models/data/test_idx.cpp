@@ -3,6 +3,7 @@
 // files of the Debian package read as what they are.
 #include "data/idx.h"
 
+#include <algorithm>
 #include <zlib.h>
 
 #include <cstdio>
@@ -316,6 +317,28 @@ TEST(FashionMnistTest, ReadsTheDebianPackage) {
   for (uint8_t p : test.pixels) lit += p != 0;
   EXPECT_GT(lit, test.pixels.size() / 5);
   EXPECT_LT(lit, test.pixels.size() * 4 / 5);
+}
+
+// What the apps load: the training split cut to --limit, the images' size checked.
+TEST(FashionMnistTest, ImageSetsAreCutToTheLimitAndSizeChecked) {
+  const data::ImageDataset all = data::loadFashionMnist();
+  const data::ImageDataset cut = data::loadImageSet(data::kFashionMnistDir, 28, 1234);
+  EXPECT_EQ(cut.train_images.count, 1234);
+  EXPECT_EQ(cut.train_labels.size(), 1234u);
+  ASSERT_EQ(cut.train_images.pixels.size(), 1234u * 784);
+  EXPECT_TRUE(std::equal(cut.train_images.pixels.begin(), cut.train_images.pixels.end(),
+                         all.train_images.pixels.begin()));
+  EXPECT_EQ(cut.test_images.count, 10000);
+  EXPECT_EQ(data::loadImageSet(data::kFashionMnistDir, 28, 0).train_images.count, 60000);
+  EXPECT_EQ(data::loadImageSet(data::kFashionMnistDir, 28, 99999).train_images.count, 60000);
+  try {
+    data::loadImageSet(data::kFashionMnistDir, 32, 0);
+    ADD_FAILURE() << "28x28 images accepted for a 32x32 model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("images are 28x28, this model reads 32x32"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
