@@ -22,6 +22,7 @@
 #include "data/idx.h"
 #include "graph/json_io.h"
 #include "graph/parameters.h"
+#include "graph/profile.h"
 #include "graph/trainer.h"
 #include "vae/checkpoint.h"
 #include "vae/codec.h"
@@ -204,6 +205,9 @@ int train(int argc, char** argv) {
   cli.option("seed", "initialisation, sampling and shuffling seed", "1");
   cli.option("limit", "train on the first N images only (0: all)", "0");
   declareDeviceOptions(cli);
+  cli.flag("profile",
+           "time every node of the training step and print the last step's GPU time by op "
+           "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -238,6 +242,7 @@ int train(int argc, char** argv) {
   options.optimizer.adamw.weight_decay = 0.0f;  // Adam
   options.dropout_seed = seed;                  // the generator that draws eps
   options.schedule = graph::Schedule::constant(lr);
+  options.profile = cli.has("profile");
   graph::Trainer trainer(context, store, {&train_x}, vae::vaeLossFn(store, config), options);
   vae::Evaluator evaluator(context, store, config, test_x, 500, seed ^ 0x5eedULL);
   std::fprintf(stderr,
@@ -344,6 +349,10 @@ int train(int argc, char** argv) {
       eval_rate, test.recon, test.kl, test.elbo(),
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       files.c_str());
+  if (options.profile)
+    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
+                trainer.lastStepMilliseconds(),
+                graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (cli.has("json")) {
     const graph::Json result = {{"command", "train"},
                                 {"device", context.info().name},

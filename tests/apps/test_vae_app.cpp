@@ -119,8 +119,11 @@ TEST_F(VaeApp, TrainWritesCheckpointPicturesAndBothLossTerms) {
 
 TEST_F(VaeApp, LargerLatentsGetInterpolationsAndMseWorks) {
   const fs::path out = dir_ / "mse";
-  const AppRun run = train(out, {"--latent", "5", "--recon", "mse", "--hidden", "48,24"});
+  const AppRun run =
+      train(out, {"--latent", "5", "--recon", "mse", "--hidden", "48,24", "--profile"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "GPU time of the last training step by op")) << run.out;
+  EXPECT_TRUE(contains(run.out, "reconstructionLoss")) << run.out;
   EXPECT_GT(pngSize(out / "interpolation.png").first, 0);
   EXPECT_FALSE(fs::exists(out / "latent.png"));
   const graph::Json result = lastJsonLine(run.out);
