@@ -118,8 +118,8 @@ Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<
 }
 
 Tensor Graph::dataset(const Dataset& d) {
-  for (const TensorInfo& t : tensors_)
-    if (t.dataset == &d) throw Error("graph: dataset " + d.name + " added twice");
+  for (size_t i = 0; i < tensors_.size(); ++i)  // read in place: one tensor per dataset
+    if (tensors_[i].dataset == &d) return {int(i)};
   if (d.shape.numel() <= 0 || d.row_stride < 0 || !d.buffer ||
       d.buffer->size() < uint64_t(d.extent()) * 4)
     throw ShapeError("dataset " + d.name + " " + d.shape.str() + " (row stride " +

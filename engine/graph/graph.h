@@ -89,7 +89,8 @@ class Graph {
   Tensor parameter(const Parameter& p);
   Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
   // A Dataset's array, read in place (not copied; never differentiable). A strided one
-  // (windows) may only be gather()'s table.
+  // (windows) may only be gather()'s table. The same Dataset given again is the same tensor
+  // (ops that read a graph's arrays, such as spmm and edgeSoftmax, share them).
   Tensor dataset(const Dataset& d);
 
   // --- ops (ShapeError naming the op and shapes on mismatch, nothing added)
