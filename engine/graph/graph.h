@@ -23,6 +23,7 @@
 namespace vkgrad::graph {
 
 struct Parameter;
+struct SparseGraph;
 
 using ops::DType;
 using ops::Shape;
@@ -178,6 +179,10 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void accumulate(Tensor x, Tensor total);
+  // --- graph neural networks (graph/sparse.h, ops/edge_softmax.h)
+  // scores (E, H) f32 -> (E, H): softmax over each destination's incoming edges, per head
+  // (graph/sparse.h's edge order). Deterministic; a node without incoming edges has none.
+  Tensor edgeSoftmax(const SparseGraph& a, Tensor scores);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.
