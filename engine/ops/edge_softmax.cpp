@@ -84,8 +84,9 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
   const Layout l = layoutFor(op, ctx);
   const Bound bo = bindStorage(ctx, offsets), bs = bindStorage(ctx, scores),
               ba = bindStorage(ctx, alpha);
-  const ForwardPush push{uint32_t(nodes), uint32_t(scores.shape[0]), uint32_t(scores.shape[1]),
-                         bo.skip, bs.skip, ba.skip};
+  const ForwardPush push{
+      uint32_t(nodes), uint32_t(scores.shape[0]), uint32_t(scores.shape[1]), bo.skip, bs.skip,
+      ba.skip};
   const vk::Arg args[] = {bo.arg, bs.arg, ba.arg};
   rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {l.group, l.one_subgroup}), args,
                      &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
@@ -106,12 +107,17 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
   const Layout l = layoutFor(op, ctx);
   const Bound bo = bindStorage(ctx, offsets), ba = bindStorage(ctx, alpha),
               bd = bindStorage(ctx, dalpha), bs = bindStorage(ctx, dscores);
-  const BackwardPush push{uint32_t(nodes), uint32_t(alpha.shape[0]), uint32_t(alpha.shape[1]),
-                          bo.skip, ba.skip, bd.skip, bs.skip};
+  const BackwardPush push{uint32_t(nodes),
+                          uint32_t(alpha.shape[0]),
+                          uint32_t(alpha.shape[1]),
+                          bo.skip,
+                          ba.skip,
+                          bd.skip,
+                          bs.skip};
   const vk::Arg args[] = {bo.arg, ba.arg, bd.arg, bs.arg};
-  rec.dispatchGroups(ctx.kernels().get("edge_softmax/backward",
-                                       {l.group, l.one_subgroup, w == Write::Accumulate}),
-                     args, &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
+  rec.dispatchGroups(
+      ctx.kernels().get("edge_softmax/backward", {l.group, l.one_subgroup, w == Write::Accumulate}),
+      args, &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
 }
 
 }  // namespace vkgrad::ops

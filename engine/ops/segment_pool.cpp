@@ -59,11 +59,11 @@ const char* poolName(Pool kind) {
 
 Shape segmentPoolShape(const char* op, const Shape& x, DType x_dtype, const Shape& segments,
                        DType segments_dtype) {
-  const std::string at =
-      std::string(op) + ": x " + x.str() + ", segments " + segments.str() + ": ";
+  const std::string at = std::string(op) + ": x " + x.str() + ", segments " + segments.str() + ": ";
   if (x_dtype != DType::F32) throw ShapeError(at + "x must be f32");
   if (segments_dtype != DType::U32) throw ShapeError(at + "segments must be u32");
-  if (x.rank() != 2 || x.numel() == 0) throw ShapeError(at + "x must be (nodes, features), non-empty");
+  if (x.rank() != 2 || x.numel() == 0)
+    throw ShapeError(at + "x must be (nodes, features), non-empty");
   if (x.numel() >= (int64_t(1) << 31)) throw ShapeError(at + "2^31 or more elements");
   if (segments.rank() != 1 || segments[0] < 2)
     throw ShapeError(at + "segments must be (graphs + 1) with at least one graph");
@@ -88,10 +88,15 @@ void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const Tensor
   checkAlias(op, "out", out, "x", x, false);
   checkAlias(op, "out", out, "segments", segments, false);
   vk::Context& ctx = rec.context();
-  const Bound bx = bindStorage(ctx, x), bs = bindStorage(ctx, segments),
-              bo = bindStorage(ctx, out), ba = bindArgmax(ctx, kind, argmax, bo);
-  const ForwardPush push{uint32_t(x.shape[0]), uint32_t(shape[0]), uint32_t(shape[1]),
-                         bx.skip, bs.skip, bo.skip, ba.skip};
+  const Bound bx = bindStorage(ctx, x), bs = bindStorage(ctx, segments), bo = bindStorage(ctx, out),
+              ba = bindArgmax(ctx, kind, argmax, bo);
+  const ForwardPush push{uint32_t(x.shape[0]),
+                         uint32_t(shape[0]),
+                         uint32_t(shape[1]),
+                         bx.skip,
+                         bs.skip,
+                         bo.skip,
+                         ba.skip};
   const vk::Arg args[] = {bx.arg, bs.arg, bo.arg, ba.arg};
   rec.dispatchGroups(ctx.kernels().get("segment_pool/forward", {kWorkgroup, kindConstant(kind)}),
                      args, &push, sizeof(push), gridGroups(uint64_t(shape.numel()), kWorkgroup));
@@ -114,8 +119,13 @@ void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segment
   vk::Context& ctx = rec.context();
   const Bound bs = bindStorage(ctx, segments), bd = bindStorage(ctx, dout),
               bx = bindStorage(ctx, dx), ba = bindArgmax(ctx, kind, argmax, bd);
-  const BackwardPush push{uint32_t(dx.shape[0]), uint32_t(shape[0]), uint32_t(shape[1]),
-                          bs.skip, ba.skip, bd.skip, bx.skip};
+  const BackwardPush push{uint32_t(dx.shape[0]),
+                          uint32_t(shape[0]),
+                          uint32_t(shape[1]),
+                          bs.skip,
+                          ba.skip,
+                          bd.skip,
+                          bx.skip};
   const vk::Arg args[] = {bs.arg, ba.arg, bd.arg, bx.arg};
   rec.dispatchGroups(ctx.kernels().get("segment_pool/backward",
                                        {kWorkgroup, kindConstant(kind), w == Write::Accumulate}),

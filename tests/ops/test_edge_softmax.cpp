@@ -66,7 +66,9 @@ std::vector<float> nans(size_t n) {
         if (!floor.empty()) f = std::max(f, double(floor[e * h_n + h]));
       }
       const ::testing::AssertionResult r = allCloseOnScale(g, w, f, tolerance);
-      if (!r) return ::testing::AssertionFailure() << "node " << j << ", head " << h << ": " << r.message();
+      if (!r)
+        return ::testing::AssertionFailure()
+               << "node " << j << ", head " << h << ": " << r.message();
     }
   return ::testing::AssertionSuccess();
 }
@@ -83,7 +85,8 @@ class EdgeSoftmaxTest : public VkTest {
                              int64_t heads, int at) {
     const vk::Buffer off = uploadWords(ctx(), offsets);
     const Shape shape{int64_t(scores.size()) / heads, heads};
-    const Placed s = placed(ctx(), shape, scores, at), a = placed(ctx(), shape, nans(scores.size()), at + 1);
+    const Placed s = placed(ctx(), shape, scores, at),
+                 a = placed(ctx(), shape, nans(scores.size()), at + 1);
     vk::Recorder rec(ctx());
     ops::edgeSoftmax(rec, offsetsView(off, offsets.size()), s.view, a.view);
     rec.submit();
@@ -110,7 +113,8 @@ TEST_F(EdgeSoftmaxTest, ForwardMatchesTheReference) {
       for (int64_t h = 0; h < heads; ++h) {
         if (offsets[j] == offsets[j + 1]) continue;
         double sum = 0;
-        for (uint32_t e = offsets[j]; e < offsets[j + 1]; ++e) sum += got[e * size_t(heads) + size_t(h)];
+        for (uint32_t e = offsets[j]; e < offsets[j + 1]; ++e)
+          sum += got[e * size_t(heads) + size_t(h)];
         EXPECT_NEAR(sum, 1.0, 1e-5) << "node " << j;
       }
   }
@@ -176,14 +180,16 @@ TEST_F(EdgeSoftmaxTest, BackwardMatchesTheReference) {
     std::vector<float> scale(n);
     for (size_t i = 0; i < n; ++i) scale[i] = alpha[i] * std::fabs(dalpha[i]);
     const Placed a = placed(ctx(), shape, alpha, at), d = placed(ctx(), shape, dalpha, at + 1),
-                 over = placed(ctx(), shape, nans(n), at + 2), acc = placed(ctx(), shape, init, at + 3);
+                 over = placed(ctx(), shape, nans(n), at + 2),
+                 acc = placed(ctx(), shape, init, at + 3);
     vk::Recorder rec(ctx());
     ops::edgeSoftmaxBackward(rec, offsetsView(off, offsets.size()), a.view, d.view, over.view);
     ops::edgeSoftmaxBackward(rec, offsetsView(off, offsets.size()), a.view, d.view, acc.view,
                              Write::Accumulate);
     rec.submit();
     const std::vector<float> zeros(n, 0.0f);
-    const std::vector<float> want = ops::ref::edgeSoftmaxBackward(offsets, alpha, dalpha, heads, zeros);
+    const std::vector<float> want =
+        ops::ref::edgeSoftmaxBackward(offsets, alpha, dalpha, heads, zeros);
     EXPECT_TRUE(perNodeClose(readPlaced(ctx(), over), want, offsets, heads, 2e-6, scale));
     EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), acc), want, init, 1e-6));
     ++at;

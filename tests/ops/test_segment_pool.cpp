@@ -107,7 +107,8 @@ TEST_F(SegmentPoolTest, MaxTakesTheFirstOfTiesAndNaN) {
   x[6 * features + 1] = 5.0f;  // a larger number before them does not win either
   std::vector<uint32_t> got_arg, want_arg;
   const std::vector<float> got = forward(Pool::Max, x, features, segments, 2, &got_arg);
-  EXPECT_TRUE(allClose(got, ops::ref::segmentPool(Pool::Max, x, features, segments, &want_arg), 0.0));
+  EXPECT_TRUE(
+      allClose(got, ops::ref::segmentPool(Pool::Max, x, features, segments, &want_arg), 0.0));
   EXPECT_EQ(got_arg, want_arg);
   EXPECT_TRUE(std::isnan(got[2 * features + 1]));
   EXPECT_EQ(got_arg[size_t(2 * features + 1)], 8u);
@@ -133,11 +134,11 @@ TEST_F(SegmentPoolTest, BackwardMatchesTheReference) {
       std::vector<uint32_t> argmax;
       ops::ref::segmentPool(kind, x, features, segments, &argmax);
       const vk::Buffer arg = uploadWords(ctx(), argmax);
-      const Placed d = placed(ctx(), out_shape, dout, at), over = placed(ctx(), x_shape, nans(n), at + 1),
+      const Placed d = placed(ctx(), out_shape, dout, at),
+                   over = placed(ctx(), x_shape, nans(n), at + 1),
                    acc = placed(ctx(), x_shape, init, at + 2);
       vk::Recorder rec(ctx());
-      const ops::TensorView a =
-          kind == Pool::Max ? words(arg, out_shape) : ops::TensorView{};
+      const ops::TensorView a = kind == Pool::Max ? words(arg, out_shape) : ops::TensorView{};
       ops::segmentPoolBackward(rec, kind, words(seg, {graphs + 1}), a, d.view, over.view);
       ops::segmentPoolBackward(rec, kind, words(seg, {graphs + 1}), a, d.view, acc.view,
                                Write::Accumulate);
@@ -192,7 +193,8 @@ TEST_F(SegmentPoolTest, BadSegmentsStayInBounds) {
     for (Pool kind : kKinds) {
       SCOPED_TRACE(ops::poolName(kind));
       const Placed out = placed(ctx(), out_shape, nans(size_t(graphs * features)), 1),
-                   d = placed(ctx(), out_shape, dout, 2), dx = placed(ctx(), {nodes, features}, nans(n), 3);
+                   d = placed(ctx(), out_shape, dout, 2),
+                   dx = placed(ctx(), {nodes, features}, nans(n), 3);
       const vk::Buffer arg =
           uploadWords(ctx(), std::vector<uint32_t>(size_t(graphs * features), kPoison));
       const ops::TensorView a = kind == Pool::Max ? words(arg, out_shape) : ops::TensorView{};
@@ -208,9 +210,9 @@ TEST_F(SegmentPoolTest, BadSegmentsStayInBounds) {
         EXPECT_EQ(downloadWords(ctx(), arg, want_arg.size()), want_arg);
       }
       if (monotone) {
-        EXPECT_TRUE(allClose(got_dx, ops::ref::segmentPoolBackward(kind, nodes, features, segments,
-                                                                   want_arg, dout),
-                             1e-6));
+        EXPECT_TRUE(allClose(
+            got_dx, ops::ref::segmentPoolBackward(kind, nodes, features, segments, want_arg, dout),
+            1e-6));
       } else {
         for (float v : got_dx) EXPECT_TRUE(std::isfinite(v)) << v;
       }
@@ -225,7 +227,8 @@ TEST_F(SegmentPoolTest, BadShapesAreShapeErrors) {
   const vk::Buffer seg = uploadWords(ctx(), std::vector<uint32_t>{0, 2, 6});
   const ops::TensorView s = words(seg, {3});
   expectShapeError(
-      ctx(), [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Sum, x.view(), s, wrong.view()); },
+      ctx(),
+      [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Sum, x.view(), s, wrong.view()); },
       "segmentPool: out (2,4) f32 must be f32 (2,3)");
   expectShapeError(
       ctx(),
@@ -234,7 +237,8 @@ TEST_F(SegmentPoolTest, BadShapesAreShapeErrors) {
       },
       "segmentPool: x (6,3), segments (1): segments must be (graphs + 1) with at least one graph");
   expectShapeError(
-      ctx(), [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Sum, x.view(), x.view(), out.view()); },
+      ctx(),
+      [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Sum, x.view(), x.view(), out.view()); },
       "segmentPool: x (6,3), segments (6,3): segments must be u32");
   expectShapeError(
       ctx(), [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Max, x.view(), s, out.view()); },

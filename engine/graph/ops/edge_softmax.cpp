@@ -1,11 +1,11 @@
 // edgeSoftmax: GAT's attention normalisation over a SparseGraph's incoming edges
 // (ops/edge_softmax.h). The graph's offsets are its Dataset, read in place; the backward
 // reads the forward's output alpha, not the scores.
+#include "ops/edge_softmax.h"
 #include "graph/backward.h"
 #include "graph/launch.h"
 #include "graph/ops/defs.h"
 #include "graph/sparse.h"
-#include "ops/edge_softmax.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -52,9 +52,9 @@ Tensor Graph::edgeSoftmax(const SparseGraph& a, Tensor scores) {
   check(scores, "edgeSoftmax");
   const Shape& s = shape(scores);
   if (s.rank() != 2 || s[0] != a.edges)
-    throw ShapeError(describe("edgeSoftmax", {scores}) + ": scores must be (edges, heads) for graph " +
-                     a.name + " (" + std::to_string(a.nodes) + " nodes, " +
-                     std::to_string(a.edges) + " edges)");
+    throw ShapeError(describe("edgeSoftmax", {scores}) +
+                     ": scores must be (edges, heads) for graph " + a.name + " (" +
+                     std::to_string(a.nodes) + " nodes, " + std::to_string(a.edges) + " edges)");
   if (tensor(scores).dtype != DType::F32)
     throw ShapeError(describe("edgeSoftmax", {scores}) + ": scores must be f32");
   const Shape out = ops::edgeSoftmaxShape("edgeSoftmax", a.offsets.shape, a.offsets.dtype, s,

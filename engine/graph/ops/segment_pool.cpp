@@ -1,15 +1,15 @@
 // segmentPool: node features pooled per graph of a block-diagonal batch (ops/segment_pool.h).
 // Max keeps its argmax as a second (u32) output for the backward; Sum and Mean have none.
+#include "ops/segment_pool.h"
 #include "graph/backward.h"
 #include "graph/launch.h"
 #include "graph/ops/defs.h"
-#include "ops/segment_pool.h"
 
 namespace vkgrad::graph {
 namespace {
 
 struct SegmentPool {
-  enum In { x, segments, kInputs };  // segments: (G + 1) u32 offsets
+  enum In { x, segments, kInputs };       // segments: (G + 1) u32 offsets
   enum Out { pooled, argmax, kOutputs };  // argmax: (G, F) u32, Max only (else absent)
   struct Attrs {
     ops::Pool kind = ops::Pool::Sum;
@@ -31,8 +31,8 @@ void backward(Backward& b, const Node& f) {
 
 void launch(const Launch& l) {
   using S = SegmentPool;
-  ops::segmentPool(l.rec, l.attr<S::Attrs>().kind, l.in(S::x), l.in(S::segments),
-                   l.out(S::pooled), l.out(S::argmax));
+  ops::segmentPool(l.rec, l.attr<S::Attrs>().kind, l.in(S::x), l.in(S::segments), l.out(S::pooled),
+                   l.out(S::argmax));
 }
 
 void launchBackward(const Launch& l) {
@@ -46,16 +46,13 @@ void launchBackward(const Launch& l) {
 Tensor Graph::segmentPool(Tensor x, Tensor segments, ops::Pool kind) {
   check(x, "segmentPool");
   check(segments, "segmentPool");
-  const Shape out = ops::segmentPoolShape("segmentPool", shape(x), tensor(x).dtype,
-                                          shape(segments), tensor(segments).dtype);
+  const Shape out = ops::segmentPoolShape("segmentPool", shape(x), tensor(x).dtype, shape(segments),
+                                          tensor(segments).dtype);
   const int pooled = output(out, DType::F32, tensor(x).differentiable);
   const int argmax =
       kind == ops::Pool::Max ? output(out, DType::U32, false, "segmentPool.argmax") : -1;
-  addNode({OpKind::SegmentPool,
-           {x.id, segments.id},
-           {pooled, argmax},
-           {},
-           SegmentPool::Attrs{kind}});
+  addNode(
+      {OpKind::SegmentPool, {x.id, segments.id}, {pooled, argmax}, {}, SegmentPool::Attrs{kind}});
   return {pooled};
 }
 

@@ -17,8 +17,9 @@ std::pair<uint32_t, uint32_t> range(const std::vector<uint32_t>& offsets, size_t
 
 }  // namespace
 
-std::vector<float> edgeSoftmax(const std::vector<uint32_t>& offsets, const std::vector<float>& scores,
-                               int64_t heads, const std::vector<float>& init) {
+std::vector<float> edgeSoftmax(const std::vector<uint32_t>& offsets,
+                               const std::vector<float>& scores, int64_t heads,
+                               const std::vector<float>& init) {
   const size_t h_n = size_t(heads);
   const uint32_t edges = uint32_t(scores.size() / h_n);
   std::vector<float> alpha = init;

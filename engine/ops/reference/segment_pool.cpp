@@ -30,7 +30,8 @@ std::vector<float> segmentPool(Pool kind, const std::vector<float>& x, int64_t f
         uint32_t at = kNoNode;
         for (uint32_t n = begin; n < end; ++n) {
           const float v = x[n * f_n + f];
-          if (at == kNoNode || (!std::isnan(x[at * f_n + f]) && (v > x[at * f_n + f] || std::isnan(v))))
+          if (at == kNoNode ||
+              (!std::isnan(x[at * f_n + f]) && (v > x[at * f_n + f] || std::isnan(v))))
             at = n;
         }
         out[o] = at == kNoNode ? 0.0f : x[at * f_n + f];
@@ -58,7 +59,8 @@ std::vector<float> segmentPoolBackward(Pool kind, int64_t nodes, int64_t feature
       for (size_t f = 0; f < f_n; ++f) {
         const size_t o = g * f_n + f;
         if (kind == Pool::Max && argmax[o] != n) continue;
-        dx[n * f_n + f] = kind == Pool::Mean ? float(double(dout[o]) / double(end - begin)) : dout[o];
+        dx[n * f_n + f] =
+            kind == Pool::Mean ? float(double(dout[o]) / double(end - begin)) : dout[o];
       }
   }
   return dx;

@@ -88,9 +88,10 @@ TEST_F(GraphEdgeSoftmaxTest, MatchesTheReferenceThroughAGraph) {
 }
 
 // A GAT-like head: x (9,4) -> per-edge scores (23,2) = tanh of a learned projection of x
-// gathered by edge source (tanh, not GAT's leaky relu: a kink spoils finite differences), alpha = edgeSoftmax, twice (alpha and the softmax of 2 * scores),
-// then loss = KL(alpha * w, 0) + KL(beta * w2, 0) (mean over edges of sum (alpha w)^2 / 2).
-// Every parameter's gradient against central differences.
+// gathered by edge source (tanh, not GAT's leaky relu: a kink spoils finite differences), alpha =
+// edgeSoftmax, twice (alpha and the softmax of 2 * scores), then loss = KL(alpha * w, 0) + KL(beta
+// * w2, 0) (mean over edges of sum (alpha w)^2 / 2). Every parameter's gradient against central
+// differences.
 TEST_F(GraphEdgeSoftmaxTest, GradientsMatchFiniteDifferences) {
   SCOPED_TRACE(rng_.describe());
   const graph::Csr csr = smallGraph();
@@ -106,9 +107,9 @@ TEST_F(GraphEdgeSoftmaxTest, GradientsMatchFiniteDifferences) {
   const Tensor alpha = g.edgeSoftmax(a, scores);
   const Tensor beta = g.edgeSoftmax(a, g.add(scores, scores));
   const Tensor zeros = g.constant("zeros", {23, 2}, std::vector<float>(46, 0.0f));
-  const Tensor loss =
-      g.add(g.gaussianKl(g.mul(alpha, g.constant("wa", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros),
-            g.gaussianKl(g.mul(beta, g.constant("wb", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros));
+  const Tensor loss = g.add(
+      g.gaussianKl(g.mul(alpha, g.constant("wa", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros),
+      g.gaussianKl(g.mul(beta, g.constant("wb", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros));
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
   graph::Executor exec(ctx(), g);

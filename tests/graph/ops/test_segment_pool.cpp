@@ -75,7 +75,8 @@ TEST_F(GraphSegmentPoolGradTest, MatchesTheReferenceThroughAGraph) {
   exec.setInput(x, values);
   exec.step();
   for (size_t k = 0; k < 3; ++k)
-    EXPECT_TRUE(allClose(exec.read(pooled[k]), ops::ref::segmentPool(kKinds[k], values, 3, segments),
+    EXPECT_TRUE(allClose(exec.read(pooled[k]),
+                         ops::ref::segmentPool(kKinds[k], values, 3, segments),
                          kKinds[k] == Pool::Max ? 0.0 : 1e-6))
         << ops::poolName(kKinds[k]);
 }
