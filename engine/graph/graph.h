@@ -17,12 +17,14 @@
 #include "graph/op.h"
 #include "ops/activation.h"
 #include "ops/sampling.h"
+#include "ops/segment_pool.h"
 #include "ops/tensor.h"
 #include "ops/vae_loss.h"
 
 namespace vkgrad::graph {
 
 struct Parameter;
+struct SparseGraph;
 
 using ops::DType;
 using ops::Shape;
@@ -179,6 +181,14 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void accumulate(Tensor x, Tensor total);
+  // --- graph neural networks (graph/sparse.h, ops/edge_softmax.h, ops/segment_pool.h)
+  // scores (E, H) f32 -> (E, H): softmax over each destination's incoming edges, per head
+  // (graph/sparse.h's edge order). Deterministic; a node without incoming edges has none.
+  Tensor edgeSoftmax(const SparseGraph& a, Tensor scores);
+  // x (N, F) f32 pooled over contiguous node ranges: segments (G+1) u32 (a dataset or input
+  // tensor: offsets, first 0, non-decreasing, last N) -> (G, F). Sum, Mean or Max. An empty
+  // range pools to 0; offsets the host never checked are clamped (ops/segment_pool.h).
+  Tensor segmentPool(Tensor x, Tensor segments, ops::Pool kind);
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.

@@ -47,6 +47,11 @@ VKGRAD_OP(ReconstructionLossBackward)
 VKGRAD_OP(GaussianKl)
 VKGRAD_OP(GaussianKlBackward)
 VKGRAD_OP(Accumulate)  // ops/accumulate.cpp
+// graph neural networks: attention over a sparse graph's edges, pooling over a batch's graphs
+VKGRAD_OP(EdgeSoftmax)  // ops/edge_softmax.cpp
+VKGRAD_OP(EdgeSoftmaxBackward)
+VKGRAD_OP(SegmentPool)  // ops/segment_pool.cpp
+VKGRAD_OP(SegmentPoolBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
