@@ -38,14 +38,6 @@ void launchBackward(const Launch& l) {
                            l.out(B::dscores), l.write(B::dscores));
 }
 
-// The dataset's tensor in g: the one an earlier op added, else a new one (Graph::dataset
-// refuses a dataset twice, and a graph of several layers reads the same offsets in each).
-Tensor datasetTensor(Graph& g, const Dataset& d) {
-  for (size_t t = 0; t < g.tensors().size(); ++t)
-    if (g.tensors()[t].dataset == &d) return Tensor{int(t)};
-  return g.dataset(d);
-}
-
 }  // namespace
 
 Tensor Graph::edgeSoftmax(const SparseGraph& a, Tensor scores) {
@@ -59,7 +51,7 @@ Tensor Graph::edgeSoftmax(const SparseGraph& a, Tensor scores) {
     throw ShapeError(describe("edgeSoftmax", {scores}) + ": scores must be f32");
   const Shape out = ops::edgeSoftmaxShape("edgeSoftmax", a.offsets.shape, a.offsets.dtype, s,
                                           tensor(scores).dtype);
-  const Tensor offsets = datasetTensor(*this, a.offsets);
+  const Tensor offsets = dataset(a.offsets);  // shared by every op reading this graph
   const int alpha = output(out);
   addNode({OpKind::EdgeSoftmax, {scores.id, offsets.id}, {alpha}, {}, {}});
   return {alpha};
