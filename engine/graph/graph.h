@@ -23,6 +23,7 @@
 namespace vkgrad::graph {
 
 struct Parameter;
+struct SparseGraph;  // graph/sparse.h
 
 using ops::DType;
 using ops::Shape;
@@ -178,6 +179,13 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void accumulate(Tensor x, Tensor total);
+  // --- graph neural networks (ops/spmm.h)
+  // A (sparse, graph/sparse.h) times x (N, F) f32 -> (N, F): y[j] = sum over j's incoming
+  // edges e of w[e] * x[source of e]; weights: none (1), (E) or (E, H) f32 with H dividing F
+  // (head h weighs features [h F/H, (h+1) F/H)). Gradients for x (through the transpose) and
+  // for weights (a per-edge dot product); deterministic, no atomics. The SparseGraph must
+  // outlive the compiled graph.
+  Tensor spmm(const SparseGraph& a, Tensor x, Tensor weights = {});
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.

@@ -47,6 +47,9 @@ VKGRAD_OP(ReconstructionLossBackward)
 VKGRAD_OP(GaussianKl)
 VKGRAD_OP(GaussianKlBackward)
 VKGRAD_OP(Accumulate)  // ops/accumulate.cpp
+// graph neural networks: aggregation over a sparse graph (graph/sparse.h)
+VKGRAD_OP(Spmm)  // ops/spmm.cpp
+VKGRAD_OP(SpmmBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
