@@ -24,7 +24,7 @@
 namespace vkgrad::graph {
 
 struct Parameter;
-struct SparseGraph;
+struct SparseGraph;  // graph/sparse.h
 
 using ops::DType;
 using ops::Shape;
@@ -181,7 +181,14 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void accumulate(Tensor x, Tensor total);
-  // --- graph neural networks (graph/sparse.h, ops/edge_softmax.h, ops/segment_pool.h)
+  // --- graph neural networks (graph/sparse.h, ops/spmm.h, ops/edge_softmax.h,
+  // ops/segment_pool.h)
+  // A (sparse, graph/sparse.h) times x (N, F) f32 -> (N, F): y[j] = sum over j's incoming
+  // edges e of w[e] * x[source of e]; weights: none (1), (E) or (E, H) f32 with H dividing F
+  // (head h weighs features [h F/H, (h+1) F/H)). Gradients for x (through the transpose) and
+  // for weights (a per-edge dot product); deterministic, no atomics. The SparseGraph must
+  // outlive the compiled graph.
+  Tensor spmm(const SparseGraph& a, Tensor x, Tensor weights = {});
   // scores (E, H) f32 -> (E, H): softmax over each destination's incoming edges, per head
   // (graph/sparse.h's edge order). Deterministic; a node without incoming edges has none.
   Tensor edgeSoftmax(const SparseGraph& a, Tensor scores);

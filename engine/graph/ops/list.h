@@ -47,7 +47,10 @@ VKGRAD_OP(ReconstructionLossBackward)
 VKGRAD_OP(GaussianKl)
 VKGRAD_OP(GaussianKlBackward)
 VKGRAD_OP(Accumulate)  // ops/accumulate.cpp
-// graph neural networks: attention over a sparse graph's edges, pooling over a batch's graphs
+// graph neural networks: aggregation and attention over a sparse graph (graph/sparse.h),
+// pooling over a batch's graphs
+VKGRAD_OP(Spmm)  // ops/spmm.cpp
+VKGRAD_OP(SpmmBackward)
 VKGRAD_OP(EdgeSoftmax)  // ops/edge_softmax.cpp
 VKGRAD_OP(EdgeSoftmaxBackward)
 VKGRAD_OP(SegmentPool)  // ops/segment_pool.cpp

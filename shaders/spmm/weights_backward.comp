@@ -1,0 +1,29 @@
+#version 450
+// dw[e, h] (= or +=) sum over f in head h, in increasing f, of dy[destinations[e], f]
+// x[sources[e], f] (ops/spmm.h): one invocation per (edge, head), a sequential dot product,
+// so the same bits every run without atomics.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kAccumulate = false;
+
+layout(set = 0, binding = 0) readonly buffer Sources { uint sources[]; };            // (E)
+layout(set = 0, binding = 1) readonly buffer Destinations { uint destinations[]; };  // (E)
+layout(set = 0, binding = 2) readonly buffer X { float x[]; };                        // (N, cols)
+layout(set = 0, binding = 3) readonly buffer DY { float dy[]; };                      // (N, cols)
+layout(set = 0, binding = 4) buffer DW { float dw[]; };  // (E, heads); read to accumulate
+layout(push_constant) uniform Push {
+  uint edges, cols, head_cols, heads;
+  uint sources_skip, destinations_skip, x_skip, dy_skip, dw_skip;
+} p;
+
+void main() {
+  const uint n = p.edges * p.heads;
+  for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const uint e = i / p.heads, h = i - e * p.heads;
+    const uint xs = p.x_skip + sources[p.sources_skip + e] * p.cols + h * p.head_cols;
+    const uint ds = p.dy_skip + destinations[p.destinations_skip + e] * p.cols + h * p.head_cols;
+    float sum = 0.0;
+    for (uint f = 0; f < p.head_cols; ++f) sum += dy[ds + f] * x[xs + f];
+    if (kAccumulate) sum += dw[p.dw_skip + i];
+    dw[p.dw_skip + i] = sum;
+  }
+}

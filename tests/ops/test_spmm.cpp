@@ -1,0 +1,281 @@
+// Sparse aggregation (ops/spmm.h) against the CPU reference: the forward, the transposed pass
+// (the gradient of x) and the weights' gradient, overwriting and accumulating, on graphs with
+// isolated nodes, self-loops, duplicate edges, a node with 3000 incoming and one with 3000
+// outgoing edges, and no edges at all; F = 1, 6, 7, 9 (not multiples of 4) with no weights
+// and H = 1, 2, 3; every view at an odd element offset. The results are the same bits on a
+// second run; bad shapes are refused before recording.
+#include "ops/spmm.h"
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/expect.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "graph/sparse.h"
+#include "ops/reference/spmm.h"
+
+namespace vkgrad::test {
+namespace {
+
+using ops::DType;
+using ops::Shape;
+using ops::TensorView;
+using ops::Write;
+
+// u32 words `pad` words into their own buffer, so that kernels must honour the view offset.
+struct Words {
+  vk::Buffer buffer;
+  int64_t n = 0, pad = 0;
+  TensorView view() const { return ops::view(buffer, {n}, uint64_t(pad) * 4, DType::U32); }
+};
+
+Words words(vk::Context& ctx, std::vector<uint32_t> values, int64_t pad) {
+  if (values.empty()) values.push_back(0);  // an edgeless graph's arrays: one unused word
+  std::vector<uint32_t> all(size_t(pad), 0xDEADBEEFu);
+  all.insert(all.end(), values.begin(), values.end());
+  return {uploadWords(ctx, all), int64_t(values.size()), pad};
+}
+
+// A Placed's view naming its own buffer, wherever the Placed now lives.
+TensorView viewOf(const Placed& p) {
+  TensorView v = p.view;
+  v.buffer = &p.buffer;
+  return v;
+}
+
+std::vector<float> nans(int64_t n) {
+  return std::vector<float>(size_t(n), std::nanf(""));
+}
+
+// A Csr and its transpose on the device.
+struct DeviceGraph {
+  graph::Csr csr;
+  std::vector<uint32_t> destinations, t_offsets, t_edges;
+  Words d_offsets, d_sources, d_destinations, d_t_offsets, d_t_edges;
+
+  DeviceGraph(vk::Context& ctx, graph::Csr c) : csr(std::move(c)) {
+    destinations = csr.destinations();
+    csr.transpose(t_offsets, t_edges);
+    d_offsets = words(ctx, csr.offsets, 1);
+    d_sources = words(ctx, csr.sources, 2);
+    d_destinations = words(ctx, destinations, 3);
+    d_t_offsets = words(ctx, t_offsets, 5);
+    d_t_edges = words(ctx, t_edges, 1);
+  }
+};
+
+struct GraphCase {
+  const char* name;
+  int64_t nodes;
+  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (source, destination)
+};
+
+// 41 nodes with 160 random edges among the first 33 (so 34..40 are isolated, and some of the
+// first ones may be), 5 self-loops and 4 duplicated edges.
+GraphCase smallGraph(Rng& rng) {
+  GraphCase c{"small", 41, {}};
+  for (int k = 0; k < 160; ++k) c.edges.push_back({rng.below(33), rng.below(33)});
+  for (uint32_t v : {0u, 3u, 3u, 17u, 32u}) c.edges.push_back({v, v});
+  for (int k = 0; k < 4; ++k) c.edges.push_back(c.edges[size_t(rng.below(160))]);
+  return c;
+}
+
+// Node 5 has 3000 incoming edges, node 7 3000 outgoing ones (long rows of the transpose).
+GraphCase hubGraph(Rng& rng) {
+  GraphCase c{"hub", 3011, {}};
+  for (int k = 0; k < 3000; ++k) c.edges.push_back({rng.below(3011), 5});
+  for (int k = 0; k < 3000; ++k) c.edges.push_back({7, rng.below(3011)});
+  for (int k = 0; k < 500; ++k) c.edges.push_back({rng.below(3011), rng.below(3011)});
+  return c;
+}
+
+struct Features {
+  int64_t cols, heads;  // heads 0: no weights
+};
+const Features kFeatures[] = {{7, 0}, {1, 1}, {7, 1}, {6, 2}, {9, 3}, {6, 3}};
+
+class SpmmTest : public VkTest {
+ protected:
+  // Every pass, overwriting and accumulating, against the reference.
+  void checkAll(const GraphCase& gc, double tolerance);
+  Rng rng_;
+};
+
+void SpmmTest::checkAll(const GraphCase& gc, double tolerance) {
+  const DeviceGraph dg(ctx(), graph::csrFromEdges(gc.name, gc.nodes, gc.edges));
+  const int64_t n = gc.nodes, e = dg.csr.edges();
+  for (const auto [cols, heads] : kFeatures) {
+    SCOPED_TRACE(std::string(gc.name) + ", F " + std::to_string(cols) + ", H " +
+                 std::to_string(heads));
+    const Shape xs{n, cols};
+    const auto x = rng_.normal(size_t(n * cols)), dy = rng_.normal(size_t(n * cols));
+    const auto init = rng_.normal(size_t(n * cols));
+    const bool weighted = heads > 0 && e > 0;
+    if (heads > 0 && !weighted) continue;  // no edge to weigh
+    const int64_t h = weighted ? heads : 1;
+    const Shape ws = cols == 1 ? Shape{e} : Shape{e, h};  // (E) and (E, 1) both mean H = 1
+    const auto w = weighted ? rng_.uniform(size_t(e * h), -1.0f, 1.0f) : std::vector<float>{};
+    const float* wp = weighted ? w.data() : nullptr;
+    const auto want_y = ops::ref::spmm(dg.csr.offsets, dg.csr.sources, wp, h, x, cols);
+    const auto want_dx = ops::ref::spmmTransposed(dg.csr.offsets, dg.csr.sources, wp, h, dy, cols);
+
+    const Placed px = placed(ctx(), xs, x, 3), pdy = placed(ctx(), xs, dy, 1);
+    const Placed pw = placed(ctx(), weighted ? ws : Shape{1}, weighted ? w : std::vector{0.0f}, 5);
+    const TensorView wv = weighted ? viewOf(pw) : TensorView{};
+    const Placed y = placed(ctx(), xs, nans(n * cols), 1), y_acc = placed(ctx(), xs, init, 2);
+    const Placed dx = placed(ctx(), xs, nans(n * cols), 7), dx_acc = placed(ctx(), xs, init, 6);
+    vk::Recorder rec(ctx());
+    ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y));
+    ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y_acc),
+              Write::Accumulate);
+    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+                        wv, viewOf(pdy), viewOf(dx));
+    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+                        wv, viewOf(pdy), viewOf(dx_acc), Write::Accumulate);
+    std::vector<float> dw_init;
+    const Placed dw = placed(ctx(), weighted ? ws : Shape{1}, nans(weighted ? e * h : 1), 3);
+    if (weighted) dw_init = rng_.normal(size_t(e * h));
+    const Placed dw_acc =
+        placed(ctx(), weighted ? ws : Shape{1}, weighted ? dw_init : std::vector{0.0f}, 2);
+    if (weighted) {
+      ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(px),
+                               viewOf(pdy), viewOf(dw));
+      ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(px),
+                               viewOf(pdy), viewOf(dw_acc), Write::Accumulate);
+    }
+    rec.submit();
+    if (e == 0) {  // every row is empty: exactly 0, or exactly what was there
+      EXPECT_EQ(readPlaced(ctx(), y), std::vector<float>(size_t(n * cols), 0.0f));
+      EXPECT_EQ(readPlaced(ctx(), dx_acc), init);
+      continue;
+    }
+    EXPECT_TRUE(allClose(readPlaced(ctx(), y), want_y, tolerance)) << "y";
+    EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), y_acc), want_y, init, tolerance)) << "y +=";
+    EXPECT_TRUE(allClose(readPlaced(ctx(), dx), want_dx, tolerance)) << "dx";
+    EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), dx_acc), want_dx, init, tolerance)) << "dx +=";
+    if (weighted) {
+      const auto want_dw =
+          ops::ref::spmmWeightsBackward(dg.csr.offsets, dg.csr.sources, h, x, dy, cols);
+      EXPECT_TRUE(allClose(readPlaced(ctx(), dw), want_dw, tolerance)) << "dw";
+      EXPECT_TRUE(accumulatedClose(readPlaced(ctx(), dw_acc), want_dw, dw_init, tolerance))
+          << "dw +=";
+    }
+  }
+}
+
+// Sums of up to 13 products of normal and uniform floats, accumulated in float on the device
+// in edge order and in double on the host: each float add rounds at 6e-8 of the partial sum,
+// so 1e-6 of the largest output is ~10x above that and far below a missed or doubled edge.
+TEST_F(SpmmTest, SmallGraphMatchesTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  checkAll(smallGraph(rng_), 1e-6);
+}
+
+// A 3000-term sum rounds up to ~3000 times; its random-walk error is ~sqrt(3000) 6e-8 of the
+// partial sums, ~5e-6 of the row: 2e-5 allows that, while one missing edge of 3000 would be
+// ~1e-2 of the row.
+TEST_F(SpmmTest, ANodeWithThousandsOfEdgesMatchesTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  checkAll(hubGraph(rng_), 2e-5);
+}
+
+TEST_F(SpmmTest, AnEdgelessGraphGivesZeros) {
+  checkAll({"edgeless", 9, {}}, 0.0);
+}
+
+// The same inputs give the same bits: each output is one sequential sum in a fixed order.
+TEST_F(SpmmTest, TwoRunsGiveTheSameBits) {
+  SCOPED_TRACE(rng_.describe());
+  const GraphCase gc = hubGraph(rng_);
+  const DeviceGraph dg(ctx(), graph::csrFromEdges(gc.name, gc.nodes, gc.edges));
+  const int64_t n = gc.nodes, e = dg.csr.edges(), cols = 6, h = 2;
+  const Shape xs{n, cols};
+  const Placed x = placed(ctx(), xs, rng_.normal(size_t(n * cols)), 0);
+  const Placed w = placed(ctx(), {e, h}, rng_.uniform(size_t(e * h)), 1);
+  auto run = [&] {
+    const Placed y = placed(ctx(), xs, nans(n * cols), 1),
+                 dx = placed(ctx(), xs, nans(n * cols), 2);
+    const Placed dw = placed(ctx(), {e, h}, nans(e * h), 3);
+    vk::Recorder rec(ctx());
+    ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), viewOf(w), viewOf(x), viewOf(y));
+    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+                        viewOf(w), viewOf(x), viewOf(dx));
+    ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(x),
+                             viewOf(x), viewOf(dw));
+    rec.submit();
+    std::vector<float> all = readPlaced(ctx(), y);
+    for (const Placed* p : {&dx, &dw}) {
+      const auto v = readPlaced(ctx(), *p);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  const std::vector<float> first = run(), second = run();
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0);
+}
+
+TEST_F(SpmmTest, RejectsBadShapesBeforeRecording) {
+  const Words offsets = words(ctx(), {0, 2, 3, 3, 4}, 0), sources = words(ctx(), {1, 2, 0, 3}, 0);
+  auto x = poisoned(ctx(), {4, 6}), y = poisoned(ctx(), {4, 6}), x5 = poisoned(ctx(), {5, 6}),
+       w4 = poisoned(ctx(), {4, 4}), w3 = poisoned(ctx(), {3}), y7 = poisoned(ctx(), {4, 7});
+  const TensorView none;
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), sources.view(), none, x5.view(), y.view());
+      },
+      "spmm: x (5,6) over 4 nodes and 4 edges: x must be (4, F), one row per node");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), sources.view(), w4.view(), x.view(), y.view());
+      },
+      "spmm: x (4,6), weights (4,4) over 4 nodes and 4 edges: F = 6 is not a multiple of H = 4");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), sources.view(), w3.view(), x.view(), y.view());
+      },
+      "weights must be (4) or (4, H), one row per edge");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), sources.view(), none, x.view(), y7.view());
+      },
+      "spmm: offsets (5), sources (4), x (4,6), y (4,7): y must have the shape of x");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), sources.view(), none, x.view(), x.view());
+      },
+      "spmm");  // y may not alias x: rows are read after others were written
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, sources.view(), offsets.view(), none, x.view(), y.view());
+      },
+      "x must be (3, F)");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmm(rec, offsets.view(), x.view(), none, x.view(), y.view());
+      },
+      "spmm: sources must be u32, got f32");
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::spmmWeightsBackward(rec, sources.view(), sources.view(), x.view(), y.view(),
+                                 w4.view());
+      },
+      "spmmWeightsBackward: x (4,6), weights (4,4) over 4 nodes and 4 edges: F = 6 is not a "
+      "multiple of H = 4");
+}
+
+}  // namespace
+}  // namespace vkgrad::test
