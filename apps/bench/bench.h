@@ -37,6 +37,7 @@ const BenchOp& elementwiseBench();
 const BenchOp& softmaxBench();
 const BenchOp& layerNormBench();
 const BenchOp& attentionBench();
+const BenchOp& spmmBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

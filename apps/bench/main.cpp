@@ -15,7 +15,8 @@ namespace vkgrad::apps {
 namespace {
 
 const BenchOp* const kOps[] = {&matmulBench(),  &copyBench(),      &elementwiseBench(),
-                               &softmaxBench(), &layerNormBench(), &attentionBench()};
+                               &softmaxBench(), &layerNormBench(), &attentionBench(),
+                               &spmmBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

@@ -86,10 +86,13 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
                            uint32_t(heads),
                            {bo.skip, bn.skip, be.skip, bw.skip, bx.skip, by.skip}};
   const vk::Arg args[] = {bo.arg, bn.arg, be.arg, bw.arg, bx.arg, by.arg};
-  const vk::Kernel& kernel = ctx.kernels().get(
-      "spmm/aggregate", {kWorkgroup, indirect, weights.buffer != nullptr, w == Write::Accumulate});
+  // 4 features per invocation where they share a head and x, y start on whole vec4s.
+  const uint32_t width = push.head_cols % 4 == 0 && bx.skip % 4 == 0 && by.skip % 4 == 0 ? 4 : 1;
+  const vk::Kernel& kernel =
+      ctx.kernels().get(width == 4 ? "spmm/aggregate4" : "spmm/aggregate",
+                        {kWorkgroup, indirect, weights.buffer != nullptr, w == Write::Accumulate});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(uint64_t(rows) * uint64_t(cols), kWorkgroup));
+                     gridGroups(uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
 }
 
 }  // namespace

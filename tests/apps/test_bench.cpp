@@ -103,6 +103,29 @@ TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
   }
 }
 
+// spmm over a random graph, weighted per head and unweighted: GB/s of the bytes the header
+// of apps/bench/bench_spmm.cpp counts, 4 (N + 1 + E + E H + E F + N F), checked on the CPU.
+TEST(BenchApp, SpmmReportsTheBytesItMustMove) {
+  for (const int64_t heads : {3, 0}) {
+    SCOPED_TRACE(heads);
+    const auto lines = runJson({"spmm", "--nodes", "101", "--edges", "503", "--features", "9",
+                                "--heads", std::to_string(heads)});
+    ASSERT_EQ(lines.size(), 1u);
+    const graph::Json& line = lines[0];
+    EXPECT_EQ(line.at("op").get<std::string>(), "spmm");
+    EXPECT_EQ(line.at("nodes").get<double>(), 101.0);
+    EXPECT_EQ(line.at("edges").get<double>(), 503.0);
+    EXPECT_EQ(line.at("features").get<double>(), 9.0);
+    EXPECT_EQ(line.at("heads").get<double>(), double(heads));
+    EXPECT_EQ(line.at("bytes").get<double>(),
+              4.0 * double(102 + 503 + 503 * heads + 503 * 9 + 101 * 9));
+    EXPECT_GT(line.at("gbps").get<double>(), 0.0);
+    EXPECT_LT(line.at("error").get<double>(), 1e-5);
+    expectTimed(line);
+  }
+  EXPECT_EQ(runApp("bench", {"spmm", "--features", "9", "--heads", "2"}).exit_code, 2);
+}
+
 TEST(BenchApp, HelpExitsZeroAndBadArgumentsExitTwo) {
   const AppRun help = runApp("bench", {"--help"});
   EXPECT_EQ(help.exit_code, 0);

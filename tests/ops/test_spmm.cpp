@@ -2,8 +2,9 @@
 // (the gradient of x) and the weights' gradient, overwriting and accumulating, on graphs with
 // isolated nodes, self-loops, duplicate edges, a node with 3000 incoming and one with 3000
 // outgoing edges, and no edges at all; F = 1, 6, 7, 9 (not multiples of 4) with no weights
-// and H = 1, 2, 3; every view at an odd element offset. The results are the same bits on a
-// second run; bad shapes are refused before recording.
+// and H = 1, 2, 3, and F = 8, 12 with aligned views (the 4-features-per-invocation kernel);
+// views at odd element offsets. The results are the same bits on a second run; bad shapes
+// are refused before recording.
 #include "ops/spmm.h"
 
 #include <cmath>
@@ -96,8 +97,12 @@ GraphCase hubGraph(Rng& rng) {
 
 struct Features {
   int64_t cols, heads;  // heads 0: no weights
+  int64_t at;           // 0: x, dy, y, dx 16-byte aligned (the vec4 kernel where F / H allows)
 };
-const Features kFeatures[] = {{7, 0}, {1, 1}, {7, 1}, {6, 2}, {9, 3}, {6, 3}};
+// F / H = 7, 1, 3, 2: one feature per invocation. F / H = 8, 4, 4: 4 per invocation, and the
+// same shape at odd offsets back on one.
+const Features kFeatures[] = {{7, 0, 1}, {1, 1, 3}, {7, 1, 2}, {6, 2, 1},  {9, 3, 1},
+                              {6, 3, 2}, {8, 0, 0}, {8, 2, 0}, {12, 3, 0}, {8, 2, 1}};
 
 class SpmmTest : public VkTest {
  protected:
@@ -109,9 +114,9 @@ class SpmmTest : public VkTest {
 void SpmmTest::checkAll(const GraphCase& gc, double tolerance) {
   const DeviceGraph dg(ctx(), graph::csrFromEdges(gc.name, gc.nodes, gc.edges));
   const int64_t n = gc.nodes, e = dg.csr.edges();
-  for (const auto [cols, heads] : kFeatures) {
+  for (const auto [cols, heads, at] : kFeatures) {
     SCOPED_TRACE(std::string(gc.name) + ", F " + std::to_string(cols) + ", H " +
-                 std::to_string(heads));
+                 std::to_string(heads) + ", at " + std::to_string(at));
     const Shape xs{n, cols};
     const auto x = rng_.normal(size_t(n * cols)), dy = rng_.normal(size_t(n * cols));
     const auto init = rng_.normal(size_t(n * cols));
@@ -124,11 +129,12 @@ void SpmmTest::checkAll(const GraphCase& gc, double tolerance) {
     const auto want_y = ops::ref::spmm(dg.csr.offsets, dg.csr.sources, wp, h, x, cols);
     const auto want_dx = ops::ref::spmmTransposed(dg.csr.offsets, dg.csr.sources, wp, h, dy, cols);
 
-    const Placed px = placed(ctx(), xs, x, 3), pdy = placed(ctx(), xs, dy, 1);
+    const Placed px = placed(ctx(), xs, x, at * 3), pdy = placed(ctx(), xs, dy, at * 5);
     const Placed pw = placed(ctx(), weighted ? ws : Shape{1}, weighted ? w : std::vector{0.0f}, 5);
     const TensorView wv = weighted ? viewOf(pw) : TensorView{};
-    const Placed y = placed(ctx(), xs, nans(n * cols), 1), y_acc = placed(ctx(), xs, init, 2);
-    const Placed dx = placed(ctx(), xs, nans(n * cols), 7), dx_acc = placed(ctx(), xs, init, 6);
+    const Placed y = placed(ctx(), xs, nans(n * cols), at), y_acc = placed(ctx(), xs, init, at * 2);
+    const Placed dx = placed(ctx(), xs, nans(n * cols), at * 7),
+                 dx_acc = placed(ctx(), xs, init, at * 6);
     vk::Recorder rec(ctx());
     ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y));
     ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y_acc),
@@ -193,31 +199,34 @@ TEST_F(SpmmTest, TwoRunsGiveTheSameBits) {
   SCOPED_TRACE(rng_.describe());
   const GraphCase gc = hubGraph(rng_);
   const DeviceGraph dg(ctx(), graph::csrFromEdges(gc.name, gc.nodes, gc.edges));
-  const int64_t n = gc.nodes, e = dg.csr.edges(), cols = 6, h = 2;
-  const Shape xs{n, cols};
-  const Placed x = placed(ctx(), xs, rng_.normal(size_t(n * cols)), 0);
-  const Placed w = placed(ctx(), {e, h}, rng_.uniform(size_t(e * h)), 1);
-  auto run = [&] {
-    const Placed y = placed(ctx(), xs, nans(n * cols), 1),
-                 dx = placed(ctx(), xs, nans(n * cols), 2);
-    const Placed dw = placed(ctx(), {e, h}, nans(e * h), 3);
-    vk::Recorder rec(ctx());
-    ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), viewOf(w), viewOf(x), viewOf(y));
-    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
-                        viewOf(w), viewOf(x), viewOf(dx));
-    ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(x),
-                             viewOf(x), viewOf(dw));
-    rec.submit();
-    std::vector<float> all = readPlaced(ctx(), y);
-    for (const Placed* p : {&dx, &dw}) {
-      const auto v = readPlaced(ctx(), *p);
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
-  };
-  const std::vector<float> first = run(), second = run();
-  ASSERT_EQ(first.size(), second.size());
-  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0);
+  const int64_t n = gc.nodes, e = dg.csr.edges(), h = 2;
+  for (const int64_t cols : {6, 8}) {  // one feature per invocation, and 4
+    SCOPED_TRACE(cols);
+    const Shape xs{n, cols};
+    const Placed x = placed(ctx(), xs, rng_.normal(size_t(n * cols)), 0);
+    const Placed w = placed(ctx(), {e, h}, rng_.uniform(size_t(e * h)), 1);
+    auto run = [&] {
+      const Placed y = placed(ctx(), xs, nans(n * cols), 4),
+                   dx = placed(ctx(), xs, nans(n * cols), 8);
+      const Placed dw = placed(ctx(), {e, h}, nans(e * h), 3);
+      vk::Recorder rec(ctx());
+      ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), viewOf(w), viewOf(x), viewOf(y));
+      ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+                          viewOf(w), viewOf(x), viewOf(dx));
+      ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(x),
+                               viewOf(x), viewOf(dw));
+      rec.submit();
+      std::vector<float> all = readPlaced(ctx(), y);
+      for (const Placed* p : {&dx, &dw}) {
+        const auto v = readPlaced(ctx(), *p);
+        all.insert(all.end(), v.begin(), v.end());
+      }
+      return all;
+    };
+    const std::vector<float> first = run(), second = run();
+    ASSERT_EQ(first.size(), second.size());
+    EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0);
+  }
 }
 
 TEST_F(SpmmTest, RejectsBadShapesBeforeRecording) {

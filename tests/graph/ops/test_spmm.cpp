@@ -2,6 +2,7 @@
 // dataset tensors however often a SparseGraph is aggregated over, and the gradients of x and
 // of per-edge and per-head weights against finite differences through a compiled graph. The
 // kernels are checked against the CPU reference in tests/ops/test_spmm.cpp.
+#include <functional>
 #include <string>
 #include <vector>
 

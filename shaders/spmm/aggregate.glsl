@@ -1,0 +1,48 @@
+// The body of spmm/aggregate (one float per invocation) and spmm/aggregate4 (a vec4 of
+// features per invocation), which define VEC as float or vec4 and WIDTH as 1 or 4 first:
+// y[j, f] (= or +=) sum over the edges k of row j, in increasing k, of w[e, h(f)] x[nodes[e], f]
+// (ops/spmm.h). The forward reads e = k and nodes = sources; the transposed pass (the
+// gradient of x) reads e = edge_ids[k] (t_edges) and nodes = destinations.
+// Consecutive invocations take consecutive features of a row, so a subgroup gathers
+// contiguous x rows; each element is one sequential sum, the same bits every run without
+// atomics. A node with thousands of edges is a long loop in its own lanes only.
+#ifndef VKGRAD_SPMM_AGGREGATE_GLSL
+#define VKGRAD_SPMM_AGGREGATE_GLSL
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kIndirect = false;  // edges through edge_ids (transpose)
+layout(constant_id = 2) const bool kWeighted = false;  // false: every weight is 1
+layout(constant_id = 3) const bool kAccumulate = false;
+
+// Without kIndirect, edge_ids is unread (bound to nodes); without kWeighted, w is (bound to x).
+layout(set = 0, binding = 0) readonly buffer Offsets { uint offsets[]; };   // (rows + 1)
+layout(set = 0, binding = 1) readonly buffer Nodes { uint nodes[]; };       // (E)
+layout(set = 0, binding = 2) readonly buffer EdgeIds { uint edge_ids[]; };  // (E)
+layout(set = 0, binding = 3) readonly buffer Weights { float w[]; };        // (E, heads)
+layout(set = 0, binding = 4) readonly buffer X { VEC x[]; };                // (rows, cols / WIDTH)
+layout(set = 0, binding = 5) buffer Y { VEC y[]; };  // (rows, cols / WIDTH); read to accumulate
+// x_skip and y_skip are in elements, multiples of WIDTH (ops/spmm.cpp); cols and head_cols too.
+layout(push_constant) uniform Push {
+  uint rows, cols, head_cols, heads;
+  uint offsets_skip, nodes_skip, edge_ids_skip, w_skip, x_skip, y_skip;
+} p;
+
+void main() {
+  const uint vcols = p.cols / WIDTH, x_skip = p.x_skip / WIDTH, y_skip = p.y_skip / WIDTH;
+  const uint n = p.rows * vcols;  // < 2^31 (ops/spmm.cpp)
+  for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    const uint j = i / vcols, c = i - j * vcols;
+    const uint h = c * WIDTH / p.head_cols;  // one head for all WIDTH features
+    const uint begin = offsets[p.offsets_skip + j], end = offsets[p.offsets_skip + j + 1];
+    VEC sum = VEC(0.0);
+    for (uint k = begin; k < end; ++k) {
+      const uint e = kIndirect ? edge_ids[p.edge_ids_skip + k] : k;
+      const VEC v = x[x_skip + nodes[p.nodes_skip + e] * vcols + c];
+      sum += kWeighted ? w[p.w_skip + e * p.heads + h] * v : v;
+    }
+    if (kAccumulate) sum += y[y_skip + i];
+    y[y_skip + i] = sum;
+  }
+}
+
+#endif
