@@ -106,6 +106,7 @@ int train(int argc, char** argv) {
   cli.option("epochs", "full-graph training steps", "200");
   cli.option("lr", "learning rate (Adam)", "0.01");
   cli.option("weight-decay", "decoupled weight decay (matrices only)", "5e-4");
+  cli.option("dropout", "dropout on every layer's input while training", "0");
   cli.option("labelled", "labelled nodes per class (node tasks)", "1");
   cli.option("nodes", "sbm: nodes", "1000");
   cli.option("communities", "sbm: communities (classes)", "4");
@@ -131,6 +132,7 @@ int train(int argc, char** argv) {
   config.layers = cli.getInt("layers", 1, 16);
   config.hidden = cli.getInt("hidden", 1, 4096);
   config.heads = cli.getInt("heads", 1, 64);
+  config.dropout = float(cli.getDouble("dropout", 0.0, 0.95));
   const int64_t epochs = cli.getInt("epochs", 1, 1000000);
   const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
   const float wd = float(cli.getDouble("weight-decay", 0.0, 10.0));
@@ -206,7 +208,7 @@ int train(int argc, char** argv) {
   }
   gnn::declareGnn(store, config);
   store.initialize(seed);
-  gnn::Trainer trainer(context, store, config, data[0], labels[0], train_ids[0], lr, wd);
+  gnn::Trainer trainer(context, store, config, data[0], labels[0], train_ids[0], lr, wd, seed);
   gnn::Evaluator evaluator(context, store, config, data.back(), labels.back(), test_ids[0]);
   std::fprintf(stderr,
                "device: %s\ndata: %s: %lld nodes, %lld edges (with self-loops for gcn/gat)%s\n"

@@ -39,6 +39,7 @@ void GnnConfig::validate() const {
     fail("hidden " + std::to_string(hidden) + " is not in [1, 4096]");
   if (classes < 2 || classes > 65536) fail("classes must be in [2, 65536]");
   if (layers < 1 || layers > 16) fail("layers " + std::to_string(layers) + " is not in [1, 16]");
+  if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
   if (heads < 1 || heads > 64) fail("heads " + std::to_string(heads) + " is not in [1, 64]");
 }
 
@@ -137,6 +138,7 @@ Tensor gnnLogits(Graph& g, const graph::ParameterStore& store, const GnnConfig& 
     const std::string name = layerName(i);
     const bool last = i == config.layers - 1;
     const Tensor w = g.parameter(store.at(name + ".w")), b = g.parameter(store.at(name + ".b"));
+    x = g.dropout(x, config.dropout);  // x itself in evaluation graphs
     Tensor h;
     switch (config.model) {
       case Model::Conv:  // theta1^T x_j + sum over neighbours of theta2^T x_i
@@ -184,7 +186,8 @@ std::pair<Tensor, Tensor> picked(Graph& g, Tensor logits, const graph::Dataset& 
 
 Trainer::Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
                  const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids,
-                 float lr, float weight_decay) {
+                 float lr, float weight_decay, uint64_t seed) {
+  g_.setSeed(seed);
   const auto [logits, targets] = picked(g_, gnnLogits(g_, store, config, data), labels, ids);
   loss_ = g_.crossEntropy(logits, targets);
   g_.markOutput(loss_);

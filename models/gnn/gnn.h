@@ -39,6 +39,7 @@ struct GnnConfig {
   int64_t layers = 2;        // graph layers; for nodes the last one outputs the classes
   int64_t heads = 4;         // GAT's hidden layers (the output layer has one)
   bool graph_level = false;  // sum-pool the last layer's nodes per graph, then a linear head
+  float dropout = 0.0f;      // on every graph layer's input, in training graphs only
   void validate() const;     // Error naming the bad field
   int64_t width(int64_t layer) const;  // output width of graph layer `layer`
 };
@@ -75,7 +76,7 @@ class Trainer {
  public:
   Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
           const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids, float lr,
-          float weight_decay = 0.0f);
+          float weight_decay = 0.0f, uint64_t seed = 0);  // seed: dropout's generator
   ~Trainer();
   float step(bool read_loss);  // NaN when not read
   double lastStepMilliseconds() const;
