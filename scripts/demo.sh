@@ -8,7 +8,9 @@
 #                            where its pictures are;
 #   scripts/demo.sh vae      a variational autoencoder with a 2-D latent space trained on
 #                            Fashion-MNIST for three epochs (about a minute), its test loss,
-#                            and where its pictures are (latent space, manifold, samples).
+#                            and where its pictures are (latent space, manifold, samples);
+#   scripts/demo.sh gnn      a GCN and a GAT trained on Zachary's karate club from one labelled
+#                            member per faction (seconds), and where the drawn graphs are.
 set -euo pipefail
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -29,6 +31,17 @@ if [[ "${1:-}" == vae ]]; then
   echo
   echo "pictures: $out/latent.png, $out/manifold.png, $out/samples.png,"
   echo "          $out/reconstructions.png, $out/curves.png"
+  exit 0
+fi
+
+if [[ "${1:-}" == gnn ]]; then
+  out="${VKGRAD_DEMO_OUT:-$VKGRAD_BUILD/gnn-demo}"
+  for model in gcn gat; do
+    "$VKGRAD_BUILD/apps/vkgrad-gnn" train --data karate --model "$model" --seed 1 \
+      --log-every 50 --out "$out/$model"
+  done
+  echo
+  echo "pictures: $out/gcn/graph.png, $out/gat/graph.png (and curves.png beside each)"
   exit 0
 fi
 

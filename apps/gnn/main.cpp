@@ -291,7 +291,7 @@ int train(int argc, char** argv) {
   }
   std::printf(
       "done: %lld epochs, %.3f ms per epoch (wall; GPU %.3f), test accuracy %.2f%%, peak "
-      "device memory %.1f MiB\nwrote %s/{model.safetensors, config.json, %s}\n",
+      "device memory %.2f MiB\nwrote %s/{model.safetensors, config.json, %s}\n",
       static_cast<long long>(epochs), ms_per_epoch, gpu_ms / double(epochs), 100.0 * accuracy,
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       pictures.c_str());
