@@ -58,4 +58,13 @@ std::vector<uint8_t> readGreyImage(const std::string& path, int size, bool inver
   return out;
 }
 
+std::vector<uint8_t> readGreyImages(std::span<const std::string> paths, int size, bool invert) {
+  std::vector<uint8_t> pixels;
+  for (const std::string& path : paths) {
+    const std::vector<uint8_t> image = readGreyImage(path, size, invert);
+    pixels.insert(pixels.end(), image.begin(), image.end());
+  }
+  return pixels;
+}
+
 }  // namespace vkgrad::apps

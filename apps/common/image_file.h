@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,5 +13,7 @@ namespace vkgrad::apps {
 // pixels each target pixel covers (area resampling), a smaller one enlarged bilinearly.
 // invert maps v to 255 - v. Throws Error naming the file when it is not an image.
 std::vector<uint8_t> readGreyImage(const std::string& path, int size, bool invert);
+// The images at paths, one after the other (size * size bytes each).
+std::vector<uint8_t> readGreyImages(std::span<const std::string> paths, int size, bool invert);
 
 }  // namespace vkgrad::apps

@@ -416,12 +416,8 @@ int reconstruct(int argc, char** argv) {
   if (args.size() < 2) cli.fail("name at least one image after the options");
   const fs::path dir = cli.get("checkpoint");
   const vae::VaeCheckpoint cp = vae::readConfig(dir);
-  std::vector<uint8_t> pixels;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::vector<uint8_t> image =
-        readGreyImage(args[i], int(cp.config.image), cli.has("invert"));
-    pixels.insert(pixels.end(), image.begin(), image.end());
-  }
+  const std::vector<uint8_t> pixels = readGreyImages(
+      std::span(args).subspan(1), int(cp.config.image), cli.has("invert"));  // args[0]: command
   vk::Context context(contextOptions(cli));
   graph::ParameterStore store(context);
   loadModel(dir, cp.config, store);
