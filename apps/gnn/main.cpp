@@ -120,6 +120,9 @@ int train(int argc, char** argv) {
   cli.option("log-every", "evaluate and print every N epochs", "10");
   cli.option("out", "checkpoint directory (created if missing)", "gnn-out");
   declareDeviceOptions(cli);
+  cli.flag("profile",
+           "time every node of the training step and print the last step's GPU time by op "
+           "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -208,7 +211,8 @@ int train(int argc, char** argv) {
   }
   gnn::declareGnn(store, config);
   store.initialize(seed);
-  gnn::Trainer trainer(context, store, config, data[0], labels[0], train_ids[0], lr, wd, seed);
+  gnn::Trainer trainer(context, store, config, data[0], labels[0], train_ids[0], lr, wd, seed,
+                       cli.has("profile"));
   gnn::Evaluator evaluator(context, store, config, data.back(), labels.back(), test_ids[0]);
   std::fprintf(stderr,
                "device: %s\ndata: %s: %lld nodes, %lld edges (with self-loops for gcn/gat)%s\n"
@@ -295,6 +299,9 @@ int train(int argc, char** argv) {
       static_cast<long long>(epochs), ms_per_epoch, gpu_ms / double(epochs), 100.0 * accuracy,
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       pictures.c_str());
+  if (cli.has("profile"))
+    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
+                trainer.lastStepMilliseconds(), trainer.profile().c_str());
   if (cli.has("json")) {
     const graph::Json result = {
         {"command", "train"},

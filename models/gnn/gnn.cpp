@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "graph/autograd.h"
 #include "graph/optimizer.h"
+#include "graph/profile.h"
 #include "nn/layers.h"
 
 namespace vkgrad::gnn {
@@ -186,7 +187,7 @@ std::pair<Tensor, Tensor> picked(Graph& g, Tensor logits, const graph::Dataset& 
 
 Trainer::Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
                  const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids,
-                 float lr, float weight_decay, uint64_t seed) {
+                 float lr, float weight_decay, uint64_t seed, bool profile) {
   g_.setSeed(seed);
   const auto [logits, targets] = picked(g_, gnnLogits(g_, store, config, data), labels, ids);
   loss_ = g_.crossEntropy(logits, targets);
@@ -196,7 +197,9 @@ Trainer::Trainer(vk::Context& context, graph::ParameterStore& store, const GnnCo
   opt.lr = lr;
   opt.adamw.weight_decay = weight_decay;
   graph::addOptimizer(g_, grads, opt);
-  exec_ = std::make_unique<graph::Executor>(context, g_);
+  graph::CompileOptions compile;
+  compile.profile = profile;
+  exec_ = std::make_unique<graph::Executor>(context, g_, compile);
 }
 
 Trainer::~Trainer() = default;
@@ -208,6 +211,11 @@ float Trainer::step(bool read_loss) {
 
 double Trainer::lastStepMilliseconds() const {
   return exec_->gpuMilliseconds();
+}
+
+std::string Trainer::profile() const {
+  const std::vector<graph::NodeTime> times = exec_->profile();
+  return times.empty() ? std::string() : graph::formatProfile(g_, times);
 }
 
 Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,

@@ -76,10 +76,13 @@ class Trainer {
  public:
   Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
           const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids, float lr,
-          float weight_decay = 0.0f, uint64_t seed = 0);  // seed: dropout's generator
+          float weight_decay = 0.0f, uint64_t seed = 0,  // seed: dropout's generator
+          bool profile = false);                         // time every node (profile())
   ~Trainer();
   float step(bool read_loss);  // NaN when not read
   double lastStepMilliseconds() const;
+  // With profile: the last step's GPU time by op (graph/profile.h's table); else empty.
+  std::string profile() const;
 
  private:
   graph::Graph g_;
