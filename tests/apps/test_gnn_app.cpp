@@ -37,7 +37,7 @@ bool isPng(const fs::path& path) {
 TEST_F(GnnApp, KarateTrainsAndDrawsTheGraph) {
   const fs::path out = dir_ / "karate";
   const AppRun run = runApp("gnn", {"train", "--data", "karate", "--model", "gat", "--epochs", "60",
-                                    "--out", out.string(), "--validation", "--json"});
+                                    "--out", out.string(), "--validation", "--profile", "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(fs::is_regular_file(out / "model.safetensors"));
   EXPECT_TRUE(fs::is_regular_file(out / "config.json"));
