@@ -18,12 +18,12 @@ void Csr::validate(const std::string& name) const {
   if (offsets[0] != 0) throw Error(at + "offsets[0] = " + std::to_string(offsets[0]) + ", not 0");
   for (int64_t j = 1; j <= nodes; ++j)
     if (offsets[size_t(j)] < offsets[size_t(j - 1)])
-      throw Error(at + "offsets[" + std::to_string(j) + "] = " + std::to_string(offsets[size_t(j)]) +
-                  " is less than offsets[" + std::to_string(j - 1) +
-                  "] = " + std::to_string(offsets[size_t(j - 1)]));
+      throw Error(at + "offsets[" + std::to_string(j) +
+                  "] = " + std::to_string(offsets[size_t(j)]) + " is less than offsets[" +
+                  std::to_string(j - 1) + "] = " + std::to_string(offsets[size_t(j - 1)]));
   if (offsets[size_t(nodes)] != sources.size())
-    throw Error(at + "offsets[" + std::to_string(nodes) + "] = " +
-                std::to_string(offsets[size_t(nodes)]) + " but there are " +
+    throw Error(at + "offsets[" + std::to_string(nodes) +
+                "] = " + std::to_string(offsets[size_t(nodes)]) + " but there are " +
                 std::to_string(sources.size()) + " edges");
   for (size_t e = 0; e < sources.size(); ++e)
     if (sources[e] >= nodes)
@@ -50,7 +50,8 @@ void Csr::transpose(std::vector<uint32_t>& t_offsets, std::vector<uint32_t>& t_e
 Csr csrFromEdges(const std::string& name, int64_t nodes,
                  const std::vector<std::pair<uint32_t, uint32_t>>& edges) {
   if (nodes < 0 || nodes >= int64_t(UINT32_MAX))
-    throw Error("graph " + name + ": " + std::to_string(nodes) + " nodes: must be in [0, 2^32 - 1)");
+    throw Error("graph " + name + ": " + std::to_string(nodes) +
+                " nodes: must be in [0, 2^32 - 1)");
   if (edges.size() >= size_t(UINT32_MAX)) throw Error("graph " + name + ": 2^32 or more edges");
   Csr csr;
   csr.nodes = nodes;
@@ -85,11 +86,15 @@ SparseGraph uploadGraph(vk::Context& context, const std::string& name, const Csr
     d.shape = {std::max<int64_t>(n, 1)};
     return d;
   };
+  const std::vector<uint32_t> destinations = csr.destinations();
   g.offsets = uploadDataset(context, name + ".offsets", {csr.nodes + 1}, csr.offsets);
   g.sources = edgeArray("sources", csr.sources);
-  g.destinations = edgeArray("destinations", csr.destinations());
+  g.destinations = edgeArray("destinations", destinations);
   g.t_offsets = uploadDataset(context, name + ".t_offsets", {csr.nodes + 1}, t_offsets);
+  std::vector<uint32_t> t_destinations(t_edges.size());
+  for (size_t k = 0; k < t_edges.size(); ++k) t_destinations[k] = destinations[t_edges[k]];
   g.t_edges = edgeArray("t_edges", t_edges);
+  g.t_destinations = edgeArray("t_destinations", std::move(t_destinations));
   return g;
 }
 

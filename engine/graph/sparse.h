@@ -7,7 +7,9 @@
 //   each from node sources[e]; destinations[e] = j. Edge e is "edge e" everywhere (edge
 //   weights, attention scores (E, H) are in this order).
 //   The transpose groups the same edges by source: for source i, t_edges[k] for k in
-//   [t_offsets[i], t_offsets[i+1]) are the ids e of its outgoing edges, in increasing e.
+//   [t_offsets[i], t_offsets[i+1]) are the ids e of its outgoing edges, in increasing e, and
+//   t_destinations[k] = destinations[t_edges[k]] their far ends (stored, so the transposed
+//   aggregation reads its neighbours in order instead of through t_edges).
 //
 // Validated on the host before upload (offsets start at 0, never decrease, end at the edge
 // count; every node id is below `nodes`): a bad graph is an Error naming the graph and the
@@ -48,11 +50,12 @@ Csr csrFromEdges(const std::string& name, int64_t nodes,
 struct SparseGraph {
   std::string name;
   int64_t nodes = 0, edges = 0;
-  Dataset offsets;       // (nodes + 1)
-  Dataset sources;       // (edges)
-  Dataset destinations;  // (edges)
-  Dataset t_offsets;     // (nodes + 1)
-  Dataset t_edges;       // (edges)
+  Dataset offsets;         // (nodes + 1)
+  Dataset sources;         // (edges)
+  Dataset destinations;    // (edges)
+  Dataset t_offsets;       // (nodes + 1)
+  Dataset t_edges;         // (edges)
+  Dataset t_destinations;  // (edges)
 };
 
 // Validates csr (Error naming the graph and the bad entry) and uploads its arrays and its

@@ -121,10 +121,10 @@ void spmm(vk::Recorder& rec, const TensorView& offsets, const TensorView& source
 }
 
 void spmmTransposed(vk::Recorder& rec, const TensorView& t_offsets, const TensorView& t_edges,
-                    const TensorView& destinations, const TensorView& weights, const TensorView& dy,
-                    const TensorView& dx, Write w) {
-  aggregate(rec, "spmmTransposed", true, t_offsets, "destinations", destinations, t_edges, weights,
-            "dy", dy, "dx", dx, w);
+                    const TensorView& t_destinations, const TensorView& weights,
+                    const TensorView& dy, const TensorView& dx, Write w) {
+  aggregate(rec, "spmmTransposed", true, t_offsets, "t_destinations", t_destinations, t_edges,
+            weights, "dy", dy, "dx", dx, w);
 }
 
 void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,

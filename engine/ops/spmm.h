@@ -32,11 +32,13 @@ void spmm(vk::Recorder& rec, const TensorView& offsets, const TensorView& source
           const TensorView& weights, const TensorView& x, const TensorView& y,
           Write w = Write::Overwrite);
 
-// The gradient of x: dx (= or +=) Aᵀ dy, through the transpose's arrays. t_offsets: (N+1)
-// u32; t_edges, destinations: (E) u32; weights as for spmm; dy, dx: (N, F).
+// The gradient of x: dx (= or +=) Aᵀ dy, through the transpose's arrays (graph/sparse.h).
+// t_offsets: (N+1) u32; t_edges, t_destinations: (E) u32 (the edge ids, and their
+// destinations, in the transpose's order; t_edges is read only for weights); weights as for
+// spmm; dy, dx: (N, F).
 void spmmTransposed(vk::Recorder& rec, const TensorView& t_offsets, const TensorView& t_edges,
-                    const TensorView& destinations, const TensorView& weights, const TensorView& dy,
-                    const TensorView& dx, Write w = Write::Overwrite);
+                    const TensorView& t_destinations, const TensorView& weights,
+                    const TensorView& dy, const TensorView& dx, Write w = Write::Overwrite);
 
 // The gradient of the edge weights: sources, destinations: (E) u32; x, dy: (N, F); dw: (E) or
 // (E, H), (= or +=) per edge and head the dot product of dy's destination row and x's source

@@ -2,7 +2,8 @@
 // features per invocation), which define VEC as float or vec4 and WIDTH as 1 or 4 first:
 // y[j, f] (= or +=) sum over the edges k of row j, in increasing k, of w[e, h(f)] x[nodes[e], f]
 // (ops/spmm.h). The forward reads e = k and nodes = sources; the transposed pass (the
-// gradient of x) reads e = edge_ids[k] (t_edges) and nodes = destinations.
+// gradient of x) reads nodes = t_destinations in the same order as k, and, only when
+// weighted, e = edge_ids[k] (t_edges) for the weight.
 // Consecutive invocations take consecutive features of a row, so a subgroup gathers
 // contiguous x rows; each element is one sequential sum, the same bits every run without
 // atomics. A node with thousands of edges is a long loop in its own lanes only.
@@ -36,9 +37,13 @@ void main() {
     const uint begin = offsets[p.offsets_skip + j], end = offsets[p.offsets_skip + j + 1];
     VEC sum = VEC(0.0);
     for (uint k = begin; k < end; ++k) {
-      const uint e = kIndirect ? edge_ids[p.edge_ids_skip + k] : k;
-      const VEC v = x[x_skip + nodes[p.nodes_skip + e] * vcols + c];
-      sum += kWeighted ? w[p.w_skip + e * p.heads + h] * v : v;
+      const VEC v = x[x_skip + nodes[p.nodes_skip + k] * vcols + c];
+      if (kWeighted) {
+        const uint e = kIndirect ? edge_ids[p.edge_ids_skip + k] : k;
+        sum += w[p.w_skip + e * p.heads + h] * v;
+      } else {
+        sum += v;
+      }
     }
     if (kAccumulate) sum += y[y_skip + i];
     y[y_skip + i] = sum;

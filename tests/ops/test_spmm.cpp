@@ -56,8 +56,8 @@ std::vector<float> nans(int64_t n) {
 // A Csr and its transpose on the device.
 struct DeviceGraph {
   graph::Csr csr;
-  std::vector<uint32_t> destinations, t_offsets, t_edges;
-  Words d_offsets, d_sources, d_destinations, d_t_offsets, d_t_edges;
+  std::vector<uint32_t> destinations, t_offsets, t_edges, t_destinations;
+  Words d_offsets, d_sources, d_destinations, d_t_offsets, d_t_edges, d_t_destinations;
 
   DeviceGraph(vk::Context& ctx, graph::Csr c) : csr(std::move(c)) {
     destinations = csr.destinations();
@@ -67,6 +67,8 @@ struct DeviceGraph {
     d_destinations = words(ctx, destinations, 3);
     d_t_offsets = words(ctx, t_offsets, 5);
     d_t_edges = words(ctx, t_edges, 1);
+    for (const uint32_t e : t_edges) t_destinations.push_back(destinations[e]);
+    d_t_destinations = words(ctx, t_destinations, 2);
   }
 };
 
@@ -139,9 +141,9 @@ void SpmmTest::checkAll(const GraphCase& gc, double tolerance) {
     ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y));
     ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, viewOf(px), viewOf(y_acc),
               Write::Accumulate);
-    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_t_destinations.view(),
                         wv, viewOf(pdy), viewOf(dx));
-    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
+    ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_t_destinations.view(),
                         wv, viewOf(pdy), viewOf(dx_acc), Write::Accumulate);
     std::vector<float> dw_init;
     const Placed dw = placed(ctx(), weighted ? ws : Shape{1}, nans(weighted ? e * h : 1), 3);
@@ -211,8 +213,8 @@ TEST_F(SpmmTest, TwoRunsGiveTheSameBits) {
       const Placed dw = placed(ctx(), {e, h}, nans(e * h), 3);
       vk::Recorder rec(ctx());
       ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), viewOf(w), viewOf(x), viewOf(y));
-      ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(), dg.d_destinations.view(),
-                          viewOf(w), viewOf(x), viewOf(dx));
+      ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(),
+                          dg.d_t_destinations.view(), viewOf(w), viewOf(x), viewOf(dx));
       ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), viewOf(x),
                                viewOf(x), viewOf(dw));
       rec.submit();

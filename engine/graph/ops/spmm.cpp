@@ -13,13 +13,23 @@ namespace vkgrad::graph {
 namespace {
 
 struct Spmm {
-  enum In { offsets, sources, destinations, t_offsets, t_edges, x, weights, kInputs };
+  enum In {
+    offsets,
+    sources,
+    destinations,
+    t_offsets,
+    t_edges,
+    t_destinations,
+    x,
+    weights,
+    kInputs
+  };
   enum Out { y, kOutputs };  // weights: -1 when absent (every weight 1)
 };
 
 struct SpmmBackward {
   // x: -1 for the gradient of x; weights: -1 for the gradient of the weights, or absent.
-  enum In { sources, destinations, t_offsets, t_edges, x, weights, dy, kInputs };
+  enum In { sources, destinations, t_offsets, t_edges, t_destinations, x, weights, dy, kInputs };
   enum Out { grad, kOutputs };
   struct Attrs {
     Spmm::In of;  // x or weights
@@ -29,14 +39,15 @@ struct SpmmBackward {
 void backward(Backward& b, const Node& f) {
   const int dy = b.dout(f, Spmm::y);
   const int arrays[] = {f.inputs[Spmm::sources], f.inputs[Spmm::destinations],
-                        f.inputs[Spmm::t_offsets], f.inputs[Spmm::t_edges]};
+                        f.inputs[Spmm::t_offsets], f.inputs[Spmm::t_edges],
+                        f.inputs[Spmm::t_destinations]};
   if (b.needs(f, Spmm::x))
     b.emit(OpKind::SpmmBackward, f, Spmm::x,
-           {arrays[0], arrays[1], arrays[2], arrays[3], -1, f.inputs[Spmm::weights], dy},
+           {arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], -1, f.inputs[Spmm::weights], dy},
            SpmmBackward::Attrs{Spmm::x});
   if (b.needs(f, Spmm::weights))
     b.emit(OpKind::SpmmBackward, f, Spmm::weights,
-           {arrays[0], arrays[1], arrays[2], arrays[3], f.inputs[Spmm::x], -1, dy},
+           {arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], f.inputs[Spmm::x], -1, dy},
            SpmmBackward::Attrs{Spmm::weights});
 }
 
@@ -48,7 +59,7 @@ void launch(const Launch& l) {
 void launchBackward(const Launch& l) {
   using B = SpmmBackward;
   if (l.attr<B::Attrs>().of == Spmm::x)
-    ops::spmmTransposed(l.rec, l.in(B::t_offsets), l.in(B::t_edges), l.in(B::destinations),
+    ops::spmmTransposed(l.rec, l.in(B::t_offsets), l.in(B::t_edges), l.in(B::t_destinations),
                         l.in(B::weights), l.in(B::dy), l.out(B::grad), l.write(B::grad));
   else
     ops::spmmWeightsBackward(l.rec, l.in(B::sources), l.in(B::destinations), l.in(B::x),
@@ -67,10 +78,11 @@ Tensor Graph::spmm(const SparseGraph& a, Tensor x, Tensor weights) {
   // Graph::dataset gives every op reading this SparseGraph the same tensors.
   const int offsets = dataset(a.offsets).id, sources = dataset(a.sources).id,
             destinations = dataset(a.destinations).id, t_offsets = dataset(a.t_offsets).id,
-            t_edges = dataset(a.t_edges).id;
+            t_edges = dataset(a.t_edges).id, t_destinations = dataset(a.t_destinations).id;
   const int y = output(shape(x));
   addNode({OpKind::Spmm,
-           {offsets, sources, destinations, t_offsets, t_edges, x.id, weights ? weights.id : -1},
+           {offsets, sources, destinations, t_offsets, t_edges, t_destinations, x.id,
+            weights ? weights.id : -1},
            {y},
            {},
            {}});
