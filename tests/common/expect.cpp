@@ -12,11 +12,12 @@ namespace vkgrad::test {
 
 ::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
                                             const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance) {
+                                            const std::vector<float>& init, double tolerance,
+                                            double floor) {
   if (got.size() != want.size() || init.size() != want.size())
     return ::testing::AssertionFailure() << "sizes differ: got " << got.size() << ", want "
                                          << want.size() << ", init " << init.size();
-  double scale = 1e-30, worst = 0;
+  double scale = std::max(1e-30, floor), worst = 0;
   size_t worst_at = 0;
   for (size_t i = 0; i < want.size(); ++i)
     scale = std::max({scale, std::fabs(double(want[i])), std::fabs(double(init[i]))});

@@ -14,10 +14,11 @@
 namespace vkgrad::test {
 
 // got == want + init (a gradient accumulated onto init), normalised by the largest |want| or
-// |init|; a NaN anywhere fails.
+// |init|, or `floor` where that is larger (see allCloseOnScale); a NaN anywhere fails.
 ::testing::AssertionResult accumulatedClose(const std::vector<float>& got,
                                             const std::vector<float>& want,
-                                            const std::vector<float>& init, double tolerance);
+                                            const std::vector<float>& init, double tolerance,
+                                            double floor = 0);
 
 // allClose with the error normalised by at least `floor`: for results that are sums of terms
 // which may cancel to far less than the terms themselves (column sums, gradients that vanish
