@@ -72,6 +72,14 @@ const char* yesNo(bool value) {
   return value ? "yes" : "no";
 }
 
+// "fixed" where every compute subgroup has subgroup_size lanes, else the range, or "range not
+// reported".
+std::string subgroupRange(const vk::DeviceInfo& d) {
+  if (d.fixedSubgroupSize()) return "fixed";
+  if (d.max_subgroup_size == 0) return "range not reported";
+  return std::to_string(d.min_subgroup_size) + " to " + std::to_string(d.max_subgroup_size);
+}
+
 std::string selectionText(const Selection& s) {
   if (s.selector.text.empty()) return "automatic: first discrete GPU, else integrated, else any";
   return s.selector.source + "=" + s.selector.text;
@@ -91,9 +99,9 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
                 vendor, *vendor ? ")" : "", hex(d.device_id).c_str());
     std::printf("    driver           %s (%s), Vulkan %s\n", d.driver_name.c_str(),
                 d.driver_info.c_str(), vk::versionString(d.api_version).c_str());
-    std::printf("    subgroups        %u lanes; in compute %s, shuffle %s, arithmetic %s\n",
-                d.subgroup_size, yesNo(d.subgroup_compute), yesNo(d.subgroup_shuffle),
-                yesNo(d.subgroup_arithmetic));
+    std::printf("    subgroups        %u lanes (%s); in compute %s, shuffle %s, arithmetic %s\n",
+                d.subgroup_size, subgroupRange(d).c_str(), yesNo(d.subgroup_compute),
+                yesNo(d.subgroup_shuffle), yesNo(d.subgroup_arithmetic));
     std::printf("    shared memory    %s per workgroup\n", bytesText(d.max_shared_memory).c_str());
     std::printf("    workgroup        at most %u x %u x %u, %u invocations\n",
                 d.max_workgroup_size[0], d.max_workgroup_size[1], d.max_workgroup_size[2],
@@ -151,6 +159,8 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
         {"api_version", vk::versionString(d.api_version)},
         {"subgroup",
          {{"size", d.subgroup_size},
+          {"min_size", d.min_subgroup_size},
+          {"max_size", d.max_subgroup_size},
           {"compute", d.subgroup_compute},
           {"shuffle", d.subgroup_shuffle},
           {"arithmetic", d.subgroup_arithmetic}}},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "vk/error.h"
 #include "vk/instance.h"
@@ -28,6 +29,23 @@ std::string versionString(uint32_t v) {
          "." + std::to_string(VK_API_VERSION_PATCH(v));
 }
 
+namespace {
+
+bool hasExtension(VkPhysicalDevice device, const char* name) {
+  uint32_t count = 0;
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkExtensionProperties> extensions(count);
+  if (vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()) !=
+      VK_SUCCESS)
+    return false;
+  for (const VkExtensionProperties& e : extensions)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -35,6 +53,15 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   driver.pNext = &subgroup;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &driver;
+  // The subgroup size range, where the device can report it (core in 1.3; the instance asks
+  // for 1.2, so through the extension): a workgroup of subgroupSize invocations is exactly
+  // one subgroup only where the range is a single size.
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  if (hasExtension(device, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+    size_control.pNext = props.pNext;
+    props.pNext = &size_control;
+  }
   vkGetPhysicalDeviceProperties2(device, &props);
 
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -74,6 +101,8 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   info.driver_version = props.properties.driverVersion;
 
   info.subgroup_size = subgroup.subgroupSize;
+  info.min_subgroup_size = size_control.minSubgroupSize;
+  info.max_subgroup_size = size_control.maxSubgroupSize;
   info.subgroup_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   info.subgroup_shuffle =
       info.subgroup_compute && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);

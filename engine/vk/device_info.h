@@ -29,6 +29,8 @@ struct DeviceInfo {
   uint32_t api_version = 0, driver_version = 0;
 
   uint32_t subgroup_size = 0;
+  // The sizes the driver may pick for a compute shader's subgroups (0: not reported).
+  uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
   bool subgroup_compute = false;     // subgroup ops usable in compute shaders
   bool subgroup_shuffle = false;     // subgroupShuffle
   bool subgroup_arithmetic = false;  // subgroupAdd / subgroupMax
@@ -53,6 +55,11 @@ struct DeviceInfo {
   uint32_t timestamp_valid_bits = 0;  // 0: no timestamps on that queue
 
   bool isCpu() const { return type == DeviceType::Cpu; }
+  // A workgroup of subgroup_size invocations is always one whole subgroup.
+  bool fixedSubgroupSize() const {
+    return subgroup_size > 0 && min_subgroup_size == subgroup_size &&
+           max_subgroup_size == subgroup_size;
+  }
 };
 
 const char* deviceTypeName(DeviceType type);
