@@ -33,7 +33,7 @@ void declare(Cli& cli) {
   cli.option("d", "head dim", "64");
   cli.flag("causal", "causal mask (query i sees keys 0..i)");
   cli.flag("backward", "time forward + backward (dQ, dK, dV) instead of forward alone");
-  cli.option("variant", "flash kernels: auto, shared or texel", "auto");
+  cli.option("variant", "flash kernels: auto, shared, texel or all", "auto");
   cli.option("impl", "flash, reference (the op-library path that stores P) or both", "both");
 }
 
@@ -131,27 +131,40 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
                backward ? " +backward" : "", context.info().name.c_str());
 
-  ops::AttentionVariant variant = ops::AttentionVariant::Auto;
-  bool known = false;
+  std::vector<ops::AttentionVariant> variants;
   for (auto v :
        {ops::AttentionVariant::Auto, ops::AttentionVariant::Shared, ops::AttentionVariant::Texel})
-    if (cli.get("variant") == ops::attentionVariantName(v)) variant = v, known = true;
-  if (!known) cli.fail("--variant must be auto, shared or texel, got '" + cli.get("variant") + "'");
+    if (cli.get("variant") == ops::attentionVariantName(v)) variants = {v};
+  if (cli.get("variant") == "all")
+    variants = {ops::AttentionVariant::Shared, ops::AttentionVariant::Texel};
+  if (variants.empty())
+    cli.fail("--variant must be auto, shared, texel or all, got '" + cli.get("variant") + "'");
   const std::string impl = cli.get("impl");
   if (impl != "flash" && impl != "reference" && impl != "both")
     cli.fail("--impl must be flash, reference or both, got '" + impl + "'");
 
+  // The flash variants asked for, then the op-library reference once.
+  struct Candidate {
+    bool flash;
+    ops::AttentionVariant variant;
+  };
+  std::vector<Candidate> candidates;
+  if (impl != "reference")
+    for (auto v : variants) candidates.push_back({true, v});
+  if (impl != "flash") candidates.push_back({false, ops::AttentionVariant::Auto});
+
   int exit_code = 0;
-  for (const bool flash : {true, false}) {
-    if ((flash && impl == "reference") || (!flash && impl == "flash")) continue;
+  for (const auto [flash, variant] : candidates) {
     const char* name = flash ? "flash" : "reference";
     Run r;
     try {
       r = runImpl(context, options, b, h, t, d, causal, backward, check, variant, flash);
     } catch (const Error& e) {
-      // The reference stores B·H·T·T scores; at long T they exceed the device.
-      if (flash) throw;
-      std::fprintf(stderr, "vkgrad-bench: attention reference skipped: %s\n", e.what());
+      // The reference stores B·H·T·T scores; at long T they exceed the device. With --variant
+      // all, a variant the device cannot run is left out.
+      if (flash && variants.size() == 1) throw;
+      std::fprintf(stderr, "vkgrad-bench: attention %s%s%s skipped: %s\n", name,
+                   flash ? " " : "", flash ? ops::attentionVariantName(variant) : "", e.what());
       continue;
     }
     const Stats s = stats(r.timing.ms);
@@ -160,7 +173,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     if (options.json) {
       printJsonLine({{"op", "attention"},
                      {"impl", name},
-                     {"variant", flash ? cli.get("variant") : std::string("ops")},
+                     {"variant", flash ? ops::attentionVariantName(variant) : "ops"},
                      {"b", b},
                      {"h", h},
                      {"t", t},
@@ -181,9 +194,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                      {"device", context.info().name}});
     } else {
       std::printf(
-          "attention %-9s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %7.2f GFLOP/s  "
+          "attention %-9s %-6s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %9.2f GFLOP/s  "
           "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
-          name, (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
+          name, flash ? ops::attentionVariantName(variant) : "ops", (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
           backward ? " +bwd" : "", s.median, gflops, double(r.device_bytes) / (1 << 20), s.min,
           s.max,
           r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()

@@ -110,8 +110,11 @@ bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
   return rowStride(t) % 4 == 0 && texelFits(context, spanView(t), vk::TexelFormat::Rgba32f);
 }
 
-// Texel on CPU devices (a workgroup of subgroup-size invocations is one subgroup there)
-// when every tensor it fetches allows it; Shared otherwise.
+// Texel is for CPU devices: a workgroup of subgroup-size invocations is one subgroup there,
+// and SIMD lanes share the fetched rows through shuffles. On a GPU the shared-memory tiles are
+// faster (1.5-5x on an H100) and the backward's fully unrolled subgroup-wide tiles (32 lanes
+// there) did not finish (BENCHMARKS.md, attention on the GPU), so Texel is refused there. It
+// also needs D % 4 == 0 and every fetched tensor readable as RGBA32F.
 bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
               std::initializer_list<const AttentionTensor*> fetched) {
   const vk::DeviceInfo& info = context.info();

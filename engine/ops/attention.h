@@ -29,9 +29,9 @@ struct AttentionTensor {
 };
 
 enum class AttentionVariant {
-  Auto,    // Texel where it applies (CPU devices, D and strides multiples of 4), else Shared
+  Auto,    // Texel on CPU devices where it applies (D and strides multiples of 4), else Shared
   Shared,  // key/query tiles through shared memory: the GPU kernel, any D and strides
-  Texel,   // texel-buffer fetches shared by subgroup shuffles, no shared memory: SIMD CPUs
+  Texel,   // texel fetches shared by subgroup shuffles, no shared memory: CPU devices only
 };
 const char* attentionVariantName(AttentionVariant variant);
 
