@@ -29,6 +29,10 @@ struct MatmulPush {
 };
 static_assert(sizeof(MatmulPush) == 64);
 
+// Vector variant: workgroups a product should have before a larger tile is worth it: a few
+// per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
+constexpr int64_t kWorkgroupsToFill = 264;
+
 // Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
 constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
 
@@ -114,6 +118,28 @@ bool canShuffle(const vk::DeviceInfo& info) {
   return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
 }
 
+// The kernel a product runs with: the variant, Auto resolved, and Vector's tiling if set.
+struct Choice {
+  MatmulVariant variant;
+  MatmulTiling tiling;
+};
+
+// Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
+void checkTiling(const vk::Context& context, const MatmulTiling& t) {
+  const vk::DeviceInfo& info = context.info();
+  const uint64_t shared = 4ull * t.bk * (t.wy * t.tm + t.wx * t.tn);
+  const bool ok = t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 4 == 0 &&
+                  t.tm % 4 == 0 && t.tn % 4 == 0 && t.tm * t.tn <= 256 &&
+                  t.wx <= info.max_workgroup_size[0] && t.wy <= info.max_workgroup_size[1] &&
+                  t.wx * t.wy <= info.max_workgroup_invocations && shared <= info.max_shared_memory;
+  if (!ok)
+    throw Error("matmul: tiling " + matmulTilingText(t) + " cannot run on " + info.name +
+                ": bk, tm and tn must be multiples of 4, tm*tn at most 256, wx*wy at most " +
+                std::to_string(info.max_workgroup_invocations) +
+                " invocations, and the tiles at most " + std::to_string(info.max_shared_memory) +
+                " bytes of shared memory");
+}
+
 // The variant to run with, Auto resolved; throws if Texel cannot read every operand.
 MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
                       std::initializer_list<const TensorView*> texel_operands) {
@@ -152,7 +178,8 @@ MatmulPush pushFor(const Product& p, uint32_t a_off, uint32_t b_off, uint32_t c_
 
 // Records one product. A batch over a broadcast B with A's batches back to back is one taller
 // product (B·M rows), which fills the texel and tiled kernels' row tiles better.
-void record(vk::Recorder& rec, Product p, MatmulVariant variant) {
+void record(vk::Recorder& rec, Product p, const Choice& choice) {
+  const MatmulVariant variant = choice.variant;
   if (p.batch > 1 && p.b.s_batch == 0 && p.a.s_batch == p.a.rows * p.a.s_row) {
     p.a.rows *= p.batch;
     p.a.s_batch = 0;
@@ -227,6 +254,22 @@ void record(vk::Recorder& rec, Product p, MatmulVariant variant) {
                          uint32_t(p.batch));
       break;
     }
+    case MatmulVariant::Vector: {
+      const MatmulTiling t =
+          choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
+      // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
+      // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+      const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
+                         p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
+      const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
+                         p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
+      const vk::Kernel& kernel = context.kernels().get(
+          "matmul/vector", {t.wx, t.wy, t.bk, t.tm, t.tn, uint32_t(a_vec), uint32_t(b_vec)});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn),
+                         vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
+      break;
+    }
     case MatmulVariant::Texel:
     case MatmulVariant::Auto:
       break;  // handled above
@@ -238,7 +281,7 @@ void record(vk::Recorder& rec, Product p, MatmulVariant variant) {
 // batch: as one product with the batch folded into the inner dimension where both operands
 // have their batches back to back along it, else one accumulating product per batch entry.
 void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
-              int64_t out_batch, int64_t batch, float alpha, Write w, MatmulVariant variant) {
+              int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant) {
   if (out_transposed) {
     // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
     std::swap(x, y);
@@ -297,16 +340,40 @@ const char* matmulVariantName(MatmulVariant variant) {
       return "tiled";
     case MatmulVariant::Texel:
       return "texel";
+    case MatmulVariant::Vector:
+      return "vector";
   }
   return "?";
 }
 
+std::string matmulTilingText(const MatmulTiling& t) {
+  return std::to_string(t.wx) + "x" + std::to_string(t.wy) + "x" + std::to_string(t.bk) + "x" +
+         std::to_string(t.tm) + "x" + std::to_string(t.tn);
+}
+
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch) {
+  const vk::DeviceInfo& info = context.info();
+  const auto groups = [&](int64_t rows, int64_t cols) {
+    return ((m + rows - 1) / rows) * ((n + cols - 1) / cols) * batch;
+  };
+  // Measured on an H100 (BENCHMARKS.md, matmul on the GPU): 64x128 tiles of 4x8 per
+  // invocation reach 36.6 TFLOP/s at 4096³ (8x8 per invocation spills and runs at 2); the
+  // GPT's 768-row products run fastest with 32x64 tiles, which give them enough workgroups.
+  // A device without 256 invocations per workgroup (the minimum is 128) takes 32x64.
+  if (info.max_workgroup_invocations >= 256) {
+    if (groups(64, 128) >= kWorkgroupsToFill) return {16, 16, 16, 4, 8};
+    if (groups(64, 64) >= kWorkgroupsToFill) return {16, 16, 16, 4, 4};
+  }
+  return {16, 8, 16, 4, 4};
+}
+
 MatmulVariant matmulVariantFor(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
-  // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers;
-  // on a GPU, shared-memory tiling is the classic win (DESIGN.md, measured facts).
+  // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers
+  // (DESIGN.md, measured facts). On a GPU (an H100, BENCHMARKS.md) Vector is 1.3-2x faster
+  // than Tiled at the GPT's shapes and level with Texel at 4096³.
   if (info.isCpu() && canShuffle(info)) return MatmulVariant::Texel;
-  return MatmulVariant::Tiled;
+  return MatmulVariant::Vector;
 }
 
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
@@ -322,7 +389,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   }
   checkAlias("matmul", "c", c, "a", a, false);
   checkAlias("matmul", "c", c, "b", b, false);
-  const MatmulVariant variant = resolve(context, options.variant, {&a, &b});
+  const Choice variant{resolve(context, options.variant, {&a, &b}), options.tiling};
+  if (!options.tiling.empty()) checkTiling(context, options.tiling);
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   record(rec, p, variant);
@@ -350,7 +418,8 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   for (const TensorView* g : {grads.da, grads.db})
     if (g && grads.dbias)
       checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
-  const MatmulVariant variant = resolve(context, forward.variant, {&a, &b, &dc});
+  const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling};
+  if (!forward.tiling.empty()) checkTiling(context, forward.tiling);
 
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};

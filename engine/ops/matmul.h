@@ -3,6 +3,9 @@
 // variants; the fastest shape differs by device (see DESIGN.md), so Auto picks one per device.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "ops/tensor.h"
 
 namespace vkgrad::ops {
@@ -10,13 +13,28 @@ namespace vkgrad::ops {
 enum class MatmulVariant {
   Auto,   // picked per device by matmulVariantFor()
   Naive,  // one invocation per output; storage buffers
-  Tiled,  // shared-memory tiles + register blocking: the real-GPU kernel
+  Tiled,  // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
   Texel,  // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
+  Vector,  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs
 };
+
+// The Vector variant's tile: (wx, wy) invocations, each owning tm x tn outputs, over k steps
+// of bk; a workgroup covers (wy·tm) x (wx·tn) of C. tm, tn and bk are multiples of 4. All
+// zero: matmulTilingFor picks one per product.
+struct MatmulTiling {
+  uint32_t wx = 0, wy = 0, bk = 0, tm = 0, tn = 0;
+  bool empty() const { return wx == 0; }
+};
+// "16x16x16x8x8": wx x wy x bk x tm x tn, as benchmarks print and take it.
+std::string matmulTilingText(const MatmulTiling& t);
+// The Vector tile for an (M,N) product of `batch` entries on this device: the largest of
+// 64x128 (16x16 invocations of 4x8), 64x64 (16x16 of 4x4) and 32x64 (16x8 of 4x4) whose
+// workgroups still fill a large GPU (BENCHMARKS.md, matmul on the GPU).
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch);
 
 const char* matmulVariantName(MatmulVariant variant);
 // The variant Auto resolves to on this device: Texel on CPU devices with subgroup shuffle,
-// Tiled elsewhere. (Auto also takes Tiled for an operand too large for a texel view.)
+// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
 struct MatmulOptions {
@@ -26,6 +44,7 @@ struct MatmulOptions {
   float beta = 0.0f;     // 0: c is only written (its old contents, NaN included, are ignored)
   const TensorView* bias = nullptr;  // (N), added to every row of C
   MatmulVariant variant = MatmulVariant::Auto;
+  MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
 };
 
 // The shape rule of matmul, Vulkan-free (the graph builder uses it too): op(a)·op(b) is (M,N)

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
+#include "common/vk_test.h"
 #include "graph/json_io.h"
 
 namespace vkgrad::test {
@@ -44,8 +45,11 @@ void expectTimed(const graph::Json& line) {
 
 TEST(BenchApp, MatmulReportsEveryVariantChecked) {
   const auto lines = runJson({"matmul", "--m", "33", "--n", "17", "--k", "9", "--variant", "all"});
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3].at("variant").get<std::string>(), "vector");
+  EXPECT_FALSE(lines[3].at("tiling").get<std::string>().empty());
   for (const graph::Json& line : lines) {
+    EXPECT_EQ(line.at("check").get<std::string>(), "all");
     EXPECT_EQ(line.at("op").get<std::string>(), "matmul");
     EXPECT_EQ(line.at("m").get<double>(), 33.0);
     EXPECT_EQ(line.at("n").get<double>(), 17.0);
@@ -78,13 +82,42 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
   }
 }
 
+// --tiling picks the vector kernel's tile; --sample checks sampled elements only (the default
+// above 2048³).
+TEST(BenchApp, MatmulTakesATilingAndSamplesLargeProducts) {
+  const auto lines = runJson({"matmul", "--m", "129", "--n", "68", "--k", "36", "--variant",
+                              "vector", "--tiling", "8x8x16x4x4", "--sample"});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("tiling").get<std::string>(), "8x8x16x4x4");
+  EXPECT_EQ(lines[0].at("check").get<std::string>(), "sampled");
+  EXPECT_LT(lines[0].at("error").get<double>(), 1e-5);
+  expectTimed(lines[0]);
+  const AppRun bad = runApp("bench", {"matmul", "--variant", "vector", "--tiling", "16x16"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "--tiling must be auto or WXxWYxBKxTMxTN")) << bad.err;
+}
+
 TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
-  for (const char* variant : {"shared", "texel"}) {
+  // texel runs on CPU devices only: elsewhere --variant texel fails and all leaves it out.
+  const bool cpu = sharedContext().info().isCpu();
+  for (const char* variant : {"shared", "texel", "all"}) {
+    if (!cpu && std::string(variant) == "texel") {
+      const AppRun run = runApp("bench", {"attention", "--variant", "texel"});
+      EXPECT_EQ(run.exit_code, 1);
+      EXPECT_TRUE(contains(run.err, "the texel variant needs a CPU device")) << run.err;
+      continue;
+    }
     const auto lines = runJson({"attention", "--b", "2", "--h", "3", "--t", "17", "--d", "16",
                                 "--causal", "--backward", "--variant", variant});
-    ASSERT_EQ(lines.size(), 2u);
-    EXPECT_EQ(lines[0].at("impl").get<std::string>(), "flash");
-    EXPECT_EQ(lines[1].at("impl").get<std::string>(), "reference");
+    // all: shared and texel where the device runs both, then the reference.
+    const bool all = std::string(variant) == "all";
+    ASSERT_EQ(lines.size(), all && cpu ? 3u : 2u);
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].at("impl").get<std::string>(), "flash");
+      EXPECT_EQ(lines[i].at("variant").get<std::string>(),
+                all ? (i == 0 ? "shared" : "texel") : variant);
+    }
+    EXPECT_EQ(lines.back().at("impl").get<std::string>(), "reference");
     for (const graph::Json& line : lines) {
       EXPECT_EQ(line.at("op").get<std::string>(), "attention");
       EXPECT_TRUE(line.at("causal").get<bool>());
@@ -98,7 +131,7 @@ TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
     }
     // The reference also stores P and dP, 2*3*17*17 floats each; flash stores LSE and one
     // row dot per query.
-    EXPECT_GE(lines[1].at("device_bytes").get<double>() - lines[0].at("device_bytes").get<double>(),
+    EXPECT_GE(lines.back().at("device_bytes").get<double>() - lines[0].at("device_bytes").get<double>(),
               4.0 * 2 * 1734 - 4.0 * 2 * 102);
   }
 }

@@ -139,15 +139,72 @@ TEST_P(MatmulTest, MatchesCpuAtFourByteAlignedOffsets) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, MatmulTest,
                          ::testing::Values(ops::MatmulVariant::Auto, ops::MatmulVariant::Naive,
-                                           ops::MatmulVariant::Tiled, ops::MatmulVariant::Texel),
+                                           ops::MatmulVariant::Tiled, ops::MatmulVariant::Texel,
+                                           ops::MatmulVariant::Vector),
                          [](const auto& info) { return ops::matmulVariantName(info.param); });
 
-TEST_F(VkTest, MatmulAutoPicksTexelOnCpusAndTiledOnGpus) {
+TEST_F(VkTest, MatmulAutoPicksTexelOnCpusAndVectorOnGpus) {
   const vk::DeviceInfo& info = ctx().info();
   const bool texel = info.isCpu() && info.subgroup_compute && info.subgroup_shuffle;
   EXPECT_EQ(ops::matmulVariantFor(ctx()),
-            texel ? ops::MatmulVariant::Texel : ops::MatmulVariant::Tiled)
+            texel ? ops::MatmulVariant::Texel : ops::MatmulVariant::Vector)
       << info.name;
+}
+
+// Every Vector tiling the GPU sweep tries (bench/gpu/matmul_sweep.sh), on shapes that overhang
+// its tiles, with the vec4 load paths (K, N % 4 == 0) and without, plain and transposed.
+TEST_F(VkTest, MatmulVectorTilingsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::MatmulTiling tilings[] = {{16, 16, 16, 8, 8}, {16, 16, 8, 8, 8}, {16, 8, 16, 8, 8},
+                                       {8, 16, 16, 8, 8},  {16, 16, 32, 4, 4}, {8, 8, 16, 4, 4},
+                                       {32, 8, 16, 4, 8},  {16, 16, 16, 4, 8}, {8, 8, 4, 16, 16}};
+  const Shape3 shapes[] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3}};
+  for (const ops::MatmulTiling& tiling : tilings)
+    for (const Shape3& s : shapes)
+      for (const bool trans : {false, true}) {
+        SCOPED_TRACE(testing::Message() << ops::matmulTilingText(tiling) << " m=" << s.m
+                                        << " n=" << s.n << " k=" << s.k << " trans " << trans);
+        const auto a = rng.uniform(s.m * s.k), b = rng.uniform(s.k * s.n);
+        std::vector<float> want(s.m * s.n), at(a.size()), bt(b.size());
+        ops::ref::matmul(a.data(), b.data(), want.data(), s.m, s.n, s.k);
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < s.k; ++j) at[j * s.m + i] = a[i * s.k + j];
+        for (int64_t i = 0; i < s.k; ++i)
+          for (int64_t j = 0; j < s.n; ++j) bt[j * s.k + i] = b[i * s.n + j];
+        auto da = trans ? upload(ctx(), {s.k, s.m}, at) : upload(ctx(), {s.m, s.k}, a);
+        auto db = trans ? upload(ctx(), {s.n, s.k}, bt) : upload(ctx(), {s.k, s.n}, b);
+        auto dc = poisoned(ctx(), {s.m, s.n});
+        ops::MatmulOptions options;
+        options.variant = ops::MatmulVariant::Vector;
+        options.tiling = tiling;
+        options.trans_a = options.trans_b = trans;
+        vk::Recorder rec(ctx());
+        ops::matmul(rec, da.view(), db.view(), dc.view(), options);
+        rec.submit();
+        EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
+      }
+}
+
+TEST_F(VkTest, MatmulRejectsATilingTheDeviceCannotRun) {
+  auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
+  ops::MatmulOptions options;
+  options.variant = ops::MatmulVariant::Vector;
+  for (const ops::MatmulTiling tiling : {ops::MatmulTiling{16, 16, 6, 4, 4},
+                                         ops::MatmulTiling{64, 64, 16, 4, 4},
+                                         ops::MatmulTiling{16, 16, 16, 32, 32}}) {
+    options.tiling = tiling;
+    vk::Recorder rec(ctx());
+    try {
+      ops::matmul(rec, a.view(), b.view(), c.view(), options);
+      ADD_FAILURE() << "no error for " << ops::matmulTilingText(tiling);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tiling " + ops::matmulTilingText(tiling)),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  }
 }
 
 TEST_F(VkTest, MatmulRejectsMismatchedShapesBeforeRecording) {
@@ -413,7 +470,7 @@ TEST_P(MatmulFlagsTest, BatchedBackwardMatchesCpuAndFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, MatmulFlagsTest,
                          ::testing::Values(ops::MatmulVariant::Naive, ops::MatmulVariant::Tiled,
-                                           ops::MatmulVariant::Texel),
+                                           ops::MatmulVariant::Texel, ops::MatmulVariant::Vector),
                          [](const auto& info) { return ops::matmulVariantName(info.param); });
 
 // A batch over a shared weight is one taller product; its weight gradient one product too.
