@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/binding.h"
+#include "ops/softmax.h"
 #include "vk/context.h"
 #include "vk/error.h"
 #include "vk/kernel.h"
@@ -209,12 +210,18 @@ const char* layerNormVariantName(LayerNormVariant variant) {
 LayerNormVariant layerNormVariantFor(const vk::Context& context, const TensorView& x,
                                      const TensorView& gamma, const TensorView& beta) {
   // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
-  // subgroup; GPU drivers may split a workgroup into smaller subgroups than reported.
-  const bool texels =
-      fitsTexels(context, x) && fitsTexels(context, gamma) && fitsTexels(context, beta);
-  if (context.info().isCpu())
+  // subgroup, and texel fetches are its fast loads. On a GPU (an H100, BENCHMARKS.md, row
+  // kernels on the GPU) storage loads are 7-10 % faster than texels, and a subgroup per row
+  // wins for rows of up to 64 columns where the driver reports one fixed subgroup size.
+  const vk::DeviceInfo& info = context.info();
+  if (info.isCpu()) {
+    const bool texels =
+        fitsTexels(context, x) && fitsTexels(context, gamma) && fitsTexels(context, beta);
     return texels ? LayerNormVariant::SubgroupTexel : LayerNormVariant::SubgroupStorage;
-  return texels ? LayerNormVariant::WorkgroupTexel : LayerNormVariant::WorkgroupStorage;
+  }
+  if (info.fixedSubgroupSize() && x.shape.back() <= kSubgroupRowsMaxN)
+    return LayerNormVariant::SubgroupStorage;
+  return LayerNormVariant::WorkgroupStorage;
 }
 
 void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,

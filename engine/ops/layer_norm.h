@@ -20,8 +20,9 @@ enum class LayerNormVariant {
 };
 
 const char* layerNormVariantName(LayerNormVariant variant);
-// What Auto runs on this device: Subgroup* on CPU devices, Workgroup* elsewhere; *Texel
-// when x, gamma and beta fit in maxTexelBufferElements.
+// What Auto runs on this device: SubgroupTexel (SubgroupStorage where x, gamma and beta do
+// not fit texel views) on CPU devices; on GPUs WorkgroupStorage, or SubgroupStorage for rows
+// of up to kSubgroupRowsMaxN (ops/softmax.h) where the subgroup size is fixed.
 LayerNormVariant layerNormVariantFor(const vk::Context& context, const TensorView& x,
                                      const TensorView& gamma, const TensorView& beta);
 

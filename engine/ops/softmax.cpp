@@ -61,16 +61,20 @@ const char* softmaxVariantName(SoftmaxVariant variant) {
   return "?";
 }
 
-SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit) {
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit, int64_t n) {
   // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
-  // subgroup; GPU drivers may split a workgroup into smaller subgroups than reported.
-  if (context.info().isCpu())
+  // subgroup. A GPU driver may split a workgroup into smaller subgroups than reported unless
+  // it reports one fixed size; with one (an H100: 32), rows of up to 64 columns run 2.4x
+  // faster a subgroup per row, longer ones a workgroup per row (BENCHMARKS.md, row kernels on
+  // the GPU).
+  const vk::DeviceInfo& info = context.info();
+  if (info.isCpu() || (info.fixedSubgroupSize() && n > 0 && n <= kSubgroupRowsMaxN))
     return texels_fit ? SoftmaxVariant::SubgroupTexel : SoftmaxVariant::SubgroupStorage;
   return texels_fit ? SoftmaxVariant::WorkgroupTexel : SoftmaxVariant::WorkgroupStorage;
 }
 
 SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x) {
-  return softmaxVariantFor(context, texelFits(context, x, kR32f));
+  return softmaxVariantFor(context, texelFits(context, x, kR32f), x.shape.back());
 }
 
 SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxVariant variant,
@@ -82,7 +86,7 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
   if (!context.info().subgroup_arithmetic)
     throw Error(std::string(op) + ": " + context.info().name +
                 " has no subgroup arithmetic in compute shaders");
-  if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, texels_fit);
+  if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, texels_fit, int64_t(n));
   SoftmaxLayout layout;
   layout.texel = usesTexels(variant);
   layout.row_per_invocation = n <= rowPerInvocationMaxN(context);

@@ -24,9 +24,13 @@ enum class SoftmaxVariant {
 };
 
 const char* softmaxVariantName(SoftmaxVariant variant);
-// What Auto runs on this device when the inputs `texels_fit` R32F texel views (ops/binding.h
-// texelFits): Subgroup* on CPU devices, Workgroup* elsewhere; *Texel when they fit.
-SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit);
+// The longest rows Auto runs a subgroup per row on a GPU with a fixed subgroup size (softmax,
+// its kin and layer norm; measured on an H100 at 64 columns).
+constexpr int64_t kSubgroupRowsMaxN = 64;
+// What Auto runs on this device for rows of n columns when the inputs `texels_fit` R32F texel
+// views (ops/binding.h texelFits): Subgroup* on CPU devices and, for n <= kSubgroupRowsMaxN,
+// on GPUs with a fixed subgroup size; Workgroup* elsewhere; *Texel when they fit.
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit, int64_t n);
 SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x);
 
 // x: (..., N), y: same shape. y = exp(x - max) / sum(exp(x - max)) along each row.
