@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs what a lent GPU machine needs to run this build (see bench/gpu/README.md) into .gpu/:
+# the test binary, its ctest files and the apps of build/ (build first), libstb (Debian's,
+# which the machine's image lacks), Debian's validation layer and the Fashion-MNIST files.
+# The loader and GL dispatch libraries go to .gl/ as the device tool's README says.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+mkdir -p .gpu
+if ! ls .gpu/vulkan-validationlayers_*.deb >/dev/null 2>&1 || ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+  mkdir -p .gl /tmp/amd64/partial
+  o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+  apt-get $o update >/dev/null
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  (cd .gpu && apt-get $o download vulkan-validationlayers)
+fi
+tar -C "$build" -cJf .gpu/build.tar.xz \
+  CTestTestfile.cmake tests/CTestTestfile.cmake tests/vkgrad_tests \
+  "tests/vkgrad_tests[1]_include.cmake" "tests/vkgrad_tests[1]_tests.cmake" \
+  $(cd "$build" && ls apps/vkgrad-*)
+cp -L /lib/x86_64-linux-gnu/libstb.so.0 .gpu/
+mkdir -p .gpu/fashion-mnist
+cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fashion-mnist/
+du -sh .gpu .gl

@@ -1,0 +1,17 @@
+# Sourced first on a lent GPU machine, in the repository root, with .gl and .gpu carried
+# (bench/gpu/pack.sh made them): unpacks the build at the path it was configured for
+# (/work/main/build), the loader, the validation layer and the data, and points Vulkan at
+# NVIDIA's driver. Leaves VKGRAD_BUILD set.
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+mkdir -p /opt/vkgrad-vl && dpkg -x .gpu/vulkan-validationlayers_*.deb /opt/vkgrad-vl
+cp .gpu/libstb.so.0 /usr/local/lib/ && ldconfig
+mkdir -p /usr/share/datasets && ln -sfn "$PWD/.gpu/fashion-mnist" /usr/share/datasets/fashion-mnist
+export VKGRAD_BUILD=/work/main/build
+mkdir -p "$VKGRAD_BUILD" && tar -C "$VKGRAD_BUILD" -xJf .gpu/build.tar.xz
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export VK_ICD_FILENAMES=$VK_DRIVER_FILES
+export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+export VK_LAYER_PATH=/opt/vkgrad-vl/usr/share/vulkan/explicit_layer.d
+export LD_LIBRARY_PATH=/opt/vkgrad-vl/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export VKGRAD_APPS_DIR=$VKGRAD_BUILD/apps
