@@ -199,6 +199,13 @@ def main(argv):
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"PyTorch {torch.__version__} eager on {name}", file=sys.stderr)
+    if device.type == "cpu":
+        # The BLAS decides the CPU timings; OMP/OPENBLAS_NUM_THREADS must be set before
+        # Python starts (scripts/bench-gpt.sh does).
+        import torch_blas  # bench/peers/torch_blas.py
+        report = torch_blas.blas_report(torch, torch.get_num_threads())
+        print(torch_blas.describe_blas(report), file=sys.stderr)
+        print(f"threads: {torch.get_num_threads()} intra-op", file=sys.stderr)
     gen = torch.Generator().manual_seed(1)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for model in args.models.split(","):

@@ -23,15 +23,14 @@ which is the interpreter that sees python3-torch.
 """
 
 import argparse
-import ctypes
-import ctypes.util
 import gzip
 import json
 import os
-import re
 import struct
 import sys
 import time
+
+import torch_blas  # bench/peers/torch_blas.py
 
 PROG = "vae_torch.py"
 DEFAULT_DATA = "/usr/share/datasets/fashion-mnist"
@@ -138,111 +137,6 @@ def read_idx_images(path):
     return torch.from_numpy(pixels.astype(np.float32) / np.float32(255.0)), rows, cols
 
 
-# ---- BLAS ----------------------------------------------------------------------------------
-
-class DlInfo(ctypes.Structure):
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
-
-
-def loaded_libraries():
-    with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f if "/" in line and ".so" in line}
-    return sorted(paths)
-
-
-def sgemm_provider(libraries):
-    """The file that defines the sgemm_ torch's CPU library calls, or None if it has none.
-
-    dlsym on libtorch_cpu's handle searches it and its dependencies in load order, as its own
-    calls resolve; which libraries are merely loaded says little (OpenBLAS's LAPACK drags
-    libopenblas in even when sgemm_ comes from the reference libblas)."""
-    torch_cpu = [p for p in libraries if os.path.basename(p).startswith("libtorch_cpu")]
-    if not torch_cpu:
-        return None
-    try:
-        address = ctypes.cast(ctypes.CDLL(torch_cpu[0]).sgemm_, ctypes.c_void_p).value
-    except AttributeError:
-        return None
-    for libc in (None, ctypes.util.find_library("dl")):
-        try:
-            dladdr = ctypes.CDLL(libc).dladdr
-        except (OSError, AttributeError):
-            continue
-        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(DlInfo)]
-        info = DlInfo()
-        if dladdr(address, ctypes.byref(info)) and info.dli_fname:
-            return os.path.realpath(info.dli_fname.decode())
-    return None
-
-
-def gemm_gflops():
-    """A 512x512x512 float matmul through torch on the configured threads, best of three."""
-    a, b = torch.randn(512, 512), torch.randn(512, 512)
-    a @ b
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * 512 ** 3 / best / 1e9
-
-
-def blas_report(threads):
-    """Which BLAS torch's matmuls run on, as a dict; sets OpenBLAS's thread count."""
-    config = torch.__config__.show()
-    match = re.search(r"BLAS_INFO=([^,\s]+)", config)
-    report = {"torch_blas_info": match.group(1) if match else "?", "sgemm_from": None,
-              "kind": "unknown", "openblas_config": None, "blas_threads": None}
-    torch.ones(8, 8) @ torch.ones(8, 8)
-    libraries = loaded_libraries()
-    provider = sgemm_provider(libraries)
-    report["sgemm_from"] = provider
-    lowered = (provider or "").lower()
-    if "openblas" in lowered:
-        report["kind"] = "OpenBLAS"
-    elif "mkl" in lowered or ("libtorch_cpu" in lowered and "mkl" in report["torch_blas_info"]):
-        report["kind"] = "MKL"  # PyPI wheels link MKL into libtorch_cpu itself
-    elif "blis" in lowered:
-        report["kind"] = "BLIS"
-    elif re.search(r"/blas/libblas\.so|/libblas\.so\.3\.\d", lowered) or lowered.endswith(
-            "libblas.so.3"):
-        report["kind"] = "reference"
-    if report["kind"] == "OpenBLAS":
-        for path in libraries:
-            if "openblas" not in os.path.basename(path).lower():
-                continue
-            lib = ctypes.CDLL(path)
-            if not hasattr(lib, "openblas_get_config"):
-                continue
-            lib.openblas_get_config.restype = ctypes.c_char_p
-            # Its pthread pool ignores torch.set_num_threads: size it here as well.
-            lib.openblas_set_num_threads(ctypes.c_int(threads))
-            report["openblas_config"] = lib.openblas_get_config().decode()
-            report["blas_threads"] = lib.openblas_get_num_threads()
-            break
-    report["gemm_gflops"] = gemm_gflops()
-    return report
-
-
-def describe_blas(report):
-    lines = ["BLAS: torch built with BLAS_INFO=%s; sgemm_ from %s"
-             % (report["torch_blas_info"], report["sgemm_from"] or "(not found)")]
-    if report["kind"] == "OpenBLAS":
-        lines.append("BLAS: OpenBLAS (%s), %s thread(s)"
-                     % (report["openblas_config"] or "config unknown", report["blas_threads"]))
-    elif report["kind"] == "reference":
-        lines.append("BLAS: WARNING: the reference (netlib) BLAS. Its sgemm is an order of "
-                     "magnitude slower than OpenBLAS, so the timings below are MEANINGLESS as a "
-                     "peer; install libopenblas0-pthread (update-alternatives picks it).")
-    else:
-        lines.append("BLAS: %s" % report["kind"])
-    lines.append("BLAS: 512^3 float matmul through torch: %.1f GFLOP/s%s"
-                 % (report["gemm_gflops"], "  (WARNING: slow; is this an optimised BLAS?)"
-                    if report["gemm_gflops"] < 20 else ""))
-    return "\n".join(lines)
-
-
 # ---- model ---------------------------------------------------------------------------------
 
 def make_model(pixels, hidden, latent):
@@ -342,7 +236,7 @@ def main(argv):
 
     train_path = find_idx(args.data, TRAIN_IMAGES)
     test_path = find_idx(args.data, TEST_IMAGES)
-    blas = blas_report(args.threads)
+    blas = torch_blas.blas_report(torch, args.threads)
     train_images, rows, cols = read_idx_images(train_path)
     test_images, test_rows, test_cols = read_idx_images(test_path)
     if (rows, cols) != (test_rows, test_cols):
@@ -360,7 +254,7 @@ def main(argv):
     log("%s: PyTorch %s, %d intra-op thread(s); load average %.1f on %d CPUs%s"
         % (PROG, torch.__version__, torch.get_num_threads(), os.getloadavg()[0], os.cpu_count(),
            " (busy: timings are contended)" if os.getloadavg()[0] > 0.5 else ""))
-    log(describe_blas(blas))
+    log(torch_blas.describe_blas(blas))
     log("data: %d training images (%s), %d test images (%s), %dx%d"
         % (train_images.shape[0], train_path, test_images.shape[0], test_path, rows, cols))
     log("model: %d-%d-%d, recon %s, beta %g; Adam lr %g, batch %d, %d epoch(s), seed %d%s"
