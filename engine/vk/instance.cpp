@@ -56,6 +56,7 @@ Instance::Instance(bool validation) : owned_(true) {
           "(Debian: vulkan-validationlayers)");
     layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
   }
   VkInstanceCreateFlags flags = 0;
   // Lets the loader list portability drivers (MoltenVK); harmless elsewhere.
@@ -79,9 +80,18 @@ Instance::Instance(bool validation) : owned_(true) {
   messenger_info.pfnUserCallback = &Instance::onMessage;
   messenger_info.pUserData = this;
 
+  // Synchronisation validation next to the core checks: a missing or wrong barrier in the
+  // recorder, the executor's replays or the uploads is a hazard message, and so a failure.
+  const VkValidationFeatureEnableEXT enabled[] = {
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enabled;
+  features.pNext = &messenger_info;
+
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   // Chaining the messenger also catches messages from vkCreateInstance itself.
-  info.pNext = validation ? &messenger_info : nullptr;
+  info.pNext = validation ? static_cast<const void*>(&features) : nullptr;
   info.flags = flags;
   info.pApplicationInfo = &app;
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
