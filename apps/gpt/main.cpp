@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 
 std::string readText(const std::string& path) {
   if (path.empty()) throw Error("no --data file given");
+  if (fs::is_directory(path)) throw Error(path + ": is a directory, not a text file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open");
   std::stringstream s;
@@ -86,10 +87,10 @@ int train(int argc, char** argv) {
   gpt::GptConfig config;
   const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(text);
   config.vocab = vocab.size();
-  config.layers = cli.getInt("layers", 1, 256);
-  config.heads = cli.getInt("heads", 1, 256);
-  config.width = cli.getInt("width", 1, 1 << 16);
-  config.context = cli.getInt("context", 1, 1 << 16);
+  config.layers = cli.getInt("layers", 1, gpt::kMaxLayers);
+  config.heads = cli.getInt("heads", 1, gpt::kMaxHeads);
+  config.width = cli.getInt("width", 1, gpt::kMaxWidth);
+  config.context = cli.getInt("context", 1, gpt::kMaxContext);
   config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
   config.tie_weights = cli.has("tie");
   const std::string norm = cli.get("norm");
@@ -200,6 +201,11 @@ int train(int argc, char** argv) {
     for (auto& r : rows) r = uint32_t(pick() % uint64_t(train_w.count));
     const bool log = s % log_every == 0 || s == steps;
     const std::optional<float> l = trainer.step(rows, /*read_loss=*/log);
+    // Diverged: stop before anything is written, so DIR keeps whatever it held.
+    if (l && !std::isfinite(*l))
+      throw Error("step " + std::to_string(s) + ": the loss is " +
+                  (std::isnan(*l) ? "NaN" : "infinite") +
+                  "; training stopped and nothing was saved (a smaller --lr?)");
     if (l) {
       last_train = *l;
       train_curve.x.push_back(double(s));

@@ -1,5 +1,7 @@
 #include "graph/parameters.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 
@@ -52,14 +54,14 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->shape = shape;
   p->init = init;
   p->buffer = std::make_shared<vk::Buffer>(context_.allocator().allocate(bytes));
+  index_.emplace(p->name, params_.size());
   params_.push_back(std::move(p));
   return *params_.back();
 }
 
 const Parameter* ParameterStore::find(const std::string& name) const {
-  for (const auto& p : params_)
-    if (p->name == name) return p.get();
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : params_[it->second].get();
 }
 
 const Parameter& ParameterStore::at(const std::string& name) const {
@@ -133,26 +135,34 @@ std::map<std::string, std::string> ParameterStore::load(const std::filesystem::p
   // Check everything first; upload only a file that matches completely.
   std::string problems;
   std::vector<const SavedTensor*> source(params_.size(), nullptr);
+  std::vector<bool> in_file(params_.size(), false);
   for (const SavedTensor& t : checkpoint.tensors) {
-    const Parameter* p = find(t.name);
-    if (!p) {
+    const auto it = index_.find(t.name);
+    if (it == index_.end()) {
       problems += "\n  \"" + t.name + "\" is not a parameter of this model";
       continue;
     }
-    if (t.dtype != ops::DType::F32 || t.shape != dimsOf(p->shape)) {
+    const Parameter& p = *params_[it->second];
+    in_file[it->second] = true;
+    if (t.dtype != ops::DType::F32 || t.shape != dimsOf(p.shape)) {
       problems += "\n  \"" + t.name + "\": the file has " + ops::dtypeName(t.dtype) + " " +
-                  dimsText(t.shape) + ", the model f32 " + p->shape.str();
+                  dimsText(t.shape) + ", the model f32 " + p.shape.str();
       continue;
     }
-    for (size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].get() == p) source[i] = &t;
+    // A NaN or inf weight would train or sample garbage without a word.
+    const auto bad = std::find_if(t.data.begin(), t.data.end(), [](uint32_t bits) {
+      return (bits & 0x7f800000u) == 0x7f800000u;  // all exponent bits: inf or NaN
+    });
+    if (bad != t.data.end()) {
+      problems += "\n  \"" + t.name + "\" holds " +
+                  ((*bad & 0x007fffffu) ? "NaN" : "inf") + " at element " +
+                  std::to_string(bad - t.data.begin());
+      continue;
+    }
+    source[it->second] = &t;
   }
   for (size_t i = 0; i < params_.size(); ++i)
-    if (!source[i]) {
-      bool mismatched = false;
-      for (const SavedTensor& t : checkpoint.tensors) mismatched |= t.name == params_[i]->name;
-      if (!mismatched) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
-    }
+    if (!in_file[i]) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
   if (!problems.empty())
     throw Error(path.string() +
                 ": does not match the model's parameters (nothing loaded):" + problems);

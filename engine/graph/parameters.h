@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ops/tensor.h"
@@ -57,14 +58,16 @@ class ParameterStore {
   // Writes every parameter (and the metadata) to path; see saveSafetensors.
   void save(const std::filesystem::path& path,
             const std::map<std::string, std::string>& metadata = {}) const;
-  // Reads path and, only if it holds exactly this store's names with the same shapes (f32),
-  // uploads them; otherwise throws Error listing the differences, with every parameter left
-  // as it was. Returns the file's metadata.
+  // Reads path and, only if it holds exactly this store's names with the same shapes (f32)
+  // and only finite values, uploads them; otherwise throws Error listing the differences (or
+  // the first NaN or inf of each tensor), with every parameter left as it was. Returns the
+  // file's metadata.
   std::map<std::string, std::string> load(const std::filesystem::path& path);
 
  private:
   vk::Context& context_;
   std::vector<std::unique_ptr<Parameter>> params_;  // in the order added
+  std::unordered_map<std::string, size_t> index_;   // name -> position in params_
 };
 
 }  // namespace vkgrad::graph

@@ -11,13 +11,19 @@ using graph::Tensor;
 
 void GptConfig::validate() const {
   auto fail = [](const std::string& why) { throw Error("GptConfig: " + why); };
-  if (vocab <= 0) fail("vocab must be positive");
-  if (layers <= 0) fail("layers must be positive");
-  if (heads <= 0) fail("heads must be positive");
-  if (width <= 0 || width % heads != 0)
-    fail("width " + std::to_string(width) + " must be a positive multiple of heads " +
+  auto bound = [&](const char* field, int64_t value, int64_t max) {
+    if (value <= 0 || value > max)
+      fail(std::string(field) + " " + std::to_string(value) + " must be in [1, " +
+           std::to_string(max) + "]");
+  };
+  bound("vocab", vocab, kMaxVocab);
+  bound("layers", layers, kMaxLayers);
+  bound("heads", heads, kMaxHeads);
+  bound("width", width, kMaxWidth);
+  bound("context", context, kMaxContext);
+  if (width % heads != 0)
+    fail("width " + std::to_string(width) + " must be a multiple of heads " +
          std::to_string(heads));
-  if (context <= 0) fail("context must be positive");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
 }
 

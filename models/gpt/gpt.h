@@ -17,6 +17,11 @@
 
 namespace vkgrad::gpt {
 
+// The largest configs vkgrad-gpt accepts, on the command line and in a checkpoint's
+// config.json: an absurd value fails at once instead of declaring parameters for minutes.
+constexpr int64_t kMaxLayers = 256, kMaxHeads = 256, kMaxWidth = 1 << 16, kMaxContext = 1 << 16,
+                  kMaxVocab = 1 << 20;
+
 struct GptConfig {
   int64_t vocab = 0;
   int64_t layers = 2;
@@ -28,7 +33,7 @@ struct GptConfig {
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
   float dropout = 0.0f;  // GPT-2 places: after the embeddings, on attention and MLP outputs
 
-  // Throws Error naming the bad field.
+  // Throws Error naming the bad field (the bounds are the kMax* above).
   void validate() const;
   nn::BlockConfig block() const;
 };

@@ -2,6 +2,7 @@
 // and a JSON line whose losses fall; sample continues a prompt from the checkpoint; bad
 // input (missing or empty file, a prompt outside the vocabulary or longer than the context,
 // a checkpoint from another config) fails with a clear message; --profile prints a table.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -138,6 +139,52 @@ TEST_F(GptApp, BadInputFailsClearly) {
   const AppRun help = runApp("gpt", {"train", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "--context")) << help.out;
+}
+
+// Found trying the app as a new user would (issue 18): each fails at once with a clear message.
+TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
+  const AppRun directory = runApp("gpt", {"train", "--data", dir_.string()});
+  EXPECT_EQ(directory.exit_code, 1);
+  EXPECT_TRUE(contains(directory.err, "is a directory, not a text file")) << directory.err;
+
+  // A diverging run (the weights multiplied by 1 - lr * decay = -99 every step) stops at the
+  // first non-finite loss it reads and writes nothing.
+  const AppRun diverged = train(dir_ / "diverged", {"--lr", "10", "--weight-decay", "10",
+                                                    "--schedule", "constant", "--log-every", "1"});
+  EXPECT_EQ(diverged.exit_code, 1);
+  EXPECT_TRUE(contains(diverged.err, "training stopped and nothing was saved")) << diverged.err;
+  EXPECT_FALSE(fs::exists(dir_ / "diverged" / "model.safetensors"));
+
+  const fs::path out = dir_ / "ckpt";
+  ASSERT_EQ(train(out, {"--steps", "2"}).exit_code, 0);
+  const auto rewrite = [&](const std::string& from, const std::string& to) {
+    std::ifstream in(out / "config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, from.size(), to);
+    std::ofstream(out / "config.json") << text;
+  };
+  // 20000 layers used to declare parameters for minutes before the weights were compared.
+  rewrite("\"layers\":1", "\"layers\":20000");
+  const auto start = std::chrono::steady_clock::now();
+  const AppRun huge = runApp("gpt", {"sample", "--checkpoint", out.string()});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_TRUE(contains(huge.err, "layers 20000 must be in [1, 256]")) << huge.err;
+  rewrite("\"layers\":20000", "\"layers\":1");
+
+  // A NaN weight: the safetensors data is raw little-endian f32 after its header, so the
+  // last four bytes are the last element of some tensor.
+  {
+    std::fstream f(out / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    const unsigned char nan_bits[4] = {0x00, 0x00, 0xc0, 0x7f};
+    f.write(reinterpret_cast<const char*>(nan_bits), 4);
+  }
+  const AppRun nan = runApp("gpt", {"sample", "--checkpoint", out.string()});
+  EXPECT_EQ(nan.exit_code, 1);
+  EXPECT_TRUE(contains(nan.err, "holds NaN at element")) << nan.err;
 }
 
 // --profile ends the run with the last step's GPU time by op kind.
