@@ -1,6 +1,8 @@
 #include "vk/context.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <string>
 
 #include "vk/error.h"
 #include "vk/instance.h"
@@ -16,7 +18,39 @@ DeviceSelector deviceSelector(const ContextOptions& options) {
   return {"", "automatic"};
 }
 
+uint64_t parseMemorySize(const std::string& text, const std::string& source) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string suffix = text.substr(digits);
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else if (suffix == "T" || suffix == "t") shift = 40;
+  uint64_t value = 0;
+  const bool ok = digits > 0 && digits <= 12 && shift >= 0 &&
+                  (value = std::stoull(text.substr(0, digits))) > 0 &&
+                  value <= (uint64_t(1) << (62 - shift));
+  if (!ok)
+    throw Error(source + "='" + text + "' is not a memory size (e.g. 512M, 2G or a byte count)");
+  return value << shift;
+}
+
+namespace {
+
+// options.memory_limit, else VKGRAD_MEMORY_LIMIT, else 0 (none).
+uint64_t memoryLimit(uint64_t option) {
+  if (option) return option;
+  if (const char* env = std::getenv("VKGRAD_MEMORY_LIMIT"); env && *env)
+    return parseMemorySize(env, "VKGRAD_MEMORY_LIMIT");
+  return 0;
+}
+
+}  // namespace
+
 Context::Context(const ContextOptions& options) {
+  const uint64_t memory_limit = memoryLimit(options.memory_limit);
   const char* env_validation = std::getenv("VKGRAD_VALIDATION");
   const bool validation =
       options.validation || (env_validation && std::string(env_validation) == "1");
@@ -58,7 +92,7 @@ Context::Context(const ContextOptions& options) {
   volkLoadDeviceTable(&table_, device_);
   table_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   try {
-    createEngineObjects();
+    createEngineObjects(memory_limit);
   } catch (...) {
     table_.vkDestroyDevice(device_, nullptr);
     throw;
@@ -88,11 +122,12 @@ Context::Context(const ExternalDevice& external) {
   info_.timestamp_valid_bits = families[queue_family_].timestampValidBits;
   volkLoadDeviceTable(&table_, device_);
   table_.vkGetDeviceQueue(device_, queue_family_, external.queue_index, &queue_);
-  createEngineObjects();
+  createEngineObjects(memoryLimit(0));
 }
 
-void Context::createEngineObjects() {
+void Context::createEngineObjects(uint64_t memory_limit) {
   allocator_ = std::make_unique<Allocator>(*this);
+  allocator_->setLimit(memory_limit);
   staging_ = std::make_unique<Staging>(*this);
   kernels_ = std::make_unique<KernelCache>(*this);
 }

@@ -27,7 +27,15 @@ struct ContextOptions {
   // What errors call `device`: "<device_source>='x' matches no Vulkan device". The programs
   // say "--device".
   std::string device_source = "device option";
+  // Device memory the engine may take, in bytes (its allocator's blocks): asking for more
+  // throws OutOfMemoryError as a full device would, so that path can be tested anywhere.
+  // 0: the VKGRAD_MEMORY_LIMIT environment variable ("512M", "2G", bytes) if set, else none.
+  uint64_t memory_limit = 0;
 };
+
+// "512M" / "2G" / "1048576" (K, M, G, T: powers of 1024) in bytes; throws Error naming
+// `source` for anything else, or 0.
+uint64_t parseMemorySize(const std::string& text, const std::string& source);
 
 // The selector these options give selectDevice, as Context applies it: options.device, else
 // VKGRAD_DEVICE, else none. For showing the choice without creating a device (vkgrad-info).
@@ -77,7 +85,7 @@ class Context {
   void submitAndWait(VkCommandBuffer cmd, VkFence fence);
 
  private:
-  void createEngineObjects();
+  void createEngineObjects(uint64_t memory_limit);
 
   std::unique_ptr<Instance> instance_;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

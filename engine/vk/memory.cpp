@@ -101,6 +101,15 @@ Allocator::~Allocator() {
 
 uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
   const VolkDeviceTable& vk = context_.vk();
+  if (limit_) {
+    const VkDeviceSize reserved = bytesReserved();
+    if (reserved + bytes > limit_)
+      throwVulkanError("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY,
+                       "a " + std::to_string(request) + "-byte buffer needs a " + mib(bytes) +
+                           " block; " + mib(in_use_) + " in use and " + mib(reserved) +
+                           " reserved of the " + mib(limit_) + " memory limit on " +
+                           context_.info().name);
+  }
   Block block;
   block.bytes = bytes;
   VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -175,6 +184,8 @@ Buffer Allocator::allocate(VkDeviceSize bytes) {
     for (uint32_t b = 0; b < blocks_.size(); ++b)
       if (blocks_[b].buffer && blocks_[b].bytes == block_bytes_)
         if (Buffer buffer = take(b)) return buffer;
+    // Under a limit with less than a whole block left, the request gets a block of its own.
+    if (limit_ && bytesReserved() + block_bytes_ > limit_) return take(createBlock(need, bytes));
     return take(createBlock(block_bytes_, bytes));
   }
   return take(createBlock(need, bytes));  // a dedicated block, freed with the buffer

@@ -74,6 +74,10 @@ class Allocator {
   void resetPeak() { peak_ = in_use_; }
   VkDeviceSize bytesReserved() const;  // sum of block sizes
   size_t blockCount() const;
+  // At most `bytes` of blocks from now on (0: no limit beyond the device's); an allocation
+  // that would pass it throws OutOfMemoryError and leaves the allocator as it was.
+  void setLimit(VkDeviceSize bytes) { limit_ = bytes; }
+  VkDeviceSize limit() const { return limit_; }
 
  private:
   friend class Buffer;
@@ -91,6 +95,7 @@ class Allocator {
   VkDeviceSize alignment_;
   VkDeviceSize in_use_ = 0;
   VkDeviceSize peak_ = 0;
+  VkDeviceSize limit_ = 0;
   uint32_t memory_type_ = UINT32_MAX;
   std::vector<Block> blocks_;  // a freed dedicated block leaves an empty slot
 };

@@ -3,10 +3,12 @@
 #include "vk/memory.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vk/context.h"
 #include "vk/error.h"
 #include "vk/staging.h"
 
@@ -128,6 +130,56 @@ TEST_F(MemoryTest, LargeBufferGetsADedicatedBlockReleasedOnFree) {
   EXPECT_EQ(allocator.blockCount(), 2u);
   large.reset();
   EXPECT_EQ(allocator.blockCount(), 1u);
+}
+
+// A memory limit makes running out deterministic: the allocation past it throws
+// OutOfMemoryError with the sizes, and the Context goes on working within it.
+TEST(MemoryLimit, OutOfMemoryIsAClearErrorAndTheContextStaysUsable) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.memory_limit = 8 * kMiB;
+  vk::Context context(options);
+  vk::Allocator& allocator = context.allocator();
+  EXPECT_EQ(allocator.limit(), 8 * kMiB);
+  std::vector<vk::Buffer> held;
+  held.push_back(allocator.allocate(5 * kMiB));
+  try {
+    held.push_back(allocator.allocate(4 * kMiB));
+    ADD_FAILURE() << "no OutOfMemoryError past the limit";
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("VK_ERROR_OUT_OF_DEVICE_MEMORY"), std::string::npos) << what;
+    EXPECT_NE(what.find("4194304-byte buffer"), std::string::npos) << what;
+    EXPECT_NE(what.find("of the 8 MiB memory limit"), std::string::npos) << what;
+  }
+  EXPECT_EQ(allocator.bytesInUse(), held[0].capacity());
+  // Still usable: what fits is allocated, written and read back.
+  vk::Buffer small = allocator.allocate(kMiB);
+  Rng rng;
+  const std::vector<float> data = rng.uniform(1000);
+  context.staging().upload(small, 0, data.data(), data.size() * 4);
+  std::vector<float> back(data.size());
+  context.staging().download(small, 0, back.data(), back.size() * 4);
+  EXPECT_EQ(back, data);
+  held.clear();
+  EXPECT_NO_THROW(held.push_back(allocator.allocate(6 * kMiB)));
+  EXPECT_TRUE(context.validationMessages().empty());
+}
+
+TEST(MemoryLimit, ParsesSizesAndNamesABadOne) {
+  EXPECT_EQ(vk::parseMemorySize("512M", "x"), 512 * kMiB);
+  EXPECT_EQ(vk::parseMemorySize("2G", "x"), 2048 * kMiB);
+  EXPECT_EQ(vk::parseMemorySize("4096", "x"), 4096u);
+  for (const char* bad : {"", "0", "12X", "M", "-1", "1.5G", "99999999999999G"}) {
+    try {
+      vk::parseMemorySize(bad, "VKGRAD_MEMORY_LIMIT");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("VKGRAD_MEMORY_LIMIT='" + std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST_F(MemoryTest, ZeroBytesThrows) {
