@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace vkgrad::apps {
 
@@ -91,6 +92,11 @@ bool Cli::has(const std::string& name) const {
   if (values_.count(name)) return true;
   auto it = entries_.find(name);
   return it != entries_.end() && !it->second.is_flag && !it->second.fallback.empty();
+}
+
+void Cli::set(const std::string& name, const std::string& value) {
+  if (!entries_.count(name)) throw std::logic_error("Cli::set: --" + name + " is not declared");
+  values_[name] = value;
 }
 
 std::string Cli::get(const std::string& name) const {

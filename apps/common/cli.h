@@ -24,6 +24,9 @@ class Cli {
   void parse(int argc, char** argv);
 
   bool has(const std::string& name) const;  // flag given, or option given / defaulted
+  bool given(const std::string& name) const { return values_.count(name) > 0; }  // on the line
+  // Sets a declared option or flag (a flag to any value turns it on) as if it had been given.
+  void set(const std::string& name, const std::string& value);
   std::string get(const std::string& name) const;
   int64_t getInt(const std::string& name, int64_t min, int64_t max) const;  // exits 2 if invalid
   double getDouble(const std::string& name, double min, double max) const;  // NaN is invalid

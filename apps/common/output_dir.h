@@ -7,6 +7,7 @@
 namespace vkgrad::apps {
 
 // Creates dir if needed and checks that a file can be written in it; throws Error otherwise.
+// Removes the temporary files of atomic writes that a killed process left there.
 void prepareOutput(const std::filesystem::path& dir);
 
 }  // namespace vkgrad::apps

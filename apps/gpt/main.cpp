@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -24,6 +26,7 @@
 #include "graph/json_io.h"
 #include "graph/parameters.h"
 #include "graph/profile.h"
+#include "graph/safetensors.h"
 #include "graph/trainer.h"
 #include "vk/context.h"
 #include "vk/error.h"
@@ -53,13 +56,85 @@ std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
   return out;
 }
 
+// What --resume needs beside the parameters, in the training state's metadata.
+constexpr const char* kRunKey = "gpt.run";          // the options that define the run
+constexpr const char* kBatchRngKey = "gpt.batch_rng";  // the batch sampler's state
+constexpr const char* kCurvesKey = "gpt.curves";     // the loss curves so far
+constexpr const char* kDataKey = "gpt.data";         // size and FNV-1a hash of the text
+
+// The options that define a run: --resume takes them from the checkpoint, and one given
+// again must agree. The run's rhythm (kRhythmOptions) is taken too but may change: --steps to
+// train longer, how often it logs, validates and saves.
+const char* const kRunOptions[] = {"data",     "layers", "heads",        "width",   "context",
+                                   "batch",    "lr",     "schedule",     "warmup",  "weight-decay",
+                                   "dropout",  "norm",   "tie",          "seed"};
+const char* const kRhythmOptions[] = {"steps", "eval-every", "log-every", "save-every"};
+
+std::string dataFingerprint(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(text.size()) + " bytes, fnv1a " + hex;
+}
+
+// Two spellings of one option value ("3e-3" and "0.003") agree.
+bool sameValue(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  char *end_a = nullptr, *end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a), y = std::strtod(b.c_str(), &end_b);
+  return !a.empty() && !b.empty() && *end_a == 0 && *end_b == 0 && x == y;
+}
+
+// Takes the resumed run's options into cli; an option given again must agree.
+void applyRunOptions(Cli& cli, const graph::Json& run, const std::string& where) {
+  for (const char* name : kRhythmOptions) {
+    const auto it = run.find(name);
+    if (it != run.end() && it->is_string() && !cli.given(name)) cli.set(name, it->get<std::string>());
+  }
+  for (const char* name : kRunOptions) {
+    const auto it = run.find(name);
+    const bool saved = it != run.end() && it->is_string();
+    if (std::string(name) == "tie") {  // a flag: saved when it was on
+      if (cli.given(name) && !saved)
+        cli.fail("--tie was off in the resumed run (" + where + "); a resumed run keeps it");
+      if (saved) cli.set(name, "");
+      continue;
+    }
+    if (!saved) throw Error(where + ": the saved run has no --" + name);
+    const std::string value = it->get<std::string>();
+    if (cli.given(name) && !sameValue(cli.get(name), value))
+      cli.fail("--" + std::string(name) + " " + cli.get(name) + " differs from the resumed run's " +
+               value + " (" + where + "); a resumed run keeps the options that define it");
+    if (!cli.given(name)) cli.set(name, value);
+  }
+}
+
+graph::Json curveJson(const Series& s) {
+  graph::Json points = graph::Json::array();
+  for (size_t i = 0; i < s.x.size(); ++i) points.push_back({s.x[i], s.y[i]});
+  return points;
+}
+
+void readCurve(const graph::Json& curves, const char* name, Series& s) {
+  const auto it = curves.find(name);
+  if (it == curves.end() || !it->is_array()) return;
+  for (const graph::Json& p : *it)
+    if (p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number()) {
+      s.x.push_back(p[0].get<double>());
+      s.y.push_back(p[1].get<double>());
+    }
+}
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
           "Trains a byte-level GPT on a text file (the first 90% trains, the rest validates)\n"
-          "and writes DIR/model.safetensors, DIR/config.json and DIR/loss.png.");
+          "and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png and\n"
+          "DIR/train_state.safetensors (what --resume continues from).");
   cli.positional("train", "the command");
   cli.option("data", "the text file to train on (required)");
-  cli.option("out", "checkpoint directory (created if missing)", "gpt-out");
+  cli.option("out", "checkpoint directory (created if missing; with --resume: its DIR)",
+             "gpt-out");
   cli.option("layers", "transformer blocks", "2");
   cli.option("heads", "attention heads per block", "4");
   cli.option("width", "model width (a multiple of heads)", "64");
@@ -76,12 +151,38 @@ int train(int argc, char** argv) {
   cli.option("seed", "initialisation and batch seed", "1");
   cli.option("eval-every", "steps between validation losses (0: only at the end)", "100");
   cli.option("log-every", "steps between progress lines", "20");
+  cli.option("save-every", "steps between checkpoints (0: only at the end)", "0");
+  cli.option("resume",
+             "continue the run saved in DIR, with its options and data, from its last "
+             "checkpoint; the result is the same bits as a run that never stopped");
+  cli.option("stop-at",
+             "stop after this step with a checkpoint, to continue later with --resume "
+             "(0: run every step)",
+             "0");
   declareDeviceOptions(cli);
   cli.flag("profile",
            "time every node of the training step and print the last step's GPU "
            "time by op (a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
+
+  // A resumed run: its options and its state, read and checked before anything else.
+  std::optional<graph::Checkpoint> resumed;
+  std::string resumed_from;
+  if (cli.given("resume")) {
+    const fs::path dir = cli.get("resume");
+    if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
+    resumed_from = (dir / gpt::kTrainStateFile).string();
+    if (!fs::exists(resumed_from))
+      throw Error(resumed_from + ": no training state to resume (train writes it at every "
+                                 "--save-every and at the end)");
+    resumed = graph::loadSafetensors(resumed_from);
+    const auto run = resumed->metadata.find(kRunKey);
+    if (run == resumed->metadata.end())
+      throw Error(resumed_from + ": not a vkgrad-gpt training state (no " + kRunKey + ")");
+    applyRunOptions(cli, graph::parseJson(run->second, resumed_from), resumed_from);
+    if (!cli.given("out")) cli.set("out", dir.string());
+  }
 
   const std::string text = readText(cli.get("data"));
   gpt::GptConfig config;
@@ -107,7 +208,17 @@ int train(int argc, char** argv) {
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t eval_every = cli.getInt("eval-every", 0, int64_t(1) << 40);
   const int64_t log_every = cli.getInt("log-every", 1, int64_t(1) << 40);
+  const int64_t save_every = cli.getInt("save-every", 0, int64_t(1) << 40);
+  const int64_t stop_at = cli.getInt("stop-at", 0, int64_t(1) << 40);
   const bool json = cli.has("json");
+  const std::string fingerprint = dataFingerprint(text);
+  if (resumed && resumed->metadata[kDataKey] != fingerprint)
+    throw Error(cli.get("data") + ": the text changed since the run was saved (it had " +
+                resumed->metadata[kDataKey] + ", now " + fingerprint + ")");
+  graph::Json run = graph::Json::object();  // what a resumed run takes over
+  for (const char* name : kRunOptions)
+    if (std::string(name) != "tie" || cli.has(name)) run[name] = cli.get(name);
+  for (const char* name : kRhythmOptions) run[name] = cli.get(name);
 
   const std::vector<uint32_t> tokens = vocab.encode(text);
   const int64_t split = int64_t(tokens.size()) * 9 / 10;
@@ -192,20 +303,67 @@ int train(int argc, char** argv) {
     val_curve.y.push_back(v);
     return v;
   };
-  float val = validate(0), last_train = NAN;
+  float val = NAN, last_train = NAN;
+  if (resumed) {
+    trainer.loadState(*resumed, resumed_from);
+    std::istringstream(resumed->metadata[kBatchRngKey]) >> pick;
+    const graph::Json curves = graph::parseJson(resumed->metadata[kCurvesKey], resumed_from);
+    readCurve(curves, "train", train_curve);
+    readCurve(curves, "validation", val_curve);
+    if (!train_curve.y.empty()) last_train = float(train_curve.y.back());
+    if (!val_curve.y.empty()) val = float(val_curve.y.back());
+    resumed.reset();  // its memory
+    if (trainer.steps() >= steps)
+      throw Error(resumed_from + ": the run is at step " + std::to_string(trainer.steps()) +
+                  " of " + std::to_string(steps) + ": nothing to resume (a larger --steps?)");
+    std::printf("resumed at step %lld of %lld from %s\n",
+                static_cast<long long>(trainer.steps()), static_cast<long long>(steps),
+                resumed_from.c_str());
+  } else {
+    val = validate(0);
+  }
+  const int64_t first = trainer.steps() + 1;
+  const int64_t last = stop_at > 0 ? std::min(stop_at, steps) : steps;
+  if (last < first) cli.fail("--stop-at " + std::to_string(stop_at) + " is not after step " +
+                             std::to_string(first - 1));
+
+  // A checkpoint: every file is replaced atomically, the training state first, so a crash at
+  // any moment leaves a complete one (this save's or the last).
+  auto save = [&](int64_t step) {
+    std::ostringstream rng;
+    rng << pick;
+    trainer.saveState(out / gpt::kTrainStateFile,
+                      {{kRunKey, graph::dumpJson(run)},
+                       {kBatchRngKey, rng.str()},
+                       {kDataKey, fingerprint},
+                       {kCurvesKey, graph::dumpJson({{"train", curveJson(train_curve)},
+                                                     {"validation", curveJson(val_curve)}})}});
+    store.save(out / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}});
+    gpt::GptCheckpoint cp{config, vocab};
+    cp.training = {{"data", cli.get("data")}, {"steps", steps},  {"steps_done", step},
+                   {"batch", batch},          {"lr", lr},        {"seed", seed},
+                   {"train_loss", last_train}, {"val_loss", val}};
+    gpt::writeConfig(out, cp);
+    PlotOptions plot;
+    plot.title = "vkgrad-gpt: loss";
+    plot.x_label = "step";
+    plot.y_label = "cross-entropy loss (nats)";
+    writeLinePlot(out / "loss.png", {train_curve, val_curve}, plot);
+  };
+
   const auto start = Clock::now();
   auto interval_start = start;
-  const auto validating_at_start = validating;  // the step-0 validation
   auto interval_validating = validating;
-  for (int64_t s = 1; s <= steps; ++s) {
+  const auto validating_at_start = validating;
+  for (int64_t s = first; s <= last; ++s) {
     for (auto& r : rows) r = uint32_t(pick() % uint64_t(train_w.count));
-    const bool log = s % log_every == 0 || s == steps;
+    const bool log = s % log_every == 0 || s == last;
     const std::optional<float> l = trainer.step(rows, /*read_loss=*/log);
     // Diverged: stop before anything is written, so DIR keeps whatever it held.
     if (l && !std::isfinite(*l))
       throw Error("step " + std::to_string(s) + ": the loss is " +
                   (std::isnan(*l) ? "NaN" : "infinite") +
-                  "; training stopped and nothing was saved (a smaller --lr?)");
+                  "; training stopped and nothing more was saved (a smaller --lr?)");
     if (l) {
       last_train = *l;
       train_curve.x.push_back(double(s));
@@ -215,10 +373,12 @@ int train(int argc, char** argv) {
     if (evaluate) val = validate(s);
     if (log) {
       const auto now = Clock::now();
+      const int64_t done = std::min<int64_t>(s - first + 1, s % log_every ? s % log_every
+                                                                          : log_every);
       const double ms = std::chrono::duration<double, std::milli>(
                             now - interval_start - (validating - interval_validating))
                             .count() /
-                        double(s % log_every == 0 ? log_every : s % log_every);
+                        double(done);
       interval_start = now;
       interval_validating = validating;
       std::printf("step %6lld/%lld  loss %.4f%s  %8.1f ms/step  %9.0f tokens/s  lr %.2e\n",
@@ -227,32 +387,33 @@ int train(int argc, char** argv) {
                   double(batch * ctx) * 1000.0 / ms, double(trainer.learningRate()));
       std::fflush(stdout);
     }
+    if (s != last && save_every > 0 && s % save_every == 0) {
+      const auto begin = Clock::now();
+      save(s);
+      validating += Clock::now() - begin;  // not training time either
+    }
   }
+  const int64_t ran = last - first + 1;
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start - (validating - validating_at_start))
           .count();
-  const double ms_per_step = seconds * 1000.0 / double(steps);
-  const double tokens_per_s = double(batch * ctx * steps) / seconds;
+  const double ms_per_step = seconds * 1000.0 / double(ran);
+  const double tokens_per_s = double(batch * ctx * ran) / seconds;
   const uint64_t peak = context.allocator().peakBytesInUse();
 
-  store.save(out / gpt::kModelFile);
-  gpt::GptCheckpoint cp{config, vocab};
-  cp.training = {
-      {"data", cli.get("data")},  {"steps", steps},  {"batch", batch}, {"lr", lr}, {"seed", seed},
-      {"train_loss", last_train}, {"val_loss", val},
-  };
-  gpt::writeConfig(out, cp);
-  PlotOptions plot;
-  plot.title = "vkgrad-gpt: loss";
-  plot.x_label = "step";
-  plot.y_label = "cross-entropy loss (nats)";
-  writeLinePlot(out / "loss.png", {train_curve, val_curve}, plot);
+  save(last);
+  if (last < steps) {
+    std::printf("stopped at step %lld of %lld (--stop-at); continue with: vkgrad-gpt train "
+                "--resume %s\n",
+                static_cast<long long>(last), static_cast<long long>(steps), out.string().c_str());
+    return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
+  }
   std::printf(
       "done: %lld steps in %.1f s, %.1f ms/step, %.0f tokens/s, peak device memory %.1f MiB\n"
-      "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png}\n",
-      static_cast<long long>(steps), seconds, ms_per_step, tokens_per_s, double(peak) / 1048576.0,
+      "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png, %s}\n",
+      static_cast<long long>(ran), seconds, ms_per_step, tokens_per_s, double(peak) / 1048576.0,
       double(last_train), double(val), unigram, out.string().c_str(), gpt::kModelFile,
-      gpt::kConfigFile);
+      gpt::kConfigFile, gpt::kTrainStateFile);
   if (options.profile)
     std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
                 trainer.lastStepMilliseconds(),

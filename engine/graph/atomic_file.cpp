@@ -50,6 +50,14 @@ void writeFileAtomically(const std::filesystem::path& path,
     std::filesystem::remove(temp);
     throw Error(where + ": cannot replace the file: " + ec.message());
   }
+  // The rename itself reaches the disk with the directory; where a file system cannot sync a
+  // directory the file is still whole, old or new.
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : ".";
+  const int dir = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 }  // namespace vkgrad::graph

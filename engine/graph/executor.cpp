@@ -193,6 +193,18 @@ void Executor::setLearningRate(Tensor optimizer_state, float lr) {
   context_.staging().upload(*v.buffer, v.offset, &lr, sizeof(lr));
 }
 
+void Executor::setState(Tensor t, std::span<const uint32_t> words) {
+  const TensorInfo& info = graph_.tensor(t);
+  if (info.kind != TensorKind::State)
+    throw Error("setState: " + info.name + " is a " + tensorKindName(info.kind) + ", not a state");
+  if (int64_t(words.size()) != info.shape.numel())
+    throw ShapeError("setState: " + info.name + " is " + info.shape.str() + ", got " +
+                     std::to_string(words.size()) + " words");
+  if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
+  const ops::TensorView v = view(t);
+  context_.staging().upload(*v.buffer, v.offset, words.data(), words.size_bytes());
+}
+
 void Executor::readInto(Tensor t, void* out, size_t bytes) {
   const TensorInfo& info = graph_.tensor(t);
   const TensorInfo& root = graph_.tensor(info.root);

@@ -64,6 +64,10 @@ class Executor {
   void setInput(Tensor t, std::span<const uint32_t> values);
   // Rewrites the optimizer's learning rate (its state tensor, graph/optimizer.h).
   void setLearningRate(Tensor optimizer_state, float lr);
+  // Overwrites a State tensor (optimizer moments, the generator) with saved words, as read
+  // by readWords() (f32 tensors as their bits). Throws ShapeError on a wrong count, Error for
+  // a tensor of another kind.
+  void setState(Tensor t, std::span<const uint32_t> words);
 
   // Runs the recording once and waits.
   void step();

@@ -15,18 +15,6 @@
 namespace vkgrad::graph {
 namespace {
 
-std::vector<int64_t> dimsOf(const ops::Shape& shape) {
-  std::vector<int64_t> dims;
-  for (int i = 0; i < shape.rank(); ++i) dims.push_back(shape[i]);
-  return dims;
-}
-
-std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string text = "(";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
-  return text + ")";
-}
-
 // fan_in + fan_out of a weight for Xavier initialisation.
 double fanSum(const ops::Shape& shape) {
   if (shape.rank() == 1) return 2.0 * double(shape[0]);
@@ -117,59 +105,72 @@ void ParameterStore::initialize(uint64_t seed) {
   rec.submit();
 }
 
-void ParameterStore::save(const std::filesystem::path& path,
-                          const std::map<std::string, std::string>& metadata) const {
-  Checkpoint checkpoint;
-  checkpoint.metadata = metadata;
+std::vector<SavedTensor> ParameterStore::download() const {
+  std::vector<SavedTensor> out;
   for (const auto& p : params_) {
-    SavedTensor t{p->name, ops::DType::F32, dimsOf(p->shape),
+    SavedTensor t{p->name, ops::DType::F32, savedDims(p->shape),
                   std::vector<uint32_t>(size_t(p->shape.numel()))};
     context_.staging().download(*p->buffer, 0, t.data.data(), t.data.size() * 4);
-    checkpoint.tensors.push_back(std::move(t));
+    out.push_back(std::move(t));
   }
-  saveSafetensors(path, checkpoint);
+  return out;
+}
+
+void ParameterStore::save(const std::filesystem::path& path,
+                          const std::map<std::string, std::string>& metadata) const {
+  saveSafetensors(path, Checkpoint{download(), metadata});
 }
 
 std::map<std::string, std::string> ParameterStore::load(const std::filesystem::path& path) {
   const Checkpoint checkpoint = loadSafetensors(path);
-  // Check everything first; upload only a file that matches completely.
+  std::vector<const SavedTensor*> tensors;
+  for (const SavedTensor& t : checkpoint.tensors) tensors.push_back(&t);
+  upload(tensors, path.string());
+  return checkpoint.metadata;
+}
+
+void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
+                            const std::string& source) {
+  // Check everything first; upload only tensors that match completely.
   std::string problems;
-  std::vector<const SavedTensor*> source(params_.size(), nullptr);
-  std::vector<bool> in_file(params_.size(), false);
-  for (const SavedTensor& t : checkpoint.tensors) {
-    const auto it = index_.find(t.name);
+  std::vector<const SavedTensor*> from(params_.size(), nullptr);
+  std::vector<bool> given(params_.size(), false);
+  for (const SavedTensor* t : tensors) {
+    const auto it = index_.find(t->name);
     if (it == index_.end()) {
-      problems += "\n  \"" + t.name + "\" is not a parameter of this model";
+      problems += "\n  \"" + t->name + "\" is not a parameter of this model";
       continue;
     }
     const Parameter& p = *params_[it->second];
-    in_file[it->second] = true;
-    if (t.dtype != ops::DType::F32 || t.shape != dimsOf(p.shape)) {
-      problems += "\n  \"" + t.name + "\": the file has " + ops::dtypeName(t.dtype) + " " +
-                  dimsText(t.shape) + ", the model f32 " + p.shape.str();
+    if (given[it->second]) {
+      problems += "\n  \"" + t->name + "\" is given twice";
+      continue;
+    }
+    given[it->second] = true;
+    if (t->dtype != ops::DType::F32 || t->shape != savedDims(p.shape)) {
+      problems += "\n  \"" + t->name + "\": the file has " + ops::dtypeName(t->dtype) + " " +
+                  dimsText(t->shape) + ", the model f32 " + p.shape.str();
       continue;
     }
     // A NaN or inf weight would train or sample garbage without a word.
-    const auto bad = std::find_if(t.data.begin(), t.data.end(), [](uint32_t bits) {
+    const auto bad = std::find_if(t->data.begin(), t->data.end(), [](uint32_t bits) {
       return (bits & 0x7f800000u) == 0x7f800000u;  // all exponent bits: inf or NaN
     });
-    if (bad != t.data.end()) {
-      problems += "\n  \"" + t.name + "\" holds " +
+    if (bad != t->data.end()) {
+      problems += "\n  \"" + t->name + "\" holds " +
                   ((*bad & 0x007fffffu) ? "NaN" : "inf") + " at element " +
-                  std::to_string(bad - t.data.begin());
+                  std::to_string(bad - t->data.begin());
       continue;
     }
-    source[it->second] = &t;
+    from[it->second] = t;
   }
   for (size_t i = 0; i < params_.size(); ++i)
-    if (!in_file[i]) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
+    if (!given[i]) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
   if (!problems.empty())
-    throw Error(path.string() +
-                ": does not match the model's parameters (nothing loaded):" + problems);
+    throw Error(source + ": does not match the model's parameters (nothing loaded):" + problems);
   for (size_t i = 0; i < params_.size(); ++i)
-    context_.staging().upload(*params_[i]->buffer, 0, source[i]->data.data(),
-                              source[i]->data.size() * 4);
-  return checkpoint.metadata;
+    context_.staging().upload(*params_[i]->buffer, 0, from[i]->data.data(),
+                              from[i]->data.size() * 4);
 }
 
 }  // namespace vkgrad::graph

@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "graph/safetensors.h"
 #include "ops/tensor.h"
 
 namespace vkgrad::graph {
@@ -63,6 +65,11 @@ class ParameterStore {
   // the first NaN or inf of each tensor), with every parameter left as it was. Returns the
   // file's metadata.
   std::map<std::string, std::string> load(const std::filesystem::path& path);
+
+  // save() and load() without the file: every parameter downloaded, in the order added; and
+  // the same checks and upload from tensors read elsewhere (`source` names them in errors).
+  std::vector<SavedTensor> download() const;
+  void upload(std::span<const SavedTensor* const> tensors, const std::string& source);
 
  private:
   vk::Context& context_;

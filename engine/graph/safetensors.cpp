@@ -171,4 +171,16 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
   return checkpoint;
 }
 
+std::vector<int64_t> savedDims(const ops::Shape& shape) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < shape.rank(); ++i) dims.push_back(shape[i]);
+  return dims;
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string text = "(";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + ")";
+}
+
 }  // namespace vkgrad::graph

@@ -33,6 +33,10 @@ struct Checkpoint {
   std::map<std::string, std::string> metadata;
 };
 
+// A shape as saved dims, and saved dims as text: "(2,3)".
+std::vector<int64_t> savedDims(const ops::Shape& shape);
+std::string dimsText(const std::vector<int64_t>& dims);
+
 // Throws Error on a duplicate or empty name, a name or metadata that is not UTF-8, a data size
 // that does not match the shape, or a file system failure (the target is then left as it was).
 void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkpoint);

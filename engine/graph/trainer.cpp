@@ -4,9 +4,12 @@
 #include <charconv>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "graph/autograd.h"
 #include "graph/parameters.h"
+#include "graph/safetensors.h"
 #include "vk/error.h"
 
 namespace vkgrad::graph {
@@ -129,16 +132,104 @@ void Trainer::save(const std::filesystem::path& path) const {
   store_.save(path, {{"vkgrad.step", std::to_string(step_)}});
 }
 
-void Trainer::load(const std::filesystem::path& path) {
-  const std::map<std::string, std::string> metadata = store_.load(path);
-  auto it = metadata.find("vkgrad.step");
+namespace {
+
+// The "vkgrad.step" of a checkpoint's metadata; nullopt when absent or not a count.
+std::optional<int64_t> savedStep(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find("vkgrad.step");
+  if (it == metadata.end()) return std::nullopt;
+  const std::string& text = it->second;
   int64_t step = 0;
-  // A checkpoint from elsewhere may lack the count: the schedule then goes on from here.
-  if (it != metadata.end()) {
-    const std::string& text = it->second;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
-    if (ec == std::errc() && end == text.data() + text.size() && step >= 0) step_ = step;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
+  if (ec != std::errc() || end != text.data() + text.size() || step < 0) return std::nullopt;
+  return step;
+}
+
+// State tensors are saved beside the parameters under this prefix, which no parameter name
+// of the file can then collide with.
+constexpr std::string_view kStatePrefix = "trainer/";
+
+// The training graph's state tensors by the name they are saved under: their own, with
+// "#2", "#3", ... on repeats (two gathers each have a "gather.status"), in tensor order,
+// which a trainer built the same way repeats.
+std::vector<std::pair<int, std::string>> savedStates(const Graph& g) {
+  std::vector<std::pair<int, std::string>> out;
+  std::map<std::string, int> seen;
+  for (int id = 0; id < int(g.tensors().size()); ++id) {
+    const TensorInfo& info = g.tensor(Tensor{id});
+    if (info.kind != TensorKind::State) continue;
+    const int n = ++seen[info.name];
+    out.emplace_back(id, std::string(kStatePrefix) + info.name +
+                             (n > 1 ? "#" + std::to_string(n) : ""));
   }
+  return out;
+}
+
+}  // namespace
+
+void Trainer::load(const std::filesystem::path& path) {
+  // A checkpoint from elsewhere may lack the count: the schedule then goes on from here.
+  if (const auto step = savedStep(store_.load(path))) step_ = *step;
+}
+
+void Trainer::saveState(const std::filesystem::path& path,
+                        const std::map<std::string, std::string>& metadata) {
+  Checkpoint checkpoint{store_.download(), metadata};
+  checkpoint.metadata["vkgrad.step"] = std::to_string(step_);
+  for (const auto& [id, name] : savedStates(train_->g)) {
+    const TensorInfo& info = train_->g.tensor(Tensor{id});
+    checkpoint.tensors.push_back(
+        {name, info.dtype, savedDims(info.shape), train_->exec->readWords(Tensor{id})});
+  }
+  saveSafetensors(path, checkpoint);
+}
+
+std::map<std::string, std::string> Trainer::loadState(const std::filesystem::path& path) {
+  Checkpoint checkpoint = loadSafetensors(path);
+  loadState(checkpoint, path.string());
+  return std::move(checkpoint.metadata);
+}
+
+void Trainer::loadState(const Checkpoint& checkpoint, const std::string& where) {
+  const std::optional<int64_t> step = savedStep(checkpoint.metadata);
+  if (!step) throw Error(where + ": not a training state (no vkgrad.step in its metadata)");
+  // Split the file into parameters and state tensors; check the states before anything loads.
+  const Graph& g = train_->g;
+  std::map<std::string, int> states;  // saved name -> tensor id
+  for (const auto& [id, name] : savedStates(g)) states[name] = id;
+  std::vector<const SavedTensor*> params;
+  std::vector<std::pair<int, const SavedTensor*>> found;
+  std::string problems;
+  for (const SavedTensor& t : checkpoint.tensors) {
+    if (!t.name.starts_with(kStatePrefix)) {
+      params.push_back(&t);
+      continue;
+    }
+    const std::string name = t.name.substr(kStatePrefix.size());
+    const auto it = states.find(t.name);
+    if (it == states.end()) {
+      problems += "\n  state \"" + name + "\" is not one of this trainer's";
+      continue;
+    }
+    const TensorInfo& info = g.tensor(Tensor{it->second});
+    if (t.dtype != info.dtype || t.shape != savedDims(info.shape)) {
+      problems += "\n  state \"" + name + "\": the file has " + ops::dtypeName(t.dtype) + " " +
+                  dimsText(t.shape) + ", the trainer " + ops::dtypeName(info.dtype) + " " +
+                  info.shape.str();
+      continue;
+    }
+    found.emplace_back(it->second, &t);
+    states.erase(it);
+  }
+  for (const auto& [name, id] : states)
+    problems += "\n  state \"" + name.substr(kStatePrefix.size()) + "\" is missing";
+  if (!problems.empty())
+    throw Error(where + ": does not match this trainer (nothing loaded):" + problems);
+  store_.upload(params, where);  // checks the parameters before it uploads any
+  for (const auto& [id, t] : found) train_->exec->setState(Tensor{id}, t->data);
+  step_ = *step;
+  // The learning rate now in the device state is the saved one.
+  written_lr_ = std::bit_cast<float>(train_->exec->readWords(train_->state).at(0));
 }
 
 double Trainer::lastStepMilliseconds() const {

@@ -7,15 +7,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graph/executor.h"
 #include "graph/graph.h"
 #include "graph/lr_schedule.h"
 #include "graph/optimizer.h"
+#include "graph/safetensors.h"
 
 namespace vkgrad::graph {
 
@@ -61,6 +64,18 @@ class Trainer {
   // its schedule. Optimizer moments are not saved: they keep their current device values.
   void save(const std::filesystem::path& path) const;
   void load(const std::filesystem::path& path);
+
+  // Everything the training graph carries from step to step, so a run continues exactly where
+  // it stopped: the parameters, every state tensor (optimizer moments and step, the dropout
+  // generator), the step count, and the caller's metadata (its batch order, say). A trainer
+  // built the same way that loads the file and takes the same steps computes the same bits as
+  // one that never stopped. loadState() checks the whole file against this trainer first and
+  // changes nothing when it does not match (Error naming the file and the differences);
+  // it returns the file's metadata.
+  void saveState(const std::filesystem::path& path,
+                 const std::map<std::string, std::string>& metadata = {});
+  std::map<std::string, std::string> loadState(const std::filesystem::path& path);
+  void loadState(const Checkpoint& checkpoint, const std::string& source);  // read elsewhere
 
   int64_t steps() const { return step_; }
   float learningRate() const { return options_.schedule.at(step_); }  // of the next step

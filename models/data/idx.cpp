@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "graph/safetensors.h"
 
 namespace vkgrad::data {
 namespace {
@@ -126,12 +127,7 @@ struct Idx {
   std::vector<uint8_t> data;
 };
 
-// "(3,28,28)"
-std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string s = "(";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + ")";
-}
+using graph::dimsText;  // "(3,28,28)"
 
 // An IDX file of unsigned bytes with `rank` dimensions, every one at least 1.
 Idx readIdx(const std::string& path, int rank, const char* kind) {

@@ -37,6 +37,12 @@ std::string appPath(const std::string& name) {
 
 AppRun runApp(const std::string& name, const std::vector<std::string>& args,
               const std::vector<std::pair<std::string, std::string>>& env) {
+  return runApp(name, args, env, {});
+}
+
+AppRun runApp(const std::string& name, const std::vector<std::string>& args,
+              const std::vector<std::pair<std::string, std::string>>& env,
+              const std::function<void(int pid)>& during) {
   const std::string path = appPath(name);
   if (::access(path.c_str(), X_OK) != 0)
     throw std::runtime_error(path + " is not an executable (are the apps built?)");
@@ -75,6 +81,7 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
   if (spawned != 0)
     throw std::runtime_error("cannot start " + path + ": " + std::strerror(spawned));
 
+  if (during) during(int(pid));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error("waitpid failed for " + path);

@@ -2,6 +2,7 @@
 // captures its exit code and output, for the tests of the apps.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,5 +30,10 @@ std::string appPath(const std::string& name);
 // on top of this process's environment. Throws std::runtime_error if it cannot start.
 AppRun runApp(const std::string& name, const std::vector<std::string>& args,
               const std::vector<std::pair<std::string, std::string>>& env = {});
+// The same, calling during(pid) once the child has started and before waiting for it to end:
+// a test can watch the child's files and signal it.
+AppRun runApp(const std::string& name, const std::vector<std::string>& args,
+              const std::vector<std::pair<std::string, std::string>>& env,
+              const std::function<void(int pid)>& during);
 
 }  // namespace vkgrad::test

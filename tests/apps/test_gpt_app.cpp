@@ -2,16 +2,23 @@
 // and a JSON line whose losses fall; sample continues a prompt from the checkpoint; bad
 // input (missing or empty file, a prompt outside the vocabulary or longer than the context,
 // a checkpoint from another config) fails with a clear message; --profile prints a table.
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
 #include "graph/json_io.h"
+#include "graph/safetensors.h"
 
 namespace vkgrad::test {
 namespace {
@@ -152,7 +159,8 @@ TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
   const AppRun diverged = train(dir_ / "diverged", {"--lr", "10", "--weight-decay", "10",
                                                     "--schedule", "constant", "--log-every", "1"});
   EXPECT_EQ(diverged.exit_code, 1);
-  EXPECT_TRUE(contains(diverged.err, "training stopped and nothing was saved")) << diverged.err;
+  EXPECT_TRUE(contains(diverged.err, "training stopped and nothing more was saved"))
+      << diverged.err;
   EXPECT_FALSE(fs::exists(dir_ / "diverged" / "model.safetensors"));
 
   const fs::path out = dir_ / "ckpt";
@@ -185,6 +193,103 @@ TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
   const AppRun nan = runApp("gpt", {"sample", "--checkpoint", out.string()});
   EXPECT_EQ(nan.exit_code, 1);
   EXPECT_TRUE(contains(nan.err, "holds NaN at element")) << nan.err;
+}
+
+// The parameters of a checkpoint file, by name.
+std::map<std::string, std::vector<uint32_t>> weights(const fs::path& file) {
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (graph::SavedTensor& t : graph::loadSafetensors(file).tensors)
+    out[t.name] = std::move(t.data);
+  return out;
+}
+
+// 60 steps in one go, and 25 + --resume 35 (with dropout, so the generator's state counts):
+// the same bits. A resumed run keeps its options: another --lr is refused before any work.
+TEST_F(GptApp, ResumeContinuesARunBitForBit) {
+  const std::vector<std::string> opts{"--dropout", "0.1", "--save-every", "10"};
+  const AppRun straight = train(dir_ / "straight", opts);
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  std::vector<std::string> paused = opts;
+  paused.insert(paused.end(), {"--stop-at", "25"});
+  const AppRun first = train(dir_ / "paused", paused);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(contains(first.out, "stopped at step 25 of 60")) << first.out;
+
+  const AppRun clash =
+      runApp("gpt", {"train", "--resume", (dir_ / "paused").string(), "--lr", "0.5"});
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_TRUE(contains(clash.err, "--lr 0.5 differs from the resumed run's")) << clash.err;
+
+  const AppRun rest = runApp("gpt", {"train", "--resume", (dir_ / "paused").string(),
+                                     "--log-every", "20", "--json", "--validation"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_TRUE(contains(rest.out, "resumed at step 25 of 60")) << rest.out;
+  EXPECT_EQ(lastJsonLine(rest.out)["steps"], 60);
+  const auto want = weights(dir_ / "straight" / "model.safetensors");
+  const auto got = weights(dir_ / "paused" / "model.safetensors");
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [name, data] : want)
+    EXPECT_TRUE(got.count(name) && got.at(name) == data) << name << " differs after the resume";
+  EXPECT_EQ(lastJsonLine(straight.out)["train_loss"], lastJsonLine(rest.out)["train_loss"]);
+
+  const AppRun finished = runApp("gpt", {"train", "--resume", (dir_ / "paused").string()});
+  EXPECT_EQ(finished.exit_code, 1);
+  EXPECT_TRUE(contains(finished.err, "nothing to resume")) << finished.err;
+}
+
+// SIGKILL at random moments of a run that checkpoints every step: each time the directory
+// holds a complete checkpoint (every file parses, the state loads), and the next round
+// resumes from it. The delays are printed, so a failure can be replayed.
+TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
+  const fs::path out = dir_ / "killed";
+  std::mt19937 pick(std::random_device{}());
+  std::string delays;
+  int64_t last_step = 0;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<std::string> args;
+    if (round == 0)
+      args = {"train",      "--data",       (dir_ / "text.txt").string(), "--out", out.string(),
+              "--layers",   "1",            "--width",                    "16",    "--context",
+              "16",         "--batch",      "4",                          "--steps", "100000",
+              "--schedule", "constant",     "--save-every",               "1",     "--eval-every",
+              "0",          "--log-every",  "1000"};
+    else
+      args = {"train", "--resume", out.string()};
+    const int delay_ms = std::uniform_int_distribution<int>(0, 400)(pick);
+    delays += " " + std::to_string(delay_ms);
+    bool killed = false;
+    const fs::path state_file = out / "train_state.safetensors";
+    const auto saved_before =
+        fs::exists(state_file) ? fs::last_write_time(state_file) : fs::file_time_type::min();
+    const AppRun run = runApp("gpt", args, {}, [&](int pid) {
+      // Wait until this run has written a checkpoint of its own, then a random moment.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (std::chrono::steady_clock::now() < deadline &&
+             !(fs::exists(state_file) && fs::last_write_time(state_file) > saved_before))
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      killed = ::kill(pid, SIGKILL) == 0;
+    });
+    SCOPED_TRACE("round " + std::to_string(round) + ", delays (ms):" + delays);
+    ASSERT_TRUE(killed);
+    ASSERT_EQ(run.exit_code, 128 + SIGKILL) << run.out << run.err;
+    // Every file is whole; the training state is at or after the last round's.
+    const graph::Checkpoint state = graph::loadSafetensors(out / "train_state.safetensors");
+    const int64_t step = std::stoll(state.metadata.at("vkgrad.step"));
+    EXPECT_GE(step, last_step);
+    std::printf("round %d: killed after %d ms at a checkpoint of step %lld\n", round, delay_ms,
+                static_cast<long long>(step));
+    last_step = step;
+    EXPECT_NO_THROW(graph::loadSafetensors(out / "model.safetensors"));
+    EXPECT_NO_THROW(graph::readJsonFile(out / "config.json"));
+  }
+  // The last kill's checkpoint continues to the end.
+  const AppRun rest = runApp("gpt", {"train", "--resume", out.string(), "--steps",
+                                     std::to_string(last_step + 3), "--validation"});
+  EXPECT_EQ(rest.exit_code, 0) << rest.out << rest.err << "delays (ms):" << delays;
+  EXPECT_TRUE(contains(rest.out, "resumed at step " + std::to_string(last_step))) << rest.out;
+  for (const auto& entry : fs::directory_iterator(out))  // the killed runs' temporary files too
+    EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp.")) << entry.path();
 }
 
 // --profile ends the run with the last step's GPU time by op kind.

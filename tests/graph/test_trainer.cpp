@@ -1,5 +1,6 @@
 // The Trainer: an MLP trained on device-resident data to a stated loss, the transfers of a
-// training step counted, checkpoints that restore parameters and the schedule's step, and
+// training step counted, checkpoints that restore parameters and the schedule's step, training
+// states that resume bit for bit, and
 // bad batches rejected before any GPU work.
 #include "graph/trainer.h"
 
@@ -196,6 +197,74 @@ TEST_F(TrainerTest, CheckpointsRestoreParametersAndTheSchedulesStep) {
   EXPECT_EQ(trainer.learningRate(), lr);
   const float loaded = trainer.evaluate(all);
   EXPECT_EQ(0, std::memcmp(&loaded, &saved, 4)) << loaded << " vs " << saved;
+}
+
+// saveState() keeps what save() does not (AdamW's moments and step, the dropout generator):
+// a fresh store and trainer that load it and take the same batches end with the same bits as
+// a trainer that never stopped. A file from another model changes nothing.
+TEST_F(TrainerTest, TrainingStateResumesBitForBit) {
+  graph::TrainerOptions options;
+  options.batch = 32;
+  options.dropout_seed = rng_.seed();
+  options.schedule = graph::Schedule::cosine(1e-2f, 3, 20);
+  // The MLP with dropout after each hidden layer, so the generator's state matters too.
+  auto loss = [](const graph::ParameterStore& store) -> graph::LossFn {
+    return [&store](Graph& g, std::span<const Tensor> batch) {
+      Tensor h = batch[0];
+      for (int l = 0; l < 3; ++l) {
+        const std::string name = "l" + std::to_string(l);
+        h = g.matmul(h, g.parameter(store.at(name + ".w")), g.parameter(store.at(name + ".b")));
+        if (l < 2) h = g.dropout(g.gelu(h), 0.25f);
+      }
+      return g.crossEntropy(h, batch[1]);
+    };
+  };
+  std::vector<std::vector<uint32_t>> batches;
+  for (int s = 0; s < 12; ++s) batches.push_back(randomBatch(rng_, 32, 192));
+  const uint64_t init_seed = rng_.seed();
+
+  graph::ParameterStore straight(ctx());
+  addMlp(straight, 8);
+  straight.initialize(init_seed);
+  graph::Trainer a(ctx(), straight, {&x_, &y_}, loss(straight), options);
+  for (int s = 0; s < 6; ++s) a.step(batches[size_t(s)]);
+  const fs::path path = dir_ / "state.safetensors";
+  a.saveState(path, {{"app.note", "six steps"}});
+  for (int s = 6; s < 12; ++s) a.step(batches[size_t(s)]);
+
+  graph::ParameterStore resumed(ctx());
+  addMlp(resumed, 8);
+  resumed.initialize(init_seed + 1);  // other weights: the state must overwrite them
+  graph::Trainer b(ctx(), resumed, {&x_, &y_}, loss(resumed), options);
+  EXPECT_EQ(b.loadState(path).at("app.note"), "six steps");
+  EXPECT_EQ(b.steps(), 6);
+  for (int s = 6; s < 12; ++s) b.step(batches[size_t(s)]);
+  const std::vector<graph::SavedTensor> want = straight.download(), got = resumed.download();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(want[i].data, got[i].data) << want[i].name << " differs after the resume";
+
+  // Another model's state (hidden 9, not 8) loads nothing and says what differs.
+  graph::ParameterStore other(ctx());
+  addMlp(other, 9);
+  other.initialize(init_seed);
+  graph::Trainer c(ctx(), other, {&x_, &y_}, loss(other), options);
+  const std::vector<graph::SavedTensor> before = other.download();
+  try {
+    c.loadState(path);
+    ADD_FAILURE() << "another model's state loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match this trainer (nothing loaded)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("l0.w.m"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(c.steps(), 0);
+  const std::vector<graph::SavedTensor> after = other.download();
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(before[i].data, after[i].data);
+  // A parameter-only checkpoint is not a training state.
+  a.save(dir_ / "params.safetensors");
+  EXPECT_THROW(b.loadState(dir_ / "params.safetensors"), Error);
 }
 
 // Scalars the loss function marks are the step's metrics: read back with the loss only, in
