@@ -32,7 +32,7 @@ Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& 
     throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
                      " values");
   Dataset d{name, shape, dtype,
-            std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4))};
+            std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
   context.staging().upload(*d.buffer, 0, values, count * 4);
   return d;
 }
@@ -71,7 +71,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
 
   const vk::Buffer* arena = nullptr;
   if (plan_.memory.arena_bytes) {
-    owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes));
+    owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes, vk::Use::Activations));
     arena = &owned_.back();
   }
   for (size_t t = 0; t < n; ++t) {
@@ -85,7 +85,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
     } else {
-      owned_.push_back(context.allocator().allocate(info.bytes()));
+      owned_.push_back(context.allocator().allocate(info.bytes(), vk::Use::GraphState));
       buffer_[t] = &owned_.back();
       if (!info.data.empty())
         context.staging().upload(owned_.back(), 0, info.data.data(), info.data.size() * 4);

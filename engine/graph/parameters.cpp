@@ -41,7 +41,7 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->name = name;
   p->shape = shape;
   p->init = init;
-  p->buffer = std::make_shared<vk::Buffer>(context_.allocator().allocate(bytes));
+  p->buffer = std::make_shared<vk::Buffer>(context_.allocator().allocate(bytes, vk::Use::Parameters));
   index_.emplace(p->name, params_.size());
   params_.push_back(std::move(p));
   return *params_.back();

@@ -144,17 +144,42 @@ std::vector<std::string> Context::validationMessages() const {
   return instance_->messages();
 }
 
+void Context::markLost(const std::string& why) {
+  if (lost_) return;  // the first loss is the one to report
+  lost_ = true;
+  lost_why_ = why;
+}
+
+void Context::checkNotLost(const char* what) const {
+  if (lost_)
+    throw DeviceLostError(what, VK_ERROR_DEVICE_LOST,
+                          "refused: the device " + info_.name + " was lost earlier (" + lost_why_ +
+                              "); destroy this Context and create a new one");
+}
+
 void Context::waitIdle() {
-  VK_CHECK(table_.vkQueueWaitIdle(queue_));
+  checkNotLost("vkQueueWaitIdle");
+  try {
+    VK_CHECK(table_.vkQueueWaitIdle(queue_));
+  } catch (const DeviceLostError& e) {
+    markLost(e.what());
+    throw;
+  }
 }
 
 void Context::submitAndWait(VkCommandBuffer cmd, VkFence fence) {
+  checkNotLost("vkQueueSubmit");
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
-  VK_CHECK(table_.vkResetFences(device_, 1, &fence));
-  VK_CHECK(table_.vkQueueSubmit(queue_, 1, &submit, fence));
-  VK_CHECK(table_.vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  try {
+    VK_CHECK(table_.vkResetFences(device_, 1, &fence));
+    VK_CHECK(table_.vkQueueSubmit(queue_, 1, &submit, fence));
+    VK_CHECK(table_.vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  } catch (const DeviceLostError& e) {
+    markLost(e.what());
+    throw;
+  }
 }
 
 }  // namespace vkgrad::vk

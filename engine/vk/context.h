@@ -79,6 +79,15 @@ class Context {
 
   // Waits for the queue; turns a lost device into DeviceLostError.
   void waitIdle();
+  // True once any submission or wait reported VK_ERROR_DEVICE_LOST. From then on every
+  // submission and allocation throws DeviceLostError (naming the first loss) instead of
+  // touching the device; only destroying the Context (and making a new one) goes on.
+  bool lost() const { return lost_; }
+  // Marks the device lost as if the queue had just reported VK_ERROR_DEVICE_LOST, for fault
+  // drills and tests of what an application does then. `why` goes into later errors.
+  void markLost(const std::string& why);
+  // Throws DeviceLostError when lost(); `what` names the refused work.
+  void checkNotLost(const char* what) const;
   // The one way work reaches the queue: submits cmd (ended), then blocks on fence (reset
   // first). Every submit waits, so a command buffer is never in flight when its owner
   // records, replays or destroys it. A failed call throws VulkanError (DeviceLostError, ...).
@@ -93,6 +102,8 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   bool owns_device_ = false;
+  bool lost_ = false;
+  std::string lost_why_;  // the first loss's message
   DeviceInfo info_;
   VolkDeviceTable table_{};
   // Destroyed before the device (see ~Context).

@@ -1,6 +1,7 @@
 #include "vk/memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -19,8 +20,14 @@ VkDeviceSize alignUp(VkDeviceSize value, VkDeviceSize alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
+// "64 MiB", "1.5 MiB", "12 KiB": whole MiB exactly, else KiB below 1 MiB, else a tenth.
 std::string mib(VkDeviceSize bytes) {
-  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+  constexpr VkDeviceSize kMiB = VkDeviceSize(1) << 20;
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
+  if (bytes < kMiB) return std::to_string((bytes + 1023) / 1024) + " KiB";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(kMiB));
+  return text;
 }
 
 VkFormat vkFormat(TexelFormat format) {
@@ -28,6 +35,16 @@ VkFormat vkFormat(TexelFormat format) {
 }
 
 }  // namespace
+
+const char* useName(Use use) {
+  switch (use) {
+    case Use::Parameters: return "parameters";
+    case Use::Datasets: return "datasets";
+    case Use::Activations: return "activations (graph arenas)";
+    case Use::GraphState: return "graph state (optimizer moments, inputs, gradients)";
+    default: return "other";
+  }
+}
 
 uint32_t texelBytes(TexelFormat format) { return format == TexelFormat::R32f ? 4 : 16; }
 
@@ -40,6 +57,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     offset_ = other.offset_;
     size_ = other.size_;
     capacity_ = other.capacity_;
+    use_ = other.use_;
     views_ = std::move(other.views_);
     other.views_.clear();
   }
@@ -51,7 +69,7 @@ void Buffer::reset() {
   const VolkDeviceTable& vk = owner_->context_.vk();
   for (const View& v : views_) vk.vkDestroyBufferView(owner_->context_.device(), v.view, nullptr);
   views_.clear();
-  owner_->release(block_, offset_, capacity_);
+  owner_->release(block_, offset_, capacity_, use_);
   owner_ = nullptr;
   handle_ = VK_NULL_HANDLE;
 }
@@ -106,9 +124,9 @@ uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
     if (reserved + bytes > limit_)
       throwVulkanError("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY,
                        "a " + std::to_string(request) + "-byte buffer needs a " + mib(bytes) +
-                           " block; " + mib(in_use_) + " in use and " + mib(reserved) +
-                           " reserved of the " + mib(limit_) + " memory limit on " +
-                           context_.info().name);
+                           " block; " + mib(in_use_) + " in use (" + usageText() + ") and " +
+                           mib(reserved) + " reserved of the " + mib(limit_) +
+                           " memory limit on " + context_.info().name);
   }
   Block block;
   block.bytes = bytes;
@@ -138,8 +156,8 @@ uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
     vk.vkDestroyBuffer(context_.device(), block.buffer, nullptr);
     throwVulkanError("vkAllocateMemory", result,
                      "a " + mib(bytes) + " block for a " + std::to_string(request) +
-                         "-byte buffer; " + mib(in_use_) + " already in use on " +
-                         context_.info().name);
+                         "-byte buffer; " + mib(in_use_) + " already in use (" + usageText() +
+                         ") on " + context_.info().name);
   }
   result = vk.vkBindBufferMemory(context_.device(), block.buffer, block.memory, 0);
   if (result != VK_SUCCESS) {
@@ -157,8 +175,9 @@ uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
   return static_cast<uint32_t>(blocks_.size() - 1);
 }
 
-Buffer Allocator::allocate(VkDeviceSize bytes) {
+Buffer Allocator::allocate(VkDeviceSize bytes, Use use) {
   if (bytes == 0) throw Error("cannot allocate a buffer of 0 bytes");
+  context_.checkNotLost("vkAllocateMemory");
   const VkDeviceSize need = alignUp(bytes, alignment_);
   auto take = [&](uint32_t b) -> Buffer {
     auto& free = blocks_[b].free;
@@ -174,7 +193,9 @@ Buffer Allocator::allocate(VkDeviceSize bytes) {
       buffer.offset_ = offset;
       buffer.size_ = bytes;
       buffer.capacity_ = need;
+      buffer.use_ = use;
       in_use_ += need;
+      in_use_by_[size_t(use)] += need;
       peak_ = std::max(peak_, in_use_);
       return buffer;
     }
@@ -191,9 +212,10 @@ Buffer Allocator::allocate(VkDeviceSize bytes) {
   return take(createBlock(need, bytes));  // a dedicated block, freed with the buffer
 }
 
-void Allocator::release(uint32_t b, VkDeviceSize offset, VkDeviceSize bytes) {
+void Allocator::release(uint32_t b, VkDeviceSize offset, VkDeviceSize bytes, Use use) {
   Block& block = blocks_[b];
   in_use_ -= bytes;
+  in_use_by_[size_t(use)] -= bytes;
   auto [it, inserted] = block.free.emplace(offset, bytes);
   // Coalesce with the free neighbours on both sides.
   if (auto next = std::next(it); next != block.free.end() && it->first + it->second == next->first) {
@@ -213,6 +235,14 @@ void Allocator::release(uint32_t b, VkDeviceSize offset, VkDeviceSize bytes) {
     context_.vk().vkFreeMemory(context_.device(), block.memory, nullptr);
     block = Block{};
   }
+}
+
+std::string Allocator::usageText() const {
+  std::string text;
+  for (size_t u = 0; u < in_use_by_.size(); ++u)
+    if (in_use_by_[u])
+      text += (text.empty() ? "" : ", ") + std::string(useName(Use(u))) + " " + mib(in_use_by_[u]);
+  return text.empty() ? "nothing" : text;
 }
 
 VkDeviceSize Allocator::bytesReserved() const {

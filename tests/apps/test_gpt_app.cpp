@@ -195,6 +195,22 @@ TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
   EXPECT_TRUE(contains(nan.err, "holds NaN at element")) << nan.err;
 }
 
+// Out of device memory (a limit far below what batch 512 needs): the app says what was asked
+// and what the memory holds, exits 1, and writes nothing.
+TEST_F(GptApp, OutOfMemoryExitsCleanlyWritingNothing) {
+  const fs::path out = dir_ / "oom";
+  const AppRun run = runApp("gpt",
+                            {"train", "--data", (dir_ / "text.txt").string(), "--out", out.string(),
+                             "--layers", "1", "--width", "16", "--context", "16", "--batch", "512",
+                             "--validation"},
+                            {{"VKGRAD_MEMORY_LIMIT", "1M"}});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_TRUE(contains(run.err, "VK_ERROR_OUT_OF_DEVICE_MEMORY")) << run.err;
+  EXPECT_TRUE(contains(run.err, "of the 1 MiB memory limit")) << run.err;
+  EXPECT_TRUE(contains(run.err, "parameters ")) << run.err;
+  EXPECT_TRUE(fs::is_empty(out)) << "a run that failed wrote into " << out;
+}
+
 // The parameters of a checkpoint file, by name.
 std::map<std::string, std::vector<uint32_t>> weights(const fs::path& file) {
   std::map<std::string, std::vector<uint32_t>> out;

@@ -1,9 +1,11 @@
 #include "graph/executor.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -357,6 +359,100 @@ TEST_F(ExecutorTest, SlicesAreViewsWithoutKernels) {
   ASSERT_EQ(got.size(), 3u);
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(got[k], std::max(xs[3 * 3 + k], 0.0f) + float(k + 1));
   EXPECT_EQ(sliced.read(tail), std::vector<float>(xs.begin() + 15, xs.end()));  // persistent root
+}
+
+// Under a 16 MiB limit, with 1 MiB of parameters and 2 MiB of data resident, a graph whose
+// activations need 16 MiB fails to compile with an OutOfMemoryError that says what the memory
+// holds, leaves nothing allocated, and a graph that fits compiles and computes x·W after it.
+TEST(ExecutorOutOfMemory, SaysWhatTheMemoryHoldsAndTheContextGoesOn) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.memory_limit = VkDeviceSize(16) << 20;
+  vk::Context context(options);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  graph::ParameterStore store(context);
+  store.add("w", {512, 512}, Init::xavierUniform());
+  store.initialize(rng.seed());
+  const graph::Dataset data =
+      graph::uploadDataset(context, "x", {1024, 512}, rng.uniform(1024 * 512));
+  auto build = [&](Graph& g, int64_t rows) {
+    const Tensor x = g.input("x", {rows, 512});
+    g.markOutput(g.matmul(x, g.parameter(store.at("w"))));
+    return x;
+  };
+  const VkDeviceSize before = context.allocator().bytesInUse();
+  Graph big;
+  build(big, 8192);  // a (8192, 512) output: 16 MiB
+  try {
+    graph::Executor exec(context, big);
+    ADD_FAILURE() << "a 16 MiB arena fitted beside 3 MiB under a 16 MiB limit";
+  } catch (const OutOfMemoryError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("parameters 1 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("datasets 2 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("of the 16 MiB memory limit"), std::string::npos) << what;
+  }
+  EXPECT_EQ(context.allocator().bytesInUse(), before);
+
+  Graph small;
+  const Tensor x = build(small, 33);
+  graph::Executor exec(context, small);
+  const std::vector<float> xs = rng.uniform(33 * 512);
+  exec.setInput(x, xs);
+  exec.step();
+  const std::vector<float> y = exec.read(Tensor{small.outputs().at(0)});
+  const std::vector<uint32_t> w = store.download().at(0).data;
+  double worst = 0;
+  for (int r = 0; r < 33; ++r)
+    for (int c = 0; c < 512; ++c) {
+      double want = 0;
+      for (int k = 0; k < 512; ++k) {
+        float wk;
+        std::memcpy(&wk, &w[size_t(k) * 512 + size_t(c)], 4);
+        want += double(xs[size_t(r) * 512 + size_t(k)]) * double(wk);
+      }
+      worst = std::max(worst, std::abs(want - double(y[size_t(r) * 512 + size_t(c)])));
+    }
+  EXPECT_LT(worst, 1e-4);  // 512-term sums of products below 1 in size
+  EXPECT_GT(context.allocator().bytesInUse(vk::Use::Activations), 0u);
+  EXPECT_TRUE(context.validationMessages().empty());
+}
+
+// After the device is lost (here by markLost, the drill for VK_ERROR_DEVICE_LOST), every
+// submission and allocation is refused with DeviceLostError naming the first loss, and the
+// Context and what was built on it are still destroyed cleanly.
+TEST(DeviceLost, TheContextRefusesWorkAfterwards) {
+  vk::ContextOptions options;
+  options.validation = true;
+  vk::Context context(options);
+  Rng rng;
+  Graph g;
+  const Tensor x = g.input("x", {3, 5});
+  g.markOutput(g.gelu(x));
+  graph::Executor exec(context, g);
+  exec.setInput(x, rng.uniform(15));
+  exec.step();
+  EXPECT_FALSE(context.lost());
+  context.markLost("drill: the GPU was reset");
+  EXPECT_TRUE(context.lost());
+  auto expectRefused = [&](const std::function<void()>& work, const char* what) {
+    try {
+      work();
+      ADD_FAILURE() << what << " ran on a lost device";
+    } catch (const DeviceLostError& e) {
+      EXPECT_EQ(e.result(), VK_ERROR_DEVICE_LOST);
+      EXPECT_NE(std::string(e.what()).find("lost earlier (drill: the GPU was reset)"),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  expectRefused([&] { exec.step(); }, "a graph step");
+  expectRefused([&] { exec.setInput(x, rng.uniform(15)); }, "an upload");
+  expectRefused([&] { (void)exec.read(Tensor{g.outputs().at(0)}); }, "a download");
+  expectRefused([&] { (void)context.allocator().allocate(64); }, "an allocation");
+  expectRefused([&] { context.waitIdle(); }, "a wait");
+  EXPECT_TRUE(context.validationMessages().empty());
 }
 
 }  // namespace
