@@ -4,11 +4,19 @@
 #include <exception>
 #include <string>
 
+#include "common/cli.h"
+
 namespace vkgrad::apps {
 
 int guardedMain(const char* program, RunFn run, int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const HelpRequested& help) {
+    std::fputs(help.text.c_str(), stdout);
+    return 0;
+  } catch (const UsageError& e) {
+    std::fputs(e.what(), stderr);
+    return 2;
   } catch (const std::exception& e) {
     std::string message = e.what();  // some (device lists) end in a newline of their own
     while (!message.empty() && message.back() == '\n') message.pop_back();

@@ -9,7 +9,8 @@ namespace vkgrad::apps {
 
 using RunFn = int (*)(int argc, char** argv);
 
-// Runs run(argc, argv) and returns its status; an exception is reported and gives 1.
+// Runs run(argc, argv) and returns its status: --help (HelpRequested) prints the usage and
+// gives 0, a bad command line (UsageError) gives 2, any other exception is reported and gives 1.
 int guardedMain(const char* program, RunFn run, int argc, char** argv);
 
 struct Command {

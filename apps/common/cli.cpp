@@ -46,8 +46,7 @@ std::string Cli::usage() const {
 }
 
 void Cli::fail(const std::string& message) const {
-  std::fprintf(stderr, "%s: %s\n\n%s", program_.c_str(), message.c_str(), usage().c_str());
-  std::exit(2);
+  throw UsageError(program_ + ": " + message + "\n\n" + usage());
 }
 
 void Cli::parse(int argc, char** argv) {
@@ -82,10 +81,7 @@ void Cli::parse(int argc, char** argv) {
     }
     values_[name] = value;
   }
-  if (values_.count("help")) {
-    std::fputs(usage().c_str(), stdout);
-    std::exit(0);
-  }
+  if (values_.count("help")) throw HelpRequested{usage()};
 }
 
 bool Cli::has(const std::string& name) const {

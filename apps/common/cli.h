@@ -1,5 +1,6 @@
 // Command-line parsing shared by the apps: --name value options, boolean flags,
-// --help. Bad arguments print a clear message and the usage, and exit with 2.
+// --help. Bad arguments throw UsageError and --help throws HelpRequested; guardedMain
+// (common/app_main.h) prints them and exits with 2 and 0.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace vkgrad::apps {
+
+// A bad command line: what() is "<program>: <problem>\n\n<usage>".
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// --help was given: text is the usage, for stdout. Not an Error: nothing went wrong.
+struct HelpRequested {
+  std::string text;
+};
 
 class Cli {
  public:
@@ -20,7 +34,7 @@ class Cli {
   // takes every remaining argument.
   Cli& positional(const std::string& name, const std::string& help);
 
-  // --help prints usage and exits 0.
+  // Throws HelpRequested for --help, UsageError for an unknown option, a missing value, ...
   void parse(int argc, char** argv);
 
   bool has(const std::string& name) const;  // flag given, or option given / defaulted
@@ -28,11 +42,12 @@ class Cli {
   // Sets a declared option or flag (a flag to any value turns it on) as if it had been given.
   void set(const std::string& name, const std::string& value);
   std::string get(const std::string& name) const;
-  int64_t getInt(const std::string& name, int64_t min, int64_t max) const;  // exits 2 if invalid
-  double getDouble(const std::string& name, double min, double max) const;  // NaN is invalid
+  // UsageError when not a number in [min, max] (NaN is never in range).
+  int64_t getInt(const std::string& name, int64_t min, int64_t max) const;
+  double getDouble(const std::string& name, double min, double max) const;
   const std::vector<std::string>& positionals() const { return positional_values_; }
 
-  [[noreturn]] void fail(const std::string& message) const;  // message + usage, exit 2
+  [[noreturn]] void fail(const std::string& message) const;  // throws UsageError with the usage
   std::string usage() const;
 
  private:

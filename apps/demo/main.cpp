@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
 #include "ops/layer_norm.h"
@@ -133,9 +134,7 @@ Result runLayerNorm(Demo& demo, int64_t rows, int64_t n) {
   return {"layernorm", ops::Shape{rows, n}.str() + " +mean,rstd", error, ms};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   apps::Cli cli("vkgrad-demo",
                 "Runs matmul, softmax and layer norm on random inputs, checks each against the "
                 "CPU reference,\nand prints the error and the GPU time. Exits 1 if any check "
@@ -145,44 +144,43 @@ int main(int argc, char** argv) {
   cli.parse(argc, argv);
   const uint64_t seed =
       cli.has("seed") ? uint64_t(cli.getInt("seed", 0, INT64_MAX)) : std::random_device{}();
-  try {
-    vk::Context context(apps::contextOptions(cli));
-    const vk::DeviceInfo& info = context.info();
-    const bool validation = context.instance().validation();
-    std::printf("device %u: %s [%s], Vulkan %s, driver %s\n", info.index, info.name.c_str(),
-                vk::deviceTypeName(info.type), vk::versionString(info.api_version).c_str(),
-                info.driver_info.empty() ? info.driver_name.c_str() : info.driver_info.c_str());
-    std::printf("matmul variant: %s; seed %llu%s\n\n",
-                ops::matmulVariantName(ops::matmulVariantFor(context)),
-                static_cast<unsigned long long>(seed), validation ? "; validation on" : "");
+  vk::Context context(apps::contextOptions(cli));
+  const vk::DeviceInfo& info = context.info();
+  const bool validation = context.instance().validation();
+  std::printf("device %u: %s [%s], Vulkan %s, driver %s\n", info.index, info.name.c_str(),
+              vk::deviceTypeName(info.type), vk::versionString(info.api_version).c_str(),
+              info.driver_info.empty() ? info.driver_name.c_str() : info.driver_info.c_str());
+  std::printf("matmul variant: %s; seed %llu%s\n\n",
+              ops::matmulVariantName(ops::matmulVariantFor(context)),
+              static_cast<unsigned long long>(seed), validation ? "; validation on" : "");
 
-    Demo demo(context, seed);
-    const Result results[] = {runMatmul(demo, 257, 191, 129), runSoftmax(demo, 123, 517),
-                              runLayerNorm(demo, 95, 771)};
-    std::printf("%-10s %-24s %10s %10s %-6s %9s\n", "op", "shape", "error", "tolerance", "result",
-                "GPU ms");
-    int failed = 0;
-    for (const Result& r : results) {
-      char ms[32] = "-";
-      if (std::isfinite(r.ms)) std::snprintf(ms, sizeof(ms), "%.3f", r.ms);
-      std::printf("%-10s %-24s %10.2e %10.0e %-6s %9s\n", r.op.c_str(), r.shape.c_str(), r.error,
-                  kTolerance, r.pass() ? "PASS" : "FAIL", ms);
-      failed += !r.pass();
-    }
-    const size_t messages = context.validationMessages().size();
-    std::printf("\n");
-    if (validation) std::printf("validation messages: %zu\n", messages);
-    if (failed || messages) {
-      std::printf("%d of %zu checks failed%s\n", failed, std::size(results),
-                  messages ? "; validation reported problems" : "");
-      return 1;
-    }
-    std::printf("all %zu checks passed\n", std::size(results));
-    return 0;
-  } catch (const std::exception& e) {
-    std::string message = e.what();
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    std::fprintf(stderr, "vkgrad-demo: %s\n", message.c_str());
+  Demo demo(context, seed);
+  const Result results[] = {runMatmul(demo, 257, 191, 129), runSoftmax(demo, 123, 517),
+                            runLayerNorm(demo, 95, 771)};
+  std::printf("%-10s %-24s %10s %10s %-6s %9s\n", "op", "shape", "error", "tolerance", "result",
+              "GPU ms");
+  int failed = 0;
+  for (const Result& r : results) {
+    char ms[32] = "-";
+    if (std::isfinite(r.ms)) std::snprintf(ms, sizeof(ms), "%.3f", r.ms);
+    std::printf("%-10s %-24s %10.2e %10.0e %-6s %9s\n", r.op.c_str(), r.shape.c_str(), r.error,
+                kTolerance, r.pass() ? "PASS" : "FAIL", ms);
+    failed += !r.pass();
+  }
+  const size_t messages = context.validationMessages().size();
+  std::printf("\n");
+  if (validation) std::printf("validation messages: %zu\n", messages);
+  if (failed || messages) {
+    std::printf("%d of %zu checks failed%s\n", failed, std::size(results),
+                messages ? "; validation reported problems" : "");
     return 1;
   }
+  std::printf("all %zu checks passed\n", std::size(results));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::guardedMain("vkgrad-demo", run, argc, argv);
 }

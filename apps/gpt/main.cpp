@@ -1,6 +1,8 @@
 // vkgrad-gpt: trains a character-level (byte-level) GPT on a text file and samples from it.
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,6 +49,14 @@ std::string readText(const std::string& path) {
   s << in.rdbuf();
   if (s.str().empty()) throw Error(path + ": the file is empty");
   return s.str();
+}
+
+// This process's resident set (Linux /proc/self/statm), 0 where unknown.
+uint64_t hostResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0;
+  return pages_resident * uint64_t(::sysconf(_SC_PAGESIZE));
 }
 
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
@@ -163,6 +173,7 @@ int train(int argc, char** argv) {
   cli.flag("profile",
            "time every node of the training step and print the last step's GPU "
            "time by op (a timestamp per node)");
+  cli.flag("log-memory", "add host RSS and device memory in use to every progress line");
   cli.flag("json", "end with one JSON line of results");
   cli.parse(argc, argv);
 
@@ -381,10 +392,14 @@ int train(int argc, char** argv) {
                         double(done);
       interval_start = now;
       interval_validating = validating;
-      std::printf("step %6lld/%lld  loss %.4f%s  %8.1f ms/step  %9.0f tokens/s  lr %.2e\n",
+      std::printf("step %6lld/%lld  loss %.4f%s  %8.1f ms/step  %9.0f tokens/s  lr %.2e",
                   static_cast<long long>(s), static_cast<long long>(steps), double(last_train),
                   evaluate ? ("  val " + std::to_string(val).substr(0, 6)).c_str() : "", ms,
                   double(batch * ctx) * 1000.0 / ms, double(trainer.learningRate()));
+      if (cli.has("log-memory"))
+        std::printf("  host RSS %.2f MiB  device %.2f MiB", double(hostResidentBytes()) / 1048576.0,
+                    double(context.allocator().bytesInUse()) / 1048576.0);
+      std::printf("\n");
       std::fflush(stdout);
     }
     if (s != last && save_every > 0 && s % save_every == 0) {
