@@ -1,0 +1,126 @@
+#include "fuzz/targets.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+#include <string>
+#include <vector>
+
+#include "common/cli.h"
+#include "core/error.h"
+#include "data/idx.h"
+#include "gnn/datasets.h"
+#include "gpt/checkpoint.h"
+#include "gpt/vocab.h"
+#include "graph/json_io.h"
+#include "graph/safetensors.h"
+#include "vae/checkpoint.h"
+#include "vit/checkpoint.h"
+
+namespace vkgrad::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder of this process's own for the files the readers open (TMPDIR may put it on
+// tmpfs), removed at exit.
+const fs::path& scratch() {
+  struct Scratch {
+    fs::path dir = fs::temp_directory_path() / ("vkgrad-fuzz-" + std::to_string(::getpid()));
+    Scratch() { fs::create_directories(dir); }
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.dir;
+}
+
+fs::path writeScratch(const std::string& name, std::string_view bytes) {
+  const fs::path path = scratch() / name;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!out) throw std::runtime_error("fuzz: cannot write " + path.string());
+  return path;
+}
+
+void safetensors(std::string_view bytes) {
+  graph::loadSafetensors(writeScratch("model.safetensors", bytes));
+}
+
+// The config readers take a checkpoint directory and read DIR/config.json from it.
+template <typename Read>
+void config(std::string_view bytes, Read read) {
+  writeScratch("config.json", bytes);
+  read(scratch());
+}
+void gptConfig(std::string_view bytes) { config(bytes, gpt::readConfig); }
+void vitConfig(std::string_view bytes) { config(bytes, vit::readConfig); }
+void vaeConfig(std::string_view bytes) { config(bytes, vae::readConfig); }
+
+void idxImages(std::string_view bytes) {
+  data::readIdxImages(writeScratch("images-idx3-ubyte", bytes).string());
+}
+void idxLabels(std::string_view bytes) {
+  data::readIdxLabels(writeScratch("labels-idx1-ubyte", bytes).string(), 10);
+}
+
+// The first byte picks directed or not; the rest is the text.
+void edgeList(std::string_view bytes) {
+  if (bytes.empty()) return;
+  gnn::parseEdgeList(std::string(bytes.substr(1)), "fuzz", (bytes[0] & 1) != 0);
+}
+
+void vocab(std::string_view bytes) {
+  gpt::ByteVocab::fromJson(graph::parseJson(bytes, "vocab"));
+}
+
+// The arguments, separated by NUL bytes, for a parser declared like vkgrad-gpt train's, whose
+// values are then read as the app reads them. --help and usage errors are its answers.
+void cli(std::string_view bytes) {
+  std::vector<std::string> args{"vkgrad-fuzz"};
+  size_t begin = 0;
+  while (begin <= bytes.size()) {
+    const size_t end = std::min(bytes.find('\0', begin), bytes.size());
+    args.emplace_back(bytes.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  apps::Cli c("vkgrad-fuzz", "the command-line parser under fuzzing");
+  c.positional("command", "a command");
+  c.option("data", "a file");
+  c.option("steps", "a count", "600");
+  c.option("lr", "a rate", "3e-3");
+  c.flag("tie", "a flag");
+  try {
+    c.parse(int(argv.size()), argv.data());
+    (void)c.getInt("steps", 1, int64_t(1) << 40);
+    (void)c.getDouble("lr", 1e-8, 10.0);
+    (void)c.has("tie");
+    (void)c.get("data");
+  } catch (const apps::HelpRequested&) {
+  }
+}
+
+constexpr Target kTargets[] = {
+    {"safetensors", safetensors}, {"gpt_config", gptConfig}, {"vit_config", vitConfig},
+    {"vae_config", vaeConfig},    {"idx_images", idxImages}, {"idx_labels", idxLabels},
+    {"edge_list", edgeList},      {"vocab", vocab},          {"cli", cli},
+};
+
+}  // namespace
+
+std::span<const Target> targets() { return kTargets; }
+
+const Target* findTarget(std::string_view name) {
+  for (const Target& t : kTargets)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+}  // namespace vkgrad::fuzz
