@@ -15,6 +15,10 @@ namespace vkgrad::gnn {
 namespace {
 
 constexpr int64_t kMaxId = int64_t(1) << 31;
+// An edge list names its nodes by id, and a node's id sets the node count: one stray large id
+// (a typo, a hash) would give millions of isolated nodes, each with features. 2^24 nodes is
+// far above what the files this reads hold, and a few hundred MiB at most.
+constexpr int64_t kMaxListNodes = int64_t(1) << 24;
 
 // Features from the structure alone: one-hot identity for small graphs, else (1, degree/4).
 void structuralFeatures(NodeData& d) {
@@ -54,7 +58,9 @@ void samplePairs(std::vector<std::pair<uint32_t, uint32_t>>& edges, int64_t a0, 
   throw Error(name + ":" + std::to_string(line) + ": " + what);
 }
 
-int64_t parseId(const std::string& word, const std::string& name, int line, const char* what) {
+// An integer in [0, 2^bits).
+int64_t parseId(const std::string& word, const std::string& name, int line, const char* what,
+                int bits) {
   size_t used = 0;
   long long v = -1;
   try {
@@ -62,9 +68,15 @@ int64_t parseId(const std::string& word, const std::string& name, int line, cons
   } catch (const std::exception&) {
     used = 0;
   }
-  if (word.empty() || used != word.size() || v < 0 || v >= kMaxId)
-    lineError(name, line, std::string(what) + " '" + word + "' is not an integer in [0, 2^31)");
+  if (word.empty() || used != word.size() || v < 0 || v >= (int64_t(1) << bits))
+    lineError(name, line,
+              std::string(what) + " '" + word + "' is not an integer in [0, 2^" +
+                  std::to_string(bits) + ")");
   return v;
+}
+int64_t parseNode(const std::string& word, const std::string& name, int line) {
+  static_assert(kMaxListNodes == int64_t(1) << 24);
+  return parseId(word, name, line, "node id", 24);
 }
 
 }  // namespace
@@ -88,13 +100,12 @@ NodeData parseEdgeList(const std::string& text, const std::string& name, bool di
     if (w[0] == "node") {
       if (w.size() < 3)
         lineError(name, line, "expected \"node <id> label <k>\" or \"node <id> features ...\"");
-      const int64_t id = parseId(w[1], name, line, "node id");
+      const int64_t id = parseNode(w[1], name, line);
       max_id = std::max(max_id, id);
       if (w[2] == "label") {
         if (w.size() != 4) lineError(name, line, "expected \"node <id> label <k>\"");
         if (labels.count(id)) lineError(name, line, "node " + w[1] + " has a label already");
-        const int64_t k = parseId(w[3], name, line, "label");
-        if (k >= 65536) lineError(name, line, "label " + w[3] + " is over 65535");
+        const int64_t k = parseId(w[3], name, line, "label", 16);
         labels[id] = uint32_t(k);
       } else if (w[2] == "features") {
         if (w.size() < 4) lineError(name, line, "node " + w[1] + " has no feature values");
@@ -123,8 +134,8 @@ NodeData parseEdgeList(const std::string& text, const std::string& name, bool di
       continue;
     }
     if (w.size() != 2) lineError(name, line, "expected an edge \"a b\", got '" + content + "'");
-    const int64_t a = parseId(w[0], name, line, "node id");
-    const int64_t b = parseId(w[1], name, line, "node id");
+    const int64_t a = parseNode(w[0], name, line);
+    const int64_t b = parseNode(w[1], name, line);
     max_id = std::max({max_id, a, b});
     d.edges.emplace_back(uint32_t(a), uint32_t(b));
     if (!directed && a != b) d.edges.emplace_back(uint32_t(b), uint32_t(a));

@@ -48,7 +48,7 @@ GraphSet cycleGraphs(int64_t count, uint64_t seed);
 
 // A graph from text: lines "a b" (an edge; both directions unless directed), "node <id> label
 // <k>" and "node <id> features <f1> <f2> ...", '#' comments, blank lines. Node ids are
-// integers in [0, 2^31); nodes = the largest id + 1; classes = the largest label + 1 (labels
+// integers in [0, 2^24); nodes = the largest id + 1; classes = the largest label + 1 (labels
 // are given for every node or none). Without feature lines a node's features are its one-hot
 // identity up to 4096 nodes, else (1, degree / 4). Any other line or a bad number is an
 // Error "<name>:<line>: <what is wrong>".

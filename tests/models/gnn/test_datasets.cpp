@@ -153,7 +153,9 @@ TEST_F(EdgeListTest, BadLinesNameTheFileAndLine) {
   expectError("0 1\nnode 0 label 1\nnode 0 label 0\n", "3:", "has a label already");
   expectError("0 1\nnode 0 features 1 2\nnode 1 features 1\n",
               "3:", "1 features, earlier nodes have 2");
-  expectError("0 -4\n", "1:", "not an integer in [0, 2^31)");
+  expectError("0 -4\n", "1:", "not an integer in [0, 2^24)");
+  // Found by fuzzing: one stray large id made 1.3 billion nodes (10 GB of features).
+  expectError("0 1313313133\n", "1:", "not an integer in [0, 2^24)");
   expectError("0 1\nnode 1 features nan\n", "2:", "not a finite number");
   write("0 1\n1 2\nnode 0 label 0\n");
   EXPECT_THROW(gnn::readEdgeList(path_.string()), Error);  // labels for some nodes only
