@@ -90,6 +90,11 @@ bool Cli::has(const std::string& name) const {
   return it != entries_.end() && !it->second.is_flag && !it->second.fallback.empty();
 }
 
+bool Cli::isFlag(const std::string& name) const {
+  const auto it = entries_.find(name);
+  return it != entries_.end() && it->second.is_flag;
+}
+
 void Cli::set(const std::string& name, const std::string& value) {
   if (!entries_.count(name)) throw std::logic_error("Cli::set: --" + name + " is not declared");
   values_[name] = value;

@@ -39,6 +39,7 @@ class Cli {
 
   bool has(const std::string& name) const;  // flag given, or option given / defaulted
   bool given(const std::string& name) const { return values_.count(name) > 0; }  // on the line
+  bool isFlag(const std::string& name) const;
   // Sets a declared option or flag (a flag to any value turns it on) as if it had been given.
   void set(const std::string& name, const std::string& value);
   std::string get(const std::string& name) const;

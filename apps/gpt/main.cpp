@@ -21,6 +21,7 @@
 #include "common/device_options.h"
 #include "common/output_dir.h"
 #include "common/plot.h"
+#include "common/resume.h"
 #include "gpt/checkpoint.h"
 #include "gpt/gpt.h"
 #include "gpt/sampler.h"
@@ -66,75 +67,11 @@ std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
   return out;
 }
 
-// What --resume needs beside the parameters, in the training state's metadata.
-constexpr const char* kRunKey = "gpt.run";          // the options that define the run
-constexpr const char* kBatchRngKey = "gpt.batch_rng";  // the batch sampler's state
-constexpr const char* kCurvesKey = "gpt.curves";     // the loss curves so far
-constexpr const char* kDataKey = "gpt.data";         // size and FNV-1a hash of the text
-
-// The options that define a run: --resume takes them from the checkpoint, and one given
-// again must agree. The run's rhythm (kRhythmOptions) is taken too but may change: --steps to
-// train longer, how often it logs, validates and saves.
-const char* const kRunOptions[] = {"data",     "layers", "heads",        "width",   "context",
-                                   "batch",    "lr",     "schedule",     "warmup",  "weight-decay",
-                                   "dropout",  "norm",   "tie",          "seed"};
-const char* const kRhythmOptions[] = {"steps", "eval-every", "log-every", "save-every"};
-
-std::string dataFingerprint(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::to_string(text.size()) + " bytes, fnv1a " + hex;
-}
-
-// Two spellings of one option value ("3e-3" and "0.003") agree.
-bool sameValue(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  char *end_a = nullptr, *end_b = nullptr;
-  const double x = std::strtod(a.c_str(), &end_a), y = std::strtod(b.c_str(), &end_b);
-  return !a.empty() && !b.empty() && *end_a == 0 && *end_b == 0 && x == y;
-}
-
-// Takes the resumed run's options into cli; an option given again must agree.
-void applyRunOptions(Cli& cli, const graph::Json& run, const std::string& where) {
-  for (const char* name : kRhythmOptions) {
-    const auto it = run.find(name);
-    if (it != run.end() && it->is_string() && !cli.given(name)) cli.set(name, it->get<std::string>());
-  }
-  for (const char* name : kRunOptions) {
-    const auto it = run.find(name);
-    const bool saved = it != run.end() && it->is_string();
-    if (std::string(name) == "tie") {  // a flag: saved when it was on
-      if (cli.given(name) && !saved)
-        cli.fail("--tie was off in the resumed run (" + where + "); a resumed run keeps it");
-      if (saved) cli.set(name, "");
-      continue;
-    }
-    if (!saved) throw Error(where + ": the saved run has no --" + name);
-    const std::string value = it->get<std::string>();
-    if (cli.given(name) && !sameValue(cli.get(name), value))
-      cli.fail("--" + std::string(name) + " " + cli.get(name) + " differs from the resumed run's " +
-               value + " (" + where + "); a resumed run keeps the options that define it");
-    if (!cli.given(name)) cli.set(name, value);
-  }
-}
-
-graph::Json curveJson(const Series& s) {
-  graph::Json points = graph::Json::array();
-  for (size_t i = 0; i < s.x.size(); ++i) points.push_back({s.x[i], s.y[i]});
-  return points;
-}
-
-void readCurve(const graph::Json& curves, const char* name, Series& s) {
-  const auto it = curves.find(name);
-  if (it == curves.end() || !it->is_array()) return;
-  for (const graph::Json& p : *it)
-    if (p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number()) {
-      s.x.push_back(p[0].get<double>());
-      s.y.push_back(p[1].get<double>());
-    }
-}
+// The options that define a run (--resume takes them and refuses others) and its rhythm
+// (taken unless given again).
+const RunOptions kRun{{"data", "layers", "heads", "width", "context", "batch", "lr", "schedule",
+                       "warmup", "weight-decay", "dropout", "norm", "tie", "seed"},
+                      {"steps", "eval-every", "log-every", "save-every"}};
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
@@ -162,13 +99,7 @@ int train(int argc, char** argv) {
   cli.option("eval-every", "steps between validation losses (0: only at the end)", "100");
   cli.option("log-every", "steps between progress lines", "20");
   cli.option("save-every", "steps between checkpoints (0: only at the end)", "0");
-  cli.option("resume",
-             "continue the run saved in DIR, with its options and data, from its last "
-             "checkpoint; the result is the same bits as a run that never stopped");
-  cli.option("stop-at",
-             "stop after this step with a checkpoint, to continue later with --resume "
-             "(0: run every step)",
-             "0");
+  declareResumeOptions(cli, "step");
   declareDeviceOptions(cli);
   cli.flag("profile",
            "time every node of the training step and print the last step's GPU "
@@ -178,22 +109,8 @@ int train(int argc, char** argv) {
   cli.parse(argc, argv);
 
   // A resumed run: its options and its state, read and checked before anything else.
-  std::optional<graph::Checkpoint> resumed;
-  std::string resumed_from;
-  if (cli.given("resume")) {
-    const fs::path dir = cli.get("resume");
-    if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
-    resumed_from = (dir / gpt::kTrainStateFile).string();
-    if (!fs::exists(resumed_from))
-      throw Error(resumed_from + ": no training state to resume (train writes it at every "
-                                 "--save-every and at the end)");
-    resumed = graph::loadSafetensors(resumed_from);
-    const auto run = resumed->metadata.find(kRunKey);
-    if (run == resumed->metadata.end())
-      throw Error(resumed_from + ": not a vkgrad-gpt training state (no " + kRunKey + ")");
-    applyRunOptions(cli, graph::parseJson(run->second, resumed_from), resumed_from);
-    if (!cli.given("out")) cli.set("out", dir.string());
-  }
+  std::optional<graph::Checkpoint> resumed = resumeRun(cli, kRun, "vkgrad-gpt");
+  const std::string resumed_from = (fs::path(cli.get("resume")) / kTrainStateFile).string();
 
   const std::string text = readText(cli.get("data"));
   gpt::GptConfig config;
@@ -222,14 +139,6 @@ int train(int argc, char** argv) {
   const int64_t save_every = cli.getInt("save-every", 0, int64_t(1) << 40);
   const int64_t stop_at = cli.getInt("stop-at", 0, int64_t(1) << 40);
   const bool json = cli.has("json");
-  const std::string fingerprint = dataFingerprint(text);
-  if (resumed && resumed->metadata[kDataKey] != fingerprint)
-    throw Error(cli.get("data") + ": the text changed since the run was saved (it had " +
-                resumed->metadata[kDataKey] + ", now " + fingerprint + ")");
-  graph::Json run = graph::Json::object();  // what a resumed run takes over
-  for (const char* name : kRunOptions)
-    if (std::string(name) != "tie" || cli.has(name)) run[name] = cli.get(name);
-  for (const char* name : kRhythmOptions) run[name] = cli.get(name);
 
   const std::vector<uint32_t> tokens = vocab.encode(text);
   const int64_t split = int64_t(tokens.size()) * 9 / 10;
@@ -300,10 +209,11 @@ int train(int argc, char** argv) {
   }();
   std::printf("unigram entropy of the text: %.3f nats\n", unigram);
 
-  std::mt19937_64 pick(seed);
   std::vector<uint32_t> rows(static_cast<size_t>(batch));
   Series train_curve{"train", {}, {}, {31, 119, 180}, false};
   Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
+  // What a checkpoint keeps beside the trainer's state; rng picks every step's windows.
+  RunState run{std::mt19937_64(seed), {&train_curve, &val_curve}, fingerprint(text)};
   // Training time leaves out validation: ms/step and tokens/s are the training steps' own.
   Clock::duration validating{};
   auto validate = [&](int64_t step) {
@@ -316,11 +226,8 @@ int train(int argc, char** argv) {
   };
   float val = NAN, last_train = NAN;
   if (resumed) {
+    readRunState(*resumed, resumed_from, run);
     trainer.loadState(*resumed, resumed_from);
-    std::istringstream(resumed->metadata[kBatchRngKey]) >> pick;
-    const graph::Json curves = graph::parseJson(resumed->metadata[kCurvesKey], resumed_from);
-    readCurve(curves, "train", train_curve);
-    readCurve(curves, "validation", val_curve);
     if (!train_curve.y.empty()) last_train = float(train_curve.y.back());
     if (!val_curve.y.empty()) val = float(val_curve.y.back());
     resumed.reset();  // its memory
@@ -341,14 +248,7 @@ int train(int argc, char** argv) {
   // A checkpoint: every file is replaced atomically, the training state first, so a crash at
   // any moment leaves a complete one (this save's or the last).
   auto save = [&](int64_t step) {
-    std::ostringstream rng;
-    rng << pick;
-    trainer.saveState(out / gpt::kTrainStateFile,
-                      {{kRunKey, graph::dumpJson(run)},
-                       {kBatchRngKey, rng.str()},
-                       {kDataKey, fingerprint},
-                       {kCurvesKey, graph::dumpJson({{"train", curveJson(train_curve)},
-                                                     {"validation", curveJson(val_curve)}})}});
+    trainer.saveState(out / kTrainStateFile, runMetadata(cli, kRun, "vkgrad-gpt", run));
     store.save(out / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}});
     gpt::GptCheckpoint cp{config, vocab};
     cp.training = {{"data", cli.get("data")}, {"steps", steps},  {"steps_done", step},
@@ -367,7 +267,7 @@ int train(int argc, char** argv) {
   auto interval_validating = validating;
   const auto validating_at_start = validating;
   for (int64_t s = first; s <= last; ++s) {
-    for (auto& r : rows) r = uint32_t(pick() % uint64_t(train_w.count));
+    for (auto& r : rows) r = uint32_t(run.rng() % uint64_t(train_w.count));
     const bool log = s % log_every == 0 || s == last;
     const std::optional<float> l = trainer.step(rows, /*read_loss=*/log);
     // Diverged: stop before anything is written, so DIR keeps whatever it held.
@@ -428,7 +328,7 @@ int train(int argc, char** argv) {
       "final loss: train %.4f, val %.4f (unigram entropy %.3f)\nwrote %s/{%s, %s, loss.png, %s}\n",
       static_cast<long long>(ran), seconds, ms_per_step, tokens_per_s, double(peak) / 1048576.0,
       double(last_train), double(val), unigram, out.string().c_str(), gpt::kModelFile,
-      gpt::kConfigFile, gpt::kTrainStateFile);
+      gpt::kConfigFile, kTrainStateFile);
   if (options.profile)
     std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
                 trainer.lastStepMilliseconds(),

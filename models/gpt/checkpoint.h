@@ -1,7 +1,7 @@
 // A trained GPT on disk, as `vkgrad-gpt train --out DIR` writes it and `sample` reads it:
 //   DIR/config.json        the GptConfig, the vocabulary and a record of the training run
 //   DIR/model.safetensors  the parameters (graph/safetensors.h; ParameterStore::save)
-//   DIR/train_state.safetensors  the parameters and the training state, for --resume
+//   DIR/train_state.safetensors  what `train --resume` continues from (apps/common/resume.h)
 // config.json: {"format": "vkgrad-gpt", "version": 1, "model": {"vocab", "layers", "heads",
 // "width", "context", "norm", "tie_weights", "activation", "activation_param", "dropout"},
 // "vocab_bytes": [byte values, increasing], "training": {...}}.
@@ -17,9 +17,6 @@ namespace vkgrad::gpt {
 
 inline constexpr const char* kConfigFile = "config.json";
 inline constexpr const char* kModelFile = "model.safetensors";
-// What `train --resume` continues from: the parameters, the optimizer's and the generator's
-// state and the run's own (graph::Trainer::saveState; the app's metadata).
-inline constexpr const char* kTrainStateFile = "train_state.safetensors";
 
 struct GptCheckpoint {
   GptConfig config;
