@@ -1,5 +1,6 @@
 #include "common/resume.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -66,15 +67,13 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
     if (const auto value = savedValue(name); value && !cli.given(name)) cli.set(name, *value);
   for (const char* name : run.fixed) {
     const std::optional<std::string> value = savedValue(name);
-    if (cli.isFlag(name)) {  // saved only when it was on
-      if (cli.given(name) && !value)
-        cli.fail("--" + std::string(name) + " was off in the resumed run (" + where +
+    if (!value) {  // a flag that was off, an option without a default that was not given
+      if (cli.given(name))
+        cli.fail("--" + std::string(name) + " was not given to the resumed run (" + where +
                  "); a resumed run keeps the options that define it");
-      if (value) cli.set(name, *value);
       continue;
     }
-    if (!value) throw Error(where + ": the saved run has no --" + name);
-    if (cli.given(name) && !sameValue(cli.get(name), *value))
+    if (cli.given(name) && !cli.isFlag(name) && !sameValue(cli.get(name), *value))
       cli.fail("--" + std::string(name) + " " + cli.get(name) + " differs from the resumed run's " +
                *value + " (" + where + "); a resumed run keeps the options that define it");
     if (!cli.given(name)) cli.set(name, *value);
@@ -88,7 +87,7 @@ std::map<std::string, std::string> runMetadata(const Cli& cli, const RunOptions&
   graph::Json options = graph::Json::object();
   for (const std::vector<const char*>* list : {&run.fixed, &run.rhythm})
     for (const char* name : *list)
-      if (!cli.isFlag(name) || cli.has(name)) options[name] = cli.get(name);
+      if (cli.has(name)) options[name] = cli.get(name);
   graph::Json curves = graph::Json::object();
   for (const Series* s : state.curves) {
     graph::Json points = graph::Json::array();
@@ -124,6 +123,38 @@ void readRunState(const graph::Checkpoint& saved, const std::string& where, RunS
         s->y.push_back(p[1].get<double>());
       }
   }
+}
+
+int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
+                     graph::Trainer& trainer, RunState& run, std::vector<uint32_t>& order,
+                     int64_t steps_per_epoch, int64_t epochs, uint64_t seed) {
+  if (!resumed) return 0;
+  const std::string where = (fs::path(cli.get("resume")) / kTrainStateFile).string();
+  readRunState(*resumed, where, run);
+  trainer.loadState(*resumed, where);
+  resumed.reset();  // its memory
+  const int64_t done = trainer.steps() / steps_per_epoch;
+  if (trainer.steps() % steps_per_epoch != 0)
+    throw Error(where + ": saved at step " + std::to_string(trainer.steps()) +
+                ", not at the end of an epoch of " + std::to_string(steps_per_epoch) + " steps");
+  if (done >= epochs)
+    throw Error(where + ": the run has done " + std::to_string(done) + " of " +
+                std::to_string(epochs) + " epochs: nothing to resume (a larger --epochs?)");
+  std::mt19937_64 replay(seed);
+  for (int64_t e = 0; e < done; ++e) std::shuffle(order.begin(), order.end(), replay);
+  if (!(replay == run.rng))
+    throw Error(where + ": its shuffling generator is not where " + std::to_string(done) +
+                " epochs from seed " + std::to_string(seed) + " leave it");
+  std::printf("resumed after epoch %lld of %lld from %s\n", static_cast<long long>(done),
+              static_cast<long long>(epochs), where.c_str());
+  return done;
+}
+
+void printStopped(const std::string& program, const std::string& out, const char* unit,
+                  int64_t done, int64_t total) {
+  std::printf("stopped after %s %lld of %lld (--stop-at); continue with: %s train --resume %s\n",
+              unit, static_cast<long long>(done), static_cast<long long>(total), program.c_str(),
+              out.c_str());
 }
 
 std::string fingerprint(std::span<const uint8_t> bytes) {

@@ -20,6 +20,7 @@
 #include "common/plot.h"
 #include "graph/json_io.h"
 #include "graph/safetensors.h"
+#include "graph/trainer.h"
 
 namespace vkgrad::apps {
 
@@ -52,6 +53,17 @@ std::map<std::string, std::string> runMetadata(const Cli& cli, const RunOptions&
 // Reads what runMetadata wrote into state (the curves it names get their points). Throws
 // Error naming `where` when the data's fingerprint differs from state.data.
 void readRunState(const graph::Checkpoint& saved, const std::string& where, RunState& state);
+
+// For the apps that shuffle their order every epoch (each shuffle permuting the last one's
+// result with run.rng): with a resumed run, reads its state into run and trainer and replays
+// the shuffles of the epochs done from `seed`, checked against the saved generator. Returns the
+// epochs done (0 without one). Throws Error when the run has finished its `epochs` already.
+int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
+                     graph::Trainer& trainer, RunState& run, std::vector<uint32_t>& order,
+                     int64_t steps_per_epoch, int64_t epochs, uint64_t seed);
+// The line a run stopped by --stop-at ends with, saying how to go on.
+void printStopped(const std::string& program, const std::string& out, const char* unit,
+                  int64_t done, int64_t total);
 
 // "N bytes, fnv1a <16 hex digits>" of the data a run trains on.
 std::string fingerprint(std::span<const uint8_t> bytes);

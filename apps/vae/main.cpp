@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "common/output_dir.h"
 #include "common/plot.h"
 #include "common/progress.h"
+#include "common/resume.h"
 #include "data/idx.h"
 #include "graph/json_io.h"
 #include "graph/parameters.h"
@@ -183,13 +185,18 @@ graph::Json lossJson(const vae::VaeLoss& l) {
   return {{"recon", l.recon}, {"kl", l.kl}, {"neg_elbo", l.elbo()}, {"images", l.images}};
 }
 
+// The options that define a training run, and its rhythm (apps/common/resume.h).
+const RunOptions kRun{{"data", "hidden", "latent", "recon", "beta", "batch", "lr", "seed", "limit"},
+                      {"epochs"}};
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-vae train",
           "Trains a variational autoencoder on Fashion-MNIST (or the IDX files in --data) and\n"
           "writes DIR/model.safetensors, DIR/config.json, DIR/curves.png,\n"
           "DIR/reconstructions.png, DIR/samples.png, and for --latent 2 DIR/latent.png and\n"
           "DIR/manifold.png, otherwise DIR/interpolation.png. Losses are per image, in nats:\n"
-          "the reconstruction term (summed over pixels) and the KL term to N(0, I).");
+          "the reconstruction term (summed over pixels) and the KL term to N(0, I).\n"
+          "DIR/train_state.safetensors is saved after every epoch (what --resume continues from).");
   cli.positional("train", "the command");
   cli.option("data", "folder of the IDX files (plain or .gz)", data::kFashionMnistDir);
   cli.option("out", "checkpoint directory (created if missing)", "vae-out");
@@ -209,7 +216,9 @@ int train(int argc, char** argv) {
            "time every node of the training step and print the last step's GPU time by op "
            "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
+  declareResumeOptions(cli, "epoch");
   cli.parse(argc, argv);
+  std::optional<graph::Checkpoint> resumed = resumeRun(cli, kRun, "vkgrad-vae");
 
   const vae::VaeConfig config = configFromCli(cli);
   const int64_t batch = cli.getInt("batch", 1, 1 << 16);
@@ -217,6 +226,7 @@ int train(int argc, char** argv) {
   const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t limit = cli.getInt("limit", 0, int64_t(1) << 40);
+  const int64_t stop_at = cli.getInt("stop-at", 0, 10000);
 
   const data::ImageDataset set = data::loadImageSet(cli.get("data"), config.image, limit);
   const int64_t train_rows = set.train_images.count;
@@ -256,7 +266,6 @@ int train(int argc, char** argv) {
 
   std::vector<uint32_t> order(static_cast<size_t>(train_rows));
   std::iota(order.begin(), order.end(), 0u);
-  std::mt19937_64 shuffle(seed);
   const Series empty{"", {}, {}, {0, 0, 0}, true};
   Series train_recon = empty, train_kl = empty, test_recon = empty, test_kl = empty;
   train_recon.label = "train reconstruction";
@@ -267,11 +276,20 @@ int train(int argc, char** argv) {
   std::copy_n(categoricalColour(1), 3, train_kl.rgb);
   std::copy_n(categoricalColour(2), 3, test_recon.rgb);
   std::copy_n(categoricalColour(3), 3, test_kl.rgb);
+  // run.rng shuffles the order every epoch (a shuffle of the last epoch's order).
+  RunState run{std::mt19937_64(seed), {&train_recon, &train_kl, &test_recon, &test_kl},
+               fingerprint(set.train_images.pixels)};
+  const int64_t first =
+      resumeEpochs(cli, resumed, trainer, run, order, steps_per_epoch, epochs, seed) + 1;
+  const int64_t last = stop_at > 0 ? std::min(stop_at, epochs) : epochs;
+  if (last < first)
+    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after epoch " +
+             std::to_string(first - 1));
   double train_seconds = 0, eval_seconds = 0;
   vae::VaeLoss test;
   graph::Json history = graph::Json::array();
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), shuffle);
+  for (int64_t epoch = first; epoch <= last; ++epoch) {
+    std::shuffle(order.begin(), order.end(), run.rng);
     Progress progress(epoch, epochs, steps_per_epoch);
     const auto start = Clock::now();
     double recon_sum = 0, kl_sum = 0;
@@ -309,9 +327,15 @@ int train(int argc, char** argv) {
         static_cast<long long>(epoch), static_cast<long long>(epochs), r, k, test.recon, test.kl,
         test.elbo(), duration(train_seconds + eval_seconds).c_str());
     std::fflush(stdout);
+    trainer.saveState(out / kTrainStateFile, runMetadata(cli, kRun, "vkgrad-vae", run));
   }
-  const double train_rate = double(steps_per_epoch * epochs * batch) / train_seconds;
-  const double eval_rate = double(epochs * set.test_images.count) / eval_seconds;
+  if (last < epochs) {
+    printStopped("vkgrad-vae", out.string(), "epoch", last, epochs);
+    return validationFailed(context, "vkgrad-vae") ? 1 : 0;
+  }
+  const int64_t ran = last - first + 1;
+  const double train_rate = double(steps_per_epoch * ran * batch) / train_seconds;
+  const double eval_rate = double(ran * set.test_images.count) / eval_seconds;
 
   store.save(out / vae::kModelFile);
   vae::VaeCheckpoint cp{config};

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/output_dir.h"
 #include "common/plot.h"
 #include "common/progress.h"
+#include "common/resume.h"
 #include "data/idx.h"
 #include "graph/json_io.h"
 #include "graph/parameters.h"
@@ -133,11 +135,18 @@ void writePredictions(const fs::path& path, vk::Context& context,
                         std::to_string(wrong) + " wrong (red: predicted (true))");
 }
 
+// The options that define a training run, and its rhythm (apps/common/resume.h).
+const RunOptions kRun{{"data", "patch", "width", "layers", "heads", "mlp-ratio", "dropout", "norm",
+                       "augment-pad", "augment-flip", "batch", "lr", "warmup", "weight-decay",
+                       "seed", "limit", "class-names"},
+                      {"epochs"}};
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-vit train",
           "Trains a vision transformer on Fashion-MNIST (or the IDX files in --data) and writes\n"
           "DIR/model.safetensors, DIR/config.json, DIR/curves.png, DIR/confusion.png and\n"
-          "DIR/predictions.png. Test accuracy is measured after every epoch.");
+          "DIR/predictions.png. Test accuracy is measured after every epoch, and\n"
+          "DIR/train_state.safetensors is saved after it (what --resume continues from).");
   cli.positional("train", "the command");
   cli.option("data", "folder of the IDX files (plain or .gz)", data::kFashionMnistDir);
   cli.option("out", "checkpoint directory (created if missing)", "vit-out");
@@ -166,7 +175,9 @@ int train(int argc, char** argv) {
            "time every node of the training step and print the last step's GPU time by op "
            "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
+  declareResumeOptions(cli, "epoch");
   cli.parse(argc, argv);
+  std::optional<graph::Checkpoint> resumed = resumeRun(cli, kRun, "vkgrad-vit");
 
   const vit::VitConfig config = configFromCli(cli);
   const std::vector<std::string> names = classNames(cli, config.classes);
@@ -175,6 +186,7 @@ int train(int argc, char** argv) {
   const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t limit = cli.getInt("limit", 0, int64_t(1) << 40);
+  const int64_t stop_at = cli.getInt("stop-at", 0, 10000);
   const bool json = cli.has("json");
 
   const data::ImageDataset set = data::loadImageSet(cli.get("data"), config.image, limit);
@@ -226,13 +238,21 @@ int train(int argc, char** argv) {
 
   std::vector<uint32_t> order(static_cast<size_t>(train_rows));
   std::iota(order.begin(), order.end(), 0u);
-  std::mt19937_64 shuffle(seed);
   Series loss_curve{"train loss (epoch mean)", {}, {}, {31, 119, 180}, true};
   Series acc_curve{"test error %", {}, {}, {214, 39, 40}, true};
+  // run.rng shuffles the order every epoch (a shuffle of the last epoch's order).
+  RunState run{std::mt19937_64(seed), {&loss_curve, &acc_curve},
+               fingerprint(set.train_images.pixels) + "; labels " + fingerprint(set.train_labels)};
+  const int64_t first =
+      resumeEpochs(cli, resumed, trainer, run, order, steps_per_epoch, epochs, seed) + 1;
+  const int64_t last = stop_at > 0 ? std::min(stop_at, epochs) : epochs;
+  if (last < first)
+    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after epoch " +
+             std::to_string(first - 1));
   double train_seconds = 0, eval_seconds = 0;
   vit::Confusion confusion;
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), shuffle);
+  for (int64_t epoch = first; epoch <= last; ++epoch) {
+    std::shuffle(order.begin(), order.end(), run.rng);
     Progress progress(epoch, epochs, steps_per_epoch);
     const auto start = Clock::now();
     double loss_sum = 0;
@@ -263,9 +283,15 @@ int train(int argc, char** argv) {
                 static_cast<long long>(epoch), static_cast<long long>(epochs), loss_curve.y.back(),
                 100.0 * confusion.accuracy(), duration(train_seconds + eval_seconds).c_str());
     std::fflush(stdout);
+    trainer.saveState(out / kTrainStateFile, runMetadata(cli, kRun, "vkgrad-vit", run));
   }
-  const double train_rate = double(steps * batch) / train_seconds;
-  const double eval_rate = double(epochs * set.test_images.count) / eval_seconds;
+  if (last < epochs) {
+    printStopped("vkgrad-vit", out.string(), "epoch", last, epochs);
+    return validationFailed(context, "vkgrad-vit") ? 1 : 0;
+  }
+  const int64_t ran = last - first + 1;
+  const double train_rate = double(steps_per_epoch * ran * batch) / train_seconds;
+  const double eval_rate = double(ran * set.test_images.count) / eval_seconds;
 
   store.save(out / vit::kModelFile);
   vit::VitCheckpoint cp{config, names};

@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/safetensors.h"
+
 extern char** environ;
 
 namespace vkgrad::test {
@@ -92,6 +94,13 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return run;
+}
+
+std::map<std::string, std::vector<uint32_t>> savedWeights(const std::string& path) {
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (graph::SavedTensor& t : graph::loadSafetensors(path).tensors)
+    out[t.name] = std::move(t.data);
+  return out;
 }
 
 graph::Json lastJsonLine(const std::string& out) {

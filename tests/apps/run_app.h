@@ -2,7 +2,9 @@
 // captures its exit code and output, for the tests of the apps.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +24,9 @@ struct AppRun {
   int exit_code = -1;  // the process's exit status; 128 + signal number if a signal ended it
   std::string out, err;
 };
+
+// The tensors of a safetensors file written by a program, by name (their raw words).
+std::map<std::string, std::vector<uint32_t>> savedWeights(const std::string& path);
 
 // The program's path: $VKGRAD_APPS_DIR (set by ctest) or the build tree's apps folder.
 std::string appPath(const std::string& name);
