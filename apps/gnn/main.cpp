@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "common/output_dir.h"
 #include "common/plot.h"
 #include "common/progress.h"
+#include "common/resume.h"
 #include "gnn/datasets.h"
 #include "gnn/gnn.h"
 #include "graph/atomic_file.h"
@@ -89,13 +92,21 @@ graph::Dataset words(vk::Context& context, const std::string& name,
   return graph::uploadDataset(context, name, {int64_t(values.size())}, values);
 }
 
+// The options that define a training run, and its rhythm (apps/common/resume.h).
+const RunOptions kRun{{"model", "data", "layers", "hidden", "heads", "lr", "weight-decay",
+                       "dropout", "labelled", "nodes", "communities", "degree-in", "degree-out",
+                       "features", "noise", "graphs", "directed", "seed"},
+                      {"epochs", "log-every"}};
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gnn train",
           "Trains a graph neural network on the device and writes DIR/model.safetensors,\n"
           "DIR/config.json, DIR/curves.png and, for graphs of up to 2000 nodes, DIR/graph.png\n"
           "(the graph drawn with nodes coloured by predicted class). --data karate, sbm or FILE\n"
           "is node classification (accuracy on the unlabelled nodes); cycles is graph\n"
-          "classification (does a graph contain a cycle? accuracy on held-out graphs).");
+          "classification (does a graph contain a cycle? accuracy on held-out graphs).\n"
+          "DIR/train_state.safetensors is saved at every --log-every (what --resume continues "
+          "from).");
   cli.positional("train", "the command");
   cli.option("model", "conv (the lecture notes' layer), gcn or gat", "gcn");
   cli.option("data", "karate, sbm, cycles, or an edge-list FILE (see --help of the README)",
@@ -124,7 +135,9 @@ int train(int argc, char** argv) {
            "time every node of the training step and print the last step's GPU time by op "
            "(a timestamp per node)");
   cli.flag("json", "end with one JSON line of results");
+  declareResumeOptions(cli, "epoch");
   cli.parse(argc, argv);
+  std::optional<graph::Checkpoint> resumed = resumeRun(cli, kRun, "vkgrad-gnn");
 
   gnn::GnnConfig config;
   try {
@@ -141,6 +154,7 @@ int train(int argc, char** argv) {
   const float wd = float(cli.getDouble("weight-decay", 0.0, 10.0));
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t log_every = cli.getInt("log-every", 1, 1000000);
+  const int64_t stop_at = cli.getInt("stop-at", 0, 1000000);
   const std::string which = cli.get("data");
   const fs::path out = cli.get("out");
 
@@ -228,10 +242,36 @@ int train(int argc, char** argv) {
 
   Series loss_curve{"train loss", {}, {}, {31, 119, 180}, true};
   Series error_curve{"test error", {}, {}, {214, 39, 40}, true};
+  // The graph the run trains on; no host generator draws after the data is made.
+  const auto bytesOf = [](const auto& v) {
+    return std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  RunState run{std::mt19937_64(seed), {&loss_curve, &error_curve},
+               graph_task ? "cycles: " + std::to_string(graph_set.graphs.size()) + " graphs"
+                          : "edges " + fingerprint(bytesOf(node_data.edges)) + "; features " +
+                                fingerprint(bytesOf(node_data.features))};
+  const std::string state_file = (out / kTrainStateFile).string();
+  if (resumed) {
+    const std::string where = (fs::path(cli.get("resume")) / kTrainStateFile).string();
+    readRunState(*resumed, where, run);
+    trainer.loadState(*resumed, where);
+    resumed.reset();
+    if (trainer.steps() >= epochs)
+      throw Error(where + ": the run has done " + std::to_string(trainer.steps()) + " of " +
+                  std::to_string(epochs) + " epochs: nothing to resume (a larger --epochs?)");
+    std::printf("resumed after epoch %lld of %lld from %s\n",
+                static_cast<long long>(trainer.steps()), static_cast<long long>(epochs),
+                where.c_str());
+  }
+  const int64_t first = trainer.steps() + 1;
+  const int64_t last = stop_at > 0 ? std::min(stop_at, epochs) : epochs;
+  if (last < first)
+    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after epoch " +
+             std::to_string(first - 1));
   double train_seconds = 0, gpu_ms = 0, accuracy = 0;
   const auto start = Clock::now();
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    const bool log = epoch % log_every == 0 || epoch == epochs;
+  for (int64_t epoch = first; epoch <= last; ++epoch) {
+    const bool log = epoch % log_every == 0 || epoch == last;
     const auto t0 = Clock::now();
     const float loss = trainer.step(log);
     train_seconds += secondsSince(t0);
@@ -245,8 +285,14 @@ int train(int argc, char** argv) {
     std::fprintf(stderr, "epoch %lld/%lld  loss %.4f  test accuracy %.2f%%  (%s)\n",
                  static_cast<long long>(epoch), static_cast<long long>(epochs), double(loss),
                  100.0 * accuracy, duration(secondsSince(start)).c_str());
+    trainer.saveState(state_file, runMetadata(cli, kRun, "vkgrad-gnn", run));
   }
-  const double ms_per_epoch = 1000.0 * train_seconds / double(epochs);
+  if (last < epochs) {
+    printStopped("vkgrad-gnn", out.string(), "epoch", last, epochs);
+    return validationFailed(context, "vkgrad-gnn") ? 1 : 0;
+  }
+  const int64_t ran = last - first + 1;
+  const double ms_per_epoch = 1000.0 * train_seconds / double(ran);
 
   store.save(out / "model.safetensors");
   const graph::Json cfg = {{"format", "vkgrad-gnn"},
@@ -296,7 +342,7 @@ int train(int argc, char** argv) {
   std::printf(
       "done: %lld epochs, %.3f ms per epoch (wall; GPU %.3f), test accuracy %.2f%%, peak "
       "device memory %.2f MiB\nwrote %s/{model.safetensors, config.json, %s}\n",
-      static_cast<long long>(epochs), ms_per_epoch, gpu_ms / double(epochs), 100.0 * accuracy,
+      static_cast<long long>(epochs), ms_per_epoch, gpu_ms / double(ran), 100.0 * accuracy,
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       pictures.c_str());
   if (cli.has("profile"))
@@ -313,7 +359,7 @@ int train(int argc, char** argv) {
         {"accuracy", accuracy},
         {"epochs", epochs},
         {"ms_per_epoch", ms_per_epoch},
-        {"gpu_ms_per_epoch", gpu_ms / double(epochs)},
+        {"gpu_ms_per_epoch", gpu_ms / double(ran)},
         {"peak_device_mib", double(context.allocator().peakBytesInUse()) / 1048576.0}};
     std::printf("%s\n", graph::dumpJson(result).c_str());
   }

@@ -172,29 +172,24 @@ void Trainer::load(const std::filesystem::path& path) {
   if (const auto step = savedStep(store_.load(path))) step_ = *step;
 }
 
-void Trainer::saveState(const std::filesystem::path& path,
-                        const std::map<std::string, std::string>& metadata) {
-  Checkpoint checkpoint{store_.download(), metadata};
-  checkpoint.metadata["vkgrad.step"] = std::to_string(step_);
-  for (const auto& [id, name] : savedStates(train_->g)) {
-    const TensorInfo& info = train_->g.tensor(Tensor{id});
+void saveTrainingState(const std::filesystem::path& path, const ParameterStore& store,
+                       const Graph& graph, Executor& exec, int64_t step,
+                       const std::map<std::string, std::string>& metadata) {
+  Checkpoint checkpoint{store.download(), metadata};
+  checkpoint.metadata["vkgrad.step"] = std::to_string(step);
+  for (const auto& [id, name] : savedStates(graph)) {
+    const TensorInfo& info = graph.tensor(Tensor{id});
     checkpoint.tensors.push_back(
-        {name, info.dtype, savedDims(info.shape), train_->exec->readWords(Tensor{id})});
+        {name, info.dtype, savedDims(info.shape), exec.readWords(Tensor{id})});
   }
   saveSafetensors(path, checkpoint);
 }
 
-std::map<std::string, std::string> Trainer::loadState(const std::filesystem::path& path) {
-  Checkpoint checkpoint = loadSafetensors(path);
-  loadState(checkpoint, path.string());
-  return std::move(checkpoint.metadata);
-}
-
-void Trainer::loadState(const Checkpoint& checkpoint, const std::string& where) {
+int64_t loadTrainingState(const Checkpoint& checkpoint, const std::string& where,
+                          ParameterStore& store, const Graph& g, Executor& exec) {
   const std::optional<int64_t> step = savedStep(checkpoint.metadata);
   if (!step) throw Error(where + ": not a training state (no vkgrad.step in its metadata)");
   // Split the file into parameters and state tensors; check the states before anything loads.
-  const Graph& g = train_->g;
   std::map<std::string, int> states;  // saved name -> tensor id
   for (const auto& [id, name] : savedStates(g)) states[name] = id;
   std::vector<const SavedTensor*> params;
@@ -225,9 +220,24 @@ void Trainer::loadState(const Checkpoint& checkpoint, const std::string& where) 
     problems += "\n  state \"" + name.substr(kStatePrefix.size()) + "\" is missing";
   if (!problems.empty())
     throw Error(where + ": does not match this trainer (nothing loaded):" + problems);
-  store_.upload(params, where);  // checks the parameters before it uploads any
-  for (const auto& [id, t] : found) train_->exec->setState(Tensor{id}, t->data);
-  step_ = *step;
+  store.upload(params, where);  // checks the parameters before it uploads any
+  for (const auto& [id, t] : found) exec.setState(Tensor{id}, t->data);
+  return *step;
+}
+
+void Trainer::saveState(const std::filesystem::path& path,
+                        const std::map<std::string, std::string>& metadata) {
+  saveTrainingState(path, store_, train_->g, *train_->exec, step_, metadata);
+}
+
+std::map<std::string, std::string> Trainer::loadState(const std::filesystem::path& path) {
+  Checkpoint checkpoint = loadSafetensors(path);
+  loadState(checkpoint, path.string());
+  return std::move(checkpoint.metadata);
+}
+
+void Trainer::loadState(const Checkpoint& checkpoint, const std::string& where) {
+  step_ = loadTrainingState(checkpoint, where, store_, train_->g, *train_->exec);
   // The learning rate now in the device state is the saved one.
   written_lr_ = std::bit_cast<float>(train_->exec->readWords(train_->state).at(0));
 }

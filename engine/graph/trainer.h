@@ -39,6 +39,17 @@ struct TrainerOptions {
 // its parameters from the store (Graph::parameter(store.at(...))), not add them.
 using LossFn = std::function<Tensor(Graph& g, std::span<const Tensor> batch)>;
 
+// The training state of any compiled training graph (Trainer's, or a model's own): the store's
+// parameters, every State tensor of `graph` as `exec` holds it (optimizer moments and step, the
+// generator), the step count and the caller's metadata, in one safetensors file. Loading checks
+// the whole file first and changes nothing when it does not match (Error naming `source` and
+// the differences); it returns the saved step count.
+void saveTrainingState(const std::filesystem::path& path, const ParameterStore& store,
+                       const Graph& graph, Executor& exec, int64_t step,
+                       const std::map<std::string, std::string>& metadata);
+int64_t loadTrainingState(const Checkpoint& checkpoint, const std::string& source,
+                          ParameterStore& store, const Graph& graph, Executor& exec);
+
 class Trainer {
  public:
   // datasets: (N, ...) each with the same N. They and the store must outlive the trainer; the

@@ -6,6 +6,7 @@
 #include "graph/autograd.h"
 #include "graph/optimizer.h"
 #include "graph/profile.h"
+#include "graph/trainer.h"
 #include "nn/layers.h"
 
 namespace vkgrad::gnn {
@@ -187,7 +188,8 @@ std::pair<Tensor, Tensor> picked(Graph& g, Tensor logits, const graph::Dataset& 
 
 Trainer::Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
                  const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids,
-                 float lr, float weight_decay, uint64_t seed, bool profile) {
+                 float lr, float weight_decay, uint64_t seed, bool profile)
+    : store_(store) {
   g_.setSeed(seed);
   const auto [logits, targets] = picked(g_, gnnLogits(g_, store, config, data), labels, ids);
   loss_ = g_.crossEntropy(logits, targets);
@@ -206,7 +208,17 @@ Trainer::~Trainer() = default;
 
 float Trainer::step(bool read_loss) {
   exec_->step();
+  ++steps_;
   return read_loss ? exec_->readScalar(loss_) : NAN;
+}
+
+void Trainer::saveState(const std::filesystem::path& path,
+                        const std::map<std::string, std::string>& metadata) {
+  graph::saveTrainingState(path, store_, g_, *exec_, steps_, metadata);
+}
+
+void Trainer::loadState(const graph::Checkpoint& checkpoint, const std::string& source) {
+  steps_ = graph::loadTrainingState(checkpoint, source, store_, g_, *exec_);
 }
 
 double Trainer::lastStepMilliseconds() const {

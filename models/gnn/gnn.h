@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +25,7 @@
 
 #include "graph/executor.h"
 #include "graph/parameters.h"
+#include "graph/safetensors.h"
 #include "graph/sparse.h"
 
 namespace vkgrad::gnn {
@@ -80,14 +83,22 @@ class Trainer {
           bool profile = false);                         // time every node (profile())
   ~Trainer();
   float step(bool read_loss);  // NaN when not read
+  int64_t steps() const { return steps_; }
+  // The training state (graph/trainer.h's saveTrainingState): a trainer built the same way that
+  // loads it takes the same steps as one that never stopped.
+  void saveState(const std::filesystem::path& path,
+                 const std::map<std::string, std::string>& metadata);
+  void loadState(const graph::Checkpoint& checkpoint, const std::string& source);
   double lastStepMilliseconds() const;
   // With profile: the last step's GPU time by op (graph/profile.h's table); else empty.
   std::string profile() const;
 
  private:
+  graph::ParameterStore& store_;
   graph::Graph g_;
   graph::Tensor loss_;
   std::unique_ptr<graph::Executor> exec_;
+  int64_t steps_ = 0;
 };
 
 class Evaluator {
