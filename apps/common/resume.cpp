@@ -52,7 +52,8 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
   if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
   const std::string where = (dir / kTrainStateFile).string();
   if (!fs::exists(where))
-    throw Error(where + ": no training state to resume (a run writes it as it goes and at the end)");
+    throw Error(where +
+                ": no training state to resume (a run writes it as it goes and at the end)");
   graph::Checkpoint saved = graph::loadSafetensors(where);
   if (metadata(saved, kProgramKey, where) != program)
     throw Error(where + ": a training state of " + saved.metadata[kProgramKey] + ", not " +
@@ -148,6 +149,15 @@ int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
   std::printf("resumed after epoch %lld of %lld from %s\n", static_cast<long long>(done),
               static_cast<long long>(epochs), where.c_str());
   return done;
+}
+
+int64_t lastUnit(const Cli& cli, int64_t done, int64_t total, const char* unit) {
+  const int64_t stop_at = cli.getInt("stop-at", 0, int64_t(1) << 40);
+  if (stop_at == 0) return total;
+  if (stop_at <= done)
+    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after " + unit + " " +
+             std::to_string(done) + ", where the resumed run is");
+  return std::min(stop_at, total);
 }
 
 void printStopped(const std::string& program, const std::string& out, const char* unit,

@@ -42,7 +42,7 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
 
 // What an app keeps in the training state's metadata besides the options.
 struct RunState {
-  std::mt19937_64 rng;         // the host generator (batch order, shuffles)
+  std::mt19937_64 rng;          // the host generator (batch order, shuffles)
   std::vector<Series*> curves;  // matched by label on reading
   std::string data;             // the data's fingerprint(); a resumed run refuses other data
 };
@@ -61,6 +61,9 @@ void readRunState(const graph::Checkpoint& saved, const std::string& where, RunS
 int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
                      graph::Trainer& trainer, RunState& run, std::vector<uint32_t>& order,
                      int64_t steps_per_epoch, int64_t epochs, uint64_t seed);
+// The last step or epoch this session runs: --stop-at's, or `total`. UsageError when --stop-at
+// is not after `done`, the ones a resumed run has behind it.
+int64_t lastUnit(const Cli& cli, int64_t done, int64_t total, const char* unit);
 // The line a run stopped by --stop-at ends with, saying how to go on.
 void printStopped(const std::string& program, const std::string& out, const char* unit,
                   int64_t done, int64_t total);

@@ -154,7 +154,6 @@ int train(int argc, char** argv) {
   const float wd = float(cli.getDouble("weight-decay", 0.0, 10.0));
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t log_every = cli.getInt("log-every", 1, 1000000);
-  const int64_t stop_at = cli.getInt("stop-at", 0, 1000000);
   const std::string which = cli.get("data");
   const fs::path out = cli.get("out");
 
@@ -264,10 +263,7 @@ int train(int argc, char** argv) {
                 where.c_str());
   }
   const int64_t first = trainer.steps() + 1;
-  const int64_t last = stop_at > 0 ? std::min(stop_at, epochs) : epochs;
-  if (last < first)
-    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after epoch " +
-             std::to_string(first - 1));
+  const int64_t last = lastUnit(cli, first - 1, epochs, "epoch");
   double train_seconds = 0, gpu_ms = 0, accuracy = 0;
   const auto start = Clock::now();
   for (int64_t epoch = first; epoch <= last; ++epoch) {

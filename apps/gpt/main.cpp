@@ -137,7 +137,6 @@ int train(int argc, char** argv) {
   const int64_t eval_every = cli.getInt("eval-every", 0, int64_t(1) << 40);
   const int64_t log_every = cli.getInt("log-every", 1, int64_t(1) << 40);
   const int64_t save_every = cli.getInt("save-every", 0, int64_t(1) << 40);
-  const int64_t stop_at = cli.getInt("stop-at", 0, int64_t(1) << 40);
   const bool json = cli.has("json");
 
   const std::vector<uint32_t> tokens = vocab.encode(text);
@@ -241,9 +240,7 @@ int train(int argc, char** argv) {
     val = validate(0);
   }
   const int64_t first = trainer.steps() + 1;
-  const int64_t last = stop_at > 0 ? std::min(stop_at, steps) : steps;
-  if (last < first) cli.fail("--stop-at " + std::to_string(stop_at) + " is not after step " +
-                             std::to_string(first - 1));
+  const int64_t last = lastUnit(cli, first - 1, steps, "step");
 
   // A checkpoint: every file is replaced atomically, the training state first, so a crash at
   // any moment leaves a complete one (this save's or the last).

@@ -226,7 +226,6 @@ int train(int argc, char** argv) {
   const float lr = float(cli.getDouble("lr", 1e-8, 10.0));
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const int64_t limit = cli.getInt("limit", 0, int64_t(1) << 40);
-  const int64_t stop_at = cli.getInt("stop-at", 0, 10000);
 
   const data::ImageDataset set = data::loadImageSet(cli.get("data"), config.image, limit);
   const int64_t train_rows = set.train_images.count;
@@ -281,10 +280,7 @@ int train(int argc, char** argv) {
                fingerprint(set.train_images.pixels)};
   const int64_t first =
       resumeEpochs(cli, resumed, trainer, run, order, steps_per_epoch, epochs, seed) + 1;
-  const int64_t last = stop_at > 0 ? std::min(stop_at, epochs) : epochs;
-  if (last < first)
-    cli.fail("--stop-at " + std::to_string(stop_at) + " is not after epoch " +
-             std::to_string(first - 1));
+  const int64_t last = lastUnit(cli, first - 1, epochs, "epoch");
   double train_seconds = 0, eval_seconds = 0;
   vae::VaeLoss test;
   graph::Json history = graph::Json::array();

@@ -103,6 +103,38 @@ std::map<std::string, std::vector<uint32_t>> savedWeights(const std::string& pat
   return out;
 }
 
+void expectResumeIsBitForBit(const std::string& app, const TrainFn& train, const std::string& dir,
+                             const std::vector<std::string>& opts, const char* unit, int stop,
+                             int total, const std::vector<std::string>& clash,
+                             const std::string& clash_message) {
+  const std::string straight = dir + "/straight", paused = dir + "/paused";
+  const AppRun whole = train(straight, opts);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  std::vector<std::string> stopping = opts;
+  stopping.insert(stopping.end(), {"--stop-at", std::to_string(stop)});
+  const AppRun first = train(paused, stopping);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string where =
+      std::string(unit) + " " + std::to_string(stop) + " of " + std::to_string(total);
+  EXPECT_TRUE(contains(first.out, "stopped after " + where)) << first.out;
+
+  std::vector<std::string> changed{"train", "--resume", paused};
+  changed.insert(changed.end(), clash.begin(), clash.end());
+  const AppRun refused = runApp(app, changed);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_TRUE(contains(refused.err, clash_message)) << refused.err;
+
+  const AppRun rest = runApp(app, {"train", "--resume", paused, "--validation"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_TRUE(contains(rest.out, "resumed after " + where)) << rest.out;
+  EXPECT_EQ(savedWeights(straight + "/model.safetensors"),
+            savedWeights(paused + "/model.safetensors"))
+      << "the weights differ after the resume";
+  const AppRun again = runApp(app, {"train", "--resume", paused});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_TRUE(contains(again.err, "nothing to resume")) << again.err;
+}
+
 graph::Json lastJsonLine(const std::string& out) {
   const size_t end = out.find_last_not_of('\n');
   const size_t begin = out.rfind('\n', end);

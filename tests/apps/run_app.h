@@ -28,6 +28,17 @@ struct AppRun {
 // The tensors of a safetensors file written by a program, by name (their raw words).
 std::map<std::string, std::vector<uint32_t>> savedWeights(const std::string& path);
 
+// The resume test of a training app: `train(out, extra)` runs `vkgrad-<app> train` with the
+// test's options plus extra. A run of `opts` straight through and one stopped by --stop-at
+// `stop` (`unit`: "epoch") then finished by --resume must end with the same weights, bit for
+// bit; a fixed option given again with another value (`clash`, e.g. {"--seed", "99"}) must be
+// refused with a message containing `clash_message`, and a finished run must not resume.
+using TrainFn = std::function<AppRun(const std::string& out, const std::vector<std::string>&)>;
+void expectResumeIsBitForBit(const std::string& app, const TrainFn& train, const std::string& dir,
+                             const std::vector<std::string>& opts, const char* unit, int stop,
+                             int total, const std::vector<std::string>& clash,
+                             const std::string& clash_message);
+
 // The program's path: $VKGRAD_APPS_DIR (set by ctest) or the build tree's apps folder.
 std::string appPath(const std::string& name);
 

@@ -66,29 +66,17 @@ TEST_F(GnnApp, GraphTaskAndEdgeListsRun) {
 }
 
 // 40 epochs of GAT with dropout in one go, and 15 + --resume 25: the same weights, bit for
-// bit; a resumed run keeps its options.
+// bit (run_app.h's expectResumeIsBitForBit).
 TEST_F(GnnApp, ResumeContinuesARunBitForBit) {
-  auto train = [&](const fs::path& out, std::vector<std::string> extra) {
-    std::vector<std::string> args{"train",     "--model", "gat",  "--epochs", "40", "--dropout",
-                                  "0.2",       "--log-every", "10", "--out", out.string(),
-                                  "--validation"};
+  const auto train = [&](const std::string& out, const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"train", "--out", out, "--validation"};
     args.insert(args.end(), extra.begin(), extra.end());
     return runApp("gnn", args);
   };
-  ASSERT_EQ(train(dir_ / "straight", {}).exit_code, 0);
-  const AppRun first = train(dir_ / "paused", {"--stop-at", "15"});
-  ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_TRUE(contains(first.out, "stopped after epoch 15 of 40")) << first.out;
-  const AppRun clash =
-      runApp("gnn", {"train", "--resume", (dir_ / "paused").string(), "--model", "gcn"});
-  EXPECT_EQ(clash.exit_code, 2);
-  EXPECT_TRUE(contains(clash.err, "--model gcn differs from the resumed run's gat")) << clash.err;
-  const AppRun rest = runApp("gnn", {"train", "--resume", (dir_ / "paused").string()});
-  ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_TRUE(contains(rest.out, "resumed after epoch 15 of 40")) << rest.out;
-  EXPECT_EQ(savedWeights((dir_ / "straight" / "model.safetensors").string()),
-            savedWeights((dir_ / "paused" / "model.safetensors").string()))
-      << "the weights differ after the resume";
+  expectResumeIsBitForBit(
+      "gnn", train, dir_.string(),
+      {"--model", "gat", "--epochs", "40", "--dropout", "0.2", "--log-every", "10"}, "epoch", 15,
+      40, {"--model", "gcn"}, "--model gcn differs from the resumed run's gat");
 }
 
 TEST_F(GnnApp, BadInputIsAClearError) {

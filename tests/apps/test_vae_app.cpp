@@ -50,31 +50,16 @@ std::pair<int, int> pngSize(const fs::path& path) {
   return {w, h};
 }
 
-// Three epochs in one go, and one + --resume two: the same weights, bit for bit. A resumed
-// run keeps its options (another --seed is refused) and refuses to resume a finished run.
+// Three epochs in one go, and one + --resume two: the same weights, bit for bit
+// (run_app.h's expectResumeIsBitForBit).
 TEST_F(VaeApp, ResumeContinuesARunBitForBit) {
-  const std::vector<std::string> opts{"--limit", "512", "--epochs", "3"};
-  const AppRun straight = train(dir_ / "straight", opts);
-  ASSERT_EQ(straight.exit_code, 0) << straight.err;
-  std::vector<std::string> paused = opts;
-  paused.insert(paused.end(), {"--stop-at", "1"});
-  const AppRun first = train(dir_ / "paused", paused);
-  ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_TRUE(contains(first.out, "stopped after epoch 1 of 3")) << first.out;
-  const AppRun clash =
-      runApp("vae", {"train", "--resume", (dir_ / "paused").string(), "--seed", "99"});
-  EXPECT_EQ(clash.exit_code, 2);
-  EXPECT_TRUE(contains(clash.err, "--seed 99 differs from the resumed run's 1")) << clash.err;
-  const AppRun rest =
-      runApp("vae", {"train", "--resume", (dir_ / "paused").string(), "--validation"});
-  ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_TRUE(contains(rest.out, "resumed after epoch 1 of 3")) << rest.out;
-  EXPECT_EQ(savedWeights((dir_ / "straight" / "model.safetensors").string()),
-            savedWeights((dir_ / "paused" / "model.safetensors").string()))
-      << "the weights differ after the resume";
-  const AppRun again = runApp("vae", {"train", "--resume", (dir_ / "paused").string()});
-  EXPECT_EQ(again.exit_code, 1);
-  EXPECT_TRUE(contains(again.err, "nothing to resume")) << again.err;
+  expectResumeIsBitForBit(
+      "vae",
+      [&](const std::string& out, const std::vector<std::string>& extra) {
+        return train(out, extra);
+      },
+      dir_.string(), {"--limit", "512", "--epochs", "3"}, "epoch", 1, 3, {"--seed", "99"},
+      "--seed 99 differs from the resumed run's 1");
 }
 
 TEST_F(VaeApp, TrainWritesCheckpointPicturesAndBothLossTerms) {
