@@ -245,7 +245,8 @@ int train(int argc, char** argv) {
   const auto bytesOf = [](const auto& v) {
     return std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(v[0]));
   };
-  RunState run{std::mt19937_64(seed), {&loss_curve, &error_curve},
+  RunState run{std::mt19937_64(seed),
+               {&loss_curve, &error_curve},
                graph_task ? "cycles: " + std::to_string(graph_set.graphs.size()) + " graphs"
                           : "edges " + fingerprint(bytesOf(node_data.edges)) + "; features " +
                                 fingerprint(bytesOf(node_data.features))};

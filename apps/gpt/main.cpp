@@ -80,8 +80,7 @@ int train(int argc, char** argv) {
           "DIR/train_state.safetensors (what --resume continues from).");
   cli.positional("train", "the command");
   cli.option("data", "the text file to train on (required)");
-  cli.option("out", "checkpoint directory (created if missing; with --resume: its DIR)",
-             "gpt-out");
+  cli.option("out", "checkpoint directory (created if missing; with --resume: its DIR)", "gpt-out");
   cli.option("layers", "transformer blocks", "2");
   cli.option("heads", "attention heads per block", "4");
   cli.option("width", "model width (a multiple of heads)", "64");
@@ -233,9 +232,8 @@ int train(int argc, char** argv) {
     if (trainer.steps() >= steps)
       throw Error(resumed_from + ": the run is at step " + std::to_string(trainer.steps()) +
                   " of " + std::to_string(steps) + ": nothing to resume (a larger --steps?)");
-    std::printf("resumed at step %lld of %lld from %s\n",
-                static_cast<long long>(trainer.steps()), static_cast<long long>(steps),
-                resumed_from.c_str());
+    std::printf("resumed at step %lld of %lld from %s\n", static_cast<long long>(trainer.steps()),
+                static_cast<long long>(steps), resumed_from.c_str());
   } else {
     val = validate(0);
   }
@@ -248,8 +246,8 @@ int train(int argc, char** argv) {
     trainer.saveState(out / kTrainStateFile, runMetadata(cli, kRun, "vkgrad-gpt", run));
     store.save(out / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}});
     gpt::GptCheckpoint cp{config, vocab};
-    cp.training = {{"data", cli.get("data")}, {"steps", steps},  {"steps_done", step},
-                   {"batch", batch},          {"lr", lr},        {"seed", seed},
+    cp.training = {{"data", cli.get("data")},  {"steps", steps}, {"steps_done", step},
+                   {"batch", batch},           {"lr", lr},       {"seed", seed},
                    {"train_loss", last_train}, {"val_loss", val}};
     gpt::writeConfig(out, cp);
     PlotOptions plot;
@@ -281,8 +279,8 @@ int train(int argc, char** argv) {
     if (evaluate) val = validate(s);
     if (log) {
       const auto now = Clock::now();
-      const int64_t done = std::min<int64_t>(s - first + 1, s % log_every ? s % log_every
-                                                                          : log_every);
+      const int64_t done =
+          std::min<int64_t>(s - first + 1, s % log_every ? s % log_every : log_every);
       const double ms = std::chrono::duration<double, std::milli>(
                             now - interval_start - (validating - interval_validating))
                             .count() /
@@ -315,9 +313,7 @@ int train(int argc, char** argv) {
 
   save(last);
   if (last < steps) {
-    std::printf("stopped at step %lld of %lld (--stop-at); continue with: vkgrad-gpt train "
-                "--resume %s\n",
-                static_cast<long long>(last), static_cast<long long>(steps), out.string().c_str());
+    printStopped("vkgrad-gpt", out.string(), "step", last, steps);
     return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
   }
   std::printf(

@@ -276,7 +276,8 @@ int train(int argc, char** argv) {
   std::copy_n(categoricalColour(2), 3, test_recon.rgb);
   std::copy_n(categoricalColour(3), 3, test_kl.rgb);
   // run.rng shuffles the order every epoch (a shuffle of the last epoch's order).
-  RunState run{std::mt19937_64(seed), {&train_recon, &train_kl, &test_recon, &test_kl},
+  RunState run{std::mt19937_64(seed),
+               {&train_recon, &train_kl, &test_recon, &test_kl},
                fingerprint(set.train_images.pixels)};
   const int64_t first =
       resumeEpochs(cli, resumed, trainer, run, order, steps_per_epoch, epochs, seed) + 1;

@@ -136,10 +136,10 @@ void writePredictions(const fs::path& path, vk::Context& context,
 }
 
 // The options that define a training run, and its rhythm (apps/common/resume.h).
-const RunOptions kRun{{"data", "patch", "width", "layers", "heads", "mlp-ratio", "dropout", "norm",
-                       "augment-pad", "augment-flip", "batch", "lr", "warmup", "weight-decay",
-                       "seed", "limit", "class-names"},
-                      {"epochs"}};
+const RunOptions kRun{
+    {"data", "patch", "width", "layers", "heads", "mlp-ratio", "dropout", "norm", "augment-pad",
+     "augment-flip", "batch", "lr", "warmup", "weight-decay", "seed", "limit", "class-names"},
+    {"epochs"}};
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-vit train",
@@ -240,7 +240,8 @@ int train(int argc, char** argv) {
   Series loss_curve{"train loss (epoch mean)", {}, {}, {31, 119, 180}, true};
   Series acc_curve{"test error %", {}, {}, {214, 39, 40}, true};
   // run.rng shuffles the order every epoch (a shuffle of the last epoch's order).
-  RunState run{std::mt19937_64(seed), {&loss_curve, &acc_curve},
+  RunState run{std::mt19937_64(seed),
+               {&loss_curve, &acc_curve},
                fingerprint(set.train_images.pixels) + "; labels " + fingerprint(set.train_labels)};
   const int64_t first =
       resumeEpochs(cli, resumed, trainer, run, order, steps_per_epoch, epochs, seed) + 1;

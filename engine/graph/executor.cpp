@@ -31,8 +31,9 @@ Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& 
   if (shape.numel() <= 0 || int64_t(count) != shape.numel())
     throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
                      " values");
-  Dataset d{name, shape, dtype,
-            std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
+  Dataset d{
+      name, shape, dtype,
+      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
   context.staging().upload(*d.buffer, 0, values, count * 4);
   return d;
 }

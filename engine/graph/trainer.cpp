@@ -159,8 +159,8 @@ std::vector<std::pair<int, std::string>> savedStates(const Graph& g) {
     const TensorInfo& info = g.tensor(Tensor{id});
     if (info.kind != TensorKind::State) continue;
     const int n = ++seen[info.name];
-    out.emplace_back(id, std::string(kStatePrefix) + info.name +
-                             (n > 1 ? "#" + std::to_string(n) : ""));
+    out.emplace_back(
+        id, std::string(kStatePrefix) + info.name + (n > 1 ? "#" + std::to_string(n) : ""));
   }
   return out;
 }

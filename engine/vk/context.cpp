@@ -23,11 +23,16 @@ uint64_t parseMemorySize(const std::string& text, const std::string& source) {
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   const std::string suffix = text.substr(digits);
   int shift = -1;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
+  if (suffix.empty())
+    shift = 0;
+  else if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (suffix == "T" || suffix == "t")
+    shift = 40;
   uint64_t value = 0;
   const bool ok = digits > 0 && digits <= 12 && shift >= 0 &&
                   (value = std::stoull(text.substr(0, digits))) > 0 &&

@@ -199,11 +199,11 @@ TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
 // and what the memory holds, exits 1, and writes nothing.
 TEST_F(GptApp, OutOfMemoryExitsCleanlyWritingNothing) {
   const fs::path out = dir_ / "oom";
-  const AppRun run = runApp("gpt",
-                            {"train", "--data", (dir_ / "text.txt").string(), "--out", out.string(),
-                             "--layers", "1", "--width", "16", "--context", "16", "--batch", "512",
-                             "--validation"},
-                            {{"VKGRAD_MEMORY_LIMIT", "1M"}});
+  const AppRun run =
+      runApp("gpt",
+             {"train", "--data", (dir_ / "text.txt").string(), "--out", out.string(), "--layers",
+              "1", "--width", "16", "--context", "16", "--batch", "512", "--validation"},
+             {{"VKGRAD_MEMORY_LIMIT", "1M"}});
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_TRUE(contains(run.err, "VK_ERROR_OUT_OF_DEVICE_MEMORY")) << run.err;
   EXPECT_TRUE(contains(run.err, "of the 1 MiB memory limit")) << run.err;
@@ -221,15 +221,15 @@ TEST_F(GptApp, ResumeContinuesARunBitForBit) {
   paused.insert(paused.end(), {"--stop-at", "25"});
   const AppRun first = train(dir_ / "paused", paused);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_TRUE(contains(first.out, "stopped at step 25 of 60")) << first.out;
+  EXPECT_TRUE(contains(first.out, "stopped after step 25 of 60")) << first.out;
 
   const AppRun clash =
       runApp("gpt", {"train", "--resume", (dir_ / "paused").string(), "--lr", "0.5"});
   EXPECT_EQ(clash.exit_code, 2);
   EXPECT_TRUE(contains(clash.err, "--lr 0.5 differs from the resumed run's")) << clash.err;
 
-  const AppRun rest = runApp("gpt", {"train", "--resume", (dir_ / "paused").string(),
-                                     "--log-every", "20", "--json", "--validation"});
+  const AppRun rest = runApp("gpt", {"train", "--resume", (dir_ / "paused").string(), "--log-every",
+                                     "20", "--json", "--validation"});
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_TRUE(contains(rest.out, "resumed at step 25 of 60")) << rest.out;
   EXPECT_EQ(lastJsonLine(rest.out)["steps"], 60);
@@ -254,11 +254,14 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
   for (int round = 0; round < 6; ++round) {
     std::vector<std::string> args;
     if (round == 0)
-      args = {"train",      "--data",       (dir_ / "text.txt").string(), "--out", out.string(),
-              "--layers",   "1",            "--width",                    "16",    "--context",
-              "16",         "--batch",      "4",                          "--steps", "100000",
-              "--schedule", "constant",     "--save-every",               "1",     "--eval-every",
-              "0",          "--log-every",  "1000"};
+      args = {"train",       "--data",       (dir_ / "text.txt").string(),
+              "--out",       out.string(),   "--layers",
+              "1",           "--width",      "16",
+              "--context",   "16",           "--batch",
+              "4",           "--steps",      "100000",
+              "--schedule",  "constant",     "--save-every",
+              "1",           "--eval-every", "0",
+              "--log-every", "1000"};
     else
       args = {"train", "--resume", out.string()};
     const int delay_ms = std::uniform_int_distribution<int>(0, 400)(pick);

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <system_error>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/cli.h"
@@ -58,9 +58,15 @@ void config(std::string_view bytes, Read read) {
   writeScratch("config.json", bytes);
   read(scratch());
 }
-void gptConfig(std::string_view bytes) { config(bytes, gpt::readConfig); }
-void vitConfig(std::string_view bytes) { config(bytes, vit::readConfig); }
-void vaeConfig(std::string_view bytes) { config(bytes, vae::readConfig); }
+void gptConfig(std::string_view bytes) {
+  config(bytes, gpt::readConfig);
+}
+void vitConfig(std::string_view bytes) {
+  config(bytes, vit::readConfig);
+}
+void vaeConfig(std::string_view bytes) {
+  config(bytes, vae::readConfig);
+}
 
 void idxImages(std::string_view bytes) {
   data::readIdxImages(writeScratch("images-idx3-ubyte", bytes).string());
@@ -115,7 +121,9 @@ constexpr Target kTargets[] = {
 
 }  // namespace
 
-std::span<const Target> targets() { return kTargets; }
+std::span<const Target> targets() {
+  return kTargets;
+}
 
 const Target* findTarget(std::string_view name) {
   for (const Target& t : kTargets)

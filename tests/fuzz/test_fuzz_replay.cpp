@@ -49,8 +49,8 @@ TEST_P(FuzzReplay, StoredInputsAreAnsweredWithoutACrash) {
   std::printf("%s: %d stored inputs replayed (%d valid seeds)\n", target.name, files, valid);
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay, ::testing::ValuesIn(fuzz::targets().begin(),
-                                                                   fuzz::targets().end()),
+INSTANTIATE_TEST_SUITE_P(Targets, FuzzReplay,
+                         ::testing::ValuesIn(fuzz::targets().begin(), fuzz::targets().end()),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
