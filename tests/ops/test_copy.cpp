@@ -1,5 +1,6 @@
 #include "ops/copy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -24,7 +25,7 @@ class CopyTest : public VkTest {
   // `n` random words at word `at` of a buffer whose other words hold a sentinel.
   static vk::Buffer words(const std::vector<uint32_t>& data, int64_t at, int64_t total) {
     std::vector<uint32_t> all(total, kSentinel);
-    std::memcpy(all.data() + at, data.data(), data.size() * 4);
+    std::copy(data.begin(), data.end(), all.begin() + at);  // data may be empty
     vk::Buffer b = ctx().allocator().allocate(all.size() * 4);
     ctx().staging().upload(b, 0, all.data(), all.size() * 4);
     return b;
