@@ -108,8 +108,9 @@ TEST_F(SafetensorsTest, AnIndependentReaderFindsEveryTensor) {
     ASSERT_EQ(end - begin, t.data.size() * 4);
     ASSERT_LE(end, data.size());
     // Empty tensors have no data pointer to compare (memcmp wants one even for 0 bytes).
-    if (end > begin)
+    if (end > begin) {
       EXPECT_EQ(std::memcmp(data.data() + begin, t.data.data(), end - begin), 0) << t.name;
+    }
     total += end - begin;
   }
   EXPECT_EQ(total, data.size());
