@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 #include "fuzz/targets.h"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <random>
 #include <stdexcept>
 
-#include "ops/copy.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/copy.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

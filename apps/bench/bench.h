@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "graph/json_io.h"
-#include "ops/reference/normalised_error.h"
-#include "vk/context.h"
-#include "vk/recorder.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/ops/reference/normalised_error.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/recorder.h"
 
 namespace vkgrad::apps {
 

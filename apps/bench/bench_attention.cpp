@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops/attention.h"
-#include "ops/attention_unfused.h"
-#include "ops/reference/attention.h"
-#include "vk/error.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/attention.h"
+#include "vkgrad/ops/attention_unfused.h"
+#include "vkgrad/ops/reference/attention.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

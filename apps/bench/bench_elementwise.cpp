@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops/activation.h"
-#include "ops/copy.h"
-#include "ops/elementwise.h"
-#include "ops/reference/activation.h"
-#include "ops/reference/elementwise.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/activation.h"
+#include "vkgrad/ops/copy.h"
+#include "vkgrad/ops/elementwise.h"
+#include "vkgrad/ops/reference/activation.h"
+#include "vkgrad/ops/reference/elementwise.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

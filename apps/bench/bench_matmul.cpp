@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops/matmul.h"
-#include "ops/reference/matmul.h"
-#include "vk/device_info.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/matmul.h"
+#include "vkgrad/ops/reference/matmul.h"
+#include "vkgrad/vk/device_info.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "bench.h"
-#include "ops/layer_norm.h"
-#include "ops/reference/layer_norm.h"
-#include "ops/reference/softmax.h"
-#include "ops/softmax.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/layer_norm.h"
+#include "vkgrad/ops/reference/layer_norm.h"
+#include "vkgrad/ops/reference/softmax.h"
+#include "vkgrad/ops/softmax.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

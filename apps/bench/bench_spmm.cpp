@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "bench.h"
-#include "graph/sparse.h"
-#include "ops/reference/spmm.h"
-#include "ops/spmm.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/graph/sparse.h"
+#include "vkgrad/ops/reference/spmm.h"
+#include "vkgrad/ops/spmm.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::apps {
 namespace {

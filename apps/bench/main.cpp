@@ -8,8 +8,8 @@
 #include "bench.h"
 #include "common/app_main.h"
 #include "common/device_options.h"
-#include "vk/context.h"
-#include "vk/error.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::apps {
 namespace {

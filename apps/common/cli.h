@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::apps {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/cli.h"
-#include "vk/context.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {
 

@@ -6,7 +6,7 @@
 
 #include <stb_image.h>
 
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::apps {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <stb_image_write.h>
 
-#include "graph/atomic_file.h"
+#include "vkgrad/graph/atomic_file.h"
 
 // stb_easy_font is header-only with every function static (v1.1); this is its one includer,
 // and it only needs print and width.

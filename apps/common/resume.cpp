@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::apps {
 namespace {

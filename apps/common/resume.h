@@ -18,9 +18,9 @@
 
 #include "common/cli.h"
 #include "common/plot.h"
-#include "graph/json_io.h"
-#include "graph/safetensors.h"
-#include "graph/trainer.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/graph/trainer.h"
 
 namespace vkgrad::apps {
 

@@ -22,13 +22,13 @@
 #include "common/plot.h"
 #include "common/progress.h"
 #include "common/resume.h"
-#include "gnn/datasets.h"
-#include "gnn/gnn.h"
-#include "graph/atomic_file.h"
-#include "graph/json_io.h"
-#include "graph/parameters.h"
-#include "vk/context.h"
-#include "vk/memory.h"
+#include "vkgrad/gnn/datasets.h"
+#include "vkgrad/gnn/gnn.h"
+#include "vkgrad/graph/atomic_file.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/memory.h"
 
 namespace vkgrad::apps {
 namespace {

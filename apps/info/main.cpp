@@ -1,6 +1,8 @@
 // vkgrad-info: every Vulkan device the loader sees, with the limits and features that
 // matter for compute, and which one the default selection would use. --json prints the
 // same as one JSON document.
+#include <volk.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -9,11 +11,11 @@
 #include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
-#include "graph/json_io.h"
-#include "vk/context.h"
-#include "vk/device_info.h"
-#include "vk/error.h"
-#include "vk/instance.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/device_info.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/instance.h"
 
 namespace vkgrad::apps {
 namespace {

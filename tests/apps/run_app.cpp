@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "graph/safetensors.h"
+#include "vkgrad/graph/safetensors.h"
 
 extern char** environ;
 

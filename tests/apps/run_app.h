@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/json_io.h"
+#include "vkgrad/graph/json_io.h"
 
 namespace vkgrad::test {
 

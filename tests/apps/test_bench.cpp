@@ -9,7 +9,7 @@
 
 #include "apps/run_app.h"
 #include "common/vk_test.h"
-#include "graph/json_io.h"
+#include "vkgrad/graph/json_io.h"
 
 namespace vkgrad::test {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
-#include "vk/device_info.h"
+#include "vkgrad/vk/device_info.h"
 
 namespace vkgrad::test {
 namespace {

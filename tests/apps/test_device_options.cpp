@@ -13,8 +13,8 @@
 
 #include "apps/run_app.h"
 #include "common/vk_test.h"
-#include "graph/json_io.h"
-#include "vk/device_info.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/vk/device_info.h"
 
 namespace vkgrad::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <stb_image.h>
 
 #include "apps/run_app.h"
-#include "graph/json_io.h"
+#include "vkgrad/graph/json_io.h"
 
 namespace vkgrad::test {
 namespace {

@@ -17,8 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
-#include "graph/json_io.h"
-#include "graph/safetensors.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/safetensors.h"
 
 namespace vkgrad::test {
 namespace {

@@ -13,8 +13,8 @@
 #include <stb_image_write.h>
 
 #include "apps/run_app.h"
-#include "data/idx.h"
-#include "graph/json_io.h"
+#include "vkgrad/data/idx.h"
+#include "vkgrad/graph/json_io.h"
 
 namespace vkgrad::test {
 namespace {

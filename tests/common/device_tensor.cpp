@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 

@@ -4,10 +4,10 @@
 #include <span>
 #include <vector>
 
-#include "ops/tensor.h"
-#include "vk/context.h"
-#include "vk/memory.h"
-#include "vk/recorder.h"
+#include "vkgrad/ops/tensor.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
 
 namespace vkgrad::test {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "common/compare.h"
-#include "vk/context.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "common/device_tensor.h"
-#include "ops/tensor.h"
-#include "vk/recorder.h"
+#include "vkgrad/ops/tensor.h"
+#include "vkgrad/vk/recorder.h"
 
 namespace vkgrad::test {
 

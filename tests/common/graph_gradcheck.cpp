@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "common/device_tensor.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 

@@ -9,10 +9,10 @@
 
 #include "common/gradcheck.h"
 #include "common/random.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/parameters.h"
-#include "vk/context.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
 

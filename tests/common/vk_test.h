@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "vk/context.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
 

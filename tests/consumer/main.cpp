@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "graph/executor.h"
-#include "graph/parameters.h"
-#include "graph/trainer.h"
-#include "vk/context.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/trainer.h"
+#include "vkgrad/vk/context.h"
 
 int main() {
   using namespace vkgrad;

@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "core/error.h"
-#include "data/idx.h"
-#include "gnn/datasets.h"
-#include "gpt/checkpoint.h"
-#include "gpt/vocab.h"
-#include "graph/json_io.h"
-#include "graph/safetensors.h"
-#include "vae/checkpoint.h"
-#include "vit/checkpoint.h"
+#include "vkgrad/core/error.h"
+#include "vkgrad/data/idx.h"
+#include "vkgrad/gnn/datasets.h"
+#include "vkgrad/gpt/checkpoint.h"
+#include "vkgrad/gpt/vocab.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/vae/checkpoint.h"
+#include "vkgrad/vit/checkpoint.h"
 
 namespace vkgrad::fuzz {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 #include "fuzz/targets.h"
 
 namespace vkgrad::test {

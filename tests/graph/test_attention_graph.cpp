@@ -12,12 +12,12 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/executor.h"
+#include "vkgrad/graph/executor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,13 +12,13 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/optimizer.h"
-#include "graph/parameters.h"
-#include "ops/embedding.h"
-#include "vk/error.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/embedding.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

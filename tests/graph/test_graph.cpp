@@ -1,4 +1,4 @@
-#include "graph/graph.h"
+#include "vkgrad/graph/graph.h"
 
 #include <functional>
 #include <string>
@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "common/vk_test.h"
-#include "graph/executor.h"
-#include "graph/parameters.h"
-#include "vk/error.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

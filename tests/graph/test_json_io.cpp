@@ -1,7 +1,7 @@
 // The rules vkgrad adds to nlohmann::json: parse errors are vkgrad::Error naming their source,
 // keys given twice and absurd nesting are refused, written text is valid UTF-8 and floats
 // read back to the same value.
-#include "graph/json_io.h"
+#include "vkgrad/graph/json_io.h"
 
 #include <cmath>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "vk/error.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,11 +1,11 @@
 // Learning-rate schedules: exact values at the ends of each phase and monotonic shapes.
-#include "graph/lr_schedule.h"
+#include "vkgrad/graph/lr_schedule.h"
 
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "vk/error.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/parameters.h"
+#include "vkgrad/graph/parameters.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 
 #include "common/device_tensor.h"
 #include "common/vk_test.h"
-#include "graph/safetensors.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

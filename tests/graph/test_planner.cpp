@@ -1,4 +1,4 @@
-#include "graph/planner.h"
+#include "vkgrad/graph/planner.h"
 
 #include <cstdio>
 #include <string>
@@ -8,11 +8,11 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/optimizer.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vk/error.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

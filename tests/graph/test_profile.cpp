@@ -1,5 +1,5 @@
 // Executor profiling: a timestamp after every node, summed by op kind.
-#include "graph/profile.h"
+#include "vkgrad/graph/profile.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,9 +8,9 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/optimizer.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/parameters.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/op.h"
+#include "vkgrad/graph/op.h"
 
 #include <functional>
 #include <set>
@@ -7,12 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "common/expect.h"
-#include "graph/graph.h"
-#include "ops/attention.h"
-#include "ops/cross_entropy.h"
-#include "ops/embedding.h"
-#include "ops/layer_norm.h"
-#include "ops/matmul.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/ops/attention.h"
+#include "vkgrad/ops/cross_entropy.h"
+#include "vkgrad/ops/embedding.h"
+#include "vkgrad/ops/layer_norm.h"
+#include "vkgrad/ops/matmul.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "graph/safetensors.h"
+#include "vkgrad/graph/safetensors.h"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "graph/json_io.h"
-#include "vk/error.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,7 +1,7 @@
 // graph/sparse.h: edges grouped by destination in their given order, the transpose against a
 // brute-force listing, validate()'s messages for each kind of bad array, and an edgeless
 // graph uploaded and aggregated over (zeros).
-#include "graph/sparse.h"
+#include "vkgrad/graph/sparse.h"
 
 #include <functional>
 #include <string>
@@ -12,8 +12,8 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "core/error.h"
-#include "graph/executor.h"
+#include "vkgrad/core/error.h"
+#include "vkgrad/graph/executor.h"
 
 namespace vkgrad::test {
 namespace {

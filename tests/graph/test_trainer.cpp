@@ -2,7 +2,7 @@
 // training step counted, checkpoints that restore parameters and the schedule's step, training
 // states that resume bit for bit, and
 // bad batches rejected before any GPU work.
-#include "graph/trainer.h"
+#include "vkgrad/graph/trainer.h"
 
 #include <unistd.h>
 
@@ -16,10 +16,10 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

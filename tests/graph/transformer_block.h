@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "graph/graph.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
 
 namespace vkgrad::test {
 

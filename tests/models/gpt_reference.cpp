@@ -1,14 +1,14 @@
 #include "models/gpt_reference.h"
 
-#include "ops/cross_entropy.h"
-#include "ops/reference/activation.h"
-#include "ops/reference/attention.h"
-#include "ops/reference/cross_entropy.h"
-#include "ops/reference/embedding.h"
-#include "ops/reference/layer_norm.h"
-#include "ops/reference/matmul.h"
-#include "ops/reference/optim.h"
-#include "vk/error.h"
+#include "vkgrad/ops/cross_entropy.h"
+#include "vkgrad/ops/reference/activation.h"
+#include "vkgrad/ops/reference/attention.h"
+#include "vkgrad/ops/reference/cross_entropy.h"
+#include "vkgrad/ops/reference/embedding.h"
+#include "vkgrad/ops/reference/layer_norm.h"
+#include "vkgrad/ops/reference/matmul.h"
+#include "vkgrad/ops/reference/optim.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "gpt/gpt.h"
-#include "graph/optimizer.h"
-#include "ops/tensor.h"
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/ops/tensor.h"
 
 namespace vkgrad::test {
 

@@ -1,7 +1,7 @@
 // models/gpt through graph::Trainer: a tiny character-level GPT learns a repetitive text to a
 // stated loss, the same seed gives a bit-identical loss curve, post-norm and tied weights
 // build and train, and bad configurations are rejected before anything is built.
-#include "gpt/gpt.h"
+#include "vkgrad/gpt/gpt.h"
 
 #include <chrono>
 #include <cmath>
@@ -13,10 +13,10 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/parameters.h"
-#include "vk/error.h"
-#include "vk/memory.h"
-#include "vk/staging.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,14 +12,14 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "gpt/gpt.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/optimizer.h"
-#include "graph/parameters.h"
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/parameters.h"
 #include "models/gpt_reference.h"
-#include "ops/reference/normalised_error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/normalised_error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,14 +12,14 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "gpt/checkpoint.h"
-#include "gpt/gpt.h"
-#include "gpt/sampler.h"
-#include "gpt/vocab.h"
-#include "graph/executor.h"
-#include "graph/json_io.h"
-#include "graph/parameters.h"
-#include "vk/error.h"
+#include "vkgrad/gpt/checkpoint.h"
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/gpt/sampler.h"
+#include "vkgrad/gpt/vocab.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

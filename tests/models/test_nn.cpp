@@ -7,12 +7,12 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/executor.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "nn/transformer.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/nn/transformer.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/activation.h"
+#include "vkgrad/ops/activation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/activation.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/activation.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

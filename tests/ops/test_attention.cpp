@@ -1,4 +1,4 @@
-#include "ops/attention.h"
+#include "vkgrad/ops/attention.h"
 
 #include <cmath>
 #include <functional>
@@ -12,8 +12,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/attention.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/attention.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/attention_unfused.h"
+#include "vkgrad/ops/attention_unfused.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/attention.h"
+#include "vkgrad/ops/reference/attention.h"
 
 namespace vkgrad::test {
 namespace {

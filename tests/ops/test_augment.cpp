@@ -1,4 +1,4 @@
-#include "ops/augment.h"
+#include "vkgrad/ops/augment.h"
 
 #include <array>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/random.h"
-#include "ops/reference/augment.h"
+#include "vkgrad/ops/random.h"
+#include "vkgrad/ops/reference/augment.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/bytes_to_float.h"
+#include "vkgrad/ops/bytes_to_float.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,8 +9,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/bytes_to_float.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/bytes_to_float.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

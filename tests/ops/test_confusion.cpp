@@ -1,4 +1,4 @@
-#include "ops/confusion.h"
+#include "vkgrad/ops/confusion.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,8 +9,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/confusion.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/confusion.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

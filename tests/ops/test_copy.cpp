@@ -1,4 +1,4 @@
-#include "ops/copy.h"
+#include "vkgrad/ops/copy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

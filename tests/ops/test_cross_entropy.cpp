@@ -1,4 +1,4 @@
-#include "ops/cross_entropy.h"
+#include "vkgrad/ops/cross_entropy.h"
 
 #include <cmath>
 #include <cstring>
@@ -10,9 +10,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/cross_entropy.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/cross_entropy.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -3,7 +3,7 @@
 // for 1, 2 and 3 heads, at odd view offsets; the backward overwriting and accumulating; the
 // same bits on every run; scores of +-80 finite; offsets the host never checked kept in
 // bounds; bad shapes refused before anything is recorded.
-#include "ops/edge_softmax.h"
+#include "vkgrad/ops/edge_softmax.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,9 +16,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/sparse.h"
-#include "ops/reference/edge_softmax.h"
-#include "vk/context.h"
+#include "vkgrad/graph/sparse.h"
+#include "vkgrad/ops/reference/edge_softmax.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
 namespace {

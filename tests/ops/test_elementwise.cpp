@@ -1,4 +1,4 @@
-#include "ops/elementwise.h"
+#include "vkgrad/ops/elementwise.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/elementwise.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/elementwise.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

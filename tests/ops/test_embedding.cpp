@@ -1,4 +1,4 @@
-#include "ops/embedding.h"
+#include "vkgrad/ops/embedding.h"
 
 #include <cstring>
 
@@ -8,9 +8,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/embedding.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/embedding.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

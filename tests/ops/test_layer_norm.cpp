@@ -1,4 +1,4 @@
-#include "ops/layer_norm.h"
+#include "vkgrad/ops/layer_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +14,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/layer_norm.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/layer_norm.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/log_softmax.h"
+#include "vkgrad/ops/log_softmax.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/log_softmax.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/log_softmax.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/matmul.h"
+#include "vkgrad/ops/matmul.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,9 +11,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/matmul.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/matmul.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::ops {
 // gtest prints the parameter as "texel" rather than as raw bytes.

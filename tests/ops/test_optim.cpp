@@ -1,4 +1,4 @@
-#include "ops/optim.h"
+#include "vkgrad/ops/optim.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,9 +8,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/optim.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/optim.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

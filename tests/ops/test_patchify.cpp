@@ -1,4 +1,4 @@
-#include "ops/patchify.h"
+#include "vkgrad/ops/patchify.h"
 
 #include <cmath>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/patchify.h"
+#include "vkgrad/ops/reference/patchify.h"
 
 namespace vkgrad::test {
 namespace {

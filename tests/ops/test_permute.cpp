@@ -1,4 +1,4 @@
-#include "ops/permute.h"
+#include "vkgrad/ops/permute.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,8 +10,8 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/permute.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/permute.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/prepend_token.h"
+#include "vkgrad/ops/prepend_token.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/prepend_token.h"
+#include "vkgrad/ops/reference/prepend_token.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/random.h"
+#include "vkgrad/ops/random.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,9 +9,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/random.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/reference/random.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/reduce.h"
+#include "vkgrad/ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/reduce.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/reduce.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

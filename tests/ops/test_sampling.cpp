@@ -1,6 +1,6 @@
 // ops::topKWeights against its CPU reference (odd row lengths, ties, any view offset), and
 // together with ops::categorical: top_k = 1 is greedy, and draws never leave the top k.
-#include "ops/sampling.h"
+#include "vkgrad/ops/sampling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/random.h"
-#include "ops/reference/sampling.h"
-#include "vk/error.h"
+#include "vkgrad/ops/random.h"
+#include "vkgrad/ops/reference/sampling.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

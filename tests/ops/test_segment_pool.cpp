@@ -3,7 +3,7 @@
 // offsets; max's ties (the first node wins) and NaNs; the backward overwriting and
 // accumulating; the same bits every run; segments the host never checked kept in bounds;
 // bad shapes refused before anything is recorded.
-#include "ops/segment_pool.h"
+#include "vkgrad/ops/segment_pool.h"
 
 #include <cmath>
 #include <cstring>
@@ -14,8 +14,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/segment_pool.h"
-#include "vk/context.h"
+#include "vkgrad/ops/reference/segment_pool.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/softmax.h"
+#include "vkgrad/ops/softmax.h"
 
 #include <cmath>
 #include <limits>
@@ -9,8 +9,8 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/softmax.h"
-#include "vk/error.h"
+#include "vkgrad/ops/reference/softmax.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

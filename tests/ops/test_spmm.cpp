@@ -5,7 +5,7 @@
 // and H = 1, 2, 3, and F = 8, 12 with aligned views (the 4-features-per-invocation kernel);
 // views at odd element offsets. The results are the same bits on a second run; bad shapes
 // are refused before recording.
-#include "ops/spmm.h"
+#include "vkgrad/ops/spmm.h"
 
 #include <cmath>
 #include <cstring>
@@ -17,8 +17,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/sparse.h"
-#include "ops/reference/spmm.h"
+#include "vkgrad/graph/sparse.h"
+#include "vkgrad/ops/reference/spmm.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/take_row.h"
+#include "vkgrad/ops/take_row.h"
 
 #include <cmath>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/take_row.h"
+#include "vkgrad/ops/reference/take_row.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,7 +1,7 @@
 // The VAE's loss terms (ops/vae_loss.h) against the CPU reference: row sums and their mean
 // for both reconstruction kinds and the Gaussian KL, at odd shapes and odd view offsets, stable
 // for logits of +-100; their gradients overwriting and accumulating; bad shapes refused.
-#include "ops/vae_loss.h"
+#include "vkgrad/ops/vae_loss.h"
 
 #include <cmath>
 #include <list>
@@ -12,7 +12,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/reference/vae_loss.h"
+#include "vkgrad/ops/reference/vae_loss.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,6 +1,8 @@
 // Context creation: device selection by option and environment, the validation
 // hookup, and adopting a host app's device without destroying it.
-#include "vk/context.h"
+#include "vkgrad/vk/context.h"
+
+#include <volk.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -10,11 +12,11 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vk/error.h"
-#include "vk/instance.h"
-#include "vk/memory.h"
-#include "vk/recorder.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/instance.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,12 +1,12 @@
 // Device selection runs on made-up device lists, so every rule is checked whatever
 // hardware the test machine has; the query itself runs on the real device.
-#include "vk/device_info.h"
+#include "vkgrad/vk/device_info.h"
 
 #include <algorithm>
 #include <string>
 
 #include "common/vk_test.h"
-#include "vk/error.h"
+#include "vkgrad/vk/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,13 +1,13 @@
 // The kernel cache: embedded shaders by name, one pipeline per (name, spec constants),
 // and clear errors for unknown names and workgroups the device cannot run.
-#include "vk/kernel.h"
+#include "vkgrad/vk/kernel.h"
 
 #include <set>
 #include <string>
 
 #include "common/vk_test.h"
-#include "vk/error.h"
-#include "vk/shader_registry.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::test {
 namespace {

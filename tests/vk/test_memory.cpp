@@ -1,6 +1,6 @@
 // The block allocator: alignment, no overlap, free-list reuse and coalescing,
 // dedicated blocks for large buffers, and texel views.
-#include "vk/memory.h"
+#include "vkgrad/vk/memory.h"
 
 #include <algorithm>
 #include <string>
@@ -8,9 +8,9 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vk/context.h"
-#include "vk/error.h"
-#include "vk/staging.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,7 +1,7 @@
 // The recorder: barriers exactly where dispatches depend on each other, fill and copy,
 // replaying a recording, the recording state machine, timestamps and argument checks.
 // The dispatches are naive matmuls, checked against the CPU product.
-#include "vk/recorder.h"
+#include "vkgrad/vk/recorder.h"
 
 #include <cstring>
 #include <vector>
@@ -9,11 +9,11 @@
 #include "common/compare.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "ops/matmul.h"
-#include "ops/reference/matmul.h"
-#include "vk/error.h"
-#include "vk/kernel.h"
-#include "vk/staging.h"
+#include "vkgrad/ops/matmul.h"
+#include "vkgrad/ops/reference/matmul.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,6 +1,6 @@
 // SPIR-V reflection, on real embedded kernels and on small hand-assembled modules
 // that cover the binding kinds and failure cases no kernel uses yet.
-#include "vk/spirv_reflect.h"
+#include "vkgrad/vk/spirv_reflect.h"
 
 #include <initializer_list>
 #include <string>
@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "vk/error.h"
-#include "vk/shader_registry.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::test {
 namespace {

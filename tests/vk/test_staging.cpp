@@ -1,14 +1,14 @@
 // Host <-> device copies: exact bytes at odd sizes and offsets, transfers larger than
 // the staging buffer (chunked), and range checks that throw before any copy.
-#include "vk/staging.h"
+#include "vkgrad/vk/staging.h"
 
 #include <cstring>
 #include <vector>
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vk/error.h"
-#include "vk/memory.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
 
 namespace vkgrad::test {
 namespace {

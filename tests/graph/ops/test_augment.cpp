@@ -10,12 +10,12 @@
 #include "common/compare.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "core/error.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/parameters.h"
-#include "ops/reference/augment.h"
+#include "vkgrad/core/error.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/reference/augment.h"
 
 namespace vkgrad::test {
 namespace {

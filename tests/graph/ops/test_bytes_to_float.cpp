@@ -14,9 +14,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "ops/bytes_to_float.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/ops/bytes_to_float.h"
 
 namespace vkgrad::test {
 namespace {

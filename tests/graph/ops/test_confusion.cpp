@@ -12,12 +12,12 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/parameters.h"
-#include "ops/confusion.h"
-#include "ops/reference/confusion.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/confusion.h"
+#include "vkgrad/ops/reference/confusion.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,12 +12,12 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/parameters.h"
-#include "graph/sparse.h"
-#include "ops/reference/edge_softmax.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/sparse.h"
+#include "vkgrad/ops/reference/edge_softmax.h"
 
 namespace vkgrad::test {
 namespace {

@@ -13,13 +13,13 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/parameters.h"
-#include "ops/reference/segment_pool.h"
-#include "vk/context.h"
-#include "vk/staging.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/reference/segment_pool.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 namespace {

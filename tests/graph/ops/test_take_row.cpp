@@ -8,10 +8,10 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "graph/autograd.h"
-#include "graph/executor.h"
-#include "graph/graph.h"
-#include "graph/parameters.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/parameters.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,7 +1,7 @@
 // The IDX reader (models/data/idx.h): small files written here, plain and gzip, round-trip;
 // every kind of damage is an Error naming the file and the fault; and the real Fashion-MNIST
 // files of the Debian package read as what they are.
-#include "data/idx.h"
+#include "vkgrad/data/idx.h"
 
 #include <algorithm>
 #include <zlib.h>
@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,7 +1,7 @@
 // models/gnn's data: the embedded karate club (the graph networkx 2.8.8 ships, checked once
 // when the file was written), the stochastic block model's sizes and densities, the cycle set's
 // labels against an independent union-find check, and the edge-list reader's errors.
-#include "gnn/datasets.h"
+#include "vkgrad/gnn/datasets.h"
 
 #include <chrono>
 #include <cmath>
@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "core/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -2,7 +2,7 @@
 // faction and a small stochastic block model from a few labels per community; a seed gives
 // the same bits twice; graph classification (cycle or not) beats chance by a wide margin;
 // bad configurations are refused with errors that say what is wrong.
-#include "gnn/gnn.h"
+#include "vkgrad/gnn/gnn.h"
 
 #include <cmath>
 #include <cstdio>
@@ -15,7 +15,7 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "gnn/datasets.h"
+#include "vkgrad/gnn/datasets.h"
 
 namespace vkgrad::test {
 namespace {

@@ -3,7 +3,7 @@
 // finite, positive KL term; the evaluator's device totals agree with per-batch losses;
 // the encoder and decoder run the same weights; bad configurations and checkpoint configs
 // are rejected with errors that say what is wrong.
-#include "vae/vae.h"
+#include "vkgrad/vae/vae.h"
 
 #include <cmath>
 #include <cstdio>
@@ -18,12 +18,12 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "data/idx.h"
-#include "graph/parameters.h"
-#include "graph/trainer.h"
-#include "vae/checkpoint.h"
-#include "vae/codec.h"
-#include "vit/vit.h"
+#include "vkgrad/data/idx.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/trainer.h"
+#include "vkgrad/vae/checkpoint.h"
+#include "vkgrad/vae/codec.h"
+#include "vkgrad/vit/vit.h"
 
 namespace vkgrad::test {
 namespace {

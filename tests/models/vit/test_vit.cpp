@@ -2,7 +2,7 @@
 // package the set-up installs) classifies held-out test images far above chance; the
 // evaluator's confusion counts agree with the predictor's argmax on the same images; bad
 // configurations and checkpoint configs are rejected with errors that say what is wrong.
-#include "vit/vit.h"
+#include "vkgrad/vit/vit.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -15,11 +15,11 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "data/idx.h"
-#include "graph/parameters.h"
-#include "graph/trainer.h"
-#include "vit/checkpoint.h"
-#include "vit/classifier.h"
+#include "vkgrad/data/idx.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/trainer.h"
+#include "vkgrad/vit/checkpoint.h"
+#include "vkgrad/vit/classifier.h"
 
 namespace vkgrad::test {
 namespace {

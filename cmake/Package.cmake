@@ -1,0 +1,37 @@
+# The libraries as a package. In the build tree (add_subdirectory) and once installed
+# (cmake --install build --prefix P; find_package(vkgrad 0.2 REQUIRED)) the same names:
+# vkgrad::vk, vkgrad::ops, vkgrad::graph, vkgrad::models, and vkgrad::vkgrad for all of them.
+# Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/graph/trainer.h".
+include(CMakePackageConfigHelpers)
+
+add_library(vkgrad_all INTERFACE)
+target_link_libraries(vkgrad_all INTERFACE vkgrad_models)
+foreach(layer vk ops graph models all)
+  set(export_name ${layer})
+  if(layer STREQUAL all)
+    set(export_name vkgrad)
+  endif()
+  set_target_properties(vkgrad_${layer} PROPERTIES EXPORT_NAME ${export_name})
+  add_library(vkgrad::${export_name} ALIAS vkgrad_${layer})
+endforeach()
+
+install(TARGETS vkgrad_vk vkgrad_ops vkgrad_graph vkgrad_models vkgrad_all
+        EXPORT vkgradTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(root engine/vkgrad models/vkgrad)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${root}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkgrad
+          FILES_MATCHING PATTERN "*.h")
+endforeach()
+
+set(VKGRAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vkgrad)
+install(EXPORT vkgradTargets NAMESPACE vkgrad:: DESTINATION ${VKGRAD_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vkgradConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/vkgradConfig.cmake
+                              INSTALL_DESTINATION ${VKGRAD_CMAKE_DIR})
+# 0.x: a minor version may break the API, so only the same 0.minor satisfies a request.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/vkgradConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/vkgradConfig.cmake ${PROJECT_BINARY_DIR}/vkgradConfigVersion.cmake
+        DESTINATION ${VKGRAD_CMAKE_DIR})

@@ -1,0 +1,177 @@
+#include "vkgrad/graph/autograd.h"
+
+#include <string>
+#include <utility>
+
+#include "vkgrad/graph/backward.h"
+
+namespace vkgrad::graph {
+
+// Walks the forward nodes in reverse and calls each op's rule (OpDef::backward).
+class Autograd {
+ public:
+  Autograd(Graph& g, Tensor loss) : b_(g), loss_(loss.id) {}
+
+  // seed: the gradient of loss_ (-1: a constant 1 for a scalar loss).
+  Gradients run(int seed) {
+    Graph& g = b_.g_;
+    const int requested = loss_;
+    const int forward_nodes = int(g.nodes().size());
+    const TensorInfo& l = g.tensor(Tensor{loss_});
+    if (seed < 0 && (!(l.shape == Shape{1}) || l.dtype != DType::F32))
+      throw Error("backward: the loss must be an f32 tensor of shape (1), got " + l.shape.str());
+    if (seed < 0) {
+      // d loss / d loss = 1, read on the device by the first backward kernel.
+      TensorInfo one{"grad.seed", {1}, DType::F32, TensorKind::Constant};
+      one.differentiable = false;
+      one.data = {0x3f800000u};
+      seed = g.newTensor(std::move(one));
+    }
+    // Rules start from the first non-view node: an output that is a whole view of what a node
+    // wrote (a reshape) hands its source the seed reshaped back (no copy). A view of part of
+    // its source (a slice) leaves rows the seed does not cover.
+    for (int p = g.producer(loss_); p >= 0 && g.nodes()[size_t(p)].isView();
+         p = g.producer(loss_)) {
+      const int source = g.nodes()[size_t(p)].inputs.at(0);
+      if (g.tensor(loss_).bytes() != g.tensor(source).bytes())
+        throw Error("backward: the output " + g.tensor(requested).name + " is a " +
+                    opName(g.nodes()[size_t(p)].op) +
+                    " of part of its source; differentiate a tensor that owns its rows");
+      loss_ = source;
+      seed = g.reshape(Tensor{seed}, g.tensor(loss_).shape).id;
+    }
+    markNeeded(forward_nodes);
+    if (!b_.needs_[size_t(loss_)]) throw Error("backward: no parameter reaches the loss");
+    b_.grad_[loss_] = seed;
+    b_.contributions_[g.tensor(seed).root] = 1;
+
+    for (int n = forward_nodes - 1; n >= 0; --n) {
+      const Node node = g.nodes()[size_t(n)];  // a copy: rules append to the node list
+      if (node.isView()) continue;             // its gradient is a view (gradOf)
+      bool any = false;
+      for (int in : node.inputs) any = any || (in >= 0 && b_.needs_[size_t(in)]);
+      if (!any || node.outputs.empty() || !b_.grad_.count(node.outputs[0])) continue;
+      const OpDef& def = node.def();
+      if (!def.backward) throw Error(std::string("backward: no rule for ") + def.name);
+      def.backward(b_, node);
+    }
+
+    Gradients out;
+    out.loss = Tensor{requested};
+    out.of = b_.grad_;
+    out.of.erase(loss_);
+    for (size_t t = 0; t < g.tensors().size(); ++t)
+      if (g.tensor(int(t)).kind == TensorKind::Parameter && b_.grad_.count(int(t)))
+        out.parameters.push_back({Tensor{int(t)}, Tensor{b_.grad_[int(t)]}});
+    return out;
+  }
+
+ private:
+  // needs_[t]: t depends on a parameter and leads to the loss, and is differentiable.
+  void markNeeded(int forward_nodes) {
+    const Graph& g = b_.g_;
+    const size_t n = g.tensors().size();
+    std::vector<bool> from_param(n), to_loss(n);
+    for (size_t t = 0; t < n; ++t) from_param[t] = g.tensor(int(t)).kind == TensorKind::Parameter;
+    for (int i = 0; i < forward_nodes; ++i) {
+      const Node& node = g.nodes()[size_t(i)];
+      bool any = false;
+      for (int in : node.inputs)
+        any = any || (in >= 0 && from_param[size_t(in)] && g.tensor(in).differentiable);
+      for (int out : node.outputs)
+        if (out >= 0) from_param[size_t(out)] = from_param[size_t(out)] || any;
+    }
+    to_loss[size_t(loss_)] = true;
+    for (int i = forward_nodes - 1; i >= 0; --i) {
+      const Node& node = g.nodes()[size_t(i)];
+      bool any = false;
+      for (int out : node.outputs) any = any || (out >= 0 && to_loss[size_t(out)]);
+      if (any)
+        for (int in : node.inputs)
+          if (in >= 0) to_loss[size_t(in)] = true;
+    }
+    b_.needs_.assign(n, false);
+    for (size_t t = 0; t < n; ++t)
+      b_.needs_[t] = from_param[t] && to_loss[t] && g.tensor(int(t)).differentiable &&
+                     g.tensor(int(t)).dtype == DType::F32;
+  }
+
+  Backward b_;
+  int loss_;
+};
+
+bool Backward::needs(const Node& forward, int slot) const {
+  return slot < int(forward.inputs.size()) && forward.inputs[size_t(slot)] >= 0 &&
+         needs_[size_t(forward.inputs[size_t(slot)])];
+}
+
+int Backward::gradOf(int t) {
+  auto it = grad_.find(t);
+  if (it != grad_.end()) return it->second;
+  const int producer = g_.producer(t);
+  int gid;
+  if (producer >= 0 && g_.nodes()[size_t(producer)].isView()) {
+    // A view's gradient is the same view of its source's gradient: contributions to either
+    // land in the same bytes, counted once per root (contribute()).
+    const Node view = g_.nodes()[size_t(producer)];  // a copy: addNode appends
+    const int source = view.inputs.at(0);
+    const int source_grad = gradOf(source);
+    const uint64_t offset = g_.tensor(t).offset - g_.tensor(source).offset;
+    gid = g_.viewOf(Tensor{source_grad}, g_.tensor(t).shape, offset);
+    g_.addNode({view.op, {source_grad}, {gid}, {}, view.attrs});
+  } else {
+    const TensorInfo& info = g_.tensor(t);
+    TensorInfo gi{"grad." + info.name, info.shape, DType::F32, TensorKind::Gradient};
+    gi.persistent = info.kind == TensorKind::Parameter;
+    gid = g_.newTensor(std::move(gi));
+  }
+  grad_[t] = gid;
+  return gid;
+}
+
+ops::Write Backward::contribute(int gid) {
+  const int root = g_.tensor(gid).root;
+  int& count = contributions_[root];
+  if (count++ > 0) return ops::Write::Accumulate;
+  if (g_.tensor(gid).bytes() == g_.tensor(root).bytes()) return ops::Write::Overwrite;
+  zeroFill(root);
+  return ops::Write::Accumulate;
+}
+
+int Backward::temp(const Shape& shape, const char* name, DType dtype) {
+  TensorInfo info{name, shape, dtype, TensorKind::Activation};
+  info.differentiable = dtype == DType::F32;
+  return g_.newTensor(std::move(info));
+}
+
+void Backward::emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs,
+                    std::any attrs) {
+  const int gid = gradOf(forward.inputs.at(size_t(slot)));
+  const ops::Write mode = contribute(gid);
+  g_.addNode({op, std::move(inputs), {gid}, {mode}, std::move(attrs)});
+}
+
+Tensor Gradients::operator[](Tensor t) const {
+  auto it = of.find(t.id);
+  if (it == of.end())
+    throw Error("gradients: tensor " + std::to_string(t.id) +
+                " has no gradient (not differentiable, or it does not reach the loss)");
+  return Tensor{it->second};
+}
+
+Gradients backward(Graph& g, Tensor loss) {
+  return Autograd(g, loss).run(-1);
+}
+
+Gradients backward(Graph& g, Tensor output, Tensor output_grad) {
+  const TensorInfo& o = g.tensor(output);
+  const TensorInfo& d = g.tensor(output_grad);
+  if (o.dtype != DType::F32 || d.dtype != DType::F32 || !(o.shape == d.shape))
+    throw ShapeError("backward: the output " + o.shape.str() + " " + ops::dtypeName(o.dtype) +
+                     " and its gradient " + d.shape.str() + " " + ops::dtypeName(d.dtype) +
+                     " must be f32 of the same shape");
+  if (output_grad == output) throw Error("backward: an output cannot be its own gradient");
+  return Autograd(g, output).run(output_grad.id);
+}
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,49 @@
+// What an op's backward rule (OpDef::backward) sees of autograd: which inputs need
+// gradients, the gradient tensors (created on first use), how the next contribution to one
+// writes, and a way to add nodes. autograd.cpp walks the forward nodes in reverse and calls
+// each rule; the rules themselves live with their ops in engine/graph/ops/.
+#pragma once
+
+#include <any>
+#include <map>
+#include <vector>
+
+#include "vkgrad/graph/graph.h"
+
+namespace vkgrad::graph {
+
+class Backward {
+ public:
+  Graph& graph() { return g_; }
+  // The gradient of forward output slot `slot` (output 0 always has one when a rule runs).
+  int dout(const Node& forward, int slot = 0) const { return grad_.at(forward.outputs.at(slot)); }
+  // Input slot `slot` of forward leads from a parameter to the loss and is differentiable.
+  bool needs(const Node& forward, int slot) const;
+  // The gradient tensor of forward tensor t, created on first use (a view's is the same view
+  // of its source's gradient).
+  int gradOf(int t);
+  // How the next contribution to gradient gid writes: the first overwrites, unless it covers
+  // only part of its root (a slice's gradient): then the root is zeroed first and every
+  // contribution adds, so rows no slice reaches hold 0.
+  ops::Write contribute(int gid);
+  // An activation-kind scratch or temporary tensor.
+  int temp(const Shape& shape, const char* name, DType dtype = DType::F32);
+  // The common case: one node of kind `op` with these inputs writes the gradient of
+  // forward's input `slot` as its output 0.
+  void emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs, std::any attrs);
+  // Adds tensor `from` (shaped like gradient gid) into gid under mode: for a rule whose kernel
+  // can only overwrite (ops/add.cpp).
+  void addInto(int from, int gid, ops::Write mode);
+
+ private:
+  friend class Autograd;
+  explicit Backward(Graph& g) : g_(g) {}
+  void zeroFill(int root);  // ops/zero_fill.cpp
+
+  Graph& g_;
+  std::vector<bool> needs_;
+  std::map<int, int> grad_;           // forward tensor -> gradient tensor
+  std::map<int, int> contributions_;  // gradient root -> contributions recorded so far
+};
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,239 @@
+#include "vkgrad/graph/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vkgrad/graph/launch.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/random.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/recorder.h"
+#include "vkgrad/vk/staging.h"
+
+namespace vkgrad::graph {
+namespace {
+
+// Arena offsets: the device's storage and texel binding alignments (ops bind any multiple of
+// 4 bytes, but aligned views need no skip and allow RGBA32F texel fetches).
+uint64_t arenaAlignment(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  uint64_t a =
+      std::max<uint64_t>({16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+  uint64_t pow2 = 1;
+  while (pow2 < a) pow2 <<= 1;
+  return pow2;
+}
+
+Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
+                    const void* values, size_t count) {
+  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
+    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
+                     " values");
+  Dataset d{
+      name, shape, dtype,
+      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
+  context.staging().upload(*d.buffer, 0, values, count * 4);
+  return d;
+}
+
+}  // namespace
+
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const float> values) {
+  return uploadWords(context, name, shape, DType::F32, values.data(), values.size());
+}
+
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const uint32_t> values) {
+  return uploadWords(context, name, shape, DType::U32, values.data(), values.size());
+}
+
+Dataset uploadWindows(vk::Context& context, const std::string& name,
+                      std::span<const uint32_t> stream, int64_t length) {
+  const int64_t n = int64_t(stream.size());
+  if (length <= 0 || n < length)
+    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
+                     " need a stream of at least that many values, got " + std::to_string(n));
+  Dataset d = uploadWords(context, name, {n}, DType::U32, stream.data(), stream.size());
+  d.shape = {n - length + 1, length};
+  d.row_stride = 1;
+  return d;
+}
+
+Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
+    : context_(context), graph_(graph) {
+  plan_ = planGraph(graph, arenaAlignment(context), options.reuse_memory);
+  const size_t n = graph.tensors().size();
+  buffer_.assign(n, nullptr);
+  offset_.assign(n, 0);
+  owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
+
+  const vk::Buffer* arena = nullptr;
+  if (plan_.memory.arena_bytes) {
+    owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes, vk::Use::Activations));
+    arena = &owned_.back();
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const TensorInfo& info = graph.tensor(int(t));
+    if (info.root != int(t) || !plan_.used[t]) continue;
+    if (!isPersistent(info)) {
+      buffer_[t] = arena;
+      offset_[t] = uint64_t(plan_.offset[t]);
+    } else if (info.kind == TensorKind::Parameter) {
+      buffer_[t] = info.parameter->buffer.get();
+    } else if (info.kind == TensorKind::Dataset) {
+      buffer_[t] = info.dataset->buffer.get();
+    } else {
+      owned_.push_back(context.allocator().allocate(info.bytes(), vk::Use::GraphState));
+      buffer_[t] = &owned_.back();
+      if (!info.data.empty())
+        context.staging().upload(owned_.back(), 0, info.data.data(), info.data.size() * 4);
+    }
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const size_t r = size_t(graph.tensor(int(t)).root);
+    buffer_[t] = buffer_[r];
+    offset_[t] = offset_[r] + graph.tensor(int(t)).offset;
+  }
+  rec_ = std::make_unique<vk::Recorder>(context);
+  timed_ = context.info().timestamp_valid_bits != 0;
+  profiled_ = timed_ && options.profile;
+  if (arena) {
+    // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
+    rec_->fill(*arena, 0x7fc00000u);
+    rec_->submit();
+    rec_->reset();
+  }
+  record();
+}
+
+Executor::~Executor() = default;
+
+void Executor::record() {
+  stepped_ = false;
+  if (timed_) ts_begin_ = rec_->timestamp();
+  node_ts_.clear();
+  for (int n : plan_.order) {
+    const Node& node = graph_.nodes()[size_t(n)];
+    if (const auto launch = node.def().launch)
+      launch(Launch{*rec_, node,
+                    [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); }});
+    if (profiled_) node_ts_.emplace_back(n, rec_->timestamp());
+  }
+  // After every use in the step (forward and backward masks agree): the next replay draws anew.
+  const bool advance = graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
+  if (advance) ops::rngAdvance(*rec_, view(graph_.rngState()));
+  // A profiled step without the advance ends at its last node's timestamp.
+  if (timed_)
+    ts_end_ =
+        profiled_ && !advance && !node_ts_.empty() ? node_ts_.back().second : rec_->timestamp();
+}
+
+void Executor::rerecord() {
+  rec_->reset();
+  record();
+}
+
+void Executor::step() {
+  rec_->submit();
+  stepped_ = true;
+}
+
+double Executor::gpuMilliseconds() const {
+  return timed_ && stepped_ ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
+}
+
+std::vector<NodeTime> Executor::profile() const {
+  if (!profiled_ || !stepped_) return {};
+  std::vector<NodeTime> out;
+  uint32_t previous = ts_begin_;
+  for (const auto& [node, at] : node_ts_) {
+    out.push_back({node, rec_->milliseconds(previous, at)});
+    previous = at;
+  }
+  return out;
+}
+
+ops::TensorView Executor::view(Tensor t) const {
+  const TensorInfo& info = graph_.tensor(t);
+  if (!buffer_[size_t(t.id)])
+    throw Error("executor: tensor " + info.name + " " + info.shape.str() +
+                " is not used by the compiled graph");
+  return ops::view(*buffer_[size_t(t.id)], info.shape, offset_[size_t(t.id)], info.dtype);
+}
+
+void Executor::checkInput(Tensor t, DType dtype, size_t count) const {
+  const TensorInfo& info = graph_.tensor(t);
+  if (info.kind != TensorKind::Input)
+    throw Error("setInput: " + info.name + " is a " + tensorKindName(info.kind) + ", not an input");
+  if (info.dtype != dtype || int64_t(count) != info.shape.numel())
+    throw ShapeError("setInput: " + info.name + " is " + info.shape.str() + " " +
+                     ops::dtypeName(info.dtype) + ", got " + std::to_string(count) + " " +
+                     ops::dtypeName(dtype) + " values");
+}
+
+void Executor::setInput(Tensor t, std::span<const float> values) {
+  checkInput(t, DType::F32, values.size());
+  if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
+  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+}
+
+void Executor::setInput(Tensor t, std::span<const uint32_t> values) {
+  checkInput(t, DType::U32, values.size());
+  if (!buffer_[size_t(t.id)]) return;
+  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+}
+
+void Executor::setLearningRate(Tensor optimizer_state, float lr) {
+  const TensorInfo& info = graph_.tensor(optimizer_state);
+  if (info.kind != TensorKind::State || !(info.shape == Shape{8}))
+    throw Error("setLearningRate: " + info.name + " is not an optimizer state");
+  const ops::TensorView v = view(optimizer_state);
+  context_.staging().upload(*v.buffer, v.offset, &lr, sizeof(lr));
+}
+
+void Executor::setState(Tensor t, std::span<const uint32_t> words) {
+  const TensorInfo& info = graph_.tensor(t);
+  if (info.kind != TensorKind::State)
+    throw Error("setState: " + info.name + " is a " + tensorKindName(info.kind) + ", not a state");
+  if (int64_t(words.size()) != info.shape.numel())
+    throw ShapeError("setState: " + info.name + " is " + info.shape.str() + ", got " +
+                     std::to_string(words.size()) + " words");
+  if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
+  const ops::TensorView v = view(t);
+  context_.staging().upload(*v.buffer, v.offset, words.data(), words.size_bytes());
+}
+
+void Executor::readInto(Tensor t, void* out, size_t bytes) {
+  const TensorInfo& info = graph_.tensor(t);
+  const TensorInfo& root = graph_.tensor(info.root);
+  const bool output =
+      std::find(graph_.outputs().begin(), graph_.outputs().end(), t.id) != graph_.outputs().end();
+  if (!isPersistent(root) && !output)
+    throw Error("executor: " + info.name + " is not kept after a step; markOutput() it");
+  const ops::TensorView v = view(t);
+  context_.staging().download(*v.buffer, v.offset, out, bytes);
+}
+
+std::vector<float> Executor::read(Tensor t) {
+  std::vector<float> out(size_t(graph_.tensor(t).shape.numel()));
+  readInto(t, out.data(), out.size() * 4);
+  return out;
+}
+
+std::vector<uint32_t> Executor::readWords(Tensor t) {
+  std::vector<uint32_t> out(size_t(graph_.tensor(t).shape.numel()));
+  readInto(t, out.data(), out.size() * 4);
+  return out;
+}
+
+uint32_t Executor::dispatchCount() const {
+  return rec_->dispatchCount();
+}
+uint32_t Executor::barrierCount() const {
+  return rec_->barrierCount();
+}
+
+}  // namespace vkgrad::graph

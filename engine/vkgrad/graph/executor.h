@@ -1,0 +1,115 @@
+// Compiles a Graph once (plan, buffers, one recorded command buffer) and replays it every
+// step. A step is one queue submission of the recording: host work per step does not depend
+// on the number of nodes. Inputs are uploaded by the caller between steps (for training, only
+// batch indices: datasets are uploaded once and gathered on the device); only the tensors
+// asked for are read back.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/planner.h"
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::vk {
+class Context;
+class Recorder;
+}  // namespace vkgrad::vk
+
+namespace vkgrad::graph {
+
+// Copies a whole array to a new device buffer, once (Graph::dataset reads it in place).
+// Throws ShapeError when values does not hold shape.numel() elements.
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const float> values);
+Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
+                      std::span<const uint32_t> values);
+// Every window of `length` consecutive values of a stream as the rows of a
+// (size - length + 1, length) u32 dataset, stored once (row stride 1): the memory of the
+// stream, not of its windows. Read it with Graph::gather. Throws ShapeError when the stream
+// is shorter than one window.
+Dataset uploadWindows(vk::Context& context, const std::string& name,
+                      std::span<const uint32_t> stream, int64_t length);
+
+struct CompileOptions {
+  bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)
+  // A timestamp after every node, so profile() can say where a step's GPU time goes. Costs
+  // one timestamp write per node; off for normal runs.
+  bool profile = false;
+};
+
+// One node's share of a step: GPU time from the end of the node before it to its own end
+// (its dispatches and the barriers in front of them).
+struct NodeTime {
+  int node = 0;  // index into Graph::nodes()
+  double ms = 0.0;
+};
+
+class Executor {
+ public:
+  // The graph and the parameters' stores must outlive the executor, unchanged.
+  // Throws Error (planning) or OutOfMemoryError (allocation) before recording anything.
+  Executor(vk::Context& context, const Graph& graph, const CompileOptions& options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Copies a step's input (an Input tensor; f32 or u32 as declared) to the device.
+  void setInput(Tensor t, std::span<const float> values);
+  void setInput(Tensor t, std::span<const uint32_t> values);
+  // Rewrites the optimizer's learning rate (its state tensor, graph/optimizer.h).
+  void setLearningRate(Tensor optimizer_state, float lr);
+  // Overwrites a State tensor (optimizer moments, the generator) with saved words, as read
+  // by readWords() (f32 tensors as their bits). Throws ShapeError on a wrong count, Error for
+  // a tensor of another kind.
+  void setState(Tensor t, std::span<const uint32_t> words);
+
+  // Runs the recording once and waits.
+  void step();
+  // Discards the recording and records it again (what step() replays).
+  void rerecord();
+
+  // A tensor's contents after the last step: persistent tensors and marked outputs only
+  // (others may have been overwritten by later ones); throws Error otherwise.
+  std::vector<float> read(Tensor t);
+  std::vector<uint32_t> readWords(Tensor t);  // the same for u32 tensors (ids)
+  float readScalar(Tensor t) { return read(t).at(0); }
+  // Where a tensor lives (for tests and for ops recorded by the caller).
+  ops::TensorView view(Tensor t) const;
+
+  const GraphPlan& plan() const { return plan_; }
+  uint64_t arenaBytes() const { return plan_.memory.arena_bytes; }
+  uint64_t naiveBytes() const { return plan_.memory.naive_bytes; }
+  uint32_t dispatchCount() const;
+  uint32_t barrierCount() const;
+  // GPU time of the last step() from timestamps around the recording; 0 before the first
+  // step (after a rerecord()) or where the queue has no timestamps.
+  double gpuMilliseconds() const;
+  // With CompileOptions::profile, every launched node's time in the last step(), in plan
+  // order; their sum is gpuMilliseconds() less the generator's advance. Empty otherwise, or
+  // before the first step, or where the queue has no timestamps.
+  std::vector<NodeTime> profile() const;
+
+ private:
+  void record();
+  void checkInput(Tensor t, DType dtype, size_t count) const;
+  void readInto(Tensor t, void* out, size_t bytes);
+
+  vk::Context& context_;
+  const Graph& graph_;
+  GraphPlan plan_;
+  std::vector<vk::Buffer> owned_;          // persistent tensors and the arena
+  std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
+  std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
+  std::unique_ptr<vk::Recorder> rec_;
+  bool timed_ = false, stepped_ = false, profiled_ = false;
+  uint32_t ts_begin_ = 0, ts_end_ = 0;
+  std::vector<std::pair<int, uint32_t>> node_ts_;  // with profiled_: node, timestamp after it
+};
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,85 @@
+// add: a + b with b broadcast over a (ops/elementwise.h), and its backward: da is dout, db is
+// dout summed over b's broadcast axes. AddBackward also adds a temporary into a gradient for
+// rules whose kernels can only overwrite (Backward::addInto).
+#include <utility>
+
+#include "vkgrad/graph/backward.h"
+#include "vkgrad/graph/launch.h"
+#include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/ops/elementwise.h"
+#include "vkgrad/ops/fold.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct Add {
+  enum In { a, b, kInputs };
+  enum Out { sum, kOutputs };
+};
+
+struct AddBackward {
+  enum In { dout, kInputs };
+  enum Out { grad, kOutputs };
+  struct Attrs {
+    Add::In of;  // the input whose gradient this node writes
+  };
+};
+
+void backward(Backward& b, const Node& f) {
+  for (Add::In of : {Add::a, Add::b})
+    if (b.needs(f, of))
+      b.emit(OpKind::AddBackward, f, of, {b.dout(f, Add::sum)}, AddBackward::Attrs{of});
+}
+
+void launch(const Launch& l) {
+  ops::add(l.rec, l.in(Add::a), l.in(Add::b), l.out(Add::sum));
+}
+
+void launchBackward(const Launch& l) {
+  const ops::Write w = l.write(AddBackward::grad);
+  const ops::TensorView none{};
+  if (l.attr<AddBackward::Attrs>().of == Add::a)
+    ops::addBackward(l.rec, l.in(AddBackward::dout), l.out(AddBackward::grad), none, w, w);
+  else
+    ops::addBackward(l.rec, l.in(AddBackward::dout), none, l.out(AddBackward::grad), w, w);
+}
+
+}  // namespace
+
+Tensor Graph::add(Tensor a, Tensor b) {
+  return broadcastBinary(OpKind::Add, a, b);
+}
+
+Tensor Graph::broadcastBinary(OpKind op, Tensor a, Tensor b) {
+  const char* name = opName(op);
+  check(a, name);
+  check(b, name);
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32)
+    throw ShapeError(describe(name, {a, b}) + ": operands must be f32");
+  // The kernels broadcast their second operand; the op commutes, so the larger goes first.
+  if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
+  ops::broadcastFold(name, shape(a), shape(b));  // throws ShapeError with both shapes
+  const int c = output(shape(a));
+  addNode({op, {a.id, b.id}, {c}});
+  return {c};
+}
+
+void Backward::addInto(int from, int gid, ops::Write mode) {
+  Node add{OpKind::AddBackward, {from}, {gid}, {mode}, AddBackward::Attrs{Add::a}};
+  g_.addNode(std::move(add));
+}
+
+namespace defs {
+const OpDef kAdd{.name = "add",
+                 .inputs = Add::kInputs,
+                 .outputs = Add::kOutputs,
+                 .in_place = Add::a,
+                 .backward = backward,
+                 .launch = launch};
+const OpDef kAddBackward{.name = "addBackward",
+                         .inputs = AddBackward::kInputs,
+                         .outputs = AddBackward::kOutputs,
+                         .launch = launchBackward};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

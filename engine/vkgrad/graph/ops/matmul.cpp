@@ -1,0 +1,95 @@
+// matmul: c = alpha·op(a)·op(b) [+ bias] (ops/matmul.h), and its backward: one node per
+// input that needs a gradient, each one kernel of ops::matmulBackward.
+#include <string>
+
+#include "vkgrad/graph/backward.h"
+#include "vkgrad/graph/launch.h"
+#include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/ops/matmul.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct Matmul {
+  enum In { a, b, bias, kInputs };  // bias: -1 when absent
+  enum Out { c, kOutputs };
+  struct Attrs {
+    bool trans_a = false, trans_b = false;
+    float alpha = 1.0f;  // scales op(a)·op(b), not the bias
+  };
+};
+
+struct MatmulBackward {
+  enum In { a, b, dc, kInputs };
+  enum Out { grad, kOutputs };
+  struct Attrs {
+    Matmul::Attrs forward;
+    Matmul::In of;  // the input whose gradient this node writes
+  };
+};
+
+ops::MatmulOptions options(const Matmul::Attrs& at) {
+  ops::MatmulOptions o;
+  o.trans_a = at.trans_a, o.trans_b = at.trans_b, o.alpha = at.alpha;
+  return o;
+}
+
+// dA = dC·op(B)ᵀ, dB = op(A)ᵀ·dC, dbias = Σ rows dC (ops/matmul.h).
+void backward(Backward& b, const Node& f) {
+  for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias})
+    if (b.needs(f, of))
+      b.emit(OpKind::MatmulBackward, f, of,
+             {f.inputs[Matmul::a], f.inputs[Matmul::b], b.dout(f, Matmul::c)},
+             MatmulBackward::Attrs{f.attr<Matmul::Attrs>(), of});
+}
+
+void launch(const Launch& l) {
+  const ops::TensorView bias = l.in(Matmul::bias);
+  ops::MatmulOptions o = options(l.attr<Matmul::Attrs>());
+  if (bias.buffer) o.bias = &bias;
+  ops::matmul(l.rec, l.in(Matmul::a), l.in(Matmul::b), l.out(Matmul::c), o);
+}
+
+void launchBackward(const Launch& l) {
+  const auto& at = l.attr<MatmulBackward::Attrs>();
+  const ops::TensorView grad = l.out(MatmulBackward::grad);
+  ops::MatmulGrads grads;
+  (at.of == Matmul::a ? grads.da : at.of == Matmul::b ? grads.db : grads.dbias) = &grad;
+  ops::matmulBackward(l.rec, l.in(MatmulBackward::a), l.in(MatmulBackward::b),
+                      l.in(MatmulBackward::dc), grads, options(at.forward),
+                      l.write(MatmulBackward::grad));
+}
+
+}  // namespace
+
+Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b) {
+  check(a, "matmul");
+  check(b, "matmul");
+  if (bias) check(bias, "matmul");
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32 ||
+      (bias && tensor(bias).dtype != DType::F32))
+    throw ShapeError(describe("matmul", {a, b, bias}) + ": operands must be f32");
+  const Shape c =
+      ops::matmulShape(shape(a), shape(b), trans_a, trans_b, bias ? &shape(bias) : nullptr);
+  const int out = output(c);
+  addNode({OpKind::Matmul,
+           {a.id, b.id, bias ? bias.id : -1},
+           {out},
+           {},
+           Matmul::Attrs{trans_a, trans_b, 1.0f}});
+  return {out};
+}
+
+namespace defs {
+const OpDef kMatmul{.name = "matmul",
+                    .inputs = Matmul::kInputs,
+                    .outputs = Matmul::kOutputs,
+                    .backward = backward,
+                    .launch = launch};
+const OpDef kMatmulBackward{.name = "matmulBackward",
+                            .inputs = MatmulBackward::kInputs,
+                            .outputs = MatmulBackward::kOutputs,
+                            .launch = launchBackward};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,145 @@
+// The optimizer's nodes (graph/optimizer.h): AdvanceStep, ClipGradNorm and one SGD or AdamW
+// update per parameter (ops/optim.h). They update persistent tensors in place, so they are
+// never pruned, and addOptimizer is their only builder.
+#include <cstring>
+#include <vector>
+
+#include "vkgrad/graph/launch.h"
+#include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/graph/optimizer.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct AdvanceStep {
+  enum In { state, kInputs };  // state: ops::OptimizerState, 8 words
+  enum Out { kOutputs };
+};
+
+// Variadic: the gradients first, then these.
+struct ClipGradNorm {
+  enum In { scratch, norm, state, kInputs };  // the clip factor goes into the state
+  enum Out { kOutputs };
+  struct Attrs {
+    float max_norm = 0.0f;
+  };
+};
+
+struct SgdUpdate {
+  enum In { param, grad, velocity, state, kInputs };
+  enum Out { kOutputs };
+  using Attrs = ops::SgdOptions;
+};
+
+struct AdamWUpdate {
+  enum In { param, grad, m, v, state, kInputs };
+  enum Out { kOutputs };
+  using Attrs = ops::AdamWOptions;
+};
+
+void launchAdvance(const Launch& l) {
+  ops::advanceStep(l.rec, l.in(AdvanceStep::state));
+}
+
+void launchClip(const Launch& l) {
+  const size_t grads = l.node.inputs.size() - ClipGradNorm::kInputs;
+  std::vector<ops::TensorView> views;
+  for (size_t i = 0; i < grads; ++i) views.push_back(l.view(l.node.inputs[i]));
+  auto fixed = [&](ClipGradNorm::In slot) { return l.view(l.node.inputs[grads + slot]); };
+  ops::clipGradScale(l.rec, views, l.attr<ClipGradNorm::Attrs>().max_norm,
+                     fixed(ClipGradNorm::scratch), fixed(ClipGradNorm::norm),
+                     fixed(ClipGradNorm::state));
+}
+
+void launchSgd(const Launch& l) {
+  using U = SgdUpdate;
+  ops::sgd(l.rec, l.in(U::param), l.in(U::grad), l.in(U::velocity), l.in(U::state),
+           l.attr<U::Attrs>());
+}
+
+void launchAdamW(const Launch& l) {
+  using U = AdamWUpdate;
+  ops::adamw(l.rec, l.in(U::param), l.in(U::grad), l.in(U::m), l.in(U::v), l.in(U::state),
+             l.attr<U::Attrs>());
+}
+
+// A persistent tensor set once when compiled: zeros unless data is given.
+int stateTensor(Graph& g, const std::string& name, const Shape& shape, DType dtype,
+                std::vector<uint32_t> data = {}) {
+  TensorInfo info{name, shape, dtype, TensorKind::State};
+  info.differentiable = false;
+  info.data = std::move(data);
+  info.data.resize(size_t(shape.numel()), 0u);
+  return g.newTensor(std::move(info));
+}
+
+}  // namespace
+
+Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& config) {
+  if (grads.parameters.empty()) throw Error("addOptimizer: no parameter has a gradient");
+  const ops::OptimizerState init = ops::OptimizerState::make(config.lr, config.beta1, config.beta2);
+  std::vector<uint32_t> words(8);
+  std::memcpy(words.data(), &init, sizeof(init));
+  const int state = stateTensor(g, "optimizer.state", {8}, DType::U32, std::move(words));
+  g.addNode({OpKind::AdvanceStep, {state}, {}});
+
+  if (config.max_grad_norm > 0) {
+    std::vector<ops::TensorView> views;  // shapes only: the scratch size depends on nothing else
+    Node clip{OpKind::ClipGradNorm, {}, {}, {}, ClipGradNorm::Attrs{config.max_grad_norm}};
+    for (const auto& [param, grad] : grads.parameters) {
+      views.push_back({nullptr, 0, g.shape(grad)});
+      clip.inputs.push_back(grad.id);
+    }
+    const int scratch =
+        stateTensor(g, "optimizer.norm_scratch", {ops::gradNormScratch(views)}, DType::F32);
+    const int norm = stateTensor(g, "optimizer.norm", {2}, DType::F32);
+    for (int fixed : {scratch, norm, state}) clip.inputs.push_back(fixed);
+    g.addNode(std::move(clip));
+  }
+
+  for (const auto& [param, grad] : grads.parameters) {
+    // Copies: adding state tensors may move the graph's tensor list.
+    const std::string name = g.tensor(param).name;
+    const Shape shape = g.tensor(param).shape;
+    const bool decay = config.decay_vectors || shape.rank() > 1;
+    if (config.kind == OptimizerConfig::Kind::Sgd) {
+      SgdUpdate::Attrs sgd = config.sgd;
+      if (!decay) sgd.weight_decay = 0.0f;
+      const int velocity = stateTensor(g, name + ".velocity", shape, DType::F32);
+      g.addNode({OpKind::SgdUpdate, {param.id, grad.id, velocity, state}, {}, {}, sgd});
+    } else {
+      AdamWUpdate::Attrs adamw = config.adamw;
+      if (!decay) adamw.weight_decay = 0.0f;
+      const int m = stateTensor(g, name + ".m", shape, DType::F32);
+      const int v = stateTensor(g, name + ".v", shape, DType::F32);
+      g.addNode({OpKind::AdamWUpdate, {param.id, grad.id, m, v, state}, {}, {}, adamw});
+    }
+  }
+  return Tensor{state};
+}
+
+namespace defs {
+const OpDef kAdvanceStep{.name = "advanceStep",
+                         .inputs = AdvanceStep::kInputs,
+                         .outputs = AdvanceStep::kOutputs,
+                         .side_effects = true,
+                         .launch = launchAdvance};
+const OpDef kClipGradNorm{.name = "clipGradNorm",
+                          .inputs = ClipGradNorm::kInputs,
+                          .outputs = ClipGradNorm::kOutputs,
+                          .variadic = true,
+                          .side_effects = true,
+                          .launch = launchClip};
+const OpDef kSgdUpdate{.name = "sgd",
+                       .inputs = SgdUpdate::kInputs,
+                       .outputs = SgdUpdate::kOutputs,
+                       .side_effects = true,
+                       .launch = launchSgd};
+const OpDef kAdamWUpdate{.name = "adamw",
+                         .inputs = AdamWUpdate::kInputs,
+                         .outputs = AdamWUpdate::kOutputs,
+                         .side_effects = true,
+                         .launch = launchAdamW};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,36 @@
+// zeroFill: zeros a gradient that contributions may cover only in part (slices' gradients),
+// before they accumulate into it. Added by autograd only (Backward::contribute).
+#include <utility>
+
+#include "vkgrad/graph/backward.h"
+#include "vkgrad/graph/launch.h"
+#include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct ZeroFill {
+  enum In { kInputs };
+  enum Out { zeros, kOutputs };
+};
+
+void launch(const Launch& l) {
+  const ops::TensorView o = l.out(ZeroFill::zeros);
+  l.rec.fill(*o.buffer, 0u, o.offset, o.bytes());
+}
+
+}  // namespace
+
+void Backward::zeroFill(int root) {
+  g_.addNode({OpKind::ZeroFill, {}, {root}});
+}
+
+namespace defs {
+const OpDef kZeroFill{.name = "zeroFill",
+                      .inputs = ZeroFill::kInputs,
+                      .outputs = ZeroFill::kOutputs,
+                      .launch = launch};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

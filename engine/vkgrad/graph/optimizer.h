@@ -1,0 +1,31 @@
+// The optimizer as graph nodes, so that one compiled graph is forward + backward + update.
+// What changes per step (the step count, Adam's bias corrections) is kept on the device by
+// an AdvanceStep node (ops/optim.h); the learning rate is the first word of the state
+// tensor, which a schedule may rewrite between steps (Executor::setLearningRate).
+#pragma once
+
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/ops/optim.h"
+
+namespace vkgrad::graph {
+
+struct OptimizerConfig {
+  enum class Kind { Sgd, AdamW };
+  Kind kind = Kind::AdamW;
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f;  // AdamW
+  ops::SgdOptions sgd;                 // momentum, coupled weight decay, Nesterov
+  ops::AdamWOptions adamw;             // eps, decoupled weight decay
+  // Weight decay on 1-D parameters (biases, norm gains) too; by default only on matrices.
+  bool decay_vectors = false;
+  // > 0: clip the gradients to a global norm of at most this. The updates scale each
+  // gradient as they read it (ops::clipGradScale); the gradient tensors keep their values.
+  float max_grad_norm = 0.0f;
+};
+
+// Appends AdvanceStep, the optional ClipGradNorm and one update node per parameter of
+// grads.parameters, with zeroed moment buffers. Returns the optimizer state tensor (8 u32
+// words: ops::OptimizerState). Throws Error when grads has no parameters.
+Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& config);
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,80 @@
+// The parameter store: named, device-resident trainable tensors with their initialisers,
+// saved to and loaded from safetensors checkpoints (graph/safetensors.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::graph {
+
+// How a parameter starts. For Xavier, fan_in and fan_out are the last two dims (a weight
+// (in, out) used as x·W), or both the only dim of a vector.
+struct Init {
+  enum class Kind { Zeros, Ones, Constant, Uniform, Normal, XavierUniform, XavierNormal };
+  Kind kind = Kind::Zeros;
+  float a = 0.0f, b = 0.0f;  // Constant: a; Uniform: [a, b); Normal: mean a, stddev b
+
+  static Init zeros() { return {Kind::Zeros}; }
+  static Init ones() { return {Kind::Ones}; }
+  static Init constant(float value) { return {Kind::Constant, value}; }
+  static Init uniform(float lo, float hi) { return {Kind::Uniform, lo, hi}; }
+  static Init normal(float mean, float stddev) { return {Kind::Normal, mean, stddev}; }
+  static Init xavierUniform() { return {Kind::XavierUniform}; }
+  static Init xavierNormal() { return {Kind::XavierNormal}; }
+};
+
+struct Parameter {
+  std::string name;
+  ops::Shape shape;
+  Init init;
+  std::shared_ptr<vk::Buffer> buffer;  // shared: keeps this header free of Vulkan
+  ops::TensorView view() const { return ops::view(*buffer, shape); }
+};
+
+class ParameterStore {
+ public:
+  explicit ParameterStore(vk::Context& context);
+
+  // Throws Error on a duplicate or empty name or an empty shape; OutOfMemoryError when the
+  // device is full. Contents are undefined until initialize() or load().
+  const Parameter& add(const std::string& name, const ops::Shape& shape, Init init);
+  const Parameter* find(const std::string& name) const;
+  const Parameter& at(const std::string& name) const;  // throws Error naming the missing one
+  const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
+  int64_t elements() const;
+
+  // Runs every initialiser on the device; the i-th parameter added draws from stream i of
+  // the counter-based generator (ops/random.h) seeded with `seed`, so the same seed gives the
+  // same bits on a device, and adding a parameter leaves the earlier ones' values alone.
+  void initialize(uint64_t seed);
+
+  // Writes every parameter (and the metadata) to path; see saveSafetensors.
+  void save(const std::filesystem::path& path,
+            const std::map<std::string, std::string>& metadata = {}) const;
+  // Reads path and, only if it holds exactly this store's names with the same shapes (f32)
+  // and only finite values, uploads them; otherwise throws Error listing the differences (or
+  // the first NaN or inf of each tensor), with every parameter left as it was. Returns the
+  // file's metadata.
+  std::map<std::string, std::string> load(const std::filesystem::path& path);
+
+  // save() and load() without the file: every parameter downloaded, in the order added; and
+  // the same checks and upload from tensors read elsewhere (`source` names them in errors).
+  std::vector<SavedTensor> download() const;
+  void upload(std::span<const SavedTensor* const> tensors, const std::string& source);
+
+ private:
+  vk::Context& context_;
+  std::vector<std::unique_ptr<Parameter>> params_;  // in the order added
+  std::unordered_map<std::string, size_t> index_;   // name -> position in params_
+};
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,148 @@
+#include "vkgrad/ops/activation.h"
+
+#include <string>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/elementwise.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+constexpr uint32_t kWorkgroup = 256;
+
+constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
+
+struct ActivationPush {
+  uint32_t n;               // elements
+  float param;              // LeakyRelu slope, Elu alpha
+  uint32_t x_skip, y_skip;  // first elements inside the bindings
+};
+static_assert(sizeof(ActivationPush) == 16);
+
+struct ActivationBackwardPush {
+  uint32_t n;                                 // elements
+  float param;                                // LeakyRelu slope, Elu alpha
+  uint32_t x_skip, y_skip, dy_skip, dx_skip;  // first elements inside the bindings
+};
+static_assert(sizeof(ActivationBackwardPush) == 24);
+
+void checkSameShape(const char* op, Activation kind, const char* name, const TensorView& t,
+                    const TensorView& like) {
+  if (!(t.shape == like.shape))
+    throw ShapeError(std::string(op) + "(" + activationName(kind) + "): " + name + " " +
+                     t.shape.str() + " must have the shape " + like.shape.str());
+}
+
+}  // namespace
+
+const char* activationName(Activation kind) {
+  switch (kind) {
+    case Activation::Relu:
+      return "relu";
+    case Activation::LeakyRelu:
+      return "leaky_relu";
+    case Activation::GeluTanh:
+      return "gelu_tanh";
+    case Activation::GeluErf:
+      return "gelu_erf";
+    case Activation::Sigmoid:
+      return "sigmoid";
+    case Activation::Tanh:
+      return "tanh";
+    case Activation::Elu:
+      return "elu";
+    case Activation::Exp:
+      return "exp";
+    case Activation::Log:
+      return "log";
+  }
+  return "?";
+}
+
+bool activationBackwardReadsX(Activation kind) {
+  // Mirrors kGradReadsX in shaders/activation/activation.glsl.
+  switch (kind) {
+    case Activation::LeakyRelu:
+    case Activation::GeluTanh:
+    case Activation::GeluErf:
+    case Activation::Elu:
+    case Activation::Log:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const TensorView& y,
+                float param) {
+  const char* op = "activation";
+  checkSameShape(op, kind, "y", y, x);
+  checkOperand(op, "x", x);
+  checkOperand(op, "y", y);
+  checkAlias(op, "y", y, "x", x, true);
+  const uint64_t n = uint64_t(x.shape.numel());
+  if (n == 0) return;
+  vk::Context& ctx = rec.context();
+  // The texel kernel fetches x and stores y four floats at a time.
+  const bool texel = texelFits(ctx, x, kRgba) && vec4Storable(ctx, y);
+  const vk::Kernel& kernel = ctx.kernels().get(
+      texel ? "activation/forward_texel" : "activation/forward", {kWorkgroup, uint32_t(kind)});
+  const auto bx = texel ? bindTexel(ctx, x, kRgba) : bindStorage(ctx, x);
+  const auto by = bindStorage(ctx, y);
+  const ActivationPush push{uint32_t(n), param, bx.skip, by.skip};
+  const vk::Arg args[] = {bx.arg, by.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(texel ? (n + 3) / 4 : n, kWorkgroup));
+}
+
+void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
+                        const TensorView& y, const TensorView& dy, const TensorView& dx,
+                        float param, Write w) {
+  const char* op = "activationBackward";
+  const bool reads_x = activationBackwardReadsX(kind);
+  const TensorView& saved = reads_x ? x : y;
+  const char* saved_name = reads_x ? "x" : "y";
+  if (!saved.buffer)
+    throw ShapeError(std::string(op) + "(" + activationName(kind) + ") needs " + saved_name +
+                     ", got an empty view");
+  checkSameShape(op, kind, saved_name, saved, dy);
+  checkSameShape(op, kind, "dx", dx, dy);
+  checkOperand(op, saved_name, saved);
+  checkOperand(op, "dy", dy);
+  checkOperand(op, "dx", dx);
+  checkAlias(op, "dx", dx, saved_name, saved, true);
+  checkAlias(op, "dx", dx, "dy", dy, true);
+  const uint64_t n = uint64_t(dy.shape.numel());
+  if (n == 0) return;
+  vk::Context& ctx = rec.context();
+  const bool accumulate = w == Write::Accumulate;
+  const bool texel = texelFits(ctx, saved, kRgba) && texelFits(ctx, dy, kRgba) &&
+                     (!accumulate || texelFits(ctx, dx, kRgba)) && vec4Storable(ctx, dx);
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "activation/backward_texel" : "activation/backward",
+                        {kWorkgroup, uint32_t(kind), uint32_t(accumulate)});
+  // The input the kind does not read is bound to dy, which is the right size.
+  const TensorView& x_arg = reads_x ? x : dy;
+  const TensorView& y_arg = reads_x ? dy : y;
+  const auto bind = [&](const TensorView& t) {
+    return texel ? bindTexel(ctx, t, kRgba) : bindStorage(ctx, t);
+  };
+  const auto bx = bind(x_arg), by = bind(y_arg), bdy = bind(dy);
+  const auto bdx = bindStorage(ctx, dx);
+  const ActivationBackwardPush push{uint32_t(n), param, bx.skip, by.skip, bdy.skip, bdx.skip};
+  if (texel) {
+    const auto acc = accumulate ? bindTexel(ctx, dx, kRgba) : bdy;
+    const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, acc.arg, bdx.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups((n + 3) / 4, kWorkgroup));
+  } else {
+    const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, bdx.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(n, kWorkgroup));
+  }
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,241 @@
+#include "vkgrad/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+constexpr uint32_t kMaxHeadDim = 256;
+
+// Mirrors shaders/attention/common.glsl.
+enum Slot : uint32_t { kQ, kK, kV, kO, kDO, kDQ, kDK, kDV };
+struct AttentionPush {
+  uint32_t b, h, tq, tk;
+  float scale;
+  uint32_t causal, accumulate;
+  uint32_t lse_skip, rowdot_skip;
+  uint32_t skip[8], stride[8];
+};
+static_assert(sizeof(AttentionPush) == 100);
+
+struct Dims {
+  int64_t b, h, tq, tk, d;
+};
+
+int64_t rowStride(const AttentionTensor& t) {
+  return t.row_stride ? t.row_stride : t.view.shape[2] * t.view.shape[3];
+}
+
+// Checks one strided tensor against (b, t, h, d) and its buffer; the message names the op,
+// the tensor, and both shapes.
+void checkTensor(const char* op, const char* name, const AttentionTensor& t, int64_t b, int64_t tt,
+                 int64_t h, int64_t d) {
+  const Shape want{b, tt, h, d};
+  if (!(t.view.shape == want))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.view.shape.str() + " must be " +
+                     want.str() + " (B,T,H,D)");
+  const int64_t stride = rowStride(t);
+  if (stride < h * d)
+    throw ShapeError(std::string(op) + ": " + name + " row stride " + std::to_string(stride) +
+                     " is less than H*D = " + std::to_string(h * d));
+  if (!t.view.buffer) throw ShapeError(std::string(op) + ": " + name + " has no buffer");
+  if (t.view.dtype != DType::F32)
+    throw ShapeError(std::string(op) + ": " + name + " must be f32, got " +
+                     dtypeName(t.view.dtype));
+  const uint64_t elements = uint64_t((b * tt - 1) * stride + h * d);
+  if (t.view.offset % 4 != 0 || t.view.offset + 4 * elements > t.view.buffer->size())
+    throw ShapeError(std::string(op) + ": " + name + " " + t.view.shape.str() +
+                     " with row stride " + std::to_string(stride) + " needs " +
+                     std::to_string(4 * elements) + " bytes from offset " +
+                     std::to_string(t.view.offset) + ", its buffer has " +
+                     std::to_string(t.view.buffer->size()));
+  if (elements > (uint64_t(1) << 31))
+    throw ShapeError(std::string(op) + ": " + name + " spans more than 2^31 elements");
+}
+
+Dims checkForward(const char* op, const AttentionTensor& q, const AttentionTensor& k,
+                  const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse) {
+  const Shape& qs = q.view.shape;
+  const Shape lse_shape = attentionLseShape(qs, k.view.shape, v.view.shape, op);
+  const Dims dims{qs[0], qs[2], qs[1], k.view.shape[1], qs[3]};
+  checkTensor(op, "q", q, dims.b, dims.tq, dims.h, dims.d);
+  checkTensor(op, "k", k, dims.b, dims.tk, dims.h, dims.d);
+  checkTensor(op, "v", v, dims.b, dims.tk, dims.h, dims.d);
+  checkTensor(op, "o", o, dims.b, dims.tq, dims.h, dims.d);
+  if (!(lse.shape == lse_shape))
+    throw ShapeError(std::string(op) + ": lse " + lse.shape.str() + " must be " + lse_shape.str() +
+                     " (B,H,Tq)");
+  checkFits(op, "lse", lse);
+  return dims;
+}
+
+// Rows per tile: two tiles of TILE x D floats must fit the device's shared memory (with room
+// to spare), and 64 rows are plenty.
+uint32_t tileRows(const vk::Context& context, int64_t d) {
+  const uint64_t shared = context.info().max_shared_memory;
+  const uint64_t rows = (shared / 2) / (2 * uint64_t(d) * 4 + 8);
+  return uint32_t(std::clamp<uint64_t>(rows, 1, 64));
+}
+
+AttentionPush makePush(const Dims& dims, const AttentionOptions& options) {
+  AttentionPush push{};
+  push.b = uint32_t(dims.b), push.h = uint32_t(dims.h);
+  push.tq = uint32_t(dims.tq), push.tk = uint32_t(dims.tk);
+  push.scale = options.scale != 0.0f ? options.scale : float(1.0 / std::sqrt(double(dims.d)));
+  push.causal = options.causal ? 1 : 0;
+  return push;
+}
+
+// t as one flat view over every element its rows span.
+TensorView spanView(const AttentionTensor& t) {
+  const Shape& s = t.view.shape;
+  return {t.view.buffer, t.view.offset, Shape{(s[0] * s[1] - 1) * rowStride(t) + s[2] * s[3]}};
+}
+
+bool canShuffle(const vk::DeviceInfo& info) {
+  return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+}
+
+// Whether t can be read as RGBA32F texels: whole vec4 rows at vec4-aligned starts.
+bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
+  return rowStride(t) % 4 == 0 && texelFits(context, spanView(t), vk::TexelFormat::Rgba32f);
+}
+
+// Texel is for CPU devices: a workgroup of subgroup-size invocations is one subgroup there,
+// and SIMD lanes share the fetched rows through shuffles. On a GPU the shared-memory tiles are
+// faster (1.5-5x on an H100) and the backward's fully unrolled subgroup-wide tiles (32 lanes
+// there) did not finish (BENCHMARKS.md, attention on the GPU), so Texel is refused there. It
+// also needs D % 4 == 0 and every fetched tensor readable as RGBA32F.
+bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
+              std::initializer_list<const AttentionTensor*> fetched) {
+  const vk::DeviceInfo& info = context.info();
+  bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
+  for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
+  if (variant == AttentionVariant::Texel && !possible)
+    throw Error(
+        "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
+        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats");
+  return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
+}
+
+// Binds t (storage, or an RGBA32F texel view) and records its skip and stride in slot.
+vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const AttentionTensor& t,
+             bool texel = false) {
+  const Bound bound = texel ? bindTexel(context, spanView(t), vk::TexelFormat::Rgba32f)
+                            : bindStorage(context, spanView(t));
+  push.skip[slot] = bound.skip;
+  push.stride[slot] = uint32_t(rowStride(t));
+  return bound.arg;
+}
+
+}  // namespace
+
+Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v, const char* op) {
+  if (q.rank() != 4 || k.rank() != 4)
+    throw ShapeError(std::string(op) + ": q " + q.str() + " and k " + k.str() +
+                     " must be (B,T,H,D)");
+  if (q.numel() == 0 || k.numel() == 0)
+    throw ShapeError(std::string(op) + ": q " + q.str() + ", k " + k.str() +
+                     ": every dim must be at least 1");
+  if (q[3] > kMaxHeadDim)
+    throw ShapeError(std::string(op) + ": head dim " + std::to_string(q[3]) +
+                     " is above the supported " + std::to_string(kMaxHeadDim));
+  const Shape kv{q[0], k[1], q[2], q[3]};
+  for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}})
+    if (!(*t == kv))
+      throw ShapeError(std::string(op) + ": " + name + " " + t->str() + " must be " + kv.str() +
+                       " (B,T,H,D)");
+  return {q[0], q[2], q[1]};
+}
+
+const char* attentionVariantName(AttentionVariant variant) {
+  switch (variant) {
+    case AttentionVariant::Auto:
+      return "auto";
+    case AttentionVariant::Shared:
+      return "shared";
+    case AttentionVariant::Texel:
+      return "texel";
+  }
+  return "?";
+}
+
+void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
+               const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
+               const AttentionOptions& options) {
+  const Dims dims = checkForward("attention", q, k, v, o, lse);
+  vk::Context& context = rec.context();
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v});
+  const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
+  AttentionPush push = makePush(dims, options);
+  const Bound bl = bindStorage(context, lse);
+  push.lse_skip = bl.skip;
+  const vk::Arg args[] = {bind(context, push, kQ, q, texel), bind(context, push, kK, k, texel),
+                          bind(context, push, kV, v, texel), bind(context, push, kO, o), bl.arg};
+  const vk::Kernel& kernel = context.kernels().get(
+      texel ? "attention/forward_texel" : "attention/forward", {uint32_t(dims.d), tile});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+}
+
+int64_t attentionBackwardScratch(const AttentionTensor& q) {
+  const Shape& s = q.view.shape;
+  return s.rank() == 4 ? s[0] * s[2] * s[1] : 0;
+}
+
+void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
+                       const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
+                       const AttentionTensor& dout, const AttentionTensor& dq,
+                       const AttentionTensor& dk, const AttentionTensor& dv,
+                       const TensorView& scratch, const AttentionOptions& options, Write w) {
+  const char* op = "attentionBackward";
+  const Dims dims = checkForward(op, q, k, v, o, lse);
+  checkTensor(op, "dout", dout, dims.b, dims.tq, dims.h, dims.d);
+  checkTensor(op, "dq", dq, dims.b, dims.tq, dims.h, dims.d);
+  checkTensor(op, "dk", dk, dims.b, dims.tk, dims.h, dims.d);
+  checkTensor(op, "dv", dv, dims.b, dims.tk, dims.h, dims.d);
+  const int64_t rows = dims.b * dims.h * dims.tq;
+  if (scratch.shape.numel() < rows)
+    throw ShapeError(std::string(op) + ": scratch " + scratch.shape.str() + " needs at least " +
+                     std::to_string(rows) + " elements");
+  const TensorView rowdot{scratch.buffer, scratch.offset, Shape{rows}, DType::F32};
+  checkFits(op, "scratch", rowdot);
+
+  vk::Context& context = rec.context();
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout});
+  const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
+  const std::initializer_list<uint32_t> spec = {uint32_t(dims.d), tile};
+  AttentionPush push = makePush(dims, options);
+  push.accumulate = w == Write::Accumulate ? 1 : 0;
+  const Bound bl = bindStorage(context, lse), br = bindStorage(context, rowdot);
+  push.lse_skip = bl.skip;
+  push.rowdot_skip = br.skip;
+  const vk::Arg ao = bind(context, push, kO, o), ado = bind(context, push, kDO, dout),
+                adq = bind(context, push, kDQ, dq), adk = bind(context, push, kDK, dk),
+                adv = bind(context, push, kDV, dv);
+  const vk::Arg rowdot_args[] = {ao, ado, br.arg};
+  rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
+                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  // The rowdot pass reads dO through storage; the other two as the variant wants.
+  const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
+                av = bind(context, push, kV, v, texel),
+                ado_read = bind(context, push, kDO, dout, texel);
+  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
+  rec.dispatchGroups(
+      context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec),
+      kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+  const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
+  rec.dispatchGroups(
+      context.kernels().get(texel ? "attention/backward_q_texel" : "attention/backward_q", spec),
+      q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,69 @@
+// Flash-style multi-head attention, forward and backward, in O(T) memory: the Tq x Tk
+// scores are never stored.
+//
+//   O = softmax(scale Q Kᵀ + mask) V   per batch and head
+//
+// Layout: Q and O are (B, Tq, H, D), K and V (B, Tk, H, D), the layout a linear projection
+// writes (tokens as rows, heads side by side), so a model needs no transposes. D is
+// contiguous and heads are D apart; tokens are `row_stride` elements apart, H*D when the
+// tensor is packed alone, or e.g. 3*H*D for Q, K and V read straight out of one fused QKV
+// projection (three views at offsets 0, H*D, 2*H*D of the same buffer). LSE, the per-row
+// log-sum-exp the backward pass needs, is (B, H, Tq).
+//
+// Causal: query i sees key j when j <= i + (Tk - Tq) (the last query sees every key; with
+// Tq = Tk the usual lower triangle). A query that sees no key gets O = 0, LSE = -inf and zero
+// gradients, never NaN. Key tiles no query of a workgroup sees are skipped, not computed.
+#pragma once
+
+#include <cstdint>
+
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::ops {
+
+// One of Q, K, V, O or their gradients: a view of shape (B, T, H, D) whose tokens are
+// row_stride elements apart (0: packed, H*D). view.offset is where element (0,0,0,0) is.
+struct AttentionTensor {
+  TensorView view;
+  int64_t row_stride = 0;
+};
+
+enum class AttentionVariant {
+  Auto,    // Texel on CPU devices where it applies (D and strides multiples of 4), else Shared
+  Shared,  // key/query tiles through shared memory: the GPU kernel, any D and strides
+  Texel,   // texel fetches shared by subgroup shuffles, no shared memory: CPU devices only
+};
+const char* attentionVariantName(AttentionVariant variant);
+
+struct AttentionOptions {
+  bool causal = false;
+  float scale = 0.0f;  // 0: 1/sqrt(D)
+  AttentionVariant variant = AttentionVariant::Auto;
+};
+
+// The shape rule of attention, Vulkan-free (the graph builder uses it too): q (B,Tq,H,D),
+// k and v (B,Tk,H,D), D at most 256; returns the shape of lse, (B,H,Tq) (o is shaped like q).
+// Throws ShapeError "attention: v (1,8,2,16) must be (1,9,2,16) (B,T,H,D)".
+Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v,
+                        const char* op = "attention");
+
+// o: like q; lse: (B, H, Tq), contiguous. D from 1 to 256. Throws ShapeError (naming the
+// shapes) before recording anything on mismatched shapes, strides, or buffers too small.
+void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
+               const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
+               const AttentionOptions& options = {});
+
+// f32 elements of scratch attentionBackward needs: B * H * Tq.
+int64_t attentionBackwardScratch(const AttentionTensor& q);
+
+// Given dout (like o) and the forward's o and lse, dq, dk, dv (like q, k, v; strided the
+// same way or not) (= or +=, by w) the gradients of sum(dout ∘ o). scratch: >=
+// attentionBackwardScratch(q) floats, overwritten. Deterministic: no float atomics.
+void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
+                       const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
+                       const AttentionTensor& dout, const AttentionTensor& dq,
+                       const AttentionTensor& dk, const AttentionTensor& dv,
+                       const TensorView& scratch, const AttentionOptions& options = {},
+                       Write w = Write::Overwrite);
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,80 @@
+#include "vkgrad/ops/binding.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+
+namespace {
+
+// Where bindings start: one alignment for storage and texel bindings, and at least 16 bytes
+// so that an RGBA32F view's texels line up with the view's elements.
+uint64_t bindingAlignment(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  return std::max<uint64_t>(
+      {16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+}
+
+}  // namespace
+
+Bound bindStorage(const vk::Context& context, const TensorView& t) {
+  const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
+  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes()), uint32_t(lead / 4)};
+}
+
+Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
+  const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
+  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes(), format), uint32_t(lead / 4)};
+}
+
+bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
+  const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
+  const uint64_t texel = vk::texelBytes(format);
+  if (lead % texel != 0) return false;
+  // texelFetch takes an int, whatever maxTexelBufferElements allows.
+  const uint64_t limit = std::min<uint64_t>(context.info().max_texel_buffer_elements, INT32_MAX);
+  return (lead + t.bytes() + texel - 1) / texel <= limit;
+}
+
+bool vec4Storable(const vk::Context& context, const TensorView& t) {
+  return bindStorage(context, t).skip % 4 == 0;
+}
+
+uint32_t gridGroups(uint64_t threads, uint32_t workgroup) {
+  // Enough invocations to fill any current GPU; beyond that each one loops. 65535 is the
+  // smallest maxComputeWorkGroupCount[0] Vulkan allows.
+  constexpr uint64_t kMaxGroups = 8192;
+  return uint32_t(std::clamp<uint64_t>((threads + workgroup - 1) / workgroup, 1, kMaxGroups));
+}
+
+bool overlaps(const TensorView& x, const TensorView& y) {
+  if (!x.buffer || !y.buffer || x.buffer != y.buffer) return false;
+  return x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes();
+}
+
+bool sameRange(const TensorView& x, const TensorView& y) {
+  return x.buffer == y.buffer && x.offset == y.offset && x.bytes() == y.bytes();
+}
+
+void checkOperand(const char* op, const char* name, const TensorView& t) {
+  checkFits(op, name, t);
+  if (t.shape.numel() > (int64_t(1) << 31))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has more than 2^31 elements");
+}
+
+void checkAlias(const char* op, const char* out_name, const TensorView& out, const char* in_name,
+                const TensorView& in, bool allow_same) {
+  if (!overlaps(out, in) || (allow_same && sameRange(out, in))) return;
+  throw ShapeError(std::string(op) + ": " + out_name + " " + out.shape.str() + " overlaps " +
+                   in_name + " " + in.shape.str() +
+                   (allow_same ? " (only exactly the same elements may alias)" : ""));
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,41 @@
+// How a launcher binds a tensor view, and the checks launchers share.
+//
+// A binding has to start at the device's offset alignment (storage and texel), but a view may
+// start at any multiple of 4 bytes. So the binding starts at the aligned offset at or below
+// the view, and the kernel skips `skip` elements (a push constant).
+#pragma once
+
+#include <cstdint>
+
+#include "vkgrad/ops/tensor.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+
+// A view as a kernel binds it: from the device's binding alignment at or below its offset,
+// so that any offset that is a multiple of 4 bytes works; skip is the view's first element
+// inside the binding.
+struct Bound {
+  vk::Arg arg;
+  uint32_t skip = 0;
+};
+Bound bindStorage(const vk::Context& context, const TensorView& t);
+Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
+// Whether t can be read through a texel view of that format: RGBA32F needs t's first element
+// on a 16-byte boundary; both need the view within maxTexelBufferElements.
+bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
+// Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): its
+// first element is a multiple of 4 elements into its binding.
+bool vec4Storable(const vk::Context& context, const TensorView& t);
+// Workgroups for a grid-stride kernel over `threads` invocations, capped (>= 1).
+uint32_t gridGroups(uint64_t threads, uint32_t workgroup);
+// Whether the byte ranges of two views intersect (same buffer; empty views never do).
+bool overlaps(const TensorView& x, const TensorView& y);
+bool sameRange(const TensorView& x, const TensorView& y);
+// checkFits (f32), plus at most 2^31 elements.
+void checkOperand(const char* op, const char* name, const TensorView& t);
+// Throws unless out and in are disjoint, or (if allow_same) exactly the same elements.
+void checkAlias(const char* op, const char* out_name, const TensorView& out, const char* in_name,
+                const TensorView& in, bool allow_same);
+
+}  // namespace vkgrad::ops

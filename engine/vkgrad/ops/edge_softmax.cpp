@@ -1,0 +1,123 @@
+#include "vkgrad/ops/edge_softmax.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+// Lanes per node on a GPU. On a CPU driver a workgroup of the subgroup's (SIMD) width is one
+// subgroup, so the combine needs no barriers (common/reduce.glsl: ~2x on lavapipe), and most
+// nodes have fewer incoming edges than even that.
+constexpr uint32_t kGpuWorkgroup = 64;
+
+struct ForwardPush {
+  uint32_t nodes, edges, heads;
+  uint32_t offsets_skip, scores_skip, alpha_skip;
+};
+static_assert(sizeof(ForwardPush) == 24);
+
+struct BackwardPush {
+  uint32_t nodes, edges, heads;
+  uint32_t offsets_skip, alpha_skip, dalpha_skip, dscores_skip;
+};
+static_assert(sizeof(BackwardPush) == 28);
+
+struct Layout {
+  uint32_t group;
+  bool one_subgroup;
+};
+
+Layout layoutFor(const char* op, const vk::Context& ctx) {
+  if (!ctx.info().subgroup_arithmetic)
+    throw Error(std::string(op) + ": " + ctx.info().name +
+                " has no subgroup arithmetic in compute shaders");
+  if (ctx.info().isCpu()) return {std::max(1u, ctx.info().subgroup_size), true};
+  return {kGpuWorkgroup, false};
+}
+
+// Checks everything shared by forward and backward; returns the node count.
+int64_t checkEdges(const char* op, const TensorView& offsets, const TensorView& like,
+                   std::initializer_list<std::pair<const char*, const TensorView*>> others) {
+  edgeSoftmaxShape(op, offsets.shape, offsets.dtype, like.shape, like.dtype);
+  for (const auto& [name, t] : others)
+    if (!(t->shape == like.shape) || t->dtype != DType::F32)
+      throw ShapeError(std::string(op) + ": " + name + " " + t->shape.str() + " " +
+                       dtypeName(t->dtype) + " must be f32 shaped like " + like.shape.str());
+  checkFits(op, "offsets", offsets, DType::U32);
+  return offsets.shape[0] - 1;
+}
+
+}  // namespace
+
+Shape edgeSoftmaxShape(const char* op, const Shape& offsets, DType offsets_dtype,
+                       const Shape& scores, DType scores_dtype) {
+  const std::string at =
+      std::string(op) + ": offsets " + offsets.str() + ", scores " + scores.str() + ": ";
+  if (offsets_dtype != DType::U32) throw ShapeError(at + "offsets must be u32");
+  if (scores_dtype != DType::F32) throw ShapeError(at + "scores must be f32");
+  if (offsets.rank() != 1 || offsets[0] < 2)
+    throw ShapeError(at + "offsets must be (nodes + 1) with at least one node");
+  if (offsets[0] > int64_t(UINT32_MAX)) throw ShapeError(at + "2^32 or more nodes");
+  if (scores.rank() != 2 || scores.numel() == 0)
+    throw ShapeError(at + "scores must be (edges, heads), non-empty");
+  if (scores.numel() >= (int64_t(1) << 31)) throw ShapeError(at + "2^31 or more scores");
+  return scores;
+}
+
+void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView& scores,
+                 const TensorView& alpha) {
+  const char* op = "edgeSoftmax";
+  const int64_t nodes = checkEdges(op, offsets, scores, {{"alpha", &alpha}});
+  checkOperand(op, "scores", scores);
+  checkOperand(op, "alpha", alpha);
+  checkAlias(op, "alpha", alpha, "scores", scores, false);
+  checkAlias(op, "alpha", alpha, "offsets", offsets, false);
+  vk::Context& ctx = rec.context();
+  const Layout l = layoutFor(op, ctx);
+  const Bound bo = bindStorage(ctx, offsets), bs = bindStorage(ctx, scores),
+              ba = bindStorage(ctx, alpha);
+  const ForwardPush push{
+      uint32_t(nodes), uint32_t(scores.shape[0]), uint32_t(scores.shape[1]), bo.skip, bs.skip,
+      ba.skip};
+  const vk::Arg args[] = {bo.arg, bs.arg, ba.arg};
+  rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {l.group, l.one_subgroup}), args,
+                     &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
+}
+
+void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const TensorView& alpha,
+                         const TensorView& dalpha, const TensorView& dscores, Write w) {
+  const char* op = "edgeSoftmaxBackward";
+  const int64_t nodes =
+      checkEdges(op, offsets, alpha, {{"dalpha", &dalpha}, {"dscores", &dscores}});
+  checkOperand(op, "alpha", alpha);
+  checkOperand(op, "dalpha", dalpha);
+  checkOperand(op, "dscores", dscores);
+  checkAlias(op, "dscores", dscores, "alpha", alpha, false);
+  checkAlias(op, "dscores", dscores, "dalpha", dalpha, false);
+  checkAlias(op, "dscores", dscores, "offsets", offsets, false);
+  vk::Context& ctx = rec.context();
+  const Layout l = layoutFor(op, ctx);
+  const Bound bo = bindStorage(ctx, offsets), ba = bindStorage(ctx, alpha),
+              bd = bindStorage(ctx, dalpha), bs = bindStorage(ctx, dscores);
+  const BackwardPush push{uint32_t(nodes),
+                          uint32_t(alpha.shape[0]),
+                          uint32_t(alpha.shape[1]),
+                          bo.skip,
+                          ba.skip,
+                          bd.skip,
+                          bs.skip};
+  const vk::Arg args[] = {bo.arg, ba.arg, bd.arg, bs.arg};
+  rec.dispatchGroups(
+      ctx.kernels().get("edge_softmax/backward", {l.group, l.one_subgroup, w == Write::Accumulate}),
+      args, &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
+}
+
+}  // namespace vkgrad::ops

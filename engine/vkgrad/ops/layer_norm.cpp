@@ -1,0 +1,420 @@
+#include "vkgrad/ops/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/softmax.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+struct LayerNormPush {
+  uint32_t rows;  // numel / n
+  uint32_t n;     // length of the last axis
+  float eps;      // added to the variance
+  // First element of each view inside its binding (ops/binding.h).
+  uint32_t x_skip, gamma_skip, beta_skip, y_skip, mean_skip, rstd_skip;
+};
+static_assert(sizeof(LayerNormPush) == 36);
+
+struct BackwardPush {
+  uint32_t rows, n;
+  uint32_t x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip;
+};
+static_assert(sizeof(BackwardPush) == 32);
+
+struct ParamsPush {
+  uint32_t rows, n;
+  uint32_t block_rows, blocks;  // rows per block; ceil(rows / block_rows)
+  uint32_t x_skip, dy_skip, mean_skip, rstd_skip;
+  uint32_t gamma_skip, beta_skip;  // where block 0 of each output starts in its binding
+};
+static_assert(sizeof(ParamsPush) == 40);
+
+struct ReducePush {
+  uint32_t n, blocks;
+  uint32_t gamma_partials, beta_partials;  // elements into the scratch binding
+  uint32_t dgamma_skip, dbeta_skip;
+};
+static_assert(sizeof(ReducePush) == 24);
+
+// Rows up to this long get one invocation each (measured on lavapipe as for softmax: at
+// N <= 64 1.3-3x faster than a subgroup per row). Per-invocation loads do not coalesce on
+// GPUs, so the limit is lower there.
+int64_t rowPerInvocationMaxN(const vk::Context& context) {
+  return context.info().isCpu() ? 64 : 32;
+}
+constexpr uint32_t kRowPerInvocationGroup = 64;
+constexpr uint32_t kWorkgroupPerRow = 128;
+// Invocations per workgroup of the column kernels. CPU drivers run whole workgroups on a few
+// threads, so Columns at N = 768 (192 vec4 invocations) would be 3 workgroups of 64 for 2
+// threads; one subgroup per workgroup keeps them balanced.
+uint32_t columnGroup(const vk::Context& context) {
+  return context.info().isCpu() ? std::max(1u, context.info().subgroup_size) : 64;
+}
+// Rows per block of the Blocked parameter gradients: each block writes 2N partials, so
+// scratch is 2N * rows / 64; on GPUs rows / 64 blocks of N columns fill the device.
+constexpr int64_t kBlockRows = 64;
+// Columns loops over every row in one invocation; lavapipe ends an invocation after 65535
+// loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS), so CPU devices stay well below that.
+constexpr int64_t kColumnsMaxRowsOnCpu = 16384;
+
+constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
+constexpr vk::TexelFormat kRgba32f = vk::TexelFormat::Rgba32f;
+
+bool fitsTexels(const vk::Context& context, const TensorView& t) {
+  return texelFits(context, t, kR32f);
+}
+// t's texel binding when the kernel reads texels, else a one-texel placeholder that keeps the
+// binding valid.
+vk::Arg texelArg(const vk::Context& context, const TensorView& t, bool used,
+                 vk::TexelFormat format = kR32f) {
+  vk::Arg arg = bindTexel(context, t, format).arg;
+  if (!used) arg.bytes = vk::texelBytes(format);
+  return arg;
+}
+
+bool usesTexels(LayerNormVariant v) {
+  return v == LayerNormVariant::WorkgroupTexel || v == LayerNormVariant::SubgroupTexel;
+}
+
+// (rows) or x's shape without its last dim.
+bool isRowShape(const Shape& s, const Shape& x) {
+  if (s.rank() == 1 && s[0] == x.rows()) return true;
+  if (s.rank() != x.rank() - 1) return false;
+  for (int i = 0; i < s.rank(); ++i)
+    if (s[i] != x[i]) return false;
+  return true;
+}
+
+// op: "layerNorm: x (4,7)", the prefix of every message.
+std::string checkX(const char* name, const TensorView& x) {
+  const std::string op = std::string(name) + ": x " + x.shape.str();
+  if (x.shape.rank() < 1) throw ShapeError(op + " needs at least one dim");
+  if (x.shape.numel() == 0) throw ShapeError(op + " is empty");
+  if (x.shape.back() > UINT32_MAX || x.shape.rows() > UINT32_MAX)
+    throw ShapeError(op + ": rows and N must fit 32 bits");
+  return op;
+}
+void checkVector(const std::string& op, const char* name, const TensorView& t, int64_t n) {
+  if (!(t.shape == Shape{n}))
+    throw ShapeError(op + " needs " + name + " (" + std::to_string(n) + "), got " + t.shape.str());
+}
+void checkLikeX(const std::string& op, const char* name, const TensorView& t, const Shape& x) {
+  if (!(t.shape == x))
+    throw ShapeError(op + " needs " + name + " shaped like x, got " + t.shape.str());
+}
+void checkStats(const std::string& op, const char* name, const TensorView& t, const Shape& x) {
+  if (!isRowShape(t.shape, x))
+    throw ShapeError(op + " needs " + name + " (" + std::to_string(x.rows()) + "), got " +
+                     t.shape.str());
+}
+// Bindings within the device's limits (which also keeps every element index of the shaders
+// below 2^32), texel views too when the kernel reads texels.
+void checkDevice(const vk::Context& context, const std::string& op, const TensorView& x,
+                 std::initializer_list<const TensorView*> texel_views, bool texels) {
+  const vk::DeviceInfo& info = context.info();
+  if (bindStorage(context, x).arg.bytes > info.max_storage_buffer_range)
+    throw ShapeError(op + ": " + std::to_string(x.bytes()) +
+                     " bytes exceed the device's maxStorageBufferRange (" +
+                     std::to_string(info.max_storage_buffer_range) + ")");
+  if (texels)
+    for (const TensorView* t : texel_views)
+      if (!fitsTexels(context, *t))
+        throw ShapeError(op + ": too many elements for the device's maxTexelBufferElements (" +
+                         std::to_string(info.max_texel_buffer_elements) + ")");
+  if (!info.subgroup_arithmetic)
+    throw Error(op + ": " + info.name + " has no subgroup arithmetic in compute shaders");
+}
+
+void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& gamma,
+               const TensorView& beta, const TensorView& y, const TensorView& mean,
+               const TensorView& rstd, float eps, LayerNormVariant variant) {
+  layerNormStatsShape(x.shape, gamma.shape, beta.shape, eps);
+  const std::string op = "layerNorm: x " + x.shape.str();
+  checkLikeX(op, "y", y, x.shape);
+  checkStats(op, "mean", mean, x.shape);
+  checkStats(op, "rstd", rstd, x.shape);
+  checkFits("layerNorm", "x", x);
+  checkFits("layerNorm", "gamma", gamma);
+  checkFits("layerNorm", "beta", beta);
+  checkFits("layerNorm", "y", y);
+  checkFits("layerNorm", "mean", mean);
+  checkFits("layerNorm", "rstd", rstd);
+  checkDevice(context, op, x, {&x, &gamma, &beta}, usesTexels(variant));
+}
+
+// How forward.comp and backward.comp lay rows out: specialization constants 0-3 and grid.
+struct RowLayout {
+  std::vector<uint32_t> spec;  // workgroup, row per invocation, one subgroup, texels
+  uint32_t groups;
+  bool texels;
+};
+RowLayout rowLayout(const vk::Context& context, LayerNormVariant variant, const Shape& x) {
+  const bool texels = usesTexels(variant);
+  const bool one_subgroup =
+      variant == LayerNormVariant::SubgroupStorage || variant == LayerNormVariant::SubgroupTexel;
+  const uint32_t rows = uint32_t(x.rows());
+  const bool row_per_invocation = x.back() <= rowPerInvocationMaxN(context);
+  const uint32_t group = row_per_invocation ? kRowPerInvocationGroup
+                         : one_subgroup     ? std::max(1u, context.info().subgroup_size)
+                                            : kWorkgroupPerRow;
+  // The shaders grid-stride over rows, so the grid may be capped at the device limit.
+  const uint32_t groups = std::min(row_per_invocation ? vk::divUp(rows, group) : rows,
+                                   context.info().max_workgroup_count[0]);
+  return {{group, row_per_invocation, one_subgroup && !row_per_invocation, texels}, groups, texels};
+}
+
+}  // namespace
+
+Shape layerNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps) {
+  const std::string op = "layerNorm: x " + x.str();
+  if (x.rank() < 1) throw ShapeError(op + " needs at least one dim");
+  if (x.numel() == 0) throw ShapeError(op + " is empty");
+  if (x.back() > UINT32_MAX || x.rows() > UINT32_MAX)
+    throw ShapeError(op + ": rows and N must fit 32 bits");
+  for (const auto& [name, t] : {std::pair{"gamma", &gamma}, std::pair{"beta", &beta}})
+    if (!(*t == Shape{x.back()}))
+      throw ShapeError(op + " needs " + name + " (" + std::to_string(x.back()) + "), got " +
+                       t->str());
+  if (!(eps >= 0.0f) || !std::isfinite(eps))
+    throw ShapeError(op + ": eps must be finite and >= 0, got " + std::to_string(eps));
+  return {x.rows()};
+}
+
+const char* layerNormVariantName(LayerNormVariant variant) {
+  switch (variant) {
+    case LayerNormVariant::Auto:
+      return "auto";
+    case LayerNormVariant::WorkgroupStorage:
+      return "workgroup_storage";
+    case LayerNormVariant::WorkgroupTexel:
+      return "workgroup_texel";
+    case LayerNormVariant::SubgroupStorage:
+      return "subgroup_storage";
+    case LayerNormVariant::SubgroupTexel:
+      return "subgroup_texel";
+  }
+  return "?";
+}
+
+LayerNormVariant layerNormVariantFor(const vk::Context& context, const TensorView& x,
+                                     const TensorView& gamma, const TensorView& beta) {
+  // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
+  // subgroup, and texel fetches are its fast loads. On a GPU (an H100, BENCHMARKS.md, row
+  // kernels on the GPU) storage loads are 7-10 % faster than texels, and a subgroup per row
+  // wins for rows of up to 64 columns where the driver reports one fixed subgroup size.
+  const vk::DeviceInfo& info = context.info();
+  if (info.isCpu()) {
+    const bool texels =
+        fitsTexels(context, x) && fitsTexels(context, gamma) && fitsTexels(context, beta);
+    return texels ? LayerNormVariant::SubgroupTexel : LayerNormVariant::SubgroupStorage;
+  }
+  if (info.fixedSubgroupSize() && x.shape.back() <= kSubgroupRowsMaxN)
+    return LayerNormVariant::SubgroupStorage;
+  return LayerNormVariant::WorkgroupStorage;
+}
+
+void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+               const TensorView& beta, const TensorView& y, const TensorView& mean,
+               const TensorView& rstd, float eps) {
+  layerNorm(rec, x, gamma, beta, y, mean, rstd, eps, LayerNormVariant::Auto);
+}
+
+void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+               const TensorView& beta, const TensorView& y, const TensorView& mean,
+               const TensorView& rstd, float eps, LayerNormVariant variant) {
+  vk::Context& context = rec.context();
+  checkArgs(context, x, gamma, beta, y, mean, rstd, eps, variant);
+  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, beta);
+  const RowLayout layout = rowLayout(context, variant, x.shape);
+  const bool texels = layout.texels;
+  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
+              bbeta = bindStorage(context, beta), by = bindStorage(context, y),
+              bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
+  const LayerNormPush push{uint32_t(x.shape.rows()),
+                           uint32_t(x.shape.back()),
+                           eps,
+                           bx.skip,
+                           bgamma.skip,
+                           bbeta.skip,
+                           by.skip,
+                           bmean.skip,
+                           brstd.skip};
+  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", layout.spec);
+  // Storage and texel bindings of a view start at the same aligned offset, so one skip
+  // serves both.
+  const vk::Arg args[] = {
+      bx.arg,    texelArg(context, x, texels),    bgamma.arg, texelArg(context, gamma, texels),
+      bbeta.arg, texelArg(context, beta, texels), by.arg,     bmean.arg,
+      brstd.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
+}
+
+const char* layerNormParamsVariantName(LayerNormParamsVariant variant) {
+  switch (variant) {
+    case LayerNormParamsVariant::Auto:
+      return "auto";
+    case LayerNormParamsVariant::Columns:
+      return "columns";
+    case LayerNormParamsVariant::Blocked:
+      return "blocked";
+  }
+  return "?";
+}
+
+int64_t layerNormBackwardScratch(int64_t rows, int64_t n) {
+  return 2 * ((rows + kBlockRows - 1) / kBlockRows) * n;
+}
+
+void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+                       const TensorView& mean, const TensorView& rstd, const TensorView& dy,
+                       const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                       const TensorView& scratch, Write w) {
+  layerNormBackward(rec, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, w, w,
+                    LayerNormVariant::Auto, LayerNormParamsVariant::Auto);
+}
+
+// lavapipe (2 cores shared with other jobs, so medians of 15 runs, 4 sets), x (4096, 768),
+// whole backward in ms by timestamps:
+//   dx only (subgroup per row, vec4 texels)              12.6-13.1
+//   dx + dgamma/dbeta by Columns (one dispatch)          21.8-22.5   params ~9.2
+//   dx + dgamma/dbeta by Blocked (64-row blocks, 2 disp) 23.2-24.6   params ~10.8
+// So Columns is ~15% faster for the parameter sums on a CPU device, where 192 vec4 columns
+// already give both threads work; it also needs no scratch traffic. Both read x and dy once
+// (25 MB, ~2.7 GB/s). RGBA32F fetches of 4 columns made each kernel ~2-3x faster than
+// R32F (dx only was 24-29 ms, the parameter sums ~17+ ms). On GPUs, N columns alone cannot
+// fill the device, hence Blocked (rows / 64 times more invocations).
+void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+                       const TensorView& mean, const TensorView& rstd, const TensorView& dy,
+                       const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                       const TensorView& scratch, Write dx_write, Write params_write,
+                       LayerNormVariant variant, LayerNormParamsVariant params) {
+  vk::Context& context = rec.context();
+  const char* name = "layerNormBackward";
+  const std::string op = checkX(name, x);
+  const int64_t n = x.shape.back(), rows = x.shape.rows();
+  checkVector(op, "gamma", gamma, n);
+  checkStats(op, "mean", mean, x.shape);
+  checkStats(op, "rstd", rstd, x.shape);
+  checkLikeX(op, "dy", dy, x.shape);
+  checkLikeX(op, "dx", dx, x.shape);
+  const bool want_gamma = dgamma.buffer != nullptr, want_beta = dbeta.buffer != nullptr;
+  if (want_gamma) checkVector(op, "dgamma", dgamma, n);
+  if (want_beta) checkVector(op, "dbeta", dbeta, n);
+  const bool want_params = want_gamma || want_beta;
+  const int64_t scratch_need = layerNormBackwardScratch(rows, n);
+  if (want_params && scratch.shape.numel() < scratch_need)
+    throw ShapeError(op + " needs scratch of " + std::to_string(scratch_need) +
+                     " floats (layerNormBackwardScratch), got " + scratch.shape.str());
+  const std::pair<const char*, const TensorView*> inputs[] = {
+      {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
+  for (auto [in_name, in] : inputs) checkOperand(name, in_name, *in);
+  std::vector<std::pair<const char*, const TensorView*>> outputs = {{"dx", &dx}};
+  if (want_gamma) outputs.push_back({"dgamma", &dgamma});
+  if (want_beta) outputs.push_back({"dbeta", &dbeta});
+  if (want_params) outputs.push_back({"scratch", &scratch});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkOperand(name, outputs[i].first, *outputs[i].second);
+    for (auto [in_name, in] : inputs)
+      checkAlias(name, outputs[i].first, *outputs[i].second, in_name, *in, false);
+    for (size_t j = 0; j < i; ++j)
+      checkAlias(name, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
+                 false);
+  }
+  if (params == LayerNormParamsVariant::Auto)
+    params = context.info().isCpu() && rows <= kColumnsMaxRowsOnCpu
+                 ? LayerNormParamsVariant::Columns
+                 : LayerNormParamsVariant::Blocked;
+  if (want_params && params == LayerNormParamsVariant::Columns && context.info().isCpu() &&
+      rows > kColumnsMaxRowsOnCpu)
+    throw ShapeError(op + ": the columns variant takes at most " +
+                     std::to_string(kColumnsMaxRowsOnCpu) + " rows on CPU devices");
+  // The sum over blocks loops over every block in one invocation (the loop limit again).
+  if (want_params && context.info().isCpu() && rows > kColumnsMaxRowsOnCpu * kBlockRows)
+    throw ShapeError(op + ": more than " + std::to_string(kColumnsMaxRowsOnCpu * kBlockRows) +
+                     " rows for dgamma and dbeta on a CPU device");
+  checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
+  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
+
+  // dgamma and dbeta first: they only read, so nothing orders them after dx.
+  const bool accumulate = params_write == Write::Accumulate;  // dgamma, dbeta
+  const bool dx_accumulate = dx_write == Write::Accumulate;
+  const Bound bx = bindStorage(context, x), bdy = bindStorage(context, dy),
+              bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
+  if (want_params) {
+    // x and dy as texels wherever they fit, whatever the dx layout; 4 columns per invocation
+    // where the rows and views allow RGBA32F fetches.
+    const bool texels = fitsTexels(context, x) && fitsTexels(context, dy);
+    const bool vec4 =
+        texels && n % 4 == 0 && texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f);
+    const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
+    const bool blocked = params == LayerNormParamsVariant::Blocked;
+    const uint32_t blocks = blocked ? uint32_t((rows + kBlockRows - 1) / kBlockRows) : 1;
+    // An unwanted output is bound to the wanted one and never written.
+    const TensorView& out_gamma = want_gamma ? dgamma : dbeta;
+    const TensorView& out_beta = want_beta ? dbeta : dgamma;
+    const TensorView partials =
+        blocked ? view(*scratch.buffer, {scratch_need}, scratch.offset) : TensorView{};
+    const Bound bgamma_out = bindStorage(context, blocked ? partials : out_gamma);
+    const Bound bbeta_out = bindStorage(context, blocked ? partials : out_beta);
+    const uint32_t block_rows = uint32_t(blocked ? kBlockRows : rows);
+    const uint32_t beta_first = bbeta_out.skip + (blocked ? blocks * uint32_t(n) : 0);
+    const ParamsPush push{uint32_t(rows), uint32_t(n), block_rows, blocks,          bx.skip,
+                          bdy.skip,       bmean.skip,  brstd.skip, bgamma_out.skip, beta_first};
+    const uint32_t group = columnGroup(context);
+    const vk::Kernel& kernel =
+        context.kernels().get("layer_norm/backward_params",
+                              {group, texels, accumulate && !blocked, want_gamma, want_beta, vec4});
+    const vk::Arg args[] = {bx.arg,         texelArg(context, x, texels, format),
+                            bdy.arg,        texelArg(context, dy, texels, format),
+                            bmean.arg,      brstd.arg,
+                            bgamma_out.arg, bbeta_out.arg};
+    const uint32_t max_y = context.info().max_workgroup_count[1];
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(uint64_t(vec4 ? n / 4 : n), group), std::min(blocks, max_y));
+    if (blocked) {
+      const Bound bdgamma = bindStorage(context, out_gamma),
+                  bdbeta = bindStorage(context, out_beta);
+      const ReducePush reduce{uint32_t(n),    blocks,       push.gamma_skip,
+                              push.beta_skip, bdgamma.skip, bdbeta.skip};
+      const vk::Kernel& reducer = context.kernels().get("layer_norm/backward_reduce",
+                                                        {group, accumulate, want_gamma, want_beta});
+      const vk::Arg reduce_args[] = {bgamma_out.arg, bdgamma.arg, bdbeta.arg};
+      rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
+                         gridGroups(uint64_t(n), group));
+    }
+  }
+
+  const RowLayout layout = rowLayout(context, variant, x.shape);
+  const bool row_per_invocation = layout.spec[1] != 0;
+  // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels.
+  const bool vec4 = layout.texels && !row_per_invocation && n % 4 == 0 &&
+                    texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f) &&
+                    texelFits(context, gamma, kRgba32f);
+  const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
+  const Bound bgamma = bindStorage(context, gamma), bdx = bindStorage(context, dx);
+  const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,    bdy.skip,
+                          bgamma.skip,    bmean.skip,  brstd.skip, bdx.skip};
+  std::vector<uint32_t> spec = layout.spec;
+  spec.push_back(dx_accumulate);
+  spec.push_back(vec4);
+  const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
+  const vk::Arg args[] = {bx.arg,     texelArg(context, x, layout.texels, format),
+                          bdy.arg,    texelArg(context, dy, layout.texels, format),
+                          bgamma.arg, texelArg(context, gamma, layout.texels, format),
+                          bmean.arg,  brstd.arg,
+                          bdx.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
+}
+
+}  // namespace vkgrad::ops

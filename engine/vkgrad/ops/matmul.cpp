@@ -1,0 +1,438 @@
+#include "vkgrad/ops/matmul.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/reduce.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+// op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk] and op(B)[z][k][n] likewise, in
+// elements from the start of each binding; C is contiguous (batch,M,N) from c_off.
+struct MatmulPush {
+  uint32_t m, n, k;
+  uint32_t a_off, a_sm, a_sk, a_sb;
+  uint32_t b_off, b_sk, b_sn, b_sb;
+  uint32_t c_off;
+  uint32_t bias_off, has_bias;  // bias: (N) from bias_off
+  float alpha, beta;            // beta == 0: C is not read
+};
+static_assert(sizeof(MatmulPush) == 64);
+
+// Vector variant: workgroups a product should have before a larger tile is worth it: a few
+// per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
+constexpr int64_t kWorkgroupsToFill = 264;
+
+// Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
+constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
+
+// One operand of a product as the kernels address it: a (batch, rows, cols) array of
+// elements of `view`, element (z, r, c) at start + z*s_batch + r*s_row + c*s_col. Transposes
+// and broadcasts (s_batch = 0) are only strides.
+struct Operand {
+  TensorView view;
+  uint64_t start = 0;
+  int64_t rows = 0, cols = 0;
+  int64_t s_row = 0, s_col = 0, s_batch = 0;
+};
+
+Operand transposed(Operand x) {
+  std::swap(x.rows, x.cols);
+  std::swap(x.s_row, x.s_col);
+  return x;
+}
+
+// op(t) for a 2-D or 3-D row-major tensor; a 2-D tensor or a batch of 1 broadcasts.
+Operand operand(const TensorView& t, bool trans) {
+  const int r = t.shape.rank();
+  const int64_t rows = t.shape[r - 2], cols = t.shape[r - 1];
+  const int64_t batch_stride = r == 3 && t.shape[0] > 1 ? rows * cols : 0;
+  const Operand x{t, 0, rows, cols, cols, 1, batch_stride};
+  return trans ? transposed(x) : x;
+}
+
+// c (batch, a.rows, b.cols), contiguous, = alpha·A·B + beta·c + bias.
+struct Product {
+  Operand a, b;
+  TensorView c;
+  int64_t batch = 1;
+  const TensorView* bias = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+std::string describe(const Shape& s, bool trans) {
+  return s.str() + (trans ? "^T" : "");
+}
+std::string describe(const TensorView& t, bool trans) {
+  return describe(t.shape, trans);
+}
+
+struct Dims {
+  int64_t m, n, k, batch;
+};
+
+// Shapes of matmul(a, b, c) (c is dc for the backward); throws before any GPU work.
+Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorView& b,
+                 const TensorView& c, const MatmulOptions& o, const char* c_name) {
+  const Shape want = matmulShape(a.shape, b.shape, o.trans_a, o.trans_b);
+  const std::string shapes = "matmul: " + describe(a, o.trans_a) + " x " + describe(b, o.trans_b) +
+                             " -> " + c.shape.str() + ": ";
+  auto fail = [&](const std::string& why) { throw ShapeError(shapes + why); };
+  if (!(c.shape == want)) fail(std::string(c_name) + " must be " + want.str());
+  const int64_t batch = want.rank() == 3 ? want[0] : 1;
+  if (uint64_t(batch) > context.info().max_workgroup_count[2])
+    fail("a batch of " + std::to_string(batch) + " is more than the device's " +
+         std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
+  checkOperand("matmul", "a", a);
+  checkOperand("matmul", "b", b);
+  checkOperand("matmul", c_name, c);
+  const int r = want.rank();
+  const int64_t k = o.trans_a ? a.shape[a.shape.rank() - 2] : a.shape[a.shape.rank() - 1];
+  return {want[r - 2], want[r - 1], k, batch};
+}
+
+// A gradient must have its input's shape (want), fit its buffer and overlap no input.
+void checkGradient(const char* name, const TensorView* grad, bool shape_ok, const std::string& want,
+                   const TensorView& a, const TensorView& b, const TensorView& dc) {
+  if (!grad) return;
+  if (!shape_ok)
+    throw ShapeError(std::string("matmul backward: ") + name + " " + grad->shape.str() +
+                     " must be " + want);
+  checkOperand("matmul backward", name, *grad);
+  checkAlias("matmul backward", name, *grad, "a", a, false);
+  checkAlias("matmul backward", name, *grad, "b", b, false);
+  checkAlias("matmul backward", name, *grad, "dc", dc, false);
+}
+
+bool canShuffle(const vk::DeviceInfo& info) {
+  return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+}
+
+// The kernel a product runs with: the variant, Auto resolved, and Vector's tiling if set.
+struct Choice {
+  MatmulVariant variant;
+  MatmulTiling tiling;
+};
+
+// Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
+void checkTiling(const vk::Context& context, const MatmulTiling& t) {
+  const vk::DeviceInfo& info = context.info();
+  const uint64_t shared = 4ull * t.bk * (t.wy * t.tm + t.wx * t.tn);
+  const bool ok = t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 4 == 0 &&
+                  t.tm % 4 == 0 && t.tn % 4 == 0 && t.tm * t.tn <= 256 &&
+                  t.wx <= info.max_workgroup_size[0] && t.wy <= info.max_workgroup_size[1] &&
+                  t.wx * t.wy <= info.max_workgroup_invocations && shared <= info.max_shared_memory;
+  if (!ok)
+    throw Error("matmul: tiling " + matmulTilingText(t) + " cannot run on " + info.name +
+                ": bk, tm and tn must be multiples of 4, tm*tn at most 256, wx*wy at most " +
+                std::to_string(info.max_workgroup_invocations) +
+                " invocations, and the tiles at most " + std::to_string(info.max_shared_memory) +
+                " bytes of shared memory");
+}
+
+// The variant to run with, Auto resolved; throws if Texel cannot read every operand.
+MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
+                      std::initializer_list<const TensorView*> texel_operands) {
+  const vk::DeviceInfo& info = context.info();
+  // R32F views are the Texel variant's largest.
+  bool fit = true;
+  for (const TensorView* t : texel_operands)
+    fit = fit && texelFits(context, *t, vk::TexelFormat::R32f);
+  if (variant == MatmulVariant::Auto) {
+    variant = matmulVariantFor(context);
+    if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
+  }
+  if (variant != MatmulVariant::Texel) return variant;
+  if (!canShuffle(info))
+    throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
+                info.name + " lacks");
+  if (!fit)
+    throw Error("matmul: an operand has more elements than a texel view of " + info.name +
+                " can hold; use the tiled variant");
+  return variant;
+}
+
+MatmulPush pushFor(const Product& p, uint32_t a_off, uint32_t b_off, uint32_t c_off,
+                   uint32_t bias_off) {
+  MatmulPush push{};
+  push.m = uint32_t(p.a.rows), push.n = uint32_t(p.b.cols), push.k = uint32_t(p.a.cols);
+  push.a_off = a_off, push.a_sm = uint32_t(p.a.s_row), push.a_sk = uint32_t(p.a.s_col);
+  push.a_sb = uint32_t(p.a.s_batch);
+  push.b_off = b_off, push.b_sk = uint32_t(p.b.s_row), push.b_sn = uint32_t(p.b.s_col);
+  push.b_sb = uint32_t(p.b.s_batch);
+  push.c_off = c_off;
+  push.bias_off = bias_off, push.has_bias = p.bias ? 1 : 0;
+  push.alpha = p.alpha, push.beta = p.beta;
+  return push;
+}
+
+// Records one product. A batch over a broadcast B with A's batches back to back is one taller
+// product (B·M rows), which fills the texel and tiled kernels' row tiles better.
+void record(vk::Recorder& rec, Product p, const Choice& choice) {
+  const MatmulVariant variant = choice.variant;
+  if (p.batch > 1 && p.b.s_batch == 0 && p.a.s_batch == p.a.rows * p.a.s_row) {
+    p.a.rows *= p.batch;
+    p.a.s_batch = 0;
+    p.batch = 1;
+  }
+  vk::Context& context = rec.context();
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
+  const TensorView c = p.c;
+  // Without a bias the kernels' bias binding still needs a buffer: 4 bytes of b, which it
+  // reads anyway and the kernels never index (has_bias = 0).
+  const Bound bias =
+      bindStorage(context, p.bias ? *p.bias : view(*p.b.view.buffer, {1}, p.b.view.offset));
+
+  if (variant == MatmulVariant::Texel) {
+    Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
+    Bound bb = bindTexel(context, p.b.view, vk::TexelFormat::R32f);
+    const Bound bc = bindStorage(context, c);
+    const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
+    // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
+    // 16-byte texel; otherwise that operand is read through an R32F view, four scalar
+    // fetches per vec4 (see texel.comp).
+    const bool a_vec4 =
+        p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
+    const bool b_vec4 = p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
+                        b_off % 4 == 0 && n % 4 == 0;
+    // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
+    const bool b_kvec4 =
+        !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
+    // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
+    const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
+                         a_off % 4 == 0 && m % 4 == 0;
+    if (a_vec4 || a_mvec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
+    if (b_vec4 || b_kvec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
+    // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
+    // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
+    const uint32_t sg = info.subgroup_size;
+    const vk::Kernel& kernel = context.kernels().get(
+        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f});
+    const MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
+                       vk::divUp(m, kTexelRows), uint32_t(p.batch));
+    return;
+  }
+
+  const Bound ba = bindStorage(context, p.a.view), bb = bindStorage(context, p.b.view),
+              bc = bindStorage(context, c);
+  const MatmulPush push =
+      pushFor(p, ba.skip + uint32_t(p.a.start), bb.skip + uint32_t(p.b.start), bc.skip, bias.skip);
+  switch (variant) {
+    case MatmulVariant::Naive: {
+      // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
+      const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, rows});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
+      rec.dispatch(kernel, args, &push, sizeof(push), n, m, uint64_t(p.batch));
+      // The naive kernel keeps three bindings, so its bias is a second pass; the recorder puts
+      // the barrier between them.
+      if (p.bias) sumRowsBackward(rec, *p.bias, c, Write::Accumulate);
+      break;
+    }
+    case MatmulVariant::Tiled: {
+      // 64x64 tiles of C, BK = 16: 16x16 invocations with 4x4 outputs each, or 8x8 with 8x8
+      // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
+      const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
+      const uint32_t per_thread = 64 / threads;
+      const vk::Kernel& kernel =
+          context.kernels().get("matmul/tiled", {threads, threads, 16, per_thread, per_thread});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64),
+                         uint32_t(p.batch));
+      break;
+    }
+    case MatmulVariant::Vector: {
+      const MatmulTiling t =
+          choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
+      // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
+      // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+      const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
+                         p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
+      const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
+                         p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
+      const vk::Kernel& kernel = context.kernels().get(
+          "matmul/vector", {t.wx, t.wy, t.bk, t.tm, t.tn, uint32_t(a_vec), uint32_t(b_vec)});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn),
+                         vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
+      break;
+    }
+    case MatmulVariant::Texel:
+    case MatmulVariant::Auto:
+      break;  // handled above
+  }
+}
+
+// out = alpha·X·Y over a batch of `batch`, where out has `out_batch` entries (batch or 1) and
+// is stored transposed if out_transposed. A gradient of a broadcast operand sums over the
+// batch: as one product with the batch folded into the inner dimension where both operands
+// have their batches back to back along it, else one accumulating product per batch entry.
+void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
+              int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant) {
+  if (out_transposed) {
+    // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
+    std::swap(x, y);
+    x = transposed(x);
+    y = transposed(y);
+  }
+  const float beta = w == Write::Accumulate ? 1.0f : 0.0f;
+  if (out_batch == batch) {
+    record(rec, {x, y, out, batch, nullptr, alpha, beta}, variant);
+    return;
+  }
+  const int64_t inner = x.cols;
+  if (x.s_batch == inner * x.s_col && y.s_batch == inner * y.s_row) {
+    x.cols = y.rows = batch * inner;
+    x.s_batch = y.s_batch = 0;
+    record(rec, {x, y, out, 1, nullptr, alpha, beta}, variant);
+    return;
+  }
+  for (int64_t z = 0; z < batch; ++z) {
+    Operand xz = x, yz = y;
+    xz.start += uint64_t(z * x.s_batch);
+    yz.start += uint64_t(z * y.s_batch);
+    const float beta_z = z == 0 ? beta : 1.0f;
+    record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z}, variant);
+  }
+}
+
+}  // namespace
+
+Shape matmulShape(const Shape& a, const Shape& b, bool trans_a, bool trans_b, const Shape* bias) {
+  const std::string shapes = "matmul: " + describe(a, trans_a) + " x " + describe(b, trans_b);
+  auto fail = [&](const std::string& why) { throw ShapeError(shapes + ": " + why); };
+  if (a.rank() < 2 || a.rank() > 3 || b.rank() < 2 || b.rank() > 3)
+    fail("operands must be 2-D or 3-D");
+  if (a.numel() == 0 || b.numel() == 0) fail("empty operand");
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = trans_a ? a[ra - 1] : a[ra - 2], k = trans_a ? a[ra - 2] : a[ra - 1];
+  const int64_t k2 = trans_b ? b[rb - 1] : b[rb - 2], n = trans_b ? b[rb - 2] : b[rb - 1];
+  if (k != k2) fail("inner dims differ (" + std::to_string(k) + " vs " + std::to_string(k2) + ")");
+  const int64_t ba = ra == 3 ? a[0] : 1, bb = rb == 3 ? b[0] : 1;
+  const int64_t batch = std::max(ba, bb);
+  if ((ba != 1 && ba != batch) || (bb != 1 && bb != batch))
+    fail("batch dims differ (each must be the batch or 1)");
+  if (bias && (bias->numel() != n || bias->back() != n))
+    fail("bias " + bias->str() + " must be (" + std::to_string(n) + ")");
+  return ra == 3 || rb == 3 ? Shape{batch, m, n} : Shape{m, n};
+}
+
+const char* matmulVariantName(MatmulVariant variant) {
+  switch (variant) {
+    case MatmulVariant::Auto:
+      return "auto";
+    case MatmulVariant::Naive:
+      return "naive";
+    case MatmulVariant::Tiled:
+      return "tiled";
+    case MatmulVariant::Texel:
+      return "texel";
+    case MatmulVariant::Vector:
+      return "vector";
+  }
+  return "?";
+}
+
+std::string matmulTilingText(const MatmulTiling& t) {
+  return std::to_string(t.wx) + "x" + std::to_string(t.wy) + "x" + std::to_string(t.bk) + "x" +
+         std::to_string(t.tm) + "x" + std::to_string(t.tn);
+}
+
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch) {
+  const vk::DeviceInfo& info = context.info();
+  const auto groups = [&](int64_t rows, int64_t cols) {
+    return ((m + rows - 1) / rows) * ((n + cols - 1) / cols) * batch;
+  };
+  // Measured on an H100 (BENCHMARKS.md, matmul on the GPU): 64x128 tiles of 4x8 per
+  // invocation reach 36.6 TFLOP/s at 4096³ (8x8 per invocation spills and runs at 2); the
+  // GPT's 768-row products run fastest with 32x64 tiles, which give them enough workgroups.
+  // A device without 256 invocations per workgroup (the minimum is 128) takes 32x64.
+  if (info.max_workgroup_invocations >= 256) {
+    if (groups(64, 128) >= kWorkgroupsToFill) return {16, 16, 16, 4, 8};
+    if (groups(64, 64) >= kWorkgroupsToFill) return {16, 16, 16, 4, 4};
+  }
+  return {16, 8, 16, 4, 4};
+}
+
+MatmulVariant matmulVariantFor(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers
+  // (DESIGN.md, measured facts). On a GPU (an H100, BENCHMARKS.md) Vector is 1.3-2x faster
+  // than Tiled at the GPT's shapes and level with Texel at 4096³.
+  if (info.isCpu() && canShuffle(info)) return MatmulVariant::Texel;
+  return MatmulVariant::Vector;
+}
+
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            const MatmulOptions& options) {
+  vk::Context& context = rec.context();
+  if (options.bias)
+    matmulShape(a.shape, b.shape, options.trans_a, options.trans_b, &options.bias->shape);
+  const Dims d = checkShapes(context, a, b, c, options, "c");
+  if (options.bias) {
+    const TensorView& bias = *options.bias;
+    checkOperand("matmul", "bias", bias);
+    checkAlias("matmul", "c", c, "bias", bias, false);
+  }
+  checkAlias("matmul", "c", c, "a", a, false);
+  checkAlias("matmul", "c", c, "b", b, false);
+  const Choice variant{resolve(context, options.variant, {&a, &b}), options.tiling};
+  if (!options.tiling.empty()) checkTiling(context, options.tiling);
+  Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
+  p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
+  record(rec, p, variant);
+}
+
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            MatmulVariant variant) {
+  MatmulOptions options;
+  options.variant = variant;
+  matmul(rec, a, b, c, options);
+}
+
+void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
+                    const TensorView& dc, const MatmulGrads& grads, const MatmulOptions& forward,
+                    Write w) {
+  vk::Context& context = rec.context();
+  const Dims d = checkShapes(context, a, b, dc, forward, "dc");
+  checkGradient("da", grads.da, grads.da && grads.da->shape == a.shape, a.shape.str(), a, b, dc);
+  checkGradient("db", grads.db, grads.db && grads.db->shape == b.shape, b.shape.str(), a, b, dc);
+  checkGradient(
+      "dbias", grads.dbias,
+      grads.dbias && grads.dbias->shape.numel() == d.n && grads.dbias->shape.back() == d.n,
+      "(" + std::to_string(d.n) + ")", a, b, dc);
+  if (grads.da && grads.db) checkAlias("matmul backward", "da", *grads.da, "db", *grads.db, false);
+  for (const TensorView* g : {grads.da, grads.db})
+    if (g && grads.dbias)
+      checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
+  const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling};
+  if (!forward.tiling.empty()) checkTiling(context, forward.tiling);
+
+  const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
+  const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};
+  const auto batchOf = [](const TensorView& t) { return t.shape.rank() == 3 ? t.shape[0] : 1; };
+  // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ.
+  if (grads.da)
+    gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a), d.batch,
+             forward.alpha, w, variant);
+  // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ.
+  if (grads.db)
+    gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
+             forward.alpha, w, variant);
+  if (grads.dbias) sumRows(rec, dc, *grads.dbias, w);
+}
+
+}  // namespace vkgrad::ops

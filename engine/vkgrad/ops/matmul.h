@@ -1,0 +1,86 @@
+// Matrix multiply, row-major fp32: C = alpha·op(A)·op(B) + beta·C + bias, with op a
+// transpose or not per operand, optionally batched; and its backward. Several kernel
+// variants; the fastest shape differs by device (see DESIGN.md), so Auto picks one per device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::ops {
+
+enum class MatmulVariant {
+  Auto,   // picked per device by matmulVariantFor()
+  Naive,  // one invocation per output; storage buffers
+  Tiled,  // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
+  Texel,  // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
+  Vector,  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs
+};
+
+// The Vector variant's tile: (wx, wy) invocations, each owning tm x tn outputs, over k steps
+// of bk; a workgroup covers (wy·tm) x (wx·tn) of C. tm, tn and bk are multiples of 4. All
+// zero: matmulTilingFor picks one per product.
+struct MatmulTiling {
+  uint32_t wx = 0, wy = 0, bk = 0, tm = 0, tn = 0;
+  bool empty() const { return wx == 0; }
+};
+// "16x16x16x8x8": wx x wy x bk x tm x tn, as benchmarks print and take it.
+std::string matmulTilingText(const MatmulTiling& t);
+// The Vector tile for an (M,N) product of `batch` entries on this device: the largest of
+// 64x128 (16x16 invocations of 4x8), 64x64 (16x16 of 4x4) and 32x64 (16x8 of 4x4) whose
+// workgroups still fill a large GPU (BENCHMARKS.md, matmul on the GPU).
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch);
+
+const char* matmulVariantName(MatmulVariant variant);
+// The variant Auto resolves to on this device: Texel on CPU devices with subgroup shuffle,
+// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view.)
+MatmulVariant matmulVariantFor(const vk::Context& context);
+
+struct MatmulOptions {
+  bool trans_a = false;  // op(A) = Aᵀ: a is stored (K,M) instead of (M,K)
+  bool trans_b = false;  // op(B) = Bᵀ: b is stored (N,K) instead of (K,N)
+  float alpha = 1.0f;    // scales op(A)·op(B), not the bias
+  float beta = 0.0f;     // 0: c is only written (its old contents, NaN included, are ignored)
+  const TensorView* bias = nullptr;  // (N), added to every row of C
+  MatmulVariant variant = MatmulVariant::Auto;
+  MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
+};
+
+// The shape rule of matmul, Vulkan-free (the graph builder uses it too): op(a)·op(b) is (M,N)
+// when both are 2-D, else (B,M,N); bias, if given, must be (N). Throws ShapeError
+// "matmul: (4,8) x (9,2): inner dims differ (8 vs 9)" ("(8,4)^T" for a transposed operand).
+Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool trans_b = false,
+                  const Shape* bias = nullptr);
+
+// a: (M,K) or (Ba,M,K), b: (K,N) or (Bb,K,N) (the last two dims swapped where transposed),
+// c: (M,N) when both are 2-D, else (B,M,N) with Ba, Bb each B or 1; a 2-D operand or a batch of
+// 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
+// Any M,N,K >= 1 and any offsets that are multiples of 4 bytes; c may not overlap a, b or bias.
+// Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
+// before recording anything if the shapes disagree or a buffer is too small; Error if Texel
+// is asked for on a device without subgroup shuffle, or with an operand larger than a texel
+// view may be.
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            const MatmulOptions& options = {});
+// The plain product C = A·B (2-D or batched as above) with a chosen variant.
+void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
+            MatmulVariant variant);
+
+// The gradients that matmulBackward writes; null ones are skipped.
+struct MatmulGrads {
+  const TensorView* da = nullptr;     // shaped like a
+  const TensorView* db = nullptr;     // shaped like b
+  const TensorView* dbias = nullptr;  // (N): column sums of dc over every row and batch
+};
+
+// Backward of matmul(a, b, c, forward) given dc (shaped like c): with Â = op(A), B̂ = op(B),
+//   dÂ = alpha·dC·B̂ᵀ, dB̂ = alpha·Âᵀ·dC (stored transposed where op is), dbias = Σ rows of dC;
+// a broadcast operand's gradient sums over the batch. The same kernels as the forward, with
+// transpose flags; forward.bias and forward.beta do not matter here. Accumulate adds to the
+// gradients. Same shape rules and errors as matmul; gradients may not overlap any input.
+void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
+                    const TensorView& dc, const MatmulGrads& grads,
+                    const MatmulOptions& forward = {}, Write w = Write::Overwrite);
+
+}  // namespace vkgrad::ops

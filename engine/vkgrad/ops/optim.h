@@ -1,0 +1,89 @@
+// Optimizer updates and global gradient-norm clipping on the device. Updates are in
+// place: one dispatch per parameter tensor updates it and its state buffers.
+//
+// What changes from step to step (learning rate, step count, Adam's bias corrections)
+// lives in a small device buffer, the optimizer state, that kernels read when they run:
+// a command buffer recorded once can be replayed every step. For a constant learning rate
+// nothing needs writing from the host at all: record advanceStep() before the updates of a
+// step and it moves the step on, on the device. For a schedule, the host writes the new lr
+// (the first word) before each replay.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::ops {
+
+// The layout of an optimizer state buffer (upload it as 8 u32 words; one per optimizer,
+// or per parameter group with its own betas).
+struct OptimizerState {
+  float lr = 0;        // learning rate of the next update; the host may rewrite it any step
+  uint32_t step = 0;   // updates begun so far; advanceStep() adds 1 on the device
+  float beta1 = 0.9f;  // AdamW moment decays (SGD ignores them); fixed after creation
+  float beta2 = 0.999f;
+  float bias1 = 0;  // 1 - beta1^step and 1 - beta2^step, kept by advanceStep()
+  float bias2 = 0;
+  // Every update multiplies the gradient it reads by this: 1, or the clip factor
+  // clipGradScale() last wrote. The gradient buffers themselves stay as they are.
+  float grad_scale = 1.0f;
+  uint32_t reserved = 0;
+  static OptimizerState make(float lr, float beta1 = 0.9f, float beta2 = 0.999f) {
+    return {lr, 0, beta1, beta2, 0.0f, 0.0f, 1.0f, 0};
+  }
+};
+static_assert(sizeof(OptimizerState) == 32);
+
+// Every op below takes `state`: a u32 view of at least 8 elements holding an OptimizerState.
+
+// step += 1, bias_k = 1 - beta_k^step. Record it once per step, before that step's updates:
+// starting from make(), the first update then sees step 1.
+void advanceStep(vk::Recorder& rec, const TensorView& state);
+
+struct SgdOptions {
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;  // coupled (L2): added to the gradient
+  bool nesterov = false;
+};
+// param, grad, velocity: same shape; velocity starts at 0. PyTorch's convention:
+//   g' = g + wd * p;  v = momentum * v + g';  p -= lr * (nesterov ? g' + momentum * v : v)
+void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
+         const TensorView& velocity, const TensorView& state, const SgdOptions& options = {});
+
+enum class AdamWVariant {
+  Auto,     // Texel where every view allows it, else Storage
+  Storage,  // one float per step through storage buffers: any device, any aligned view
+  Texel,    // four floats per step: texel fetches and 16-byte stores (views on 16 bytes)
+};
+struct AdamWOptions {
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;  // decoupled; pass 0 for biases and norm gains
+  AdamWVariant variant = AdamWVariant::Auto;
+};
+// param, grad, m, v: same shape; m, v start at 0. beta1, beta2 come from the state buffer.
+//   p *= 1 - lr * wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   p -= lr * (m / bias1) / (sqrt(v / bias2) + eps)
+// Throws Error when options.variant is Texel and a view cannot be read or written that way.
+void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
+           const TensorView& v, const TensorView& state, const AdamWOptions& options = {});
+
+// f32 elements of scratch gradNorm/clipGradNorm need for these gradients.
+int64_t gradNormScratch(std::span<const TensorView> grads);
+
+// norm: (>= 2) f32 <- {sqrt(sum of g^2 over every element of every grad),
+//                      min(1, max_norm / (norm + 1e-6))}. Deterministic: fixed-order partial
+// sums (one dispatch per gradient) then one workgroup adds them. No host readback.
+void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const TensorView& scratch,
+              const TensorView& norm, float max_norm = std::numeric_limits<float>::infinity());
+// gradNorm, then every grad *= norm[1] (those below the threshold are left untouched).
+void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
+                  const TensorView& scratch, const TensorView& norm);
+// gradNorm, then state.grad_scale = norm[1]: the next sgd()/adamw() with this state clip
+// the gradients as they read them. Two dispatches in all, and no gradient is rewritten
+// (clipGradNorm writes every one), so the gradient buffers keep their unclipped values.
+void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
+                   const TensorView& scratch, const TensorView& norm, const TensorView& state);
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,229 @@
+#include "vkgrad/ops/random.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+constexpr uint32_t kWorkgroup = 256;
+// Grid-stride kernels never need more groups than this; it is far below every device's
+// maxComputeWorkGroupCount[0] (>= 65535) and keeps a few thousand invocations per core busy.
+constexpr uint32_t kMaxGroups = 4096;
+
+struct StreamPush {
+  uint32_t n, stream;
+};
+static_assert(sizeof(StreamPush) == 8);
+
+struct UniformPush {
+  uint32_t n, stream;
+  float lo, hi;  // or mean, stddev for normal
+};
+static_assert(sizeof(UniformPush) == 16);
+
+struct DropoutPush {
+  uint32_t n, stream;
+  uint32_t threshold;  // keep iff stream word >= threshold
+  float scale;         // 1 / (1 - p)
+};
+static_assert(sizeof(DropoutPush) == 16);
+
+struct CategoricalPush {
+  uint32_t rows, cols, stream;
+};
+static_assert(sizeof(CategoricalPush) == 12);
+
+struct AdvancePush {
+  uint32_t steps;
+};
+static_assert(sizeof(AdvancePush) == 4);
+
+// Elements of a stream-indexed tensor; the kernels index with 32 bits and round up to 4.
+uint32_t streamElements(const char* op, const char* name, const TensorView& t) {
+  const int64_t n = t.shape.numel();
+  if (n == 0) throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " is empty");
+  if (n > int64_t(UINT32_MAX) - 3)
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has more than 2^32 - 4 elements");
+  return uint32_t(n);
+}
+
+uint32_t groupsFor(uint64_t invocations) {
+  return std::min<uint32_t>(vk::divUp(invocations, kWorkgroup), kMaxGroups);
+}
+
+vk::Arg arg(const TensorView& t) {
+  return {*t.buffer, t.offset, t.bytes()};
+}
+vk::Arg rngArg(const TensorView& rng) {
+  return {*rng.buffer, rng.offset, 16};
+}
+
+void checkP(const char* op, float p) {
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ShapeError(std::string(op) + ": drop probability " + std::to_string(p) +
+                     " is outside [0, 1)");
+}
+
+void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& out, float p,
+                   const TensorView& rng, uint32_t stream, Write write) {
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/dropout", {kWorkgroup, write == Write::Accumulate});
+  const DropoutPush push{uint32_t(in.shape.numel()), stream, dropoutThreshold(p),
+                         float(1.0 / (1.0 - double(p)))};
+  const vk::Arg args[] = {arg(in), arg(out), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(push.n, 4)));
+}
+
+void checkSameShape(const char* op, const char* a_name, const TensorView& a, const char* b_name,
+                    const TensorView& b) {
+  if (!(a.shape == b.shape))
+    throw ShapeError(std::string(op) + ": " + a_name + " " + a.shape.str() + " and " + b_name +
+                     " " + b.shape.str() + " must have the same shape");
+}
+
+}  // namespace
+
+void checkRngState(const char* op, const TensorView& rng) {
+  if (rng.shape.numel() < 4)
+    throw ShapeError(std::string(op) + ": rng state " + rng.shape.str() +
+                     " must hold 4 u32 words {seed_lo, seed_hi, offset_lo, offset_hi}");
+  checkFits(op, "rng", rng, DType::U32);
+}
+
+uint32_t dropoutThreshold(float p) {
+  const double t = std::nearbyint(double(p) * 4294967296.0);
+  return t >= 4294967295.0 ? UINT32_MAX : t <= 0.0 ? 0u : uint32_t(t);
+}
+
+void randomBits(vk::Recorder& rec, const TensorView& out, const TensorView& rng, uint32_t stream) {
+  const uint32_t n = streamElements("randomBits", "out", out);
+  checkFits("randomBits", "out", out, DType::U32);
+  checkRngState("randomBits", rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/bits", {kWorkgroup});
+  const StreamPush push{n, stream};
+  const vk::Arg args[] = {arg(out), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const TensorView& rng,
+             uint32_t stream) {
+  const uint32_t n = streamElements("uniform", "out", out);
+  checkFits("uniform", "out", out);
+  checkRngState("uniform", rng);
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo))
+    throw ShapeError("uniform: bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     ") are not finite");
+  const vk::Kernel& kernel = rec.context().kernels().get("random/uniform", {kWorkgroup});
+  const UniformPush push{n, stream, lo, hi};
+  const vk::Arg args[] = {arg(out), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
+            const TensorView& rng, uint32_t stream) {
+  const uint32_t n = streamElements("normal", "out", out);
+  checkFits("normal", "out", out);
+  checkRngState("normal", rng);
+  if (!std::isfinite(mean) || !std::isfinite(stddev))
+    throw ShapeError("normal: mean " + std::to_string(mean) + " and stddev " +
+                     std::to_string(stddev) + " must be finite");
+  const vk::Kernel& kernel = rec.context().kernels().get("random/normal", {kWorkgroup});
+  const UniformPush push{n, stream, mean, stddev};
+  const vk::Arg args[] = {arg(out), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float p,
+             const TensorView& rng, uint32_t stream) {
+  checkSameShape("dropout", "x", x, "y", y);
+  streamElements("dropout", "x", x);
+  checkFits("dropout", "x", x);
+  checkFits("dropout", "y", y);
+  checkRngState("dropout", rng);
+  checkP("dropout", p);
+  recordDropout(rec, x, y, p, rng, stream, Write::Overwrite);
+}
+
+void dropoutBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& dx, float p,
+                     const TensorView& rng, uint32_t stream, Write write) {
+  checkSameShape("dropoutBackward", "dy", dy, "dx", dx);
+  streamElements("dropoutBackward", "dy", dy);
+  checkFits("dropoutBackward", "dy", dy);
+  checkFits("dropoutBackward", "dx", dx);
+  checkRngState("dropoutBackward", rng);
+  checkP("dropoutBackward", p);
+  recordDropout(rec, dy, dx, p, rng, stream, write);
+}
+
+void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& log_sigma,
+                    const TensorView& z, const TensorView& rng, uint32_t stream) {
+  const char* op = "reparameterize";
+  checkSameShape(op, "mu", mu, "log_sigma", log_sigma);
+  checkSameShape(op, "mu", mu, "z", z);
+  const uint32_t n = streamElements(op, "mu", mu);
+  checkFits(op, "mu", mu);
+  checkFits(op, "log_sigma", log_sigma);
+  checkFits(op, "z", z);
+  checkRngState(op, rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize", {kWorkgroup});
+  const StreamPush push{n, stream};
+  const vk::Arg args[] = {arg(mu), arg(log_sigma), arg(z), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const TensorView& log_sigma,
+                            const TensorView& dlog_sigma, const TensorView& rng, uint32_t stream,
+                            Write write) {
+  const char* op = "reparameterizeBackward";
+  checkSameShape(op, "dz", dz, "log_sigma", log_sigma);
+  checkSameShape(op, "dz", dz, "dlog_sigma", dlog_sigma);
+  const uint32_t n = streamElements(op, "dz", dz);
+  checkFits(op, "dz", dz);
+  checkFits(op, "log_sigma", log_sigma);
+  checkFits(op, "dlog_sigma", dlog_sigma);
+  checkRngState(op, rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize_backward",
+                                                         {kWorkgroup, write == Write::Accumulate});
+  const StreamPush push{n, stream};
+  const vk::Arg args[] = {arg(dz), arg(log_sigma), arg(dlog_sigma), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+}
+
+void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView& out,
+                 const TensorView& rng, uint32_t stream) {
+  const std::string shapes = weights.shape.str() + " -> " + out.shape.str();
+  if (weights.shape.rank() < 1 || weights.shape.numel() == 0)
+    throw ShapeError("categorical: weights " + weights.shape.str() + " must be non-empty (...,V)");
+  if (out.shape.numel() != weights.shape.rows())
+    throw ShapeError("categorical: " + shapes + ": out needs one id per row (" +
+                     std::to_string(weights.shape.rows()) + ")");
+  if (weights.shape.numel() > int64_t(UINT32_MAX))
+    throw ShapeError("categorical: weights " + weights.shape.str() + " exceed 2^32 elements");
+  checkFits("categorical", "weights", weights);
+  checkFits("categorical", "out", out, DType::U32);
+  checkRngState("categorical", rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/categorical", {64});
+  const CategoricalPush push{uint32_t(weights.shape.rows()), uint32_t(weights.shape.back()),
+                             stream};
+  const vk::Arg args[] = {arg(weights), arg(out), rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     std::min<uint32_t>(vk::divUp(push.rows, 64), kMaxGroups));
+}
+
+void rngAdvance(vk::Recorder& rec, const TensorView& rng, uint32_t steps) {
+  checkRngState("rngAdvance", rng);
+  const vk::Kernel& kernel = rec.context().kernels().get("random/advance");
+  const AdvancePush push{steps};
+  const vk::Arg args[] = {rngArg(rng)};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), 1);
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,53 @@
+// The launch machinery of the softmax family's row-wise kernels (shaders/softmax/rows.glsl):
+// layouts, bindings and shape checks shared by softmax, log_softmax and cross_entropy.
+// Internal to engine/ops: it names Vulkan bindings, so no public header includes it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/softmax.h"
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::ops {
+
+// How a row-wise kernel of this family (shaders/softmax/rows.glsl) runs `rows` rows of n:
+// the specialization constants 0-3 and the workgroup count. Throws ShapeError (naming op)
+// if a *Texel variant is asked for but !texels_fit, Error if the device has no subgroup
+// arithmetic.
+struct SoftmaxLayout {
+  uint32_t group = 1;              // workgroup size (constant 0)
+  bool row_per_invocation = true;  // constant 1
+  bool one_subgroup = false;       // constant 2
+  bool texel = false;              // constant 3: inputs through R32F texel views
+  uint32_t groups = 1;             // workgroups to dispatch
+};
+SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxVariant variant,
+                            uint64_t rows, uint64_t n, bool texels_fit);
+// An input of such a kernel bound both ways (ops/binding.h); the texel view is a one-element
+// dummy unless `texel`. skip is the view's first element inside either binding.
+struct RowInput {
+  vk::Arg storage;
+  vk::Arg texel;
+  uint32_t skip = 0;
+};
+RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel);
+// The shape checks of a row-wise op: x is a non-empty (..., N) with rows and N within 32
+// bits, and t is shaped like x. Throws "<op>: <shapes>: <what>".
+void checkRowShapes(const char* op, const std::string& shapes, const char* x_name,
+                    const TensorView& x, const char* name, const TensorView& t);
+// checkOperand (ops/binding.h), and the storage binding within maxStorageBufferRange, which
+// also keeps every element index of the kernels below 2^32.
+void checkRowOperand(const char* op, const char* name, const vk::Context& context,
+                     const TensorView& t, DType dtype = DType::F32);
+// The whole launch of an elementwise-per-row map of this family, y = f(x row) (kernel with
+// bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
+// y texel, dy, dy texel, dx; constant 4: accumulate): checks, layout, bindings, dispatch.
+// softmax and log-softmax differ only in the kernel.
+void rowMap(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& x,
+            const TensorView& y, SoftmaxVariant variant);
+void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& y,
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant);
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,58 @@
+#include "vkgrad/ops/sampling.h"
+
+#include <cmath>
+#include <string>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+struct TopKPush {
+  uint32_t rows, cols, k;
+  uint32_t l_skip, w_skip;
+  float inv_temperature;
+};
+static_assert(sizeof(TopKPush) == 24);
+
+// One workgroup per row; more rows than this loop inside the groups.
+constexpr uint32_t kMaxGroups = 4096;
+
+}  // namespace
+
+void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& weights,
+                 const SampleOptions& options) {
+  const std::string shapes = logits.shape.str() + " -> " + weights.shape.str();
+  if (logits.shape.rank() < 1 || logits.shape.numel() == 0)
+    throw ShapeError("topKWeights: logits " + logits.shape.str() + " must be non-empty (...,V)");
+  if (!(weights.shape == logits.shape))
+    throw ShapeError("topKWeights: " + shapes + ": weights must have the shape of logits");
+  if (logits.shape.numel() > int64_t(INT32_MAX))
+    throw ShapeError("topKWeights: logits " + logits.shape.str() + " exceed 2^31 elements");
+  if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
+    throw Error("topKWeights: temperature " + std::to_string(options.temperature) +
+                " must be positive and finite");
+  if (options.top_k < 0)
+    throw Error("topKWeights: top_k " + std::to_string(options.top_k) + " must be >= 0");
+  checkOperand("topKWeights", "logits", logits);
+  checkOperand("topKWeights", "weights", weights);
+  checkAlias("topKWeights", "weights", weights, "logits", logits, /*allow_same=*/false);
+
+  vk::Context& ctx = rec.context();
+  const int64_t cols = logits.shape.back();
+  const int64_t k = options.top_k == 0 ? cols : std::min(options.top_k, cols);
+  const Bound bl = bindStorage(ctx, logits);
+  const Bound bw = bindStorage(ctx, weights);
+  const TopKPush push{uint32_t(logits.shape.rows()), uint32_t(cols), uint32_t(k), bl.skip, bw.skip,
+                      1.0f / options.temperature};
+  const vk::Kernel& kernel = ctx.kernels().get("sampling/top_k");
+  const vk::Arg args[] = {bl.arg, bw.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), std::min(push.rows, kMaxGroups));
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,186 @@
+#include "vkgrad/ops/softmax.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/row_kernels.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
+
+// The push constants of every rowMap / rowMapBackward kernel (softmax/rows.glsl users).
+struct RowMapPush {
+  uint32_t rows;            // numel / n
+  uint32_t n;               // length of the last axis
+  uint32_t x_skip, y_skip;  // first elements inside the bindings
+};
+static_assert(sizeof(RowMapPush) == 16);
+
+struct RowMapBackwardPush {
+  uint32_t rows, n;
+  uint32_t y_skip, dy_skip, dx_skip;
+};
+static_assert(sizeof(RowMapBackwardPush) == 20);
+
+// Rows up to this long get one invocation each. Measured on lavapipe (100k-1.6M rows):
+// at N <= 64 one invocation per row is 1.5-3x faster than a subgroup per row, at 128-256
+// they are even. On GPUs the per-invocation loads do not coalesce, so the limit is lower.
+uint64_t rowPerInvocationMaxN(const vk::Context& context) {
+  return context.info().isCpu() ? 64 : 32;
+}
+constexpr uint32_t kRowPerInvocationGroup = 64;
+constexpr uint32_t kWorkgroupPerRow = 128;
+
+bool usesTexels(SoftmaxVariant v) {
+  return v == SoftmaxVariant::WorkgroupTexel || v == SoftmaxVariant::SubgroupTexel;
+}
+
+}  // namespace
+
+const char* softmaxVariantName(SoftmaxVariant variant) {
+  switch (variant) {
+    case SoftmaxVariant::Auto:
+      return "auto";
+    case SoftmaxVariant::WorkgroupStorage:
+      return "workgroup_storage";
+    case SoftmaxVariant::WorkgroupTexel:
+      return "workgroup_texel";
+    case SoftmaxVariant::SubgroupStorage:
+      return "subgroup_storage";
+    case SoftmaxVariant::SubgroupTexel:
+      return "subgroup_texel";
+  }
+  return "?";
+}
+
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, bool texels_fit, int64_t n) {
+  // A CPU driver's subgroup is its SIMD width, fixed, so a workgroup of that size is one
+  // subgroup. A GPU driver may split a workgroup into smaller subgroups than reported unless
+  // it reports one fixed size; with one (an H100: 32), rows of up to 64 columns run 2.4x
+  // faster a subgroup per row, longer ones a workgroup per row (BENCHMARKS.md, row kernels on
+  // the GPU).
+  const vk::DeviceInfo& info = context.info();
+  if (info.isCpu() || (info.fixedSubgroupSize() && n > 0 && n <= kSubgroupRowsMaxN))
+    return texels_fit ? SoftmaxVariant::SubgroupTexel : SoftmaxVariant::SubgroupStorage;
+  return texels_fit ? SoftmaxVariant::WorkgroupTexel : SoftmaxVariant::WorkgroupStorage;
+}
+
+SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x) {
+  return softmaxVariantFor(context, texelFits(context, x, kR32f), x.shape.back());
+}
+
+SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxVariant variant,
+                            uint64_t rows, uint64_t n, bool texels_fit) {
+  if (usesTexels(variant) && !texels_fit)
+    throw ShapeError(std::string(op) + ": " + softmaxVariantName(variant) +
+                     ": an input does not fit an R32F texel view (maxTexelBufferElements " +
+                     std::to_string(context.info().max_texel_buffer_elements) + ")");
+  if (!context.info().subgroup_arithmetic)
+    throw Error(std::string(op) + ": " + context.info().name +
+                " has no subgroup arithmetic in compute shaders");
+  if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, texels_fit, int64_t(n));
+  SoftmaxLayout layout;
+  layout.texel = usesTexels(variant);
+  layout.row_per_invocation = n <= rowPerInvocationMaxN(context);
+  const bool one_subgroup =
+      variant == SoftmaxVariant::SubgroupStorage || variant == SoftmaxVariant::SubgroupTexel;
+  layout.one_subgroup = one_subgroup && !layout.row_per_invocation;
+  layout.group = layout.row_per_invocation ? kRowPerInvocationGroup
+                 : one_subgroup            ? std::max(1u, context.info().subgroup_size)
+                                           : kWorkgroupPerRow;
+  // The kernels grid-stride over rows, so the grid may be capped.
+  layout.groups = layout.row_per_invocation ? gridGroups(rows, layout.group) : gridGroups(rows, 1);
+  return layout;
+}
+
+RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel) {
+  const Bound storage = bindStorage(context, t);
+  const vk::Arg dummy(*t.buffer, storage.arg.offset, 4, kR32f);
+  return {storage.arg, texel ? bindTexel(context, t, kR32f).arg : dummy, storage.skip};
+}
+
+void checkRowShapes(const char* op, const std::string& shapes, const char* x_name,
+                    const TensorView& x, const char* like_name, const TensorView& like) {
+  const std::string at = std::string(op) + ": " + shapes + ": ";
+  if (x.shape.rank() < 1) throw ShapeError(at + x_name + " needs at least one dim");
+  if (!(like.shape == x.shape)) throw ShapeError(at + like_name + " must be shaped like " + x_name);
+  if (x.shape.numel() == 0) throw ShapeError(at + x_name + " is empty");
+  if (x.shape.back() > UINT32_MAX || x.shape.rows() > UINT32_MAX)
+    throw ShapeError(at + "rows and N must fit 32 bits");
+}
+
+void checkRowOperand(const char* op, const char* name, const vk::Context& context,
+                     const TensorView& t, DType dtype) {
+  checkFits(op, name, t, dtype);
+  if (t.shape.numel() > (int64_t(1) << 31))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has more than 2^31 elements");
+  const uint64_t bound = bindStorage(context, t).arg.bytes;
+  if (bound > context.info().max_storage_buffer_range)
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + ": " +
+                     std::to_string(bound) + " bytes exceed the device's maxStorageBufferRange (" +
+                     std::to_string(context.info().max_storage_buffer_range) + ")");
+}
+
+void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& x,
+            const TensorView& y, SoftmaxVariant variant) {
+  vk::Context& ctx = rec.context();
+  checkRowShapes(op, "x " + x.shape.str() + ", y " + y.shape.str(), "x", x, "y", y);
+  checkRowOperand(op, "x", ctx, x);
+  checkRowOperand(op, "y", ctx, y);
+  checkAlias(op, "y", y, "x", x, true);
+  const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
+                                        uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
+  const vk::Kernel& kernel =
+      ctx.kernels().get(kernel_name, {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
+  const RowInput bx = bindRowInput(ctx, x, l.texel);
+  const Bound by = bindStorage(ctx, y);
+  const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
+  const vk::Arg args[] = {bx.storage, bx.texel, by.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
+}
+
+void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& y,
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant) {
+  vk::Context& ctx = rec.context();
+  const std::string shapes =
+      "y " + y.shape.str() + ", dy " + dy.shape.str() + ", dx " + dx.shape.str();
+  checkRowShapes(op, shapes, "y", y, "dy", dy);
+  checkRowShapes(op, shapes, "y", y, "dx", dx);
+  checkRowOperand(op, "y", ctx, y);
+  checkRowOperand(op, "dy", ctx, dy);
+  checkRowOperand(op, "dx", ctx, dx);
+  checkAlias(op, "dx", dx, "y", y, true);
+  checkAlias(op, "dx", dx, "dy", dy, true);
+  const SoftmaxLayout l =
+      softmaxLayout(op, ctx, variant, uint64_t(y.shape.rows()), uint64_t(y.shape.back()),
+                    texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
+  const vk::Kernel& kernel = ctx.kernels().get(
+      kernel_name,
+      {l.group, l.row_per_invocation, l.one_subgroup, l.texel, w == Write::Accumulate});
+  const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
+  const Bound bdx = bindStorage(ctx, dx);
+  const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
+                                bdy.skip, bdx.skip};
+  const vk::Arg args[] = {by.storage, by.texel, bdy.storage, bdy.texel, bdx.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
+}
+
+void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, SoftmaxVariant variant) {
+  rowMap(rec, "softmax", "softmax/forward", x, y, variant);
+}
+
+void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
+                     const TensorView& dx, Write w, SoftmaxVariant variant) {
+  rowMapBackward(rec, "softmaxBackward", "softmax/backward", y, dy, dx, w, variant);
+}
+
+}  // namespace vkgrad::ops

@@ -1,0 +1,194 @@
+#include "vkgrad/vk/context.h"
+
+#include <volk.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/instance.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
+
+namespace vkgrad::vk {
+
+DeviceSelector deviceSelector(const ContextOptions& options) {
+  if (!options.device.empty()) return {options.device, options.device_source};
+  if (const char* env = std::getenv("VKGRAD_DEVICE"); env && *env) return {env, "VKGRAD_DEVICE"};
+  return {"", "automatic"};
+}
+
+uint64_t parseMemorySize(const std::string& text, const std::string& source) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string suffix = text.substr(digits);
+  int shift = -1;
+  if (suffix.empty())
+    shift = 0;
+  else if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (suffix == "T" || suffix == "t")
+    shift = 40;
+  uint64_t value = 0;
+  const bool ok = digits > 0 && digits <= 12 && shift >= 0 &&
+                  (value = std::stoull(text.substr(0, digits))) > 0 &&
+                  value <= (uint64_t(1) << (62 - shift));
+  if (!ok)
+    throw Error(source + "='" + text + "' is not a memory size (e.g. 512M, 2G or a byte count)");
+  return value << shift;
+}
+
+namespace {
+
+// options.memory_limit, else VKGRAD_MEMORY_LIMIT, else 0 (none).
+uint64_t memoryLimit(uint64_t option) {
+  if (option) return option;
+  if (const char* env = std::getenv("VKGRAD_MEMORY_LIMIT"); env && *env)
+    return parseMemorySize(env, "VKGRAD_MEMORY_LIMIT");
+  return 0;
+}
+
+}  // namespace
+
+Context::Context(const ContextOptions& options) {
+  const uint64_t memory_limit = memoryLimit(options.memory_limit);
+  const char* env_validation = std::getenv("VKGRAD_VALIDATION");
+  const bool validation =
+      options.validation || (env_validation && std::string(env_validation) == "1");
+  instance_ = std::make_unique<Instance>(validation);
+
+  const auto physical = instance_->physicalDevices();
+  std::vector<DeviceInfo> infos;
+  for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(queryDevice(physical[i], i));
+  const DeviceSelector selector = deviceSelector(options);
+  const uint32_t chosen = selectDevice(infos, selector.text, selector.source);
+  physical_ = physical[chosen];
+  info_ = infos[chosen];
+  queue_family_ = info_.compute_family;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue_info.queueFamilyIndex = queue_family_;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+
+  // Optional features later kernels may use; enabled only where the device has them.
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.shaderFloat16 = info_.fp16;
+  f12.shaderInt8 = info_.int8;
+  f12.storageBuffer8BitAccess = info_.storage_8bit;
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  f11.pNext = &f12;
+  f11.storageBuffer16BitAccess = info_.storage_16bit;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &f11;
+  features.features.shaderInt64 = info_.int64;
+
+  VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  device_info.pNext = &features;
+  device_info.queueCreateInfoCount = 1;
+  device_info.pQueueCreateInfos = &queue_info;
+  VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
+  owns_device_ = true;
+  table_ = std::make_unique<VolkDeviceTable>();
+  volkLoadDeviceTable(table_.get(), device_);
+  table_->vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  try {
+    createEngineObjects(memory_limit);
+  } catch (...) {
+    table_->vkDestroyDevice(device_, nullptr);
+    throw;
+  }
+}
+
+Context::Context(const ExternalDevice& external) {
+  if (external.physical_device == VK_NULL_HANDLE || external.device == VK_NULL_HANDLE)
+    throw Error("ExternalDevice needs a VkPhysicalDevice and a VkDevice");
+  instance_ = std::make_unique<Instance>(external.instance, external.get_instance_proc_addr);
+  physical_ = external.physical_device;
+  device_ = external.device;
+  info_ = queryDevice(physical_, 0);
+  if (info_.api_version < VK_API_VERSION_1_2)
+    throw Error("the host's device " + info_.name + " supports only Vulkan " +
+                versionString(info_.api_version) + "; vkgrad needs 1.2");
+  queue_family_ = external.queue_family;
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, families.data());
+  if (queue_family_ >= family_count || !(families[queue_family_].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    throw Error("ExternalDevice queue family " + std::to_string(queue_family_) +
+                " does not support compute");
+  info_.compute_family = queue_family_;
+  info_.compute_only_family = !(families[queue_family_].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+  info_.timestamp_valid_bits = families[queue_family_].timestampValidBits;
+  table_ = std::make_unique<VolkDeviceTable>();
+  volkLoadDeviceTable(table_.get(), device_);
+  table_->vkGetDeviceQueue(device_, queue_family_, external.queue_index, &queue_);
+  createEngineObjects(memoryLimit(0));
+}
+
+void Context::createEngineObjects(uint64_t memory_limit) {
+  allocator_ = std::make_unique<Allocator>(*this);
+  allocator_->setLimit(memory_limit);
+  staging_ = std::make_unique<Staging>(*this);
+  kernels_ = std::make_unique<KernelCache>(*this);
+}
+
+Context::~Context() {
+  if (device_ != VK_NULL_HANDLE) table_->vkDeviceWaitIdle(device_);
+  kernels_.reset();
+  staging_.reset();
+  allocator_.reset();
+  if (owns_device_) table_->vkDestroyDevice(device_, nullptr);
+}
+
+std::vector<std::string> Context::validationMessages() const {
+  return instance_->messages();
+}
+
+void Context::markLost(const std::string& why) {
+  if (lost_) return;  // the first loss is the one to report
+  lost_ = true;
+  lost_why_ = why;
+}
+
+void Context::checkNotLost(const char* what) const {
+  if (lost_)
+    throw DeviceLostError(what, VK_ERROR_DEVICE_LOST,
+                          "refused: the device " + info_.name + " was lost earlier (" + lost_why_ +
+                              "); destroy this Context and create a new one");
+}
+
+void Context::waitIdle() {
+  checkNotLost("vkQueueWaitIdle");
+  try {
+    VK_CHECK(table_->vkQueueWaitIdle(queue_));
+  } catch (const DeviceLostError& e) {
+    markLost(e.what());
+    throw;
+  }
+}
+
+void Context::submitAndWait(VkCommandBuffer cmd, VkFence fence) {
+  checkNotLost("vkQueueSubmit");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  try {
+    VK_CHECK(table_->vkResetFences(device_, 1, &fence));
+    VK_CHECK(table_->vkQueueSubmit(queue_, 1, &submit, fence));
+    VK_CHECK(table_->vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  } catch (const DeviceLostError& e) {
+    markLost(e.what());
+    throw;
+  }
+}
+
+}  // namespace vkgrad::vk

@@ -1,0 +1,116 @@
+// A Context is one logical device and compute queue, plus what the engine builds on
+// it: the allocator, the staging buffer and the kernel cache. It either owns the
+// whole Vulkan stack or adopts a host app's instance and device (and destroys neither).
+// A Context is used from one thread at a time and outlives everything made from it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vkgrad/vk/vulkan.h"
+
+#include "vkgrad/vk/device_info.h"
+
+namespace vkgrad::vk {
+
+class Instance;
+class Allocator;
+class Staging;
+class KernelCache;
+
+struct ContextOptions {
+  bool validation = false;  // Khronos validation layer + debug messenger
+  // Device index or case-insensitive name substring. Empty: the VKGRAD_DEVICE environment
+  // variable if set, else the first discrete GPU, else integrated, else any (lavapipe).
+  std::string device;
+  // What errors call `device`: "<device_source>='x' matches no Vulkan device". The programs
+  // say "--device".
+  std::string device_source = "device option";
+  // Device memory the engine may take, in bytes (its allocator's blocks): asking for more
+  // throws OutOfMemoryError as a full device would, so that path can be tested anywhere.
+  // 0: the VKGRAD_MEMORY_LIMIT environment variable ("512M", "2G", bytes) if set, else none.
+  uint64_t memory_limit = 0;
+};
+
+// "512M" / "2G" / "1048576" (K, M, G, T: powers of 1024) in bytes; throws Error naming
+// `source` for anything else, or 0.
+uint64_t parseMemorySize(const std::string& text, const std::string& source);
+
+// The selector these options give selectDevice, as Context applies it: options.device, else
+// VKGRAD_DEVICE, else none. For showing the choice without creating a device (vkgrad-info).
+DeviceSelector deviceSelector(const ContextOptions& options);
+
+// A host app's Vulkan objects. The engine uses them and never destroys them. The device must
+// have been created with Vulkan 1.2 and a queue of queue_family that supports compute.
+struct ExternalDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  uint32_t queue_index = 0;
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+};
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  explicit Context(const ExternalDevice& external);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Device-level entry points of this device (a per-Context volk table; usable where volk.h
+  // is included, i.e. inside vkgrad).
+  const vkgrad_VolkDeviceTable& vk() const { return *table_; }
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physicalDevice() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queueFamily() const { return queue_family_; }
+  const DeviceInfo& info() const { return info_; }
+  const Instance& instance() const { return *instance_; }
+  bool ownsDevice() const { return owns_device_; }
+
+  Allocator& allocator() { return *allocator_; }
+  Staging& staging() { return *staging_; }
+  KernelCache& kernels() { return *kernels_; }
+
+  // Validation warnings and errors seen so far (empty when validation is off).
+  std::vector<std::string> validationMessages() const;
+
+  // Waits for the queue; turns a lost device into DeviceLostError.
+  void waitIdle();
+  // True once any submission or wait reported VK_ERROR_DEVICE_LOST. From then on every
+  // submission and allocation throws DeviceLostError (naming the first loss) instead of
+  // touching the device; only destroying the Context (and making a new one) goes on.
+  bool lost() const { return lost_; }
+  // Marks the device lost as if the queue had just reported VK_ERROR_DEVICE_LOST, for fault
+  // drills and tests of what an application does then. `why` goes into later errors.
+  void markLost(const std::string& why);
+  // Throws DeviceLostError when lost(); `what` names the refused work.
+  void checkNotLost(const char* what) const;
+  // The one way work reaches the queue: submits cmd (ended), then blocks on fence (reset
+  // first). Every submit waits, so a command buffer is never in flight when its owner
+  // records, replays or destroys it. A failed call throws VulkanError (DeviceLostError, ...).
+  void submitAndWait(VkCommandBuffer cmd, VkFence fence);
+
+ private:
+  void createEngineObjects(uint64_t memory_limit);
+
+  std::unique_ptr<Instance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  bool owns_device_ = false;
+  bool lost_ = false;
+  std::string lost_why_;  // the first loss's message
+  DeviceInfo info_;
+  std::unique_ptr<vkgrad_VolkDeviceTable> table_;
+  // Destroyed before the device (see ~Context).
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<Staging> staging_;
+  std::unique_ptr<KernelCache> kernels_;
+};
+
+}  // namespace vkgrad::vk

@@ -1,0 +1,90 @@
+// What vkgrad needs to know about a physical device, and how one is chosen:
+// by index or name substring (option or VKGRAD_DEVICE), else discrete > integrated > any.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkgrad/vk/vulkan.h"
+
+namespace vkgrad::vk {
+
+class Instance;
+
+enum class DeviceType { Other, Integrated, Discrete, Virtual, Cpu };
+
+struct MemoryHeap {
+  uint64_t bytes = 0;
+  bool device_local = false;
+};
+
+struct DeviceInfo {
+  uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
+  std::string name;
+  DeviceType type = DeviceType::Other;
+  uint32_t vendor_id = 0, device_id = 0;
+  std::string driver_name, driver_info;
+  uint32_t api_version = 0, driver_version = 0;
+
+  uint32_t subgroup_size = 0;
+  // The sizes the driver may pick for a compute shader's subgroups (0: not reported).
+  uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
+  bool subgroup_compute = false;     // subgroup ops usable in compute shaders
+  bool subgroup_shuffle = false;     // subgroupShuffle
+  bool subgroup_arithmetic = false;  // subgroupAdd / subgroupMax
+  uint32_t max_shared_memory = 0;    // bytes per workgroup
+  uint32_t max_workgroup_size[3] = {};
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_count[3] = {};
+  uint64_t max_storage_buffer_range = 0;   // bytes one storage binding may span
+  uint64_t max_texel_buffer_elements = 0;  // texels one buffer view may span
+  uint64_t min_storage_offset_alignment = 0;
+  uint64_t min_texel_offset_alignment = 0;
+  uint64_t min_uniform_offset_alignment = 0;
+  uint32_t max_push_constants = 0;
+  float timestamp_period_ns = 0;  // nanoseconds per timestamp tick
+  std::vector<MemoryHeap> heaps;
+  bool fp16 = false, int8 = false, fp64 = false, int64 = false;
+  bool storage_16bit = false, storage_8bit = false;
+
+  // Compute queue: a compute-only family when there is one.
+  uint32_t compute_family = UINT32_MAX;
+  bool compute_only_family = false;
+  uint32_t timestamp_valid_bits = 0;  // 0: no timestamps on that queue
+
+  bool isCpu() const { return type == DeviceType::Cpu; }
+  // A workgroup of subgroup_size invocations is always one whole subgroup.
+  bool fixedSubgroupSize() const {
+    return subgroup_size > 0 && min_subgroup_size == subgroup_size &&
+           max_subgroup_size == subgroup_size;
+  }
+};
+
+const char* deviceTypeName(DeviceType type);
+std::string versionString(uint32_t vk_version);
+
+DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index);
+
+// A device choice and where it came from, for messages and for vkgrad-info.
+struct DeviceSelector {
+  std::string text;    // decimal index or name substring; empty: automatic
+  std::string source;  // the option's name, "VKGRAD_DEVICE", or "automatic" when text is empty
+};
+
+// Index into devices of the chosen one. selector: decimal index or case-insensitive name
+// substring; empty picks discrete, else integrated, else the first. source names where the
+// selector came from, for the error ("VKGRAD_DEVICE"). Throws listing the devices on no match.
+uint32_t selectDevice(const std::vector<DeviceInfo>& devices, std::string_view selector,
+                      std::string_view source);
+
+// One line per device: "0: llvmpipe (LLVM 15.0.6, 256 bits) [cpu]".
+std::string describeDevices(const std::vector<DeviceInfo>& devices);
+
+// Every device the loader sees, through a temporary instance (for vkgrad-info).
+std::vector<DeviceInfo> listDevices();
+// The same through instance, e.g. one with validation on.
+std::vector<DeviceInfo> listDevices(const Instance& instance);
+
+}  // namespace vkgrad::vk

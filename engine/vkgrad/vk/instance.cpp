@@ -1,0 +1,166 @@
+#include "vkgrad/vk/instance.h"
+
+#include <volk.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "vkgrad/vk/error.h"
+
+namespace vkgrad::vk {
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool hasLayer(const char* name) {
+  uint32_t count = 0;
+  VK_CHECK(vkEnumerateInstanceLayerProperties(&count, nullptr));
+  std::vector<VkLayerProperties> layers(count);
+  VK_CHECK(vkEnumerateInstanceLayerProperties(&count, layers.data()));
+  for (const auto& layer : layers)
+    if (std::strcmp(layer.layerName, name) == 0) return true;
+  return false;
+}
+
+bool hasExtension(const char* name) {
+  uint32_t count = 0;
+  VK_CHECK(vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr));
+  std::vector<VkExtensionProperties> extensions(count);
+  VK_CHECK(vkEnumerateInstanceExtensionProperties(nullptr, &count, extensions.data()));
+  for (const auto& extension : extensions)
+    if (std::strcmp(extension.extensionName, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void loadVulkanLoader() {
+  static std::once_flag once;
+  static VkResult result = VK_SUCCESS;
+  std::call_once(once, [] { result = volkInitialize(); });
+  if (result != VK_SUCCESS)
+    throw Error(
+        "the Vulkan loader (libvulkan.so.1) was not found; install it (Debian: libvulkan1) "
+        "and a driver (a GPU's, or mesa-vulkan-drivers for the CPU driver lavapipe)");
+}
+
+Instance::Instance(bool validation) : owned_(true) {
+  loadVulkanLoader();
+  if (volkGetInstanceVersion() < VK_API_VERSION_1_2)
+    throw Error("the Vulkan loader is older than 1.2; vkgrad needs Vulkan 1.2");
+
+  std::vector<const char*> layers;
+  std::vector<const char*> extensions;
+  if (validation) {
+    if (!hasLayer(kValidationLayer))
+      throw Error(
+          "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+          "(Debian: vulkan-validationlayers)");
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
+  }
+  VkInstanceCreateFlags flags = 0;
+  // Lets the loader list portability drivers (MoltenVK); harmless elsewhere.
+  if (hasExtension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "vkgrad";
+  app.pEngineName = "vkgrad";
+  app.apiVersion = VK_API_VERSION_1_2;
+
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger_info.pfnUserCallback = &Instance::onMessage;
+  messenger_info.pUserData = this;
+
+  // Synchronisation validation next to the core checks: a missing or wrong barrier in the
+  // recorder, the executor's replays or the uploads is a hazard message, and so a failure.
+  const VkValidationFeatureEnableEXT enabled[] = {
+      VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enabled;
+  features.pNext = &messenger_info;
+
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // Chaining the messenger also catches messages from vkCreateInstance itself.
+  info.pNext = validation ? static_cast<const void*>(&features) : nullptr;
+  info.flags = flags;
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  // The loader answers INCOMPATIBLE_DRIVER when it finds no driver at all.
+  if (VkResult result = vkCreateInstance(&info, nullptr, &instance_); result != VK_SUCCESS)
+    throwVulkanError("vkCreateInstance", result,
+                     result == VK_ERROR_INCOMPATIBLE_DRIVER
+                         ? "no Vulkan driver found; install a GPU driver, or "
+                           "mesa-vulkan-drivers for the CPU driver lavapipe"
+                         : "");
+  volkLoadInstanceOnly(instance_);
+
+  if (validation) {
+    VkResult result = vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_);
+    if (result != VK_SUCCESS) {
+      vkDestroyInstance(instance_, nullptr);
+      throwVulkanError("vkCreateDebugUtilsMessengerEXT", result);
+    }
+    destroy_messenger_ = vkDestroyDebugUtilsMessengerEXT;
+  }
+}
+
+Instance::Instance(VkInstance adopted, PFN_vkGetInstanceProcAddr get_instance_proc_addr)
+    : instance_(adopted) {
+  if (adopted == VK_NULL_HANDLE || get_instance_proc_addr == nullptr)
+    throw Error("adopting an instance needs a VkInstance and its vkGetInstanceProcAddr");
+  volkInitializeCustom(get_instance_proc_addr);
+  volkLoadInstanceOnly(instance_);
+}
+
+Instance::~Instance() {
+  if (messenger_ != VK_NULL_HANDLE) destroy_messenger_(instance_, messenger_, nullptr);
+  if (owned_) vkDestroyInstance(instance_, nullptr);
+}
+
+std::vector<VkPhysicalDevice> Instance::physicalDevices() const {
+  uint32_t count = 0;
+  VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
+  std::vector<VkPhysicalDevice> devices(count);
+  VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
+  devices.resize(count);
+  return devices;
+}
+
+size_t Instance::messageCount() const {
+  std::lock_guard lock(mutex_);
+  return messages_.size();
+}
+
+std::vector<std::string> Instance::messages() const {
+  std::lock_guard lock(mutex_);
+  return messages_;
+}
+
+VkBool32 Instance::onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                             VkDebugUtilsMessageTypeFlagsEXT, 
+                             const VkDebugUtilsMessengerCallbackDataEXT* data, void* self) {
+  auto* instance = static_cast<Instance*>(self);
+  std::string text = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
+  text += data->pMessage ? data->pMessage : "(no message)";
+  std::fprintf(stderr, "vkgrad validation %s\n", text.c_str());
+  std::lock_guard lock(instance->mutex_);
+  instance->messages_.push_back(std::move(text));
+  return VK_FALSE;
+}
+
+}  // namespace vkgrad::vk

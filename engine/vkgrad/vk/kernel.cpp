@@ -1,0 +1,120 @@
+#include "vkgrad/vk/kernel.h"
+
+#include <volk.h>
+
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/shader_registry.h"
+
+namespace vkgrad::vk {
+
+const EmbeddedShader* findShader(std::string_view name) {
+  for (const EmbeddedShader& shader : embeddedShaders())
+    if (name == shader.name) return &shader;
+  return nullptr;
+}
+
+namespace {
+
+VkDescriptorType descriptorType(BindingKind kind) {
+  switch (kind) {
+    case BindingKind::StorageBuffer: return VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    case BindingKind::UniformBuffer: return VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    case BindingKind::UniformTexelBuffer: return VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    case BindingKind::StorageTexelBuffer: return VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER;
+  }
+  return VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+}
+
+}  // namespace
+
+KernelCache::KernelCache(Context& context) : context_(context) {
+  VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VK_CHECK(context.vk().vkCreatePipelineCache(context.device(), &info, nullptr, &cache_));
+}
+
+KernelCache::~KernelCache() {
+  const VolkDeviceTable& vk = context_.vk();
+  VkDevice device = context_.device();
+  for (auto& [key, k] : kernels_) {
+    vk.vkDestroyPipeline(device, k->pipeline_, nullptr);
+    vk.vkDestroyPipelineLayout(device, k->pipeline_layout_, nullptr);
+    vk.vkDestroyDescriptorSetLayout(device, k->set_layout_, nullptr);
+  }
+  vk.vkDestroyPipelineCache(device, cache_, nullptr);
+}
+
+const Kernel& KernelCache::get(std::string_view name, std::span<const uint32_t> spec) {
+  auto key = std::make_pair(std::string(name), std::vector<uint32_t>(spec.begin(), spec.end()));
+  if (auto it = kernels_.find(key); it != kernels_.end()) return *it->second;
+
+  const EmbeddedShader* shader = findShader(name);
+  if (!shader) {
+    std::string known;
+    for (const EmbeddedShader& s : embeddedShaders()) known += std::string(known.empty() ? "" : ", ") + s.name;
+    throw Error("no kernel named '" + std::string(name) + "'; kernels in this build: " + known);
+  }
+  auto kernel = std::make_unique<Kernel>();
+  kernel->name_ = key.first;
+  kernel->layout_ = reflectShader(kernel->name_, {shader->words, shader->word_count}, spec);
+
+  const VolkDeviceTable& vk = context_.vk();
+  VkDevice device = context_.device();
+  const DeviceInfo& info = context_.info();
+  for (int axis = 0; axis < 3; ++axis)
+    if (kernel->layout_.local_size[axis] > info.max_workgroup_size[axis])
+      throw Error("kernel '" + kernel->name_ + "': workgroup size " +
+                  std::to_string(kernel->layout_.local_size[axis]) + " exceeds the device limit " +
+                  std::to_string(info.max_workgroup_size[axis]));
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (const BindingInfo& b : kernel->layout_.bindings)
+    bindings.push_back({b.binding, descriptorType(b.kind), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.bindingCount = static_cast<uint32_t>(bindings.size());
+  set_info.pBindings = bindings.data();
+  VK_CHECK(vk.vkCreateDescriptorSetLayout(device, &set_info, nullptr, &kernel->set_layout_));
+
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushConstantBytes};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &kernel->set_layout_;
+  layout_info.pushConstantRangeCount = 1;
+  layout_info.pPushConstantRanges = &push;
+  // Owned by the cache from here, so a throw below cannot leak them.
+  Kernel& k = *kernels_.emplace(key, std::move(kernel)).first->second;
+  try {
+    VK_CHECK(vk.vkCreatePipelineLayout(device, &layout_info, nullptr, &k.pipeline_layout_));
+
+    VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    module_info.codeSize = shader->word_count * sizeof(uint32_t);
+    module_info.pCode = shader->words;
+    VkShaderModule module;
+    VK_CHECK(vk.vkCreateShaderModule(device, &module_info, nullptr, &module));
+
+    std::vector<VkSpecializationMapEntry> entries;
+    for (uint32_t i = 0; i < spec.size(); ++i)
+      entries.push_back({i, static_cast<uint32_t>(i * sizeof(uint32_t)), sizeof(uint32_t)});
+    VkSpecializationInfo spec_info{static_cast<uint32_t>(entries.size()), entries.data(),
+                                   spec.size() * sizeof(uint32_t), spec.data()};
+    VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    pipeline_info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipeline_info.stage.module = module;
+    pipeline_info.stage.pName = "main";
+    pipeline_info.stage.pSpecializationInfo = spec.empty() ? nullptr : &spec_info;
+    pipeline_info.layout = k.pipeline_layout_;
+    VkResult result =
+        vk.vkCreateComputePipelines(device, cache_, 1, &pipeline_info, nullptr, &k.pipeline_);
+    vk.vkDestroyShaderModule(device, module, nullptr);
+    if (result != VK_SUCCESS) throwVulkanError("vkCreateComputePipelines", result, "kernel " + k.name_);
+  } catch (...) {
+    vk.vkDestroyPipelineLayout(device, k.pipeline_layout_, nullptr);
+    vk.vkDestroyDescriptorSetLayout(device, k.set_layout_, nullptr);
+    kernels_.erase(key);
+    throw;
+  }
+  return k;
+}
+
+}  // namespace vkgrad::vk

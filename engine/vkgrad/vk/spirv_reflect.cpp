@@ -1,0 +1,161 @@
+#include "vkgrad/vk/spirv_reflect.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "vkgrad/vk/error.h"
+
+namespace vkgrad::vk {
+namespace {
+
+// SPIR-V opcodes, decorations and storage classes used below (SPIR-V spec, section 3).
+enum : uint32_t {
+  kOpExecutionMode = 16, kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28,
+  kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43, kOpConstantComposite = 44,
+  kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49, kOpSpecConstant = 50,
+  kOpSpecConstantComposite = 51, kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
+};
+enum : uint32_t {
+  kDecSpecId = 1, kDecBlock = 2, kDecBufferBlock = 3, kDecBuiltIn = 11, kDecNonWritable = 24,
+  kDecBinding = 33, kDecDescriptorSet = 34,
+};
+enum : uint32_t { kUniformConstant = 0, kUniform = 2, kStorageBuffer = 12 };
+constexpr uint32_t kBuiltInWorkgroupSize = 25;
+constexpr uint32_t kExecutionModeLocalSize = 17;
+constexpr uint32_t kDimBuffer = 5;
+
+}  // namespace
+
+ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> words,
+                           std::span<const uint32_t> spec) {
+  auto fail = [&](const std::string& why) -> void {
+    throw Error("kernel '" + name + "': " + why);
+  };
+  if (words.size() < 5 || words[0] != 0x07230203u) fail("not a SPIR-V module");
+
+  std::map<uint32_t, uint32_t> binding, set, spec_id;
+  std::set<uint32_t> non_writable, block, buffer_block, workgroup_size_ids;
+  std::map<uint32_t, std::set<uint32_t>> member_non_writable;  // struct -> members
+  std::map<uint32_t, uint32_t> member_count;
+  struct Pointer { uint32_t storage, type; };
+  std::map<uint32_t, Pointer> pointers;
+  struct Image { uint32_t dim, sampled; };
+  std::map<uint32_t, Image> images;
+  std::map<uint32_t, uint32_t> sampled_images;  // sampled image -> image
+  std::map<uint32_t, uint32_t> constants;       // id -> value (after specialization)
+  std::map<uint32_t, std::vector<uint32_t>> composites;
+  std::set<uint32_t> arrays;
+  std::vector<std::pair<uint32_t, uint32_t>> variables;  // (id, pointer type)
+  uint32_t local_size[3] = {1, 1, 1};
+
+  for (size_t at = 5; at < words.size();) {
+    const uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
+    if (count == 0 || at + count > words.size()) fail("truncated SPIR-V");
+    const uint32_t* w = &words[at];
+    switch (op) {
+      case kOpDecorate:
+        if (w[2] == kDecBinding) binding[w[1]] = w[3];
+        if (w[2] == kDecDescriptorSet) set[w[1]] = w[3];
+        if (w[2] == kDecSpecId) spec_id[w[1]] = w[3];
+        if (w[2] == kDecNonWritable) non_writable.insert(w[1]);
+        if (w[2] == kDecBlock) block.insert(w[1]);
+        if (w[2] == kDecBufferBlock) buffer_block.insert(w[1]);
+        if (w[2] == kDecBuiltIn && w[3] == kBuiltInWorkgroupSize) workgroup_size_ids.insert(w[1]);
+        break;
+      case kOpMemberDecorate:
+        if (w[3] == kDecNonWritable) member_non_writable[w[1]].insert(w[2]);
+        break;
+      case kOpExecutionMode:
+        if (w[2] == kExecutionModeLocalSize) std::copy(w + 3, w + 6, local_size);
+        break;
+      case kOpTypeStruct: member_count[w[1]] = count - 2; break;
+      case kOpTypeArray: arrays.insert(w[1]); break;
+      case kOpTypeImage: images[w[1]] = {w[3], w[7]}; break;
+      case kOpTypeSampledImage: sampled_images[w[1]] = w[2]; break;
+      case kOpTypePointer: pointers[w[1]] = {w[2], w[3]}; break;  // id, storage, pointee
+      case kOpConstant: constants[w[2]] = w[3]; break;
+      case kOpSpecConstantTrue:
+      case kOpSpecConstantFalse:
+      case kOpSpecConstant: {
+        uint32_t value = op == kOpSpecConstant ? w[3] : (op == kOpSpecConstantTrue ? 1u : 0u);
+        if (auto it = spec_id.find(w[2]); it != spec_id.end() && it->second < spec.size())
+          value = spec[it->second];
+        constants[w[2]] = value;
+        break;
+      }
+      case kOpConstantComposite:
+      case kOpSpecConstantComposite:
+        composites[w[2]] = std::vector<uint32_t>(w + 3, w + count);
+        break;
+      case kOpVariable: variables.push_back({w[2], w[1]}); break;
+      default: break;
+    }
+    at += count;
+  }
+
+  ShaderLayout layout;
+  std::copy(local_size, local_size + 3, layout.local_size);
+  for (uint32_t id : workgroup_size_ids) {
+    auto it = composites.find(id);
+    if (it == composites.end() || it->second.size() != 3) fail("unreadable WorkgroupSize");
+    for (int axis = 0; axis < 3; ++axis) {
+      auto c = constants.find(it->second[axis]);
+      if (c == constants.end()) fail("WorkgroupSize is not made of constants");
+      layout.local_size[axis] = c->second;
+    }
+  }
+
+  for (auto [id, pointer_type] : variables) {
+    if (!binding.count(id)) continue;
+    if (set.count(id) && set[id] != 0) fail("only descriptor set 0 is supported");
+    const Pointer pointer = pointers.at(pointer_type);
+    if (arrays.count(pointer.type)) fail("arrays of descriptors are not supported");
+    BindingInfo info;
+    info.binding = binding[id];
+    if (pointer.storage == kStorageBuffer ||
+        (pointer.storage == kUniform && buffer_block.count(pointer.type))) {
+      info.kind = BindingKind::StorageBuffer;
+      const auto& members = member_non_writable[pointer.type];
+      const bool all_members_readonly = members.size() == member_count[pointer.type];
+      info.writes = !(non_writable.count(id) || all_members_readonly);
+    } else if (pointer.storage == kUniform) {
+      info.kind = BindingKind::UniformBuffer;
+    } else if (pointer.storage == kUniformConstant) {
+      uint32_t image = pointer.type;
+      if (auto s = sampled_images.find(image); s != sampled_images.end()) image = s->second;
+      auto it = images.find(image);
+      if (it == images.end() || it->second.dim != kDimBuffer)
+        fail("binding " + std::to_string(info.binding) + " is not a buffer or texel buffer");
+      if (it->second.sampled == 1) {
+        info.kind = BindingKind::UniformTexelBuffer;
+      } else {
+        info.kind = BindingKind::StorageTexelBuffer;
+        info.writes = !non_writable.count(id);
+      }
+    } else {
+      fail("binding " + std::to_string(info.binding) + " has an unsupported storage class");
+    }
+    layout.bindings.push_back(info);
+  }
+  std::sort(layout.bindings.begin(), layout.bindings.end(),
+            [](const BindingInfo& a, const BindingInfo& b) { return a.binding < b.binding; });
+  // Variables may alias one binding (a storage buffer seen as uint[] and as uvec4[]): one
+  // descriptor, written if any of them writes. Aliases must agree on the descriptor kind.
+  std::vector<BindingInfo> merged;
+  for (const BindingInfo& b : layout.bindings) {
+    if (!merged.empty() && merged.back().binding == b.binding) {
+      if (merged.back().kind != b.kind)
+        fail("binding " + std::to_string(b.binding) + " is declared with two descriptor kinds");
+      merged.back().writes = merged.back().writes || b.writes;
+    } else {
+      merged.push_back(b);
+    }
+  }
+  layout.bindings = std::move(merged);
+  for (size_t i = 0; i < layout.bindings.size(); ++i)
+    if (layout.bindings[i].binding != i) fail("bindings must be numbered 0, 1, 2, ... without gaps");
+  return layout;
+}
+
+}  // namespace vkgrad::vk

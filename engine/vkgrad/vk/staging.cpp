@@ -1,0 +1,151 @@
+#include "vkgrad/vk/staging.h"
+
+#include <volk.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+
+namespace vkgrad::vk {
+namespace {
+
+void checkRange(const char* what, const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes) {
+  if (!buffer) throw Error(std::string(what) + ": the buffer is empty");
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    throw Error(std::string(what) + " of " + std::to_string(bytes) + " bytes at offset " +
+                std::to_string(offset) + " does not fit a " + std::to_string(buffer.size()) +
+                "-byte buffer");
+}
+
+// Previous submissions' shader and transfer writes become visible to this one's
+// transfers, and this one's transfer writes to later shaders, transfers and the host.
+void fullBarrier(const VolkDeviceTable& vk, VkCommandBuffer cmd) {
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                          VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                          VK_ACCESS_HOST_READ_BIT;
+  vk.vkCmdPipelineBarrier(cmd,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                              VK_PIPELINE_STAGE_HOST_BIT,
+                          0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace
+
+Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), bytes_(bytes) {
+  const VolkDeviceTable& vk = context.vk();
+  VkDevice device = context.device();
+  VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  buffer_info.size = bytes;
+  buffer_info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VK_CHECK(vk.vkCreateBuffer(device, &buffer_info, nullptr, &buffer_));
+  VkMemoryRequirements req;
+  vk.vkGetBufferMemoryRequirements(device, buffer_, &req);
+
+  // Host-visible; cached if possible, since downloads read it from the CPU.
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(context.physicalDevice(), &props);
+  uint32_t type = UINT32_MAX;
+  for (VkMemoryPropertyFlags wanted :
+       {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                              VK_MEMORY_PROPERTY_HOST_CACHED_BIT),
+        VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                              VK_MEMORY_PROPERTY_HOST_COHERENT_BIT),
+        VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)}) {
+    for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
+      if ((req.memoryTypeBits & (1u << i)) &&
+          (props.memoryTypes[i].propertyFlags & wanted) == wanted)
+        type = i;
+    if (type != UINT32_MAX) break;
+  }
+  if (type == UINT32_MAX) throw Error("the device has no host-visible memory for staging");
+  coherent_ = props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = type;
+  VK_CHECK(vk.vkAllocateMemory(device, &alloc, nullptr, &memory_));
+  VK_CHECK(vk.vkBindBufferMemory(device, buffer_, memory_, 0));
+  VK_CHECK(vk.vkMapMemory(device, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_));
+
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = context.queueFamily();
+  VK_CHECK(vk.vkCreateCommandPool(device, &pool_info, nullptr, &pool_));
+  VkCommandBufferAllocateInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cmd_info.commandPool = pool_;
+  cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cmd_info.commandBufferCount = 1;
+  VK_CHECK(vk.vkAllocateCommandBuffers(device, &cmd_info, &cmd_));
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VK_CHECK(vk.vkCreateFence(device, &fence_info, nullptr, &fence_));
+}
+
+Staging::~Staging() {
+  const VolkDeviceTable& vk = context_.vk();
+  VkDevice device = context_.device();
+  vk.vkDestroyFence(device, fence_, nullptr);
+  vk.vkDestroyCommandPool(device, pool_, nullptr);
+  vk.vkDestroyBuffer(device, buffer_, nullptr);
+  vk.vkFreeMemory(device, memory_, nullptr);  // unmaps too
+}
+
+void Staging::copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                          VkDeviceSize dst_offset, VkDeviceSize bytes) {
+  const VolkDeviceTable& vk = context_.vk();
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &begin));
+  fullBarrier(vk, cmd_);  // earlier work's writes reach the copy; it overwrites no pending read
+  VkBufferCopy copy{src_offset, dst_offset, bytes};
+  vk.vkCmdCopyBuffer(cmd_, src, dst, 1, &copy);
+  fullBarrier(vk, cmd_);  // the copy reaches later shaders, transfers and host reads
+  VK_CHECK(vk.vkEndCommandBuffer(cmd_));
+  context_.submitAndWait(cmd_, fence_);
+}
+
+void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
+                     VkDeviceSize bytes) {
+  checkRange("upload", dst, dst_offset, bytes);
+  counts_.uploads += bytes > 0;
+  counts_.upload_bytes += bytes;
+  const VolkDeviceTable& vk = context_.vk();
+  for (VkDeviceSize done = 0; done < bytes;) {
+    const VkDeviceSize chunk = std::min(bytes_, bytes - done);
+    std::memcpy(mapped_, static_cast<const char*>(src) + done, chunk);
+    if (!coherent_) {
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
+                                VK_WHOLE_SIZE};
+      VK_CHECK(vk.vkFlushMappedMemoryRanges(context_.device(), 1, &range));
+    }
+    copyAndWait(buffer_, 0, dst.handle(), dst.offset() + dst_offset + done, chunk);
+    done += chunk;
+  }
+}
+
+void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes) {
+  checkRange("download", src, src_offset, bytes);
+  counts_.downloads += bytes > 0;
+  counts_.download_bytes += bytes;
+  const VolkDeviceTable& vk = context_.vk();
+  for (VkDeviceSize done = 0; done < bytes;) {
+    const VkDeviceSize chunk = std::min(bytes_, bytes - done);
+    copyAndWait(src.handle(), src.offset() + src_offset + done, buffer_, 0, chunk);
+    if (!coherent_) {
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
+                                VK_WHOLE_SIZE};
+      VK_CHECK(vk.vkInvalidateMappedMemoryRanges(context_.device(), 1, &range));
+    }
+    std::memcpy(static_cast<char*>(dst) + done, mapped_, chunk);
+    done += chunk;
+  }
+}
+
+}  // namespace vkgrad::vk

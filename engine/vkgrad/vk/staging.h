@@ -1,0 +1,56 @@
+// Host <-> device copies through one reusable host-visible buffer. Transfers larger
+// than the buffer go through it in chunks. Each call waits for its copies to finish,
+// so it is for datasets, parameters and readbacks, not for per-dispatch traffic.
+// Every call is counted, so tests can check that a training step moves only what it should.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vkgrad/vk/vulkan.h"
+
+namespace vkgrad::vk {
+
+class Context;
+class Buffer;
+
+// Calls since the last reset: one per call that moved bytes, however many chunks it took.
+// Rejected and zero-byte calls are not counted.
+struct TransferCounts {
+  uint64_t uploads = 0, downloads = 0;
+  uint64_t upload_bytes = 0, download_bytes = 0;
+};
+
+class Staging {
+ public:
+  explicit Staging(Context& context, VkDeviceSize bytes = VkDeviceSize(16) << 20);
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  // Copies bytes from host src into dst at dst_offset. Throws if it does not fit in dst.
+  void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes);
+  // Copies bytes of src at src_offset into host dst.
+  void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes);
+
+  const TransferCounts& counts() const { return counts_; }
+  void resetCounts() { counts_ = {}; }
+
+ private:
+  // Records one copy between full barriers, submits it and waits (Context::submitAndWait).
+  void copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+                   VkDeviceSize bytes);
+
+  Context& context_;
+  VkDeviceSize bytes_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void* mapped_ = nullptr;
+  bool coherent_ = false;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  TransferCounts counts_;
+};
+
+}  // namespace vkgrad::vk

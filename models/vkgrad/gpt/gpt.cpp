@@ -1,0 +1,98 @@
+#include "vkgrad/gpt/gpt.h"
+
+#include <cmath>
+
+#include "vkgrad/vk/error.h"
+
+namespace vkgrad::gpt {
+
+using graph::Init;
+using graph::Tensor;
+
+void GptConfig::validate() const {
+  auto fail = [](const std::string& why) { throw Error("GptConfig: " + why); };
+  auto bound = [&](const char* field, int64_t value, int64_t max) {
+    if (value <= 0 || value > max)
+      fail(std::string(field) + " " + std::to_string(value) + " must be in [1, " +
+           std::to_string(max) + "]");
+  };
+  bound("vocab", vocab, kMaxVocab);
+  bound("layers", layers, kMaxLayers);
+  bound("heads", heads, kMaxHeads);
+  bound("width", width, kMaxWidth);
+  bound("context", context, kMaxContext);
+  if (width % heads != 0)
+    fail("width " + std::to_string(width) + " must be a multiple of heads " +
+         std::to_string(heads));
+  if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
+}
+
+nn::BlockConfig GptConfig::block() const {
+  nn::BlockConfig b;
+  b.width = width;
+  b.heads = heads;
+  b.norm = norm;
+  b.activation = activation;
+  b.causal = true;
+  b.dropout = dropout;
+  return b;
+}
+
+void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
+  config.validate();
+  const Init normal = Init::normal(0.0f, 0.02f);
+  // GPT-2: each block adds two projections into the residual stream, so their scale keeps
+  // the stream's variance independent of depth.
+  nn::BlockInit init{normal, Init::normal(0.0f, 0.02f / std::sqrt(2.0f * float(config.layers)))};
+  nn::declareEmbedding(store, "emb", config.vocab, config.context, config.width, normal, normal);
+  for (int64_t i = 0; i < config.layers; ++i)
+    nn::declareBlock(store, nn::blockName(i), config.block(), init);
+  if (config.norm == nn::Norm::Pre) nn::declareLayerNorm(store, "ln_f", config.width);
+  if (!config.tie_weights)
+    nn::declareLinear(store, "head", config.width, config.vocab, normal,
+                      /*bias=*/false);
+}
+
+Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+                 Tensor ids) {
+  Tensor tok;
+  Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok), config.dropout);  // (B,T,C)
+  for (int64_t i = 0; i < config.layers; ++i)
+    x = nn::block(g, store, nn::blockName(i), config.block(), x);
+  if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
+  const ops::Shape s = g.shape(x);
+  x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)
+  if (config.tie_weights) return g.matmul(x, tok, {}, false, /*trans_b=*/true);
+  return nn::linear(g, store, "head", x);
+}
+
+Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+               Tensor ids, Tensor targets) {
+  const ops::Shape s = g.shape(ids);
+  if (!(g.shape(targets) == s))
+    throw ShapeError(g.describe("gptLoss", {ids, targets}) + ": ids and targets differ");
+  const Tensor logits = gptLogits(g, store, config, ids);
+  return g.crossEntropy(logits, g.reshape(targets, {s.numel()}));
+}
+
+graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config) {
+  return [&store, &config](graph::Graph& g, std::span<const Tensor> batch) {
+    if (batch.size() != 2) throw Error("gptLossFn: needs two datasets (ids, targets)");
+    return gptLoss(g, store, config, batch[0], batch[1]);
+  };
+}
+
+TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
+                                int64_t length) {
+  if (length <= 0) throw Error("uploadTokenWindows: the window length must be positive");
+  if (int64_t(tokens.size()) < length + 1)
+    throw Error("uploadTokenWindows: " + std::to_string(tokens.size()) +
+                " tokens, need at least context + 1 = " + std::to_string(length + 1));
+  TokenWindows w;
+  w.ids = graph::uploadWindows(context, "ids", tokens.first(tokens.size() - 1), length);
+  w.targets = graph::uploadWindows(context, "targets", tokens.subspan(1), length);
+  w.count = w.ids.shape[0];
+  return w;
+}
+
+}  // namespace vkgrad::gpt

@@ -1,0 +1,67 @@
+// A decoder-only transformer (GPT) on the graph: token + learned positional embedding,
+// `layers` causal transformer blocks (nn/transformer.h), a final LayerNorm (pre-norm only: a
+// post-norm block already ends in one) and a linear head to the vocabulary, optionally tied
+// to the token table. Trained on windows of token ids against the next token of each.
+//
+// Parameter names: emb.tok (vocab,width), emb.pos (context,width), h<i>.* for block i,
+// ln_f.{g,b} (pre-norm), head.w (width,vocab) unless tied.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vkgrad/graph/trainer.h"
+#include "vkgrad/nn/transformer.h"
+
+namespace vkgrad::gpt {
+
+// The largest configs vkgrad-gpt accepts, on the command line and in a checkpoint's
+// config.json: an absurd value fails at once instead of declaring parameters for minutes.
+constexpr int64_t kMaxLayers = 256, kMaxHeads = 256, kMaxWidth = 1 << 16, kMaxContext = 1 << 16,
+                  kMaxVocab = 1 << 20;
+
+struct GptConfig {
+  int64_t vocab = 0;
+  int64_t layers = 2;
+  int64_t heads = 2;
+  int64_t width = 32;    // a multiple of heads
+  int64_t context = 32;  // the longest window (the position table's rows)
+  nn::Norm norm = nn::Norm::Pre;
+  bool tie_weights = false;  // the head is emb.tok transposed
+  nn::ActivationSpec activation = nn::ActivationSpec::gelu();
+  float dropout = 0.0f;  // GPT-2 places: after the embeddings, on attention and MLP outputs
+
+  // Throws Error naming the bad field (the bounds are the kMax* above).
+  void validate() const;
+  nn::BlockConfig block() const;
+};
+
+// Adds every parameter with GPT-2's initialisation: weights and embeddings N(0, 0.02), the
+// residual projections (attn.proj, mlp.proj) N(0, 0.02/sqrt(2*layers)), biases 0, LayerNorm
+// gain 1 and bias 0. Call store.initialize(seed) afterwards.
+void declareGpt(graph::ParameterStore& store, const GptConfig& config);
+
+// ids: (B,T) u32, T <= context -> logits (B*T, vocab); causal, so row (b,t) sees ids[b, 0..t].
+graph::Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store,
+                        const GptConfig& config, graph::Tensor ids);
+// ids, targets: (B,T) u32 (targets: the next token of each id) -> mean cross-entropy (1).
+graph::Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
+                      graph::Tensor ids, graph::Tensor targets);
+// A Trainer loss over two datasets, in this order: windows of ids and of their targets, as
+// uploadTokenWindows makes them (below). The store and config must outlive the Trainer.
+graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& config);
+
+// The training data of a token stream, on the device: ids row i is tokens[i, i + length),
+// targets row i the same shifted by one token; count = tokens - length rows each. Both are
+// windows datasets (graph::uploadWindows), so they take the stream's memory, not
+// count * length. Throws Error when there are fewer than length + 1 tokens.
+struct TokenWindows {
+  graph::Dataset ids, targets;
+  int64_t count = 0;
+};
+TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
+                                int64_t length);
+
+}  // namespace vkgrad::gpt

@@ -1,0 +1,49 @@
+#include "vkgrad/nn/layers.h"
+
+#include "vkgrad/vk/error.h"
+
+namespace vkgrad::nn {
+
+void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in, int64_t out,
+                   Init weight, bool bias) {
+  store.add(prefix + ".w", {in, out}, weight);
+  if (bias) store.add(prefix + ".b", {out}, Init::zeros());
+}
+
+Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x) {
+  const graph::Parameter* b = store.find(prefix + ".b");
+  return g.matmul(x, g.parameter(store.at(prefix + ".w")), b ? g.parameter(*b) : Tensor{});
+}
+
+void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t dim) {
+  store.add(prefix + ".g", {dim}, Init::ones());
+  store.add(prefix + ".b", {dim}, Init::zeros());
+}
+
+Tensor layerNorm(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+                 float eps) {
+  return g.layerNorm(x, g.parameter(store.at(prefix + ".g")), g.parameter(store.at(prefix + ".b")),
+                     eps);
+}
+
+void declareEmbedding(ParameterStore& store, const std::string& prefix, int64_t vocab,
+                      int64_t context, int64_t width, Init tokens, Init positions) {
+  store.add(prefix + ".tok", {vocab, width}, tokens);
+  store.add(prefix + ".pos", {context, width}, positions);
+}
+
+Tensor embedding(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor ids,
+                 Tensor* table) {
+  const graph::Parameter& pos = store.at(prefix + ".pos");
+  const ops::Shape s = g.shape(ids);
+  if (s.rank() != 2 || s[1] > pos.shape[0])
+    throw ShapeError(g.describe("embedding", {ids}) + ": ids must be (B,T) with T <= context " +
+                     std::to_string(pos.shape[0]));
+  Tensor p = g.parameter(pos);
+  if (s[1] < pos.shape[0]) p = g.slice(p, 0, s[1]);  // a shorter window uses the first rows
+  const Tensor tok = g.parameter(store.at(prefix + ".tok"));
+  if (table) *table = tok;
+  return g.add(g.gather(tok, ids), p);
+}
+
+}  // namespace vkgrad::nn

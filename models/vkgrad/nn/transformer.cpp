@@ -1,0 +1,83 @@
+#include "vkgrad/nn/transformer.h"
+
+#include "vkgrad/core/error.h"
+
+namespace vkgrad::nn {
+
+void declareMlp(ParameterStore& store, const std::string& prefix, int64_t width, int64_t hidden,
+                const BlockInit& init) {
+  declareLinear(store, prefix + ".fc", width, hidden, init.weight);
+  declareLinear(store, prefix + ".proj", hidden, width, init.residual);
+}
+
+Tensor mlp(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+           ActivationSpec activation) {
+  const Tensor h =
+      g.activation(linear(g, store, prefix + ".fc", x), activation.kind, activation.param);
+  return linear(g, store, prefix + ".proj", h);
+}
+
+void declareAttention(ParameterStore& store, const std::string& prefix, int64_t width,
+                      const BlockInit& init) {
+  declareLinear(store, prefix + ".qkv", width, 3 * width, init.weight);
+  declareLinear(store, prefix + ".proj", width, width, init.residual);
+}
+
+Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+                 int64_t heads, bool causal) {
+  const ops::Shape s = g.shape(x);
+  if (s.rank() != 3 || heads <= 0 || s[2] % heads != 0)
+    throw ShapeError(g.describe("nn::attention", {x}) + ": x must be (B,T,width) with width a " +
+                     "multiple of heads " + std::to_string(heads));
+  const Tensor qkv = linear(g, store, prefix + ".qkv", x);  // (B,T,3*width)
+  return linear(g, store, prefix + ".proj", g.attention(qkv, heads, causal));
+}
+
+const char* normName(Norm norm) {
+  return norm == Norm::Pre ? "pre" : "post";
+}
+
+std::string blockName(int64_t i) {
+  return "h" + std::to_string(i);
+}
+
+Norm normFromName(const std::string& name) {
+  for (Norm n : {Norm::Pre, Norm::Post})
+    if (name == normName(n)) return n;
+  throw Error("unknown norm \"" + name + "\" (pre or post)");
+}
+
+ops::Activation mlpActivationFromName(const std::string& name) {
+  for (ops::Activation a : {ops::Activation::GeluTanh, ops::Activation::GeluErf,
+                            ops::Activation::LeakyRelu, ops::Activation::Relu})
+    if (name == ops::activationName(a)) return a;
+  throw Error("unknown activation \"" + name + "\"");
+}
+
+void declareBlock(ParameterStore& store, const std::string& prefix, const BlockConfig& config,
+                  const BlockInit& init) {
+  declareLayerNorm(store, prefix + ".ln1", config.width);
+  declareAttention(store, prefix + ".attn", config.width, init);
+  declareLayerNorm(store, prefix + ".ln2", config.width);
+  declareMlp(store, prefix + ".mlp", config.width, config.mlpHidden(), init);
+}
+
+Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
+             const BlockConfig& config, Tensor x) {
+  auto attn = [&](Tensor t) {
+    return g.dropout(attention(g, store, prefix + ".attn", t, config.heads, config.causal),
+                     config.dropout);
+  };
+  auto ff = [&](Tensor t) {
+    return g.dropout(mlp(g, store, prefix + ".mlp", t, config.activation), config.dropout);
+  };
+  auto norm = [&](const char* name, Tensor t) { return layerNorm(g, store, prefix + name, t); };
+  if (config.norm == Norm::Pre) {
+    x = g.add(x, attn(norm(".ln1", x)));
+    return g.add(x, ff(norm(".ln2", x)));
+  }
+  x = norm(".ln1", g.add(attn(x), x));
+  return norm(".ln2", g.add(ff(x), x));
+}
+
+}  // namespace vkgrad::nn

@@ -1,0 +1,90 @@
+#include "vkgrad/vit/checkpoint.h"
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/graph/atomic_file.h"
+
+namespace vkgrad::vit {
+
+using graph::Json;
+
+namespace {
+
+constexpr int kVersion = 1;
+
+}  // namespace
+
+void writeConfig(const std::filesystem::path& dir, const VitCheckpoint& checkpoint) {
+  const VitConfig& c = checkpoint.config;
+  if (int64_t(checkpoint.class_names.size()) != c.classes)
+    throw Error("writeConfig: " + std::to_string(checkpoint.class_names.size()) +
+                " class names for " + std::to_string(c.classes) + " classes");
+  const Json model = {
+      {"image", c.image},
+      {"patch", c.patch},
+      {"classes", c.classes},
+      {"width", c.width},
+      {"layers", c.layers},
+      {"heads", c.heads},
+      {"mlp_ratio", c.mlp_ratio},
+      {"norm", nn::normName(c.norm)},
+      {"activation", ops::activationName(c.activation.kind)},
+      {"activation_param", c.activation.param},
+      {"dropout", c.dropout},
+      {"augment_pad", c.augment_pad},
+      {"augment_flip", c.augment_flip},
+      {"mean", c.mean},
+      {"stddev", c.stddev},
+  };
+  const Json root = {{"format", "vkgrad-vit"},
+                     {"version", kVersion},
+                     {"model", model},
+                     {"class_names", checkpoint.class_names},
+                     {"training", checkpoint.training}};
+  graph::writeFileAtomically(dir / kConfigFile, graph::dumpJson(root) + "\n");
+}
+
+VitCheckpoint readConfig(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kConfigFile;
+  if (!std::filesystem::is_directory(dir))
+    throw Error(dir.string() + ": no such checkpoint directory");
+  if (!std::filesystem::exists(path))
+    throw Error(path.string() + ": missing (is this a vkgrad-vit checkpoint directory?)");
+  const Json root = graph::readJsonFile(path);
+  try {
+    graph::jsonCheckFormat(root, "vkgrad-vit", kVersion);
+    const Json& m = graph::jsonObject(root, "model");
+    VitCheckpoint cp;
+    VitConfig& c = cp.config;
+    c.image = graph::jsonPositive(m, "image", 4096);
+    c.patch = graph::jsonPositive(m, "patch", 4096);
+    c.classes = graph::jsonPositive(m, "classes", 1 << 16);
+    c.width = graph::jsonPositive(m, "width", 4096);
+    c.layers = graph::jsonPositive(m, "layers", 64);
+    c.heads = graph::jsonPositive(m, "heads", 4096);
+    c.mlp_ratio = graph::jsonPositive(m, "mlp_ratio", 16);
+    c.norm = nn::normFromName(graph::jsonString(m, "norm"));
+    c.activation = {nn::mlpActivationFromName(graph::jsonString(m, "activation")),
+                    float(graph::jsonNumber(m, "activation_param"))};
+    c.dropout = float(graph::jsonNumber(m, "dropout"));
+    // Configs written before augmentation existed have neither field: no augmentation.
+    if (m.contains("augment_pad"))
+      c.augment_pad = int64_t(graph::jsonUint(m.at("augment_pad"), "\"augment_pad\"", 4096));
+    if (m.contains("augment_flip")) c.augment_flip = graph::jsonBool(m, "augment_flip");
+    c.mean = float(graph::jsonNumber(m, "mean"));
+    c.stddev = float(graph::jsonNumber(m, "stddev"));
+    c.validate();
+    const Json& names = graph::jsonMember(root, "class_names");
+    if (!names.is_array() || int64_t(names.size()) != c.classes)
+      throw Error("\"class_names\" must be an array of " + std::to_string(c.classes) + " strings");
+    for (const Json& n : names) {
+      if (!n.is_string()) throw Error("\"class_names\" must hold strings");
+      cp.class_names.push_back(n.get<std::string>());
+    }
+    if (const auto t = root.find("training"); t != root.end()) cp.training = *t;
+    return cp;
+  } catch (const Error& e) {
+    throw Error(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace vkgrad::vit

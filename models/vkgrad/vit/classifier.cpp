@@ -1,0 +1,134 @@
+#include "vkgrad/vit/classifier.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "vkgrad/core/error.h"
+
+namespace vkgrad::vit {
+
+uint64_t Confusion::total() const {
+  return std::accumulate(counts.begin(), counts.end(), uint64_t(0));
+}
+
+uint64_t Confusion::correct() const {
+  uint64_t n = 0;
+  for (int64_t t = 0; t < classes; ++t) n += counts[size_t(t * classes + t)];
+  return n;
+}
+
+double Confusion::accuracy() const {
+  const uint64_t n = total();
+  return n ? double(correct()) / double(n) : 0.0;
+}
+
+double Confusion::classAccuracy(int64_t t) const {
+  uint64_t n = 0;
+  for (int64_t p = 0; p < classes; ++p) n += counts[size_t(t * classes + p)];
+  return n ? double(counts[size_t(t * classes + t)]) / double(n) : 0.0;
+}
+
+// A forward graph over `batch` gathered rows, ending in the batch's confusion counts.
+struct Evaluator::Pass {
+  int64_t batch = 0;
+  graph::Graph g;
+  graph::Tensor indices, counts;
+  std::unique_ptr<graph::Executor> exec;
+  std::vector<uint32_t> ids;
+};
+
+Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
+                     const VitConfig& config, const graph::Dataset& images,
+                     const graph::Dataset& labels, int64_t batch)
+    : context_(context),
+      store_(store),
+      config_(config),
+      images_(images),
+      labels_(labels),
+      batch_(batch),
+      rows_(images.shape[0]) {
+  config_.validate();
+  if (labels.shape.rank() != 1 || labels.shape[0] != rows_)
+    throw Error("Evaluator: " + std::to_string(rows_) + " images but labels " + labels.shape.str());
+  if (batch <= 0) throw Error("Evaluator: the batch must be positive");
+  batch_ = std::min(batch_, rows_);
+  full_ = build(batch_);
+  if (rows_ % batch_) tail_ = build(rows_ % batch_);
+}
+
+Evaluator::~Evaluator() = default;
+
+std::unique_ptr<Evaluator::Pass> Evaluator::build(int64_t batch) const {
+  auto p = std::make_unique<Pass>();
+  p->batch = batch;
+  p->g.setTraining(false);
+  p->indices = p->g.input("indices", {batch}, ops::DType::U32);
+  const graph::Tensor words = p->g.gather(p->g.dataset(images_), p->indices);
+  const graph::Tensor labels = p->g.gather(p->g.dataset(labels_), p->indices);
+  p->counts = p->g.confusion(vitLogits(p->g, store_, config_, words), labels);
+  p->g.markOutput(p->counts);
+  p->exec = std::make_unique<graph::Executor>(context_, p->g);
+  p->ids.resize(size_t(batch));
+  return p;
+}
+
+void Evaluator::run(Pass& pass, int64_t first, Confusion& into) {
+  std::iota(pass.ids.begin(), pass.ids.end(), uint32_t(first));
+  pass.exec->setInput(pass.indices, pass.ids);
+  pass.exec->step();
+  const std::vector<uint32_t> counts = pass.exec->readWords(pass.counts);
+  for (size_t i = 0; i < counts.size(); ++i) into.counts[i] += counts[i];
+}
+
+Confusion Evaluator::evaluate() {
+  Confusion c{config_.classes, std::vector<uint64_t>(size_t(config_.classes * config_.classes))};
+  int64_t first = 0;
+  for (; first + batch_ <= rows_; first += batch_) run(*full_, first, c);
+  if (tail_) run(*tail_, first, c);
+  return c;
+}
+
+Predictor::Predictor(vk::Context& context, const graph::ParameterStore& store,
+                     const VitConfig& config, int64_t batch)
+    : config_(config), batch_(batch) {
+  config_.validate();
+  if (batch <= 0) throw Error("Predictor: the batch must be positive");
+  g_.setTraining(false);
+  words_ = g_.input("images", {batch, config_.image * config_.image / 4}, ops::DType::U32);
+  logits_ = vitLogits(g_, store, config_, words_);
+  g_.markOutput(logits_);
+  exec_ = std::make_unique<graph::Executor>(context, g_);
+}
+
+Predictor::~Predictor() = default;
+
+std::vector<float> Predictor::probabilities(std::span<const uint8_t> pixels) {
+  const size_t image = size_t(config_.image * config_.image);
+  if (pixels.size() % image != 0)
+    throw Error("Predictor: " + std::to_string(pixels.size()) + " bytes are not whole " +
+                std::to_string(config_.image) + "x" + std::to_string(config_.image) + " images");
+  const size_t count = pixels.size() / image, classes = size_t(config_.classes);
+  std::vector<float> out;
+  std::vector<uint32_t> words(size_t(batch_) * image / 4, 0);
+  for (size_t first = 0; first < count; first += size_t(batch_)) {
+    const size_t n = std::min(count - first, size_t(batch_));
+    std::fill(words.begin(), words.end(), 0u);
+    std::memcpy(words.data(), pixels.data() + first * image, n * image);
+    exec_->setInput(words_, words);
+    exec_->step();
+    const std::vector<float> logits = exec_->read(logits_);
+    for (size_t i = 0; i < n; ++i) {
+      const float* row = logits.data() + i * classes;
+      const float top = *std::max_element(row, row + classes);
+      double sum = 0;
+      for (size_t c = 0; c < classes; ++c) sum += std::exp(double(row[c] - top));
+      for (size_t c = 0; c < classes; ++c)
+        out.push_back(float(std::exp(double(row[c] - top)) / sum));
+    }
+  }
+  return out;
+}
+
+}  // namespace vkgrad::vit

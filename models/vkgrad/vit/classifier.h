@@ -1,0 +1,72 @@
+// Evaluating and using a trained ViT on the device. The evaluator replays one forward graph
+// (dropout off) per batch of test rows: the batch's indices go up, the images and labels
+// are gathered on the device, and only the batch's confusion counts (classes^2 u32) come
+// back. The predictor takes images from the host (files the user names) and returns
+// probabilities.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/vit/vit.h"
+
+namespace vkgrad::vit {
+
+// counts[t * classes + p]: images of true class t predicted as p.
+struct Confusion {
+  int64_t classes = 0;
+  std::vector<uint64_t> counts;
+  uint64_t total() const;
+  uint64_t correct() const;
+  double accuracy() const;                // correct / total; 0 when empty
+  double classAccuracy(int64_t t) const;  // of true class t; 0 when it has no images
+};
+
+class Evaluator {
+ public:
+  // images, labels: datasets of the same rows (uploadImages, uploadLabels); they and the
+  // store must outlive the evaluator. Throws Error on mismatched datasets or a bad batch.
+  Evaluator(vk::Context& context, const graph::ParameterStore& store, const VitConfig& config,
+            const graph::Dataset& images, const graph::Dataset& labels, int64_t batch);
+  ~Evaluator();
+
+  // The confusion matrix over every row of the datasets (the last partial batch runs on a
+  // second graph of its size).
+  Confusion evaluate();
+  int64_t rows() const { return rows_; }
+
+ private:
+  struct Pass;
+  void run(Pass& pass, int64_t first, Confusion& into);
+  std::unique_ptr<Pass> build(int64_t batch) const;
+
+  vk::Context& context_;
+  const graph::ParameterStore& store_;
+  VitConfig config_;
+  const graph::Dataset& images_;
+  const graph::Dataset& labels_;
+  int64_t batch_, rows_;
+  std::unique_ptr<Pass> full_, tail_;
+};
+
+// Class probabilities of images given as u8 pixels on the host (image*image each).
+class Predictor {
+ public:
+  Predictor(vk::Context& context, const graph::ParameterStore& store, const VitConfig& config,
+            int64_t batch);
+  ~Predictor();
+  // pixels: count images of config.image^2 bytes -> (count, classes) probabilities.
+  std::vector<float> probabilities(std::span<const uint8_t> pixels);
+
+ private:
+  VitConfig config_;
+  int64_t batch_;
+  graph::Graph g_;
+  graph::Tensor words_, logits_;
+  std::unique_ptr<graph::Executor> exec_;
+};
+
+}  // namespace vkgrad::vit
