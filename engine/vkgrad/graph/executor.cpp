@@ -141,8 +141,22 @@ void Executor::step() {
   stepped_ = true;
 }
 
+uint64_t Executor::submit() { return submit({}, {}); }
+
+uint64_t Executor::submit(std::span<const vk::SemaphoreWait> waits,
+                          std::span<const vk::SemaphoreSignal> signals) {
+  const uint64_t value = rec_->submitAsync(waits, signals);
+  stepped_ = true;
+  return value;
+}
+
+bool Executor::busy() const { return rec_->busy(); }
+
+void Executor::wait() { rec_->wait(); }
+
 double Executor::gpuMilliseconds() const {
-  return timed_ && stepped_ ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
+  return timed_ && stepped_ && rec_->hasTimestamps() ? rec_->milliseconds(ts_begin_, ts_end_)
+                                                     : 0.0;
 }
 
 std::vector<NodeTime> Executor::profile() const {
@@ -206,15 +220,25 @@ void Executor::setState(Tensor t, std::span<const uint32_t> words) {
   context_.staging().upload(*v.buffer, v.offset, words.data(), words.size_bytes());
 }
 
-void Executor::readInto(Tensor t, void* out, size_t bytes) {
+void Executor::checkKept(Tensor t) const {
   const TensorInfo& info = graph_.tensor(t);
   const TensorInfo& root = graph_.tensor(info.root);
   const bool output =
       std::find(graph_.outputs().begin(), graph_.outputs().end(), t.id) != graph_.outputs().end();
   if (!isPersistent(root) && !output)
     throw Error("executor: " + info.name + " is not kept after a step; markOutput() it");
+}
+
+void Executor::readInto(Tensor t, void* out, size_t bytes) {
+  checkKept(t);
   const ops::TensorView v = view(t);
   context_.staging().download(*v.buffer, v.offset, out, bytes);
+}
+
+vk::BufferRange Executor::buffer(Tensor t) const {
+  checkKept(t);
+  const ops::TensorView v = view(t);
+  return {v.buffer->handle(), v.buffer->offset() + v.offset, v.bytes()};
 }
 
 std::vector<float> Executor::read(Tensor t) {

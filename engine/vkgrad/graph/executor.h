@@ -19,6 +19,9 @@
 namespace vkgrad::vk {
 class Context;
 class Recorder;
+struct BufferRange;      // vk/context.h, with the two below
+struct SemaphoreWait;
+struct SemaphoreSignal;
 }  // namespace vkgrad::vk
 
 namespace vkgrad::graph {
@@ -71,6 +74,16 @@ class Executor {
 
   // Runs the recording once and waits.
   void step();
+  // Runs it without waiting: returns the submission's value on the Context's timeline
+  // (vk::Context::timeline()), after waiting for the app's `waits` and signalling its
+  // `signals`. At most one submission of this recording is in flight: submitting again
+  // first waits for the last. Everything else that touches the device (setInput, read,
+  // step) is ordered after it on the queue; reads wait for it. No timestamps or profile.
+  uint64_t submit();
+  uint64_t submit(std::span<const vk::SemaphoreWait> waits,
+                  std::span<const vk::SemaphoreSignal> signals);
+  bool busy() const;  // the last submission has not finished on the device
+  void wait();        // blocks until it has
   // Discards the recording and records it again (what step() replays).
   void rerecord();
 
@@ -81,6 +94,10 @@ class Executor {
   float readScalar(Tensor t) { return read(t).at(0); }
   // Where a tensor lives (for tests and for ops recorded by the caller).
   ops::TensorView view(Tensor t) const;
+  // The same as a VkBuffer range, for an app's own shaders: persistent tensors (parameters,
+  // state) and marked outputs only, like read(). Valid while this Executor lives; its
+  // contents change with every step.
+  vk::BufferRange buffer(Tensor t) const;
 
   const GraphPlan& plan() const { return plan_; }
   uint64_t arenaBytes() const { return plan_.memory.arena_bytes; }
@@ -98,6 +115,7 @@ class Executor {
  private:
   void record();
   void checkInput(Tensor t, DType dtype, size_t count) const;
+  void checkKept(Tensor t) const;  // persistent or a marked output: read()'s rule
   void readInto(Tensor t, void* out, size_t bytes);
 
   vk::Context& context_;

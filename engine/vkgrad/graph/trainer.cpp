@@ -90,7 +90,7 @@ void Trainer::checkIndices(std::span<const uint32_t> indices, const char* what) 
                        std::to_string(rows_) + " rows");
 }
 
-std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_loss) {
+void Trainer::prepareStep(std::span<const uint32_t> indices) {
   if (int64_t(indices.size()) != options_.batch)
     throw ShapeError("trainer: step got " + std::to_string(indices.size()) +
                      " indices for a batch of " + std::to_string(options_.batch));
@@ -103,6 +103,31 @@ std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_
     exec.setLearningRate(train_->state, lr);
     written_lr_ = lr;
   }
+}
+
+uint64_t Trainer::stepAsync(std::span<const uint32_t> indices) {
+  return stepAsync(indices, {}, {});
+}
+
+uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
+                            std::span<const vk::SemaphoreWait> waits,
+                            std::span<const vk::SemaphoreSignal> signals) {
+  prepareStep(indices);
+  const uint64_t value = train_->exec->submit(waits, signals);
+  ++step_;
+  return value;
+}
+
+bool Trainer::busy() const { return train_->exec->busy(); }
+
+float Trainer::lastLoss() {
+  if (step_ == 0) throw Error("trainer: lastLoss() before any step");
+  return train_->exec->readScalar(train_->loss);
+}
+
+std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_loss) {
+  prepareStep(indices);
+  Executor& exec = *train_->exec;
   exec.step();
   ++step_;
   const bool read = read_loss || (options_.loss_every > 0 && step_ % options_.loss_every == 0);

@@ -65,6 +65,16 @@ class Trainer {
   // the batch's loss before the update when read_loss is set or on every loss_every-th step;
   // otherwise nothing is read back. Throws ShapeError for a wrong count or an index >= N.
   std::optional<float> step(std::span<const uint32_t> indices, bool read_loss = false);
+  // The same update without waiting and without reading anything back, for a render loop:
+  // returns its value on the Context's timeline (Executor::submit: waits/signals are the
+  // app's semaphores). At most one step is in flight; busy() says whether it still runs, so
+  // a frame can skip training instead of blocking. lossAfterAsync() reads the last loss back.
+  uint64_t stepAsync(std::span<const uint32_t> indices);
+  uint64_t stepAsync(std::span<const uint32_t> indices, std::span<const vk::SemaphoreWait> waits,
+                     std::span<const vk::SemaphoreSignal> signals);
+  bool busy() const;
+  // The loss of the last step (waits for it): after stepAsync, when the app wants it.
+  float lastLoss();
   // The metrics the loss function marked, in marking order, from the last step that read the
   // loss back (empty before one). Costs no extra wait: they are read with the loss.
   const std::vector<float>& metrics() const { return metrics_; }
@@ -99,6 +109,7 @@ class Trainer {
   struct Compiled;
   std::unique_ptr<Compiled> build(bool train) const;
   void checkIndices(std::span<const uint32_t> indices, const char* what) const;
+  void prepareStep(std::span<const uint32_t> indices);  // checks, uploads indices and lr
 
   vk::Context& context_;
   ParameterStore& store_;

@@ -83,6 +83,7 @@ Context::Context(const ContextOptions& options) {
   f12.shaderFloat16 = info_.fp16;
   f12.shaderInt8 = info_.int8;
   f12.storageBuffer8BitAccess = info_.storage_8bit;
+  f12.timelineSemaphore = VK_TRUE;  // required by Vulkan 1.2: the engine's submission counter
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   f11.pNext = &f12;
   f11.storageBuffer16BitAccess = info_.storage_16bit;
@@ -135,6 +136,11 @@ Context::Context(const ExternalDevice& external) {
 }
 
 void Context::createEngineObjects(uint64_t memory_limit) {
+  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo semaphore{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  semaphore.pNext = &type;
+  VK_CHECK(table_->vkCreateSemaphore(device_, &semaphore, nullptr, &timeline_));
   allocator_ = std::make_unique<Allocator>(*this);
   allocator_->setLimit(memory_limit);
   staging_ = std::make_unique<Staging>(*this);
@@ -142,10 +148,19 @@ void Context::createEngineObjects(uint64_t memory_limit) {
 }
 
 Context::~Context() {
-  if (device_ != VK_NULL_HANDLE) table_->vkDeviceWaitIdle(device_);
+  // Only the engine's own work is waited for: an adopted device's queue may hold the app's.
+  if (timeline_ != VK_NULL_HANDLE && !lost_) {
+    VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    info.semaphoreCount = 1;
+    info.pSemaphores = &timeline_;
+    info.pValues = &submitted_;
+    table_->vkWaitSemaphores(device_, &info, UINT64_MAX);
+  }
+  if (owns_device_) table_->vkDeviceWaitIdle(device_);
   kernels_.reset();
   staging_.reset();
   allocator_.reset();
+  if (timeline_ != VK_NULL_HANDLE) table_->vkDestroySemaphore(device_, timeline_, nullptr);
   if (owns_device_) table_->vkDestroyDevice(device_, nullptr);
 }
 
@@ -166,29 +181,68 @@ void Context::checkNotLost(const char* what) const {
                               "); destroy this Context and create a new one");
 }
 
-void Context::waitIdle() {
-  checkNotLost("vkQueueWaitIdle");
+bool Context::finished(uint64_t value) const {
+  if (value <= 0) return true;
+  checkNotLost("vkGetSemaphoreCounterValue");
+  uint64_t reached = 0;
+  VK_CHECK(table_->vkGetSemaphoreCounterValue(device_, timeline_, &reached));
+  return reached >= value;
+}
+
+void Context::wait(uint64_t value) {
+  if (value == 0) return;
+  if (value > submitted_)
+    throw Error("Context::wait(" + std::to_string(value) + "): only " +
+                std::to_string(submitted_) + " submissions were made");
+  checkNotLost("vkWaitSemaphores");
+  VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  info.semaphoreCount = 1;
+  info.pSemaphores = &timeline_;
+  info.pValues = &value;
   try {
-    VK_CHECK(table_->vkQueueWaitIdle(queue_));
+    VK_CHECK(table_->vkWaitSemaphores(device_, &info, UINT64_MAX));
   } catch (const DeviceLostError& e) {
     markLost(e.what());
     throw;
   }
 }
 
-void Context::submitAndWait(VkCommandBuffer cmd, VkFence fence) {
+uint64_t Context::submit(VkCommandBuffer cmd, std::span<const SemaphoreWait> waits,
+                         std::span<const SemaphoreSignal> signals) {
   checkNotLost("vkQueueSubmit");
+  std::vector<VkSemaphore> wait_semaphores, signal_semaphores{timeline_};
+  std::vector<VkPipelineStageFlags> wait_stages;
+  std::vector<uint64_t> wait_values, signal_values{submitted_ + 1};
+  for (const SemaphoreWait& w : waits) {
+    wait_semaphores.push_back(w.semaphore);
+    wait_values.push_back(w.value);
+    wait_stages.push_back(w.stages);
+  }
+  for (const SemaphoreSignal& s : signals) {
+    signal_semaphores.push_back(s.semaphore);
+    signal_values.push_back(s.value);
+  }
+  VkTimelineSemaphoreSubmitInfo values{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  values.waitSemaphoreValueCount = uint32_t(wait_values.size());
+  values.pWaitSemaphoreValues = wait_values.data();
+  values.signalSemaphoreValueCount = uint32_t(signal_values.size());
+  values.pSignalSemaphoreValues = signal_values.data();
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.pNext = &values;
+  submit.waitSemaphoreCount = uint32_t(wait_semaphores.size());
+  submit.pWaitSemaphores = wait_semaphores.data();
+  submit.pWaitDstStageMask = wait_stages.data();
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
+  submit.signalSemaphoreCount = uint32_t(signal_semaphores.size());
+  submit.pSignalSemaphores = signal_semaphores.data();
   try {
-    VK_CHECK(table_->vkResetFences(device_, 1, &fence));
-    VK_CHECK(table_->vkQueueSubmit(queue_, 1, &submit, fence));
-    VK_CHECK(table_->vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+    VK_CHECK(table_->vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE));
   } catch (const DeviceLostError& e) {
     markLost(e.what());
     throw;
   }
+  return ++submitted_;
 }
 
 }  // namespace vkgrad::vk

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,10 @@ uint64_t parseMemorySize(const std::string& text, const std::string& source);
 DeviceSelector deviceSelector(const ContextOptions& options);
 
 // A host app's Vulkan objects. The engine uses them and never destroys them. The device must
-// have been created with Vulkan 1.2 and a queue of queue_family that supports compute.
+// have been created with Vulkan 1.2, the timelineSemaphore feature enabled, and a queue of
+// queue_family that supports compute. The engine submits to that queue from the thread that
+// uses the Context; the app must not submit to the same VkQueue from another thread at the
+// same time (Vulkan's external synchronisation rule for queues).
 struct ExternalDevice {
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical_device = VK_NULL_HANDLE;
@@ -50,6 +54,29 @@ struct ExternalDevice {
   uint32_t queue_family = 0;
   uint32_t queue_index = 0;
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+};
+
+// A semaphore the engine's next submission waits for before `stages` run: the app's timeline
+// semaphore at `value`, or a binary semaphore (value ignored).
+struct SemaphoreWait {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+  VkPipelineStageFlags stages = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+};
+// A semaphore the engine's submission signals when it finishes (timeline: to `value`).
+struct SemaphoreSignal {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+};
+
+// Where an engine tensor lives, for an app's own shaders and copies: `bytes` from `offset` of
+// `buffer` (a storage buffer, exclusive to the Context's queue family; an app that reads it
+// from another family transfers ownership as Vulkan describes). Valid as long as the object
+// that handed it out (Executor, ParameterStore) lives.
+struct BufferRange {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize bytes = 0;
 };
 
 class Context {
@@ -78,8 +105,16 @@ class Context {
   // Validation warnings and errors seen so far (empty when validation is off).
   std::vector<std::string> validationMessages() const;
 
-  // Waits for the queue; turns a lost device into DeviceLostError.
-  void waitIdle();
+  // The engine's submissions, counted on one timeline semaphore: submission n signals value
+  // n when it has finished on the device. An app makes its own GPU work wait for the engine
+  // by waiting on timeline() at a value from submit() (or submitted()); the engine never
+  // waits on the app's queue or device, only on its own values.
+  VkSemaphore timeline() const { return timeline_; }
+  uint64_t submitted() const { return submitted_; }  // the last submission's value (0: none)
+  bool finished(uint64_t value) const;                // polls; never blocks
+  void wait(uint64_t value);                          // blocks until finished(value)
+  // Waits for all the engine's submissions; turns a lost device into DeviceLostError.
+  void waitIdle() { wait(submitted_); }
   // True once any submission or wait reported VK_ERROR_DEVICE_LOST. From then on every
   // submission and allocation throws DeviceLostError (naming the first loss) instead of
   // touching the device; only destroying the Context (and making a new one) goes on.
@@ -89,10 +124,12 @@ class Context {
   void markLost(const std::string& why);
   // Throws DeviceLostError when lost(); `what` names the refused work.
   void checkNotLost(const char* what) const;
-  // The one way work reaches the queue: submits cmd (ended), then blocks on fence (reset
-  // first). Every submit waits, so a command buffer is never in flight when its owner
-  // records, replays or destroys it. A failed call throws VulkanError (DeviceLostError, ...).
-  void submitAndWait(VkCommandBuffer cmd, VkFence fence);
+  // The one way work reaches the queue: submits cmd (ended) after `waits`, signalling the
+  // timeline's next value and `signals`; returns that value without waiting. The caller keeps
+  // cmd unchanged until finished(value). A failed call throws VulkanError (DeviceLostError...).
+  uint64_t submit(VkCommandBuffer cmd, std::span<const SemaphoreWait> waits = {},
+                  std::span<const SemaphoreSignal> signals = {});
+  void submitAndWait(VkCommandBuffer cmd) { wait(submit(cmd)); }
 
  private:
   void createEngineObjects(uint64_t memory_limit);
@@ -107,6 +144,8 @@ class Context {
   std::string lost_why_;  // the first loss's message
   DeviceInfo info_;
   std::unique_ptr<vkgrad_VolkDeviceTable> table_;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  uint64_t submitted_ = 0;
   // Destroyed before the device (see ~Context).
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<Staging> staging_;

@@ -55,18 +55,22 @@ Recorder::Recorder(Context& context) : context_(context) {
   cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cmd_info.commandBufferCount = 1;
   VK_CHECK(vk.vkAllocateCommandBuffers(context.device(), &cmd_info, &cmd_));
-  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VK_CHECK(vk.vkCreateFence(context.device(), &fence_info, nullptr, &fence_));
   begin();
 }
 
 Recorder::~Recorder() {
   const VolkDeviceTable& vk = context_.vk();
   VkDevice device = context_.device();
-  // A submit always waits, so nothing recorded here can still be running.
+  // Nothing recorded here may still be running when it is destroyed (a lost device runs
+  // nothing more).
+  if (!context_.lost()) {
+    try {
+      context_.wait(in_flight_);
+    } catch (const Error&) {  // lost while waiting: nothing runs any more either
+    }
+  }
   for (VkDescriptorPool p : descriptor_pools_) vk.vkDestroyDescriptorPool(device, p, nullptr);
   if (queries_) vk.vkDestroyQueryPool(device, queries_, nullptr);
-  vk.vkDestroyFence(device, fence_, nullptr);
   vk.vkDestroyCommandPool(device, pool_, nullptr);
 }
 
@@ -256,13 +260,26 @@ uint32_t Recorder::timestamp() {
   return query_count_++;
 }
 
-void Recorder::submit() {
+uint64_t Recorder::submitAsync(std::span<const SemaphoreWait> waits,
+                               std::span<const SemaphoreSignal> signals) {
   const VolkDeviceTable& vk = context_.vk();
   if (recording_) {
     VK_CHECK(vk.vkEndCommandBuffer(cmd_));
     recording_ = false;
   }
-  context_.submitAndWait(cmd_, fence_);
+  context_.wait(in_flight_);  // a command buffer is submitted again only once it has finished
+  query_results_.clear();     // timestamps are read by submit() only
+  in_flight_ = context_.submit(cmd_, waits, signals);
+  return in_flight_;
+}
+
+bool Recorder::busy() const { return !context_.finished(in_flight_); }
+
+void Recorder::wait() { context_.wait(in_flight_); }
+
+void Recorder::submit() {
+  const VolkDeviceTable& vk = context_.vk();
+  context_.wait(submitAsync());
   if (query_count_) {
     query_results_.resize(query_count_);
     VK_CHECK(vk.vkGetQueryPoolResults(context_.device(), queries_, 0, query_count_,
@@ -274,6 +291,7 @@ void Recorder::submit() {
 
 void Recorder::reset() {
   const VolkDeviceTable& vk = context_.vk();
+  wait();
   if (recording_) VK_CHECK(vk.vkEndCommandBuffer(cmd_));
   VK_CHECK(vk.vkResetCommandPool(context_.device(), pool_, 0));
   // Keep one pool (allocation only ever draws from the last one).

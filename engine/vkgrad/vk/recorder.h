@@ -10,6 +10,7 @@
 
 #include "vkgrad/vk/vulkan.h"
 
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::vk {
@@ -66,6 +67,15 @@ class Recorder {
 
   // Ends recording (first time), submits, and waits. Call again to replay the recording.
   void submit();
+  // The same without waiting: returns the submission's value on the Context's timeline.
+  // `waits` and `signals` are the app's semaphores (Context::submit). A replay while the last
+  // submission still runs first waits for it (a command buffer runs once at a time), as do
+  // reset() and the destructor. Timestamps are read only by submit().
+  uint64_t submitAsync(std::span<const SemaphoreWait> waits = {},
+                       std::span<const SemaphoreSignal> signals = {});
+  bool busy() const;  // the last submission has not finished
+  void wait();        // until it has
+  bool hasTimestamps() const { return !query_results_.empty(); }
   // Discards the recording; recording starts again.
   void reset();
 
@@ -88,7 +98,7 @@ class Recorder {
   Context& context_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
+  uint64_t in_flight_ = 0;  // the last submission's timeline value
   std::vector<VkDescriptorPool> descriptor_pools_;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   uint32_t query_count_ = 0;

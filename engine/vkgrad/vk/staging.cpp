@@ -84,14 +84,11 @@ Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), byte
   cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cmd_info.commandBufferCount = 1;
   VK_CHECK(vk.vkAllocateCommandBuffers(device, &cmd_info, &cmd_));
-  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VK_CHECK(vk.vkCreateFence(device, &fence_info, nullptr, &fence_));
 }
 
 Staging::~Staging() {
   const VolkDeviceTable& vk = context_.vk();
   VkDevice device = context_.device();
-  vk.vkDestroyFence(device, fence_, nullptr);
   vk.vkDestroyCommandPool(device, pool_, nullptr);
   vk.vkDestroyBuffer(device, buffer_, nullptr);
   vk.vkFreeMemory(device, memory_, nullptr);  // unmaps too
@@ -108,7 +105,7 @@ void Staging::copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
   vk.vkCmdCopyBuffer(cmd_, src, dst, 1, &copy);
   fullBarrier(vk, cmd_);  // the copy reaches later shaders, transfers and host reads
   VK_CHECK(vk.vkEndCommandBuffer(cmd_));
-  context_.submitAndWait(cmd_, fence_);
+  context_.submitAndWait(cmd_);
 }
 
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,

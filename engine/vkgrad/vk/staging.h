@@ -49,7 +49,6 @@ class Staging {
   bool coherent_ = false;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
   TransferCounts counts_;
 };
 

@@ -1,0 +1,237 @@
+// Submitting without waiting (Executor::submit, Trainer::stepAsync), the engine's timeline
+// semaphore, the app's semaphores, and the engine tensors an app may read in place
+// (Executor::buffer): what an app that shares its device with the engine relies on.
+#include <volk.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "common/device_tensor.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "vkgrad/graph/autograd.h"
+#include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/trainer.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+
+namespace vkgrad::test {
+namespace {
+
+using graph::Graph;
+using graph::Init;
+using graph::Tensor;
+
+// x (17, 5) -> 11 -> 4 classes with AdamW: a step that changes every parameter.
+struct Mlp {
+  Graph g;
+  Tensor x, y, w0, hidden, loss;
+  explicit Mlp(graph::ParameterStore& store) {
+    x = g.input("x", {17, 5});
+    y = g.input("y", {17}, ops::DType::U32);
+    w0 = g.parameter(store.add("w0", {5, 11}, Init::xavierUniform()));
+    const Tensor b0 = g.parameter(store.add("b0", {11}, Init::uniform(-0.5f, 0.5f)));
+    const Tensor w1 = g.parameter(store.add("w1", {11, 4}, Init::xavierUniform()));
+    hidden = g.gelu(g.matmul(x, w0, b0));
+    loss = g.crossEntropy(g.matmul(hidden, w1), y);
+    g.markOutput(loss);
+    graph::addOptimizer(g, graph::backward(g, loss),
+                        {graph::OptimizerConfig::Kind::AdamW, 1e-2f});
+  }
+};
+
+std::vector<std::vector<float>> parameters(const graph::ParameterStore& store) {
+  std::vector<std::vector<float>> out;
+  for (const auto& p : store.all()) out.push_back(download(sharedContext(), p->view()));
+  return out;
+}
+
+class AsyncTest : public VkTest {
+ protected:
+  // A timeline semaphore of the "app", at `initial`.
+  static VkSemaphore timeline(uint64_t initial) {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = initial;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    VkSemaphore s = VK_NULL_HANDLE;
+    EXPECT_EQ(ctx().vk().vkCreateSemaphore(ctx().device(), &info, nullptr, &s), VK_SUCCESS);
+    return s;
+  }
+  static uint64_t counter(VkSemaphore s) {
+    uint64_t value = 0;
+    EXPECT_EQ(ctx().vk().vkGetSemaphoreCounterValue(ctx().device(), s, &value), VK_SUCCESS);
+    return value;
+  }
+  static void destroy(VkSemaphore s) { ctx().vk().vkDestroySemaphore(ctx().device(), s, nullptr); }
+};
+
+// Four submissions back to back (each waits for the one before inside submit) leave the same
+// bits as four step() calls; the values count up on the Context's timeline.
+TEST_F(AsyncTest, SubmittedStepsGiveTheBitsOfWaitedSteps) {
+  Rng rng;
+  graph::ParameterStore store_a(ctx()), store_b(ctx());
+  Mlp a(store_a), b(store_b);
+  store_a.initialize(rng.seed());
+  store_b.initialize(rng.seed());
+  graph::Executor waited(ctx(), a.g), submitted(ctx(), b.g);
+  const std::vector<float> x = rng.normal(17 * 5);
+  std::vector<uint32_t> y(17);
+  for (auto& v : y) v = rng.below(4);
+  waited.setInput(a.x, x);
+  waited.setInput(a.y, y);
+  submitted.setInput(b.x, x);
+  submitted.setInput(b.y, y);
+  uint64_t last = ctx().submitted();
+  for (int step = 0; step < 4; ++step) {
+    waited.step();
+    const uint64_t value = submitted.submit();
+    EXPECT_GT(value, last);
+    EXPECT_EQ(value, ctx().submitted());
+    last = value;
+  }
+  EXPECT_EQ(waited.readScalar(a.loss), submitted.readScalar(b.loss));  // read waits for it
+  submitted.wait();
+  EXPECT_FALSE(submitted.busy());
+  EXPECT_TRUE(ctx().finished(last));
+  const auto pa = parameters(store_a), pb = parameters(store_b);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(pa[i].data(), pb[i].data(), pa[i].size() * 4)) << i;
+  EXPECT_THROW(ctx().wait(ctx().submitted() + 1), Error);  // a value never submitted
+}
+
+// The engine's step waits on the device for the app's timeline semaphore, and signals the
+// app's semaphore when it finishes.
+TEST_F(AsyncTest, WaitsForAndSignalsTheAppsSemaphores) {
+  Rng rng;
+  graph::ParameterStore store(ctx());
+  Mlp m(store);
+  store.initialize(rng.seed());
+  graph::Executor exec(ctx(), m.g);
+  exec.setInput(m.x, rng.normal(17 * 5));
+  std::vector<uint32_t> y(17);
+  for (auto& v : y) v = rng.below(4);
+  exec.setInput(m.y, y);
+  const VkSemaphore app_upload = timeline(0), app_render = timeline(3);
+  const vk::SemaphoreWait wait{app_upload, 1, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT};
+  const vk::SemaphoreSignal signal{app_render, 7};
+  const uint64_t value = exec.submit({&wait, 1}, {&signal, 1});
+  // Nothing can run before the app signals: the step is still pending after a while.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(exec.busy());
+  EXPECT_FALSE(ctx().finished(value));
+  EXPECT_EQ(counter(app_render), 3u);
+  VkSemaphoreSignalInfo host_signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+  host_signal.semaphore = app_upload;
+  host_signal.value = 1;
+  ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &host_signal), VK_SUCCESS);
+  exec.wait();
+  EXPECT_FALSE(exec.busy());
+  EXPECT_EQ(counter(app_render), 7u);
+  EXPECT_TRUE(std::isfinite(exec.readScalar(m.loss)));
+  destroy(app_upload);
+  destroy(app_render);
+}
+
+// Executor::buffer names the bytes read() returns: a copy the app records from that range
+// holds the tensor. Tensors the executor does not keep are refused, as by read().
+TEST_F(AsyncTest, BufferRangeHoldsTheTensor) {
+  Rng rng;
+  graph::ParameterStore store(ctx());
+  Mlp m(store);
+  store.initialize(rng.seed());
+  graph::Executor exec(ctx(), m.g);
+  exec.setInput(m.x, rng.normal(17 * 5));
+  std::vector<uint32_t> y(17);
+  for (auto& v : y) v = rng.below(4);
+  exec.setInput(m.y, y);
+  exec.submit();
+  const vk::BufferRange w0 = exec.buffer(m.w0);
+  ASSERT_NE(w0.buffer, VK_NULL_HANDLE);
+  EXPECT_EQ(w0.bytes, 5u * 11u * 4u);
+  EXPECT_THROW(exec.buffer(m.hidden), Error);
+
+  const VolkDeviceTable& vk = ctx().vk();
+  vk::Buffer copy = ctx().allocator().allocate(w0.bytes);
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.queueFamilyIndex = ctx().queueFamily();
+  VkCommandPool pool = VK_NULL_HANDLE;
+  ASSERT_EQ(vk.vkCreateCommandPool(ctx().device(), &pool_info, nullptr, &pool), VK_SUCCESS);
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  ASSERT_EQ(vk.vkAllocateCommandBuffers(ctx().device(), &alloc, &cmd), VK_SUCCESS);
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  ASSERT_EQ(vk.vkBeginCommandBuffer(cmd, &begin), VK_SUCCESS);
+  // The app's side of the contract: its reads come after the engine's writes.
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+  vk.vkCmdPipelineBarrier(cmd,
+                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  const VkBufferCopy region{w0.offset, copy.offset(), w0.bytes};
+  vk.vkCmdCopyBuffer(cmd, w0.buffer, copy.handle(), 1, &region);
+  ASSERT_EQ(vk.vkEndCommandBuffer(cmd), VK_SUCCESS);
+  ctx().submitAndWait(cmd);
+  vk.vkDestroyCommandPool(ctx().device(), pool, nullptr);
+  const std::vector<float> expected = exec.read(m.w0);
+  const std::vector<float> got = download(ctx(), ops::view(copy, {5, 11}));
+  EXPECT_EQ(got, expected);
+}
+
+// Trainer::stepAsync is step() without the wait: the same parameters after the same steps,
+// and lastLoss() is the loss step() reads.
+TEST_F(AsyncTest, TrainerStepAsyncMatchesStep) {
+  Rng rng;
+  const int n = 40;
+  std::vector<float> x = rng.normal(size_t(n) * 3);
+  std::vector<uint32_t> y(n);
+  for (auto& v : y) v = rng.below(3);
+  const graph::Dataset dx = graph::uploadDataset(ctx(), "x", {n, 3}, x);
+  const graph::Dataset dy = graph::uploadDataset(ctx(), "y", {n}, y);
+  const uint64_t seed = rng.seed();
+  std::vector<std::vector<float>> after[2];
+  float loss[2] = {0, 0};
+  for (int mode = 0; mode < 2; ++mode) {
+    graph::ParameterStore store(ctx());
+    store.add("w", {3, 7}, Init::xavierUniform());
+    store.add("v", {7, 3}, Init::xavierUniform());
+    store.initialize(seed);
+    auto model = [&](Graph& g, std::span<const Tensor> batch) {
+      const Tensor h = g.gelu(g.matmul(batch[0], g.parameter(store.at("w"))));
+      return g.crossEntropy(g.matmul(h, g.parameter(store.at("v"))), batch[1]);
+    };
+    graph::TrainerOptions options;
+    options.batch = 9;
+    options.schedule = graph::Schedule::constant(0.02f);
+    graph::Trainer trainer(ctx(), store, {&dx, &dy}, model, options);
+    for (int step = 0; step < 5; ++step) {
+      std::vector<uint32_t> batch(9);
+      for (int i = 0; i < 9; ++i) batch[size_t(i)] = uint32_t((step * 9 + i * 7) % n);
+      if (mode == 0) {
+        loss[0] = *trainer.step(batch, true);
+      } else {
+        trainer.stepAsync(batch);
+      }
+    }
+    if (mode == 1) loss[1] = trainer.lastLoss();
+    EXPECT_FALSE(trainer.busy());
+    EXPECT_EQ(trainer.steps(), 5);
+    after[mode] = parameters(store);
+  }
+  EXPECT_EQ(loss[0], loss[1]);
+  EXPECT_EQ(after[0], after[1]);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
