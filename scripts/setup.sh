@@ -10,7 +10,8 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 # validator; GoogleTest; lavapipe (Vulkan on the CPU, for machines without a GPU); the
 # validation layers that every test runs under; stb to write the apps' PNG plots;
 # nlohmann-json for checkpoint headers, configs and --json output; zlib to read gzip-compressed
-# data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set.
+# data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set; GLFW for
+# vkgrad-play's window, and Xvfb (with xauth, for xvfb-run) to test it without a display.
 VKGRAD_PACKAGES=(
   cmake g++ make pkg-config
   libvulkan-dev libvulkan-volk-dev
@@ -19,6 +20,7 @@ VKGRAD_PACKAGES=(
   mesa-vulkan-drivers vulkan-validationlayers
   libstb-dev nlohmann-json3-dev
   zlib1g-dev dataset-fashion-mnist
+  libglfw3-dev xvfb xauth
 )
 
 vkgrad_missing_packages() {

@@ -1,6 +1,6 @@
 #version 450
 // Random shift and mirror of each image (B,H,W), drawn on the device from the Philox stream
-// (engine/ops/augment.h has the contract). Image b's draws are block b of the stream: word 0
+// (engine/vkgrad/ops/augment.h has the contract). Image b's draws are block b of the stream: word 0
 // the horizontal shift dx, word 1 the vertical dy, word 2's top bit the mirror. Mirror first,
 // then shift: out[y][x] = in[sy][flip ? W-1-sx : sx] at (sy, sx) = (y+dy, x+dx), `fill`
 // where (sy, sx) falls outside. One invocation per output pixel, grid-stride; an invocation

@@ -3,7 +3,7 @@
 // function of (counter, key), so any invocation can compute any element's randomness and
 // a backward pass can regenerate a forward pass's mask instead of storing it.
 //
-// vkgrad's stream (engine/ops/random.h documents it; the CPU reference mirrors it):
+// vkgrad's stream (engine/vkgrad/ops/random.h documents it; the CPU reference mirrors it):
 //   rng state buffer, 4 u32: {seed_lo, seed_hi, offset_lo, offset_hi}
 //   element i of stream s:  philox4x32_10(ctr = (i / 4, s, offset_lo, offset_hi),
 //                                         key = (seed_lo, seed_hi))[i % 4]

@@ -1,5 +1,5 @@
 // A CPU reference for models/gpt: one training step (forward, backward, AdamW) of the same
-// model, built from the reference ops (engine/ops/reference), which read and write float
+// model, built from the reference ops (engine/vkgrad/ops/reference), which read and write float
 // arrays and accumulate in double. The glue between them (residual adds, gradient sums,
 // the position rows) is done in double and rounded once, so every activation and gradient
 // is within an fp32 rounding or two of the exact value: the trusted side of a device test.

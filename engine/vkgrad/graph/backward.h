@@ -1,7 +1,7 @@
 // What an op's backward rule (OpDef::backward) sees of autograd: which inputs need
 // gradients, the gradient tensors (created on first use), how the next contribution to one
 // writes, and a way to add nodes. autograd.cpp walks the forward nodes in reverse and calls
-// each rule; the rules themselves live with their ops in engine/graph/ops/.
+// each rule; the rules themselves live with their ops in engine/vkgrad/graph/ops/.
 #pragma once
 
 #include <any>

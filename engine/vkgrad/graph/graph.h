@@ -5,7 +5,7 @@
 // Every tensor has exactly one root: itself, or (for a view: reshape, first-axis slice) the
 // tensor whose bytes it shares, at a byte offset. Nodes run in the order they were added,
 // which is a topological order because a node can only take tensors that already exist.
-// Each op is defined once, in engine/graph/ops/<op>.cpp (graph/op.h): its builder below is
+// Each op is defined once, in engine/vkgrad/graph/ops/<op>.cpp (graph/op.h): its builder below is
 // defined there too, with its slots, attributes, backward rule and launch.
 #pragma once
 

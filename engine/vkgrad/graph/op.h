@@ -1,5 +1,5 @@
 // What the graph engine knows about a kind of node, defined once per op in
-// engine/graph/ops/<op>.cpp: its name, its slots (named by enums next to the definition), its
+// engine/vkgrad/graph/ops/<op>.cpp: its name, its slots (named by enums next to the definition), its
 // typed attributes, how it infers output shapes (the builder, in the same file), its backward
 // rule and how it records its kernels. Autograd, the planner and the executor read only this
 // table; none of them switches on the kind.

@@ -1,5 +1,5 @@
 // The data of the GNN family: Zachary's karate club (embedded in the library from
-// models/gnn/data/karate.txt), a stochastic block model at any size, a graph-classification
+// models/vkgrad/gnn/data/karate.txt), a stochastic block model at any size, a graph-classification
 // set (graphs with or without a cycle) and a user's edge list.
 #pragma once
 

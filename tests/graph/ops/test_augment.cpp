@@ -1,4 +1,4 @@
-// The graph's augment op (engine/graph/ops/augment.cpp): fresh draws every step from the
+// The graph's augment op (engine/vkgrad/graph/ops/augment.cpp): fresh draws every step from the
 // graph's generator, reproducible from the seed, a stream per call site, nothing in an
 // evaluation graph, and no gradient rule. The kernel is checked against the CPU reference
 // in tests/ops/test_augment.cpp.

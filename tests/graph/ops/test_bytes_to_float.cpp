@@ -1,4 +1,4 @@
-// The graph's bytesToFloat op (engine/graph/ops/bytes_to_float.cpp): its shape rule (the ops
+// The graph's bytesToFloat op (engine/vkgrad/graph/ops/bytes_to_float.cpp): its shape rule (the ops
 // layer's, same text), and images kept as bytes in a Dataset, gathered by batch indices and
 // widened on the device, against the CPU. The kernel itself is checked in
 // tests/ops/test_bytes_to_float.cpp.

@@ -1,4 +1,4 @@
-// The graph's confusion op (engine/graph/ops/confusion.cpp): its shape rule (the ops layer's,
+// The graph's confusion op (engine/vkgrad/graph/ops/confusion.cpp): its shape rule (the ops layer's,
 // same text), and a confusion matrix counted beside a loss in a training graph, from the same
 // logits the loss sees. The kernel's rules (ties, NaN, ignored labels) are checked in
 // tests/ops/test_confusion.cpp.

@@ -1,4 +1,4 @@
-// The graph's edgeSoftmax (engine/graph/ops/edge_softmax.cpp): its shape rule and errors, its
+// The graph's edgeSoftmax (engine/vkgrad/graph/ops/edge_softmax.cpp): its shape rule and errors, its
 // output through a compiled graph against the CPU reference, two layers reading one graph's
 // offsets, and the gradient of a loss through it against finite differences. The kernels
 // are checked against the reference in tests/ops/test_edge_softmax.cpp.

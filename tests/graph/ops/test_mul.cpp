@@ -1,4 +1,4 @@
-// The graph's mul op (engine/graph/ops/mul.cpp): shapes, broadcasting, and its backward
+// The graph's mul op (engine/vkgrad/graph/ops/mul.cpp): shapes, broadcasting, and its backward
 // against finite differences through a compiled graph. The kernels themselves are checked
 // against the CPU reference in tests/ops/test_elementwise.cpp.
 #include <string>

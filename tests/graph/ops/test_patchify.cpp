@@ -1,4 +1,4 @@
-// The graph's patchify op (engine/graph/ops/patchify.cpp): its shape rule and errors, and its
+// The graph's patchify op (engine/vkgrad/graph/ops/patchify.cpp): its shape rule and errors, and its
 // backward (unpatchify) against finite differences through a compiled graph. The kernels are
 // checked against the CPU reference in tests/ops/test_patchify.cpp.
 #include <string>

@@ -1,4 +1,4 @@
-// The graph's prependToken op (engine/graph/ops/prepend_token.cpp): its shape rule and errors,
+// The graph's prependToken op (engine/vkgrad/graph/ops/prepend_token.cpp): its shape rule and errors,
 // which gradients its backward node writes, and those gradients against finite differences
 // through a compiled graph. The kernels are checked against the CPU reference in
 // tests/ops/test_prepend_token.cpp.

@@ -1,4 +1,4 @@
-// The graph's segmentPool (engine/graph/ops/segment_pool.cpp): its shape rule and errors, its
+// The graph's segmentPool (engine/vkgrad/graph/ops/segment_pool.cpp): its shape rule and errors, its
 // output through a compiled graph against the CPU reference with segments from a dataset,
 // and the gradient of a loss through each kind against finite differences, with segments
 // from an input. The kernels are checked against the reference in

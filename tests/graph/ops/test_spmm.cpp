@@ -1,4 +1,4 @@
-// The graph's spmm op (engine/graph/ops/spmm.cpp): its shape rule and errors, one set of
+// The graph's spmm op (engine/vkgrad/graph/ops/spmm.cpp): its shape rule and errors, one set of
 // dataset tensors however often a SparseGraph is aggregated over, and the gradients of x and
 // of per-edge and per-head weights against finite differences through a compiled graph. The
 // kernels are checked against the CPU reference in tests/ops/test_spmm.cpp.

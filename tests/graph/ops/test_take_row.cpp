@@ -1,4 +1,4 @@
-// The graph's takeRow op (engine/graph/ops/take_row.cpp): its shape rule and errors, and its
+// The graph's takeRow op (engine/vkgrad/graph/ops/take_row.cpp): its shape rule and errors, and its
 // backward against finite differences through a compiled graph. The kernels are checked
 // against the CPU reference in tests/ops/test_take_row.cpp.
 #include <string>

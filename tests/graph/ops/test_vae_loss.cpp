@@ -1,4 +1,4 @@
-// The graph's VAE ops (engine/graph/ops/reparameterize.cpp, vae_loss.cpp, accumulate.cpp):
+// The graph's VAE ops (engine/vkgrad/graph/ops/reparameterize.cpp, vae_loss.cpp, accumulate.cpp):
 // shape rules and errors; the gradients of both reconstruction kinds, the KL and the
 // reparameterised sample against finite differences through a compiled graph (the generator
 // reset before each step, so every evaluation draws the same eps); a fresh eps every step;

@@ -1,4 +1,4 @@
-// The IDX reader (models/data/idx.h): small files written here, plain and gzip, round-trip;
+// The IDX reader (models/vkgrad/data/idx.h): small files written here, plain and gzip, round-trip;
 // every kind of damage is an Error naming the file and the fault; and the real Fashion-MNIST
 // files of the Debian package read as what they are.
 #include "vkgrad/data/idx.h"

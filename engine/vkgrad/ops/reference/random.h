@@ -10,7 +10,7 @@ namespace vkgrad::ops::ref {
 // One Philox 4x32-10 block (Random123's philox4x32_R with R = 10).
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
 
-// Where a draw comes from: see engine/ops/random.h for the stream layout.
+// Where a draw comes from: see engine/vkgrad/ops/random.h for the stream layout.
 struct Stream {
   uint64_t seed = 0, offset = 0;
   uint32_t stream = 0;
