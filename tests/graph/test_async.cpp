@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -134,10 +135,57 @@ TEST_F(AsyncTest, WaitsForAndSignalsTheAppsSemaphores) {
   ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &host_signal), VK_SUCCESS);
   exec.wait();
   EXPECT_FALSE(exec.busy());
+  // Signals of one submission are not ordered among themselves: wait for the app's too.
+  VkSemaphoreWaitInfo rendered{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  const uint64_t seven = 7;
+  rendered.semaphoreCount = 1;
+  rendered.pSemaphores = &app_render;
+  rendered.pValues = &seven;
+  EXPECT_EQ(ctx().vk().vkWaitSemaphores(ctx().device(), &rendered, 10'000'000'000ull), VK_SUCCESS);
   EXPECT_EQ(counter(app_render), 7u);
   EXPECT_TRUE(std::isfinite(exec.readScalar(m.loss)));
   destroy(app_upload);
   destroy(app_render);
+}
+
+// Setting the next step's input while a step waits on the device (for the app's semaphore)
+// returns at once: the copy is queued behind the step, not waited for. The result is that of
+// the same steps run one after the other.
+TEST_F(AsyncTest, InputsUploadWithoutWaitingForAPendingStep) {
+  Rng rng;
+  graph::ParameterStore store(ctx()), twin_store(ctx());
+  Mlp m(store), twin(twin_store);
+  const uint64_t seed = rng.seed();
+  store.initialize(seed);
+  twin_store.initialize(seed);
+  graph::Executor exec(ctx(), m.g), reference(ctx(), twin.g);
+  const std::vector<float> x1 = rng.normal(17 * 5), x2 = rng.normal(17 * 5);
+  std::vector<uint32_t> y(17);
+  for (auto& v : y) v = rng.below(4);
+  exec.setInput(m.x, x1);
+  exec.setInput(m.y, y);
+  const VkSemaphore app_upload = timeline(0);
+  const vk::SemaphoreWait wait{app_upload, 1, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
+  exec.submit({&wait, 1}, {});
+  // On another thread, so that a regression fails here instead of hanging the test; this
+  // thread only waits (the Context is used by one thread at a time).
+  std::future<void> upload = std::async(std::launch::async, [&] { exec.setInput(m.x, x2); });
+  const bool returned = upload.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(exec.busy());
+  VkSemaphoreSignalInfo host_signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+  host_signal.semaphore = app_upload;
+  host_signal.value = 1;
+  ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &host_signal), VK_SUCCESS);
+  upload.get();
+  EXPECT_TRUE(returned) << "setInput waited for the step pending on the app's semaphore";
+  exec.step();
+  reference.setInput(twin.x, x1);
+  reference.setInput(twin.y, y);
+  reference.step();
+  reference.setInput(twin.x, x2);
+  reference.step();
+  EXPECT_EQ(exec.readScalar(m.loss), reference.readScalar(twin.loss));
+  destroy(app_upload);
 }
 
 // Executor::buffer names the bytes read() returns: a copy the app records from that range

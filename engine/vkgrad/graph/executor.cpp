@@ -191,13 +191,13 @@ void Executor::checkInput(Tensor t, DType dtype, size_t count) const {
 void Executor::setInput(Tensor t, std::span<const float> values) {
   checkInput(t, DType::F32, values.size());
   if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
-  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+  context_.staging().uploadAsync(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
 }
 
 void Executor::setInput(Tensor t, std::span<const uint32_t> values) {
   checkInput(t, DType::U32, values.size());
   if (!buffer_[size_t(t.id)]) return;
-  context_.staging().upload(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+  context_.staging().uploadAsync(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
 }
 
 void Executor::setLearningRate(Tensor optimizer_state, float lr) {
@@ -205,7 +205,7 @@ void Executor::setLearningRate(Tensor optimizer_state, float lr) {
   if (info.kind != TensorKind::State || !(info.shape == Shape{8}))
     throw Error("setLearningRate: " + info.name + " is not an optimizer state");
   const ops::TensorView v = view(optimizer_state);
-  context_.staging().upload(*v.buffer, v.offset, &lr, sizeof(lr));
+  context_.staging().uploadAsync(*v.buffer, v.offset, &lr, sizeof(lr));
 }
 
 void Executor::setState(Tensor t, std::span<const uint32_t> words) {

@@ -62,7 +62,9 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Copies a step's input (an Input tensor; f32 or u32 as declared) to the device.
+  // Copies a step's input (an Input tensor; f32 or u32 as declared) to the device. Returns
+  // once the values are in the staging buffer (up to its 16 MiB); the device copy is queued
+  // before the next step and does not wait for a step still running.
   void setInput(Tensor t, std::span<const float> values);
   void setInput(Tensor t, std::span<const uint32_t> values);
   // Rewrites the optimizer's learning rate (its state tensor, graph/optimizer.h).

@@ -94,8 +94,13 @@ Staging::~Staging() {
   vk.vkFreeMemory(device, memory_, nullptr);  // unmaps too
 }
 
-void Staging::copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
-                          VkDeviceSize dst_offset, VkDeviceSize bytes) {
+void Staging::settle() {
+  context_.wait(in_flight_);
+  in_flight_ = 0;
+}
+
+void Staging::copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+                   VkDeviceSize bytes, bool wait) {
   const VolkDeviceTable& vk = context_.vk();
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -105,24 +110,40 @@ void Staging::copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
   vk.vkCmdCopyBuffer(cmd_, src, dst, 1, &copy);
   fullBarrier(vk, cmd_);  // the copy reaches later shaders, transfers and host reads
   VK_CHECK(vk.vkEndCommandBuffer(cmd_));
-  context_.submitAndWait(cmd_);
+  const uint64_t value = context_.submit(cmd_);
+  if (wait) {
+    context_.wait(value);
+  } else {
+    in_flight_ = value;
+  }
 }
 
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
                      VkDeviceSize bytes) {
+  upload(dst, dst_offset, src, bytes, true);
+}
+
+void Staging::uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
+                          VkDeviceSize bytes) {
+  upload(dst, dst_offset, src, bytes, bytes > bytes_);
+}
+
+void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
+                     VkDeviceSize bytes, bool wait) {
   checkRange("upload", dst, dst_offset, bytes);
   counts_.uploads += bytes > 0;
   counts_.upload_bytes += bytes;
   const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
+    settle();
     std::memcpy(mapped_, static_cast<const char*>(src) + done, chunk);
     if (!coherent_) {
       VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
                                 VK_WHOLE_SIZE};
       VK_CHECK(vk.vkFlushMappedMemoryRanges(context_.device(), 1, &range));
     }
-    copyAndWait(buffer_, 0, dst.handle(), dst.offset() + dst_offset + done, chunk);
+    copy(buffer_, 0, dst.handle(), dst.offset() + dst_offset + done, chunk, wait);
     done += chunk;
   }
 }
@@ -134,7 +155,8 @@ void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, Vk
   const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
-    copyAndWait(src.handle(), src.offset() + src_offset + done, buffer_, 0, chunk);
+    settle();
+    copy(src.handle(), src.offset() + src_offset + done, buffer_, 0, chunk, true);
     if (!coherent_) {
       VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
                                 VK_WHOLE_SIZE};

@@ -1,6 +1,8 @@
 // Host <-> device copies through one reusable host-visible buffer. Transfers larger
-// than the buffer go through it in chunks. Each call waits for its copies to finish,
-// so it is for datasets, parameters and readbacks, not for per-dispatch traffic.
+// than the buffer go through it in chunks. Each call waits for its copies to finish (but
+// uploadAsync), so it is for datasets, parameters, step inputs and readbacks, not for
+// per-dispatch traffic. Each copy sits between full barriers, so it is ordered after all
+// earlier work on the queue and before all later work.
 // Every call is counted, so tests can check that a training step moves only what it should.
 #pragma once
 
@@ -30,6 +32,11 @@ class Staging {
 
   // Copies bytes from host src into dst at dst_offset. Throws if it does not fit in dst.
   void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes);
+  // The same, returning once src has been copied to the staging buffer when bytes fit in it
+  // (the device copy then runs ahead; the next use of the staging buffer waits for it), so a
+  // step's small inputs do not block a render loop. Larger uploads wait as upload() does.
+  void uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
+                   VkDeviceSize bytes);
   // Copies bytes of src at src_offset into host dst.
   void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes);
 
@@ -37,9 +44,15 @@ class Staging {
   void resetCounts() { counts_ = {}; }
 
  private:
-  // Records one copy between full barriers, submits it and waits (Context::submitAndWait).
-  void copyAndWait(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
-                   VkDeviceSize bytes);
+  void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes,
+              bool wait);
+  // Records one copy between full barriers and submits it; waits for it when `wait`, else
+  // leaves it in flight (in_flight_).
+  void copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+            VkDeviceSize bytes, bool wait);
+  // Waits until the last copy left in flight has finished: the buffer and the command
+  // buffer are free again.
+  void settle();
 
   Context& context_;
   VkDeviceSize bytes_;
@@ -50,6 +63,7 @@ class Staging {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   TransferCounts counts_;
+  uint64_t in_flight_ = 0;  // the Context's timeline value of a copy not waited for
 };
 
 }  // namespace vkgrad::vk
