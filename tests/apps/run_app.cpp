@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -48,10 +49,17 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
   const std::string path = appPath(name);
   if (::access(path.c_str(), X_OK) != 0)
     throw std::runtime_error(path + " is not an executable (are the apps built?)");
+  return runProgram(path, args, env, during);
+}
+
+AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env,
+                  const std::function<void(int pid)>& during) {
+  const std::string name = std::filesystem::path(path).filename().string();
 
   // Output goes to files, not pipes, so a chatty child can never block on a full pipe.
   static std::atomic<int> counter{0};
-  const std::string stem = ::testing::TempDir() + "vkgrad-" + name + "-" +
+  const std::string stem = ::testing::TempDir() + name + "-" +
                            std::to_string(::getpid()) + "-" + std::to_string(counter++);
   const std::string out_path = stem + ".out", err_path = stem + ".err";
 

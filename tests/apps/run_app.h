@@ -51,5 +51,9 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
 AppRun runApp(const std::string& name, const std::vector<std::string>& args,
               const std::vector<std::pair<std::string, std::string>>& env,
               const std::function<void(int pid)>& during);
+// Any program (runApp's worker): path with args, output captured to files.
+AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env = {},
+                  const std::function<void(int pid)>& during = {});
 
 }  // namespace vkgrad::test

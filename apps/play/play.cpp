@@ -1,0 +1,169 @@
+#include "play/play.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/device_options.h"
+#include "play/classifier.h"
+#include "play/device.h"
+#include "play/renderer.h"
+#include "play/swapchain.h"
+
+namespace vkgrad::play {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The loss after every inference, in at most Renderer::kCurvePoints values: when full, each
+// pair of neighbours becomes its mean, so the curve always spans the whole run.
+class LossCurve {
+ public:
+  void add(float loss) {
+    sum_ += loss;
+    if (++pending_ < per_value_) return;
+    values_.push_back(float(sum_ / pending_));
+    sum_ = 0.0;
+    pending_ = 0;
+    if (values_.size() < size_t(Renderer::kCurvePoints)) return;
+    for (size_t i = 0; i < values_.size() / 2; ++i)
+      values_[i] = 0.5f * (values_[2 * i] + values_[2 * i + 1]);
+    values_.resize(values_.size() / 2);
+    per_value_ *= 2;
+  }
+  const std::vector<float>& values() const { return values_; }
+
+ private:
+  std::vector<float> values_;
+  int per_value_ = 1, pending_ = 0;
+  double sum_ = 0.0;
+};
+
+// Frame time and training speed over the last half second or so.
+class Rates {
+ public:
+  // True when a new window of measurements is complete.
+  bool frame(int64_t steps) {
+    ++frames_;
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - since_).count();
+    if (seconds < 0.5 && frames_ < 1000) return false;
+    ms_per_frame_ = 1000.0 * seconds / double(frames_);
+    steps_per_second_ = double(steps - steps_) / seconds;
+    since_ = now;
+    frames_ = 0;
+    steps_ = steps;
+    return true;
+  }
+  double msPerFrame() const { return ms_per_frame_; }
+  double stepsPerSecond() const { return steps_per_second_; }
+
+ private:
+  Clock::time_point since_ = Clock::now();
+  int64_t frames_ = 0, steps_ = 0;
+  double ms_per_frame_ = 0.0, steps_per_second_ = 0.0;
+};
+
+void onKey(GLFWwindow* window, int key, int, int action, int) {
+  if (key == GLFW_KEY_ESCAPE && action == GLFW_PRESS) glfwSetWindowShouldClose(window, GLFW_TRUE);
+}
+
+// Everything but the count of validation messages, which must outlive the device: tearing
+// down is validated too.
+void run(const PlayOptions& o, std::atomic<size_t>& messages) {
+  Device device(o.width, o.height, "vkgrad-play", o.validation, messages);
+  glfwSetKeyCallback(device.window(), onKey);
+  Swapchain swapchain(device, !o.screenshot.empty());
+
+  // The plane is 2.4 units tall and as wide as the window's aspect makes it; the grid's cells
+  // are square.
+  const float aspect = float(o.width) / float(o.height);
+  ClassifierOptions co;
+  co.plane = {-1.2f * aspect, -1.2f, 1.2f * aspect, 1.2f};
+  co.grid_width = o.grid;
+  co.grid_height = std::max(2, int(std::lround(float(o.grid) / aspect)));
+  co.lr = o.lr;
+  co.seed = o.seed;
+  const Spirals data = makeSpirals(o.points_per_class, o.seed);
+
+  vk::Context context(device.externalDevice());
+  Classifier classifier(context, data, co);
+  Renderer renderer(device, swapchain,
+                    {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height,
+                     co.plane, &data});
+  LossCurve curve;
+  Rates rates;
+  uint64_t shown = 0;  // the engine's timeline value of the inference the frames draw
+  int64_t frame = 0;
+  double engine_ms = 0.0;  // host time spent in the engine's calls (its uploads wait)
+  const Clock::time_point start = Clock::now();
+  while (o.frames == 0 || frame < o.frames) {
+    glfwPollEvents();
+    // Closing the window ends the run; with --screenshot, after one more frame to copy.
+    const bool closing = glfwWindowShouldClose(device.window());
+    if (closing && o.screenshot.empty()) break;
+    const bool last = closing || frame + 1 == o.frames;
+    if (!renderer.beginFrame()) continue;  // the swapchain was rebuilt
+    if (const std::optional<float> loss = renderer.takeLoss()) curve.add(*loss);
+
+    const Clock::time_point engine_start = Clock::now();
+    // Training: at most one step in flight, and the frame does not wait for it. Further
+    // steps of --steps-per-frame each wait for the one before (one step in flight at most).
+    if (!classifier.training())
+      for (int s = 0; s < o.steps_per_frame; ++s) classifier.trainAsync();
+    // Inference whenever training has moved on and the last inference is done. It waits on
+    // the device for the last submitted frame, which may still be reading the logits.
+    bool fresh = false;
+    if (classifier.steps() != classifier.inferredStep() && !classifier.inferring()) {
+      const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
+                                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
+      shown = classifier.inferAsync(
+          std::span<const vk::SemaphoreWait>(&after_frame, renderer.submitted() ? 1 : 0));
+      fresh = true;
+    }
+    engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
+
+    renderer.setCurve(curve.values());
+    // The frame waits for that inference on the device (and copies its loss out when it is
+    // new); the host does not wait.
+    renderer.endFrame(context.timeline(), shown, fresh, last && !o.screenshot.empty());
+    ++frame;
+    if (rates.frame(classifier.steps())) {
+      char title[160];
+      std::snprintf(title, sizeof(title),
+                    "vkgrad-play: step %lld, loss %.3f, %.1f ms/frame, %.0f steps/s",
+                    static_cast<long long>(classifier.steps()),
+                    curve.values().empty() ? 0.0 : double(curve.values().back()),
+                    rates.msPerFrame(), rates.stepsPerSecond());
+      glfwSetWindowTitle(device.window(), title);
+    }
+    if (closing) break;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
+  const float loss = classifier.inferredStep() >= 0 ? classifier.loss() : 0.0f;
+  std::printf(
+      "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame, %.0f steps/s, "
+      "%.1f ms/frame in engine calls, loss %.4f (%s)\n",
+      static_cast<long long>(frame), static_cast<long long>(classifier.steps()), seconds,
+      frame ? 1000.0 * seconds / double(frame) : 0.0,
+      seconds > 0 ? double(classifier.steps()) / seconds : 0.0,
+      frame ? engine_ms / double(frame) : 0.0, double(loss), device.properties().deviceName);
+  if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
+}
+
+}  // namespace
+
+int play(const PlayOptions& options) {
+  std::atomic<size_t> messages{0};
+  run(options, messages);
+  return apps::validationFailed(messages, "vkgrad-play") ? 1 : 0;
+}
+
+}  // namespace vkgrad::play
