@@ -71,6 +71,19 @@ class AsyncTest : public VkTest {
     return value;
   }
   static void destroy(VkSemaphore s) { ctx().vk().vkDestroySemaphore(ctx().device(), s, nullptr); }
+  static void signal(VkSemaphore s, uint64_t value) {  // from the host, as an app's upload would
+    VkSemaphoreSignalInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    info.semaphore = s;
+    info.value = value;
+    ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &info), VK_SUCCESS);
+  }
+  // Random inputs and labels for one step of m.
+  static void feed(graph::Executor& exec, const Mlp& m, Rng& rng) {
+    exec.setInput(m.x, rng.normal(17 * 5));
+    std::vector<uint32_t> y(17);
+    for (auto& v : y) v = rng.below(4);
+    exec.setInput(m.y, y);
+  }
 };
 
 // Four submissions back to back (each waits for the one before inside submit) leave the same
@@ -116,23 +129,17 @@ TEST_F(AsyncTest, WaitsForAndSignalsTheAppsSemaphores) {
   Mlp m(store);
   store.initialize(rng.seed());
   graph::Executor exec(ctx(), m.g);
-  exec.setInput(m.x, rng.normal(17 * 5));
-  std::vector<uint32_t> y(17);
-  for (auto& v : y) v = rng.below(4);
-  exec.setInput(m.y, y);
+  feed(exec, m, rng);
   const VkSemaphore app_upload = timeline(0), app_render = timeline(3);
   const vk::SemaphoreWait wait{app_upload, 1, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT};
-  const vk::SemaphoreSignal signal{app_render, 7};
-  const uint64_t value = exec.submit({&wait, 1}, {&signal, 1});
+  const vk::SemaphoreSignal render_signal{app_render, 7};
+  const uint64_t value = exec.submit({&wait, 1}, {&render_signal, 1});
   // Nothing can run before the app signals: the step is still pending after a while.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(exec.busy());
   EXPECT_FALSE(ctx().finished(value));
   EXPECT_EQ(counter(app_render), 3u);
-  VkSemaphoreSignalInfo host_signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
-  host_signal.semaphore = app_upload;
-  host_signal.value = 1;
-  ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &host_signal), VK_SUCCESS);
+  signal(app_upload, 1);
   exec.wait();
   EXPECT_FALSE(exec.busy());
   // Signals of one submission are not ordered among themselves: wait for the app's too.
@@ -172,10 +179,7 @@ TEST_F(AsyncTest, InputsUploadWithoutWaitingForAPendingStep) {
   std::future<void> upload = std::async(std::launch::async, [&] { exec.setInput(m.x, x2); });
   const bool returned = upload.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   EXPECT_TRUE(exec.busy());
-  VkSemaphoreSignalInfo host_signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
-  host_signal.semaphore = app_upload;
-  host_signal.value = 1;
-  ASSERT_EQ(ctx().vk().vkSignalSemaphore(ctx().device(), &host_signal), VK_SUCCESS);
+  signal(app_upload, 1);
   upload.get();
   EXPECT_TRUE(returned) << "setInput waited for the step pending on the app's semaphore";
   exec.step();
@@ -196,10 +200,7 @@ TEST_F(AsyncTest, BufferRangeHoldsTheTensor) {
   Mlp m(store);
   store.initialize(rng.seed());
   graph::Executor exec(ctx(), m.g);
-  exec.setInput(m.x, rng.normal(17 * 5));
-  std::vector<uint32_t> y(17);
-  for (auto& v : y) v = rng.below(4);
-  exec.setInput(m.y, y);
+  feed(exec, m, rng);
   exec.submit();
   const vk::BufferRange w0 = exec.buffer(m.w0);
   ASSERT_NE(w0.buffer, VK_NULL_HANDLE);
