@@ -31,7 +31,9 @@ Cli& Cli::positional(const std::string& name, const std::string& help) {
 
 std::string Cli::usage() const {
   std::string out = "usage: " + program_ + " [options]";
-  for (const auto& [name, help] : positional_specs_) out += " " + name;
+  // A command the program's name already shows ("vkgrad-gpt train") is not repeated.
+  for (const auto& [name, help] : positional_specs_)
+    if (!program_.ends_with(" " + name)) out += " " + name;
   out += "\n\n" + summary_ + "\n";
   if (!positional_specs_.empty()) out += "\narguments:\n";
   for (const auto& [name, help] : positional_specs_) out += "  " + name + "\n      " + help + "\n";
