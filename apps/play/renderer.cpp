@@ -222,7 +222,8 @@ void Renderer::setCurve(std::span<const float> losses) {
   for (size_t i = 0; i < count; ++i) top = std::max(top, losses[i]);
   const CurveHeader header{uint32_t(count), top > 0.0f ? top * 1.05f : 1.0f};
   std::memcpy(buffer.data(), &header, sizeof(header));
-  std::memcpy(static_cast<char*>(buffer.data()) + sizeof(header), losses.data(), 4 * count);
+  if (count > 0)  // an empty curve's data() may be null, which memcpy must not get
+    std::memcpy(static_cast<char*>(buffer.data()) + sizeof(header), losses.data(), 4 * count);
 }
 
 void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot) {
