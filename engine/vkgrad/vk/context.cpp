@@ -141,10 +141,18 @@ void Context::createEngineObjects(uint64_t memory_limit) {
   VkSemaphoreCreateInfo semaphore{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   semaphore.pNext = &type;
   VK_CHECK(table_->vkCreateSemaphore(device_, &semaphore, nullptr, &timeline_));
-  allocator_ = std::make_unique<Allocator>(*this);
-  allocator_->setLimit(memory_limit);
-  staging_ = std::make_unique<Staging>(*this);
-  kernels_ = std::make_unique<KernelCache>(*this);
+  try {
+    allocator_ = std::make_unique<Allocator>(*this);
+    allocator_->setLimit(memory_limit);
+    staging_ = std::make_unique<Staging>(*this);
+    kernels_ = std::make_unique<KernelCache>(*this);
+  } catch (...) {  // no destructor runs: leave nothing on the (perhaps adopted) device
+    kernels_.reset();
+    staging_.reset();
+    allocator_.reset();
+    table_->vkDestroySemaphore(device_, timeline_, nullptr);
+    throw;
+  }
 }
 
 Context::~Context() {
