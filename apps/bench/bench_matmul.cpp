@@ -37,6 +37,8 @@ void declare(Cli& cli) {
   cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
   cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
   cli.flag("sample", "matmul: check 4096 sampled elements (the default above 2048³), not all");
+  cli.option("split", "matmul: split-K scratch for the vector variant: auto (split where "
+             "ops::matmulSplitK says) or off", "auto");
 }
 
 // x: (rows,cols) -> (cols,rows), so the plain CPU reference can check a transposed product.
@@ -99,6 +101,12 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const bool trans_a = cli.has("transA"), trans_b = cli.has("transB");
   const std::vector<ops::MatmulVariant> variants = parseVariants(cli);
   const ops::MatmulTiling tiling = parseTiling(cli);
+  const std::string split_text = cli.get("split");
+  if (split_text != "auto" && split_text != "off")
+    cli.fail("--split must be auto or off, got '" + split_text + "'");
+  const int64_t scratch_numel =
+      split_text == "auto" ? ops::matmulScratch(m, n, k, batch) : 0;
+  const int64_t parts = scratch_numel > 0 ? ops::matmulSplitK(m, n, k, batch) : 1;
   const double flop = 2.0 * double(batch) * double(m) * double(n) * double(k);
   const bool check = options.check || (!cli.has("sample") && double(batch) * double(m) *
                                                                   double(n) * double(k) <=
@@ -130,6 +138,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const vk::Buffer da = context.allocator().allocate(a_numel * sizeof(float)),
                    db = context.allocator().allocate(b_numel * sizeof(float)),
                    dc = context.allocator().allocate(c_numel * sizeof(float));
+  const vk::Buffer dscratch =
+      context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) * sizeof(float));
+  const ops::TensorView vscratch = ops::view(dscratch, {std::max<int64_t>(scratch_numel, 1)});
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> a(a_numel), b(b_numel);
@@ -160,10 +171,14 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     matmul_options.trans_a = trans_a, matmul_options.trans_b = trans_b;
     matmul_options.variant = variant;
     matmul_options.tiling = tiling;
+    if (scratch_numel > 0) matmul_options.scratch = &vscratch;
+    const bool split = variant == ops::MatmulVariant::Vector && parts > 1;
     const std::string tile_text =
         variant == ops::MatmulVariant::Vector
-            ? ops::matmulTilingText(tiling.empty() ? ops::matmulTilingFor(context, m, n, batch)
-                                                   : tiling)
+            ? ops::matmulTilingText(tiling.empty()
+                                        ? ops::matmulTilingFor(context, m, n, split ? parts : batch)
+                                        : tiling) +
+                  (split ? " split " + std::to_string(parts) : "")
             : std::string();
     const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
       ops::matmul(rec, va, vb, vc, matmul_options);
@@ -215,6 +230,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
            {"transB", trans_b},
            {"variant", name},
            {"tiling", tile_text},
+           {"split", split ? parts : 1},
            {"requested", ops::matmulVariantName(requested)},
            {"ms", t.median},
            {"min_ms", t.min},

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine needs to run this build (see bench/gpu/README.md) into .gpu/:
 # the test binary, its ctest files and the apps of build/ (build first), libstb (Debian's,
-# which the machine's image lacks), Debian's validation layer and the Fashion-MNIST files.
+# which the machine's image lacks), Debian's validation layer, the Fashion-MNIST files and the GPT's corpus (Debian's licenses).
 # The loader and GL dispatch libraries go to .gl/ as the device tool's README says.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,6 +19,8 @@ tar -C "$build" -cJf .gpu/build.tar.xz \
   "tests/vkgrad_tests[1]_include.cmake" "tests/vkgrad_tests[1]_tests.cmake" \
   $(cd "$build" && ls apps/vkgrad-*)
 cp -L /lib/x86_64-linux-gnu/libstb.so.0 .gpu/
+# The GPT's corpus, as here: the machine's own license texts differ from Debian's.
+cat $(find /usr/share/common-licenses -type f | sort) > .gpu/licenses.txt
 mkdir -p .gpu/fashion-mnist
 cp /usr/share/datasets/fashion-mnist/*.gz .gpu/fashion-mnist/
 du -sh .gpu .gl

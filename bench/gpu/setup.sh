@@ -1,12 +1,13 @@
 # Sourced first on a lent GPU machine, in the repository root, with .gl and .gpu carried
 # (bench/gpu/pack.sh made them): unpacks the build at the path it was configured for
-# (/work/main/build), the loader, the validation layer and the data, and points Vulkan at
+# (/work/main/build), the loader, the validation layer and the data (the GPT's corpus at /tmp/licenses.txt), and points Vulkan at
 # NVIDIA's driver. Leaves VKGRAD_BUILD set.
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 mkdir -p /opt/vkgrad-vl && dpkg -x .gpu/vulkan-validationlayers_*.deb /opt/vkgrad-vl
 cp .gpu/libstb.so.0 /usr/local/lib/ && ldconfig
 mkdir -p /usr/share/datasets && ln -sfn "$PWD/.gpu/fashion-mnist" /usr/share/datasets/fashion-mnist
+cp .gpu/licenses.txt /tmp/licenses.txt
 export VKGRAD_BUILD=/work/main/build
 mkdir -p "$VKGRAD_BUILD" && tar -C "$VKGRAD_BUILD" -xJf .gpu/build.tar.xz
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json

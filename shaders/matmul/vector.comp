@@ -11,6 +11,8 @@
 // which the host chooses when that axis is contiguous, K (N) % 4 == 0 and every row starts on
 // 16 bytes; otherwise one float per load along whichever axis is contiguous.
 // Tile sizes come from specialization constants (ops::MatmulTiling), one batch entry per z.
+// Split-K (k_chunk > 0, ops/matmul.cpp): batch entry z is the slice of K from z·k_chunk, its
+// operands found through the batch strides as any batch's; z's depth is the rest of K if shorter.
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 layout(constant_id = 0) const uint WX = 16;  // invocations along N; BN = WX * TN
@@ -38,6 +40,7 @@ layout(push_constant) uniform Push {
   uint c_off;
   uint bias_off, has_bias;
   float alpha, beta;
+  uint k_chunk;  // 0: no split; each z runs over all of K
 } p;
 
 // As is k-major: As[kk * BM4 + m / 4][m % 4], so a k step reads a column of the A tile as
@@ -52,20 +55,21 @@ void main() {
   const uint z = gl_WorkGroupID.z;
   const uint a0 = p.a_off + z * p.a_sb, b0 = p.b_off + z * p.b_sb;
   const bool a_along_k = p.a_sk == 1, b_along_n = p.b_sn == 1;
+  const uint K = p.k_chunk == 0 ? p.K : min(p.k_chunk, p.K - z * p.k_chunk);
 
   vec4 acc[TM][TN4];
   for (uint i = 0; i < TM; ++i)
     for (uint j = 0; j < TN4; ++j) acc[i][j] = vec4(0.0);
 
-  for (uint k0 = 0; k0 < p.K; k0 += BK) {
+  for (uint k0 = 0; k0 < K; k0 += BK) {
     // Past the last row, column or k the tiles are zero-filled, so a partial tile adds
-    // nothing (and nothing outside A or B is read). With A_VEC, K % 4 == 0: a vec4 along k
+    // nothing (and nothing outside A or B is read). With A_VEC, K % 4 == 0 (k_chunk too): a vec4 along k
     // is wholly inside or wholly past K; B_VEC likewise with N.
     if (A_VEC) {
       for (uint e = tid; e < BM * BK / 4; e += THREADS) {
         const uint m = e / (BK / 4), kq = (e % (BK / 4)) * 4;
         const uint row = row0 + m, k = k0 + kq;
-        const vec4 v = (row < p.M && k < p.K) ? a4[(a0 + row * p.a_sm + k) / 4] : vec4(0.0);
+        const vec4 v = (row < p.M && k < K) ? a4[(a0 + row * p.a_sm + k) / 4] : vec4(0.0);
         for (uint q = 0; q < 4; ++q) As[(kq + q) * BM4 + m / 4][m % 4] = v[q];
       }
     } else {
@@ -73,21 +77,21 @@ void main() {
         const uint m = a_along_k ? e / BK : e % BM, kk = a_along_k ? e % BK : e / BM;
         const uint row = row0 + m, k = k0 + kk;
         As[kk * BM4 + m / 4][m % 4] =
-            (row < p.M && k < p.K) ? a[a0 + row * p.a_sm + k * p.a_sk] : 0.0;
+            (row < p.M && k < K) ? a[a0 + row * p.a_sm + k * p.a_sk] : 0.0;
       }
     }
     if (B_VEC) {
       for (uint e = tid; e < BK * BN4; e += THREADS) {
         const uint kk = e / BN4, n4 = e % BN4;
         const uint k = k0 + kk, col = col0 + n4 * 4;
-        Bs[kk * BN4 + n4] = (k < p.K && col < p.N) ? b4[(b0 + k * p.b_sk + col) / 4] : vec4(0.0);
+        Bs[kk * BN4 + n4] = (k < K && col < p.N) ? b4[(b0 + k * p.b_sk + col) / 4] : vec4(0.0);
       }
     } else {
       for (uint e = tid; e < BK * BN; e += THREADS) {
         const uint kk = b_along_n ? e / BN : e % BK, n = b_along_n ? e % BN : e / BK;
         const uint k = k0 + kk, col = col0 + n;
         Bs[kk * BN4 + n / 4][n % 4] =
-            (k < p.K && col < p.N) ? b[b0 + k * p.b_sk + col * p.b_sn] : 0.0;
+            (k < K && col < p.N) ? b[b0 + k * p.b_sk + col * p.b_sn] : 0.0;
       }
     }
     // The tiles must be complete before any invocation reads them.

@@ -10,6 +10,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/matmul.h"
 #include "vkgrad/vk/error.h"
 #include "vkgrad/vk/staging.h"
 
@@ -135,6 +136,46 @@ TEST_F(AutogradTest, BroadcastAddsAndBatchedMatmulMatchFiniteDifferences) {
 // gamma and beta shared by two layernorms: the later layerNorm (first in the backward) writes
 // their gradients, the earlier one must add to them while it writes its dx: one node each,
 // dx and the parameters under their own write modes.
+// A weight gradient over a long K (3001 rows) gets split-K scratch (ops/matmul.h) sized by
+// matmulBackwardScratch, a short one none; the gradients match finite differences (on
+// lavapipe the texel kernel runs and leaves the scratch unused; a GPU's Vector kernel splits).
+TEST_F(AutogradTest, LongWeightGradientsGetSplitKScratch) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {8, 5}, Init::xavierUniform());
+  const auto& b = store.add("b", {5}, Init::uniform(-0.5f, 0.5f));
+  const auto& v = store.add("v", {5, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed());
+  Graph g;
+  const Tensor x = g.input("x", {3001, 8});
+  const Tensor y = g.input("y", {7}, ops::DType::U32);
+  const Tensor W = g.parameter(w), V = g.parameter(v);
+  const Tensor h = g.activation(g.matmul(x, W, g.parameter(b)), ops::Activation::Tanh);
+  const Tensor few = g.slice(h, 0, 7);  // 7 rows: V's gradient has a short K
+  const Tensor loss = g.crossEntropy(g.matmul(few, V), y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  int with = 0, without = 0;
+  for (const auto& node : g.nodes()) {
+    if (node.op != OpKind::MatmulBackward) continue;
+    ASSERT_EQ(node.outputs.size(), 2u);
+    if (node.outputs[0] == grads[W].id) {
+      ASSERT_GE(node.outputs[1], 0);
+      EXPECT_EQ(g.tensor(node.outputs[1]).shape.numel(),
+                ops::matmulBackwardScratch({3001, 8}, {8, 5}, false, false, false));
+      ++with;
+    } else {
+      EXPECT_EQ(node.outputs[1], -1);
+      ++without;
+    }
+  }
+  EXPECT_EQ(with, 1);
+  EXPECT_GE(without, 1);
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(3001 * 8));
+  exec.setInput(y, rng_.below(7, 3));
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+}
+
 TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {4, 6}, Init::xavierUniform());

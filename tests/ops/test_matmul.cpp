@@ -486,6 +486,120 @@ TEST_F(VkTest, MatmulFoldsABatchOverASharedWeightIntoOneDispatch) {
   EXPECT_EQ(rec.dispatchCount(), 2u);
 }
 
+// ---- Split-K (the Vector variant with scratch: a small C over a long K) ----
+
+// Products that split, plain and with each transpose, overwritten (c poisoned) and
+// accumulated with alpha (c random), against the fp64 CPU reference: K odd (the scalar load
+// paths), K = 4096 with vec4 rows, M and N not multiples of any tile. Each records the partial
+// products and their sum (two dispatches); the same inputs give the same bits twice.
+TEST_F(VkTest, MatmulSplitKMatchesCpuAndRepeatsBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Shape3 shapes[] = {{37, 23, 5003}, {64, 64, 4096}, {5, 130, 2049}};
+  for (const Shape3& s : shapes) {
+    ASSERT_GT(ops::matmulSplitK(s.m, s.n, s.k, 1), 1) << s.m << "x" << s.n << "x" << s.k;
+    auto scratch = poisoned(ctx(), {ops::matmulScratch(s.m, s.n, s.k, 1)});
+    const ops::TensorView vscratch = scratch.view();
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const bool accumulate : {false, true}) {
+          Case cs{s.m, s.n, s.k};
+          cs.trans_a = ta, cs.trans_b = tb;
+          if (accumulate) cs.alpha = 0.5f, cs.beta = 1.0f;
+          SCOPED_TRACE(cs.str());
+          const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+          const auto init = rng.uniform(s.m * s.n);
+          std::vector<float> want = init;
+          ops::ref::matmul(a.data(), b.data(), nullptr, want.data(), cs.ref());
+          auto da = upload(ctx(), cs.shapeA(), a), db = upload(ctx(), cs.shapeB(), b);
+          auto dc = accumulate ? upload(ctx(), cs.shapeC(), init) : poisoned(ctx(), cs.shapeC());
+          ops::MatmulOptions options = cs.options(ops::MatmulVariant::Vector);
+          options.scratch = &vscratch;
+          vk::Recorder rec(ctx());
+          ops::matmul(rec, da.view(), db.view(), dc.view(), options);
+          EXPECT_EQ(rec.dispatchCount(), 2u);
+          rec.submit();
+          const std::vector<float> got = download(ctx(), dc);
+          EXPECT_TRUE(allClose(got, want, kTolerance));
+          if (accumulate || ta || tb) continue;
+          auto again = poisoned(ctx(), cs.shapeC());
+          vk::Recorder rec2(ctx());
+          ops::matmul(rec2, da.view(), db.view(), again.view(), options);
+          rec2.submit();
+          const std::vector<float> bits = download(ctx(), again);
+          EXPECT_EQ(std::memcmp(bits.data(), got.data(), got.size() * 4), 0);
+        }
+  }
+}
+
+// No split where it cannot help or cannot run: C already fills the GPU, K too short, a
+// batch, a bias, a beta other than 0 or 1, or scratch too small. Those record one dispatch
+// (the bias-less ones) and still match the CPU.
+TEST_F(VkTest, MatmulSplitKOnlyWhereItPays) {
+  EXPECT_EQ(ops::matmulSplitK(4096, 4096, 4096, 1), 1);
+  EXPECT_EQ(ops::matmulSplitK(64, 64, 200, 1), 1);
+  EXPECT_EQ(ops::matmulSplitK(64, 64, 4096, 3), 1);
+  EXPECT_EQ(ops::matmulScratch(4096, 4096, 4096, 1), 0);
+  EXPECT_GT(ops::matmulSplitK(32, 64, 100000, 1), 100);  // a GNN's weight gradient
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Shape3 s{37, 23, 5003};
+  auto small = poisoned(ctx(), {ops::matmulScratch(s.m, s.n, s.k, 1) - 1});
+  const ops::TensorView vsmall = small.view();
+  for (const float beta : {0.0f, -0.5f}) {
+    Case cs{s.m, s.n, s.k};
+    cs.beta = beta;
+    const auto a = rng.uniform(s.m * s.k), b = rng.uniform(s.k * s.n), init = rng.uniform(s.m * s.n);
+    std::vector<float> want = init;
+    ops::ref::matmul(a.data(), b.data(), nullptr, want.data(), cs.ref());
+    auto da = upload(ctx(), cs.shapeA(), a), db = upload(ctx(), cs.shapeB(), b);
+    auto dc = upload(ctx(), cs.shapeC(), init);
+    ops::MatmulOptions options = cs.options(ops::MatmulVariant::Vector);
+    options.scratch = &vsmall;
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, da.view(), db.view(), dc.view(), options);
+    EXPECT_EQ(rec.dispatchCount(), 1u);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
+  }
+}
+
+// Weight gradients over a long K split with matmulBackwardScratch's scratch: a 2-D product,
+// a transposed weight (its gradient written transposed), and a batch over a shared weight
+// (the batch folded into K), overwritten and accumulated, against the CPU reference.
+TEST_F(VkTest, MatmulBackwardSplitsWeightGradients) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {{4099, 40, 24}, {4099, 40, 24, 0, 0, false, true}, {1500, 40, 24, 3, 0}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.str());
+    const int64_t floats =
+        ops::matmulBackwardScratch(cs.shapeA(), cs.shapeB(), cs.trans_a, cs.trans_b, false);
+    ASSERT_GT(floats, 0);
+    auto scratch = poisoned(ctx(), {floats});
+    const ops::TensorView vscratch = scratch.view();
+    const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+    const auto w = rng.uniform(cs.shapeC().numel()), init = rng.uniform(b.size());
+    std::vector<float> want(b.size());
+    ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want.data(), nullptr, cs.ref());
+    auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
+    auto tdc = upload(ctx(), cs.shapeC(), w);
+    auto gb = poisoned(ctx(), cs.shapeB()), acc = upload(ctx(), cs.shapeB(), init);
+    ops::MatmulOptions options = cs.options(ops::MatmulVariant::Vector);
+    options.scratch = &vscratch;
+    vk::Recorder rec(ctx());
+    const ops::TensorView vgb = gb.view(), vacc = acc.view();
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {nullptr, &vgb, nullptr}, options);
+    EXPECT_EQ(rec.dispatchCount(), 2u);
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {nullptr, &vacc, nullptr}, options,
+                        ops::Write::Accumulate);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), gb), want, kTolerance));
+    for (size_t i = 0; i < want.size(); ++i) want[i] += init[i];
+    EXPECT_TRUE(allClose(download(ctx(), acc), want, kTolerance));
+  }
+}
+
 // Each message names the op and the shapes (transposed ones marked ^T) and nothing is recorded.
 TEST_F(VkTest, MatmulRejectsBadFlagsShapesAndGradientsBeforeRecording) {
   Rng rng;

@@ -26,12 +26,38 @@ struct MatmulPush {
   uint32_t c_off;
   uint32_t bias_off, has_bias;  // bias: (N) from bias_off
   float alpha, beta;            // beta == 0: C is not read
+  uint32_t k_chunk;             // Vector only: split-K's slice of K per batch entry; 0: none
 };
-static_assert(sizeof(MatmulPush) == 64);
+static_assert(sizeof(MatmulPush) == 68);
 
 // Vector variant: workgroups a product should have before a larger tile is worth it: a few
 // per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
 constexpr int64_t kWorkgroupsToFill = 264;
+
+// Split-K (ops/matmul.h): products with fewer tiles of the smallest Vector tile (32x64) than
+// half of kWorkgroupsToFill split K into enough slices to make kWorkgroupsToFill workgroups,
+// each slice at least kSplitMinChunk deep and a multiple of kSplitAlign (the BK of every tile
+// matmulTilingFor picks, and a multiple of 4, which keeps the vec4 loads aligned).
+constexpr int64_t kSplitTileRows = 32, kSplitTileCols = 64;
+constexpr int64_t kSplitMinChunk = 128, kSplitAlign = 16;
+
+struct Split {
+  int64_t parts = 1, chunk = 0;  // parts slices of chunk along K (the last may be shorter)
+};
+
+int64_t divUp(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+Split splitFor(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  const int64_t tiles = divUp(m, kSplitTileRows) * divUp(n, kSplitTileCols);
+  if (batch != 1 || 2 * tiles >= kWorkgroupsToFill) return {1, k};
+  const int64_t wanted = std::min(divUp(kWorkgroupsToFill, tiles), k / kSplitMinChunk);
+  if (wanted < 2) return {1, k};
+  const int64_t chunk = divUp(divUp(k, wanted), kSplitAlign) * kSplitAlign;
+  const int64_t parts = divUp(k, chunk);
+  return parts < 2 ? Split{1, k} : Split{parts, chunk};
+}
 
 // Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
 constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
@@ -68,6 +94,7 @@ struct Product {
   int64_t batch = 1;
   const TensorView* bias = nullptr;
   float alpha = 1.0f, beta = 0.0f;
+  const TensorView* scratch = nullptr;  // split-K's, if any (MatmulOptions::scratch)
 };
 
 std::string describe(const Shape& s, bool trans) {
@@ -114,6 +141,15 @@ void checkGradient(const char* name, const TensorView* grad, bool shape_ok, cons
   checkAlias("matmul backward", name, *grad, "dc", dc, false);
 }
 
+// Split-K's scratch must be f32 in its buffer and overlap no operand.
+void checkScratch(const char* op, const TensorView* scratch,
+                  std::initializer_list<std::pair<const char*, const TensorView*>> operands) {
+  if (!scratch) return;
+  checkOperand(op, "scratch", *scratch);
+  for (const auto& [name, t] : operands)
+    if (t) checkAlias(op, "scratch", *scratch, name, *t, false);
+}
+
 bool canShuffle(const vk::DeviceInfo& info) {
   return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
 }
@@ -122,6 +158,7 @@ bool canShuffle(const vk::DeviceInfo& info) {
 struct Choice {
   MatmulVariant variant;
   MatmulTiling tiling;
+  uint32_t k_chunk = 0;  // Vector: a split-K slice per batch entry (recordSplit); 0: none
 };
 
 // Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
@@ -174,6 +211,34 @@ MatmulPush pushFor(const Product& p, uint32_t a_off, uint32_t b_off, uint32_t c_
   push.bias_off = bias_off, push.has_bias = p.bias ? 1 : 0;
   push.alpha = p.alpha, push.beta = p.beta;
   return push;
+}
+
+void record(vk::Recorder& rec, Product p, const Choice& choice);
+
+// Split-K for the Vector variant (ops/matmul.h): the slices of K as a batch of partial products
+// into scratch, then their sum in order. False (nothing recorded) where the product does not
+// split: no scratch or too little, a batch, a bias, or a beta other than 0 and 1.
+bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
+  if (!p.scratch || p.batch != 1 || p.bias || (p.beta != 0.0f && p.beta != 1.0f)) return false;
+  const int64_t m = p.a.rows, n = p.b.cols, k = p.a.cols;
+  const Split split = splitFor(m, n, k, 1);
+  if (split.parts < 2 || p.scratch->shape.numel() < split.parts * m * n) return false;
+  // Slice z of K: op(A)'s columns and op(B)'s rows from z·chunk, through the batch strides.
+  Product part = p;
+  part.a.s_batch = split.chunk * p.a.s_col;
+  part.b.s_batch = split.chunk * p.b.s_row;
+  part.batch = split.parts;
+  const TensorView partials =
+      view(*p.scratch->buffer, {split.parts, m, n}, p.scratch->offset);
+  part.c = partials;
+  part.alpha = 1.0f, part.beta = 0.0f;
+  part.scratch = nullptr;
+  Choice sliced = choice;
+  sliced.k_chunk = uint32_t(split.chunk);
+  record(rec, part, sliced);
+  sumFolded(rec, "matmul", partials, nullptr, p.c, Folded{split.parts, m * n, 1}, p.alpha,
+            p.beta != 0.0f ? Write::Accumulate : Write::Overwrite);
+  return true;
 }
 
 // Records one product. A batch over a broadcast B with A's batches back to back is one taller
@@ -255,10 +320,13 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       break;
     }
     case MatmulVariant::Vector: {
+      if (recordSplit(rec, p, choice)) break;
       const MatmulTiling t =
           choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
       // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
       // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+      MatmulPush vpush = push;
+      vpush.k_chunk = choice.k_chunk;
       const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
                          p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
       const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
@@ -266,7 +334,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       const vk::Kernel& kernel = context.kernels().get(
           "matmul/vector", {t.wx, t.wy, t.bk, t.tm, t.tn, uint32_t(a_vec), uint32_t(b_vec)});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn),
+      rec.dispatchGroups(kernel, args, &vpush, sizeof(vpush), vk::divUp(n, t.wx * t.tn),
                          vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
       break;
     }
@@ -281,7 +349,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
 // batch: as one product with the batch folded into the inner dimension where both operands
 // have their batches back to back along it, else one accumulating product per batch entry.
 void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
-              int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant) {
+              int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant,
+              const TensorView* scratch) {
   if (out_transposed) {
     // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
     std::swap(x, y);
@@ -290,14 +359,14 @@ void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
   }
   const float beta = w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_batch == batch) {
-    record(rec, {x, y, out, batch, nullptr, alpha, beta}, variant);
+    record(rec, {x, y, out, batch, nullptr, alpha, beta, scratch}, variant);
     return;
   }
   const int64_t inner = x.cols;
   if (x.s_batch == inner * x.s_col && y.s_batch == inner * y.s_row) {
     x.cols = y.rows = batch * inner;
     x.s_batch = y.s_batch = 0;
-    record(rec, {x, y, out, 1, nullptr, alpha, beta}, variant);
+    record(rec, {x, y, out, 1, nullptr, alpha, beta, scratch}, variant);
     return;
   }
   for (int64_t z = 0; z < batch; ++z) {
@@ -305,7 +374,7 @@ void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
     xz.start += uint64_t(z * x.s_batch);
     yz.start += uint64_t(z * y.s_batch);
     const float beta_z = z == 0 ? beta : 1.0f;
-    record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z}, variant);
+    record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z, scratch}, variant);
   }
 }
 
@@ -367,6 +436,38 @@ MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, i
   return {16, 8, 16, 4, 4};
 }
 
+int64_t matmulSplitK(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  return splitFor(m, n, k, batch).parts;
+}
+
+int64_t matmulScratch(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  const int64_t parts = matmulSplitK(m, n, k, batch);
+  return parts > 1 ? parts * m * n : 0;
+}
+
+int64_t matmulBackwardScratch(const Shape& a, const Shape& b, bool trans_a, bool trans_b,
+                              bool for_a) {
+  const Shape c = matmulShape(a, b, trans_a, trans_b);
+  const int r = c.rank();
+  const int64_t m = c[r - 2], n = c[r - 1], batch = r == 3 ? c[0] : 1;
+  const int64_t k = trans_a ? a[a.rank() - 2] : a[a.rank() - 1];
+  // The gradient is (M,K) over N for a, (K,N) over M for b, written transposed where its
+  // operand is stored so (gradient() swaps the product's sides); a broadcast operand's sums
+  // over the batch as one product with the batch folded into the inner dimension, or one per
+  // batch entry. The most any of those may need.
+  const Shape& x = for_a ? a : b;
+  const int64_t rows = for_a ? m : k, cols = for_a ? k : n, inner = for_a ? n : m;
+  const int64_t out_batch = x.rank() == 3 ? x[0] : 1;
+  int64_t most = 0;
+  for (const int64_t depth : {inner, inner * batch}) {
+    const int64_t entries = out_batch == batch ? batch : 1;
+    if (depth != inner && out_batch == batch) continue;
+    most = std::max({most, matmulScratch(rows, cols, depth, entries),
+                     matmulScratch(cols, rows, depth, entries)});
+  }
+  return most;
+}
+
 MatmulVariant matmulVariantFor(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
   // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers
@@ -389,10 +490,12 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   }
   checkAlias("matmul", "c", c, "a", a, false);
   checkAlias("matmul", "c", c, "b", b, false);
+  checkScratch("matmul", options.scratch, {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}});
   const Choice variant{resolve(context, options.variant, {&a, &b}), options.tiling};
   if (!options.tiling.empty()) checkTiling(context, options.tiling);
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
+  p.scratch = options.scratch;
   record(rec, p, variant);
 }
 
@@ -418,6 +521,8 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   for (const TensorView* g : {grads.da, grads.db})
     if (g && grads.dbias)
       checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
+  checkScratch("matmul backward", forward.scratch,
+               {{"a", &a}, {"b", &b}, {"dc", &dc}, {"da", grads.da}, {"db", grads.db}});
   const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling};
   if (!forward.tiling.empty()) checkTiling(context, forward.tiling);
 
@@ -427,11 +532,11 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ.
   if (grads.da)
     gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a), d.batch,
-             forward.alpha, w, variant);
+             forward.alpha, w, variant, forward.scratch);
   // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ.
   if (grads.db)
     gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
-             forward.alpha, w, variant);
+             forward.alpha, w, variant, forward.scratch);
   if (grads.dbias) sumRows(rec, dc, *grads.dbias, w);
 }
 

@@ -45,7 +45,25 @@ struct MatmulOptions {
   const TensorView* bias = nullptr;  // (N), added to every row of C
   MatmulVariant variant = MatmulVariant::Auto;
   MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
+  // f32 scratch for split-K (below), at least matmulScratch (matmulBackwardScratch for the
+  // backward) elements; null: no split. Only the Vector variant splits, and only a product
+  // with no bias and beta 0 or 1, so elsewhere it is left untouched.
+  const TensorView* scratch = nullptr;
 };
+
+// Split-K. A product whose C has too few tiles to fill a large GPU (a weight gradient: C is
+// (in, out) while K is every row of the batch, 100,000 nodes of a graph say) runs as S
+// partial products over consecutive slices of K, one workgroup batch entry each, into scratch
+// (S, M, N), and then a fixed-order sum of the S partials into C: the same bits every run, no
+// atomics. S depends on the shape alone; 1: no split. Vulkan-free, so the graph sizes its
+// scratch before it meets a device.
+int64_t matmulSplitK(int64_t m, int64_t n, int64_t k, int64_t batch);
+// f32 elements of scratch a product (M,N) over K of `batch` entries splits into: S·M·N, or 0.
+int64_t matmulScratch(int64_t m, int64_t n, int64_t k, int64_t batch);
+// The same for matmulBackward's gradient of a (for_a) or of b: the most any product it
+// records for that gradient may split into (the shapes are matmul's, checked by matmulShape).
+int64_t matmulBackwardScratch(const Shape& a, const Shape& b, bool trans_a, bool trans_b,
+                              bool for_a);
 
 // The shape rule of matmul, Vulkan-free (the graph builder uses it too): op(a)·op(b) is (M,N)
 // when both are 2-D, else (B,M,N); bias, if given, must be (N). Throws ShapeError

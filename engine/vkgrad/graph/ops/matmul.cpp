@@ -1,5 +1,6 @@
 // matmul: c = alpha·op(a)·op(b) [+ bias] (ops/matmul.h), and its backward: one node per
-// input that needs a gradient, each one kernel of ops::matmulBackward.
+// input that needs a gradient, each one product of ops::matmulBackward (split along K into a
+// scratch tensor where the product is a small C over a long K: a weight gradient).
 #include <string>
 
 #include "vkgrad/graph/backward.h"
@@ -21,7 +22,7 @@ struct Matmul {
 
 struct MatmulBackward {
   enum In { a, b, dc, kInputs };
-  enum Out { grad, kOutputs };
+  enum Out { grad, scratch, kOutputs };  // scratch: -1 unless the product may split
   struct Attrs {
     Matmul::Attrs forward;
     Matmul::In of;  // the input whose gradient this node writes
@@ -36,11 +37,24 @@ ops::MatmulOptions options(const Matmul::Attrs& at) {
 
 // dA = dC·op(B)ᵀ, dB = op(A)ᵀ·dC, dbias = Σ rows dC (ops/matmul.h).
 void backward(Backward& b, const Node& f) {
-  for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias})
-    if (b.needs(f, of))
-      b.emit(OpKind::MatmulBackward, f, of,
-             {f.inputs[Matmul::a], f.inputs[Matmul::b], b.dout(f, Matmul::c)},
-             MatmulBackward::Attrs{f.attr<Matmul::Attrs>(), of});
+  Graph& g = b.graph();
+  const Matmul::Attrs& at = f.attr<Matmul::Attrs>();
+  const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
+  for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
+    if (!b.needs(f, of)) continue;
+    const int gid = b.gradOf(f.inputs[of]);
+    const ops::Write mode = b.contribute(gid);
+    const int64_t floats =
+        of == Matmul::bias ? 0
+                           : ops::matmulBackwardScratch(g.tensor(ia).shape, g.tensor(ib).shape,
+                                                        at.trans_a, at.trans_b, of == Matmul::a);
+    const int scratch = floats > 0 ? b.temp({floats}, "matmul.scratch") : -1;
+    g.addNode({OpKind::MatmulBackward,
+               {ia, ib, b.dout(f, Matmul::c)},
+               {gid, scratch},
+               {mode, ops::Write::Overwrite},
+               MatmulBackward::Attrs{at, of}});
+  }
 }
 
 void launch(const Launch& l) {
@@ -53,11 +67,13 @@ void launch(const Launch& l) {
 void launchBackward(const Launch& l) {
   const auto& at = l.attr<MatmulBackward::Attrs>();
   const ops::TensorView grad = l.out(MatmulBackward::grad);
+  const ops::TensorView scratch = l.out(MatmulBackward::scratch);
   ops::MatmulGrads grads;
   (at.of == Matmul::a ? grads.da : at.of == Matmul::b ? grads.db : grads.dbias) = &grad;
+  ops::MatmulOptions o = options(at.forward);
+  if (scratch.buffer) o.scratch = &scratch;
   ops::matmulBackward(l.rec, l.in(MatmulBackward::a), l.in(MatmulBackward::b),
-                      l.in(MatmulBackward::dc), grads, options(at.forward),
-                      l.write(MatmulBackward::grad));
+                      l.in(MatmulBackward::dc), grads, o, l.write(MatmulBackward::grad));
 }
 
 }  // namespace
