@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a lent GPU machine (bench/gpu/README.md): the weight-gradient products of the demos with
 # and without split-K (ops::matmulSplitK), and the per-op GPU time of one training step of
-# each demo (--profile). Logs to $1.
+# each demo (--profile). Logs to $1. VKGRAD_PROFILE_PRODUCTS=0 leaves out the products.
 #   bash bench/gpu/profile.sh OUT.txt
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,6 +11,7 @@ p() { echo "\$ ${*#"$B/"}" >> "$o"; timeout 100 "$@" 2>&1 | grep -v -E "^epoch|E
 # dW = Xᵀ·dY: the GCN's (features 32, hidden 64, 10 classes over 100,000 nodes), the ViT's
 # (width 64, MLP 128, qkv 192 over 128 images x 17 tokens), the GPT's (width 128, MLP 512,
 # qkv 384 over 12 x 64 tokens), and the GPT's dX over the MLP's 512.
+[[ ${VKGRAD_PROFILE_PRODUCTS:-1} == 1 ]] &&
 for mnk in "32 64 100000" "64 10 100000" "64 64 2176" "64 192 2176" "128 64 2176" \
            "128 384 768" "128 512 768" "512 128 768" "128 128 768" "768 128 512 --transB"; do
   set -- $mnk

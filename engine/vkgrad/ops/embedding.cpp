@@ -142,7 +142,12 @@ int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
   return vocab + n;
 }
 
-// Auto picks Bucket. lavapipe, 2 cores shared with other jobs (load average ~10, so absolute
+// Auto on a GPU: Scan for up to this many positions and this much work (V * D * n), else
+// Bucket.
+constexpr uint32_t kScanMaxPositions = 2048;
+constexpr uint64_t kScanMaxWork = uint64_t(1) << 30;
+
+// Auto picks Bucket on CPU devices. lavapipe, 2 cores shared with other jobs (load average ~10, so absolute
 // times are inflated), n = 4096 positions, D = 64, ms per call (median of 7; Scan of 3):
 //   V       Scan    Bucket = sort pass + sum pass
 //   65       475     4.5      ~1        ~4.4
@@ -159,6 +164,13 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
       checkShapes("embeddingBackward", ids, dtable, "dtable", dout, "dout", status);
   const bool accumulate = write == Write::Accumulate;
   vk::KernelCache& kernels = rec.context().kernels();
+  // On a GPU the one-workgroup sort of Bucket is the slow part (0.83 ms of a 2.1 ms GCN step
+  // on an H200 with V = 100,000 rows and n = 200 positions, BENCHMARKS.md), while Scan's
+  // V*D invocations each loop over n ids that every lane of a subgroup loads together.
+  if (variant == EmbeddingBackwardVariant::Auto && !rec.context().info().isCpu() &&
+      push.n <= kScanMaxPositions &&
+      uint64_t(push.vocab) * push.dim * push.n <= kScanMaxWork)
+    variant = EmbeddingBackwardVariant::Scan;
   if (variant == EmbeddingBackwardVariant::Scan) {
     const vk::Kernel& kernel = kernels.get("embedding/backward_scan", {kWorkgroup, accumulate});
     const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});

@@ -42,7 +42,8 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
                const TensorView& out, const TensorView& status, int64_t table_row_stride = 0);
 
 enum class EmbeddingBackwardVariant {
-  Auto,    // Bucket: 100-2000x faster than Scan at V = 65..5000 on lavapipe (embedding.cpp)
+  Auto,    // Bucket on CPUs (100-2000x faster than Scan at V = 65..5000 on lavapipe); on
+           // GPUs Scan for up to 2048 positions (embedding.cpp), else Bucket
   Bucket,  // stable counting sort of positions by id (1 workgroup), then one sum per (v, d)
   Scan,    // each (v, d) scans all ids: O(V*n*D), no scratch; for tests and comparisons
 };

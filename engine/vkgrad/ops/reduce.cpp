@@ -41,6 +41,17 @@ struct Launch {
 Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64_t outer,
                  uint64_t kept, uint64_t inner) {
   const uint64_t steps = column ? outer : outer * inner;  // one lane's loop, if it were alone
+  if (column && !info.isCpu()) {
+    // Column sums of a tall matrix (a bias gradient over 100,000 rows) have few outputs, so
+    // the lanes per output decide the time: up to the device's largest workgroup (1024 on an
+    // H200) of kMinColumnOutputs adjacent outputs (BENCHMARKS.md, the GNN on the GPU).
+    const uint64_t limit = std::bit_floor(
+        std::min<uint64_t>(kMaxWorkgroup, info.max_workgroup_invocations));
+    const uint64_t outs = std::min(std::bit_ceil(kept), kMinColumnOutputs);
+    const uint64_t lanes =
+        std::bit_floor(std::clamp<uint64_t>(steps / kLoadsPerLane, 1, limit / outs));
+    return {uint32_t(lanes), uint32_t(std::max<uint64_t>(kWorkgroup, lanes * outs))};
+  }
   const uint64_t wanted = std::clamp<uint64_t>(steps / kLoadsPerLane, 1, kWorkgroup);
   uint64_t lanes;
   if (info.isCpu()) {
@@ -49,8 +60,6 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
     lanes = std::max(lanes, std::bit_ceil((steps + kMaxLaneSteps - 1) / kMaxLaneSteps));
   } else {
     lanes = std::bit_floor(wanted);
-    if (column)
-      lanes = std::min(lanes, kWorkgroup / std::min(std::bit_ceil(kept), kMinColumnOutputs));
   }
   if (lanes > std::min<uint64_t>(kMaxWorkgroup, info.max_workgroup_invocations))
     throw ShapeError(std::string(op) + ": " + std::to_string(steps) +
