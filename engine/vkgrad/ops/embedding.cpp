@@ -164,6 +164,15 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
       checkShapes("embeddingBackward", ids, dtable, "dtable", dout, "dout", status);
   const bool accumulate = write == Write::Accumulate;
   vk::KernelCache& kernels = rec.context().kernels();
+  // Auto and Bucket need the scratch, whichever kernel Auto then picks on this device, so
+  // that a caller's scratch that works on one device works on every device.
+  const int64_t need = embeddingBackwardScratch(push.vocab, push.n);
+  if (variant != EmbeddingBackwardVariant::Scan) {
+    if (scratch.shape.numel() < need)
+      throw ShapeError("embeddingBackward: scratch " + scratch.shape.str() +
+                       " holds fewer than V + n = " + std::to_string(need) + " u32 words");
+    checkFits("embeddingBackward", "scratch", scratch, DType::U32);
+  }
   // On a GPU the one-workgroup sort of Bucket is the slow part (0.83 ms of a 2.1 ms GCN step
   // on an H200 with V = 100,000 rows and n = 200 positions, BENCHMARKS.md), while Scan's
   // V*D invocations each loop over n ids that every lane of a subgroup loads together.
@@ -178,11 +187,6 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
                        groupsFor(uint64_t(push.vocab) * push.dim));
     return;
   }
-  const int64_t need = embeddingBackwardScratch(push.vocab, push.n);
-  if (scratch.shape.numel() < need)
-    throw ShapeError("embeddingBackward: scratch " + scratch.shape.str() +
-                     " holds fewer than V + n = " + std::to_string(need) + " u32 words");
-  checkFits("embeddingBackward", "scratch", scratch, DType::U32);
   EmbeddingPush bucket_push = push;
   const auto bucket_args =
       bindAll(rec.context(), bucket_push, {ids, words(scratch, need), words(status, 2)});
