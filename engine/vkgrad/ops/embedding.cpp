@@ -142,9 +142,10 @@ int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
   return vocab + n;
 }
 
-// Auto on a GPU: Scan for up to this many positions and this much work (V * D * n), else
-// Bucket.
+// Auto on a GPU: Scan for up to this many positions, at least this many outputs (V * D) and
+// at most this much work (V * D * n), else Bucket.
 constexpr uint32_t kScanMaxPositions = 2048;
+constexpr uint64_t kScanMinOutputs = uint64_t(1) << 16;
 constexpr uint64_t kScanMaxWork = uint64_t(1) << 30;
 
 // Auto picks Bucket on CPU devices. lavapipe, 2 cores shared with other jobs (load average ~10, so absolute
@@ -173,11 +174,13 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
                        " holds fewer than V + n = " + std::to_string(need) + " u32 words");
     checkFits("embeddingBackward", "scratch", scratch, DType::U32);
   }
-  // On a GPU the one-workgroup sort of Bucket is the slow part (0.83 ms of a 2.1 ms GCN step
-  // on an H200 with V = 100,000 rows and n = 200 positions, BENCHMARKS.md), while Scan's
-  // V*D invocations each loop over n ids that every lane of a subgroup loads together.
+  // On a GPU the one-workgroup sort of Bucket is the slow part of a large table (0.83 ms of a
+  // 2.1 ms GCN step on an H200 with V*D = 100,000 x 10 and n = 200 positions; Scan 0.157 ms),
+  // while Scan's V*D invocations each loop over n ids that the lanes of a subgroup load
+  // together. A small table gives Scan too few invocations to hide that loop (the GPT's,
+  // V*D = 86 x 128 over n = 768: Bucket 0.064 ms, Scan 0.078; BENCHMARKS.md).
   if (variant == EmbeddingBackwardVariant::Auto && !rec.context().info().isCpu() &&
-      push.n <= kScanMaxPositions &&
+      push.n <= kScanMaxPositions && uint64_t(push.vocab) * push.dim >= kScanMinOutputs &&
       uint64_t(push.vocab) * push.dim * push.n <= kScanMaxWork)
     variant = EmbeddingBackwardVariant::Scan;
   if (variant == EmbeddingBackwardVariant::Scan) {

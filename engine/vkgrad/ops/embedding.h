@@ -43,7 +43,8 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
 
 enum class EmbeddingBackwardVariant {
   Auto,    // Bucket on CPUs (100-2000x faster than Scan at V = 65..5000 on lavapipe); on
-           // GPUs Scan for up to 2048 positions (embedding.cpp), else Bucket
+           // GPUs Scan for a large table (V*D >= 65,536) and up to 2048 positions
+           // (embedding.cpp), else Bucket
   Bucket,  // stable counting sort of positions by id (1 workgroup), then one sum per (v, d)
   Scan,    // each (v, d) scans all ids: O(V*n*D), no scratch; for tests and comparisons
 };
