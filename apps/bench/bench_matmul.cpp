@@ -37,8 +37,15 @@ void declare(Cli& cli) {
   cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
   cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
   cli.flag("sample", "matmul: check 4096 sampled elements (the default above 2048³), not all");
-  cli.option("split", "matmul: split-K scratch for the vector variant: auto (split where "
-             "ops::matmulSplitK says) or off", "auto");
+  cli.option("split",
+             "matmul: split-K scratch for the vector variant: auto (split where "
+             "ops::matmulSplitK says) or off",
+             "auto");
+  cli.option("shapes",
+             "matmul: a preset instead of --m/--n/--k: 'gpt' times every product of "
+             "the 4-layer GPT's training step (vkgrad-gpt's BENCHMARKS configuration), forward "
+             "and backward, with --variant (auto: one per device) and its split-K scratch",
+             "");
 }
 
 // x: (rows,cols) -> (cols,rows), so the plain CPU reference can check a transposed product.
@@ -63,8 +70,7 @@ ops::MatmulTiling parseTiling(const Cli& cli) {
   if (text == "auto") return {};
   uint32_t v[5] = {};
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%ux%ux%ux%ux%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) !=
-      5)
+  if (std::sscanf(text.c_str(), "%ux%ux%ux%ux%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5)
     cli.fail("--tiling must be auto or WXxWYxBKxTMxTN (five numbers), got '" + text + "'");
   return {v[0], v[1], v[2], v[3], v[4]};
 }
@@ -95,7 +101,135 @@ double sampledError(const std::vector<float>& a, const std::vector<float>& b,
   return worst;
 }
 
+// One product of a training step and how many times a step runs it.
+struct StepProduct {
+  const char* what;
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  int count;
+};
+
+// The 4-layer GPT of BENCHMARKS.md (width 128, MLP 512, 86 symbols, batch 12 x context 64 =
+// 768 rows): per layer the qkv, attention-output, MLP-in and MLP-out products, and the head
+// once; each forward product x·W (M rows, K in, N out) has two backward ones, dX = dY·Wᵀ
+// (M x K over N) and dW = Xᵀ·dY (K x N over M). The first layer's dX is needed too (its
+// input is a layer norm's output).
+std::vector<StepProduct> gptStepProducts() {
+  const int64_t rows = 12 * 64, width = 128, mlp = 4 * width, vocab = 86, layers = 4;
+  struct Linear {
+    const char* name;
+    int64_t in, out;
+    int count;
+  };
+  const Linear linears[] = {{"qkv", width, 3 * width, int(layers)},
+                            {"proj", width, width, int(layers)},
+                            {"fc", width, mlp, int(layers)},
+                            {"out", mlp, width, int(layers)},
+                            {"head", width, vocab, 1}};
+  std::vector<StepProduct> products;
+  for (const Linear& l : linears) {
+    products.push_back({l.name, rows, l.out, l.in, false, false, l.count});
+    products.push_back({l.name, rows, l.in, l.out, false, true, l.count});  // dX
+    products.push_back({l.name, l.in, l.out, rows, true, false, l.count});  // dW
+  }
+  return products;
+}
+
+// --shapes gpt: each product of the step once (sampled check against fp64), then the step's
+// matmul time as the sum of count x median.
+int runStepProducts(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  const std::vector<ops::MatmulVariant> variants = parseVariants(cli);
+  if (variants.size() != 1) cli.fail("--shapes gpt takes one --variant, not all");
+  const ops::MatmulVariant variant =
+      variants[0] == ops::MatmulVariant::Auto ? ops::matmulVariantFor(context) : variants[0];
+  const bool split = cli.get("split") == "auto";
+  if (!split && cli.get("split") != "off")
+    cli.fail("--split must be auto or off, got '" + cli.get("split") + "'");
+  std::fprintf(stderr, "vkgrad-bench: the 4-layer GPT step's matmuls on %s\n",
+               context.info().name.c_str());
+  if (!options.json)
+    std::printf("device   %s\nvariant  %s; median of %d dispatches after %d warm-up\n",
+                deviceDescription(context).c_str(), ops::matmulVariantName(variant), options.iters,
+                options.warmup);
+  int exit_code = 0;
+  double step_ms = 0, step_flop = 0;
+  const char* kinds[] = {"forward", "dX", "dW"};
+  const std::vector<StepProduct> products = gptStepProducts();
+  for (size_t i = 0; i < products.size(); ++i) {
+    const StepProduct& s = products[i];
+    const ops::Shape a_shape = s.trans_a ? ops::Shape{s.k, s.m} : ops::Shape{s.m, s.k};
+    const ops::Shape b_shape = s.trans_b ? ops::Shape{s.n, s.k} : ops::Shape{s.k, s.n};
+    const int64_t scratch_numel = split ? ops::matmulScratch(s.m, s.n, s.k, 1) : 0;
+    const vk::Buffer da = context.allocator().allocate(a_shape.numel() * sizeof(float)),
+                     db = context.allocator().allocate(b_shape.numel() * sizeof(float)),
+                     dc = context.allocator().allocate(s.m * s.n * sizeof(float)),
+                     dscratch = context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) *
+                                                             sizeof(float));
+    const std::vector<float> a = benchData(size_t(a_shape.numel()), -1.0f, 1.0f, 1 + uint32_t(i)),
+                             b = benchData(size_t(b_shape.numel()), -1.0f, 1.0f, 101 + uint32_t(i));
+    context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
+    context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
+    const ops::TensorView va = ops::view(da, a_shape), vb = ops::view(db, b_shape),
+                          vc = ops::view(dc, {s.m, s.n}),
+                          vscratch = ops::view(dscratch, {std::max<int64_t>(scratch_numel, 1)});
+    ops::MatmulOptions o;
+    o.trans_a = s.trans_a, o.trans_b = s.trans_b, o.variant = variant;
+    if (scratch_numel > 0) o.scratch = &vscratch;
+    const Stats t = stats(timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+                            ops::matmul(rec, va, vb, vc, o);
+                          }).ms);
+    std::vector<float> got(size_t(s.m * s.n));
+    context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
+    const double error = sampledError(a, b, got, 1, s.m, s.n, s.k, s.trans_a, s.trans_b);
+    if (!(error <= kCheckTolerance)) exit_code = 1;
+    const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    const double gflops = flop / (t.median * 1e6);
+    const int64_t parts = variant == ops::MatmulVariant::Vector && scratch_numel > 0
+                              ? ops::matmulSplitK(s.m, s.n, s.k, 1)
+                              : 1;
+    step_ms += s.count * t.median;
+    step_flop += s.count * flop;
+    const char* kind = kinds[i % 3];
+    if (options.json) {
+      printJsonLine({{"op", "matmul"},
+                     {"preset", "gpt"},
+                     {"product", s.what},
+                     {"kind", kind},
+                     {"m", s.m},
+                     {"n", s.n},
+                     {"k", s.k},
+                     {"transA", s.trans_a},
+                     {"transB", s.trans_b},
+                     {"count", s.count},
+                     {"split", parts},
+                     {"variant", ops::matmulVariantName(variant)},
+                     {"ms", t.median},
+                     {"gflops", gflops},
+                     {"error", error},
+                     {"device", context.info().name}});
+    } else {
+      std::printf(
+          "%-5s %-7s %4lldx%-4lldx%-4lld%s%s  x%d  %8.3f ms  %8.1f GFLOP/s%s  error %.2g%s\n",
+          s.what, kind, (long long)s.m, (long long)s.n, (long long)s.k, s.trans_a ? " Aᵀ" : "   ",
+          s.trans_b ? " Bᵀ" : "   ", s.count, t.median, gflops,
+          parts > 1 ? (" split " + std::to_string(parts)).c_str() : "", error,
+          error <= kCheckTolerance ? "" : "  WRONG");
+    }
+    std::fflush(stdout);
+  }
+  if (!options.json)
+    std::printf(
+        "step     %.3f ms of matmul per training step (sum of count x median), %.1f GFLOP/s\n",
+        step_ms, step_flop / (step_ms * 1e6));
+  return exit_code;
+}
+
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  if (!cli.get("shapes").empty()) {
+    if (cli.get("shapes") != "gpt")
+      cli.fail("--shapes must be gpt, got '" + cli.get("shapes") + "'");
+    return runStepProducts(cli, context, options);
+  }
   const int64_t m = cli.getInt("m", 1, 1 << 20), n = cli.getInt("n", 1, 1 << 20),
                 k = cli.getInt("k", 1, 1 << 20), batch = cli.getInt("batch", 1, 65535);
   const bool trans_a = cli.has("transA"), trans_b = cli.has("transB");
@@ -104,13 +238,12 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const std::string split_text = cli.get("split");
   if (split_text != "auto" && split_text != "off")
     cli.fail("--split must be auto or off, got '" + split_text + "'");
-  const int64_t scratch_numel =
-      split_text == "auto" ? ops::matmulScratch(m, n, k, batch) : 0;
+  const int64_t scratch_numel = split_text == "auto" ? ops::matmulScratch(m, n, k, batch) : 0;
   const int64_t parts = scratch_numel > 0 ? ops::matmulSplitK(m, n, k, batch) : 1;
   const double flop = 2.0 * double(batch) * double(m) * double(n) * double(k);
-  const bool check = options.check || (!cli.has("sample") && double(batch) * double(m) *
-                                                                  double(n) * double(k) <=
-                                                              kCheckLimit);
+  const bool check =
+      options.check ||
+      (!cli.has("sample") && double(batch) * double(m) * double(n) * double(k) <= kCheckLimit);
   const std::string device = deviceDescription(context);
   const ops::MatmulVariant automatic = ops::matmulVariantFor(context);
 
@@ -246,8 +379,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
            {"driver", context.info().driver_name + " (" + context.info().driver_info + ")"}});
     } else {
       char verdict[80];
-      std::snprintf(verdict, sizeof(verdict), "%s %.2g%s", check ? "error" : "sampled error",
-                    error, error <= kCheckTolerance ? "" : "  WRONG");
+      std::snprintf(verdict, sizeof(verdict), "%s %.2g%s", check ? "error" : "sampled error", error,
+                    error <= kCheckTolerance ? "" : "  WRONG");
       std::printf(
           "matmul %lldx%lldx%lld%s%s%s  %-6s%s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
           "cpu %.3f ms)  %s\n",

@@ -343,8 +343,8 @@ int train(int argc, char** argv) {
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       pictures.c_str());
   if (cli.has("profile"))
-    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
-                trainer.lastStepMilliseconds(), trainer.profile().c_str());
+    std::printf("GPU time of the last training step by op (%.1f ms in all, %u dispatches):\n%s",
+                trainer.lastStepMilliseconds(), trainer.dispatchCount(), trainer.profile().c_str());
   if (cli.has("json")) {
     const graph::Json result = {
         {"command", "train"},

@@ -323,8 +323,8 @@ int train(int argc, char** argv) {
       double(last_train), double(val), unigram, out.string().c_str(), gpt::kModelFile,
       gpt::kConfigFile, kTrainStateFile);
   if (options.profile)
-    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
-                trainer.lastStepMilliseconds(),
+    std::printf("GPU time of the last training step by op (%.1f ms in all, %u dispatches):\n%s",
+                trainer.lastStepMilliseconds(), trainer.executor().dispatchCount(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json)
     std::printf("%s\n", graph::dumpJson({{"train_loss", last_train},

@@ -321,8 +321,8 @@ int train(int argc, char** argv) {
       double(context.allocator().peakBytesInUse()) / 1048576.0, out.string().c_str(),
       vit::kModelFile, vit::kConfigFile);
   if (options.profile)
-    std::printf("GPU time of the last training step by op (%.1f ms in all):\n%s",
-                trainer.lastStepMilliseconds(),
+    std::printf("GPU time of the last training step by op (%.1f ms in all, %u dispatches):\n%s",
+                trainer.lastStepMilliseconds(), trainer.executor().dispatchCount(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (json) {
     graph::Json result = confusionJson(confusion, names);

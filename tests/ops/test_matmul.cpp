@@ -156,7 +156,7 @@ TEST_F(VkTest, MatmulAutoPicksTexelOnCpusAndVectorOnGpus) {
 TEST_F(VkTest, MatmulVectorTilingsMatchCpu) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const ops::MatmulTiling tilings[] = {{16, 16, 16, 8, 8}, {16, 16, 8, 8, 8}, {16, 8, 16, 8, 8},
+  const ops::MatmulTiling tilings[] = {{16, 16, 16, 8, 8}, {16, 16, 8, 8, 8},  {16, 8, 16, 8, 8},
                                        {8, 16, 16, 8, 8},  {16, 16, 32, 4, 4}, {8, 8, 16, 4, 4},
                                        {32, 8, 16, 4, 8},  {16, 16, 16, 4, 8}, {8, 8, 4, 16, 16}};
   const Shape3 shapes[] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3}};
@@ -190,9 +190,9 @@ TEST_F(VkTest, MatmulRejectsATilingTheDeviceCannotRun) {
   auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
   ops::MatmulOptions options;
   options.variant = ops::MatmulVariant::Vector;
-  for (const ops::MatmulTiling tiling : {ops::MatmulTiling{16, 16, 6, 4, 4},
-                                         ops::MatmulTiling{64, 64, 16, 4, 4},
-                                         ops::MatmulTiling{16, 16, 16, 32, 32}}) {
+  for (const ops::MatmulTiling tiling :
+       {ops::MatmulTiling{16, 16, 6, 4, 4}, ops::MatmulTiling{64, 64, 16, 4, 4},
+        ops::MatmulTiling{16, 16, 16, 32, 32}}) {
     options.tiling = tiling;
     vk::Recorder rec(ctx());
     try {
@@ -549,7 +549,8 @@ TEST_F(VkTest, MatmulSplitKOnlyWhereItPays) {
   for (const float beta : {0.0f, -0.5f}) {
     Case cs{s.m, s.n, s.k};
     cs.beta = beta;
-    const auto a = rng.uniform(s.m * s.k), b = rng.uniform(s.k * s.n), init = rng.uniform(s.m * s.n);
+    const auto a = rng.uniform(s.m * s.k), b = rng.uniform(s.k * s.n),
+               init = rng.uniform(s.m * s.n);
     std::vector<float> want = init;
     ops::ref::matmul(a.data(), b.data(), nullptr, want.data(), cs.ref());
     auto da = upload(ctx(), cs.shapeA(), a), db = upload(ctx(), cs.shapeB(), b);

@@ -148,8 +148,8 @@ constexpr uint32_t kScanMaxPositions = 2048;
 constexpr uint64_t kScanMinOutputs = uint64_t(1) << 16;
 constexpr uint64_t kScanMaxWork = uint64_t(1) << 30;
 
-// Auto picks Bucket on CPU devices. lavapipe, 2 cores shared with other jobs (load average ~10, so absolute
-// times are inflated), n = 4096 positions, D = 64, ms per call (median of 7; Scan of 3):
+// Auto picks Bucket on CPU devices. lavapipe, 2 cores shared with other jobs (load average ~10, so
+// absolute times are inflated), n = 4096 positions, D = 64, ms per call (median of 7; Scan of 3):
 //   V       Scan    Bucket = sort pass + sum pass
 //   65       475     4.5      ~1        ~4.4
 //   256     1401    11        ~0.8      ~4

@@ -228,8 +228,7 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   part.a.s_batch = split.chunk * p.a.s_col;
   part.b.s_batch = split.chunk * p.b.s_row;
   part.batch = split.parts;
-  const TensorView partials =
-      view(*p.scratch->buffer, {split.parts, m, n}, p.scratch->offset);
+  const TensorView partials = view(*p.scratch->buffer, {split.parts, m, n}, p.scratch->offset);
   part.c = partials;
   part.alpha = 1.0f, part.beta = 0.0f;
   part.scratch = nullptr;
@@ -490,7 +489,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   }
   checkAlias("matmul", "c", c, "a", a, false);
   checkAlias("matmul", "c", c, "b", b, false);
-  checkScratch("matmul", options.scratch, {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}});
+  checkScratch("matmul", options.scratch,
+               {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}});
   const Choice variant{resolve(context, options.variant, {&a, &b}), options.tiling};
   if (!options.tiling.empty()) checkTiling(context, options.tiling);
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};

@@ -11,10 +11,10 @@
 namespace vkgrad::ops {
 
 enum class MatmulVariant {
-  Auto,   // picked per device by matmulVariantFor()
-  Naive,  // one invocation per output; storage buffers
-  Tiled,  // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
-  Texel,  // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
+  Auto,    // picked per device by matmulVariantFor()
+  Naive,   // one invocation per output; storage buffers
+  Tiled,   // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
+  Texel,   // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
   Vector,  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs
 };
 

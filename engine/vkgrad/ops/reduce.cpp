@@ -45,8 +45,8 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
     // Column sums of a tall matrix (a bias gradient over 100,000 rows) have few outputs, so
     // the lanes per output decide the time: up to the device's largest workgroup (1024 on an
     // H200) of kMinColumnOutputs adjacent outputs (BENCHMARKS.md, the GNN on the GPU).
-    const uint64_t limit = std::bit_floor(
-        std::min<uint64_t>(kMaxWorkgroup, info.max_workgroup_invocations));
+    const uint64_t limit =
+        std::bit_floor(std::min<uint64_t>(kMaxWorkgroup, info.max_workgroup_invocations));
     const uint64_t outs = std::min(std::bit_ceil(kept), kMinColumnOutputs);
     const uint64_t lanes =
         std::bit_floor(std::clamp<uint64_t>(steps / kLoadsPerLane, 1, limit / outs));

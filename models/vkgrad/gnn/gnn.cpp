@@ -230,6 +230,10 @@ std::string Trainer::profile() const {
   return times.empty() ? std::string() : graph::formatProfile(g_, times);
 }
 
+uint32_t Trainer::dispatchCount() const {
+  return exec_->dispatchCount();
+}
+
 Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
                      const GnnConfig& config, const GraphData& data, const graph::Dataset& labels,
                      const graph::Dataset& ids)

@@ -92,6 +92,7 @@ class Trainer {
   double lastStepMilliseconds() const;
   // With profile: the last step's GPU time by op (graph/profile.h's table); else empty.
   std::string profile() const;
+  uint32_t dispatchCount() const;  // kernel dispatches per step (graph::Executor's)
 
  private:
   graph::ParameterStore& store_;
