@@ -75,7 +75,8 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
       EXPECT_EQ(line.at("op").get<std::string>(), runs[i][0]);
       EXPECT_GT(line.at("gbps").get<double>(), 0.0);
       EXPECT_GT(line.at("copy_gbps").get<double>(), 0.0);
-      EXPECT_NEAR(line.at("ratio").get<double>(), line.at("gbps").get<double>() / line.at("copy_gbps").get<double>(), 1e-3);
+      EXPECT_NEAR(line.at("ratio").get<double>(),
+                  line.at("gbps").get<double>() / line.at("copy_gbps").get<double>(), 1e-3);
       EXPECT_LT(line.at("error").get<double>(), 1e-5);
       expectTimed(line);
     }
@@ -84,6 +85,32 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
 
 // --tiling picks the vector kernel's tile; --sample checks sampled elements only (the default
 // above 2048³).
+// --shapes gpt: the 15 products of the 4-layer GPT step (5 linears x forward, dX, dW), each
+// checked, with how often a step runs it; the Vector variant reports its split-K.
+TEST(BenchApp, MatmulTimesTheGptStepsProducts) {
+  for (const char* variant : {"auto", "vector"}) {
+    SCOPED_TRACE(variant);
+    const auto lines = runJson({"matmul", "--shapes", "gpt", "--variant", variant});
+    ASSERT_EQ(lines.size(), 15u);
+    int steps_products = 0, split = 0;
+    for (const graph::Json& line : lines) {
+      EXPECT_EQ(line.at("preset").get<std::string>(), "gpt");
+      EXPECT_GT(line.at("ms").get<double>(), 0.0);
+      EXPECT_LT(line.at("error").get<double>(), 1e-5);
+      const std::string kind = line.at("kind").get<std::string>();
+      EXPECT_EQ(line.at("transA").get<bool>(), kind == "dW");
+      EXPECT_EQ(line.at("transB").get<bool>(), kind == "dX");
+      steps_products += int(line.at("count").get<double>());
+      if (line.at("split").get<double>() > 1) ++split;
+    }
+    EXPECT_EQ(steps_products, 3 * (4 * 4 + 1));
+    if (std::string(variant) == "vector") EXPECT_GT(split, 0);
+  }
+  EXPECT_EQ(runApp("bench", {"matmul", "--shapes", "bert"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"matmul", "--shapes", "gpt", "--variant", "all"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"matmul", "--split", "sometimes"}).exit_code, 2);
+}
+
 TEST(BenchApp, MatmulTakesATilingAndSamplesLargeProducts) {
   const auto lines = runJson({"matmul", "--m", "129", "--n", "68", "--k", "36", "--variant",
                               "vector", "--tiling", "8x8x16x4x4", "--sample"});
@@ -131,8 +158,9 @@ TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {
     }
     // The reference also stores P and dP, 2*3*17*17 floats each; flash stores LSE and one
     // row dot per query.
-    EXPECT_GE(lines.back().at("device_bytes").get<double>() - lines[0].at("device_bytes").get<double>(),
-              4.0 * 2 * 1734 - 4.0 * 2 * 102);
+    EXPECT_GE(
+        lines.back().at("device_bytes").get<double>() - lines[0].at("device_bytes").get<double>(),
+        4.0 * 2 * 1734 - 4.0 * 2 * 102);
   }
 }
 
