@@ -176,6 +176,35 @@ TEST_F(AutogradTest, LongWeightGradientsGetSplitKScratch) {
   checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
+// r = a + h where h is used only by the add: h's gradient is r's gradient itself (no copy
+// node), while a, used twice, gets its own (one AddBackward); the gradients still match
+// finite differences.
+TEST_F(AutogradTest, AResidualBranchAdoptsTheSumsGradient) {
+  graph::ParameterStore store(ctx());
+  const auto& w0 = store.add("w0", {4, 6}, Init::xavierUniform());
+  const auto& w1 = store.add("w1", {6, 6}, Init::xavierUniform());
+  const auto& w2 = store.add("w2", {6, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed());
+  Graph g;
+  const Tensor x = g.input("x", {5, 4});
+  const Tensor y = g.input("y", {5}, ops::DType::U32);
+  const Tensor a = g.activation(g.matmul(x, g.parameter(w0)), ops::Activation::Tanh);
+  const Tensor h = g.matmul(a, g.parameter(w1));
+  const Tensor r = g.add(a, h);
+  const Tensor loss = g.crossEntropy(g.matmul(r, g.parameter(w2)), y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  EXPECT_EQ(grads[h].id, grads[r].id);
+  EXPECT_NE(grads[a].id, grads[r].id);
+  int adds = 0;
+  for (const auto& node : g.nodes()) adds += node.op == OpKind::AddBackward;
+  EXPECT_EQ(adds, 1);
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(20));
+  exec.setInput(y, rng_.below(5, 3));
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+}
+
 TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {4, 6}, Init::xavierUniform());

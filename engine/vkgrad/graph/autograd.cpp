@@ -90,6 +90,10 @@ class Autograd {
         for (int in : node.inputs)
           if (in >= 0) to_loss[size_t(in)] = true;
     }
+    b_.uses_.assign(n, 0);
+    for (int i = 0; i < forward_nodes; ++i)
+      for (int in : g.nodes()[size_t(i)].inputs)
+        if (in >= 0) ++b_.uses_[size_t(in)];
     b_.needs_.assign(n, false);
     for (size_t t = 0; t < n; ++t)
       b_.needs_[t] = from_param[t] && to_loss[t] && g.tensor(int(t)).differentiable &&
@@ -127,6 +131,18 @@ int Backward::gradOf(int t) {
   }
   grad_[t] = gid;
   return gid;
+}
+
+bool Backward::adopt(int t, int from) {
+  const TensorInfo& info = g_.tensor(t);
+  const int producer = g_.producer(t);
+  if (grad_.count(t) || size_t(t) >= uses_.size() || uses_[size_t(t)] != 1 ||
+      info.kind != TensorKind::Activation || info.root != t ||
+      (producer >= 0 && g_.nodes()[size_t(producer)].isView()) ||
+      !(g_.tensor(from).shape == info.shape) || g_.tensor(from).dtype != DType::F32)
+    return false;
+  grad_[t] = from;
+  return true;
 }
 
 ops::Write Backward::contribute(int gid) {

@@ -34,6 +34,12 @@ class Backward {
   // Adds tensor `from` (shaped like gradient gid) into gid under mode: for a rule whose kernel
   // can only overwrite (ops/add.cpp).
   void addInto(int from, int gid, ops::Write mode);
+  // Makes `from`, a gradient no rule adds to any more (a node's dout), the gradient of forward
+  // tensor t itself instead of a copy of it, where that is safe, and says whether it did: t is
+  // an activation of its own bytes (no view, no parameter) with t's shape, this node is its
+  // only forward use (so no other contribution follows) and it has no gradient yet. The
+  // gradient is then read-only: every rule only reads its dout. (add's backward.)
+  bool adopt(int t, int from);
 
  private:
   friend class Autograd;
@@ -42,6 +48,7 @@ class Backward {
 
   Graph& g_;
   std::vector<bool> needs_;
+  std::vector<int> uses_;             // forward nodes' input slots that read each tensor
   std::map<int, int> grad_;           // forward tensor -> gradient tensor
   std::map<int, int> contributions_;  // gradient root -> contributions recorded so far
 };

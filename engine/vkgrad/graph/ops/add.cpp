@@ -25,10 +25,13 @@ struct AddBackward {
   };
 };
 
+// An operand that is used nowhere else and not broadcast takes dout itself as its gradient
+// (Backward::adopt): a residual branch's output, say, needs no copy.
 void backward(Backward& b, const Node& f) {
+  const int dout = b.dout(f, Add::sum);
   for (Add::In of : {Add::a, Add::b})
-    if (b.needs(f, of))
-      b.emit(OpKind::AddBackward, f, of, {b.dout(f, Add::sum)}, AddBackward::Attrs{of});
+    if (b.needs(f, of) && !b.adopt(f.inputs[of], dout))
+      b.emit(OpKind::AddBackward, f, of, {dout}, AddBackward::Attrs{of});
 }
 
 void launch(const Launch& l) {
