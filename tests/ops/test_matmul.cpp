@@ -565,6 +565,32 @@ TEST_F(VkTest, MatmulSplitKOnlyWhereItPays) {
   }
 }
 
+// Split-K's scratch may overlap no operand or gradient: the partials would overwrite it.
+TEST_F(VkTest, MatmulRejectsAScratchThatOverlapsAnOperandOrGradient) {
+  Rng rng;
+  auto a = upload(ctx(), {300, 8}, rng.uniform(2400)), b = upload(ctx(), {8, 4}, rng.uniform(32));
+  auto dc = upload(ctx(), {300, 4}, rng.uniform(1200));
+  auto grads = poisoned(ctx(), {8 * 4 + 4});
+  const ops::TensorView db = ops::view(grads.buffer, {8, 4}),
+                        dbias = ops::view(grads.buffer, {4}, 8 * 4 * 4),
+                        over_dbias = ops::view(grads.buffer, {2}, 8 * 4 * 4 + 4),
+                        over_a = ops::view(a.buffer, {16}, 64);
+  for (const ops::TensorView* scratch : {&over_dbias, &over_a}) {
+    ops::MatmulOptions options;
+    options.variant = ops::MatmulVariant::Vector;
+    options.scratch = scratch;
+    vk::Recorder rec(ctx());
+    try {
+      ops::matmulBackward(rec, a.view(), b.view(), dc.view(), {nullptr, &db, &dbias}, options,
+                          ops::Write::Accumulate);
+      ADD_FAILURE() << "no error for a scratch overlapping an operand or gradient";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("scratch"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  }
+}
+
 // Weight gradients over a long K split with matmulBackwardScratch's scratch: a 2-D product,
 // a transposed weight (its gradient written transposed), and a batch over a shared weight
 // (the batch folded into K), overwritten and accumulated, against the CPU reference.

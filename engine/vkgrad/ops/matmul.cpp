@@ -522,7 +522,12 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
     if (g && grads.dbias)
       checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
   checkScratch("matmul backward", forward.scratch,
-               {{"a", &a}, {"b", &b}, {"dc", &dc}, {"da", grads.da}, {"db", grads.db}});
+               {{"a", &a},
+                {"b", &b},
+                {"dc", &dc},
+                {"da", grads.da},
+                {"db", grads.db},
+                {"dbias", grads.dbias}});
   const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling};
   if (!forward.tiling.empty()) checkTiling(context, forward.tiling);
 
