@@ -161,10 +161,13 @@ int Backward::temp(const Shape& shape, const char* name, DType dtype) {
 }
 
 void Backward::emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs,
-                    std::any attrs) {
+                    std::any attrs, const std::vector<int>& more) {
   const int gid = gradOf(forward.inputs.at(size_t(slot)));
-  const ops::Write mode = contribute(gid);
-  g_.addNode({op, std::move(inputs), {gid}, {mode}, std::move(attrs)});
+  std::vector<int> outputs{gid};
+  std::vector<ops::Write> writes{contribute(gid)};
+  outputs.insert(outputs.end(), more.begin(), more.end());
+  writes.resize(outputs.size(), ops::Write::Overwrite);
+  g_.addNode({op, std::move(inputs), std::move(outputs), std::move(writes), std::move(attrs)});
 }
 
 Tensor Gradients::operator[](Tensor t) const {

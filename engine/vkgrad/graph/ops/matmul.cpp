@@ -37,23 +37,18 @@ ops::MatmulOptions options(const Matmul::Attrs& at) {
 
 // dA = dC·op(B)ᵀ, dB = op(A)ᵀ·dC, dbias = Σ rows dC (ops/matmul.h).
 void backward(Backward& b, const Node& f) {
-  Graph& g = b.graph();
   const Matmul::Attrs& at = f.attr<Matmul::Attrs>();
   const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
   for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
     if (!b.needs(f, of)) continue;
-    const int gid = b.gradOf(f.inputs[of]);
-    const ops::Write mode = b.contribute(gid);
     const int64_t floats =
-        of == Matmul::bias ? 0
-                           : ops::matmulBackwardScratch(g.tensor(ia).shape, g.tensor(ib).shape,
-                                                        at.trans_a, at.trans_b, of == Matmul::a);
+        of == Matmul::bias
+            ? 0
+            : ops::matmulBackwardScratch(b.graph().tensor(ia).shape, b.graph().tensor(ib).shape,
+                                         at.trans_a, at.trans_b, of == Matmul::a);
     const int scratch = floats > 0 ? b.temp({floats}, "matmul.scratch") : -1;
-    g.addNode({OpKind::MatmulBackward,
-               {ia, ib, b.dout(f, Matmul::c)},
-               {gid, scratch},
-               {mode, ops::Write::Overwrite},
-               MatmulBackward::Attrs{at, of}});
+    b.emit(OpKind::MatmulBackward, f, of, {ia, ib, b.dout(f, Matmul::c)},
+           MatmulBackward::Attrs{at, of}, {scratch});
   }
 }
 
