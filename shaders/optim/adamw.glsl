@@ -1,7 +1,9 @@
-// Body of optim/adamw.comp (storage buffers, one float per step: any device) and
+// Body of optim/adamw.comp (storage buffers, one float per step: any device),
 // optim/adamw_texel.comp (param, grad, m and v fetched four floats at a time from RGBA32F
 // texel buffers, param, m and v stored 16 bytes at a time: on lavapipe both are several
-// times cheaper than scalar storage loads and stores).
+// times cheaper than scalar storage loads and stores) and optim/adamw_many.comp (the texel
+// kernel over many tensors at once: each binding spans them all, and a segment table says
+// where each tensor lies and which workgroups update it).
 //
 // AdamW (Loshchilov & Hutter), in place, PyTorch's order: decoupled weight decay first,
 // then the bias-corrected Adam step with eps outside the square root:
@@ -12,6 +14,17 @@
 // the optimizer state buffer.
 layout(local_size_x_id = 0) in;
 
+#if ADAMW_MANY
+layout(push_constant) uniform Push {
+  uint count;  // tensors in the segment table
+  float eps;
+  uint at;  // the table's first word in its binding
+} p;
+// One segment per tensor, 8 words each (ops/optim.cpp writes it when recording): the tensor's
+// first element inside each binding (multiples of 4), its size, its weight decay, and the
+// run of workgroups that updates it.
+layout(set = 0, binding = 8) readonly buffer Table { uint table[]; };
+#else
 layout(push_constant) uniform Push {
   uint n;
   float eps, weight_decay;
@@ -19,6 +32,7 @@ layout(push_constant) uniform Push {
   // binds every view at its own offset).
   uint p_skip, g_skip, m_skip, v_skip;
 } p;
+#endif
 
 #if ADAMW_TEXEL
 layout(set = 0, binding = 0) uniform samplerBuffer param_tex;  // RGBA32F over (n): reads
@@ -50,40 +64,65 @@ layout(set = 0, binding = 4) readonly buffer State {
   V = b2 * V + (1.0 - b2) * (G * G);             \
   W = W * decay - lr * (M / bias1) / (sqrt(V / bias2) + p.eps);
 
-void main() {
+#if ADAMW_TEXEL
+// Invocation `first` and every `stride`-th after it update whole texels of one tensor in a
+// branch-free loop; invocation 0 then the partial last texel (common/texel_store.glsl says
+// why). Each invocation reads its texel of param, m and v before it writes them.
+void updateTexels(uint first, uint stride, uint n, uint p_skip, uint g_skip, uint m_skip,
+                  uint v_skip, float weight_decay) {
   const float lr = state.lr, b1 = state.beta1, b2 = state.beta2;
   // Before the first advanceStep the corrections are 1 - b^0 = 0; act as step 1 rather
   // than divide by zero.
   const float bias1 = state.bias1 > 0.0 ? state.bias1 : 1.0 - b1;
   const float bias2 = state.bias2 > 0.0 ? state.bias2 : 1.0 - b2;
-  const float decay = 1.0 - lr * p.weight_decay, scale = state.grad_scale;
-  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-#if ADAMW_TEXEL
-  // Whole texels in a branch-free loop, then the partial last one (common/texel_store.glsl
-  // says why). Each invocation reads its texel of param, m and v before it writes them.
-  for (uint t = gl_GlobalInvocationID.x; t < p.n / 4; t += stride) {
-    vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
-    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t)) * scale;
-    vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
+  const float decay = 1.0 - lr * weight_decay, scale = state.grad_scale;
+  for (uint t = first; t < n / 4; t += stride) {
+    vec4 w = texelFetch(param_tex, int(p_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(g_skip / 4 + t)) * scale;
+    vec4 m = texelFetch(m_tex, int(m_skip / 4 + t)), v = texelFetch(v_tex, int(v_skip / 4 + t));
     ADAMW(w, g, m, v)
-    param4[p.p_skip / 4 + t] = w;
-    m14[p.m_skip / 4 + t] = m;
-    m24[p.v_skip / 4 + t] = v;
+    param4[p_skip / 4 + t] = w;
+    m14[m_skip / 4 + t] = m;
+    m24[v_skip / 4 + t] = v;
   }
-  if (gl_GlobalInvocationID.x == 0 && p.n % 4 != 0) {
-    const uint t = p.n / 4;
-    vec4 w = texelFetch(param_tex, int(p.p_skip / 4 + t));
-    const vec4 g = texelFetch(grad_tex, int(p.g_skip / 4 + t)) * scale;
-    vec4 m = texelFetch(m_tex, int(p.m_skip / 4 + t)), v = texelFetch(v_tex, int(p.v_skip / 4 + t));
+  if (first == 0 && n % 4 != 0) {
+    const uint t = n / 4;
+    vec4 w = texelFetch(param_tex, int(p_skip / 4 + t));
+    const vec4 g = texelFetch(grad_tex, int(g_skip / 4 + t)) * scale;
+    vec4 m = texelFetch(m_tex, int(m_skip / 4 + t)), v = texelFetch(v_tex, int(v_skip / 4 + t));
     ADAMW(w, g, m, v)
-    for (uint c = 0; c < p.n % 4; ++c) {
-      param[p.p_skip + 4 * t + c] = w[c];
-      m1[p.m_skip + 4 * t + c] = m[c];
-      m2[p.v_skip + 4 * t + c] = v[c];
+    for (uint c = 0; c < n % 4; ++c) {
+      param[p_skip + 4 * t + c] = w[c];
+      m1[m_skip + 4 * t + c] = m[c];
+      m2[v_skip + 4 * t + c] = v[c];
     }
   }
+}
+#endif
+
+void main() {
+#if ADAMW_MANY
+  // The segment whose run of workgroups holds this one: the last with first_group <= it
+  // (the same for the whole workgroup).
+  const uint group = gl_WorkGroupID.x;
+  uint lo = 0, hi = p.count - 1;
+  while (lo < hi) {
+    const uint mid = (lo + hi + 1) / 2;
+    if (table[p.at + 8 * mid + 6] <= group) lo = mid; else hi = mid - 1;
+  }
+  const uint s = p.at + 8 * lo;
+  const uint first = (group - table[s + 6]) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  updateTexels(first, table[s + 7] * gl_WorkGroupSize.x, table[s + 4], table[s], table[s + 1],
+               table[s + 2], table[s + 3], uintBitsToFloat(table[s + 5]));
+#elif ADAMW_TEXEL
+  updateTexels(gl_GlobalInvocationID.x, gl_NumWorkGroups.x * gl_WorkGroupSize.x, p.n, p.p_skip,
+               p.g_skip, p.m_skip, p.v_skip, p.weight_decay);
 #else
-  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+  const float lr = state.lr, b1 = state.beta1, b2 = state.beta2;
+  const float bias1 = state.bias1 > 0.0 ? state.bias1 : 1.0 - b1;
+  const float bias2 = state.bias2 > 0.0 ? state.bias2 : 1.0 - b2;
+  const float decay = 1.0 - lr * p.weight_decay, scale = state.grad_scale;
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     float w = param[i], m = m1[i], v = m2[i];
     const float g = grad[i] * scale;
     ADAMW(w, g, m, v)

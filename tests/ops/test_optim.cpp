@@ -1,7 +1,9 @@
 #include "vkgrad/ops/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
@@ -372,6 +374,142 @@ TEST_F(ClipTest, ScaleInTheStateClipsTheUpdatesNotTheGradients) {
       EXPECT_EQ(0, std::memcmp(grad.data(), g.host[t].data(), n * 4)) << "gradient " << t;
     }
   }
+}
+
+// Tensors packed into one buffer per role, as a graph places parameters, gradients and
+// moments: element `at[i]` of the buffer starts tensor i.
+struct Packed {
+  vk::Buffer buffer;
+  std::vector<ops::TensorView> views;
+};
+Packed pack(vk::Context& context, const std::vector<std::vector<float>>& host,
+            const std::vector<int64_t>& at) {
+  std::vector<float> all(size_t(at.back() + int64_t(host.back().size()) + 5), 0.5f);
+  for (size_t i = 0; i < host.size(); ++i)
+    std::copy(host[i].begin(), host[i].end(), all.begin() + at[i]);
+  Packed p{context.allocator().allocate(all.size() * 4), {}};
+  context.staging().upload(p.buffer, 0, all.data(), all.size() * 4);
+  for (size_t i = 0; i < host.size(); ++i)
+    p.views.push_back(ops::view(p.buffer, {int64_t(host[i].size())}, uint64_t(at[i]) * 4));
+  return p;
+}
+// Offsets of packed tensors of these sizes: each on 16 bytes after a small gap.
+std::vector<int64_t> packedOffsets(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> at;
+  int64_t next = 4;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    at.push_back(next);
+    next = (at.back() + sizes[i] + 4 + 3) / 4 * 4;
+  }
+  return at;
+}
+
+// adamwMany is adamw per tensor with fewer dispatches: over three replayed steps, params and
+// moments packed into one buffer each end with the same bits as separate tensors updated one
+// at a time, with their own weight decays. One gradient kept elsewhere splits the run in three.
+TEST_F(OptimTest, AdamWManyEqualsOneUpdatePerTensorBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const std::vector<int64_t> sizes = {3, 17, 1, 86, 129, 1000, 4099};
+  std::vector<std::vector<float>> p0, g0, zeros;
+  for (int64_t n : sizes) {
+    p0.push_back(rng.uniform(n));
+    g0.push_back(rng.uniform(n));
+    zeros.emplace_back(size_t(n), 0.0f);
+  }
+  const std::vector<int64_t> even = packedOffsets(sizes);
+  Packed p = pack(ctx(), p0, even), g = pack(ctx(), g0, even), m = pack(ctx(), zeros, even),
+         v = pack(ctx(), zeros, even);
+  DeviceTensor apart = upload(ctx(), {sizes[3]}, g0[3]);
+  g.views[3] = apart.view();
+  auto state_many = stateBuffer(ops::OptimizerState::make(0.05f));
+  auto table = poisoned(ctx(), {ops::segmentTableWords(sizes.size()) + 3});
+  std::vector<ops::AdamWTensor> many;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    many.push_back({p.views[i], g.views[i], m.views[i], v.views[i], i % 2 ? 0.0f : 0.1f});
+  vk::Recorder rec_many(ctx());
+  ops::advanceStep(rec_many, stateView(state_many));
+  const auto table_view = ops::view(table.buffer, {ops::segmentTableWords(sizes.size())}, 12,
+                                    ops::DType::U32);  // not on the binding alignment
+  ops::adamwMany(rec_many, many, stateView(state_many), table_view);
+  EXPECT_EQ(rec_many.dispatchCount(), 1u + 3u);  // the advance, then runs [0, 3), [3], [4, 7)
+
+  std::vector<DeviceTensor> ps, gs, ms, vs;
+  auto state_one = stateBuffer(ops::OptimizerState::make(0.05f));
+  vk::Recorder rec_one(ctx());
+  ops::advanceStep(rec_one, stateView(state_one));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ps.push_back(upload(ctx(), {sizes[i]}, p0[i]));
+    gs.push_back(upload(ctx(), {sizes[i]}, g0[i]));
+    ms.push_back(upload(ctx(), {sizes[i]}, zeros[i]));
+    vs.push_back(upload(ctx(), {sizes[i]}, zeros[i]));
+    ops::adamw(rec_one, ps[i].view(), gs[i].view(), ms[i].view(), vs[i].view(),
+               stateView(state_one), {1e-8f, i % 2 ? 0.0f : 0.1f});
+  }
+  for (int step = 0; step < 3; ++step) {
+    rec_many.submit();
+    rec_one.submit();
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "tensor " << i << " (" << sizes[i] << ")");
+    for (auto [packed, one] : {std::pair{&p, &ps}, {&m, &ms}, {&v, &vs}}) {
+      const auto a = download(ctx(), packed->views[i]), b = download(ctx(), (*one)[i]);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+    }
+    const auto moved = delta(download(ctx(), p.views[i]), p0[i]);  // every element was updated
+    EXPECT_TRUE(std::all_of(moved.begin(), moved.end(), [](float d) { return d != 0.0f; }));
+  }
+  // The padding between packed tensors is untouched.
+  const auto all = download(ctx(), ops::view(p.buffer, {even.back() + sizes.back() + 5}));
+  for (size_t i = 0; i + 1 < sizes.size(); ++i)
+    for (int64_t e = even[i] + sizes[i]; e < even[i + 1]; ++e) EXPECT_EQ(all[size_t(e)], 0.5f);
+}
+
+TEST_F(OptimTest, AdamWManyRejectsASmallTableBeforeRecording) {
+  auto a = poisoned(ctx(), {5}), table = poisoned(ctx(), {15});
+  auto state = stateBuffer(ops::OptimizerState::make(0.05f));
+  const std::vector<ops::AdamWTensor> two(2, {a.view(), a.view(), a.view(), a.view(), 0.0f});
+  vk::Recorder rec(ctx());
+  expectShapeError(
+      rec,
+      [&] {
+        ops::adamwMany(rec, two, stateView(state),
+                       ops::view(table.buffer, {15}, 0, ops::DType::U32));
+      },
+      "holds fewer than the 16 u32 words 2 tensors need");
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+// With a table, the partial sums of every run of gradients in one buffer take one dispatch:
+// the same partials in the same order, so the same norm bits as one dispatch per gradient.
+TEST_F(ClipTest, NormOverPackedGradientsTakesOneDispatchPerRunWithTheSameBits) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  std::vector<std::vector<float>> host;
+  std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
+  for (int64_t n : sizes) host.push_back(rng.uniform(n));
+  Packed packed = pack(ctx(), host, packedOffsets(sizes));
+  // One gradient lives elsewhere: the runs are [0, 3), [3], [4, 6).
+  std::vector<ops::TensorView> views = packed.views;
+  DeviceTensor apart = upload(ctx(), {sizes[3]}, host[3]);
+  views[3] = apart.view();
+  const int64_t slots = ops::gradNormScratch(views);
+  std::vector<std::vector<float>> norms, partials;
+  for (bool table : {false, true}) {
+    auto scratch = poisoned(ctx(), {slots}), norm = poisoned(ctx(), {2});
+    auto words = poisoned(ctx(), {ops::segmentTableWords(views.size())});
+    vk::Recorder rec(ctx());
+    ops::gradNorm(rec, views, scratch.view(), norm.view(), 1.0f,
+                  table ? ops::view(words.buffer, words.shape, 0, ops::DType::U32)
+                        : ops::TensorView{});
+    EXPECT_EQ(rec.dispatchCount(), table ? 4u : 7u);
+    rec.submit();
+    norms.push_back(download(ctx(), norm));
+    partials.push_back(download(ctx(), scratch));
+  }
+  EXPECT_NEAR(norms[1][0], ops::ref::gradNorm(host), 1e-5 * ops::ref::gradNorm(host));
+  EXPECT_EQ(0, std::memcmp(norms[0].data(), norms[1].data(), 8));
+  EXPECT_EQ(0, std::memcmp(partials[0].data(), partials[1].data(), size_t(slots) * 4));
 }
 
 TEST_F(ClipTest, RejectsBadArgumentsBeforeRecording) {

@@ -11,17 +11,13 @@
 
 namespace vkgrad::ops {
 
-namespace {
-
-// Where bindings start: one alignment for storage and texel bindings, and at least 16 bytes
-// so that an RGBA32F view's texels line up with the view's elements.
+// One alignment for storage and texel bindings, and at least 16 bytes so that an RGBA32F
+// view's texels line up with the view's elements.
 uint64_t bindingAlignment(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
   return std::max<uint64_t>(
       {16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
 }
-
-}  // namespace
 
 Bound bindStorage(const vk::Context& context, const TensorView& t) {
   const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);

@@ -20,6 +20,8 @@ struct Bound {
   uint32_t skip = 0;
 };
 Bound bindStorage(const vk::Context& context, const TensorView& t);
+// Where bindings may start: the device's storage and texel offset alignments, at least 16.
+uint64_t bindingAlignment(const vk::Context& context);
 Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
 // Whether t can be read through a texel view of that format: RGBA32F needs t's first element
 // on a 16-byte boundary; both need the view within maxTexelBufferElements.

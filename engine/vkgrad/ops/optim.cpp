@@ -1,7 +1,12 @@
 #include "vkgrad/ops/optim.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/vk/context.h"
@@ -39,6 +44,11 @@ struct SumsqPush {
   uint32_t n, base;  // elements; first partial slot of this tensor
 };
 static_assert(sizeof(SumsqPush) == 8);
+
+struct SumsqManyPush {
+  uint32_t count, base, at;  // tensors; first partial slot; the table's first word
+};
+static_assert(sizeof(SumsqManyPush) == 12);
 
 struct NormPush {
   uint32_t count;  // partial slots in all
@@ -91,7 +101,81 @@ uint32_t partialsFor(int64_t n) {
   return std::min<uint32_t>(vk::divUp(uint64_t(n), kNormChunk), kMaxPartials);
 }
 
+// A segment table entry (optim/adamw_many.comp and optim/sumsq_many.comp read these words).
+constexpr int64_t kSegmentWords = 8;
+enum SegmentWord { kParamSkip, kGradSkip, kMSkip, kVSkip, kCount, kDecay, kFirstGroup, kGroups };
+
+// The binding that spans views of one role (params, grads, ...) of a run of tensors: every
+// view in one buffer, from the binding alignment at or below the first to the end of the last.
+struct Span {
+  const vk::Buffer* buffer = nullptr;
+  uint64_t lo = 0, hi = 0;  // bytes into buffer
+  // The span with t added, if it stays within `limit` bytes.
+  static std::optional<Span> join(const Span& s, const vk::Context& ctx, const TensorView& t,
+                                  uint64_t limit) {
+    const uint64_t align = bindingAlignment(ctx);
+    const uint64_t lo = t.offset - (t.buffer->offset() + t.offset) % align;
+    Span out{t.buffer, lo, t.offset + t.bytes()};
+    if (s.buffer) {
+      if (s.buffer != t.buffer) return std::nullopt;
+      out = {s.buffer, std::min(s.lo, lo), std::max(s.hi, out.hi)};
+    }
+    if (out.hi - out.lo > limit) return std::nullopt;
+    return out;
+  }
+  vk::Arg arg(vk::TexelFormat texel = vk::TexelFormat::Rgba32f) const {
+    return {*buffer, lo, hi - lo, texel};
+  }
+  uint32_t skip(const TensorView& t) const { return uint32_t((t.offset - lo) / 4); }
+};
+
+// Splits [0, count) into runs of consecutive tensors whose views of each of `roles` roles
+// (roles(i) lists tensor i's) fit one Span each, and whose workgroups (groups(i)) one
+// dispatch can launch; a tensor that fits no span (ok(i) false) is a run of its own.
+template <class Views, class Ok, class Groups>
+std::vector<std::pair<size_t, size_t>> runs(const vk::Context& ctx, size_t count, uint64_t limit,
+                                            Views roles, Ok ok, Groups groups) {
+  std::vector<std::pair<size_t, size_t>> out;
+  std::vector<Span> spans;
+  uint64_t launched = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const auto views = roles(i);
+    bool fits = !out.empty() && ok(i) && ok(out.back().first) &&
+                launched + groups(i) <= ctx.info().max_workgroup_count[0];
+    std::vector<Span> joined(views.size());
+    for (size_t r = 0; fits && r < views.size(); ++r) {
+      const auto s = Span::join(spans[r], ctx, *views[r], limit);
+      if (s) joined[r] = *s;
+      fits = fits && s.has_value();
+    }
+    if (fits) {
+      spans = std::move(joined);
+      out.back().second = i + 1;
+      launched += groups(i);
+      continue;
+    }
+    out.emplace_back(i, i + 1);
+    spans.assign(views.size(), Span{});
+    for (size_t r = 0; r < views.size(); ++r)
+      spans[r] = Span::join(Span{}, ctx, *views[r], UINT64_MAX).value();
+    launched = groups(i);
+  }
+  return out;
+}
+
+void checkTable(const char* op, const TensorView& table, size_t tensors) {
+  checkFits(op, "table", table, DType::U32);
+  if (table.shape.numel() < segmentTableWords(tensors))
+    throw ShapeError(std::string(op) + ": table " + table.shape.str() + " holds fewer than the " +
+                     std::to_string(segmentTableWords(tensors)) + " u32 words " +
+                     std::to_string(tensors) + " tensors need");
+}
+
 }  // namespace
+
+int64_t segmentTableWords(size_t tensors) {
+  return kSegmentWords * int64_t(tensors);
+}
 
 void advanceStep(vk::Recorder& rec, const TensorView& state) {
   checkState("advanceStep", state);
@@ -152,6 +236,83 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
                      sizeof(push), groupsFor((uint64_t(n) + 3) / 4));
 }
 
+void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
+               const TensorView& table, const AdamWOptions& options) {
+  if (tensors.empty()) throw ShapeError("adamwMany: no tensors");
+  checkState("adamwMany", state);
+  checkTable("adamwMany", table, tensors.size());
+  auto one = [&](const AdamWTensor& t, AdamWVariant variant) {
+    adamw(rec, t.param, t.grad, t.m, t.v, state, {options.eps, t.weight_decay, variant});
+  };
+  if (options.variant != AdamWVariant::Auto) {
+    for (const AdamWTensor& t : tensors) one(t, options.variant);
+    return;
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string name = "tensors[" + std::to_string(i) + "]";
+    const AdamWTensor& t = tensors[i];
+    checkTensors(("adamwMany: " + name).c_str(),
+                 {{"param", &t.param}, {"grad", &t.grad}, {"m", &t.m}, {"v", &t.v}});
+  }
+  vk::Context& ctx = rec.context();
+  constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
+  auto views = [&](size_t i) {
+    const AdamWTensor& t = tensors[i];
+    return std::array<const TensorView*, 4>{&t.param, &t.grad, &t.m, &t.v};
+  };
+  // A tensor joins a run when all four views start on 16 bytes: texel i of its binding is
+  // then elements 4i..4i+3 of the view, and the kernel stores whole texels.
+  auto ok = [&](size_t i) {
+    for (const TensorView* v : views(i))
+      if ((v->buffer->offset() + v->offset) % 16 != 0 || !texelFits(ctx, *v, kRgba)) return false;
+    return true;
+  };
+  auto groups = [&](size_t i) { return groupsFor((uint64_t(tensors[i].param.shape.numel()) + 3) / 4); };
+  const uint64_t limit =
+      std::min<uint64_t>({ctx.info().max_storage_buffer_range,
+                          std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
+  const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {kWorkgroup});
+  for (const auto& [begin, end] : runs(ctx, tensors.size(), limit, views, ok, groups)) {
+    if (end - begin == 1) {
+      one(tensors[begin], AdamWVariant::Auto);
+      continue;
+    }
+    std::array<Span, 4> spans;
+    for (size_t i = begin; i < end; ++i) {
+      const auto v = views(i);
+      for (size_t r = 0; r < 4; ++r) spans[r] = Span::join(spans[r], ctx, *v[r], UINT64_MAX).value();
+    }
+    std::vector<uint32_t> words;
+    uint32_t first = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const AdamWTensor& t = tensors[i];
+      const uint32_t g = groups(i);
+      words.insert(words.end(), {spans[0].skip(t.param), spans[1].skip(t.grad), spans[2].skip(t.m),
+                                 spans[3].skip(t.v), uint32_t(t.param.shape.numel()),
+                                 std::bit_cast<uint32_t>(t.weight_decay), first, g});
+      first += g;
+    }
+    const uint64_t at = table.offset + uint64_t(begin) * kSegmentWords * 4;
+    rec.update(*table.buffer, at, words.data(), words.size() * 4);
+    const Bound tb = bindStorage(ctx, table);
+    const struct {
+      uint32_t count;
+      float eps;
+      uint32_t at;
+    } push{uint32_t(end - begin), options.eps, tb.skip + uint32_t(begin * kSegmentWords)};
+    const vk::Arg args[] = {spans[0].arg(),
+                            spans[1].arg(),
+                            spans[2].arg(),
+                            spans[3].arg(),
+                            stateArg(state),
+                            spans[0].arg(),
+                            spans[2].arg(),
+                            spans[3].arg(),
+                            tb.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), first);
+  }
+}
+
 int64_t gradNormScratch(std::span<const TensorView> grads) {
   int64_t slots = 0;
   for (const TensorView& g : grads) slots += partialsFor(g.shape.numel());
@@ -159,7 +320,7 @@ int64_t gradNormScratch(std::span<const TensorView> grads) {
 }
 
 void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const TensorView& scratch,
-              const TensorView& norm, float max_norm) {
+              const TensorView& norm, float max_norm, const TensorView& table) {
   if (grads.empty()) throw ShapeError("gradNorm: no gradients");
   for (size_t i = 0; i < grads.size(); ++i) {
     const std::string name = "grads[" + std::to_string(i) + "]";
@@ -176,16 +337,53 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
   if (!(max_norm > 0.0f))
     throw ShapeError("gradNorm: max_norm " + std::to_string(max_norm) + " must be positive");
 
-  vk::KernelCache& kernels = rec.context().kernels();
+  if (table.buffer) checkTable("gradNorm", table, grads.size());
+
+  vk::Context& ctx = rec.context();
+  vk::KernelCache& kernels = ctx.kernels();
   const vk::Kernel& sumsq = kernels.get("optim/sumsq", {kNormWorkgroup});
   const vk::Arg scratch_arg{*scratch.buffer, scratch.offset, uint64_t(slots) * 4};
   uint32_t base = 0;
-  for (const TensorView& g : grads) {
+  auto one = [&](const TensorView& g) {
     const SumsqPush push{uint32_t(g.shape.numel()), base};
     const uint32_t groups = partialsFor(g.shape.numel());
     const vk::Arg args[] = {arg(g), scratch_arg};
     rec.dispatchGroups(sumsq, args, &push, sizeof(push), groups);
     base += groups;
+  };
+  if (!table.buffer) {
+    for (const TensorView& g : grads) one(g);
+  } else {
+    auto views = [&](size_t i) { return std::array<const TensorView*, 1>{&grads[i]}; };
+    auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel()); };
+    const auto ok = [](size_t) { return true; };
+    const vk::Kernel& many = kernels.get("optim/sumsq_many", {kNormWorkgroup});
+    for (const auto& [begin, end] :
+         runs(ctx, grads.size(), ctx.info().max_storage_buffer_range, views, ok, groups)) {
+      if (end - begin == 1) {
+        one(grads[begin]);
+        continue;
+      }
+      Span span;
+      for (size_t i = begin; i < end; ++i)
+        span = Span::join(span, ctx, grads[i], UINT64_MAX).value();
+      std::vector<uint32_t> words;
+      uint32_t first = 0;
+      for (size_t i = begin; i < end; ++i) {
+        const uint32_t g = groups(i);
+        words.insert(words.end(), {0, span.skip(grads[i]), 0, 0, uint32_t(grads[i].shape.numel()),
+                                   0, first, g});
+        first += g;
+      }
+      const uint64_t at = table.offset + uint64_t(begin) * kSegmentWords * 4;
+      rec.update(*table.buffer, at, words.data(), words.size() * 4);
+      const Bound tb = bindStorage(ctx, table);
+      const SumsqManyPush push{uint32_t(end - begin), base,
+                               tb.skip + uint32_t(begin * kSegmentWords)};
+      const vk::Arg args[] = {span.arg(), scratch_arg, tb.arg};
+      rec.dispatchGroups(many, args, &push, sizeof(push), first);
+      base += first;
+    }
   }
   const NormPush push{base, max_norm};
   const vk::Arg args[] = {scratch_arg, {*norm.buffer, norm.offset, 8}};
@@ -193,10 +391,10 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
 }
 
 void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
-                  const TensorView& scratch, const TensorView& norm) {
+                  const TensorView& scratch, const TensorView& norm, const TensorView& table) {
   if (!std::isfinite(max_norm))
     throw ShapeError("clipGradNorm: max_norm " + std::to_string(max_norm) + " must be finite");
-  gradNorm(rec, grads, scratch, norm, max_norm);
+  gradNorm(rec, grads, scratch, norm, max_norm, table);
   const vk::Kernel& scale = rec.context().kernels().get("optim/scale", {kWorkgroup});
   for (const TensorView& g : grads) {
     const ScalePush push{uint32_t(g.shape.numel())};
@@ -206,11 +404,12 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
 }
 
 void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
-                   const TensorView& scratch, const TensorView& norm, const TensorView& state) {
+                   const TensorView& scratch, const TensorView& norm, const TensorView& state,
+                   const TensorView& table) {
   if (!std::isfinite(max_norm))
     throw ShapeError("clipGradScale: max_norm " + std::to_string(max_norm) + " must be finite");
   checkState("clipGradScale", state);
-  gradNorm(rec, grads, scratch, norm, max_norm);
+  gradNorm(rec, grads, scratch, norm, max_norm, table);
   const vk::Arg args[] = {{*norm.buffer, norm.offset, 8}, stateArg(state)};
   rec.dispatchGroups(rec.context().kernels().get("optim/set_scale"), args, nullptr, 0, 1);
 }

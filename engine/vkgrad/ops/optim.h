@@ -1,5 +1,8 @@
 // Optimizer updates and global gradient-norm clipping on the device. Updates are in
-// place: one dispatch per parameter tensor updates it and its state buffers.
+// place: one dispatch per parameter tensor updates it and its state buffers, or, with
+// adamwMany() and a gradient norm given a table, one dispatch for every run of tensors that
+// share their buffers (a model's parameters, gradients and moments each in one flat buffer:
+// graph/executor.h, graph/parameters.h).
 //
 // What changes from step to step (learning rate, step count, Adam's bias corrections)
 // lives in a small device buffer, the optimizer state, that kernels read when they run:
@@ -69,21 +72,45 @@ struct AdamWOptions {
 void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
            const TensorView& v, const TensorView& state, const AdamWOptions& options = {});
 
+// Many tensors in one dispatch: a segment table of 8 u32 words per tensor (where it lies in
+// each binding, its size, its weight decay, which workgroups take it), written into `table`
+// by the recording itself (vk::Recorder::update) and read by the kernel. `table` is a u32
+// view of at least segmentTableWords(tensors) elements that nothing else uses during the op.
+int64_t segmentTableWords(size_t tensors);
+
+struct AdamWTensor {
+  TensorView param, grad, m, v;  // as adamw()'s
+  float weight_decay = 0.0f;
+};
+// adamw() for every tensor, with the same bits, in as few dispatches as their placement
+// allows: one for each run of consecutive tensors whose params lie in one buffer (their grads
+// in one buffer, their ms in one, their vs in one), each view on 16 bytes and each run's span
+// within one texel and storage binding; one adamw() each for the rest. options.weight_decay
+// is ignored (each tensor has its own); options.variant Storage or Texel records one adamw()
+// per tensor with that variant (for comparisons).
+void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
+               const TensorView& table, const AdamWOptions& options = {});
+
 // f32 elements of scratch gradNorm/clipGradNorm need for these gradients.
 int64_t gradNormScratch(std::span<const TensorView> grads);
 
 // norm: (>= 2) f32 <- {sqrt(sum of g^2 over every element of every grad),
 //                      min(1, max_norm / (norm + 1e-6))}. Deterministic: fixed-order partial
-// sums (one dispatch per gradient) then one workgroup adds them. No host readback.
+// sums (one dispatch per gradient) then one workgroup adds them. No host readback. With a
+// table (segmentTableWords(grads.size()) u32), each run of consecutive gradients in one
+// buffer whose span one storage binding holds takes one dispatch for its partial sums: the
+// same sums in the same order, so the same bits.
 void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const TensorView& scratch,
-              const TensorView& norm, float max_norm = std::numeric_limits<float>::infinity());
+              const TensorView& norm, float max_norm = std::numeric_limits<float>::infinity(),
+              const TensorView& table = {});
 // gradNorm, then every grad *= norm[1] (those below the threshold are left untouched).
 void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
-                  const TensorView& scratch, const TensorView& norm);
+                  const TensorView& scratch, const TensorView& norm, const TensorView& table = {});
 // gradNorm, then state.grad_scale = norm[1]: the next sgd()/adamw() with this state clip
-// the gradients as they read them. Two dispatches in all, and no gradient is rewritten
-// (clipGradNorm writes every one), so the gradient buffers keep their unclipped values.
+// the gradients as they read them. No gradient is rewritten (clipGradNorm writes every one),
+// so the gradient buffers keep their unclipped values.
 void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
-                   const TensorView& scratch, const TensorView& norm, const TensorView& state);
+                   const TensorView& scratch, const TensorView& norm, const TensorView& state,
+                   const TensorView& table = {});
 
 }  // namespace vkgrad::ops

@@ -2,6 +2,8 @@
 
 #include <volk.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "vkgrad/vk/context.h"
@@ -240,6 +242,21 @@ void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& ds
   track(std::span(&read, 1), std::span(&write, 1));
   VkBufferCopy region{src.offset() + src_offset, dst.offset() + dst_offset, bytes};
   context_.vk().vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
+}
+
+void Recorder::update(const Buffer& buffer, VkDeviceSize offset, const void* data,
+                      VkDeviceSize bytes) {
+  requireRecording("update");
+  if (bytes == 0) throw Error("update: no bytes");
+  resolveBytes(buffer, offset, bytes, "update");
+  if (offset % 4 || bytes % 4) throw Error("update: offset and size must be multiples of 4 bytes");
+  const Range range{buffer.handle(), buffer.offset() + offset, buffer.offset() + offset + bytes};
+  track({}, std::span(&range, 1));
+  constexpr VkDeviceSize kPiece = 65536;  // vkCmdUpdateBuffer's limit
+  const auto* bytes_in = static_cast<const uint8_t*>(data);
+  for (VkDeviceSize at = 0; at < bytes; at += kPiece)
+    context_.vk().vkCmdUpdateBuffer(cmd_, buffer.handle(), buffer.offset() + offset + at,
+                                    std::min(kPiece, bytes - at), bytes_in + at);
 }
 
 uint32_t Recorder::timestamp() {

@@ -61,6 +61,10 @@ class Recorder {
   void fill(const Buffer& buffer, uint32_t word, VkDeviceSize offset = 0, VkDeviceSize bytes = 0);
   void copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst, VkDeviceSize dst_offset,
             VkDeviceSize bytes);
+  // Writes `bytes` (a multiple of 4) of data into buffer at offset (a multiple of 4) when the
+  // recording runs, every replay: small tables a kernel reads (vkCmdUpdateBuffer, in pieces
+  // of at most 64 KiB). The data is copied into the command buffer now.
+  void update(const Buffer& buffer, VkDeviceSize offset, const void* data, VkDeviceSize bytes);
 
   // Records a timestamp after all earlier work; returns its index for milliseconds().
   uint32_t timestamp();
