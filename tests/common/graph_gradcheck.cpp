@@ -31,7 +31,8 @@ namespace vkgrad::test {
     inputs.push_back({params[i]->name, &values[i], analytic[i]});
   auto loss = [&] {
     for (size_t i = 0; i < values.size(); ++i)
-      context.staging().upload(*params[i]->buffer, 0, values[i].data(), values[i].size() * 4);
+      context.staging().upload(*params[i]->buffer, params[i]->offset, values[i].data(),
+                                values[i].size() * 4);
     exec.step();
     return value();
   };

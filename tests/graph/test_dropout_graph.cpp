@@ -76,12 +76,12 @@ TEST_F(DropoutGraphTest, BackwardUsesTheForwardMask) {
     exec.step();
   };
   std::vector<float> values(30);
-  ctx().staging().download(*w.buffer, 0, values.data(), values.size() * 4);
+  ctx().staging().download(*w.buffer, w.offset, values.data(), values.size() * 4);
   stepFromStart();
   std::vector<float> analytic;
   for (const auto& [param, grad] : grads.parameters) analytic = exec.read(grad);
   auto lossFn = [&] {
-    ctx().staging().upload(*w.buffer, 0, values.data(), values.size() * 4);
+    ctx().staging().upload(*w.buffer, w.offset, values.data(), values.size() * 4);
     stepFromStart();
     return double(exec.readScalar(loss));
   };

@@ -119,6 +119,44 @@ TEST_F(ExecutorTest, ReplayedStepsAreBitIdenticalToFreshlyRecordedOnes) {
   EXPECT_NE(pa, initial);  // the steps did update
 }
 
+// The compiled optimizer updates every parameter in one dispatch (parameters in the store's
+// page, gradients and moments in the executor's state buffer): the same bits as one update
+// per parameter (the Texel variant asked for), with parameters - 1 fewer dispatches.
+TEST_F(ExecutorTest, OneDispatchUpdatesEveryParameterWithTheSameBits) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  graph::OptimizerConfig many{graph::OptimizerConfig::Kind::AdamW, 1e-2f};
+  many.max_grad_norm = 0.5f;
+  graph::OptimizerConfig each = many;
+  each.adamw.variant = ops::AdamWVariant::Texel;
+  graph::ParameterStore store_a(ctx()), store_b(ctx());
+  Classifier a, b;
+  buildClassifier(a, store_a, 19, 7, {13, 9}, 5, ops::Activation::GeluTanh, &many);
+  buildClassifier(b, store_b, 19, 7, {13, 9}, 5, ops::Activation::GeluTanh, &each);
+  store_a.initialize(rng.seed());
+  store_b.initialize(rng.seed());
+  graph::Executor ea(ctx(), a.g), eb(ctx(), b.g);
+  const std::vector<float> x = rng.normal(19 * 7);
+  std::vector<uint32_t> y(19);
+  for (auto& v : y) v = rng.below(5);
+  ea.setInput(a.x, x), ea.setInput(a.y, y);
+  eb.setInput(b.x, x), eb.setInput(b.y, y);
+  const size_t params = store_a.all().size();
+  ASSERT_EQ(params, 6u);
+  EXPECT_EQ(ea.dispatchCount() + (params - 1), eb.dispatchCount());
+  const auto initial = readAll(store_a);
+  for (int step = 0; step < 4; ++step) {
+    ea.step();
+    eb.step();
+    EXPECT_EQ(bits(ea.readScalar(a.loss)), bits(eb.readScalar(b.loss))) << step;
+  }
+  const auto pa = readAll(store_a), pb = readAll(store_b);
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(pa[i].data(), pb[i].data(), pa[i].size() * 4))
+        << store_a.all()[i]->name;
+  EXPECT_NE(pa, initial);
+}
+
 // The arena's reuse changes where tensors live, never what they hold: the same graph with
 // every activation in its own range gives the same loss and gradients, bit for bit.
 TEST_F(ExecutorTest, ArenaReuseGivesTheSameBitsAsSeparateBuffers) {

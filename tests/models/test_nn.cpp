@@ -62,8 +62,8 @@ TEST_F(NnTest, PreNormBlockMatchesHandWrittenTransformer) {
     const graph::Parameter& dst = store.at(to);
     ASSERT_EQ(src.shape, dst.shape) << from << " -> " << to;
     std::vector<float> values(size_t(src.shape.numel()));
-    ctx().staging().download(*src.buffer, 0, values.data(), values.size() * 4);
-    ctx().staging().upload(*dst.buffer, 0, values.data(), values.size() * 4);
+    ctx().staging().download(*src.buffer, src.offset, values.data(), values.size() * 4);
+    ctx().staging().upload(*dst.buffer, dst.offset, values.data(), values.size() * 4);
   }
 
   const int64_t batch = 3;

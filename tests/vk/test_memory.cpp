@@ -109,6 +109,40 @@ TEST_F(MemoryTest, FreedRangesAreReusedAndCoalesced) {
   EXPECT_EQ(allocator.bytesInUse(), 4 * align + align);  // merged + d
 }
 
+// A buffer grows in place over the free range right after it, keeping its data, and not
+// over a neighbour; freeing the grown buffer returns all of it.
+TEST_F(MemoryTest, GrowsInPlaceOnlyOverFreeMemoryAfterIt) {
+  vk::Allocator allocator(ctx(), kMiB);
+  const VkDeviceSize align = allocator.alignment();
+  vk::Buffer a = allocator.allocate(100);
+  const std::vector<uint32_t> words = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+  ctx().staging().upload(a, 0, words.data(), words.size() * 4);
+  const VkDeviceSize offset = a.offset();
+  EXPECT_TRUE(a.grow(50));  // within its capacity
+  EXPECT_EQ(a.size(), 100u);
+  EXPECT_TRUE(a.grow(3 * align + 7));
+  EXPECT_EQ(a.offset(), offset);
+  EXPECT_EQ(a.size(), 3 * align + 7);
+  EXPECT_EQ(a.capacity(), 4 * align);
+  EXPECT_EQ(allocator.bytesInUse(), 4 * align);
+  std::vector<uint32_t> back(words.size());
+  ctx().staging().download(a, 0, back.data(), back.size() * 4);
+  EXPECT_EQ(back, words);
+
+  vk::Buffer b = allocator.allocate(1);  // right after a
+  EXPECT_EQ(b.offset(), offset + 4 * align);
+  EXPECT_FALSE(a.grow(4 * align + 1));
+  EXPECT_EQ(a.capacity(), 4 * align);
+  EXPECT_FALSE(a.grow(2 * kMiB));
+  EXPECT_TRUE(b.grow(kMiB - b.offset()));  // to the end of the block
+  EXPECT_FALSE(b.grow(kMiB - b.offset() + 1));
+  a.reset();
+  b.reset();
+  EXPECT_EQ(allocator.bytesInUse(), 0u);
+  vk::Buffer whole = allocator.allocate(kMiB);  // the block is one free range again
+  EXPECT_EQ(allocator.blockCount(), 1u);
+}
+
 TEST_F(MemoryTest, LargeBufferGetsADedicatedBlockReleasedOnFree) {
   vk::Allocator allocator(ctx(), kMiB);
   vk::Buffer small = allocator.allocate(1000);

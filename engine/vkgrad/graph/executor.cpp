@@ -70,11 +70,18 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   offset_.assign(n, 0);
   owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
 
+  const uint64_t align = arenaAlignment(context);
   const vk::Buffer* arena = nullptr;
   if (plan_.memory.arena_bytes) {
     owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes, vk::Use::Activations));
     arena = &owned_.back();
   }
+  // The graph's own persistent tensors (inputs, constants, optimizer state, parameter
+  // gradients) share one flat buffer, in tensor order, each on the binding alignment: the
+  // optimizer then updates all of them in one dispatch (ops::adamwMany), and a gradient norm
+  // reads them in one.
+  uint64_t state_bytes = 0;
+  std::vector<size_t> owned_tensors;
   for (size_t t = 0; t < n; ++t) {
     const TensorInfo& info = graph.tensor(int(t));
     if (info.root != int(t) || !plan_.used[t]) continue;
@@ -83,13 +90,23 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       offset_[t] = uint64_t(plan_.offset[t]);
     } else if (info.kind == TensorKind::Parameter) {
       buffer_[t] = info.parameter->buffer.get();
+      offset_[t] = info.parameter->offset;
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
     } else {
-      owned_.push_back(context.allocator().allocate(info.bytes(), vk::Use::GraphState));
+      offset_[t] = state_bytes;
+      state_bytes += (info.bytes() + align - 1) / align * align;
+      owned_tensors.push_back(t);
+    }
+  }
+  if (state_bytes) {
+    owned_.push_back(context.allocator().allocate(state_bytes, vk::Use::GraphState));
+    for (size_t t : owned_tensors) {
+      const TensorInfo& info = graph.tensor(int(t));
       buffer_[t] = &owned_.back();
       if (!info.data.empty())
-        context.staging().upload(owned_.back(), 0, info.data.data(), info.data.size() * 4);
+        context.staging().upload(owned_.back(), offset_[t], info.data.data(),
+                                 info.data.size() * 4);
     }
   }
   for (size_t t = 0; t < n; ++t) {
@@ -191,13 +208,15 @@ void Executor::checkInput(Tensor t, DType dtype, size_t count) const {
 void Executor::setInput(Tensor t, std::span<const float> values) {
   checkInput(t, DType::F32, values.size());
   if (!buffer_[size_t(t.id)]) return;  // pruned: nothing reads it
-  context_.staging().uploadAsync(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+  context_.staging().uploadAsync(*buffer_[size_t(t.id)], offset_[size_t(t.id)], values.data(),
+                                 values.size_bytes());
 }
 
 void Executor::setInput(Tensor t, std::span<const uint32_t> values) {
   checkInput(t, DType::U32, values.size());
   if (!buffer_[size_t(t.id)]) return;
-  context_.staging().uploadAsync(*buffer_[size_t(t.id)], 0, values.data(), values.size_bytes());
+  context_.staging().uploadAsync(*buffer_[size_t(t.id)], offset_[size_t(t.id)], values.data(),
+                                 values.size_bytes());
 }
 
 void Executor::setLearningRate(Tensor optimizer_state, float lr) {

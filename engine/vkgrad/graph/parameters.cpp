@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "vkgrad/graph/safetensors.h"
+#include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"
@@ -41,7 +42,15 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->name = name;
   p->shape = shape;
   p->init = init;
-  p->buffer = std::make_shared<vk::Buffer>(context_.allocator().allocate(bytes, vk::Use::Parameters));
+  const uint64_t align = ops::bindingAlignment(context_);
+  const uint64_t need = (bytes + align - 1) / align * align;
+  if (!page_ || !page_->grow(page_used_ + need)) {
+    page_ = std::make_shared<vk::Buffer>(context_.allocator().allocate(need, vk::Use::Parameters));
+    page_used_ = 0;
+  }
+  p->buffer = page_;
+  p->offset = page_used_;
+  page_used_ += need;
   index_.emplace(p->name, params_.size());
   params_.push_back(std::move(p));
   return *params_.back();
@@ -100,7 +109,7 @@ void ParameterStore::initialize(uint64_t seed) {
     }
     uint32_t word;
     std::memcpy(&word, &constant, 4);
-    rec.fill(*p.buffer, word, 0, uint64_t(p.shape.numel()) * 4);
+    rec.fill(*p.buffer, word, p.offset, uint64_t(p.shape.numel()) * 4);
   }
   rec.submit();
 }
@@ -110,7 +119,7 @@ std::vector<SavedTensor> ParameterStore::download() const {
   for (const auto& p : params_) {
     SavedTensor t{p->name, ops::DType::F32, savedDims(p->shape),
                   std::vector<uint32_t>(size_t(p->shape.numel()))};
-    context_.staging().download(*p->buffer, 0, t.data.data(), t.data.size() * 4);
+    context_.staging().download(*p->buffer, p->offset, t.data.data(), t.data.size() * 4);
     out.push_back(std::move(t));
   }
   return out;
@@ -169,7 +178,7 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
   if (!problems.empty())
     throw Error(source + ": does not match the model's parameters (nothing loaded):" + problems);
   for (size_t i = 0; i < params_.size(); ++i)
-    context_.staging().upload(*params_[i]->buffer, 0, from[i]->data.data(),
+    context_.staging().upload(*params_[i]->buffer, params_[i]->offset, from[i]->data.data(),
                               from[i]->data.size() * 4);
 }
 

@@ -36,10 +36,17 @@ struct Parameter {
   std::string name;
   ops::Shape shape;
   Init init;
-  std::shared_ptr<vk::Buffer> buffer;  // shared: keeps this header free of Vulkan
-  ops::TensorView view() const { return ops::view(*buffer, shape); }
+  // The store's page this parameter lies in, from `offset` bytes on (shared: keeps this header
+  // free of Vulkan).
+  std::shared_ptr<vk::Buffer> buffer;
+  uint64_t offset = 0;
+  ops::TensorView view() const { return ops::view(*buffer, shape, offset); }
 };
 
+// Parameters are packed one after another into as few buffers (pages) as the allocator
+// allows, each on the device's binding alignment: a page grows in place while the memory after
+// it is free (vk::Buffer::grow), and the optimizer updates a page's parameters in one dispatch
+// (ops::adamwMany).
 class ParameterStore {
  public:
   explicit ParameterStore(vk::Context& context);
@@ -75,6 +82,8 @@ class ParameterStore {
   vk::Context& context_;
   std::vector<std::unique_ptr<Parameter>> params_;  // in the order added
   std::unordered_map<std::string, size_t> index_;   // name -> position in params_
+  std::shared_ptr<vk::Buffer> page_;                // the page parameters are added to
+  uint64_t page_used_ = 0;                          // bytes of it taken
 };
 
 }  // namespace vkgrad::graph

@@ -102,6 +102,27 @@ VkBufferView Buffer::texelView(TexelFormat format, VkDeviceSize byte_offset,
   return view;
 }
 
+bool Buffer::grow(VkDeviceSize bytes) {
+  if (!owner_) return false;
+  Allocator& a = *owner_;
+  const VkDeviceSize need = alignUp(bytes, a.alignment_);
+  if (need > capacity_) {
+    auto& free = a.blocks_[block_].free;
+    const auto next = free.find(offset_ + capacity_);
+    const VkDeviceSize extra = need - capacity_;
+    if (next == free.end() || next->second < extra) return false;
+    const VkDeviceSize left = next->second - extra;
+    free.erase(next);
+    if (left) free[offset_ + need] = left;
+    capacity_ = need;
+    a.in_use_ += extra;
+    a.in_use_by_[size_t(use_)] += extra;
+    a.peak_ = std::max(a.peak_, a.in_use_);
+  }
+  size_ = std::max(size_, bytes);
+  return true;
+}
+
 Allocator::Allocator(Context& context, VkDeviceSize block_bytes)
     : context_(context), block_bytes_(block_bytes) {
   const DeviceInfo& info = context.info();

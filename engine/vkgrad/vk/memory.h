@@ -50,6 +50,10 @@ class Buffer {
   Use use() const { return use_; }
   explicit operator bool() const { return handle_ != VK_NULL_HANDLE; }
 
+  // Grows this buffer to `bytes` in place, keeping its contents and offset, if its block has
+  // that much free right after it; returns false (nothing changed) otherwise.
+  bool grow(VkDeviceSize bytes);
+
   // A view of [byte_offset, byte_offset + bytes) of this buffer; cached, destroyed with it.
   VkBufferView texelView(TexelFormat format, VkDeviceSize byte_offset, VkDeviceSize bytes) const;
 

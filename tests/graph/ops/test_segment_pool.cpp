@@ -97,7 +97,7 @@ TEST_F(GraphSegmentPoolGradTest, GradientsMatchFiniteDifferences) {
     std::vector<float> xs(30);
     for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * float(i) - 3.75f;
     for (size_t i = xs.size() - 1; i > 0; --i) std::swap(xs[i], xs[rng_.below(uint32_t(i + 1))]);
-    ctx().staging().upload(*x.buffer, 0, xs.data(), xs.size() * 4);
+    ctx().staging().upload(*x.buffer, x.offset, xs.data(), xs.size() * 4);
     Graph g;
     const Tensor segments = g.input("segments", {4}, DType::U32);
     const Tensor xi = g.parameter(x);

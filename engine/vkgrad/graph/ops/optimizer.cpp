@@ -1,6 +1,6 @@
-// The optimizer's nodes (graph/optimizer.h): AdvanceStep, ClipGradNorm and one SGD or AdamW
-// update per parameter (ops/optim.h). They update persistent tensors in place, so they are
-// never pruned, and addOptimizer is their only builder.
+// The optimizer's nodes (graph/optimizer.h): AdvanceStep, ClipGradNorm, and one SGD update per
+// parameter or one AdamW update of every parameter (ops/optim.h). They update persistent
+// tensors in place, so they are never pruned, and addOptimizer is their only builder.
 #include <cstring>
 #include <vector>
 
@@ -19,7 +19,7 @@ struct AdvanceStep {
 // Variadic: the gradients first, then these.
 struct ClipGradNorm {
   enum In { scratch, norm, state, kInputs };  // the clip factor goes into the state
-  enum Out { kOutputs };
+  enum Out { table, kOutputs };               // u32: the segment table (ops/optim.h)
   struct Attrs {
     float max_norm = 0.0f;
   };
@@ -31,10 +31,16 @@ struct SgdUpdate {
   using Attrs = ops::SgdOptions;
 };
 
+// Variadic: param, grad, m, v of every parameter in turn, then the state. One node updates
+// them all (ops::adamwMany: one dispatch where the executor's flat buffers hold them).
 struct AdamWUpdate {
-  enum In { param, grad, m, v, state, kInputs };
-  enum Out { kOutputs };
-  using Attrs = ops::AdamWOptions;
+  enum Each { param, grad, m, v, kEach };
+  enum In { state, kInputs };
+  enum Out { table, kOutputs };  // u32: the segment table
+  struct Attrs {
+    ops::AdamWOptions options;         // its weight_decay unused: each tensor has its own
+    std::vector<float> weight_decay;   // per parameter
+  };
 };
 
 void launchAdvance(const Launch& l) {
@@ -48,7 +54,7 @@ void launchClip(const Launch& l) {
   auto fixed = [&](ClipGradNorm::In slot) { return l.view(l.node.inputs[grads + slot]); };
   ops::clipGradScale(l.rec, views, l.attr<ClipGradNorm::Attrs>().max_norm,
                      fixed(ClipGradNorm::scratch), fixed(ClipGradNorm::norm),
-                     fixed(ClipGradNorm::state));
+                     fixed(ClipGradNorm::state), l.out(ClipGradNorm::table));
 }
 
 void launchSgd(const Launch& l) {
@@ -59,8 +65,20 @@ void launchSgd(const Launch& l) {
 
 void launchAdamW(const Launch& l) {
   using U = AdamWUpdate;
-  ops::adamw(l.rec, l.in(U::param), l.in(U::grad), l.in(U::m), l.in(U::v), l.in(U::state),
-             l.attr<U::Attrs>());
+  const U::Attrs& attrs = l.attr<U::Attrs>();
+  std::vector<ops::AdamWTensor> tensors(attrs.weight_decay.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto each = [&](U::Each slot) { return l.in(int(U::kEach * i) + slot); };
+    tensors[i] = {each(U::param), each(U::grad), each(U::m), each(U::v), attrs.weight_decay[i]};
+  }
+  ops::adamwMany(l.rec, tensors, l.in(int(U::kEach * tensors.size()) + U::state), l.out(U::table),
+                 attrs.options);
+}
+
+// The segment table of a many-tensor node: a graph temporary, written by the node itself.
+int tableTensor(Graph& g, size_t tensors) {
+  return g.newTensor(
+      {"optimizer.table", {ops::segmentTableWords(tensors)}, DType::U32, TensorKind::Activation});
 }
 
 // A persistent tensor set once when compiled: zeros unless data is given.
@@ -94,9 +112,12 @@ Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& con
         stateTensor(g, "optimizer.norm_scratch", {ops::gradNormScratch(views)}, DType::F32);
     const int norm = stateTensor(g, "optimizer.norm", {2}, DType::F32);
     for (int fixed : {scratch, norm, state}) clip.inputs.push_back(fixed);
+    clip.outputs = {tableTensor(g, grads.parameters.size())};
     g.addNode(std::move(clip));
   }
 
+  Node adamw{OpKind::AdamWUpdate, {}, {}, {}, {}};
+  AdamWUpdate::Attrs adamw_attrs{config.adamw, {}};
   for (const auto& [param, grad] : grads.parameters) {
     // Copies: adding state tensors may move the graph's tensor list.
     const std::string name = g.tensor(param).name;
@@ -108,12 +129,17 @@ Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& con
       const int velocity = stateTensor(g, name + ".velocity", shape, DType::F32);
       g.addNode({OpKind::SgdUpdate, {param.id, grad.id, velocity, state}, {}, {}, sgd});
     } else {
-      AdamWUpdate::Attrs adamw = config.adamw;
-      if (!decay) adamw.weight_decay = 0.0f;
       const int m = stateTensor(g, name + ".m", shape, DType::F32);
       const int v = stateTensor(g, name + ".v", shape, DType::F32);
-      g.addNode({OpKind::AdamWUpdate, {param.id, grad.id, m, v, state}, {}, {}, adamw});
+      adamw.inputs.insert(adamw.inputs.end(), {param.id, grad.id, m, v});
+      adamw_attrs.weight_decay.push_back(decay ? config.adamw.weight_decay : 0.0f);
     }
+  }
+  if (!adamw.inputs.empty()) {
+    adamw.inputs.push_back(state);
+    adamw.outputs = {tableTensor(g, adamw_attrs.weight_decay.size())};
+    adamw.attrs = std::move(adamw_attrs);
+    g.addNode(std::move(adamw));
   }
   return Tensor{state};
 }
@@ -138,6 +164,7 @@ const OpDef kSgdUpdate{.name = "sgd",
 const OpDef kAdamWUpdate{.name = "adamw",
                          .inputs = AdamWUpdate::kInputs,
                          .outputs = AdamWUpdate::kOutputs,
+                         .variadic = true,
                          .side_effects = true,
                          .launch = launchAdamW};
 }  // namespace defs
