@@ -38,6 +38,7 @@ const BenchOp& softmaxBench();
 const BenchOp& layerNormBench();
 const BenchOp& attentionBench();
 const BenchOp& spmmBench();
+const BenchOp& adamwBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run
