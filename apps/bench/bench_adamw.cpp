@@ -19,8 +19,8 @@ namespace {
 std::vector<int64_t> gptSizes() {
   std::vector<int64_t> sizes = {86 * 128, 64 * 128};  // token and position embeddings
   for (int layer = 0; layer < 4; ++layer)
-    for (int64_t n : {128, 128, 128 * 384, 384, 128 * 128, 128, 128, 128, 128 * 512, 512,
-                      512 * 128, 128})
+    for (int64_t n :
+         {128, 128, 128 * 384, 384, 128 * 128, 128, 128, 128, 128 * 512, 512, 512 * 128, 128})
       sizes.push_back(n);
   for (int64_t n : {128, 128, 128 * 86}) sizes.push_back(n);  // final norm, head
   return sizes;
@@ -87,8 +87,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     });
     results.emplace_back(size_t(total));
     context.staging().download(roles[0], 0, results.back().data(), results.back().size() * 4);
-    BandwidthResult result{"adamw", name, variant, {{"tensors", int64_t(sizes.size())}},
-                           7.0 * 4.0 * double(total), timing};
+    BandwidthResult result{
+        "adamw", name, variant, {{"tensors", int64_t(sizes.size())}}, 7.0 * 4.0 * double(total),
+        timing};
     // Both variants run the same steps from the same start: the same bits (tolerance 0);
     // the first one is compared with itself.
     result.error = normalisedError(results.back(), results.front());

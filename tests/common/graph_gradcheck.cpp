@@ -32,7 +32,7 @@ namespace vkgrad::test {
   auto loss = [&] {
     for (size_t i = 0; i < values.size(); ++i)
       context.staging().upload(*params[i]->buffer, params[i]->offset, values[i].data(),
-                                values[i].size() * 4);
+                               values[i].size() * 4);
     exec.step();
     return value();
   };

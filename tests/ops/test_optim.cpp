@@ -499,9 +499,9 @@ TEST_F(ClipTest, NormOverPackedGradientsTakesOneDispatchPerRunWithTheSameBits) {
     auto scratch = poisoned(ctx(), {slots}), norm = poisoned(ctx(), {2});
     auto words = poisoned(ctx(), {ops::segmentTableWords(views.size())});
     vk::Recorder rec(ctx());
-    ops::gradNorm(rec, views, scratch.view(), norm.view(), 1.0f,
-                  table ? ops::view(words.buffer, words.shape, 0, ops::DType::U32)
-                        : ops::TensorView{});
+    ops::gradNorm(
+        rec, views, scratch.view(), norm.view(), 1.0f,
+        table ? ops::view(words.buffer, words.shape, 0, ops::DType::U32) : ops::TensorView{});
     EXPECT_EQ(rec.dispatchCount(), table ? 4u : 7u);
     rec.submit();
     norms.push_back(download(ctx(), norm));

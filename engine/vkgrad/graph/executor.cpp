@@ -105,8 +105,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       const TensorInfo& info = graph.tensor(int(t));
       buffer_[t] = &owned_.back();
       if (!info.data.empty())
-        context.staging().upload(owned_.back(), offset_[t], info.data.data(),
-                                 info.data.size() * 4);
+        context.staging().upload(owned_.back(), offset_[t], info.data.data(), info.data.size() * 4);
     }
   }
   for (size_t t = 0; t < n; ++t) {

@@ -25,8 +25,8 @@ struct OptimizerConfig {
 
 // Appends AdvanceStep, the optional ClipGradNorm and the updates of grads.parameters, with
 // zeroed moment buffers: one SGD node per parameter, or one AdamW node for them all (one
-// dispatch per parameter page when compiled: ops::adamwMany). Returns the optimizer state tensor (8 u32
-// words: ops::OptimizerState). Throws Error when grads has no parameters.
+// dispatch per parameter page when compiled: ops::adamwMany). Returns the optimizer state tensor (8
+// u32 words: ops::OptimizerState). Throws Error when grads has no parameters.
 Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& config);
 
 }  // namespace vkgrad::graph

@@ -97,7 +97,7 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
   const ActivationPush push{uint32_t(n), param, bx.skip, by.skip};
   const vk::Arg args[] = {bx.arg, by.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(texel ? (n + 3) / 4 : n, kWorkgroup));
+                     gridGroups(rec.context(), texel ? (n + 3) / 4 : n, kWorkgroup));
 }
 
 void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
@@ -138,10 +138,11 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   if (texel) {
     const auto acc = accumulate ? bindTexel(ctx, dx, kRgba) : bdy;
     const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, acc.arg, bdx.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups((n + 3) / 4, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
   } else {
     const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, bdx.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
   }
 }
 

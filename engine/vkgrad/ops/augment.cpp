@@ -64,7 +64,8 @@ void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out,
   const vk::Kernel& kernel = ctx.kernels().get("augment/forward", {kWorkgroup});
   // The state's 4 words, as the random kernels bind it.
   const vk::Arg args[] = {bi.arg, bo.arg, {*rng.buffer, rng.offset, 16}};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(push.n, kWorkgroup));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

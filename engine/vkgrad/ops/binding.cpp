@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"
@@ -42,11 +43,20 @@ bool vec4Storable(const vk::Context& context, const TensorView& t) {
   return bindStorage(context, t).skip % 4 == 0;
 }
 
-uint32_t gridGroups(uint64_t threads, uint32_t workgroup) {
+uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workgroup) {
   // Enough invocations to fill any current GPU; beyond that each one loops. 65535 is the
   // smallest maxComputeWorkGroupCount[0] Vulkan allows.
   constexpr uint64_t kMaxGroups = 8192;
-  return uint32_t(std::clamp<uint64_t>((threads + workgroup - 1) / workgroup, 1, kMaxGroups));
+  uint64_t groups = (threads + workgroup - 1) / workgroup;
+  if (context.info().isCpu()) {
+    // lavapipe runs workgroups on as many threads as the host has (LP_NUM_THREADS).
+    static const uint64_t kMinGroups = 4 * std::max(1u, std::thread::hardware_concurrency());
+    constexpr uint64_t kItemsPerInvocation = 16;
+    groups =
+        std::max(std::min(groups, kMinGroups), (threads + workgroup * kItemsPerInvocation - 1) /
+                                                   (workgroup * kItemsPerInvocation));
+  }
+  return uint32_t(std::clamp<uint64_t>(groups, 1, kMaxGroups));
 }
 
 bool overlaps(const TensorView& x, const TensorView& y) {

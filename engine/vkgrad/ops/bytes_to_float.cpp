@@ -49,7 +49,7 @@ void bytesToFloat(vk::Recorder& rec, const TensorView& words, const TensorView& 
   const BytesToFloatPush push{uint32_t(words.shape.numel()), bw.skip, bo.skip, scale, shift};
   const vk::Arg args[] = {bw.arg, bo.arg};
   rec.dispatchGroups(ctx.kernels().get("bytes_to_float/forward", {kWorkgroup, vec4}), args, &push,
-                     sizeof(push), gridGroups(push.n_words, kWorkgroup));
+                     sizeof(push), gridGroups(rec.context(), push.n_words, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -60,7 +60,7 @@ void confusion(vk::Recorder& rec, const TensorView& logits, const TensorView& la
   if (w == Write::Overwrite) rec.fill(*counts.buffer, 0u, counts.offset, counts.bytes());
   const vk::Arg args[] = {bl.arg, bt.arg, bc.arg};
   rec.dispatchGroups(ctx.kernels().get("confusion/count", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(push.rows, kWorkgroup));
+                     gridGroups(rec.context(), push.rows, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -70,7 +70,7 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};
   const vk::Arg args[] = {bs.arg, bd.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(texel ? (n + 3) / 4 : n, kWorkgroup));
+                     gridGroups(rec.context(), texel ? (n + 3) / 4 : n, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -89,7 +89,7 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
       ba.skip};
   const vk::Arg args[] = {bo.arg, bs.arg, ba.arg};
   rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {l.group, l.one_subgroup}), args,
-                     &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
+                     &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 
 void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const TensorView& alpha,
@@ -117,7 +117,7 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
   const vk::Arg args[] = {bo.arg, ba.arg, bd.arg, bs.arg};
   rec.dispatchGroups(
       ctx.kernels().get("edge_softmax/backward", {l.group, l.one_subgroup, w == Write::Accumulate}),
-      args, &push, sizeof(push), gridGroups(uint64_t(nodes), 1));
+      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 
 }  // namespace vkgrad::ops

@@ -70,13 +70,14 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
     const auto so = bindStorage(ctx, out);
     push.a_skip = ta.skip, push.b_skip = tb.skip, push.out_skip = so.skip;
     const vk::Arg args[] = {ta.arg, tb.arg, tacc.arg, so.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups((n + 3) / 4, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
   } else {
     const auto sa = bindStorage(ctx, a_arg), sb = bindStorage(ctx, b_arg);
     const auto so = bindStorage(ctx, out);
     push.a_skip = sa.skip, push.b_skip = sb.skip, push.out_skip = so.skip;
     const vk::Arg args[] = {sa.arg, sb.arg, so.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
   }
 }
 
@@ -105,14 +106,15 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
     push.dout_skip = td.skip, push.a_skip = ta.skip, push.b_skip = tb.skip;
     push.da_skip = sda.skip, push.db_skip = sdb.skip;
     const vk::Arg args[] = {td.arg, ta.arg, tb.arg, tda.arg, tdb.arg, sda.arg, sdb.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups((n + 3) / 4, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
   } else {
     const auto sd = bindStorage(ctx, dout), sa = bindStorage(ctx, a_arg),
                sb = bindStorage(ctx, b_arg), sda = bindStorage(ctx, da), sdb = bindStorage(ctx, db);
     push.dout_skip = sd.skip, push.a_skip = sa.skip, push.b_skip = sb.skip;
     push.da_skip = sda.skip, push.db_skip = sdb.skip;
     const vk::Arg args[] = {sd.arg, sa.arg, sb.arg, sda.arg, sdb.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
   }
 }
 

@@ -381,7 +381,8 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                             bgamma_out.arg, bbeta_out.arg};
     const uint32_t max_y = context.info().max_workgroup_count[1];
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       gridGroups(uint64_t(vec4 ? n / 4 : n), group), std::min(blocks, max_y));
+                       gridGroups(rec.context(), uint64_t(vec4 ? n / 4 : n), group),
+                       std::min(blocks, max_y));
     if (blocked) {
       const Bound bdgamma = bindStorage(context, out_gamma),
                   bdbeta = bindStorage(context, out_beta);
@@ -391,7 +392,7 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                                                         {group, accumulate, want_gamma, want_beta});
       const vk::Arg reduce_args[] = {bgamma_out.arg, bdgamma.arg, bdbeta.arg};
       rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
-                         gridGroups(uint64_t(n), group));
+                         gridGroups(rec.context(), uint64_t(n), group));
     }
   }
 

@@ -19,7 +19,6 @@ namespace vkgrad::ops {
 namespace {
 
 constexpr uint32_t kWorkgroup = 256;
-constexpr uint32_t kMaxGroups = 4096;  // grid-stride kernels; far below maxComputeWorkGroupCount
 // Gradient-norm partials: a 64-wide tree per workgroup (6 barriers), at least 1024
 // elements per workgroup, at most 1024 partials per tensor.
 constexpr uint32_t kNormWorkgroup = 64;
@@ -63,10 +62,6 @@ static_assert(sizeof(ScalePush) == 4);
 
 vk::Arg arg(const TensorView& t) {
   return {*t.buffer, t.offset, t.bytes()};
-}
-
-uint32_t groupsFor(uint64_t invocations) {
-  return std::min<uint32_t>(vk::divUp(invocations, kWorkgroup), kMaxGroups);
 }
 
 void checkState(const char* op, const TensorView& state) {
@@ -163,14 +158,6 @@ std::vector<std::pair<size_t, size_t>> runs(const vk::Context& ctx, size_t count
   return out;
 }
 
-// Texels each invocation of optim/adamw_many updates (at most): on a CPU device an
-// invocation's fixed cost (the segment search, the table's words) is worth amortising
-// (lavapipe, GPT's 53 tensors: 19-21 ms with 1, 8.5-9.6 with 4-64, `vkgrad-bench adamw`); a
-// GPU wants one texel per invocation and many workgroups.
-uint32_t texelsPerInvocation(const vk::Context& ctx) {
-  return ctx.info().isCpu() ? 16 : 1;
-}
-
 void checkTable(const char* op, const TensorView& table, size_t tensors) {
   checkFits(op, "table", table, DType::U32);
   if (table.shape.numel() < segmentTableWords(tensors))
@@ -199,7 +186,7 @@ void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
   const SgdPush push{n, options.momentum, options.weight_decay, options.nesterov ? 1u : 0u};
   const vk::Arg args[] = {arg(param), arg(grad), arg(velocity), stateArg(state)};
   rec.dispatchGroups(rec.context().kernels().get("optim/sgd", {kWorkgroup}), args, &push,
-                     sizeof(push), groupsFor(n));
+                     sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
 }
 
 void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
@@ -226,7 +213,7 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
     const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
     const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
     rec.dispatchGroups(ctx.kernels().get("optim/adamw", {kWorkgroup}), args, &push, sizeof(push),
-                       groupsFor(n));
+                       gridGroups(rec.context(), n, kWorkgroup));
     return;
   }
   const Bound tp = bindTexel(ctx, param, kRgba), tg = bindTexel(ctx, grad, kRgba),
@@ -241,7 +228,7 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
                           bindStorage(ctx, m).arg,
                           bindStorage(ctx, v).arg};
   rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {kWorkgroup}), args, &push,
-                     sizeof(push), groupsFor((uint64_t(n) + 3) / 4));
+                     sizeof(push), gridGroups(ctx, (uint64_t(n) + 3) / 4, kWorkgroup));
 }
 
 void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
@@ -275,13 +262,12 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
       if ((v->buffer->offset() + v->offset) % 16 != 0 || !texelFits(ctx, *v, kRgba)) return false;
     return true;
   };
-  const uint32_t per = texelsPerInvocation(ctx);
   auto groups = [&](size_t i) {
-    return groupsFor(vk::divUp((uint64_t(tensors[i].param.shape.numel()) + 3) / 4, per));
+    return gridGroups(ctx, (uint64_t(tensors[i].param.shape.numel()) + 3) / 4, kWorkgroup);
   };
-  const uint64_t limit =
-      std::min<uint64_t>({ctx.info().max_storage_buffer_range,
-                          std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
+  const uint64_t limit = std::min<uint64_t>(
+      {ctx.info().max_storage_buffer_range,
+       std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
   const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {kWorkgroup});
   for (const auto& [begin, end] : runs(ctx, tensors.size(), limit, views, ok, groups)) {
     if (end - begin == 1) {
@@ -291,7 +277,8 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
     std::array<Span, 4> spans;
     for (size_t i = begin; i < end; ++i) {
       const auto v = views(i);
-      for (size_t r = 0; r < 4; ++r) spans[r] = Span::join(spans[r], ctx, *v[r], UINT64_MAX).value();
+      for (size_t r = 0; r < 4; ++r)
+        spans[r] = Span::join(spans[r], ctx, *v[r], UINT64_MAX).value();
     }
     std::vector<uint32_t> words;
     uint32_t first = 0;
@@ -311,15 +298,9 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
       float eps;
       uint32_t at;
     } push{uint32_t(end - begin), options.eps, tb.skip + uint32_t(begin * kSegmentWords)};
-    const vk::Arg args[] = {spans[0].arg(),
-                            spans[1].arg(),
-                            spans[2].arg(),
-                            spans[3].arg(),
-                            stateArg(state),
-                            spans[0].arg(),
-                            spans[2].arg(),
-                            spans[3].arg(),
-                            tb.arg};
+    const vk::Arg args[] = {spans[0].arg(), spans[1].arg(),  spans[2].arg(),
+                            spans[3].arg(), stateArg(state), spans[0].arg(),
+                            spans[2].arg(), spans[3].arg(),  tb.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), first);
   }
 }
@@ -382,8 +363,8 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
       uint32_t first = 0;
       for (size_t i = begin; i < end; ++i) {
         const uint32_t g = groups(i);
-        words.insert(words.end(), {0, span.skip(grads[i]), 0, 0, uint32_t(grads[i].shape.numel()),
-                                   0, first, g});
+        words.insert(words.end(),
+                     {0, span.skip(grads[i]), 0, 0, uint32_t(grads[i].shape.numel()), 0, first, g});
         first += g;
       }
       const uint64_t at = table.offset + uint64_t(begin) * kSegmentWords * 4;
@@ -410,7 +391,8 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
   for (const TensorView& g : grads) {
     const ScalePush push{uint32_t(g.shape.numel())};
     const vk::Arg args[] = {arg(g), {*norm.buffer, norm.offset, 8}};
-    rec.dispatchGroups(scale, args, &push, sizeof(push), groupsFor(push.n));
+    rec.dispatchGroups(scale, args, &push, sizeof(push),
+                       gridGroups(rec.context(), push.n, kWorkgroup));
   }
 }
 

@@ -53,7 +53,8 @@ void record(const char* op, vk::Recorder& rec, const TensorView& images, const c
       backward ? ctx.kernels().get("patchify/backward", {kWorkgroup, write == Write::Accumulate})
                : ctx.kernels().get("patchify/forward", {kWorkgroup});
   const vk::Arg args[] = {bi.arg, bp.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(push.n, kWorkgroup));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 }  // namespace

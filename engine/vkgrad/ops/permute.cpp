@@ -67,7 +67,7 @@ void permute(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
   }
   const vk::Arg args[] = {bs.arg, bd.arg};
   rec.dispatchGroups(ctx.kernels().get("permute/permute", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(uint64_t(n), kWorkgroup));
+                     gridGroups(rec.context(), uint64_t(n), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -60,7 +60,7 @@ void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& toke
                               {bx.skip, bt.skip, bo.skip}};
   const vk::Arg args[] = {bx.arg, bt.arg, bo.arg};
   rec.dispatchGroups(ctx.kernels().get("prepend_token/forward", {kWorkgroup}), args, &push,
-                     sizeof(push), gridGroups(push.n, kWorkgroup));
+                     sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 // One kernel for both gradients rather than a copy and a column sum. lavapipe, T = 49,
@@ -110,7 +110,8 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
       "prepend_token/backward", {kWorkgroup, want_dx, want_token, dx_write == Write::Accumulate,
                                  dtoken_write == Write::Accumulate});
   const vk::Arg args[] = {bo.arg, bx.arg, bt.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(push.n, kWorkgroup));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

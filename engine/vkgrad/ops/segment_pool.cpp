@@ -99,7 +99,8 @@ void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const Tensor
                          ba.skip};
   const vk::Arg args[] = {bx.arg, bs.arg, bo.arg, ba.arg};
   rec.dispatchGroups(ctx.kernels().get("segment_pool/forward", {kWorkgroup, kindConstant(kind)}),
-                     args, &push, sizeof(push), gridGroups(uint64_t(shape.numel()), kWorkgroup));
+                     args, &push, sizeof(push),
+                     gridGroups(rec.context(), uint64_t(shape.numel()), kWorkgroup));
 }
 
 void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segments,
@@ -129,7 +130,8 @@ void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segment
   const vk::Arg args[] = {bs.arg, ba.arg, bd.arg, bx.arg};
   rec.dispatchGroups(ctx.kernels().get("segment_pool/backward",
                                        {kWorkgroup, kindConstant(kind), w == Write::Accumulate}),
-                     args, &push, sizeof(push), gridGroups(uint64_t(dx.shape.numel()), kWorkgroup));
+                     args, &push, sizeof(push),
+                     gridGroups(rec.context(), uint64_t(dx.shape.numel()), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

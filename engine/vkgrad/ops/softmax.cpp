@@ -97,7 +97,8 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
                  : one_subgroup            ? std::max(1u, context.info().subgroup_size)
                                            : kWorkgroupPerRow;
   // The kernels grid-stride over rows, so the grid may be capped.
-  layout.groups = layout.row_per_invocation ? gridGroups(rows, layout.group) : gridGroups(rows, 1);
+  layout.groups = layout.row_per_invocation ? gridGroups(context, rows, layout.group)
+                                            : gridGroups(context, rows, 1);
   return layout;
 }
 

@@ -91,8 +91,9 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
   const vk::Kernel& kernel =
       ctx.kernels().get(width == 4 ? "spmm/aggregate4" : "spmm/aggregate",
                         {kWorkgroup, indirect, weights.buffer != nullptr, w == Write::Accumulate});
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
+  rec.dispatchGroups(
+      kernel, args, &push, sizeof(push),
+      gridGroups(rec.context(), uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
 }
 
 }  // namespace
@@ -162,7 +163,7 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
   const vk::Arg args[] = {bs.arg, bd.arg, bx.arg, bdy.arg, bw.arg};
   rec.dispatchGroups(
       ctx.kernels().get("spmm/weights_backward", {kWorkgroup, w == Write::Accumulate}), args, &push,
-      sizeof(push), gridGroups(uint64_t(edges) * uint64_t(heads), kWorkgroup));
+      sizeof(push), gridGroups(rec.context(), uint64_t(edges) * uint64_t(heads), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -56,7 +56,7 @@ void takeRow(vk::Recorder& rec, const TensorView& x, const TensorView& out, int6
   push.skip[0] = bx.skip, push.skip[1] = bo.skip;
   const vk::Arg args[] = {bx.arg, bo.arg};
   rec.dispatchGroups(ctx.kernels().get("take_row/forward", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, int64_t index,
@@ -71,7 +71,7 @@ void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView
   push.skip[0] = bd.skip, push.skip[1] = bx.skip;
   const vk::Arg args[] = {bd.arg, bx.arg};
   rec.dispatchGroups(ctx.kernels().get("take_row/backward", {kWorkgroup, accumulate}), args, &push,
-                     sizeof(push), gridGroups(push.n, kWorkgroup));
+                     sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -61,7 +61,8 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
                       br.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, br.arg};
   rec.dispatchGroups(ctx.kernels().get("vae_loss/rows", {kRowWorkgroup, kind}), args, &push,
-                     sizeof(push), gridGroups(uint64_t(n_rows) * kRowWorkgroup, kRowWorkgroup));
+                     sizeof(push),
+                     gridGroups(rec.context(), uint64_t(n_rows) * kRowWorkgroup, kRowWorkgroup));
   TensorView column = rows;
   column.shape = {n_rows, 1};
   meanRows(rec, column, mean);
@@ -89,7 +90,7 @@ void recordBackward(vk::Recorder& rec, const char* op, uint32_t kind, const char
   const vk::Arg args[] = {ba.arg, bb.arg, bd.arg, bo.arg};
   rec.dispatchGroups(
       ctx.kernels().get("vae_loss/backward", {kWorkgroup, kind, w == Write::Accumulate}), args,
-      &push, sizeof(push), gridGroups(n, kWorkgroup));
+      &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
 }
 
 }  // namespace

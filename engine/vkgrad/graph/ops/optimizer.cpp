@@ -38,8 +38,8 @@ struct AdamWUpdate {
   enum In { state, kInputs };
   enum Out { table, kOutputs };  // u32: the segment table
   struct Attrs {
-    ops::AdamWOptions options;         // its weight_decay unused: each tensor has its own
-    std::vector<float> weight_decay;   // per parameter
+    ops::AdamWOptions options;        // its weight_decay unused: each tensor has its own
+    std::vector<float> weight_decay;  // per parameter
   };
 };
 
