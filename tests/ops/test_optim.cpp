@@ -512,6 +512,25 @@ TEST_F(ClipTest, NormOverPackedGradientsTakesOneDispatchPerRunWithTheSameBits) {
   EXPECT_EQ(0, std::memcmp(partials[0].data(), partials[1].data(), size_t(slots) * 4));
 }
 
+// A gradient view on any 4 bytes (not 16: no RGBA32F texel view can start there) is summed
+// one float at a time, to the same norm within fp32 rounding.
+TEST_F(ClipTest, NormOfViewsOffTheTexelGridMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  std::vector<std::vector<float>> host;
+  std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
+  for (int64_t n : sizes) host.push_back(rng.uniform(n));
+  std::vector<int64_t> at = packedOffsets(sizes);
+  for (int64_t& a : at) a += 1;  // 4 bytes past 16
+  Packed packed = pack(ctx(), host, at);
+  auto scratch = poisoned(ctx(), {ops::gradNormScratch(packed.views)}), norm = poisoned(ctx(), {2});
+  vk::Recorder rec(ctx());
+  ops::gradNorm(rec, packed.views, scratch.view(), norm.view());
+  rec.submit();
+  const double want = ops::ref::gradNorm(host);
+  EXPECT_NEAR(download(ctx(), norm)[0], want, 1e-5 * want);
+}
+
 TEST_F(ClipTest, RejectsBadArgumentsBeforeRecording) {
   Rng rng;
   Grads g = makeGrads(ctx(), rng);

@@ -40,9 +40,14 @@ struct AdamWPush {
 static_assert(sizeof(AdamWPush) == 28);
 
 struct SumsqPush {
-  uint32_t n, base;  // elements; first partial slot of this tensor
+  uint32_t n, base, skip;  // elements; first partial slot of this tensor; first element
 };
-static_assert(sizeof(SumsqPush) == 8);
+static_assert(sizeof(SumsqPush) == 12);
+
+struct SumsqTexelPush {
+  uint32_t n, base, skip;  // elements; first partial slot; first element in the binding
+};
+static_assert(sizeof(SumsqTexelPush) == 12);
 
 struct SumsqManyPush {
   uint32_t count, base, at;  // tensors; first partial slot; the table's first word
@@ -333,14 +338,28 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
 
   vk::Context& ctx = rec.context();
   vk::KernelCache& kernels = ctx.kernels();
-  const vk::Kernel& sumsq = kernels.get("optim/sumsq", {kNormWorkgroup});
+  constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
   const vk::Arg scratch_arg{*scratch.buffer, scratch.offset, uint64_t(slots) * 4};
   uint32_t base = 0;
+  // RGBA32F texel fetches where the view starts on 16 bytes, else one float at a time.
+  auto texel = [&](const TensorView& g) {
+    return (g.buffer->offset() + g.offset) % 16 == 0 && texelFits(ctx, g, kRgba);
+  };
   auto one = [&](const TensorView& g) {
-    const SumsqPush push{uint32_t(g.shape.numel()), base};
     const uint32_t groups = partialsFor(g.shape.numel());
-    const vk::Arg args[] = {arg(g), scratch_arg};
-    rec.dispatchGroups(sumsq, args, &push, sizeof(push), groups);
+    if (texel(g)) {
+      const Bound b = bindTexel(ctx, g, kRgba);
+      const SumsqTexelPush push{uint32_t(g.shape.numel()), base, b.skip};
+      const vk::Arg args[] = {b.arg, scratch_arg};
+      rec.dispatchGroups(kernels.get("optim/sumsq_texel", {kNormWorkgroup}), args, &push,
+                         sizeof(push), groups);
+    } else {
+      const Bound b = bindStorage(ctx, g);
+      const SumsqPush push{uint32_t(g.shape.numel()), base, b.skip};
+      const vk::Arg args[] = {b.arg, scratch_arg};
+      rec.dispatchGroups(kernels.get("optim/sumsq", {kNormWorkgroup}), args, &push, sizeof(push),
+                         groups);
+    }
     base += groups;
   };
   if (!table.buffer) {
@@ -348,10 +367,12 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
   } else {
     auto views = [&](size_t i) { return std::array<const TensorView*, 1>{&grads[i]}; };
     auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel()); };
-    const auto ok = [](size_t) { return true; };
+    auto ok = [&](size_t i) { return texel(grads[i]); };
+    const uint64_t limit = std::min<uint64_t>(
+        {ctx.info().max_storage_buffer_range,
+         std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
     const vk::Kernel& many = kernels.get("optim/sumsq_many", {kNormWorkgroup});
-    for (const auto& [begin, end] :
-         runs(ctx, grads.size(), ctx.info().max_storage_buffer_range, views, ok, groups)) {
+    for (const auto& [begin, end] : runs(ctx, grads.size(), limit, views, ok, groups)) {
       if (end - begin == 1) {
         one(grads[begin]);
         continue;
