@@ -2,7 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 // Flash attention backward, dQ, for SIMD CPUs (see attention/texel.glsl; backward_q.comp has
 // the algorithm): each lane owns one query row; per key tile every lane fetches one key and
-// value row and the shuffles share them.
+// value row and the shuffles share them. Each lane first computes its row's dO · O itself and
+// writes it for backward_kv_texel, which runs after this (a separate backward_rowdot pass of
+// 8-row workgroups cost about as much as this whole kernel on lavapipe at T = 64).
 #include "attention/texel.glsl"
 
 layout(set = 0, binding = 0) uniform samplerBuffer Qt;
@@ -10,8 +12,9 @@ layout(set = 0, binding = 1) uniform samplerBuffer Kt;
 layout(set = 0, binding = 2) uniform samplerBuffer Vt;
 layout(set = 0, binding = 3) uniform samplerBuffer DOt;
 layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
-layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
+layout(set = 0, binding = 5) writeonly buffer Rb { float rowdot[]; };
 layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+layout(set = 0, binding = 7) uniform samplerBuffer Ot;
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -21,14 +24,17 @@ void main() {
   const uint ic = min(i, p.Tq - 1);
 
   vec4 qv[D4], dov[D4], g[D4];
-  const int qbase = texelAt(Q, b, ic, p.Tq, h), dbase = texelAt(DO, b, ic, p.Tq, h);
+  const int qbase = texelAt(Q, b, ic, p.Tq, h), dbase = texelAt(DO, b, ic, p.Tq, h),
+            obase = texelAt(O, b, ic, p.Tq, h);
+  float rd = 0.0;  // dO_i · O_i
   [[unroll]] for (uint c = 0; c < D4; ++c) {
     qv[c] = texelFetch(Qt, qbase + int(c)) * p.scale;
     dov[c] = texelFetch(DOt, dbase + int(c));
+    rd += dot(dov[c], texelFetch(Ot, obase + int(c)));
     g[c] = vec4(0.0);
   }
+  if (row) rowdot[p.rowdot_skip + rowIndex(b, h, i)] = rd;
   const float l = row ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
-  const float rd = row ? rowdot[p.rowdot_skip + rowIndex(b, h, i)] : 0.0;
   const uint end = l == NEG_INF ? 0 : keyEnd(i);  // a row that sees no key: zero gradient
   const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);  // uniform
 

@@ -210,7 +210,7 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFits(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout});
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   const std::initializer_list<uint32_t> spec = {uint32_t(dims.d), tile};
   AttentionPush push = makePush(dims, options);
@@ -218,24 +218,31 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   const Bound bl = bindStorage(context, lse), br = bindStorage(context, rowdot);
   push.lse_skip = bl.skip;
   push.rowdot_skip = br.skip;
-  const vk::Arg ao = bind(context, push, kO, o), ado = bind(context, push, kDO, dout),
-                adq = bind(context, push, kDQ, dq), adk = bind(context, push, kDK, dk),
-                adv = bind(context, push, kDV, dv);
-  const vk::Arg rowdot_args[] = {ao, ado, br.arg};
-  rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
-                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  // The rowdot pass reads dO through storage; the other two as the variant wants.
+  const vk::Arg ao = bind(context, push, kO, o), adq = bind(context, push, kDQ, dq),
+                adk = bind(context, push, kDK, dk), adv = bind(context, push, kDV, dv);
   const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
                 av = bind(context, push, kV, v, texel),
                 ado_read = bind(context, push, kDO, dout, texel);
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
-  rec.dispatchGroups(
-      context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec),
-      kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+  const vk::Kernel& kv =
+      context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec);
+  if (texel) {
+    // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads.
+    const vk::Arg q_args[] = {aq,     ak,     av,  ado_read,
+                              bl.arg, br.arg, adq, bind(context, push, kO, o, true)};
+    rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", spec), q_args, &push,
+                       sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+    rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+    return;
+  }
+  // The row dots first, then dK, dV and dQ.
+  const vk::Arg rowdot_args[] = {ao, ado_read, br.arg};
+  rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
+                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
   const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
-  rec.dispatchGroups(
-      context.kernels().get(texel ? "attention/backward_q_texel" : "attention/backward_q", spec),
-      q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  rec.dispatchGroups(context.kernels().get("attention/backward_q", spec), q_args, &push,
+                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
 }  // namespace vkgrad::ops
