@@ -48,6 +48,11 @@ layout(constant_id = 4) const bool A_MVEC4 = false;  // A RGBA32F along m (a_sm 
 // (scalarised, bounds-checked) double the pipeline's JIT time, so only pipelines that
 // accumulate pay for them.
 layout(constant_id = 5) const bool ACCUMULATE = false;
+// C stored (and, with ACCUMULATE, read) 16 bytes at a time: N % 4 == 0 and C's first element
+// a multiple of 4 into its binding, so a lane's vec4 of columns is wholly inside or past N.
+// Scalar storage stores are scalarised per lane with a bounds check on llvmpipe; a vec4
+// store is about twice as fast per float (BENCHMARKS.md, copy).
+layout(constant_id = 6) const bool C_VEC4 = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -57,6 +62,7 @@ const uint SLOTS = (TM + SG - 1) / SG;  // rows of A each lane fetches
 layout(set = 0, binding = 0) uniform samplerBuffer A;
 layout(set = 0, binding = 1) uniform samplerBuffer B;
 layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N) from element c_off
+layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
 layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
 layout(push_constant) uniform Push {
   uint M, N, K;
@@ -197,6 +203,11 @@ void main() {
       const uint col = col0 + 4 * j;
       const uint at = p.c_off + (z * p.M + row) * p.N + col;
       const vec4 v = p.alpha * acc[r][j] + bias4[j];
+      if (C_VEC4) {
+        if (col >= p.N) continue;
+        c4[at / 4] = ACCUMULATE ? v + p.beta * c4[at / 4] : v;
+        continue;
+      }
       [[unroll]] for (uint i = 0; i < 4; ++i) {
         if (col + i >= p.N) continue;  // columns past N were clamped copies
         // Without ACCUMULATE (beta == 0) C is not read: it may hold anything, NaN included.

@@ -281,8 +281,10 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
     // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
     const uint32_t sg = info.subgroup_size;
+    // 16-byte stores of C where every row of it starts on 4 elements of its binding.
+    const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0;
     const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f});
+        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4});
     const MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
