@@ -83,6 +83,24 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
   }
 }
 
+// adamw: the GPT's 53 parameter tensors (or a multiple) updated one dispatch per tensor and
+// in one dispatch, from the same start: the same bits (error 0 against the first variant).
+TEST(BenchApp, AdamwComparesOneDispatchPerTensorWithOneForAll) {
+  const auto lines = runJson({"adamw", "--tensors", "2"});
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].at("variant").get<std::string>(), "each");
+  EXPECT_EQ(lines[1].at("variant").get<std::string>(), "many");
+  for (const graph::Json& line : lines) {
+    EXPECT_EQ(line.at("op").get<std::string>(), "adamw");
+    EXPECT_EQ(line.at("tensors").get<double>(), 106.0);
+    EXPECT_GT(line.at("gbps").get<double>(), 0.0);
+    EXPECT_EQ(line.at("error").get<double>(), 0.0);
+    expectTimed(line);
+  }
+  EXPECT_EQ(runApp("bench", {"adamw", "--variant", "fused"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"adamw", "--tensors", "0"}).exit_code, 2);
+}
+
 // --tiling picks the vector kernel's tile; --sample checks sampled elements only (the default
 // above 2048³).
 // --shapes gpt: the 15 products of the 4-layer GPT step (5 linears x forward, dX, dW), each
@@ -104,7 +122,9 @@ TEST(BenchApp, MatmulTimesTheGptStepsProducts) {
       if (line.at("split").get<double>() > 1) ++split;
     }
     EXPECT_EQ(steps_products, 3 * (4 * 4 + 1));
-    if (std::string(variant) == "vector") EXPECT_GT(split, 0);
+    if (std::string(variant) == "vector") {
+      EXPECT_GT(split, 0);
+    }
   }
   EXPECT_EQ(runApp("bench", {"matmul", "--shapes", "bert"}).exit_code, 2);
   EXPECT_EQ(runApp("bench", {"matmul", "--shapes", "gpt", "--variant", "all"}).exit_code, 2);

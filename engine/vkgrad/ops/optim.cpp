@@ -101,9 +101,10 @@ uint32_t partialsFor(int64_t n) {
   return std::min<uint32_t>(vk::divUp(uint64_t(n), kNormChunk), kMaxPartials);
 }
 
-// A segment table entry (optim/adamw_many.comp and optim/sumsq_many.comp read these words).
+// Words of a segment table entry, as optim/adamw.glsl and optim/sumsq_texel.glsl read them:
+// the tensor's first element in the param, grad, m and v bindings, its size, its weight decay
+// (f32 bits), its first workgroup and its workgroup count.
 constexpr int64_t kSegmentWords = 8;
-enum SegmentWord { kParamSkip, kGradSkip, kMSkip, kVSkip, kCount, kDecay, kFirstGroup, kGroups };
 
 // The binding that spans views of one role (params, grads, ...) of a run of tensors: every
 // view in one buffer, from the binding alignment at or below the first to the end of the last.
