@@ -130,38 +130,59 @@ struct Span {
   uint32_t skip(const TensorView& t) const { return uint32_t((t.offset - lo) / 4); }
 };
 
-// Splits [0, count) into runs of consecutive tensors whose views of each of `roles` roles
-// (roles(i) lists tensor i's) fit one Span each, and whose workgroups (groups(i)) one
-// dispatch can launch; a tensor that fits no span (ok(i) false) is a run of its own.
+// Tensors [begin, end) that one dispatch takes, with the binding of each role that spans them.
+struct Run {
+  size_t begin = 0, end = 0;
+  std::vector<Span> spans;  // one per role
+};
+
+// Splits [0, count) into runs of consecutive tensors whose views of each role (roles(i) lists
+// tensor i's) fit one Span each, and whose workgroups (groups(i)) one dispatch can launch; a
+// tensor that cannot be read through a span (ok(i) false) is a run of its own.
 template <class Views, class Ok, class Groups>
-std::vector<std::pair<size_t, size_t>> runs(const vk::Context& ctx, size_t count, uint64_t limit,
-                                            Views roles, Ok ok, Groups groups) {
-  std::vector<std::pair<size_t, size_t>> out;
-  std::vector<Span> spans;
+std::vector<Run> runs(const vk::Context& ctx, size_t count, uint64_t limit, Views roles, Ok ok,
+                      Groups groups) {
+  std::vector<Run> out;
   uint64_t launched = 0;
   for (size_t i = 0; i < count; ++i) {
     const auto views = roles(i);
-    bool fits = !out.empty() && ok(i) && ok(out.back().first) &&
+    bool fits = !out.empty() && ok(i) && ok(out.back().begin) &&
                 launched + groups(i) <= ctx.info().max_workgroup_count[0];
     std::vector<Span> joined(views.size());
     for (size_t r = 0; fits && r < views.size(); ++r) {
-      const auto s = Span::join(spans[r], ctx, *views[r], limit);
+      const auto s = Span::join(out.back().spans[r], ctx, *views[r], limit);
       if (s) joined[r] = *s;
       fits = fits && s.has_value();
     }
     if (fits) {
-      spans = std::move(joined);
-      out.back().second = i + 1;
+      out.back().spans = std::move(joined);
+      out.back().end = i + 1;
       launched += groups(i);
       continue;
     }
-    out.emplace_back(i, i + 1);
-    spans.assign(views.size(), Span{});
+    out.push_back({i, i + 1, std::vector<Span>(views.size())});
     for (size_t r = 0; r < views.size(); ++r)
-      spans[r] = Span::join(Span{}, ctx, *views[r], UINT64_MAX).value();
+      out.back().spans[r] = Span::join(Span{}, ctx, *views[r], UINT64_MAX).value();
     launched = groups(i);
   }
   return out;
+}
+
+// The most bytes a span read through RGBA32F texels and stored through storage may cover.
+uint64_t spanLimit(const vk::Context& ctx) {
+  return std::min<uint64_t>(
+      {ctx.info().max_storage_buffer_range,
+       std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
+}
+
+// Writes a run's table entries (from entry `begin`) into `table` when the recording runs;
+// returns the table's storage binding and the run's first word in it.
+std::pair<vk::Arg, uint32_t> writeTable(vk::Recorder& rec, const TensorView& table, size_t begin,
+                                        const std::vector<uint32_t>& words) {
+  rec.update(*table.buffer, table.offset + uint64_t(begin) * kSegmentWords * 4, words.data(),
+             words.size() * 4);
+  const Bound b = bindStorage(rec.context(), table);
+  return {b.arg, b.skip + uint32_t(begin * kSegmentWords)};
 }
 
 void checkTable(const char* op, const TensorView& table, size_t tensors) {
@@ -261,31 +282,24 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
     const AdamWTensor& t = tensors[i];
     return std::array<const TensorView*, 4>{&t.param, &t.grad, &t.m, &t.v};
   };
-  // A tensor joins a run when all four views start on 16 bytes: texel i of its binding is
-  // then elements 4i..4i+3 of the view, and the kernel stores whole texels.
+  // A tensor joins a run when all four views are RGBA32F-readable (on 16 bytes): texel i of
+  // its binding is then elements 4i..4i+3 of the view, and the kernel stores whole texels.
   auto ok = [&](size_t i) {
     for (const TensorView* v : views(i))
-      if ((v->buffer->offset() + v->offset) % 16 != 0 || !texelFits(ctx, *v, kRgba)) return false;
+      if (!texelFits(ctx, *v, kRgba)) return false;
     return true;
   };
   auto groups = [&](size_t i) {
     return gridGroups(ctx, (uint64_t(tensors[i].param.shape.numel()) + 3) / 4, kWorkgroup);
   };
-  const uint64_t limit = std::min<uint64_t>(
-      {ctx.info().max_storage_buffer_range,
-       std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
   const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {kWorkgroup});
-  for (const auto& [begin, end] : runs(ctx, tensors.size(), limit, views, ok, groups)) {
+  for (const Run& run : runs(ctx, tensors.size(), spanLimit(ctx), views, ok, groups)) {
+    const size_t begin = run.begin, end = run.end;
     if (end - begin == 1) {
       one(tensors[begin], AdamWVariant::Auto);
       continue;
     }
-    std::array<Span, 4> spans;
-    for (size_t i = begin; i < end; ++i) {
-      const auto v = views(i);
-      for (size_t r = 0; r < 4; ++r)
-        spans[r] = Span::join(spans[r], ctx, *v[r], UINT64_MAX).value();
-    }
+    const std::vector<Span>& spans = run.spans;
     std::vector<uint32_t> words;
     uint32_t first = 0;
     for (size_t i = begin; i < end; ++i) {
@@ -296,17 +310,15 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
                                  std::bit_cast<uint32_t>(t.weight_decay), first, g});
       first += g;
     }
-    const uint64_t at = table.offset + uint64_t(begin) * kSegmentWords * 4;
-    rec.update(*table.buffer, at, words.data(), words.size() * 4);
-    const Bound tb = bindStorage(ctx, table);
+    const auto [table_arg, at] = writeTable(rec, table, begin, words);
     const struct {
       uint32_t count;
       float eps;
       uint32_t at;
-    } push{uint32_t(end - begin), options.eps, tb.skip + uint32_t(begin * kSegmentWords)};
+    } push{uint32_t(end - begin), options.eps, at};
     const vk::Arg args[] = {spans[0].arg(), spans[1].arg(),  spans[2].arg(),
                             spans[3].arg(), stateArg(state), spans[0].arg(),
-                            spans[2].arg(), spans[3].arg(),  tb.arg};
+                            spans[2].arg(), spans[3].arg(),  table_arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), first);
   }
 }
@@ -343,9 +355,7 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
   const vk::Arg scratch_arg{*scratch.buffer, scratch.offset, uint64_t(slots) * 4};
   uint32_t base = 0;
   // RGBA32F texel fetches where the view starts on 16 bytes, else one float at a time.
-  auto texel = [&](const TensorView& g) {
-    return (g.buffer->offset() + g.offset) % 16 == 0 && texelFits(ctx, g, kRgba);
-  };
+  auto texel = [&](const TensorView& g) { return texelFits(ctx, g, kRgba); };
   auto one = [&](const TensorView& g) {
     const uint32_t groups = partialsFor(g.shape.numel());
     if (texel(g)) {
@@ -369,18 +379,14 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
     auto views = [&](size_t i) { return std::array<const TensorView*, 1>{&grads[i]}; };
     auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel()); };
     auto ok = [&](size_t i) { return texel(grads[i]); };
-    const uint64_t limit = std::min<uint64_t>(
-        {ctx.info().max_storage_buffer_range,
-         std::min<uint64_t>(ctx.info().max_texel_buffer_elements, INT32_MAX) * 16});
     const vk::Kernel& many = kernels.get("optim/sumsq_many", {kNormWorkgroup});
-    for (const auto& [begin, end] : runs(ctx, grads.size(), limit, views, ok, groups)) {
+    for (const Run& run : runs(ctx, grads.size(), spanLimit(ctx), views, ok, groups)) {
+      const size_t begin = run.begin, end = run.end;
       if (end - begin == 1) {
         one(grads[begin]);
         continue;
       }
-      Span span;
-      for (size_t i = begin; i < end; ++i)
-        span = Span::join(span, ctx, grads[i], UINT64_MAX).value();
+      const Span& span = run.spans[0];
       std::vector<uint32_t> words;
       uint32_t first = 0;
       for (size_t i = begin; i < end; ++i) {
@@ -389,12 +395,9 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
                      {0, span.skip(grads[i]), 0, 0, uint32_t(grads[i].shape.numel()), 0, first, g});
         first += g;
       }
-      const uint64_t at = table.offset + uint64_t(begin) * kSegmentWords * 4;
-      rec.update(*table.buffer, at, words.data(), words.size() * 4);
-      const Bound tb = bindStorage(ctx, table);
-      const SumsqManyPush push{uint32_t(end - begin), base,
-                               tb.skip + uint32_t(begin * kSegmentWords)};
-      const vk::Arg args[] = {span.arg(), scratch_arg, tb.arg};
+      const auto [table_arg, at] = writeTable(rec, table, begin, words);
+      const SumsqManyPush push{uint32_t(end - begin), base, at};
+      const vk::Arg args[] = {span.arg(), scratch_arg, table_arg};
       rec.dispatchGroups(many, args, &push, sizeof(push), first);
       base += first;
     }
