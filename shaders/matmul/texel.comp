@@ -34,6 +34,10 @@
 // The k that do not fill a whole step (K % 4) go through a one-k-at-a-time loop after the
 // main one, so no fetch ever needs a mask. One batch entry per z; the epilogue applies
 // alpha, beta (C is read only with ACCUMULATE) and the bias.
+// COLSUM: the column sums of op(B) over all of K as well, into colsum (N): a bias gradient
+// beside the weight gradient (dW = Xᵀ·dY, dbias = Σ rows of dY, the same B operand), so it
+// needs no pass of its own over dY. Every workgroup adds the B values it fetches anyway
+// (8 adds per 128 multiply-adds); those of the first row of workgroups store. One batch entry.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
@@ -53,6 +57,7 @@ layout(constant_id = 5) const bool ACCUMULATE = false;
 // Scalar storage stores are scalarised per lane with a bounds check on llvmpipe; a vec4
 // store is about twice as fast per float (BENCHMARKS.md, copy).
 layout(constant_id = 6) const bool C_VEC4 = false;
+layout(constant_id = 7) const bool COLSUM = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -64,6 +69,8 @@ layout(set = 0, binding = 1) uniform samplerBuffer B;
 layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N) from element c_off
 layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
 layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+// (N) from colsum_off, with COLSUM; otherwise a stand-in never touched.
+layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
 layout(push_constant) uniform Push {
   uint M, N, K;
   uint a_off, a_sm, a_sk, a_sb;
@@ -71,6 +78,9 @@ layout(push_constant) uniform Push {
   uint c_off;
   uint bias_off, has_bias;
   float alpha, beta;
+  uint k_chunk;  // the Vector variant's; unused here
+  uint colsum_off;
+  float colsum_beta;  // 0: colsum is written, 1: added to
 } p;
 
 vec4 acc[TM][TN4];  // acc[r][j]: row row0 + r, columns col0 + 4j .. col0 + 4j + 3
@@ -104,6 +114,8 @@ void main() {
 
   [[unroll]] for (uint r = 0; r < TM; ++r)
     [[unroll]] for (uint j = 0; j < TN4; ++j) acc[r][j] = vec4(0.0);
+  vec4 csum[TN4];  // COLSUM: Σ over k of op(B) at this lane's columns
+  [[unroll]] for (uint j = 0; j < TN4; ++j) csum[j] = vec4(0.0);
 
   const uint k_steps = p.K - p.K % BK;
   for (uint k = 0; k < k_steps; k += BK) {
@@ -142,6 +154,12 @@ void main() {
         }
       }
     }
+    if (COLSUM)
+      [[unroll]] for (uint j = 0; j < TN4; ++j) {
+        vec4 step = b[0][j];  // the step's BK rows first, then the running sum
+        [[unroll]] for (uint kk = 1; kk < BK; ++kk) step += b[kk][j];
+        csum[j] += step;
+      }
     [[unroll]] for (uint r = 0; r < TM; ++r) {
       vec4 ar;
       if (A_MVEC4) {
@@ -179,11 +197,23 @@ void main() {
                     texelFetch(B, int(b_first[j][3] + row)).x);
       }
     }
+    if (COLSUM)
+      [[unroll]] for (uint j = 0; j < TN4; ++j) csum[j] += b[j];
     [[unroll]] for (uint r = 0; r < TM; ++r) {
       const float ar = subgroupShuffle(a[r / SG], r % SG);
       [[unroll]] for (uint j = 0; j < TN4; ++j) acc[r][j] += ar * b[j];
     }
   }
+
+  // The first row of workgroups stores the column sums; the columns past N were clamped copies.
+  if (COLSUM && gl_WorkGroupID.y == 0)
+    [[unroll]] for (uint j = 0; j < TN4; ++j)
+      [[unroll]] for (uint i = 0; i < 4; ++i) {
+        const uint col = col0 + 4 * j + i;
+        if (col >= p.N) continue;
+        const uint at = p.colsum_off + col;
+        colsum[at] = p.colsum_beta != 0.0 ? csum[j][i] + p.colsum_beta * colsum[at] : csum[j][i];
+      }
 
   // The bias of this lane's columns, loaded once for all TM rows. Without a bias the binding
   // is a 4-byte stand-in: every load reads its one element and the value is dropped. Selects,

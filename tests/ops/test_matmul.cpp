@@ -486,6 +486,50 @@ TEST_F(VkTest, MatmulFoldsABatchOverASharedWeightIntoOneDispatch) {
   EXPECT_EQ(rec.dispatchCount(), 2u);
 }
 
+// The Texel variant sums the bias gradient in the weight gradient's dispatch: one dispatch for
+// db and dbias, against the CPU reference, with every pair of write modes (dbias_write apart
+// from w: a shared bias, an unshared weight). The GPT's shape (a (12,64,128) batch over a
+// shared weight: K = 768 once folded, dbias over 768 rows) and odd ones (N off the vec4 grid,
+// K % 4 != 0 for the tail loop, M past one row of workgroups); transposed b keeps its own pass.
+TEST_F(VkTest, MatmulTexelSumsTheBiasGradientInTheWeightGradientsDispatch) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {
+      {64, 384, 128, 12, 0}, {37, 13, 21}, {5, 9, 130, 3, 0}, {7, 9, 5, 0, 0, false, true}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.str());
+    const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+    const auto w = rng.uniform(cs.shapeC().numel());
+    std::vector<float> want_b(b.size()), want_bias(size_t(cs.n));
+    ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want_b.data(), want_bias.data(),
+                             cs.ref());
+    auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
+    auto tdc = upload(ctx(), cs.shapeC(), w);
+    const ops::MatmulOptions options = cs.options(ops::MatmulVariant::Texel);
+    for (ops::Write wb : {ops::Write::Overwrite, ops::Write::Accumulate})
+      for (ops::Write wbias : {ops::Write::Overwrite, ops::Write::Accumulate}) {
+        const bool add_b = wb == ops::Write::Accumulate, add_bias = wbias == ops::Write::Accumulate;
+        SCOPED_TRACE(testing::Message()
+                     << "db " << (add_b ? "+=" : "=") << ", dbias " << (add_bias ? "+=" : "="));
+        const auto init_b = rng.uniform(b.size()), init_bias = rng.uniform(size_t(cs.n));
+        auto gb = add_b ? upload(ctx(), cs.shapeB(), init_b) : poisoned(ctx(), cs.shapeB());
+        auto gbias = add_bias ? upload(ctx(), {cs.n}, init_bias) : poisoned(ctx(), {cs.n});
+        const ops::TensorView vgb = gb.view(), vgbias = gbias.view();
+        ops::MatmulGrads grads{nullptr, &vgb, &vgbias};
+        grads.dbias_write = wbias;
+        vk::Recorder rec(ctx());
+        ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), grads, options, wb);
+        EXPECT_EQ(rec.dispatchCount(), cs.trans_b ? 2u : 1u);
+        rec.submit();
+        std::vector<float> expect_b = want_b, expect_bias = want_bias;
+        for (size_t i = 0; add_b && i < expect_b.size(); ++i) expect_b[i] += init_b[i];
+        for (size_t i = 0; add_bias && i < expect_bias.size(); ++i) expect_bias[i] += init_bias[i];
+        EXPECT_TRUE(allClose(download(ctx(), gb), expect_b, kTolerance)) << "db";
+        EXPECT_TRUE(allClose(download(ctx(), gbias), expect_bias, kTolerance)) << "dbias";
+      }
+  }
+}
+
 // ---- Split-K (the Vector variant with scratch: a small C over a long K) ----
 
 // Products that split, plain and with each transpose, overwritten (c poisoned) and

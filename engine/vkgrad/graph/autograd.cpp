@@ -161,11 +161,13 @@ int Backward::temp(const Shape& shape, const char* name, DType dtype) {
 }
 
 void Backward::emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs,
-                    std::any attrs, const std::vector<int>& more) {
+                    std::any attrs, const std::vector<int>& more,
+                    const std::vector<ops::Write>& more_writes) {
   const int gid = gradOf(forward.inputs.at(size_t(slot)));
   std::vector<int> outputs{gid};
   std::vector<ops::Write> writes{contribute(gid)};
   outputs.insert(outputs.end(), more.begin(), more.end());
+  writes.insert(writes.end(), more_writes.begin(), more_writes.end());
   writes.resize(outputs.size(), ops::Write::Overwrite);
   g_.addNode({op, std::move(inputs), std::move(outputs), std::move(writes), std::move(attrs)});
 }

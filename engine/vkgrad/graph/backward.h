@@ -29,10 +29,10 @@ class Backward {
   // An activation-kind scratch or temporary tensor.
   int temp(const Shape& shape, const char* name, DType dtype = DType::F32);
   // The common case: one node of kind `op` with these inputs writes the gradient of
-  // forward's input `slot` as its output 0; `more` are further outputs it overwrites (a
-  // scratch tensor, or -1 for none).
+  // forward's input `slot` as its output 0; `more` are further outputs (a scratch tensor, a
+  // second gradient, or -1 for none), written as `more_writes` says (default: overwritten).
   void emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs, std::any attrs,
-            const std::vector<int>& more = {});
+            const std::vector<int>& more = {}, const std::vector<ops::Write>& more_writes = {});
   // Adds tensor `from` (shaped like gradient gid) into gid under mode: for a rule whose kernel
   // can only overwrite (ops/add.cpp).
   void addInto(int from, int gid, ops::Write mode);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -27,8 +28,10 @@ struct MatmulPush {
   uint32_t bias_off, has_bias;  // bias: (N) from bias_off
   float alpha, beta;            // beta == 0: C is not read
   uint32_t k_chunk;             // Vector only: split-K's slice of K per batch entry; 0: none
+  uint32_t colsum_off;          // Texel only: op(B)'s column sums (N) from colsum_off, if any
+  float colsum_beta;            // 0: they are written, 1: added
 };
-static_assert(sizeof(MatmulPush) == 68);
+static_assert(sizeof(MatmulPush) == 76);
 
 // Vector variant: workgroups a product should have before a larger tile is worth it: a few
 // per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
@@ -95,6 +98,10 @@ struct Product {
   const TensorView* bias = nullptr;
   float alpha = 1.0f, beta = 0.0f;
   const TensorView* scratch = nullptr;  // split-K's, if any (MatmulOptions::scratch)
+  // Texel only, one batch entry: op(B)'s column sums over K written (or added, colsum_beta 1)
+  // to colsum (N) by the same dispatch (the bias gradient beside a weight gradient).
+  const TensorView* colsum = nullptr;
+  float colsum_beta = 0.0f;
 };
 
 std::string describe(const Shape& s, bool trans) {
@@ -283,10 +290,16 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     const uint32_t sg = info.subgroup_size;
     // 16-byte stores of C where every row of it starts on 4 elements of its binding.
     const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0;
+    if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
+    // Without column sums the binding is a stand-in: C's first element, written anyway.
+    const Bound colsum =
+        bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
     const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4});
-    const MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+        "matmul/texel",
+        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr});
+    MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
+    push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
                        vk::divUp(m, kTexelRows), uint32_t(p.batch));
     return;
@@ -349,9 +362,15 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
 // is stored transposed if out_transposed. A gradient of a broadcast operand sums over the
 // batch: as one product with the batch folded into the inner dimension where both operands
 // have their batches back to back along it, else one accumulating product per batch entry.
-void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
+// colsum, if given, is Y's column sums over all of the inner dimension and the batch (the bias
+// gradient, when Y is dC): the same dispatch writes them (under colsum_w) where the product is
+// one Texel product of one entry with Y as its B operand. Returns whether it did.
+bool gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
               int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant,
-              const TensorView* scratch) {
+              const TensorView* scratch, const TensorView* colsum = nullptr,
+              Write colsum_w = Write::Overwrite) {
+  const bool fuse = colsum && !out_transposed && variant.variant == MatmulVariant::Texel;
+  const float colsum_beta = colsum_w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_transposed) {
     // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
     std::swap(x, y);
@@ -360,15 +379,19 @@ void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
   }
   const float beta = w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_batch == batch) {
-    record(rec, {x, y, out, batch, nullptr, alpha, beta, scratch}, variant);
-    return;
+    const bool one = fuse && batch == 1;
+    record(rec,
+           {x, y, out, batch, nullptr, alpha, beta, scratch, one ? colsum : nullptr, colsum_beta},
+           variant);
+    return one;
   }
   const int64_t inner = x.cols;
   if (x.s_batch == inner * x.s_col && y.s_batch == inner * y.s_row) {
     x.cols = y.rows = batch * inner;
     x.s_batch = y.s_batch = 0;
-    record(rec, {x, y, out, 1, nullptr, alpha, beta, scratch}, variant);
-    return;
+    record(rec, {x, y, out, 1, nullptr, alpha, beta, scratch, fuse ? colsum : nullptr, colsum_beta},
+           variant);
+    return fuse;
   }
   for (int64_t z = 0; z < batch; ++z) {
     Operand xz = x, yz = y;
@@ -377,6 +400,7 @@ void gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
     const float beta_z = z == 0 ? beta : 1.0f;
     record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z, scratch}, variant);
   }
+  return false;
 }
 
 }  // namespace
@@ -540,11 +564,14 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   if (grads.da)
     gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a), d.batch,
              forward.alpha, w, variant, forward.scratch);
-  // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ.
+  // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ. dbias = Σ rows of dC, the
+  // column sums of that product's B operand: the Texel kernel adds them up on the way.
+  const Write bias_w = grads.dbias_write.value_or(w);
+  bool dbias_done = false;
   if (grads.db)
-    gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
-             forward.alpha, w, variant, forward.scratch);
-  if (grads.dbias) sumRows(rec, dc, *grads.dbias, w);
+    dbias_done = gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
+                          forward.alpha, w, variant, forward.scratch, grads.dbias, bias_w);
+  if (grads.dbias && !dbias_done) sumRows(rec, dc, *grads.dbias, bias_w);
 }
 
 }  // namespace vkgrad::ops

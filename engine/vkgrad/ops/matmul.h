@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "vkgrad/ops/tensor.h"
@@ -90,13 +91,16 @@ struct MatmulGrads {
   const TensorView* da = nullptr;     // shaped like a
   const TensorView* db = nullptr;     // shaped like b
   const TensorView* dbias = nullptr;  // (N): column sums of dc over every row and batch
+  std::optional<Write> dbias_write;   // how dbias writes, if not as da and db do
 };
 
 // Backward of matmul(a, b, c, forward) given dc (shaped like c): with Â = op(A), B̂ = op(B),
 //   dÂ = alpha·dC·B̂ᵀ, dB̂ = alpha·Âᵀ·dC (stored transposed where op is), dbias = Σ rows of dC;
 // a broadcast operand's gradient sums over the batch. The same kernels as the forward, with
 // transpose flags; forward.bias and forward.beta do not matter here. Accumulate adds to the
-// gradients. Same shape rules and errors as matmul; gradients may not overlap any input.
+// gradients. With db and dbias both asked for, the Texel variant sums dbias in db's dispatch
+// (b not transposed, db one product); otherwise dbias is a pass of its own. Same shape rules and
+// errors as matmul; gradients may not overlap any input.
 void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                     const TensorView& dc, const MatmulGrads& grads,
                     const MatmulOptions& forward = {}, Write w = Write::Overwrite);

@@ -1,6 +1,8 @@
 // matmul: c = alpha·op(a)·op(b) [+ bias] (ops/matmul.h), and its backward: one node per
 // input that needs a gradient, each one product of ops::matmulBackward (split along K into a
-// scratch tensor where the product is a small C over a long K: a weight gradient).
+// scratch tensor where the product is a small C over a long K: a weight gradient), except
+// that b's node also writes the bias's gradient when both need one: dbias sums the rows of
+// the dc that b's product reads, and the Texel kernel sums them in the same dispatch.
 #include <string>
 
 #include "vkgrad/graph/backward.h"
@@ -22,7 +24,9 @@ struct Matmul {
 
 struct MatmulBackward {
   enum In { a, b, dc, kInputs };
-  enum Out { grad, scratch, kOutputs };  // scratch: -1 unless the product may split
+  // scratch: -1 unless the product may split; bias_grad: -1 unless this is b's node and the
+  // bias needs a gradient too.
+  enum Out { grad, scratch, bias_grad, kOutputs };
   struct Attrs {
     Matmul::Attrs forward;
     Matmul::In of;  // the input whose gradient this node writes
@@ -39,16 +43,24 @@ ops::MatmulOptions options(const Matmul::Attrs& at) {
 void backward(Backward& b, const Node& f) {
   const Matmul::Attrs& at = f.attr<Matmul::Attrs>();
   const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
+  const bool joint = b.needs(f, Matmul::b) && b.needs(f, Matmul::bias);
   for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
-    if (!b.needs(f, of)) continue;
+    if (!b.needs(f, of) || (of == Matmul::bias && joint)) continue;
     const int64_t floats =
         of == Matmul::bias
             ? 0
             : ops::matmulBackwardScratch(b.graph().tensor(ia).shape, b.graph().tensor(ib).shape,
                                          at.trans_a, at.trans_b, of == Matmul::a);
     const int scratch = floats > 0 ? b.temp({floats}, "matmul.scratch") : -1;
+    int bias_grad = -1;
+    ops::Write bias_write = ops::Write::Overwrite;
+    if (of == Matmul::b && joint) {
+      bias_grad = b.gradOf(f.inputs[Matmul::bias]);
+      bias_write = b.contribute(bias_grad);
+    }
     b.emit(OpKind::MatmulBackward, f, of, {ia, ib, b.dout(f, Matmul::c)},
-           MatmulBackward::Attrs{at, of}, {scratch});
+           MatmulBackward::Attrs{at, of}, {scratch, bias_grad},
+           {ops::Write::Overwrite, bias_write});
   }
 }
 
@@ -63,8 +75,13 @@ void launchBackward(const Launch& l) {
   const auto& at = l.attr<MatmulBackward::Attrs>();
   const ops::TensorView grad = l.out(MatmulBackward::grad);
   const ops::TensorView scratch = l.out(MatmulBackward::scratch);
+  const ops::TensorView bias_grad = l.out(MatmulBackward::bias_grad);
   ops::MatmulGrads grads;
   (at.of == Matmul::a ? grads.da : at.of == Matmul::b ? grads.db : grads.dbias) = &grad;
+  if (bias_grad.buffer) {
+    grads.dbias = &bias_grad;
+    grads.dbias_write = l.write(MatmulBackward::bias_grad);
+  }
   ops::MatmulOptions o = options(at.forward);
   if (scratch.buffer) o.scratch = &scratch;
   ops::matmulBackward(l.rec, l.in(MatmulBackward::a), l.in(MatmulBackward::b),
