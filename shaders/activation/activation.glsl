@@ -5,7 +5,11 @@
 
 #include "common/ew_math.glsl"
 
-layout(constant_id = 1) const uint KIND = 0;
+// The KIND constant's id: 1, unless the including shader uses that one (matmul/texel.comp).
+#ifndef ACTIVATION_KIND_ID
+#define ACTIVATION_KIND_ID 1
+#endif
+layout(constant_id = ACTIVATION_KIND_ID) const uint KIND = 0;
 const uint kRelu = 0, kLeakyRelu = 1, kGeluTanh = 2, kGeluErf = 3, kSigmoid = 4, kTanh = 5,
            kElu = 6, kExp = 7, kLog = 8;
 

@@ -38,9 +38,16 @@
 // beside the weight gradient (dW = Xᵀ·dY, dbias = Σ rows of dY, the same B operand), so it
 // needs no pass of its own over dY. Every workgroup adds the B values it fetches anyway
 // (8 adds per 128 multiply-adds); those of the first row of workgroups store. One batch entry.
+// ACT_GRAD: C = f'(x) ⊙ (alpha·op(A)·op(B)) instead, x laid out as C: the backward of an
+// activation y = f(x) folded into the product that computes dy (a kind whose derivative
+// reads x; activation/activation.glsl). Overwrite only (no ACCUMULATE), no bias.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_GOOGLE_include_directive : require
+
+#define ACTIVATION_KIND_ID 8  // KIND: the activation of ACT_GRAD
+#include "activation/activation.glsl"
 
 layout(local_size_x_id = 0) in;  // exactly one subgroup
 layout(constant_id = 0) const uint SG = 8;         // subgroup size (DeviceInfo::subgroup_size)
@@ -58,6 +65,7 @@ layout(constant_id = 5) const bool ACCUMULATE = false;
 // store is about twice as fast per float (BENCHMARKS.md, copy).
 layout(constant_id = 6) const bool C_VEC4 = false;
 layout(constant_id = 7) const bool COLSUM = false;
+layout(constant_id = 9) const bool ACT_GRAD = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -71,6 +79,8 @@ layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
 layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
 // (N) from colsum_off, with COLSUM; otherwise a stand-in never touched.
 layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
+// x of ACT_GRAD (R32F, laid out as C from act_off); otherwise a stand-in never fetched.
+layout(set = 0, binding = 5) uniform samplerBuffer ActX;
 layout(push_constant) uniform Push {
   uint M, N, K;
   uint a_off, a_sm, a_sk, a_sb;
@@ -81,6 +91,8 @@ layout(push_constant) uniform Push {
   uint k_chunk;  // the Vector variant's; unused here
   uint colsum_off;
   float colsum_beta;  // 0: colsum is written, 1: added to
+  uint act_off;
+  float act_param;  // ACT_GRAD's activation parameter (ops/activation.h)
 } p;
 
 vec4 acc[TM][TN4];  // acc[r][j]: row row0 + r, columns col0 + 4j .. col0 + 4j + 3
@@ -232,7 +244,14 @@ void main() {
     [[unroll]] for (uint j = 0; j < TN4; ++j) {
       const uint col = col0 + 4 * j;
       const uint at = p.c_off + (z * p.M + row) * p.N + col;
-      const vec4 v = p.alpha * acc[r][j] + bias4[j];
+      vec4 v = p.alpha * acc[r][j] + bias4[j];
+      if (ACT_GRAD) {
+        // Only columns inside N are fetched (a clamped one would read past x's rows).
+        const uint x_at = p.act_off + (z * p.M + row) * p.N + col;
+        [[unroll]] for (uint i = 0; i < 4; ++i)
+          if (col + i < p.N)
+            v[i] = activationGrad(texelFetch(ActX, int(x_at + i)).x, 0.0, v[i], p.act_param);
+      }
       if (C_VEC4) {
         if (col >= p.N) continue;
         c4[at / 4] = ACCUMULATE ? v + p.beta * c4[at / 4] : v;

@@ -8,9 +8,11 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/expect.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/ops/reference/activation.h"
 #include "vkgrad/ops/reference/matmul.h"
 #include "vkgrad/vk/error.h"
 #include "vkgrad/vk/staging.h"
@@ -528,6 +530,77 @@ TEST_F(VkTest, MatmulTexelSumsTheBiasGradientInTheWeightGradientsDispatch) {
         EXPECT_TRUE(allClose(download(ctx(), gbias), expect_bias, kTolerance)) << "dbias";
       }
   }
+}
+
+// da = f'(x) ⊙ dC·B̂ᵀ: an activation's backward folded into da's product (Texel: in the
+// epilogue; Vector: a pass after), against the CPU references of both, for kinds whose
+// derivative reads x, with their parameters; the GPT's MLP shape (a (12,64,512) after GELU
+// times W (512,128), on Texel with GELU) and odd ones (N off the vec4 grid, M past a tile,
+// 2-D). One dispatch on Texel.
+TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  struct Kind {
+    ops::Activation kind;
+    float param;
+  };
+  const Kind kinds[] = {{ops::Activation::GeluTanh, 0.0f},
+                        {ops::Activation::GeluErf, 0.0f},
+                        {ops::Activation::LeakyRelu, 0.1f},
+                        {ops::Activation::Elu, 0.7f}};
+  const Case cases[] = {{64, 128, 512, 12, 0}, {37, 13, 21}, {5, 9, 7, 3, 0}};
+  for (ops::MatmulVariant variant : {ops::MatmulVariant::Texel, ops::MatmulVariant::Vector})
+    for (const Case& cs : cases)
+      for (const Kind& k : kinds) {
+        // The GPT's shape once, as the GPT runs it (Texel, GELU): the rest are slow on a CPU.
+        const bool gpt = &cs == &cases[0];
+        if (gpt && (variant != ops::MatmulVariant::Texel || k.kind != ops::Activation::GeluTanh))
+          continue;
+        SCOPED_TRACE(testing::Message() << ops::matmulVariantName(variant) << " " << cs.str() << " "
+                                        << ops::activationName(k.kind));
+        const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+        const auto w = rng.uniform(cs.shapeC().numel()), x = rng.normal(a.size());
+        std::vector<float> dy(a.size()), want(a.size());
+        ops::ref::matmulBackward(a.data(), b.data(), w.data(), dy.data(), nullptr, nullptr,
+                                 cs.ref());
+        ops::ref::activationBackward(k.kind, x.data(), dy.data(), want.data(), int64_t(want.size()),
+                                     k.param);
+        auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
+        auto tdc = upload(ctx(), cs.shapeC(), w), tx = upload(ctx(), cs.shapeA(), x);
+        auto ga = poisoned(ctx(), cs.shapeA());
+        const ops::TensorView vga = ga.view(), vx = tx.view();
+        ops::MatmulGrads grads{&vga};
+        grads.da_act_x = &vx, grads.da_act = k.kind, grads.da_act_param = k.param;
+        vk::Recorder rec(ctx());
+        ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), grads, cs.options(variant));
+        if (variant == ops::MatmulVariant::Texel) EXPECT_EQ(rec.dispatchCount(), 1u);
+        rec.submit();
+        EXPECT_TRUE(allClose(download(ctx(), ga), want, kTolerance));
+      }
+}
+
+// The folded activation gradient's rules: x shaped like a, a not transposed, da overwritten,
+// a kind whose derivative reads x; each refused before anything is recorded.
+TEST_F(VkTest, MatmulBackwardRejectsAnActivationGradientItCannotFold) {
+  Rng rng;
+  auto a = upload(ctx(), {6, 4}, rng.uniform(24)), b = upload(ctx(), {4, 3}, rng.uniform(12));
+  auto dc = upload(ctx(), {6, 3}, rng.uniform(18)), x = upload(ctx(), {6, 4}, rng.uniform(24));
+  auto small = upload(ctx(), {6, 3}, rng.uniform(18)), ga = poisoned(ctx(), {6, 4});
+  const ops::TensorView vga = ga.view(), vx = x.view(), vsmall = small.view();
+  auto attempt = [&](const ops::TensorView* act_x, ops::Activation kind, ops::Write w,
+                     const char* message) {
+    ops::MatmulGrads grads{&vga};
+    grads.da_act_x = act_x, grads.da_act = kind;
+    expectShapeError(
+        ctx(),
+        [&](vk::Recorder& rec) {
+          ops::matmulBackward(rec, a.view(), b.view(), dc.view(), grads, {}, w);
+        },
+        message);
+  };
+  attempt(&vsmall, ops::Activation::GeluTanh, ops::Write::Overwrite, "must be shaped like a");
+  attempt(&vx, ops::Activation::Tanh, ops::Write::Overwrite, "a kind that reads x (tanh)");
+  attempt(&vx, ops::Activation::GeluTanh, ops::Write::Accumulate, "da overwritten");
 }
 
 // ---- Split-K (the Vector variant with scratch: a small C over a long K) ----

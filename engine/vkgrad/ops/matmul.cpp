@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/reduce.h"
 #include "vkgrad/vk/context.h"
@@ -30,8 +31,10 @@ struct MatmulPush {
   uint32_t k_chunk;             // Vector only: split-K's slice of K per batch entry; 0: none
   uint32_t colsum_off;          // Texel only: op(B)'s column sums (N) from colsum_off, if any
   float colsum_beta;            // 0: they are written, 1: added
+  uint32_t act_off;             // Texel only: the activation gradient's x, from act_off
+  float act_param;
 };
-static_assert(sizeof(MatmulPush) == 76);
+static_assert(sizeof(MatmulPush) == 84);
 
 // Vector variant: workgroups a product should have before a larger tile is worth it: a few
 // per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
@@ -102,6 +105,9 @@ struct Product {
   // to colsum (N) by the same dispatch (the bias gradient beside a weight gradient).
   const TensorView* colsum = nullptr;
   float colsum_beta = 0.0f;
+  // Texel only: C = f'(x) ⊙ alpha·op(A)·op(B) with f, x from MatmulGrads::da_act; beta 0 and
+  // no bias.
+  const MatmulGrads* act = nullptr;
 };
 
 std::string describe(const Shape& s, bool trans) {
@@ -294,12 +300,18 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // Without column sums the binding is a stand-in: C's first element, written anyway.
     const Bound colsum =
         bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
+    if (p.act && (p.beta != 0.0f || p.bias))
+      throw std::logic_error("matmul: an activation gradient with beta or a bias");
+    // Without an activation gradient the binding is a stand-in: A's view, never fetched.
+    const Bound act = p.act ? bindTexel(context, *p.act->da_act_x, vk::TexelFormat::R32f) : ba;
+    const uint32_t act_kind = p.act ? uint32_t(p.act->da_act) : 0u;
     const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel",
-        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr});
+        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4,
+                         p.colsum != nullptr, act_kind, p.act != nullptr});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg};
+    if (p.act) push.act_off = act.skip, push.act_param = p.act->da_act_param;
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, act.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
                        vk::divUp(m, kTexelRows), uint32_t(p.batch));
     return;
@@ -362,15 +374,26 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
 // is stored transposed if out_transposed. A gradient of a broadcast operand sums over the
 // batch: as one product with the batch folded into the inner dimension where both operands
 // have their batches back to back along it, else one accumulating product per batch entry.
-// colsum, if given, is Y's column sums over all of the inner dimension and the batch (the bias
-// gradient, when Y is dC): the same dispatch writes them (under colsum_w) where the product is
-// one Texel product of one entry with Y as its B operand. Returns whether it did.
-bool gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
-              int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant,
-              const TensorView* scratch, const TensorView* colsum = nullptr,
-              Write colsum_w = Write::Overwrite) {
-  const bool fuse = colsum && !out_transposed && variant.variant == MatmulVariant::Texel;
-  const float colsum_beta = colsum_w == Write::Accumulate ? 1.0f : 0.0f;
+// The epilogue asks for more where the product is one Texel product with out not transposed
+// (Fused says what was done; the caller records the rest): colsum, Y's column sums over all of
+// the inner dimension and the batch (the bias gradient, when Y is dC), under colsum_w, with
+// Y the B operand of one batch entry; act, out = f'(x) ⊙ the product (MatmulGrads::da_act),
+// when out is overwritten.
+struct Epilogue {
+  const TensorView* colsum = nullptr;
+  Write colsum_w = Write::Overwrite;
+  const MatmulGrads* act = nullptr;
+};
+struct Fused {
+  bool colsum = false, act = false;
+};
+Fused gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
+               int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant,
+               const TensorView* scratch, const Epilogue& e = {}) {
+  const bool texel = !out_transposed && variant.variant == MatmulVariant::Texel;
+  const TensorView* colsum = texel ? e.colsum : nullptr;
+  const MatmulGrads* act = texel && w == Write::Overwrite ? e.act : nullptr;
+  const float colsum_beta = e.colsum_w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_transposed) {
     // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
     std::swap(x, y);
@@ -379,19 +402,17 @@ bool gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
   }
   const float beta = w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_batch == batch) {
-    const bool one = fuse && batch == 1;
-    record(rec,
-           {x, y, out, batch, nullptr, alpha, beta, scratch, one ? colsum : nullptr, colsum_beta},
+    if (batch != 1) colsum = nullptr;
+    record(rec, {x, y, out, batch, nullptr, alpha, beta, scratch, colsum, colsum_beta, act},
            variant);
-    return one;
+    return {colsum != nullptr, act != nullptr};
   }
   const int64_t inner = x.cols;
   if (x.s_batch == inner * x.s_col && y.s_batch == inner * y.s_row) {
     x.cols = y.rows = batch * inner;
     x.s_batch = y.s_batch = 0;
-    record(rec, {x, y, out, 1, nullptr, alpha, beta, scratch, fuse ? colsum : nullptr, colsum_beta},
-           variant);
-    return fuse;
+    record(rec, {x, y, out, 1, nullptr, alpha, beta, scratch, colsum, colsum_beta, act}, variant);
+    return {colsum != nullptr, act != nullptr};
   }
   for (int64_t z = 0; z < batch; ++z) {
     Operand xz = x, yz = y;
@@ -400,7 +421,7 @@ bool gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bo
     const float beta_z = z == 0 ? beta : 1.0f;
     record(rec, {xz, yz, out, 1, nullptr, alpha, beta_z, scratch}, variant);
   }
-  return false;
+  return {};
 }
 
 }  // namespace
@@ -544,6 +565,18 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
       grads.dbias && grads.dbias->shape.numel() == d.n && grads.dbias->shape.back() == d.n,
       "(" + std::to_string(d.n) + ")", a, b, dc);
   if (grads.da && grads.db) checkAlias("matmul backward", "da", *grads.da, "db", *grads.db, false);
+  if (grads.da_act_x) {
+    const std::string what = "matmul backward: the activation gradient of da";
+    if (!grads.da) throw ShapeError(what + " needs da");
+    if (!(grads.da_act_x->shape == a.shape))
+      throw ShapeError(what + ": x " + grads.da_act_x->shape.str() + " must be shaped like a " +
+                       a.shape.str());
+    if (forward.trans_a || w != Write::Overwrite || !activationBackwardReadsX(grads.da_act))
+      throw ShapeError(what + " needs a not transposed, da overwritten and a kind that reads x (" +
+                       activationName(grads.da_act) + ")");
+    checkOperand("matmul backward", "x", *grads.da_act_x);
+    checkAlias("matmul backward", "da", *grads.da, "x", *grads.da_act_x, false);
+  }
   for (const TensorView* g : {grads.da, grads.db})
     if (g && grads.dbias)
       checkAlias("matmul backward", "dbias", *grads.dbias, "a gradient", *g, false);
@@ -560,17 +593,25 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};
   const auto batchOf = [](const TensorView& t) { return t.shape.rank() == 3 ? t.shape[0] : 1; };
-  // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ.
-  if (grads.da)
-    gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a), d.batch,
-             forward.alpha, w, variant, forward.scratch);
+  // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ. An activation gradient goes on
+  // its way out (Texel) or is a pass over it after.
+  if (grads.da) {
+    const Fused fused = gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a),
+                                 d.batch, forward.alpha, w, variant, forward.scratch,
+                                 {.act = grads.da_act_x ? &grads : nullptr});
+    if (grads.da_act_x && !fused.act)
+      activationBackward(rec, grads.da_act, *grads.da_act_x, {}, *grads.da, *grads.da,
+                         grads.da_act_param);
+  }
   // dB̂ = alpha·Âᵀ·dC (K,N); B stored transposed holds dB̂ᵀ. dbias = Σ rows of dC, the
   // column sums of that product's B operand: the Texel kernel adds them up on the way.
   const Write bias_w = grads.dbias_write.value_or(w);
   bool dbias_done = false;
   if (grads.db)
     dbias_done = gradient(rec, transposed(oa), odc, *grads.db, forward.trans_b, batchOf(b), d.batch,
-                          forward.alpha, w, variant, forward.scratch, grads.dbias, bias_w);
+                          forward.alpha, w, variant, forward.scratch,
+                          {.colsum = grads.dbias, .colsum_w = bias_w})
+                     .colsum;
   if (grads.dbias && !dbias_done) sumRows(rec, dc, *grads.dbias, bias_w);
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/tensor.h"
 
 namespace vkgrad::ops {
@@ -92,6 +93,13 @@ struct MatmulGrads {
   const TensorView* db = nullptr;     // shaped like b
   const TensorView* dbias = nullptr;  // (N): column sums of dc over every row and batch
   std::optional<Write> dbias_write;   // how dbias writes, if not as da and db do
+  // da = f'(x) ⊙ (alpha·dC·B̂ᵀ) instead: the backward of an activation y = f(x) whose output
+  // was a, folded into da's product, so dy is never stored (the Texel variant applies f' in
+  // its epilogue; others make a pass over da after). x is shaped like a, f a kind whose
+  // derivative reads x (activationBackwardReadsX); a not transposed, w Overwrite.
+  const TensorView* da_act_x = nullptr;
+  Activation da_act = Activation::GeluTanh;
+  float da_act_param = 0.0f;
 };
 
 // Backward of matmul(a, b, c, forward) given dc (shaped like c): with Â = op(A), B̂ = op(B),
