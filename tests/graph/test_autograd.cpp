@@ -39,6 +39,54 @@ class AutogradTest : public VkTest {
   Rng rng_;
 };
 
+// An MLP's hidden activation (the GELUs: derivatives that read x, smooth for finite
+// differences) read by one matmul only: that matmul's a-gradient node writes the gradient of
+// the activation's input itself (f' in its epilogue, graph/ops/fold.h), so no
+// ActivationBackward is recorded and the hidden output has no gradient of its own. Where the hidden
+// output is read twice the activation keeps its own node. Every parameter against finite
+// differences, both ways.
+TEST_F(AutogradTest, AnActivationReadOnceIsFoldedIntoTheNextMatmulsBackward) {
+  for (ops::Activation kind : {ops::Activation::GeluTanh, ops::Activation::GeluErf})
+    for (bool read_twice : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << ops::activationName(kind) << (read_twice ? ", read twice" : ", read once"));
+      graph::ParameterStore store(ctx());
+      const auto& w1 = store.add("w1", {5, 7}, Init::xavierUniform());
+      const auto& b1 = store.add("b1", {7}, Init::uniform(-0.5f, 0.5f));
+      const auto& w2 = store.add("w2", {7, 3}, Init::xavierUniform());
+      const auto& b2 = store.add("b2", {3}, Init::uniform(-0.5f, 0.5f));
+      store.initialize(rng_.seed());
+      Graph g;
+      const Tensor x = g.input("x", {2, 3, 5});
+      const Tensor y = g.input("y", {6}, ops::DType::U32);
+      const Tensor pre = g.matmul(x, g.parameter(w1), g.parameter(b1));
+      const Tensor h = g.activation(pre, kind, 0.2f);
+      const Tensor W2 = g.parameter(w2);
+      Tensor out = g.matmul(h, W2, g.parameter(b2));
+      if (read_twice) out = g.add(out, g.matmul(h, W2));
+      const Tensor loss = g.crossEntropy(g.reshape(out, {6, 3}), y);
+      g.markOutput(loss);
+      const graph::Gradients grads = graph::backward(g, loss);
+      int activation_backward = 0, folded = 0;
+      for (const auto& node : g.nodes()) {
+        activation_backward += node.op == OpKind::ActivationBackward;
+        folded += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
+      }
+      EXPECT_EQ(activation_backward, read_twice ? 1 : 0);
+      EXPECT_EQ(folded, read_twice ? 0 : 1);
+      if (read_twice)
+        EXPECT_NO_THROW(grads[h]);
+      else
+        EXPECT_THROW(grads[h], Error);
+      EXPECT_NO_THROW(grads[pre]);
+
+      graph::Executor exec(ctx(), g);
+      exec.setInput(x, rng_.normal(30));
+      exec.setInput(y, rng_.below(6, 3));
+      checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+    }
+}
+
 // x -> tanh(x W1 + b1) -> tanh(h W + b2) -> (h2 W) -> W3 -> cross-entropy: W is used twice.
 TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
   graph::ParameterStore store(ctx());

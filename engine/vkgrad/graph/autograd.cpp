@@ -145,6 +145,13 @@ bool Backward::adopt(int t, int from) {
   return true;
 }
 
+bool Backward::wouldOverwrite(int t) const {
+  if (grad_.count(t)) return false;
+  const TensorInfo& info = g_.tensor(t);
+  const auto done = contributions_.find(info.root);
+  return info.root == t && (done == contributions_.end() || done->second == 0);
+}
+
 ops::Write Backward::contribute(int gid) {
   const int root = g_.tensor(gid).root;
   int& count = contributions_[root];

@@ -15,6 +15,7 @@ namespace vkgrad::graph {
 class Backward {
  public:
   Graph& graph() { return g_; }
+  const Graph& graph() const { return g_; }
   // The gradient of forward output slot `slot` (output 0 always has one when a rule runs).
   int dout(const Node& forward, int slot = 0) const { return grad_.at(forward.outputs.at(slot)); }
   // Input slot `slot` of forward leads from a parameter to the loss and is differentiable.
@@ -42,6 +43,12 @@ class Backward {
   // only forward use (so no other contribution follows) and it has no gradient yet. The
   // gradient is then read-only: every rule only reads its dout. (add's backward.)
   bool adopt(int t, int from);
+  // Forward nodes' input slots that read t.
+  int uses(int t) const { return size_t(t) < uses_.size() ? uses_[size_t(t)] : 0; }
+  bool hasGradient(int t) const { return grad_.count(t) > 0; }
+  // t's gradient is not written yet and its first contribution would overwrite it all (t
+  // owns its bytes: no view of a larger tensor).
+  bool wouldOverwrite(int t) const;
 
  private:
   friend class Autograd;

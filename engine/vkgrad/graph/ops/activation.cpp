@@ -4,6 +4,7 @@
 #include "vkgrad/graph/backward.h"
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/graph/ops/fold.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -46,6 +47,19 @@ void launchBackward(const Launch& l) {
 }
 
 }  // namespace
+
+std::optional<ActivationFold> activationFold(const Backward& b, int y) {
+  const Graph& g = b.graph();
+  const int p = g.producer(y);
+  if (p < 0 || g.nodes()[size_t(p)].op != OpKind::Activation) return std::nullopt;
+  const Node& node = g.nodes()[size_t(p)];
+  const auto& at = node.attr<Activation::Attrs>();
+  const int x = node.inputs[Activation::x];
+  if (!ops::activationBackwardReadsX(at.kind) || b.uses(y) != 1 || b.hasGradient(y) ||
+      !b.needs(node, Activation::x) || !b.wouldOverwrite(x))
+    return std::nullopt;
+  return ActivationFold{node, at.kind, at.param};
+}
 
 Tensor Graph::activation(Tensor x, ops::Activation kind, float param) {
   check(x, "activation");

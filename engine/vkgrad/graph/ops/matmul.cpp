@@ -2,12 +2,15 @@
 // input that needs a gradient, each one product of ops::matmulBackward (split along K into a
 // scratch tensor where the product is a small C over a long K: a weight gradient), except
 // that b's node also writes the bias's gradient when both need one: dbias sums the rows of
-// the dc that b's product reads, and the Texel kernel sums them in the same dispatch.
+// the dc that b's product reads, and the Texel kernel sums them in the same dispatch. Where a
+// is an activation's output that nothing else reads (an MLP's hidden layer), a's node writes
+// the activation's input gradient instead, f' applied on the way out (graph/ops/fold.h).
 #include <string>
 
 #include "vkgrad/graph/backward.h"
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/ops/defs.h"
+#include "vkgrad/graph/ops/fold.h"
 #include "vkgrad/ops/matmul.h"
 
 namespace vkgrad::graph {
@@ -23,13 +26,16 @@ struct Matmul {
 };
 
 struct MatmulBackward {
-  enum In { a, b, dc, kInputs };
+  enum In { a, b, dc, act_x, kInputs };  // act_x: -1 unless an activation is folded in
   // scratch: -1 unless the product may split; bias_grad: -1 unless this is b's node and the
   // bias needs a gradient too.
   enum Out { grad, scratch, bias_grad, kOutputs };
   struct Attrs {
     Matmul::Attrs forward;
     Matmul::In of;  // the input whose gradient this node writes
+    // With act_x: a = f(act_x), and this node writes act_x's gradient f'(act_x) ⊙ da.
+    ops::Activation act = ops::Activation::GeluTanh;
+    float act_param = 0.0f;
   };
 };
 
@@ -58,9 +64,16 @@ void backward(Backward& b, const Node& f) {
       bias_grad = b.gradOf(f.inputs[Matmul::bias]);
       bias_write = b.contribute(bias_grad);
     }
-    b.emit(OpKind::MatmulBackward, f, of, {ia, ib, b.dout(f, Matmul::c)},
-           MatmulBackward::Attrs{at, of}, {scratch, bias_grad},
-           {ops::Write::Overwrite, bias_write});
+    const int dc = b.dout(f, Matmul::c);
+    if (of == Matmul::a && !at.trans_a)
+      if (const std::optional<ActivationFold> fold = activationFold(b, ia)) {
+        const int x = fold->node.inputs[0];
+        b.emit(OpKind::MatmulBackward, fold->node, 0, {ia, ib, dc, x},
+               MatmulBackward::Attrs{at, of, fold->kind, fold->param}, {scratch, -1});
+        continue;
+      }
+    b.emit(OpKind::MatmulBackward, f, of, {ia, ib, dc, -1}, MatmulBackward::Attrs{at, of},
+           {scratch, bias_grad}, {ops::Write::Overwrite, bias_write});
   }
 }
 
@@ -81,6 +94,11 @@ void launchBackward(const Launch& l) {
   if (bias_grad.buffer) {
     grads.dbias = &bias_grad;
     grads.dbias_write = l.write(MatmulBackward::bias_grad);
+  }
+  const ops::TensorView act_x = l.in(MatmulBackward::act_x);
+  if (act_x.buffer) {
+    grads.da_act_x = &act_x;
+    grads.da_act = at.act, grads.da_act_param = at.act_param;
   }
   ops::MatmulOptions o = options(at.forward);
   if (scratch.buffer) o.scratch = &scratch;
