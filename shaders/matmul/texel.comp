@@ -66,6 +66,8 @@ layout(constant_id = 5) const bool ACCUMULATE = false;
 layout(constant_id = 6) const bool C_VEC4 = false;
 layout(constant_id = 7) const bool COLSUM = false;
 layout(constant_id = 9) const bool ACT_GRAD = false;
+// x bound RGBA32F, one fetch per vec4 of C: N % 4 == 0 and x's first element a multiple of 4.
+layout(constant_id = 10) const bool ACT_VEC4 = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -79,7 +81,8 @@ layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
 layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
 // (N) from colsum_off, with COLSUM; otherwise a stand-in never touched.
 layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
-// x of ACT_GRAD (R32F, laid out as C from act_off); otherwise a stand-in never fetched.
+// x of ACT_GRAD (R32F or, with ACT_VEC4, RGBA32F; laid out as C from act_off); otherwise a
+// stand-in never fetched.
 layout(set = 0, binding = 5) uniform samplerBuffer ActX;
 layout(push_constant) uniform Push {
   uint M, N, K;
@@ -248,9 +251,15 @@ void main() {
       if (ACT_GRAD) {
         // Only columns inside N are fetched (a clamped one would read past x's rows).
         const uint x_at = p.act_off + (z * p.M + row) * p.N + col;
-        [[unroll]] for (uint i = 0; i < 4; ++i)
-          if (col + i < p.N)
-            v[i] = activationGrad(texelFetch(ActX, int(x_at + i)).x, 0.0, v[i], p.act_param);
+        if (ACT_VEC4 && col < p.N) {
+          const vec4 x = texelFetch(ActX, int(x_at / 4));
+          [[unroll]] for (uint i = 0; i < 4; ++i)
+            v[i] = activationGrad(x[i], 0.0, v[i], p.act_param);
+        } else if (!ACT_VEC4) {
+          [[unroll]] for (uint i = 0; i < 4; ++i)
+            if (col + i < p.N)
+              v[i] = activationGrad(texelFetch(ActX, int(x_at + i)).x, 0.0, v[i], p.act_param);
+        }
       }
       if (C_VEC4) {
         if (col >= p.N) continue;

@@ -535,8 +535,9 @@ TEST_F(VkTest, MatmulTexelSumsTheBiasGradientInTheWeightGradientsDispatch) {
 // da = f'(x) ⊙ dC·B̂ᵀ: an activation's backward folded into da's product (Texel: in the
 // epilogue; Vector: a pass after), against the CPU references of both, for kinds whose
 // derivative reads x, with their parameters; the GPT's MLP shape (a (12,64,512) after GELU
-// times W (512,128), on Texel with GELU) and odd ones (N off the vec4 grid, M past a tile,
-// 2-D). One dispatch on Texel.
+// times W (512,128), on Texel with GELU), odd ones (N off the vec4 grid: x fetched one float
+// at a time; M past a tile; 2-D) and a small one on the grid (x fetched 16 bytes at a time).
+// One dispatch on Texel.
 TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -548,7 +549,7 @@ TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
                         {ops::Activation::GeluErf, 0.0f},
                         {ops::Activation::LeakyRelu, 0.1f},
                         {ops::Activation::Elu, 0.7f}};
-  const Case cases[] = {{64, 128, 512, 12, 0}, {37, 13, 21}, {5, 9, 7, 3, 0}};
+  const Case cases[] = {{64, 128, 512, 12, 0}, {37, 13, 21}, {5, 9, 7, 3, 0}, {6, 5, 8, 2, 0}};
   for (ops::MatmulVariant variant : {ops::MatmulVariant::Texel, ops::MatmulVariant::Vector})
     for (const Case& cs : cases)
       for (const Kind& k : kinds) {

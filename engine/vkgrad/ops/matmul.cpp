@@ -303,11 +303,14 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     if (p.act && (p.beta != 0.0f || p.bias))
       throw std::logic_error("matmul: an activation gradient with beta or a bias");
     // Without an activation gradient the binding is a stand-in: A's view, never fetched.
-    const Bound act = p.act ? bindTexel(context, *p.act->da_act_x, vk::TexelFormat::R32f) : ba;
+    Bound act = p.act ? bindTexel(context, *p.act->da_act_x, vk::TexelFormat::R32f) : ba;
     const uint32_t act_kind = p.act ? uint32_t(p.act->da_act) : 0u;
+    // x is laid out as C: 16-byte fetches where C's vec4 columns start on 4 elements of x too.
+    const bool act_vec4 = p.act && n % 4 == 0 && act.skip % 4 == 0;
+    if (act_vec4) act.arg.texel = vk::TexelFormat::Rgba32f;
     const vk::Kernel& kernel = context.kernels().get(
         "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4,
-                         p.colsum != nullptr, act_kind, p.act != nullptr});
+                         p.colsum != nullptr, act_kind, p.act != nullptr, act_vec4});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
     if (p.act) push.act_off = act.skip, push.act_param = p.act->da_act_param;
