@@ -7,7 +7,10 @@
 // a gradient that slices may cover only in part is zeroed first and only accumulated into.
 // A gather passes a gradient to an f32 table that depends on a parameter (a trainable
 // embedding), never to data (datasets, inputs, u32 tables). Attention's q, k and v get theirs
-// from one kernel; from a fused QKV tensor, as one gradient written in place.
+// from one kernel; from a fused QKV tensor, as one gradient written in place. An activation
+// read by one matmul only (an MLP's hidden layer) is folded into that matmul's backward, which
+// writes the activation input's gradient directly (graph/ops/fold.h): the activation's output
+// then has no gradient tensor of its own.
 #pragma once
 
 #include <map>
@@ -23,7 +26,8 @@ struct Gradients {
   // (parameter, gradient) for every parameter that reaches the loss, in graph order.
   // Parameter gradients are persistent: readable after a step, updated by the optimizer.
   std::vector<std::pair<Tensor, Tensor>> parameters;
-  // The gradient of t; throws Error when t got none (pruned, or not differentiable).
+  // The gradient of t; throws Error when t got none (pruned, not differentiable, or a folded
+  // activation's output).
   Tensor operator[](Tensor t) const;
 };
 
