@@ -39,6 +39,7 @@ const BenchOp& layerNormBench();
 const BenchOp& attentionBench();
 const BenchOp& spmmBench();
 const BenchOp& adamwBench();
+const BenchOp& foldsBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

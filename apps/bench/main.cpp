@@ -16,7 +16,7 @@ namespace {
 
 const BenchOp* const kOps[] = {&matmulBench(),  &copyBench(),      &elementwiseBench(),
                                &softmaxBench(), &layerNormBench(), &attentionBench(),
-                               &spmmBench(),    &adamwBench()};
+                               &spmmBench(),    &adamwBench(),     &foldsBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

@@ -101,6 +101,27 @@ TEST(BenchApp, AdamwComparesOneDispatchPerTensorWithOneForAll) {
   EXPECT_EQ(runApp("bench", {"adamw", "--tensors", "0"}).exit_code, 2);
 }
 
+// folds: each fold (bias, gelu) against its separate passes, the same results within 1e-5;
+// an odd row count (off every tile and vec4 grid of the row axis).
+TEST(BenchApp, FoldsCompareEachFoldWithItsSeparatePasses) {
+  const auto lines = runJson({"folds", "--rows", "37", "--rounds", "1"});
+  ASSERT_EQ(lines.size(), 4u);
+  const char* want[][2] = {
+      {"bias", "separate"}, {"bias", "folded"}, {"gelu", "separate"}, {"gelu", "folded"}};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const graph::Json& line = lines[i];
+    EXPECT_EQ(line.at("op").get<std::string>(), "folds");
+    EXPECT_EQ(line.at("fold").get<std::string>(), want[i][0]);
+    EXPECT_EQ(line.at("variant").get<std::string>(), want[i][1]);
+    EXPECT_EQ(line.at("rows").get<double>(), 37.0);
+    EXPECT_LE(line.at("error").get<double>(), 1e-5);
+    EXPECT_GT(line.at("ratio").get<double>(), 0.0);
+    expectTimed(line);
+  }
+  EXPECT_EQ(runApp("bench", {"folds", "--fold", "relu"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"folds", "--rows", "0"}).exit_code, 2);
+}
+
 // --tiling picks the vector kernel's tile; --sample checks sampled elements only (the default
 // above 2048³).
 // --shapes gpt: the 15 products of the 4-layer GPT step (5 linears x forward, dX, dW), each

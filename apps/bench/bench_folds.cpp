@@ -1,0 +1,182 @@
+// vkgrad-bench folds: what the graph's backward folds into the matmul save, at the shapes of
+// one GPT layer (ROWS = batch x context rows, width 128, MLP 512), each fold against the
+// separate passes it replaces, alternating over --rounds so a noisy host hits both alike:
+//   bias: dW = Xᵀ·dY with dbias = Σ rows of dY in the same dispatch, against dW then a
+//         row-sum pass (the four weight shapes of a layer: qkv, proj, fc, out);
+//   gelu: fc2's dX = dY·W2ᵀ with GELU's derivative applied in its epilogue, against dX then
+//         an activationBackward pass (768 x 128 -> 512 at the default ROWS).
+// The two results must agree (normalised error, tolerance 1e-5).
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "vkgrad/ops/activation.h"
+#include "vkgrad/ops/matmul.h"
+#include "vkgrad/ops/reduce.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
+
+namespace vkgrad::apps {
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+// A buffer of random floats and its view (the view points at the buffer, so both stay put).
+struct Tensor {
+  std::unique_ptr<vk::Buffer> buffer;
+  ops::TensorView view;
+};
+
+Tensor make(vk::Context& context, ops::Shape shape, uint32_t seed) {
+  const std::vector<float> data = benchData(size_t(shape.numel()), -1.0f, 1.0f, seed);
+  Tensor t{std::make_unique<vk::Buffer>(context.allocator().allocate(data.size() * 4)), {}};
+  context.staging().upload(*t.buffer, 0, data.data(), data.size() * 4);
+  t.view = ops::view(*t.buffer, shape);
+  return t;
+}
+
+std::vector<float> read(vk::Context& context, const Tensor& t) {
+  std::vector<float> out(size_t(t.view.shape.numel()));
+  context.staging().download(*t.buffer, 0, out.data(), out.size() * 4);
+  return out;
+}
+
+void declare(Cli& cli) {
+  cli.option("fold", "bias, gelu or all", "all");
+  cli.option("rows", "rows of the activations (the GPT's batch x context)", "768");
+  cli.option("rounds", "alternating rounds of separate and folded", "3");
+}
+
+// One fold: record(rec, folded) records either path into the outputs; out() reads them back.
+struct Fold {
+  std::string name;
+  std::function<void(vk::Recorder&, bool folded)> record;
+  std::function<std::vector<float>()> out;
+};
+
+int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  const std::string which = cli.get("fold");
+  if (which != "bias" && which != "gelu" && which != "all")
+    cli.fail("--fold must be bias, gelu or all, got '" + which + "'");
+  const int64_t rows = cli.getInt("rows", 1, 1 << 20);
+  const int rounds = int(cli.getInt("rounds", 1, 100));
+
+  // bias: the four weight gradients of a layer, each with its bias gradient.
+  const int64_t linears[][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}};
+  std::vector<Tensor> xs, ws, dys, dws, dbs;
+  uint32_t seed = 1;
+  for (const auto& l : linears) {
+    xs.push_back(make(context, {rows, l[0]}, seed++));
+    ws.push_back(make(context, {l[0], l[1]}, seed++));
+    dys.push_back(make(context, {rows, l[1]}, seed++));
+    dws.push_back(make(context, {l[0], l[1]}, seed++));
+    dbs.push_back(make(context, {l[1]}, seed++));
+  }
+  // gelu: fc2 (512 -> 128) after GELU; x is fc1's output, h = gelu(x) fc2's input.
+  Tensor h = make(context, {rows, 512}, seed++), x = make(context, {rows, 512}, seed++);
+  Tensor w2 = make(context, {512, 128}, seed++), dc = make(context, {rows, 128}, seed++);
+  Tensor dx = make(context, {rows, 512}, seed++);
+
+  std::vector<Fold> folds;
+  if (which != "gelu")
+    folds.push_back({"bias",
+                     [&](vk::Recorder& rec, bool folded) {
+                       for (size_t i = 0; i < xs.size(); ++i) {
+                         const ops::TensorView* db = &dbs[i].view;
+                         ops::matmulBackward(rec, xs[i].view, ws[i].view, dys[i].view,
+                                             {nullptr, &dws[i].view, folded ? db : nullptr});
+                         if (!folded) ops::sumRows(rec, dys[i].view, *db);
+                       }
+                     },
+                     [&] {
+                       std::vector<float> all;
+                       for (size_t i = 0; i < xs.size(); ++i)
+                         for (const Tensor* t : {&dws[i], &dbs[i]}) {
+                           const std::vector<float> v = read(context, *t);
+                           all.insert(all.end(), v.begin(), v.end());
+                         }
+                       return all;
+                     }});
+  if (which != "bias")
+    folds.push_back({"gelu",
+                     [&](vk::Recorder& rec, bool folded) {
+                       ops::MatmulGrads grads{&dx.view};
+                       if (folded)
+                         grads.da_act_x = &x.view, grads.da_act = ops::Activation::GeluTanh;
+                       ops::matmulBackward(rec, h.view, w2.view, dc.view, grads);
+                       if (!folded)
+                         ops::activationBackward(rec, ops::Activation::GeluTanh, x.view, {},
+                                                 dx.view, dx.view);
+                     },
+                     [&] { return read(context, dx); }});
+
+  std::fprintf(stderr,
+               "vkgrad-bench: folds at %lld rows on %s, %d rounds of %d warm-up + %d "
+               "timed runs each way\n",
+               (long long)rows, context.info().name.c_str(), rounds, options.warmup, options.iters);
+  int exit_code = 0;
+  for (const Fold& fold : folds) {
+    Timing timing[2];
+    std::vector<float> result[2];
+    for (int round = 0; round < rounds; ++round)
+      for (int folded = 0; folded < 2; ++folded) {
+        const Timing t = timeRuns(context, options.warmup, options.iters,
+                                  [&](vk::Recorder& rec) { fold.record(rec, folded != 0); });
+        timing[folded].ms.insert(timing[folded].ms.end(), t.ms.begin(), t.ms.end());
+        timing[folded].cpu_ms += t.cpu_ms / rounds;
+        if (round == 0) result[folded] = fold.out();
+      }
+    const double error = normalisedError(result[1], result[0]);
+    const Stats separate = stats(timing[0].ms);
+    for (int folded = 0; folded < 2; ++folded) {
+      const Stats t = stats(timing[folded].ms);
+      const char* variant = folded ? "folded" : "separate";
+      const double e = folded ? error : 0.0;
+      if (options.json) {
+        printJsonLine({{"op", "folds"},
+                       {"fold", fold.name},
+                       {"rows", rows},
+                       {"variant", variant},
+                       {"ms", t.median},
+                       {"min_ms", t.min},
+                       {"max_ms", t.max},
+                       {"ratio", t.median / separate.median},
+                       {"iters", options.iters * rounds},
+                       {"warmup", options.warmup},
+                       {"cpu_ms", timing[folded].cpu_ms},
+                       {"checked", true},
+                       {"error", e},
+                       {"device", context.info().name}});
+      } else {
+        std::printf(
+            "folds %-5s %5lld rows  %-8s %9.3f ms  %.2f of separate  (min %.3f, max "
+            "%.3f)  error %.2g%s\n",
+            fold.name.c_str(), (long long)rows, variant, t.median, t.median / separate.median,
+            t.min, t.max, e, e <= kTolerance ? "" : "  WRONG");
+      }
+      std::fflush(stdout);
+    }
+    if (!(error <= kTolerance)) {
+      std::fprintf(stderr, "vkgrad-bench: folds %s is WRONG: normalised error %g > %g\n",
+                   fold.name.c_str(), error, kTolerance);
+      exit_code = 1;
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+const BenchOp& foldsBench() {
+  static const BenchOp op{"folds",
+                          "the matmul backward's folds at one GPT layer's shapes (bias gradient "
+                          "in dW's dispatch, GELU's derivative in dX's epilogue) against the "
+                          "separate passes, alternating",
+                          declare, run};
+  return op;
+}
+
+}  // namespace vkgrad::apps
