@@ -245,6 +245,13 @@ struct Grads {
   std::vector<ops::TensorView> views;
 };
 
+// Random gradients of kGradSizes, on the host only (the packed tests place them themselves).
+std::vector<std::vector<float>> hostGrads(Rng& rng) {
+  std::vector<std::vector<float>> host;
+  for (int64_t n : kGradSizes) host.push_back(rng.uniform(n));
+  return host;
+}
+
 Grads makeGrads(vk::Context& context, Rng& rng) {
   Grads g;
   for (int64_t n : kGradSizes) {
@@ -485,9 +492,8 @@ TEST_F(OptimTest, AdamWManyRejectsASmallTableBeforeRecording) {
 TEST_F(ClipTest, NormOverPackedGradientsTakesOneDispatchPerRunWithTheSameBits) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  std::vector<std::vector<float>> host;
-  std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
-  for (int64_t n : sizes) host.push_back(rng.uniform(n));
+  const std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
+  const std::vector<std::vector<float>> host = hostGrads(rng);
   Packed packed = pack(ctx(), host, packedOffsets(sizes));
   // One gradient lives elsewhere: the runs are [0, 3), [3], [4, 6).
   std::vector<ops::TensorView> views = packed.views;
@@ -517,9 +523,8 @@ TEST_F(ClipTest, NormOverPackedGradientsTakesOneDispatchPerRunWithTheSameBits) {
 TEST_F(ClipTest, NormOfViewsOffTheTexelGridMatchesCpu) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  std::vector<std::vector<float>> host;
-  std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
-  for (int64_t n : sizes) host.push_back(rng.uniform(n));
+  const std::vector<int64_t> sizes(std::begin(kGradSizes), std::end(kGradSizes));
+  const std::vector<std::vector<float>> host = hostGrads(rng);
   std::vector<int64_t> at = packedOffsets(sizes);
   for (int64_t& a : at) a += 1;  // 4 bytes past 16
   Packed packed = pack(ctx(), host, at);
