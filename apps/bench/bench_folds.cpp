@@ -1,10 +1,13 @@
-// vkgrad-bench folds: what the graph's backward folds into the matmul save, at the shapes of
-// one GPT layer (ROWS = batch x context rows, width 128, MLP 512), each fold against the
-// separate passes it replaces, alternating over --rounds so a noisy host hits both alike:
+// vkgrad-bench folds: what the graph folds into the matmul saves, at the shapes of one GPT
+// layer (ROWS = batch x context rows, width 128, MLP 512), each fold against the separate
+// passes it replaces, alternating over --rounds so a noisy host hits both alike:
 //   bias: dW = Xᵀ·dY with dbias = Σ rows of dY in the same dispatch, against dW then a
 //         row-sum pass (the four weight shapes of a layer: qkv, proj, fc, out);
 //   gelu: fc2's dX = dY·W2ᵀ with GELU's derivative applied in its epilogue, against dX then
-//         an activationBackward pass (768 x 128 -> 512 at the default ROWS).
+//         an activationBackward pass (768 x 128 -> 512 at the default ROWS);
+//   residual: the two projections that feed the residual stream (attention's 128 -> 128,
+//         the MLP's 512 -> 128) with the residual added in their epilogue (Graph::matmulAdd),
+//         against each product then an add pass.
 // The two results must agree (normalised error, tolerance 1e-5).
 #include <cstdio>
 #include <functional>
@@ -14,6 +17,7 @@
 
 #include "bench.h"
 #include "vkgrad/ops/activation.h"
+#include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/reduce.h"
 #include "vkgrad/vk/memory.h"
@@ -45,7 +49,7 @@ std::vector<float> read(vk::Context& context, const Tensor& t) {
 }
 
 void declare(Cli& cli) {
-  cli.option("fold", "bias, gelu or all", "all");
+  cli.option("fold", "bias, gelu, residual or all", "all");
   cli.option("rows", "rows of the activations (the GPT's batch x context)", "768");
   cli.option("rounds", "alternating rounds of separate and folded", "3");
 }
@@ -59,8 +63,8 @@ struct Fold {
 
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const std::string which = cli.get("fold");
-  if (which != "bias" && which != "gelu" && which != "all")
-    cli.fail("--fold must be bias, gelu or all, got '" + which + "'");
+  if (which != "bias" && which != "gelu" && which != "residual" && which != "all")
+    cli.fail("--fold must be bias, gelu, residual or all, got '" + which + "'");
   const int64_t rows = cli.getInt("rows", 1, 1 << 20);
   const int rounds = int(cli.getInt("rounds", 1, 100));
 
@@ -79,9 +83,20 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   Tensor h = make(context, {rows, 512}, seed++), x = make(context, {rows, 512}, seed++);
   Tensor w2 = make(context, {512, 128}, seed++), dc = make(context, {rows, 128}, seed++);
   Tensor dx = make(context, {rows, 512}, seed++);
+  // residual: r + h·W + b for attention's projection (128 -> 128) and the MLP's (512 -> 128).
+  const int64_t projections[] = {128, 512};
+  std::vector<Tensor> ins, weights, biases, sums;
+  for (int64_t in : projections) {
+    ins.push_back(make(context, {rows, in}, seed++));
+    weights.push_back(make(context, {in, 128}, seed++));
+    biases.push_back(make(context, {128}, seed++));
+    sums.push_back(make(context, {rows, 128}, seed++));
+  }
+  Tensor stream = make(context, {rows, 128}, seed++);
 
   std::vector<Fold> folds;
-  if (which != "gelu")
+  auto wanted = [&](const char* fold) { return which == fold || which == "all"; };
+  if (wanted("bias"))
     folds.push_back({"bias",
                      [&](vk::Recorder& rec, bool folded) {
                        for (size_t i = 0; i < xs.size(); ++i) {
@@ -100,7 +115,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                          }
                        return all;
                      }});
-  if (which != "bias")
+  if (wanted("gelu"))
     folds.push_back({"gelu",
                      [&](vk::Recorder& rec, bool folded) {
                        ops::MatmulGrads grads{&dx.view};
@@ -112,6 +127,25 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                                                  dx.view, dx.view);
                      },
                      [&] { return read(context, dx); }});
+  if (wanted("residual"))
+    folds.push_back({"residual",
+                     [&](vk::Recorder& rec, bool folded) {
+                       for (size_t i = 0; i < ins.size(); ++i) {
+                         ops::MatmulOptions o;
+                         o.bias = &biases[i].view;
+                         if (folded) o.residual = &stream.view;
+                         ops::matmul(rec, ins[i].view, weights[i].view, sums[i].view, o);
+                         if (!folded) ops::add(rec, sums[i].view, stream.view, sums[i].view);
+                       }
+                     },
+                     [&] {
+                       std::vector<float> all;
+                       for (const Tensor& t : sums) {
+                         const std::vector<float> v = read(context, t);
+                         all.insert(all.end(), v.begin(), v.end());
+                       }
+                       return all;
+                     }});
 
   std::fprintf(stderr,
                "vkgrad-bench: folds at %lld rows on %s, %d rounds of %d warm-up + %d "
@@ -152,7 +186,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                        {"device", context.info().name}});
       } else {
         std::printf(
-            "folds %-5s %5lld rows  %-8s %9.3f ms  %.2f of separate  (min %.3f, max "
+            "folds %-8s %5lld rows  %-8s %9.3f ms  %.2f of separate  (min %.3f, max "
             "%.3f)  error %.2g%s\n",
             fold.name.c_str(), (long long)rows, variant, t.median, t.median / separate.median,
             t.min, t.max, e, e <= kTolerance ? "" : "  WRONG");
@@ -172,9 +206,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
 
 const BenchOp& foldsBench() {
   static const BenchOp op{"folds",
-                          "the matmul backward's folds at one GPT layer's shapes (bias gradient "
-                          "in dW's dispatch, GELU's derivative in dX's epilogue) against the "
-                          "separate passes, alternating",
+                          "the matmul's folds at one GPT layer's shapes (bias gradient in dW's "
+                          "dispatch, GELU's derivative in dX's epilogue, the residual add in the "
+                          "projections' epilogue) against the separate passes, alternating",
                           declare, run};
   return op;
 }

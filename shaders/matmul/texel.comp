@@ -41,6 +41,10 @@
 // ACT_GRAD: C = f'(x) ⊙ (alpha·op(A)·op(B)) instead, x laid out as C: the backward of an
 // activation y = f(x) folded into the product that computes dy (a kind whose derivative
 // reads x; activation/activation.glsl). Overwrite only (no ACCUMULATE), no bias.
+// RESIDUAL: C = alpha·op(A)·op(B) + bias + r (+ beta·C), r laid out as C: the residual add
+// that follows a transformer block's projections, with no pass of its own. alpha·acc + bias
+// + r is the order an add after the product would use, so the bits are the same.
+// ACT_GRAD's x and RESIDUAL's r are the epilogue's operand (binding 5, one or the other).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
@@ -66,8 +70,10 @@ layout(constant_id = 5) const bool ACCUMULATE = false;
 layout(constant_id = 6) const bool C_VEC4 = false;
 layout(constant_id = 7) const bool COLSUM = false;
 layout(constant_id = 9) const bool ACT_GRAD = false;
-// x bound RGBA32F, one fetch per vec4 of C: N % 4 == 0 and x's first element a multiple of 4.
-layout(constant_id = 10) const bool ACT_VEC4 = false;
+// The epilogue's operand bound RGBA32F, one fetch per vec4 of C: N % 4 == 0 and its first
+// element a multiple of 4.
+layout(constant_id = 10) const bool EPI_VEC4 = false;
+layout(constant_id = 11) const bool RESIDUAL = false;
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -81,9 +87,9 @@ layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
 layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
 // (N) from colsum_off, with COLSUM; otherwise a stand-in never touched.
 layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
-// x of ACT_GRAD (R32F or, with ACT_VEC4, RGBA32F; laid out as C from act_off); otherwise a
-// stand-in never fetched.
-layout(set = 0, binding = 5) uniform samplerBuffer ActX;
+// The epilogue's operand, x of ACT_GRAD or r of RESIDUAL (R32F or, with EPI_VEC4, RGBA32F;
+// laid out as C from epi_off); otherwise a stand-in never fetched.
+layout(set = 0, binding = 5) uniform samplerBuffer Epi;
 layout(push_constant) uniform Push {
   uint M, N, K;
   uint a_off, a_sm, a_sk, a_sb;
@@ -94,7 +100,7 @@ layout(push_constant) uniform Push {
   uint k_chunk;  // the Vector variant's; unused here
   uint colsum_off;
   float colsum_beta;  // 0: colsum is written, 1: added to
-  uint act_off;
+  uint epi_off;
   float act_param;  // ACT_GRAD's activation parameter (ops/activation.h)
 } p;
 
@@ -248,17 +254,25 @@ void main() {
       const uint col = col0 + 4 * j;
       const uint at = p.c_off + (z * p.M + row) * p.N + col;
       vec4 v = p.alpha * acc[r][j] + bias4[j];
+      // Only columns inside N are fetched (a clamped one would read past the operand's rows).
+      const uint e_at = p.epi_off + (z * p.M + row) * p.N + col;
       if (ACT_GRAD) {
-        // Only columns inside N are fetched (a clamped one would read past x's rows).
-        const uint x_at = p.act_off + (z * p.M + row) * p.N + col;
-        if (ACT_VEC4 && col < p.N) {
-          const vec4 x = texelFetch(ActX, int(x_at / 4));
+        if (EPI_VEC4 && col < p.N) {
+          const vec4 x = texelFetch(Epi, int(e_at / 4));
           [[unroll]] for (uint i = 0; i < 4; ++i)
             v[i] = activationGrad(x[i], 0.0, v[i], p.act_param);
-        } else if (!ACT_VEC4) {
+        } else if (!EPI_VEC4) {
           [[unroll]] for (uint i = 0; i < 4; ++i)
             if (col + i < p.N)
-              v[i] = activationGrad(texelFetch(ActX, int(x_at + i)).x, 0.0, v[i], p.act_param);
+              v[i] = activationGrad(texelFetch(Epi, int(e_at + i)).x, 0.0, v[i], p.act_param);
+        }
+      }
+      if (RESIDUAL) {
+        if (EPI_VEC4 && col < p.N) {
+          v += texelFetch(Epi, int(e_at / 4));
+        } else if (!EPI_VEC4) {
+          [[unroll]] for (uint i = 0; i < 4; ++i)
+            if (col + i < p.N) v[i] += texelFetch(Epi, int(e_at + i)).x;
         }
       }
       if (C_VEC4) {

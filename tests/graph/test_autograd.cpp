@@ -1,7 +1,9 @@
 #include "vkgrad/graph/autograd.h"
 
+#include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gradcheck.h"
@@ -85,6 +87,67 @@ TEST_F(AutogradTest, AnActivationReadOnceIsFoldedIntoTheNextMatmulsBackward) {
       exec.setInput(y, rng_.below(6, 3));
       checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
     }
+}
+
+// A residual joined to its matmul (Graph::matmulAdd): no Add node; the same loss bits as
+// matmul + add; the residual's gradient is the sum's, adopted where nothing else reads the
+// residual and copied (one AddBackward) where something does; every parameter against finite
+// differences, both ways.
+TEST_F(AutogradTest, AResidualJoinsItsMatmulAndTakesTheSumsGradient) {
+  for (bool read_twice : {false, true}) {
+    SCOPED_TRACE(read_twice ? "residual read twice" : "residual read once");
+    graph::ParameterStore store(ctx());
+    const auto& wr = store.add("wr", {5, 6}, Init::xavierUniform());
+    const graph::Parameter* wa =
+        read_twice ? nullptr : &store.add("wa", {5, 6}, Init::xavierUniform());
+    const auto& w1 = store.add("w1", {6, 7}, Init::xavierUniform());
+    const auto& b1 = store.add("b1", {7}, Init::uniform(-0.5f, 0.5f));
+    const auto& w2 = store.add("w2", {7, 6}, Init::xavierUniform());
+    const auto& b2 = store.add("b2", {6}, Init::uniform(-0.5f, 0.5f));
+    const auto& wo = store.add("wo", {6, 3}, Init::xavierUniform());
+    store.initialize(rng_.seed());
+    const std::vector<float> xs = rng_.normal(30);
+    const std::vector<uint32_t> ys = rng_.below(6, 3);
+    // joined: the residual in the matmul's node; else an add after it.
+    auto build = [&](Graph& g, bool joined, Tensor& loss, Tensor& r) {
+      const Tensor x = g.input("x", {2, 3, 5});
+      const Tensor y = g.input("y", {6}, ops::DType::U32);
+      r = g.matmul(x, g.parameter(wr));
+      const Tensor a = read_twice ? r : g.matmul(x, g.parameter(*wa));
+      const Tensor h =
+          g.activation(g.matmul(a, g.parameter(w1), g.parameter(b1)), ops::Activation::Tanh);
+      const Tensor W2 = g.parameter(w2), B2 = g.parameter(b2);
+      const Tensor out = joined ? g.matmulAdd(h, W2, B2, r) : g.add(r, g.matmul(h, W2, B2));
+      loss = g.crossEntropy(g.reshape(g.matmul(out, g.parameter(wo)), {6, 3}), y);
+      g.markOutput(loss);
+      return std::pair{x, y};
+    };
+    Graph g, plain;
+    Tensor loss, r, plain_loss, plain_r;
+    const auto [x, y] = build(g, true, loss, r);
+    const auto [px, py] = build(plain, false, plain_loss, plain_r);
+    const graph::Gradients grads = graph::backward(g, loss);
+    graph::backward(plain, plain_loss);
+    int adds = 0, add_backwards = 0;
+    for (const auto& node : g.nodes()) {
+      adds += node.op == OpKind::Add;
+      add_backwards += node.op == OpKind::AddBackward;
+    }
+    EXPECT_EQ(adds, 0);
+    EXPECT_EQ(add_backwards, read_twice ? 1 : 0);
+    EXPECT_NO_THROW(grads[r]);
+
+    graph::Executor exec(ctx(), g), plain_exec(ctx(), plain);
+    exec.setInput(x, xs);
+    exec.setInput(y, ys);
+    plain_exec.setInput(px, xs);
+    plain_exec.setInput(py, ys);
+    exec.step();
+    plain_exec.step();
+    const float joined_loss = exec.readScalar(loss), added_loss = plain_exec.readScalar(plain_loss);
+    EXPECT_EQ(std::memcmp(&joined_loss, &added_loss, 4), 0) << joined_loss << " vs " << added_loss;
+    checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+  }
 }
 
 // x -> tanh(x W1 + b1) -> tanh(h W + b2) -> (h2 W) -> W3 -> cross-entropy: W is used twice.

@@ -45,10 +45,10 @@ TEST(OpRegistryTest, NodesWithTheWrongSlotCountsAreRefused) {
   const Tensor a = g.input("a", {2, 3}), b = g.input("b", {3, 4});
   const int c = g.newTensor({"c", {2, 4}});
   const size_t nodes = g.nodes().size();
-  EXPECT_THROW(g.addNode({OpKind::Matmul, {a.id, b.id}, {c}}), Error);  // bias slot missing
+  EXPECT_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1}, {c}}), Error);  // residual missing
   EXPECT_THROW(g.addNode({OpKind::Add, {a.id, b.id}, {c, c}}), Error);
   EXPECT_EQ(g.nodes().size(), nodes);
-  EXPECT_NO_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1}, {c}}));
+  EXPECT_NO_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1, -1}, {c}}));
 }
 
 // The graph builders and the launchers share the ops layer's shape rules: the same bad

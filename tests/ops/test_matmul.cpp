@@ -1,6 +1,7 @@
 #include "vkgrad/ops/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reference/activation.h"
 #include "vkgrad/ops/reference/matmul.h"
 #include "vkgrad/vk/error.h"
@@ -233,6 +235,7 @@ struct Case {
   bool trans_a = false, trans_b = false;
   float alpha = 1.0f, beta = 0.0f;
   bool bias = false;
+  bool residual = false;  // MatmulOptions::residual, shaped like C
 
   int64_t batch() const { return std::max<int64_t>({batch_a, batch_b, 1}); }
   bool batched() const { return batch_a > 0 || batch_b > 0; }
@@ -261,50 +264,55 @@ struct Case {
   std::string str() const {
     return shapeA().str() + (trans_a ? "^T" : "") + " x " + shapeB().str() + (trans_b ? "^T" : "") +
            " alpha " + std::to_string(alpha) + " beta " + std::to_string(beta) +
-           (bias ? " +bias" : "");
+           (bias ? " +bias" : "") + (residual ? " +residual" : "");
   }
 };
 
 class MatmulFlagsTest : public VkTest, public ::testing::WithParamInterface<ops::MatmulVariant> {
  protected:
-  // a, b, bias and c one after another in one buffer, starting at the given residues mod 16
-  // bytes after a gap of guard words; c starts random (beta != 0) or NaN. Checks c against
-  // the reference and every other word for being untouched.
+  // a, b, bias, the residual and c one after another in one buffer, starting at the given
+  // residues mod 16 bytes after a gap of guard words (the residual at c's); c starts random
+  // (beta != 0) or NaN. Checks c against the reference and every other word for being
+  // untouched.
   void expectForward(Rng& rng, const Case& cs, const uint64_t residues[4] = kAligned) {
     SCOPED_TRACE(cs.str());
-    const int64_t numel[4] = {cs.shapeA().numel(), cs.shapeB().numel(), cs.bias ? cs.n : 0,
-                              cs.shapeC().numel()};
-    uint64_t offset[4], at = 0;
-    for (int i = 0; i < 4; ++i) {
+    const int64_t numel[5] = {cs.shapeA().numel(), cs.shapeB().numel(), cs.bias ? cs.n : 0,
+                              cs.residual ? cs.shapeC().numel() : 0, cs.shapeC().numel()};
+    const uint64_t residue[5] = {residues[0], residues[1], residues[2], residues[3], residues[3]};
+    uint64_t offset[5], at = 0;
+    for (int i = 0; i < 5; ++i) {
       at += 16;
-      at += (residues[i] + 16 - at % 16) % 16;
+      at += (residue[i] + 16 - at % 16) % 16;
       offset[i] = at;
       at += uint64_t(numel[i]) * 4;
     }
     const int64_t words = int64_t(at / 4) + 7;
     std::vector<float> contents = rng.uniform(words);
-    const int64_t c0 = int64_t(offset[3] / 4);
+    const int64_t c0 = int64_t(offset[4] / 4), r0 = int64_t(offset[3] / 4);
     if (cs.beta == 0.0f)
-      for (int64_t i = 0; i < numel[3]; ++i) contents[c0 + i] = std::nanf("");
-    std::vector<float> want(contents.begin() + c0, contents.begin() + c0 + numel[3]);
+      for (int64_t i = 0; i < numel[4]; ++i) contents[c0 + i] = std::nanf("");
+    std::vector<float> want(contents.begin() + c0, contents.begin() + c0 + numel[4]);
     ops::ref::matmul(contents.data() + offset[0] / 4, contents.data() + offset[1] / 4,
                      cs.bias ? contents.data() + offset[2] / 4 : nullptr, want.data(), cs.ref());
+    for (int64_t i = 0; i < numel[3]; ++i) want[i] += contents[r0 + i];
 
     DeviceTensor all = upload(ctx(), {words}, contents);
     const ops::TensorView bias = ops::view(all.buffer, {cs.n}, offset[2]);
+    const ops::TensorView residual = ops::view(all.buffer, cs.shapeC(), offset[3]);
     ops::MatmulOptions options = cs.options(GetParam());
     if (cs.bias) options.bias = &bias;
+    if (cs.residual) options.residual = &residual;
     vk::Recorder rec(ctx());
     ops::matmul(rec, ops::view(all.buffer, cs.shapeA(), offset[0]),
                 ops::view(all.buffer, cs.shapeB(), offset[1]),
-                ops::view(all.buffer, cs.shapeC(), offset[3]), options);
+                ops::view(all.buffer, cs.shapeC(), offset[4]), options);
     rec.submit();
     const std::vector<float> got = download(ctx(), all);
-    EXPECT_TRUE(allClose(std::vector<float>(got.begin() + c0, got.begin() + c0 + numel[3]), want,
+    EXPECT_TRUE(allClose(std::vector<float>(got.begin() + c0, got.begin() + c0 + numel[4]), want,
                          kTolerance));
     int64_t changed = 0;
     for (int64_t i = 0; i < words; ++i)
-      if ((i < c0 || i >= c0 + numel[3]) && std::memcmp(&got[i], &contents[i], 4) != 0) ++changed;
+      if ((i < c0 || i >= c0 + numel[4]) && std::memcmp(&got[i], &contents[i], 4) != 0) ++changed;
     EXPECT_EQ(changed, 0) << "words outside c were written";
   }
 
@@ -369,13 +377,30 @@ TEST_P(MatmulFlagsTest, EpilogueMatchesCpu) {
   }
 }
 
+// A residual added after the bias (and before beta·C): the Texel kernel's epilogue operand
+// fetched 16 bytes at a time (N % 4 == 0) and one float at a time (odd N), with a bias, a
+// batch, transposes, alpha and beta; the other variants add it in a pass after.
+TEST_P(MatmulFlagsTest, ResidualMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Case cases[] = {{17, 33, 9}, {8, 12, 16}, {37, 24, 20, 3, 0}, {9, 20, 13, 0, 3, true, true}};
+  for (Case cs : cases) {
+    cs.residual = true;
+    expectForward(rng, cs);
+    cs.bias = true;
+    expectForward(rng, cs);
+    cs.alpha = 0.5f, cs.beta = 1.0f;
+    expectForward(rng, cs);
+  }
+}
+
 // Every operand at a 4-byte offset (no binding starts at a tensor), with all the flags on.
 TEST_P(MatmulFlagsTest, FlagsAtFourByteAlignedOffsets) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const uint64_t unaligned[4] = {4, 8, 12, 4}, mixed[4] = {0, 12, 8, 0};
   Case cs{17, 24, 20, 3, 1};
-  cs.bias = true, cs.beta = 1.0f, cs.alpha = 2.0f;
+  cs.bias = true, cs.beta = 1.0f, cs.alpha = 2.0f, cs.residual = true;
   expectForward(rng, cs, unaligned);
   expectForward(rng, cs, mixed);
   cs.trans_a = cs.trans_b = true;
@@ -574,7 +599,9 @@ TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
         grads.da_act_x = &vx, grads.da_act = k.kind, grads.da_act_param = k.param;
         vk::Recorder rec(ctx());
         ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), grads, cs.options(variant));
-        if (variant == ops::MatmulVariant::Texel) EXPECT_EQ(rec.dispatchCount(), 1u);
+        if (variant == ops::MatmulVariant::Texel) {
+          EXPECT_EQ(rec.dispatchCount(), 1u);
+        }
         rec.submit();
         EXPECT_TRUE(allClose(download(ctx(), ga), want, kTolerance));
       }
@@ -785,7 +812,47 @@ TEST_F(VkTest, MatmulRejectsBadFlagsShapesAndGradientsBeforeRecording) {
         ops::matmulBackward(rec, a.view(), b.view(), c.view(), {&va, nullptr, nullptr});
       },
       "matmul backward: da (4,8) overlaps a (4,8)");
+  ops::MatmulOptions with_residual;
+  with_residual.residual = &vbias;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), with_residual); },
+               "matmul: the residual (3) must be shaped like c (4,2)");
+  with_residual.residual = &vc;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), with_residual); },
+               "matmul: c (4,2) overlaps residual (4,2)");
   EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+// The residual in the Texel kernel's epilogue gives the bits of the same product followed by
+// an add (alpha·acc + bias, then + r, in both), in one dispatch instead of two: at a GPT
+// block's projection ((12,64,128) x (128,128) + bias, 16-byte fetches of r) and an odd shape
+// (one-float fetches).
+TEST_F(VkTest, MatmulResidualInTheTexelEpilogueHasTheBitsOfAnAddAfter) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {{64, 128, 128, 12, 0}, {37, 13, 21}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.str());
+    auto a = upload(ctx(), cs.shapeA(), rng.uniform(cs.shapeA().numel()));
+    auto b = upload(ctx(), cs.shapeB(), rng.uniform(cs.shapeB().numel()));
+    auto bias = upload(ctx(), {cs.n}, rng.uniform(cs.n));
+    auto r = upload(ctx(), cs.shapeC(), rng.normal(cs.shapeC().numel()));
+    auto fused = poisoned(ctx(), cs.shapeC()), separate = poisoned(ctx(), cs.shapeC());
+    const ops::TensorView vbias = bias.view(), vr = r.view();
+    ops::MatmulOptions o = cs.options(ops::MatmulVariant::Texel);
+    o.bias = &vbias;
+    vk::Recorder rec(ctx());
+    o.residual = &vr;
+    ops::matmul(rec, a.view(), b.view(), fused.view(), o);
+    EXPECT_EQ(rec.dispatchCount(), 1u);
+    o.residual = nullptr;
+    ops::matmul(rec, a.view(), b.view(), separate.view(), o);
+    ops::add(rec, separate.view(), r.view(), separate.view());
+    rec.submit();
+    const std::vector<float> got = download(ctx(), fused), want = download(ctx(), separate);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v); }));
+  }
 }
 }  // namespace
 }  // namespace vkgrad::test

@@ -98,6 +98,10 @@ class Graph {
   // --- ops (ShapeError naming the op and shapes on mismatch, nothing added)
   // a: (M,K) or (B,M,K), b: (K,N) or (B,K,N) (swapped where transposed), bias: (N) or none.
   Tensor matmul(Tensor a, Tensor b, Tensor bias = {}, bool trans_a = false, bool trans_b = false);
+  // matmul(a, b, bias) + residual as one node, the residual shaped like the product: a
+  // residual connection's x + proj(h) with no add pass (the Texel kernel adds it as it stores
+  // the product, with the same bits as a separate add). The residual's gradient is the sum's.
+  Tensor matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual);
   // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.
   Tensor add(Tensor a, Tensor b);
   // a * b elementwise, broadcast as add().
@@ -143,6 +147,7 @@ class Graph {
   // graph is not for training (setTraining(false): evaluation graphs).
   Tensor dropout(Tensor x, float p);
   void setTraining(bool training) { training_ = training; }
+  bool training() const { return training_; }
   // logits (..., V) f32 -> (...) u32: one id per row drawn from softmax(logits / temperature)
   // over the row's top_k largest logits (ops/sampling.h), by the same generator as dropout,
   // so every step draws anew. Not differentiable. ShapeError / Error on bad arguments.

@@ -9,6 +9,7 @@
 
 #include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reduce.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"
@@ -31,7 +32,7 @@ struct MatmulPush {
   uint32_t k_chunk;             // Vector only: split-K's slice of K per batch entry; 0: none
   uint32_t colsum_off;          // Texel only: op(B)'s column sums (N) from colsum_off, if any
   float colsum_beta;            // 0: they are written, 1: added
-  uint32_t act_off;             // Texel only: the activation gradient's x, from act_off
+  uint32_t epi_off;  // Texel only: the epilogue's operand (activation x or residual), from epi_off
   float act_param;
 };
 static_assert(sizeof(MatmulPush) == 84);
@@ -108,6 +109,9 @@ struct Product {
   // Texel only: C = f'(x) ⊙ alpha·op(A)·op(B) with f, x from MatmulGrads::da_act; beta 0 and
   // no bias.
   const MatmulGrads* act = nullptr;
+  // Laid out as C and added to it after the bias (MatmulOptions::residual): the Texel kernel
+  // adds it in its epilogue, the other variants in a pass after the product.
+  const TensorView* residual = nullptr;
 };
 
 std::string describe(const Shape& s, bool trans) {
@@ -245,6 +249,7 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   part.c = partials;
   part.alpha = 1.0f, part.beta = 0.0f;
   part.scratch = nullptr;
+  part.residual = nullptr;  // added to C after the sum (record)
   Choice sliced = choice;
   sliced.k_chunk = uint32_t(split.chunk);
   record(rec, part, sliced);
@@ -300,21 +305,25 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // Without column sums the binding is a stand-in: C's first element, written anyway.
     const Bound colsum =
         bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
-    if (p.act && (p.beta != 0.0f || p.bias))
-      throw std::logic_error("matmul: an activation gradient with beta or a bias");
-    // Without an activation gradient the binding is a stand-in: A's view, never fetched.
-    Bound act = p.act ? bindTexel(context, *p.act->da_act_x, vk::TexelFormat::R32f) : ba;
+    if (p.act && (p.beta != 0.0f || p.bias || p.residual))
+      throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
+    // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
+    // without either the binding is a stand-in, A's view, never fetched.
+    const TensorView* epi_view = p.act ? p.act->da_act_x : p.residual;
+    Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
     const uint32_t act_kind = p.act ? uint32_t(p.act->da_act) : 0u;
-    // x is laid out as C: 16-byte fetches where C's vec4 columns start on 4 elements of x too.
-    const bool act_vec4 = p.act && n % 4 == 0 && act.skip % 4 == 0;
-    if (act_vec4) act.arg.texel = vk::TexelFormat::Rgba32f;
+    // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
+    const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
+    if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
     const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4,
-                         p.colsum != nullptr, act_kind, p.act != nullptr, act_vec4});
+        "matmul/texel",
+        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
+         act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
-    if (p.act) push.act_off = act.skip, push.act_param = p.act->da_act_param;
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, act.arg};
+    if (epi_view) push.epi_off = epi.skip;
+    if (p.act) push.act_param = p.act->da_act_param;
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
                        vk::divUp(m, kTexelRows), uint32_t(p.batch));
     return;
@@ -371,6 +380,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     case MatmulVariant::Auto:
       break;  // handled above
   }
+  // c + r, the order of the Texel kernel's epilogue (the barrier comes from the recorder).
+  if (p.residual) add(rec, c, *p.residual, c);
 }
 
 // out = alpha·X·Y over a batch of `batch`, where out has `out_batch` entries (batch or 1) and
@@ -539,13 +550,26 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   }
   checkAlias("matmul", "c", c, "a", a, false);
   checkAlias("matmul", "c", c, "b", b, false);
+  if (options.residual) {
+    const TensorView& r = *options.residual;
+    if (!(r.shape == c.shape))
+      throw ShapeError("matmul: the residual " + r.shape.str() + " must be shaped like c " +
+                       c.shape.str());
+    checkOperand("matmul", "residual", r);
+    checkAlias("matmul", "c", c, "residual", r, false);
+  }
   checkScratch("matmul", options.scratch,
-               {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}});
-  const Choice variant{resolve(context, options.variant, {&a, &b}), options.tiling};
+               {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias},
+                {"residual", options.residual}});
+  // The Texel kernel reads the residual through a texel view too.
+  const Choice variant{
+      resolve(context, options.variant, {&a, &b, options.residual ? options.residual : &a}),
+      options.tiling};
   if (!options.tiling.empty()) checkTiling(context, options.tiling);
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;
+  p.residual = options.residual;
   record(rec, p, variant);
 }
 

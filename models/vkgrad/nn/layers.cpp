@@ -10,9 +10,11 @@ void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in,
   if (bias) store.add(prefix + ".b", {out}, Init::zeros());
 }
 
-Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x) {
+Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+              Tensor residual) {
   const graph::Parameter* b = store.find(prefix + ".b");
-  return g.matmul(x, g.parameter(store.at(prefix + ".w")), b ? g.parameter(*b) : Tensor{});
+  const Tensor w = g.parameter(store.at(prefix + ".w")), bias = b ? g.parameter(*b) : Tensor{};
+  return residual ? g.matmulAdd(x, w, bias, residual) : g.matmul(x, w, bias);
 }
 
 void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t dim) {

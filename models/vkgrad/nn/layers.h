@@ -24,8 +24,10 @@ using graph::Tensor;
 // y = x·W (+ b): W (in, out), b (out) unless bias is false.
 void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in, int64_t out,
                    Init weight = Init::xavierUniform(), bool bias = true);
-// x: (..., in) -> (..., out). Uses the bias when the store has one.
-Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x);
+// x: (..., in) -> (..., out). Uses the bias when the store has one. With a residual (shaped
+// like the output), x·W + b + residual as one node (Graph::matmulAdd).
+Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+              Tensor residual = {});
 
 // gamma 1, beta 0 over the last dim.
 void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t dim);

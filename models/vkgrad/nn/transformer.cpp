@@ -11,10 +11,10 @@ void declareMlp(ParameterStore& store, const std::string& prefix, int64_t width,
 }
 
 Tensor mlp(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-           ActivationSpec activation) {
+           ActivationSpec activation, Tensor residual) {
   const Tensor h =
       g.activation(linear(g, store, prefix + ".fc", x), activation.kind, activation.param);
-  return linear(g, store, prefix + ".proj", h);
+  return linear(g, store, prefix + ".proj", h, residual);
 }
 
 void declareAttention(ParameterStore& store, const std::string& prefix, int64_t width,
@@ -24,13 +24,13 @@ void declareAttention(ParameterStore& store, const std::string& prefix, int64_t 
 }
 
 Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-                 int64_t heads, bool causal) {
+                 int64_t heads, bool causal, Tensor residual) {
   const ops::Shape s = g.shape(x);
   if (s.rank() != 3 || heads <= 0 || s[2] % heads != 0)
     throw ShapeError(g.describe("nn::attention", {x}) + ": x must be (B,T,width) with width a " +
                      "multiple of heads " + std::to_string(heads));
   const Tensor qkv = linear(g, store, prefix + ".qkv", x);  // (B,T,3*width)
-  return linear(g, store, prefix + ".proj", g.attention(qkv, heads, causal));
+  return linear(g, store, prefix + ".proj", g.attention(qkv, heads, causal), residual);
 }
 
 const char* normName(Norm norm) {
@@ -64,20 +64,27 @@ void declareBlock(ParameterStore& store, const std::string& prefix, const BlockC
 
 Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
              const BlockConfig& config, Tensor x) {
-  auto attn = [&](Tensor t) {
-    return g.dropout(attention(g, store, prefix + ".attn", t, config.heads, config.causal),
-                     config.dropout);
+  // residual + branch(t). Where dropout is the identity (p = 0, or an evaluation graph) the
+  // add joins the branch's output projection (Graph::matmulAdd): no add pass of its own.
+  const bool fold = config.dropout == 0.0f || !g.training();
+  auto attn = [&](Tensor t, Tensor residual) {
+    const std::string p = prefix + ".attn";
+    if (fold) return attention(g, store, p, t, config.heads, config.causal, residual);
+    return g.add(residual,
+                 g.dropout(attention(g, store, p, t, config.heads, config.causal), config.dropout));
   };
-  auto ff = [&](Tensor t) {
-    return g.dropout(mlp(g, store, prefix + ".mlp", t, config.activation), config.dropout);
+  auto ff = [&](Tensor t, Tensor residual) {
+    const std::string p = prefix + ".mlp";
+    if (fold) return mlp(g, store, p, t, config.activation, residual);
+    return g.add(residual, g.dropout(mlp(g, store, p, t, config.activation), config.dropout));
   };
   auto norm = [&](const char* name, Tensor t) { return layerNorm(g, store, prefix + name, t); };
   if (config.norm == Norm::Pre) {
-    x = g.add(x, attn(norm(".ln1", x)));
-    return g.add(x, ff(norm(".ln2", x)));
+    x = attn(norm(".ln1", x), x);
+    return ff(norm(".ln2", x), x);
   }
-  x = norm(".ln1", g.add(attn(x), x));
-  return norm(".ln2", g.add(ff(x), x));
+  x = norm(".ln1", attn(x, x));
+  return norm(".ln2", ff(x, x));
 }
 
 }  // namespace vkgrad::nn

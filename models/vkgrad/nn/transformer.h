@@ -35,18 +35,19 @@ struct BlockInit {
 // x·fc -> activation -> ·proj: width -> hidden -> width.
 void declareMlp(ParameterStore& store, const std::string& prefix, int64_t width, int64_t hidden,
                 const BlockInit& init = {});
-// x: (..., width) -> (..., width).
+// x: (..., width) -> (..., width); with a residual, residual + mlp(x) in its last node.
 Tensor mlp(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-           ActivationSpec activation = {});
+           ActivationSpec activation = {}, Tensor residual = {});
 
 // One fused QKV projection width -> 3*width, attention over `heads` heads of width/heads,
 // output projection width -> width.
 void declareAttention(ParameterStore& store, const std::string& prefix, int64_t width,
                       const BlockInit& init = {});
 // x: (B,T,width) -> (B,T,width); q, k and v are read in place from the fused projection.
-// Throws ShapeError when width is not a multiple of heads.
+// Throws ShapeError when width is not a multiple of heads. With a residual, residual +
+// attention(x) in its last node.
 Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-                 int64_t heads, bool causal);
+                 int64_t heads, bool causal, Tensor residual = {});
 
 enum class Norm {
   Post,  // x = norm1(attn(x) + x); x = norm2(mlp(x) + x)   (the original transformer)

@@ -5,6 +5,8 @@
 // the dc that b's product reads, and the Texel kernel sums them in the same dispatch. Where a
 // is an activation's output that nothing else reads (an MLP's hidden layer), a's node writes
 // the activation's input gradient instead, f' applied on the way out (graph/ops/fold.h).
+// With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias + residual, and the residual's
+// gradient is dc itself (adopted where nothing else reads it, as add's rule does).
 #include <string>
 
 #include "vkgrad/graph/backward.h"
@@ -17,7 +19,7 @@ namespace vkgrad::graph {
 namespace {
 
 struct Matmul {
-  enum In { a, b, bias, kInputs };  // bias: -1 when absent
+  enum In { a, b, bias, residual, kInputs };  // bias, residual: -1 when absent
   enum Out { c, kOutputs };
   struct Attrs {
     bool trans_a = false, trans_b = false;
@@ -50,6 +52,13 @@ void backward(Backward& b, const Node& f) {
   const Matmul::Attrs& at = f.attr<Matmul::Attrs>();
   const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
   const bool joint = b.needs(f, Matmul::b) && b.needs(f, Matmul::bias);
+  if (b.needs(f, Matmul::residual)) {
+    const int r = f.inputs[Matmul::residual], dc = b.dout(f, Matmul::c);
+    if (!b.adopt(r, dc)) {
+      const int gid = b.gradOf(r);
+      b.addInto(dc, gid, b.contribute(gid));
+    }
+  }
   for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
     if (!b.needs(f, of) || (of == Matmul::bias && joint)) continue;
     const int64_t floats =
@@ -78,9 +87,10 @@ void backward(Backward& b, const Node& f) {
 }
 
 void launch(const Launch& l) {
-  const ops::TensorView bias = l.in(Matmul::bias);
+  const ops::TensorView bias = l.in(Matmul::bias), residual = l.in(Matmul::residual);
   ops::MatmulOptions o = options(l.attr<Matmul::Attrs>());
   if (bias.buffer) o.bias = &bias;
+  if (residual.buffer) o.residual = &residual;
   ops::matmul(l.rec, l.in(Matmul::a), l.in(Matmul::b), l.out(Matmul::c), o);
 }
 
@@ -119,11 +129,26 @@ Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b
       ops::matmulShape(shape(a), shape(b), trans_a, trans_b, bias ? &shape(bias) : nullptr);
   const int out = output(c);
   addNode({OpKind::Matmul,
-           {a.id, b.id, bias ? bias.id : -1},
+           {a.id, b.id, bias ? bias.id : -1, -1},
            {out},
            {},
            Matmul::Attrs{trans_a, trans_b, 1.0f}});
   return {out};
+}
+
+Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
+  // Everything is checked before matmul() adds its node, which the residual then joins.
+  for (Tensor t : {a, b, residual}) check(t, "matmulAdd");
+  if (bias) check(bias, "matmulAdd");
+  if (tensor(residual).dtype != DType::F32)
+    throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": operands must be f32");
+  const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
+  if (!(shape(residual) == c))
+    throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": the residual must be " +
+                     c.str());
+  const Tensor out = matmul(a, b, bias);
+  nodes_.back().inputs[Matmul::residual] = residual.id;
+  return out;
 }
 
 namespace defs {
