@@ -2,6 +2,9 @@
 // Layer norm backward, input gradient, from the mean and rstd the forward saved:
 //   xhat = (x - mean) * rstd,  g = dy * gamma,
 //   dx = rstd * (g - mean_row(g) - xhat * mean_row(g * xhat))   (= or += with kAccumulate)
+// With kAddend a tensor shaped like x is added to dx as well (binding 9): a residual stream's
+// gradient, which the graph would otherwise copy into dx before this kernel added to it.
+// v + addend is the sum that copy-then-accumulate makes, so the bits are the same.
 // Each row is read twice: the two row sums, then the output.
 //
 // Layouts as in forward.comp: kRowPerInvocation (one invocation per row, for short rows,
@@ -20,6 +23,7 @@ layout(constant_id = 2) const bool kOneSubgroup = false;
 layout(constant_id = 3) const bool kTexelInput = false;
 layout(constant_id = 4) const bool kAccumulate = false;
 layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput, !kRowPerInvocation
+layout(constant_id = 6) const bool kAddend = false;
 
 #include "common/kahan.glsl"
 #include "common/reduce.glsl"
@@ -34,11 +38,13 @@ layout(set = 0, binding = 5) uniform samplerBuffer gamma_texels;        // (N)
 layout(set = 0, binding = 6) readonly buffer Mean { float mean[]; };    // (rows)
 layout(set = 0, binding = 7) readonly buffer Rstd { float rstd[]; };    // (rows)
 layout(set = 0, binding = 8) buffer Dx { float dx[]; };  // (rows, N); read when kAccumulate
+// (rows, N) with kAddend; otherwise a stand-in never read.
+layout(set = 0, binding = 9) readonly buffer Addend { float addend[]; };
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // length of the last axis, >= 1
   // First element of each view inside its binding (storage and texel alike).
-  uint x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip;
+  uint x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip, addend_skip;
 } p;
 
 float loadX(uint i) {
@@ -52,6 +58,7 @@ float loadGamma(uint i) {
                      : gamma[p.gamma_skip + i];
 }
 void store(uint i, float v) {
+  if (kAddend) v += addend[p.addend_skip + i];
   if (kAccumulate) v += dx[p.dx_skip + i];
   dx[p.dx_skip + i] = v;
 }

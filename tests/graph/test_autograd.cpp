@@ -150,6 +150,37 @@ TEST_F(AutogradTest, AResidualJoinsItsMatmulAndTakesTheSumsGradient) {
   }
 }
 
+// Where no kernel takes the sum's gradient as an addend, Backward::addLater still copies it:
+// before the rule that reads it (h, whose other reader is off the loss's path) and at the end
+// (a parameter used as the residual). Finite differences agree.
+TEST_F(AutogradTest, AnAddLeftForLaterIsCopiedWhereNoKernelTakesIt) {
+  graph::ParameterStore store(ctx());
+  const auto& w = store.add("w", {5, 4}, Init::xavierUniform());
+  const auto& w2 = store.add("w2", {5, 4}, Init::xavierUniform());
+  const auto& w3 = store.add("w3", {4, 4}, Init::xavierUniform());
+  const auto& p = store.add("p", {3, 4}, Init::uniform(-0.5f, 0.5f));
+  const auto& wo = store.add("wo", {4, 3}, Init::xavierUniform());
+  store.initialize(rng_.seed());
+  Graph g;
+  const Tensor x = g.input("x", {3, 5});
+  const Tensor y = g.input("y", {3}, ops::DType::U32);
+  const Tensor h = g.matmul(x, g.parameter(w));
+  g.relu(h);  // a second reader of h, off the loss's path
+  const Tensor out = g.matmulAdd(x, g.parameter(w2), {}, h);
+  const Tensor out2 = g.matmulAdd(g.activation(out, ops::Activation::Tanh), g.parameter(w3), {},
+                                  g.parameter(p));
+  const Tensor loss = g.crossEntropy(g.matmul(out2, g.parameter(wo)), y);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  int add_backward = 0;
+  for (const auto& node : g.nodes()) add_backward += node.op == OpKind::AddBackward;
+  EXPECT_EQ(add_backward, 2);
+  graph::Executor exec(ctx(), g);
+  exec.setInput(x, rng_.normal(15));
+  exec.setInput(y, rng_.below(3, 3));
+  checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+}
+
 // x -> tanh(x W1 + b1) -> tanh(h W + b2) -> (h2 W) -> W3 -> cross-entropy: W is used twice.
 TEST_F(AutogradTest, MlpWithAWeightUsedTwiceMatchesFiniteDifferences) {
   graph::ParameterStore store(ctx());
@@ -343,10 +374,11 @@ TEST_F(AutogradTest, SharedLayerNormParametersAccumulate) {
   checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
 }
 
-// A residual stream, h + layerNorm(h) as in a transformer block: h's gradient is first
-// written by the add, so the layerNorm's dx adds to it while dgamma and dbeta are written;
-// one backward node does both, and finite differences agree.
-TEST_F(AutogradTest, ResidualLayerNormAddsDxAndWritesItsParameters) {
+// A residual stream, h + layerNorm(h) as in a transformer block: h's gradient is the sum's
+// plus the layerNorm's dx, and the layerNorm's backward kernel adds the sum's gradient itself
+// (Backward::addLater, takeAddend): dx written with that addend, no AddBackward copy, dgamma
+// and dbeta written by the same node; finite differences agree.
+TEST_F(AutogradTest, ResidualLayerNormAddsTheSumsGradientInItsOwnKernel) {
   graph::ParameterStore store(ctx());
   const auto& w = store.add("w", {5, 6}, Init::xavierUniform());
   const auto& gamma = store.add("gamma", {6}, Init::uniform(0.5f, 1.5f));
@@ -363,14 +395,17 @@ TEST_F(AutogradTest, ResidualLayerNormAddsDxAndWritesItsParameters) {
       g.crossEntropy(g.matmul(g.activation(r, ops::Activation::Tanh), g.parameter(w2)), y);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
-  int layernorm_backward = 0;
+  int layernorm_backward = 0, add_backward = 0;
   for (const auto& node : g.nodes()) {
+    add_backward += node.op == OpKind::AddBackward;
     if (node.op != OpKind::LayerNormBackward) continue;
     ++layernorm_backward;
-    EXPECT_EQ(node.writes[0], ops::Write::Accumulate);  // dx, after the add's contribution
-    EXPECT_EQ(node.writes[1], ops::Write::Overwrite);   // dgamma
+    EXPECT_EQ(node.writes[0], ops::Write::Overwrite);  // dx = its own part + the addend
+    EXPECT_EQ(node.writes[1], ops::Write::Overwrite);  // dgamma
+    EXPECT_EQ(node.inputs.at(5), grads[r].id);         // the addend: the sum's gradient
   }
   EXPECT_EQ(layernorm_backward, 1);
+  EXPECT_EQ(add_backward, 0);
 
   graph::Executor exec(ctx(), g);
   exec.setInput(x, rng_.normal(35));

@@ -279,6 +279,7 @@ struct BackwardOptions {
   std::optional<ops::Write> params_write = std::nullopt;  // dgamma's and dbeta's, if not write
   const Grads* init = nullptr;  // the outputs' contents before an Accumulate
   bool dgamma = true, dbeta = true;
+  const std::vector<float>* addend = nullptr;  // dx_addend, shaped like x
 };
 
 // The outputs start poisoned (or at init): anything the kernels fail to write shows up.
@@ -294,11 +295,14 @@ Grads runBackward(vk::Context& context, const BackwardInputs& b, const BackwardO
   auto dgamma = start({in.n()}, o.init ? &o.init->dgamma : nullptr);
   auto dbeta = start({in.n()}, o.init ? &o.init->dbeta : nullptr);
   auto scratch = poisoned(context, {ops::layerNormBackwardScratch(in.rows(), in.n())});
+  auto addend = start(in.shape, o.addend);
+  const ops::TensorView addend_view = addend.view();
   vk::Recorder rec(context);
   ops::layerNormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
                          dx.view(), o.dgamma ? dgamma.view() : ops::TensorView{},
                          o.dbeta ? dbeta.view() : ops::TensorView{}, scratch.view(), o.write,
-                         o.params_write.value_or(o.write), o.variant, o.params);
+                         o.params_write.value_or(o.write), o.variant, o.params,
+                         o.addend ? &addend_view : nullptr);
   rec.submit();
   return {download(context, dx), download(context, dgamma), download(context, dbeta)};
 }
@@ -347,6 +351,43 @@ TEST_P(LayerNormBackwardTest, MatchesCpuOnOddShapes) {
     const BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
     expectGradsMatch(runBackward(ctx(), b, {.variant = GetParam()}), referenceGrads(b),
                      kBackwardTolerance, b);
+  }
+}
+
+// dx_addend (a residual stream's gradient) added to dx in both write modes, on every
+// variant: against the reference plus the addend (and dx's old contents), and bit for bit
+// against the path it replaces, the addend copied into dx and the kernel accumulating.
+TEST_P(LayerNormBackwardTest, AddsAnAddendToDxInBothWriteModes) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shapes[] = {{37, 128}, {3, 7}, {5, 68}, {2, 3, 17}};
+  for (const ops::Shape& shape : shapes) {
+    SCOPED_TRACE(shape.str());
+    const BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
+    const std::vector<float> addend = rng.normal(shape.numel());
+    Grads init{rng.normal(shape.numel()), rng.normal(shape[shape.rank() - 1]),
+               rng.normal(shape[shape.rank() - 1])};
+    const Grads ref = referenceGrads(b);
+    const float scale = std::max({dxTerm(b), maxAbs(addend), maxAbs(init.dx)});
+    for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
+      SCOPED_TRACE(w == ops::Write::Overwrite ? "overwrite" : "accumulate");
+      const Grads got = runBackward(
+          ctx(), b,
+          {.variant = GetParam(), .write = w, .init = &init, .addend = &addend});
+      std::vector<float> want = ref.dx;
+      for (size_t i = 0; i < want.size(); ++i)
+        want[i] += addend[i] + (w == ops::Write::Accumulate ? init.dx[i] : 0.0f);
+      EXPECT_TRUE(allCloseOnScale(got.dx, want, scale, kBackwardTolerance));
+    }
+    // The replaced path: dx holds the addend, and the kernel adds to it.
+    Grads copied = init;
+    copied.dx = addend;
+    const Grads fused = runBackward(ctx(), b, {.variant = GetParam(), .addend = &addend});
+    const Grads added = runBackward(
+        ctx(), b, {.variant = GetParam(), .write = ops::Write::Accumulate,
+                   .params_write = ops::Write::Overwrite, .init = &copied});
+    ASSERT_EQ(fused.dx.size(), added.dx.size());
+    EXPECT_EQ(std::memcmp(fused.dx.data(), added.dx.data(), fused.dx.size() * 4), 0);
   }
 }
 
@@ -565,11 +606,12 @@ TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
   auto m4 = upload(ctx(), {4}, rng.uniform(4)), m5 = poisoned(ctx(), {5});
   auto dg = poisoned(ctx(), {7}), db = poisoned(ctx(), {7});
   auto scratch = poisoned(ctx(), {ops::layerNormBackwardScratch(4, 7)});
+  auto addend = upload(ctx(), {4, 7}, rng.uniform(28));
   struct Args {
-    ops::TensorView x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch;
+    ops::TensorView x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, addend;
   };
   const Args good{x.view(),  v7.view(), m4.view(), m4.view(),     dy.view(),
-                  dx.view(), dg.view(), db.view(), scratch.view()};
+                  dx.view(), dg.view(), db.view(), scratch.view(), addend.view()};
   auto expectError = [&](const std::function<void(Args&)>& spoil, const std::string& expected) {
     SCOPED_TRACE(expected);
     Args a = good;
@@ -577,7 +619,9 @@ TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
     vk::Recorder rec(ctx());
     try {
       ops::layerNormBackward(rec, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, a.dgamma, a.dbeta,
-                             a.scratch);
+                             a.scratch, ops::Write::Overwrite, ops::Write::Overwrite,
+                             ops::LayerNormVariant::Auto, ops::LayerNormParamsVariant::Auto,
+                             &a.addend);
       ADD_FAILURE() << "no ShapeError";
     } catch (const ShapeError& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -620,6 +664,9 @@ TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
               "layerNormBackward: dbeta (7) overlaps dgamma (7)");
   expectError([&](Args& a) { a.scratch = ops::view(dx.buffer, {14}); },
               "layerNormBackward: scratch (14) overlaps dx (4,7)");
+  expectError([&](Args& a) { a.addend = v7.view(); }, op + " needs dx_addend shaped like x, got (7)");
+  expectError([&](Args& a) { a.addend = a.dx; },
+              "layerNormBackward: dx (4,7) overlaps dx_addend (4,7)");
 }
 
 }  // namespace

@@ -53,8 +53,12 @@ class Autograd {
       if (!any || node.outputs.empty() || !b_.grad_.count(node.outputs[0])) continue;
       const OpDef& def = node.def();
       if (!def.backward) throw Error(std::string("backward: no rule for ") + def.name);
+      // The rule reads its outputs' gradients: whole, with any copy addLater left for them.
+      for (int out : node.outputs)
+        if (out >= 0 && b_.grad_.count(out)) b_.flushAddend(g.tensor(b_.grad_[out]).root);
       def.backward(b_, node);
     }
+    b_.flushAddends();
 
     Gradients out;
     out.loss = Tensor{requested};
@@ -152,8 +156,36 @@ bool Backward::wouldOverwrite(int t) const {
   return info.root == t && (done == contributions_.end() || done->second == 0);
 }
 
+void Backward::addLater(int from, int gid) {
+  const int root = g_.tensor(gid).root;
+  const auto done = contributions_.find(root);
+  if (root != gid || (done != contributions_.end() && done->second > 0) || addends_.count(root)) {
+    addInto(from, gid, contribute(gid));
+    return;
+  }
+  addends_[root] = from;
+}
+
+int Backward::takeAddend(int gid) {
+  const auto it = addends_.find(gid);
+  if (it == addends_.end()) return -1;
+  const int from = it->second;
+  addends_.erase(it);
+  return from;
+}
+
+void Backward::flushAddend(int gid) {
+  const int from = takeAddend(gid);
+  if (from >= 0) addInto(from, gid, contribute(gid));
+}
+
+void Backward::flushAddends() {
+  while (!addends_.empty()) flushAddend(addends_.begin()->first);
+}
+
 ops::Write Backward::contribute(int gid) {
   const int root = g_.tensor(gid).root;
+  flushAddend(root);  // a copy addLater left goes first; this contribution then adds
   int& count = contributions_[root];
   if (count++ > 0) return ops::Write::Accumulate;
   if (g_.tensor(gid).bytes() == g_.tensor(root).bytes()) return ops::Write::Overwrite;

@@ -10,7 +10,11 @@
 // from one kernel; from a fused QKV tensor, as one gradient written in place. An activation
 // read by one matmul only (an MLP's hidden layer) is folded into that matmul's backward, which
 // writes the activation input's gradient directly (graph/ops/fold.h): the activation's output
-// then has no gradient tensor of its own.
+// then has no gradient tensor of its own. A residual connection's sum hands its gradient to
+// the residual (an add's, or Graph::matmulAdd's) without a copy where it can: adopted when
+// nothing else reads the residual, else added by the next kernel that writes the residual's
+// gradient where that kernel can add it (layer norm's backward: Backward::addLater), and
+// copied only where none can.
 #pragma once
 
 #include <map>

@@ -37,6 +37,16 @@ class Backward {
   // Adds tensor `from` (shaped like gradient gid) into gid under mode: for a rule whose kernel
   // can only overwrite (ops/add.cpp).
   void addInto(int from, int gid, ops::Write mode);
+  // Adds `from`, a gradient no rule adds to any more (a node's dout), into gradient gid: as
+  // addInto at once, unless gid is a whole tensor with no contribution yet. Then the copy
+  // waits for the next rule that contributes to gid, which may take `from` as an addend of
+  // its own kernel (takeAddend) so no pass copies it; otherwise the copy is recorded before
+  // that contribution, before a rule reads gid as its dout, or at the end. (A residual
+  // connection's rules: the residual's gradient is the sum's.)
+  void addLater(int from, int gid);
+  // The tensor addLater left for gid (-1 if none), which the caller now adds in its own
+  // kernel, writing gid with the contribution it asks for next (an overwrite).
+  int takeAddend(int gid);
   // Makes `from`, a gradient no rule adds to any more (a node's dout), the gradient of forward
   // tensor t itself instead of a copy of it, where that is safe, and says whether it did: t is
   // an activation of its own bytes (no view, no parameter) with t's shape, this node is its
@@ -54,12 +64,16 @@ class Backward {
   friend class Autograd;
   explicit Backward(Graph& g) : g_(g) {}
   void zeroFill(int root);  // ops/zero_fill.cpp
+  // Records the copy addLater left for gradient root gid, if any.
+  void flushAddend(int gid);
+  void flushAddends();
 
   Graph& g_;
   std::vector<bool> needs_;
   std::vector<int> uses_;             // forward nodes' input slots that read each tensor
   std::map<int, int> grad_;           // forward tensor -> gradient tensor
   std::map<int, int> contributions_;  // gradient root -> contributions recorded so far
+  std::map<int, int> addends_;        // gradient root -> the tensor addLater left for it
 };
 
 }  // namespace vkgrad::graph

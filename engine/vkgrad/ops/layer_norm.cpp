@@ -28,9 +28,9 @@ static_assert(sizeof(LayerNormPush) == 36);
 
 struct BackwardPush {
   uint32_t rows, n;
-  uint32_t x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip;
+  uint32_t x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip, addend_skip;
 };
-static_assert(sizeof(BackwardPush) == 32);
+static_assert(sizeof(BackwardPush) == 36);
 
 struct ParamsPush {
   uint32_t rows, n;
@@ -298,7 +298,8 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write dx_write, Write params_write,
-                       LayerNormVariant variant, LayerNormParamsVariant params) {
+                       LayerNormVariant variant, LayerNormParamsVariant params,
+                       const TensorView* dx_addend) {
   vk::Context& context = rec.context();
   const char* name = "layerNormBackward";
   const std::string op = checkX(name, x);
@@ -323,6 +324,12 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   if (want_gamma) outputs.push_back({"dgamma", &dgamma});
   if (want_beta) outputs.push_back({"dbeta", &dbeta});
   if (want_params) outputs.push_back({"scratch", &scratch});
+  if (dx_addend) {
+    checkLikeX(op, "dx_addend", *dx_addend, x.shape);
+    checkOperand(name, "dx_addend", *dx_addend);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      checkAlias(name, outputs[i].first, *outputs[i].second, "dx_addend", *dx_addend, false);
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     checkOperand(name, outputs[i].first, *outputs[i].second);
     for (auto [in_name, in] : inputs)
@@ -404,17 +411,20 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                     texelFits(context, gamma, kRgba32f);
   const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
   const Bound bgamma = bindStorage(context, gamma), bdx = bindStorage(context, dx);
-  const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,    bdy.skip,
-                          bgamma.skip,    bmean.skip,  brstd.skip, bdx.skip};
+  // Without an addend its binding is a stand-in, dy's, never read.
+  const Bound baddend = dx_addend ? bindStorage(context, *dx_addend) : bdy;
+  const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,    bdy.skip,    bgamma.skip,
+                          bmean.skip,     brstd.skip,  bdx.skip,   baddend.skip};
   std::vector<uint32_t> spec = layout.spec;
   spec.push_back(dx_accumulate);
   spec.push_back(vec4);
+  spec.push_back(dx_addend != nullptr);
   const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, layout.texels, format),
                           bdy.arg,    texelArg(context, dy, layout.texels, format),
                           bgamma.arg, texelArg(context, gamma, layout.texels, format),
                           bmean.arg,  brstd.arg,
-                          bdx.arg};
+                          bdx.arg,    baddend.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
 }
 

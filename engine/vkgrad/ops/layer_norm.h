@@ -77,11 +77,14 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
 // The same with dx written by dx_write and dgamma, dbeta by params_write (a residual
 // stream's dx usually adds to a gradient while the parameters' are first written), and the
 // kernel layouts chosen: variant for dx (as the forward's), params for dgamma and dbeta.
+// dx_addend, if given (shaped like x, not overlapping dx), is added to dx too: the residual
+// stream's gradient, in the same pass (dx = that + addend, or dx += both).
 void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
                        const TensorView& scratch, Write dx_write, Write params_write,
                        LayerNormVariant variant = LayerNormVariant::Auto,
-                       LayerNormParamsVariant params = LayerNormParamsVariant::Auto);
+                       LayerNormParamsVariant params = LayerNormParamsVariant::Auto,
+                       const TensorView* dx_addend = nullptr);
 
 }  // namespace vkgrad::ops

@@ -26,12 +26,20 @@ struct AddBackward {
 };
 
 // An operand that is used nowhere else and not broadcast takes dout itself as its gradient
-// (Backward::adopt): a residual branch's output, say, needs no copy.
+// (Backward::adopt): a residual branch's output, say, needs no copy. One that is used
+// elsewhere too gets dout added through Backward::addLater, which a later rule (layer norm's)
+// may add in its own kernel: the residual stream's gradient, with no copy pass.
 void backward(Backward& b, const Node& f) {
   const int dout = b.dout(f, Add::sum);
-  for (Add::In of : {Add::a, Add::b})
-    if (b.needs(f, of) && !b.adopt(f.inputs[of], dout))
+  const Graph& g = b.graph();
+  for (Add::In of : {Add::a, Add::b}) {
+    const int in = f.inputs[of];
+    if (!b.needs(f, of) || b.adopt(in, dout)) continue;
+    if (g.tensor(in).shape == g.tensor(dout).shape)
+      b.addLater(dout, b.gradOf(in));
+    else
       b.emit(OpKind::AddBackward, f, of, {dout}, AddBackward::Attrs{of});
+  }
 }
 
 void launch(const Launch& l) {

@@ -20,7 +20,8 @@ struct LayerNorm {
 };
 
 struct LayerNormBackward {
-  enum In { x, gamma, mean, rstd, dy, kInputs };
+  // addend: -1, or a tensor added to dx in the same kernel (Backward::takeAddend).
+  enum In { x, gamma, mean, rstd, dy, addend, kInputs };
   // dx is always written (a temporary when x needs no gradient); dgamma and dbeta are -1 when
   // not wanted and share one write mode; scratch is -1 when neither is.
   enum Out { dx, dgamma, dbeta, scratch, kOutputs };
@@ -35,18 +36,21 @@ void backward(Backward& b, const Node& f) {
   const Shape sx = g.tensor(x).shape;  // a copy: temp() adds tensors
   int grads[3] = {-1, -1, -1};         // by forward input slot: x, gamma, beta
   ops::Write modes[3] = {};
+  int addend = -1;  // added to dx by the kernel: a residual stream's gradient
   for (int in : {LayerNorm::x, LayerNorm::gamma, LayerNorm::beta}) {
     if (!b.needs(f, in)) continue;
     grads[in] = b.gradOf(f.inputs[size_t(in)]);
+    if (in == LayerNorm::x) addend = b.takeAddend(grads[in]);
     modes[in] = b.contribute(grads[in]);
   }
   bool dx_done = grads[LayerNorm::x] < 0;
   auto emitNode = [&](int dgamma, int dbeta, ops::Write params_mode) {
     ops::Write dx_mode = ops::Write::Overwrite;
-    int dx = -1;
+    int dx = -1, dx_addend = -1;
     if (!dx_done) {
       dx = grads[LayerNorm::x];
       dx_mode = modes[LayerNorm::x];
+      dx_addend = addend;
       dx_done = true;
     } else {
       dx = b.temp(sx, "layerNorm.dx_unused");
@@ -57,7 +61,7 @@ void backward(Backward& b, const Node& f) {
             : -1;
     Node node{OpKind::LayerNormBackward,
               {x, f.inputs[LayerNorm::gamma], f.outputs[LayerNorm::mean],
-               f.outputs[LayerNorm::rstd], b.dout(f, LayerNorm::y)},
+               f.outputs[LayerNorm::rstd], b.dout(f, LayerNorm::y), dx_addend},
               {dx, dgamma, dbeta, scratch},
               {dx_mode, params_mode, params_mode, ops::Write::Overwrite}};
     g.addNode(std::move(node));
@@ -81,9 +85,12 @@ void launch(const Launch& l) {
 
 void launchBackward(const Launch& l) {
   using B = LayerNormBackward;
+  const ops::TensorView addend = l.in(B::addend);
   ops::layerNormBackward(l.rec, l.in(B::x), l.in(B::gamma), l.in(B::mean), l.in(B::rstd),
                          l.in(B::dy), l.out(B::dx), l.out(B::dgamma), l.out(B::dbeta),
-                         l.out(B::scratch), l.write(B::dx), l.write(B::dgamma));
+                         l.out(B::scratch), l.write(B::dx), l.write(B::dgamma),
+                         ops::LayerNormVariant::Auto, ops::LayerNormParamsVariant::Auto,
+                         addend.buffer ? &addend : nullptr);
 }
 
 }  // namespace

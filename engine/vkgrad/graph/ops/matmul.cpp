@@ -6,7 +6,7 @@
 // is an activation's output that nothing else reads (an MLP's hidden layer), a's node writes
 // the activation's input gradient instead, f' applied on the way out (graph/ops/fold.h).
 // With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias + residual, and the residual's
-// gradient is dc itself (adopted where nothing else reads it, as add's rule does).
+// gradient is dc itself (adopted where nothing else reads it, else added as add's rule does).
 #include <string>
 
 #include "vkgrad/graph/backward.h"
@@ -54,10 +54,7 @@ void backward(Backward& b, const Node& f) {
   const bool joint = b.needs(f, Matmul::b) && b.needs(f, Matmul::bias);
   if (b.needs(f, Matmul::residual)) {
     const int r = f.inputs[Matmul::residual], dc = b.dout(f, Matmul::c);
-    if (!b.adopt(r, dc)) {
-      const int gid = b.gradOf(r);
-      b.addInto(dc, gid, b.contribute(gid));
-    }
+    if (!b.adopt(r, dc)) b.addLater(dc, b.gradOf(r));
   }
   for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
     if (!b.needs(f, of) || (of == Matmul::bias && joint)) continue;
