@@ -7,7 +7,9 @@
 //         an activationBackward pass (768 x 128 -> 512 at the default ROWS);
 //   residual: the two projections that feed the residual stream (attention's 128 -> 128,
 //         the MLP's 512 -> 128) with the residual added in their epilogue (Graph::matmulAdd),
-//         against each product then an add pass.
+//         against each product then an add pass;
+//   stream: the residual stream's gradient added by the layer norm's backward kernel (its dx
+//         addend), against a copy of it into dx that the kernel then adds to (ROWS x 128).
 // The two results must agree (normalised error, tolerance 1e-5).
 #include <cstdio>
 #include <functional>
@@ -18,6 +20,7 @@
 #include "bench.h"
 #include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/elementwise.h"
+#include "vkgrad/ops/layer_norm.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/reduce.h"
 #include "vkgrad/vk/memory.h"
@@ -49,7 +52,7 @@ std::vector<float> read(vk::Context& context, const Tensor& t) {
 }
 
 void declare(Cli& cli) {
-  cli.option("fold", "bias, gelu, residual or all", "all");
+  cli.option("fold", "bias, gelu, residual, stream or all", "all");
   cli.option("rows", "rows of the activations (the GPT's batch x context)", "768");
   cli.option("rounds", "alternating rounds of separate and folded", "3");
 }
@@ -63,8 +66,9 @@ struct Fold {
 
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const std::string which = cli.get("fold");
-  if (which != "bias" && which != "gelu" && which != "residual" && which != "all")
-    cli.fail("--fold must be bias, gelu, residual or all, got '" + which + "'");
+  if (which != "bias" && which != "gelu" && which != "residual" && which != "stream" &&
+      which != "all")
+    cli.fail("--fold must be bias, gelu, residual, stream or all, got '" + which + "'");
   const int64_t rows = cli.getInt("rows", 1, 1 << 20);
   const int rounds = int(cli.getInt("rounds", 1, 100));
 
@@ -93,6 +97,20 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     sums.push_back(make(context, {rows, 128}, seed++));
   }
   Tensor stream = make(context, {rows, 128}, seed++);
+  // stream: layer norm's backward over (rows, 128) with the stream's gradient ds as addend.
+  Tensor ln_x = make(context, {rows, 128}, seed++), ln_gamma = make(context, {128}, seed++);
+  Tensor ln_beta = make(context, {128}, seed++), ln_y = make(context, {rows, 128}, seed++);
+  Tensor ln_mean = make(context, {rows}, seed++), ln_rstd = make(context, {rows}, seed++);
+  Tensor ln_dy = make(context, {rows, 128}, seed++), ds = make(context, {rows, 128}, seed++);
+  Tensor ln_dx = make(context, {rows, 128}, seed++), ln_dgamma = make(context, {128}, seed++);
+  Tensor ln_dbeta = make(context, {128}, seed++);
+  Tensor ln_scratch = make(context, {ops::layerNormBackwardScratch(rows, 128)}, seed++);
+  {
+    vk::Recorder rec(context);  // the statistics the backward reads
+    ops::layerNorm(rec, ln_x.view, ln_gamma.view, ln_beta.view, ln_y.view, ln_mean.view,
+                   ln_rstd.view);
+    rec.submit();
+  }
 
   std::vector<Fold> folds;
   auto wanted = [&](const char* fold) { return which == fold || which == "all"; };
@@ -146,6 +164,19 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                        }
                        return all;
                      }});
+  if (wanted("stream"))
+    folds.push_back({"stream",
+                     [&](vk::Recorder& rec, bool folded) {
+                       const ops::Write over = ops::Write::Overwrite;
+                       if (!folded) ops::addBackward(rec, ds.view, ln_dx.view, {}, over, over);
+                       ops::layerNormBackward(
+                           rec, ln_x.view, ln_gamma.view, ln_mean.view, ln_rstd.view, ln_dy.view,
+                           ln_dx.view, ln_dgamma.view, ln_dbeta.view, ln_scratch.view,
+                           folded ? over : ops::Write::Accumulate, over,
+                           ops::LayerNormVariant::Auto, ops::LayerNormParamsVariant::Auto,
+                           folded ? &ds.view : nullptr);
+                     },
+                     [&] { return read(context, ln_dx); }});
 
   std::fprintf(stderr,
                "vkgrad-bench: folds at %lld rows on %s, %d rounds of %d warm-up + %d "
@@ -208,7 +239,8 @@ const BenchOp& foldsBench() {
   static const BenchOp op{"folds",
                           "the matmul's folds at one GPT layer's shapes (bias gradient in dW's "
                           "dispatch, GELU's derivative in dX's epilogue, the residual add in the "
-                          "projections' epilogue) against the separate passes, alternating",
+                          "projections' epilogue, the stream's gradient in layer norm's backward) "
+                          "against the separate passes, alternating",
                           declare, run};
   return op;
 }
