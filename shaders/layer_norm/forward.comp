@@ -13,8 +13,11 @@
 // Specialization constants as in softmax/forward.comp: kRowPerInvocation (one invocation
 // per row, for short rows, else one workgroup per row), kOneSubgroup, and kTexelInput
 // (x, gamma and beta read through R32F texel buffers, bindings 1, 3, 5, instead of the
-// storage buffers 0, 2, 4). Every binding starts at the device's alignment at or below its
-// view, and `*_skip` elements into it is the view's first element (ops/binding.h).
+// storage buffers 0, 2, 4). kVec4 (with kTexelInput, a workgroup per row, N % 4 == 0 and
+// the views 16-byte aligned): RGBA32F texels of 4 adjacent columns instead, a quarter of
+// the fetches, and with kStore4 (y's skip a multiple of 4 too) y stored 16 bytes at a time.
+// Every binding starts at the device's alignment at or below its view, and `*_skip`
+// elements into it is the view's first element (ops/binding.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
@@ -22,8 +25,11 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
 layout(constant_id = 2) const bool kOneSubgroup = false;
 layout(constant_id = 3) const bool kTexelInput = false;
+layout(constant_id = 4) const bool kVec4 = false;
+layout(constant_id = 5) const bool kStore4 = false;  // only with kVec4
 
 #include "common/reduce.glsl"
+#include "layer_norm/kahan4.glsl"
 
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };            // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;              // (rows, N)
@@ -32,6 +38,7 @@ layout(set = 0, binding = 3) uniform samplerBuffer gamma_texels;          // (N)
 layout(set = 0, binding = 4) readonly buffer Beta { float beta[]; };      // (N)
 layout(set = 0, binding = 5) uniform samplerBuffer beta_texels;           // (N)
 layout(set = 0, binding = 6) writeonly buffer Y { float y[]; };           // (rows, N)
+layout(set = 0, binding = 6) writeonly buffer Y4 { vec4 y4[]; };          // the same, kStore4
 layout(set = 0, binding = 7) writeonly buffer Mean { float mean_out[]; };  // (rows)
 layout(set = 0, binding = 8) writeonly buffer Rstd { float rstd_out[]; };  // (rows)
 layout(push_constant) uniform Push {
@@ -61,6 +68,38 @@ void storeStats(uint row, float mean, float rstd) {
 // 1/sqrt rather than inversesqrt: the latter may be a low-precision estimate.
 float rstdOf(float var) { return 1.0 / sqrt(var + p.eps); }
 
+vec4 fetchX4(uint t) { return texelFetch(x_texels, int(p.x_skip / 4 + t)); }
+vec4 fetchGamma4(uint t) { return texelFetch(gamma_texels, int(p.gamma_skip / 4 + t)); }
+vec4 fetchBeta4(uint t) { return texelFetch(beta_texels, int(p.beta_skip / 4 + t)); }
+
+// One row with 4 columns per fetch (kVec4): the same two-pass, shifted sums as below, each
+// lane's four columns compensated apart and added up before the workgroup sum.
+void row4(uint row, uint lane, uint step, float inv_n) {
+  const uint n4 = p.n / 4, base4 = row * n4;
+  const float shift = fetchX4(base4).x;
+  Kahan4 sum = kKahan4Zero;
+  for (uint t = lane; t < n4; t += step) sum = kahan4Add(sum, fetchX4(base4 + t) - shift);
+  const vec4 s4 = kahan4Value(sum);
+  const float delta = workgroupSum((s4.x + s4.y) + (s4.z + s4.w)) * inv_n;  // mean - shift
+  Kahan4 sq = kKahan4Zero;
+  for (uint t = lane; t < n4; t += step) {
+    const vec4 d = (fetchX4(base4 + t) - shift) - delta;
+    sq = kahan4Add(sq, d * d);
+  }
+  const vec4 q4 = kahan4Value(sq);
+  const float rstd = rstdOf(workgroupSum((q4.x + q4.y) + (q4.z + q4.w)) * inv_n);
+  for (uint t = lane; t < n4; t += step) {
+    const vec4 v =
+        ((fetchX4(base4 + t) - shift) - delta) * rstd * fetchGamma4(t) + fetchBeta4(t);
+    if (kStore4) {
+      y4[p.y_skip / 4 + base4 + t] = v;
+    } else {
+      for (uint k = 0; k < 4; ++k) store(row, 4 * t + k, v[k]);
+    }
+  }
+  if (lane == 0) storeStats(row, shift + delta, rstd);
+}
+
 void main() {
   const float inv_n = 1.0 / float(p.n);
   if (kRowPerInvocation) {
@@ -87,6 +126,10 @@ void main() {
     // The row loop is the same for the whole workgroup, so the barriers inside
     // workgroupSum stay in uniform control flow.
     for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+      if (kVec4) {
+        row4(row, lane, step, inv_n);
+        continue;
+      }
       const uint base = row * p.n;
       const float shift = loadX(base);
       // Per-lane sums are Kahan-compensated: an 8-wide workgroup gives each lane 1e4+

@@ -195,6 +195,34 @@ TEST_P(LayerNormTest, ReadsViewsAtOffsets) {
   }
 }
 
+// y (and the statistics) one float past an aligned start while x, gamma and beta are
+// aligned: the texel layouts fetch 4 columns at a time but store y one float at a time. The
+// GPT's shape and an odd row count.
+TEST_P(LayerNormTest, StoresYAtAFourByteOffset) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{768, 128}, ops::Shape{37, 68}}) {
+    SCOPED_TRACE(shape.str());
+    const Inputs in = randomInputs(rng, shape, 0.1f, 1.0f);
+    auto x = upload(ctx(), shape, in.x);
+    auto gamma = upload(ctx(), {in.n()}, in.gamma), beta = upload(ctx(), {in.n()}, in.beta);
+    auto y = poisoned(ctx(), {shape.numel() + 2}), mean = poisoned(ctx(), {shape.rows() + 2}),
+         rstd = poisoned(ctx(), {shape.rows() + 2});
+    vk::Recorder rec(ctx());
+    ops::layerNorm(rec, x.view(), gamma.view(), beta.view(), ops::view(y.buffer, shape, 4),
+                   ops::view(mean.buffer, {in.rows()}, 4), ops::view(rstd.buffer, {in.rows()}, 4),
+                   kEps, GetParam());
+    rec.submit();
+    Outputs got;
+    for (auto [out, dev] : {std::pair{&got.y, &y}, {&got.mean, &mean}, {&got.rstd, &rstd}}) {
+      const auto all = download(ctx(), *dev);
+      EXPECT_TRUE(padsUntouched(all, 1));
+      *out = unpadded(all, 1);
+    }
+    expectMatchesReference(in, got);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, LayerNormTest,
                          ::testing::Values(ops::LayerNormVariant::Auto,
                                            ops::LayerNormVariant::WorkgroupStorage,

@@ -250,13 +250,24 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                            by.skip,
                            bmean.skip,
                            brstd.skip};
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", layout.spec);
+  // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels, and y
+  // stored 16 bytes at a time where its skip is a multiple of 4 as well.
+  const bool row_per_invocation = layout.spec[1] != 0;
+  const bool vec4 = texels && !row_per_invocation && x.shape.back() % 4 == 0 &&
+                    texelFits(context, x, kRgba32f) && texelFits(context, gamma, kRgba32f) &&
+                    texelFits(context, beta, kRgba32f);
+  const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
+  std::vector<uint32_t> spec = layout.spec;
+  spec.push_back(vec4);
+  spec.push_back(vec4 && by.skip % 4 == 0);
+  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", spec);
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
-  const vk::Arg args[] = {
-      bx.arg,    texelArg(context, x, texels),    bgamma.arg, texelArg(context, gamma, texels),
-      bbeta.arg, texelArg(context, beta, texels), by.arg,     bmean.arg,
-      brstd.arg};
+  const vk::Arg args[] = {bx.arg,     texelArg(context, x, texels, format),
+                          bgamma.arg, texelArg(context, gamma, texels, format),
+                          bbeta.arg,  texelArg(context, beta, texels, format),
+                          by.arg,     bmean.arg,
+                          brstd.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
 }
 
