@@ -16,6 +16,7 @@
 // into it is the view's first element (ops/binding.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -24,6 +25,13 @@ layout(constant_id = 3) const bool kTexelInput = false;
 layout(constant_id = 4) const bool kAccumulate = false;
 layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput, !kRowPerInvocation
 layout(constant_id = 6) const bool kAddend = false;
+// kWithParams (with kVec4 and one subgroup per workgroup): each workgroup takes a block of
+// p.block_rows rows and also sums dy * xhat and dy over them per column, into the block's
+// partials (dgamma's at gamma_first + block * N, dbeta's at beta_first + block * N) for
+// backward_reduce.comp: x and dy are read once for dx and the parameters together. A lane
+// holds kLaneVec4s vec4 columns (N <= 4 * kLaneVec4s * subgroup size).
+layout(constant_id = 7) const bool kWithParams = false;
+layout(constant_id = 8) const uint kLaneVec4s = 1;
 
 #include "common/kahan.glsl"
 #include "common/reduce.glsl"
@@ -40,11 +48,14 @@ layout(set = 0, binding = 7) readonly buffer Rstd { float rstd[]; };    // (rows
 layout(set = 0, binding = 8) buffer Dx { float dx[]; };  // (rows, N); read when kAccumulate
 // (rows, N) with kAddend; otherwise a stand-in never read.
 layout(set = 0, binding = 9) readonly buffer Addend { float addend[]; };
+// kWithParams' partial sums (a stand-in otherwise, never written).
+layout(set = 0, binding = 10) writeonly buffer Partials { float partials[]; };
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // length of the last axis, >= 1
   // First element of each view inside its binding (storage and texel alike).
   uint x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip, addend_skip;
+  uint block_rows, blocks, gamma_first, beta_first;  // kWithParams
 } p;
 
 float loadX(uint i) {
@@ -86,6 +97,52 @@ void row4(uint row, uint lane, uint step, float inv_n, float mu, float rs) {
   }
 }
 
+// kWithParams: one block of rows, row by row as row4 (the same sums in the same order, so the
+// same dx), with the lane's columns unrolled so their parameter sums stay in registers.
+void blockWithParams(uint block, uint lane, uint step, float inv_n) {
+  const uint n4 = p.n / 4;
+  const uint begin = block * p.block_rows, end = min(p.rows, begin + p.block_rows);
+  Kahan4 sum_dyx[kLaneVec4s], sum_dy[kLaneVec4s];
+  vec4 gamma4[kLaneVec4s];
+  [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
+    sum_dyx[i] = kKahan4Zero, sum_dy[i] = kKahan4Zero;
+    gamma4[i] = lane + i * step < n4 ? fetchGamma4(lane + i * step) : vec4(0.0);
+  }
+  for (uint row = begin; row < end; ++row) {
+    const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+    const uint base4 = row * n4;
+    Kahan4 sum_g = kKahan4Zero, sum_gx = kKahan4Zero;
+    [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
+      const uint t = lane + i * step;
+      if (t >= n4) continue;  // idle lanes add 0
+      const vec4 g = fetchDy4(base4 + t) * gamma4[i];
+      sum_g = kahan4Add(sum_g, g);
+      sum_gx = kahan4Add(sum_gx, g * ((fetchX4(base4 + t) - mu) * rs));
+    }
+    const vec4 g4 = kahan4Value(sum_g), gx4 = kahan4Value(sum_gx);
+    const float a = workgroupSum((g4.x + g4.y) + (g4.z + g4.w)) * inv_n;
+    const float b = workgroupSum((gx4.x + gx4.y) + (gx4.z + gx4.w)) * inv_n;
+    [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
+      const uint t = lane + i * step;
+      if (t >= n4) continue;
+      const vec4 dy4 = fetchDy4(base4 + t), xhat = (fetchX4(base4 + t) - mu) * rs;
+      const vec4 d = rs * ((dy4 * gamma4[i] - a) - xhat * b);
+      for (uint k = 0; k < 4; ++k) store(4 * (base4 + t) + k, d[k]);
+      sum_dyx[i] = kahan4Add(sum_dyx[i], dy4 * xhat);
+      sum_dy[i] = kahan4Add(sum_dy[i], dy4);
+    }
+  }
+  [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
+    const uint t = lane + i * step;
+    if (t >= n4) continue;
+    const vec4 gx = kahan4Value(sum_dyx[i]), g = kahan4Value(sum_dy[i]);
+    for (uint k = 0; k < 4; ++k) {
+      partials[p.gamma_first + block * p.n + 4 * t + k] = gx[k];
+      partials[p.beta_first + block * p.n + 4 * t + k] = g[k];
+    }
+  }
+}
+
 void main() {
   const float inv_n = 1.0 / float(p.n);
   if (kRowPerInvocation) {
@@ -108,6 +165,11 @@ void main() {
     }
   } else {
     const uint lane = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
+    if (kWithParams) {
+      for (uint block = gl_WorkGroupID.x; block < p.blocks; block += gl_NumWorkGroups.x)
+        blockWithParams(block, lane, step, inv_n);
+      return;
+    }
     // The row loop is the same for the whole workgroup, so the barriers inside
     // workgroupSum stay in uniform control flow.
     for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {

@@ -167,8 +167,8 @@ TEST_F(AutogradTest, AnAddLeftForLaterIsCopiedWhereNoKernelTakesIt) {
   const Tensor h = g.matmul(x, g.parameter(w));
   g.relu(h);  // a second reader of h, off the loss's path
   const Tensor out = g.matmulAdd(x, g.parameter(w2), {}, h);
-  const Tensor out2 = g.matmulAdd(g.activation(out, ops::Activation::Tanh), g.parameter(w3), {},
-                                  g.parameter(p));
+  const Tensor out2 =
+      g.matmulAdd(g.activation(out, ops::Activation::Tanh), g.parameter(w3), {}, g.parameter(p));
   const Tensor loss = g.crossEntropy(g.matmul(out2, g.parameter(wo)), y);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);

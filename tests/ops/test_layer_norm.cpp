@@ -400,8 +400,7 @@ TEST_P(LayerNormBackwardTest, AddsAnAddendToDxInBothWriteModes) {
     for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
       SCOPED_TRACE(w == ops::Write::Overwrite ? "overwrite" : "accumulate");
       const Grads got = runBackward(
-          ctx(), b,
-          {.variant = GetParam(), .write = w, .init = &init, .addend = &addend});
+          ctx(), b, {.variant = GetParam(), .write = w, .init = &init, .addend = &addend});
       std::vector<float> want = ref.dx;
       for (size_t i = 0; i < want.size(); ++i)
         want[i] += addend[i] + (w == ops::Write::Accumulate ? init.dx[i] : 0.0f);
@@ -411,9 +410,11 @@ TEST_P(LayerNormBackwardTest, AddsAnAddendToDxInBothWriteModes) {
     Grads copied = init;
     copied.dx = addend;
     const Grads fused = runBackward(ctx(), b, {.variant = GetParam(), .addend = &addend});
-    const Grads added = runBackward(
-        ctx(), b, {.variant = GetParam(), .write = ops::Write::Accumulate,
-                   .params_write = ops::Write::Overwrite, .init = &copied});
+    const Grads added = runBackward(ctx(), b,
+                                    {.variant = GetParam(),
+                                     .write = ops::Write::Accumulate,
+                                     .params_write = ops::Write::Overwrite,
+                                     .init = &copied});
     ASSERT_EQ(fused.dx.size(), added.dx.size());
     EXPECT_EQ(std::memcmp(fused.dx.data(), added.dx.data(), fused.dx.size() * 4), 0);
   }
@@ -433,9 +434,13 @@ using LayerNormBackward = VkTest;
 TEST_F(LayerNormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  // Blocked sums blocks of 64 rows: 129 rows end in a block of one, 64 is exactly one block.
-  const ops::Shape shapes[] = {{1, 7}, {64, 3}, {129, 129}, {200, 1}, {3, 5, 1000}};
-  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked})
+  // Blocked and WithDx sum blocks of 64 rows: 129 rows end in a block of one, 64 is exactly
+  // one block. WithDx applies where N % 4 == 0 and N <= 32 per subgroup lane (128, 256, 4 on
+  // lavapipe); the other shapes take Blocked instead.
+  const ops::Shape shapes[] = {{1, 7},       {64, 3},    {129, 129}, {200, 1},
+                               {3, 5, 1000}, {129, 128}, {7, 256},   {64, 4}};
+  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked,
+                      ops::LayerNormParamsVariant::WithDx})
     for (const ops::Shape& shape : shapes) {
       SCOPED_TRACE(testing::Message()
                    << ops::layerNormParamsVariantName(params) << " " << shape.str());
@@ -478,28 +483,48 @@ TEST_F(LayerNormBackward, ParamsVariantsMatchCpuInBothWriteModes) {
     }
 }
 
+// WithDx's dx kernel computes dx exactly as without the parameter sums: the same bits, at the
+// GPT's shape and an odd row count, with an addend.
+TEST_F(LayerNormBackward, WithDxWritesTheSameDx) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{768, 128}, ops::Shape{37, 68}}) {
+    SCOPED_TRACE(shape.str());
+    const BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
+    const std::vector<float> addend = rng.normal(shape.numel());
+    const Grads with_dx =
+        runBackward(ctx(), b, {.params = ops::LayerNormParamsVariant::WithDx, .addend = &addend});
+    const Grads columns =
+        runBackward(ctx(), b, {.params = ops::LayerNormParamsVariant::Columns, .addend = &addend});
+    EXPECT_EQ(std::memcmp(with_dx.dx.data(), columns.dx.data(), with_dx.dx.size() * 4), 0);
+    expectGradsMatch({columns.dx, with_dx.dgamma, with_dx.dbeta}, columns, kBackwardTolerance, b);
+  }
+}
+
 TEST_F(LayerNormBackward, LeavesOutParamGradsNotAskedFor) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked})
-    for (auto [want_gamma, want_beta] : {std::pair{true, false}, {false, true}, {false, false}}) {
-      SCOPED_TRACE(testing::Message() << ops::layerNormParamsVariantName(params) << " dgamma "
-                                      << want_gamma << " dbeta " << want_beta);
-      const BackwardInputs b = randomBackwardInputs(rng, {70, 9}, 0.0f, 1.0f);
-      const Grads want = referenceGrads(b);
-      const Grads got =
-          runBackward(ctx(), b, {.params = params, .dgamma = want_gamma, .dbeta = want_beta});
-      EXPECT_TRUE(allClose(got.dx, want.dx, kBackwardTolerance)) << "dx";
-      // An output not asked for keeps its poison.
-      for (auto [asked, out, ref] : {std::tuple{want_gamma, &got.dgamma, &want.dgamma},
-                                     {want_beta, &got.dbeta, &want.dbeta}}) {
-        if (asked) {
-          EXPECT_TRUE(allClose(*out, *ref, kBackwardTolerance));
-        } else {
-          for (float v : *out) EXPECT_TRUE(std::isnan(v));
+  for (auto params : {ops::LayerNormParamsVariant::Columns, ops::LayerNormParamsVariant::Blocked,
+                      ops::LayerNormParamsVariant::WithDx})
+    for (auto [want_gamma, want_beta] : {std::pair{true, false}, {false, true}, {false, false}})
+      for (int64_t n : {9, 72}) {  // 72: the RGBA32F layouts, WithDx's where it applies
+        SCOPED_TRACE(testing::Message() << ops::layerNormParamsVariantName(params) << " dgamma "
+                                        << want_gamma << " dbeta " << want_beta << " N " << n);
+        const BackwardInputs b = randomBackwardInputs(rng, {70, n}, 0.0f, 1.0f);
+        const Grads want = referenceGrads(b);
+        const Grads got =
+            runBackward(ctx(), b, {.params = params, .dgamma = want_gamma, .dbeta = want_beta});
+        EXPECT_TRUE(allClose(got.dx, want.dx, kBackwardTolerance)) << "dx";
+        // An output not asked for keeps its poison.
+        for (auto [asked, out, ref] : {std::tuple{want_gamma, &got.dgamma, &want.dgamma},
+                                       {want_beta, &got.dbeta, &want.dbeta}}) {
+          if (asked) {
+            EXPECT_TRUE(allClose(*out, *ref, kBackwardTolerance));
+          } else {
+            for (float v : *out) EXPECT_TRUE(std::isnan(v));
+          }
         }
       }
-    }
 }
 
 TEST_F(LayerNormBackward, HandlesManyRows) {
@@ -638,7 +663,7 @@ TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
   struct Args {
     ops::TensorView x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, addend;
   };
-  const Args good{x.view(),  v7.view(), m4.view(), m4.view(),     dy.view(),
+  const Args good{x.view(),  v7.view(), m4.view(), m4.view(),      dy.view(),
                   dx.view(), dg.view(), db.view(), scratch.view(), addend.view()};
   auto expectError = [&](const std::function<void(Args&)>& spoil, const std::string& expected) {
     SCOPED_TRACE(expected);
@@ -692,7 +717,8 @@ TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {
               "layerNormBackward: dbeta (7) overlaps dgamma (7)");
   expectError([&](Args& a) { a.scratch = ops::view(dx.buffer, {14}); },
               "layerNormBackward: scratch (14) overlaps dx (4,7)");
-  expectError([&](Args& a) { a.addend = v7.view(); }, op + " needs dx_addend shaped like x, got (7)");
+  expectError([&](Args& a) { a.addend = v7.view(); },
+              op + " needs dx_addend shaped like x, got (7)");
   expectError([&](Args& a) { a.addend = a.dx; },
               "layerNormBackward: dx (4,7) overlaps dx_addend (4,7)");
 }

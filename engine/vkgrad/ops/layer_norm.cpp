@@ -29,8 +29,9 @@ static_assert(sizeof(LayerNormPush) == 36);
 struct BackwardPush {
   uint32_t rows, n;
   uint32_t x_skip, dy_skip, gamma_skip, mean_skip, rstd_skip, dx_skip, addend_skip;
+  uint32_t block_rows, blocks, gamma_first, beta_first;  // WithDx's partial sums
 };
-static_assert(sizeof(BackwardPush) == 36);
+static_assert(sizeof(BackwardPush) == 52);
 
 struct ParamsPush {
   uint32_t rows, n;
@@ -67,6 +68,9 @@ constexpr int64_t kBlockRows = 64;
 // Columns loops over every row in one invocation; lavapipe ends an invocation after 65535
 // loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS), so CPU devices stay well below that.
 constexpr int64_t kColumnsMaxRowsOnCpu = 16384;
+// WithDx holds each lane's vec4 columns of a row in registers: up to 4 * 8 * 8 = 256 columns
+// on an 8-wide CPU device.
+constexpr uint32_t kWithDxMaxLaneVec4s = 8;
 
 constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
 constexpr vk::TexelFormat kRgba32f = vk::TexelFormat::Rgba32f;
@@ -279,6 +283,8 @@ const char* layerNormParamsVariantName(LayerNormParamsVariant variant) {
       return "columns";
     case LayerNormParamsVariant::Blocked:
       return "blocked";
+    case LayerNormParamsVariant::WithDx:
+      return "with_dx";
   }
   return "?";
 }
@@ -305,6 +311,10 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
 // (25 MB, ~2.7 GB/s). RGBA32F fetches of 4 columns made each kernel ~2-3x faster than
 // R32F (dx only was 24-29 ms, the parameter sums ~17+ ms). On GPUs, N columns alone cannot
 // fill the device, hence Blocked (rows / 64 times more invocations).
+// At the GPT's (768, 128) the parameter sums by Columns took as long as dx (~0.75 ms each:
+// 4 workgroups, each a 768-row chain), so WithDx sums each 64-row block in the dx kernel
+// itself, x and dy read once, then the sum over blocks: the whole backward median 2.2-3.2 ->
+// 1.1-2.2 ms (min 1.5 -> 1.0), 5 alternating rounds (BENCHMARKS.md).
 void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
@@ -349,10 +359,26 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
       checkAlias(name, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
                  false);
   }
+  checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
+  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
+  const RowLayout layout = rowLayout(context, variant, x.shape);
+  const bool row_per_invocation = layout.spec[1] != 0, one_subgroup = layout.spec[2] != 0;
+  // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels.
+  const bool dx_vec4 = layout.texels && !row_per_invocation && n % 4 == 0 &&
+                       texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f) &&
+                       texelFits(context, gamma, kRgba32f);
+  // WithDx: the dx kernel's RGBA32F layout, one subgroup per row, each lane's vec4 columns
+  // held in registers.
+  const uint32_t sg = std::max(1u, context.info().subgroup_size);
+  const uint32_t lane_vec4s = uint32_t((n / 4 + sg - 1) / sg);
+  const bool with_dx_fits = dx_vec4 && one_subgroup && lane_vec4s <= kWithDxMaxLaneVec4s;
   if (params == LayerNormParamsVariant::Auto)
-    params = context.info().isCpu() && rows <= kColumnsMaxRowsOnCpu
+    params = context.info().isCpu() && with_dx_fits ? LayerNormParamsVariant::WithDx
+             : context.info().isCpu() && rows <= kColumnsMaxRowsOnCpu
                  ? LayerNormParamsVariant::Columns
                  : LayerNormParamsVariant::Blocked;
+  if (params == LayerNormParamsVariant::WithDx && !with_dx_fits)
+    params = LayerNormParamsVariant::Blocked;  // as documented: where the layout allows
   if (want_params && params == LayerNormParamsVariant::Columns && context.info().isCpu() &&
       rows > kColumnsMaxRowsOnCpu)
     throw ShapeError(op + ": the columns variant takes at most " +
@@ -361,15 +387,30 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   if (want_params && context.info().isCpu() && rows > kColumnsMaxRowsOnCpu * kBlockRows)
     throw ShapeError(op + ": more than " + std::to_string(kColumnsMaxRowsOnCpu * kBlockRows) +
                      " rows for dgamma and dbeta on a CPU device");
-  checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
-  if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
 
-  // dgamma and dbeta first: they only read, so nothing orders them after dx.
   const bool accumulate = params_write == Write::Accumulate;  // dgamma, dbeta
   const bool dx_accumulate = dx_write == Write::Accumulate;
   const Bound bx = bindStorage(context, x), bdy = bindStorage(context, dy),
               bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
-  if (want_params) {
+  const uint32_t group = columnGroup(context);
+  // An unwanted output is bound to the wanted one and never written.
+  const TensorView& out_gamma = want_gamma ? dgamma : dbeta;
+  const TensorView& out_beta = want_beta ? dbeta : dgamma;
+  // The sum over blocks of partials (blocks, N) at gamma_first and beta_first of `partials`.
+  auto reduceBlocks = [&](const Bound& partials, uint32_t blocks, uint32_t gamma_first,
+                          uint32_t beta_first) {
+    const Bound bdgamma = bindStorage(context, out_gamma), bdbeta = bindStorage(context, out_beta);
+    const ReducePush reduce{uint32_t(n), blocks,       gamma_first,
+                            beta_first,  bdgamma.skip, bdbeta.skip};
+    const vk::Kernel& reducer = context.kernels().get("layer_norm/backward_reduce",
+                                                      {group, accumulate, want_gamma, want_beta});
+    const vk::Arg reduce_args[] = {partials.arg, bdgamma.arg, bdbeta.arg};
+    rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
+                       gridGroups(rec.context(), uint64_t(n), group));
+  };
+  const bool with_dx = want_params && params == LayerNormParamsVariant::WithDx;
+  // Otherwise dgamma and dbeta first: they only read, so nothing orders them after dx.
+  if (want_params && !with_dx) {
     // x and dy as texels wherever they fit, whatever the dx layout; 4 columns per invocation
     // where the rows and views allow RGBA32F fetches.
     const bool texels = fitsTexels(context, x) && fitsTexels(context, dy);
@@ -378,9 +419,6 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
     const bool blocked = params == LayerNormParamsVariant::Blocked;
     const uint32_t blocks = blocked ? uint32_t((rows + kBlockRows - 1) / kBlockRows) : 1;
-    // An unwanted output is bound to the wanted one and never written.
-    const TensorView& out_gamma = want_gamma ? dgamma : dbeta;
-    const TensorView& out_beta = want_beta ? dbeta : dgamma;
     const TensorView partials =
         blocked ? view(*scratch.buffer, {scratch_need}, scratch.offset) : TensorView{};
     const Bound bgamma_out = bindStorage(context, blocked ? partials : out_gamma);
@@ -389,7 +427,6 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     const uint32_t beta_first = bbeta_out.skip + (blocked ? blocks * uint32_t(n) : 0);
     const ParamsPush push{uint32_t(rows), uint32_t(n), block_rows, blocks,          bx.skip,
                           bdy.skip,       bmean.skip,  brstd.skip, bgamma_out.skip, beta_first};
-    const uint32_t group = columnGroup(context);
     const vk::Kernel& kernel =
         context.kernels().get("layer_norm/backward_params",
                               {group, texels, accumulate && !blocked, want_gamma, want_beta, vec4});
@@ -401,42 +438,40 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
                        gridGroups(rec.context(), uint64_t(vec4 ? n / 4 : n), group),
                        std::min(blocks, max_y));
-    if (blocked) {
-      const Bound bdgamma = bindStorage(context, out_gamma),
-                  bdbeta = bindStorage(context, out_beta);
-      const ReducePush reduce{uint32_t(n),    blocks,       push.gamma_skip,
-                              push.beta_skip, bdgamma.skip, bdbeta.skip};
-      const vk::Kernel& reducer = context.kernels().get("layer_norm/backward_reduce",
-                                                        {group, accumulate, want_gamma, want_beta});
-      const vk::Arg reduce_args[] = {bgamma_out.arg, bdgamma.arg, bdbeta.arg};
-      rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
-                         gridGroups(rec.context(), uint64_t(n), group));
-    }
+    if (blocked) reduceBlocks(bgamma_out, blocks, push.gamma_skip, push.beta_skip);
   }
 
-  const RowLayout layout = rowLayout(context, variant, x.shape);
-  const bool row_per_invocation = layout.spec[1] != 0;
-  // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels.
-  const bool vec4 = layout.texels && !row_per_invocation && n % 4 == 0 &&
-                    texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f) &&
-                    texelFits(context, gamma, kRgba32f);
-  const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
+  const vk::TexelFormat format = dx_vec4 ? kRgba32f : kR32f;
   const Bound bgamma = bindStorage(context, gamma), bdx = bindStorage(context, dx);
-  // Without an addend its binding is a stand-in, dy's, never read.
+  // Without an addend its binding is a stand-in, dy's, never read; without WithDx the
+  // partials' binding is dx's, never written.
   const Bound baddend = dx_addend ? bindStorage(context, *dx_addend) : bdy;
-  const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,    bdy.skip,    bgamma.skip,
-                          bmean.skip,     brstd.skip,  bdx.skip,   baddend.skip};
+  const uint32_t blocks = uint32_t((rows + kBlockRows - 1) / kBlockRows);
+  const Bound bpartials =
+      with_dx ? bindStorage(context, view(*scratch.buffer, {scratch_need}, scratch.offset)) : bdx;
+  BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,  bdy.skip,    bgamma.skip,
+                    bmean.skip,     brstd.skip,  bdx.skip, baddend.skip};
+  if (with_dx) {
+    push.block_rows = uint32_t(kBlockRows), push.blocks = blocks;
+    push.gamma_first = bpartials.skip, push.beta_first = bpartials.skip + blocks * uint32_t(n);
+  }
   std::vector<uint32_t> spec = layout.spec;
   spec.push_back(dx_accumulate);
-  spec.push_back(vec4);
+  spec.push_back(dx_vec4);
   spec.push_back(dx_addend != nullptr);
+  spec.push_back(with_dx);
+  spec.push_back(with_dx ? lane_vec4s : 1);
   const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
-  const vk::Arg args[] = {bx.arg,     texelArg(context, x, layout.texels, format),
-                          bdy.arg,    texelArg(context, dy, layout.texels, format),
-                          bgamma.arg, texelArg(context, gamma, layout.texels, format),
-                          bmean.arg,  brstd.arg,
-                          bdx.arg,    baddend.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
+  const vk::Arg args[] = {bx.arg,       texelArg(context, x, layout.texels, format),
+                          bdy.arg,      texelArg(context, dy, layout.texels, format),
+                          bgamma.arg,   texelArg(context, gamma, layout.texels, format),
+                          bmean.arg,    brstd.arg,
+                          bdx.arg,      baddend.arg,
+                          bpartials.arg};
+  const uint32_t groups =
+      with_dx ? std::min(blocks, context.info().max_workgroup_count[0]) : layout.groups;
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
+  if (with_dx) reduceBlocks(bpartials, blocks, push.gamma_first, push.beta_first);
 }
 
 }  // namespace vkgrad::ops

@@ -48,10 +48,14 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
 
 // How layerNormBackward sums dgamma and dbeta over rows (deterministic either way, no atomics).
 enum class LayerNormParamsVariant {
-  Auto,     // Columns on CPU devices up to 16384 rows, else Blocked (layer_norm.cpp, measured)
+  Auto,     // WithDx on CPU devices where it applies, else Columns there up to 16384 rows,
+            // else Blocked (layer_norm.cpp, measured)
   Columns,  // one invocation per column over all rows: one dispatch, scratch unused. CPU
             // devices stop a shader after 65535 loop iterations, so there at most 16384 rows.
   Blocked,  // partial sums per block of rows into scratch, then a sum over blocks per column
+  WithDx,   // Blocked's partial sums written by the dx kernel as it goes (x and dy read once
+            // for both), then the sum over blocks: for the dx layout of one subgroup per row
+            // with RGBA32F texels and N up to 32 per subgroup lane; elsewhere Blocked
 };
 const char* layerNormParamsVariantName(LayerNormParamsVariant variant);
 

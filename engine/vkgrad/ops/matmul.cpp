@@ -315,10 +315,10 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
     const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
     if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
-    const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel",
-        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
-         act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr});
+    const vk::Kernel& kernel =
+        context.kernels().get("matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f,
+                                               c_vec4, p.colsum != nullptr, act_kind,
+                                               p.act != nullptr, epi_vec4, p.residual != nullptr});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
     if (epi_view) push.epi_off = epi.skip;
@@ -558,9 +558,9 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     checkOperand("matmul", "residual", r);
     checkAlias("matmul", "c", c, "residual", r, false);
   }
-  checkScratch("matmul", options.scratch,
-               {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias},
-                {"residual", options.residual}});
+  checkScratch(
+      "matmul", options.scratch,
+      {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}, {"residual", options.residual}});
   // The Texel kernel reads the residual through a texel view too.
   const Choice variant{
       resolve(context, options.variant, {&a, &b, options.residual ? options.residual : &a}),

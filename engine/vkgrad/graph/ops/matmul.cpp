@@ -141,8 +141,7 @@ Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
     throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": operands must be f32");
   const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
   if (!(shape(residual) == c))
-    throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": the residual must be " +
-                     c.str());
+    throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": the residual must be " + c.str());
   const Tensor out = matmul(a, b, bias);
   nodes_.back().inputs[Matmul::residual] = residual.id;
   return out;
