@@ -94,6 +94,14 @@ Operand operand(const TensorView& t, bool trans) {
   return trans ? transposed(x) : x;
 }
 
+// An activation's derivative applied to a product on its way out: C = f'(x) ⊙ C, x laid out
+// as C (MatmulGrads::da_act_x, da_act, da_act_param).
+struct ActGrad {
+  const TensorView* x;
+  Activation kind;
+  float param;
+};
+
 // c (batch, a.rows, b.cols), contiguous, = alpha·A·B + beta·c + bias.
 struct Product {
   Operand a, b;
@@ -106,9 +114,8 @@ struct Product {
   // to colsum (N) by the same dispatch (the bias gradient beside a weight gradient).
   const TensorView* colsum = nullptr;
   float colsum_beta = 0.0f;
-  // Texel only: C = f'(x) ⊙ alpha·op(A)·op(B) with f, x from MatmulGrads::da_act; beta 0 and
-  // no bias.
-  const MatmulGrads* act = nullptr;
+  // Texel only: C = f'(x) ⊙ alpha·op(A)·op(B); beta 0, no bias and no residual.
+  const ActGrad* act = nullptr;
   // Laid out as C and added to it after the bias (MatmulOptions::residual): the Texel kernel
   // adds it in its epilogue, the other variants in a pass after the product.
   const TensorView* residual = nullptr;
@@ -309,9 +316,9 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
     // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
     // without either the binding is a stand-in, A's view, never fetched.
-    const TensorView* epi_view = p.act ? p.act->da_act_x : p.residual;
+    const TensorView* epi_view = p.act ? p.act->x : p.residual;
     Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
-    const uint32_t act_kind = p.act ? uint32_t(p.act->da_act) : 0u;
+    const uint32_t act_kind = p.act ? uint32_t(p.act->kind) : 0u;
     // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
     const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
     if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
@@ -322,7 +329,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
     if (epi_view) push.epi_off = epi.skip;
-    if (p.act) push.act_param = p.act->da_act_param;
+    if (p.act) push.act_param = p.act->param;
     const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
                        vk::divUp(m, kTexelRows), uint32_t(p.batch));
@@ -391,12 +398,12 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
 // The epilogue asks for more where the product is one Texel product with out not transposed
 // (Fused says what was done; the caller records the rest): colsum, Y's column sums over all of
 // the inner dimension and the batch (the bias gradient, when Y is dC), under colsum_w, with
-// Y the B operand of one batch entry; act, out = f'(x) ⊙ the product (MatmulGrads::da_act),
+// Y the B operand of one batch entry; act, out = f'(x) ⊙ the product (ActGrad),
 // when out is overwritten.
 struct Epilogue {
   const TensorView* colsum = nullptr;
   Write colsum_w = Write::Overwrite;
-  const MatmulGrads* act = nullptr;
+  const ActGrad* act = nullptr;
 };
 struct Fused {
   bool colsum = false, act = false;
@@ -406,7 +413,7 @@ Fused gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, b
                const TensorView* scratch, const Epilogue& e = {}) {
   const bool texel = !out_transposed && variant.variant == MatmulVariant::Texel;
   const TensorView* colsum = texel ? e.colsum : nullptr;
-  const MatmulGrads* act = texel && w == Write::Overwrite ? e.act : nullptr;
+  const ActGrad* act = texel && w == Write::Overwrite ? e.act : nullptr;
   const float colsum_beta = e.colsum_w == Write::Accumulate ? 1.0f : 0.0f;
   if (out_transposed) {
     // outᵀ = Yᵀ·Xᵀ: the kernels write C row-major only.
@@ -623,9 +630,10 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   // dÂ = alpha·dC·B̂ᵀ (M,K); A stored transposed holds dÂᵀ. An activation gradient goes on
   // its way out (Texel) or is a pass over it after.
   if (grads.da) {
+    const ActGrad act{grads.da_act_x, grads.da_act, grads.da_act_param};
     const Fused fused = gradient(rec, odc, transposed(ob), *grads.da, forward.trans_a, batchOf(a),
                                  d.batch, forward.alpha, w, variant, forward.scratch,
-                                 {.act = grads.da_act_x ? &grads : nullptr});
+                                 {.act = grads.da_act_x ? &act : nullptr});
     if (grads.da_act_x && !fused.act)
       activationBackward(rec, grads.da_act, *grads.da_act_x, {}, *grads.da, *grads.da,
                          grads.da_act_param);
