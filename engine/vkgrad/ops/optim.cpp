@@ -20,9 +20,13 @@ namespace {
 
 constexpr uint32_t kWorkgroup = 256;
 // Gradient-norm partials: a 64-wide tree per workgroup (6 barriers), at least 1024
-// elements per workgroup, at most 1024 partials per tensor.
+// elements per workgroup, at most 1024 partials per tensor. CPU devices run a workgroup's
+// barriers as switches between its subgroups, so there a workgroup takes 16384 elements:
+// the GPT's gradient norm (823,552 elements in one dispatch) 5.3-5.9 -> 1.2-1.4 ms on
+// lavapipe (BENCHMARKS.md). gradNormScratch counts with the smaller chunk: an upper bound.
 constexpr uint32_t kNormWorkgroup = 64;
 constexpr uint32_t kNormChunk = 1024;
+constexpr uint32_t kNormChunkOnCpu = 16384;
 constexpr uint32_t kMaxPartials = 1024;
 
 struct SgdPush {
@@ -97,8 +101,8 @@ uint32_t checkTensors(const char* op,
   return uint32_t(first.shape.numel());
 }
 
-uint32_t partialsFor(int64_t n) {
-  return std::min<uint32_t>(vk::divUp(uint64_t(n), kNormChunk), kMaxPartials);
+uint32_t partialsFor(int64_t n, uint32_t chunk = kNormChunk) {
+  return std::min<uint32_t>(vk::divUp(uint64_t(n), chunk), kMaxPartials);
 }
 
 // Words of a segment table entry, as optim/adamw.glsl and optim/sumsq_texel.glsl read them:
@@ -354,10 +358,11 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
   constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
   const vk::Arg scratch_arg{*scratch.buffer, scratch.offset, uint64_t(slots) * 4};
   uint32_t base = 0;
+  const uint32_t chunk = ctx.info().isCpu() ? kNormChunkOnCpu : kNormChunk;
   // RGBA32F texel fetches where the view starts on 16 bytes, else one float at a time.
   auto texel = [&](const TensorView& g) { return texelFits(ctx, g, kRgba); };
   auto one = [&](const TensorView& g) {
-    const uint32_t groups = partialsFor(g.shape.numel());
+    const uint32_t groups = partialsFor(g.shape.numel(), chunk);
     if (texel(g)) {
       const Bound b = bindTexel(ctx, g, kRgba);
       const SumsqTexelPush push{uint32_t(g.shape.numel()), base, b.skip};
@@ -377,7 +382,7 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
     for (const TensorView& g : grads) one(g);
   } else {
     auto views = [&](size_t i) { return std::array<const TensorView*, 1>{&grads[i]}; };
-    auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel()); };
+    auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel(), chunk); };
     auto ok = [&](size_t i) { return texel(grads[i]); };
     const vk::Kernel& many = kernels.get("optim/sumsq_many", {kNormWorkgroup});
     for (const Run& run : runs(ctx, grads.size(), spanLimit(ctx), views, ok, groups)) {
