@@ -164,6 +164,19 @@ TEST_P(LayerNormTest, RunsInPlaceAndTakesLeadingDimsForStats) {
   }
 }
 
+// y, mean and rstd written into buffers with `pad` NaN words before and after each: the
+// outputs without the pads, and a failure if anything was written into a pad.
+Outputs unpaddedOutputs(vk::Context& context, const DeviceTensor& y, const DeviceTensor& mean,
+                        const DeviceTensor& rstd, int64_t pad) {
+  Outputs got;
+  for (auto [out, dev] : {std::pair{&got.y, &y}, {&got.mean, &mean}, {&got.rstd, &rstd}}) {
+    const auto all = download(context, *dev);
+    EXPECT_TRUE(padsUntouched(all, pad));
+    *out = unpadded(all, pad);
+  }
+  return got;
+}
+
 TEST_P(LayerNormTest, ReadsViewsAtOffsets) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -185,13 +198,7 @@ TEST_P(LayerNormTest, ReadsViewsAtOffsets) {
                    ops::view(mean.buffer, {in.rows()}, off),
                    ops::view(rstd.buffer, {in.rows()}, off), kEps, GetParam());
     rec.submit();
-    Outputs got;
-    for (auto [out, dev] : {std::pair{&got.y, &y}, {&got.mean, &mean}, {&got.rstd, &rstd}}) {
-      const auto all = download(ctx(), *dev);
-      EXPECT_TRUE(padsUntouched(all, pad));
-      *out = unpadded(all, pad);
-    }
-    expectMatchesReference(in, got);
+    expectMatchesReference(in, unpaddedOutputs(ctx(), y, mean, rstd, pad));
   }
 }
 
@@ -213,13 +220,7 @@ TEST_P(LayerNormTest, StoresYAtAFourByteOffset) {
                    ops::view(mean.buffer, {in.rows()}, 4), ops::view(rstd.buffer, {in.rows()}, 4),
                    kEps, GetParam());
     rec.submit();
-    Outputs got;
-    for (auto [out, dev] : {std::pair{&got.y, &y}, {&got.mean, &mean}, {&got.rstd, &rstd}}) {
-      const auto all = download(ctx(), *dev);
-      EXPECT_TRUE(padsUntouched(all, 1));
-      *out = unpadded(all, 1);
-    }
-    expectMatchesReference(in, got);
+    expectMatchesReference(in, unpaddedOutputs(ctx(), y, mean, rstd, 1));
   }
 }
 
