@@ -1,7 +1,9 @@
 // vkgrad-bench softmax and layernorm: row-wise kernels over (rows, cols) floats, in GB/s and
 // as a fraction of the copy kernel's bandwidth over the same number of floats. Bytes moved:
 // x read once and y written once (the kernels read x twice; the second read is expected to
-// hit the cache), plus gamma, beta, mean and rstd for layernorm.
+// hit the cache), plus gamma, beta, mean and rstd for layernorm. layernorm --backward times
+// the backward instead (dx, dgamma and dbeta from the saved mean and rstd, --params choosing
+// how the parameter sums run): x and dy read once, dx written once, plus the vectors.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -26,18 +28,24 @@ void declare(Cli& cli) {
              "auto");
 }
 
+void declareLayerNorm(Cli& cli) {
+  declare(cli);
+  cli.flag("backward", "time the backward (dx, dgamma, dbeta) instead of the forward");
+  cli.option("params", "with --backward: auto, columns, blocked, with_dx or all", "auto");
+}
+
 // The variants --variant names: one of them, or every one but Auto for "all".
 template <typename Variant, size_t N>
 std::vector<Variant> parseVariants(const Cli& cli, const Variant (&all)[N],
-                                   const char* (*name)(Variant)) {
-  const std::string text = cli.get("variant");
+                                   const char* (*name)(Variant), const char* option = "variant") {
+  const std::string text = cli.get(option);
   if (text == "all") return std::vector<Variant>(std::begin(all) + 1, std::end(all));
   std::string names;
   for (Variant v : all) {
     if (text == name(v)) return {v};
     names += std::string(names.empty() ? "" : ", ") + name(v);
   }
-  cli.fail("--variant must be " + names + " or all, got '" + text + "'");
+  cli.fail("--" + std::string(option) + " must be " + names + " or all, got '" + text + "'");
 }
 
 struct Problem {
@@ -120,6 +128,58 @@ int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
                       want_rstd.data(), rows, cols, 1e-5f);
   const double copy_gbps = copyGbps(context, options, n);
   int exit_code = 0;
+  if (cli.has("backward")) {
+    using P = ops::LayerNormParamsVariant;
+    const P all_params[] = {P::Auto, P::Columns, P::Blocked, P::WithDx};
+    const std::vector<P> params =
+        parseVariants(cli, all_params, ops::layerNormParamsVariantName, "params");
+    // dy, and the saved statistics the reference forward gives.
+    const std::vector<float> dy_host = benchData(size_t(n), -1.0f, 1.0f, 4);
+    const vk::Buffer ddy = context.allocator().allocate(uint64_t(n) * 4),
+                     ddgamma = context.allocator().allocate(uint64_t(cols) * 4),
+                     ddbeta = context.allocator().allocate(uint64_t(cols) * 4),
+                     dscratch = context.allocator().allocate(
+                         uint64_t(ops::layerNormBackwardScratch(rows, cols)) * 4);
+    context.staging().upload(ddy, 0, dy_host.data(), dy_host.size() * 4);
+    context.staging().upload(dmean, 0, want_mean.data(), want_mean.size() * 4);
+    context.staging().upload(drstd, 0, want_rstd.data(), want_rstd.size() * 4);
+    std::vector<float> want_dx(static_cast<size_t>(n)), want_dgamma(static_cast<size_t>(cols)),
+        want_dbeta(static_cast<size_t>(cols));
+    ops::ref::layerNormBackward(p.x.data(), gamma.data(), want_mean.data(), want_rstd.data(),
+                                dy_host.data(), want_dx.data(), want_dgamma.data(),
+                                want_dbeta.data(), rows, cols);
+    const ops::TensorView dy = ops::view(ddy, {rows, cols}), dgv = ops::view(ddgamma, {cols}),
+                          dbv = ops::view(ddbeta, {cols}),
+                          scratch =
+                              ops::view(dscratch, {ops::layerNormBackwardScratch(rows, cols)});
+    for (V requested : variants)
+      for (P param : params) {
+        const V variant =
+            requested == V::Auto ? ops::layerNormVariantFor(context, x, g, dy) : requested;
+        const std::string name = std::string(ops::layerNormVariantName(variant)) + "/" +
+                                 ops::layerNormParamsVariantName(param);
+        std::fprintf(stderr,
+                     "vkgrad-bench: layernorm backward %s: %d warm-up + %d timed dispatches\n",
+                     name.c_str(), options.warmup, options.iters);
+        const Timing timing =
+            timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+              ops::layerNormBackward(rec, x, g, mean, rstd, dy, y, dgv, dbv, scratch,
+                                     ops::Write::Overwrite, ops::Write::Overwrite, variant, param);
+            });
+        BandwidthResult result{"layernorm_backward",
+                               name,
+                               ops::layerNormVariantName(requested),
+                               {{"rows", rows}, {"cols", cols}},
+                               4.0 * double(3 * n + 3 * cols + 2 * rows),
+                               timing};
+        result.error = std::max({normalisedError(download(context, p.dy, n), want_dx),
+                                 normalisedError(download(context, ddgamma, cols), want_dgamma),
+                                 normalisedError(download(context, ddbeta, cols), want_dbeta)});
+        result.tolerance = 1e-5;
+        exit_code |= reportBandwidth(context, options, result, copy_gbps);
+      }
+    return exit_code;
+  }
   for (V requested : variants) {
     const V variant = requested == V::Auto ? ops::layerNormVariantFor(context, x, g, b) : requested;
     std::fprintf(stderr, "vkgrad-bench: layernorm %s: %d warm-up + %d timed dispatches\n",
@@ -151,8 +211,10 @@ const BenchOp& softmaxBench() {
 }
 
 const BenchOp& layerNormBench() {
-  static const BenchOp op{"layernorm", "layer norm over rows of (ROWS, COLS), with mean and rstd",
-                          declare, runLayerNorm};
+  static const BenchOp op{"layernorm",
+                          "layer norm over rows of (ROWS, COLS), with mean and rstd (--backward: "
+                          "dx, dgamma and dbeta)",
+                          declareLayerNorm, runLayerNorm};
   return op;
 }
 

@@ -1,6 +1,7 @@
 // vkgrad-bench as a user runs it: every op prints one JSON object per result with the
 // fields BENCHMARKS.md relies on, its results check out against the CPU, and bad arguments
 // fail cleanly. Sizes are tiny: this checks the program, not the speed.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,14 +66,20 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
       {"copy", "--n", "4099"},
       {"elementwise", "--n", "4096", "--kind", "all"},
       {"softmax", "--rows", "7", "--cols", "129", "--variant", "all"},
-      {"layernorm", "--rows", "7", "--cols", "129", "--variant", "all"}};
-  const size_t expected_lines[] = {2, 6, 4, 4};
+      {"layernorm", "--rows", "7", "--cols", "129", "--variant", "all"},
+      // The backward: every variant with every way of summing dgamma and dbeta; 68 columns
+      // take the RGBA32F layouts (and WithDx where it applies), 67 rows a short last block.
+      {"layernorm", "--rows", "67", "--cols", "68", "--variant", "all", "--backward", "--params",
+       "all"}};
+  const size_t expected_lines[] = {2, 6, 4, 4, 12};
   for (size_t i = 0; i < runs.size(); ++i) {
     SCOPED_TRACE(runs[i][0]);
     const auto lines = runJson(runs[i]);
     ASSERT_EQ(lines.size(), expected_lines[i]);
+    const bool backward = std::find(runs[i].begin(), runs[i].end(), "--backward") != runs[i].end();
     for (const graph::Json& line : lines) {
-      EXPECT_EQ(line.at("op").get<std::string>(), runs[i][0]);
+      EXPECT_EQ(line.at("op").get<std::string>(),
+                backward ? std::string("layernorm_backward") : runs[i][0]);
       EXPECT_GT(line.at("gbps").get<double>(), 0.0);
       EXPECT_GT(line.at("copy_gbps").get<double>(), 0.0);
       EXPECT_NEAR(line.at("ratio").get<double>(),
@@ -240,6 +247,7 @@ TEST(BenchApp, HelpExitsZeroAndBadArgumentsExitTwo) {
   EXPECT_EQ(runApp("bench", {}).exit_code, 2);
   EXPECT_EQ(runApp("bench", {"no-such-op"}).exit_code, 2);
   EXPECT_EQ(runApp("bench", {"softmax", "--variant", "fastest"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"layernorm", "--backward", "--params", "fastest"}).exit_code, 2);
   EXPECT_EQ(runApp("bench", {"elementwise", "--n", "0"}).exit_code, 2);
   EXPECT_EQ(runApp("bench", {"matmul", "--rows", "3"}).exit_code, 2);  // softmax's option
 }
