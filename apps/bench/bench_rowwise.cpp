@@ -6,6 +6,7 @@
 // how the parameter sums run): x and dy read once, dx written once, plus the vectors.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,23 @@ int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
                       want_rstd.data(), rows, cols, 1e-5f);
   const double copy_gbps = copyGbps(context, options, n);
   int exit_code = 0;
+  // Times one variant and reports it: the bytes it moves and its largest normalised error
+  // over the outputs `errors` reads back after the runs.
+  auto measure = [&](const char* op, const std::string& variant, V requested, double bytes,
+                     const std::function<void(vk::Recorder&)>& record,
+                     const std::function<double()>& errors) {
+    std::fprintf(stderr, "vkgrad-bench: %s %s: %d warm-up + %d timed dispatches\n", op,
+                 variant.c_str(), options.warmup, options.iters);
+    BandwidthResult result{op,
+                           variant,
+                           ops::layerNormVariantName(requested),
+                           {{"rows", rows}, {"cols", cols}},
+                           bytes,
+                           timeRuns(context, options.warmup, options.iters, record)};
+    result.error = errors();
+    result.tolerance = 1e-5;
+    exit_code |= reportBandwidth(context, options, result, copy_gbps);
+  };
   if (cli.has("backward")) {
     using P = ops::LayerNormParamsVariant;
     const P all_params[] = {P::Auto, P::Columns, P::Blocked, P::WithDx};
@@ -156,48 +174,34 @@ int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
       for (P param : params) {
         const V variant =
             requested == V::Auto ? ops::layerNormVariantFor(context, x, g, dy) : requested;
-        const std::string name = std::string(ops::layerNormVariantName(variant)) + "/" +
-                                 ops::layerNormParamsVariantName(param);
-        std::fprintf(stderr,
-                     "vkgrad-bench: layernorm backward %s: %d warm-up + %d timed dispatches\n",
-                     name.c_str(), options.warmup, options.iters);
-        const Timing timing =
-            timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+        measure(
+            "layernorm_backward",
+            std::string(ops::layerNormVariantName(variant)) + "/" +
+                ops::layerNormParamsVariantName(param),
+            requested, 4.0 * double(3 * n + 3 * cols + 2 * rows),
+            [&](vk::Recorder& rec) {
               ops::layerNormBackward(rec, x, g, mean, rstd, dy, y, dgv, dbv, scratch,
                                      ops::Write::Overwrite, ops::Write::Overwrite, variant, param);
+            },
+            [&] {
+              return std::max({normalisedError(download(context, p.dy, n), want_dx),
+                               normalisedError(download(context, ddgamma, cols), want_dgamma),
+                               normalisedError(download(context, ddbeta, cols), want_dbeta)});
             });
-        BandwidthResult result{"layernorm_backward",
-                               name,
-                               ops::layerNormVariantName(requested),
-                               {{"rows", rows}, {"cols", cols}},
-                               4.0 * double(3 * n + 3 * cols + 2 * rows),
-                               timing};
-        result.error = std::max({normalisedError(download(context, p.dy, n), want_dx),
-                                 normalisedError(download(context, ddgamma, cols), want_dgamma),
-                                 normalisedError(download(context, ddbeta, cols), want_dbeta)});
-        result.tolerance = 1e-5;
-        exit_code |= reportBandwidth(context, options, result, copy_gbps);
       }
     return exit_code;
   }
   for (V requested : variants) {
     const V variant = requested == V::Auto ? ops::layerNormVariantFor(context, x, g, b) : requested;
-    std::fprintf(stderr, "vkgrad-bench: layernorm %s: %d warm-up + %d timed dispatches\n",
-                 ops::layerNormVariantName(variant), options.warmup, options.iters);
-    const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::layerNorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant);
-    });
-    BandwidthResult result{"layernorm",
-                           ops::layerNormVariantName(variant),
-                           ops::layerNormVariantName(requested),
-                           {{"rows", rows}, {"cols", cols}},
-                           4.0 * double(2 * n + 2 * cols + 2 * rows),
-                           timing};
-    result.error = std::max({normalisedError(download(context, p.dy, n), want),
-                             normalisedError(download(context, dmean, rows), want_mean),
-                             normalisedError(download(context, drstd, rows), want_rstd)});
-    result.tolerance = 1e-5;
-    exit_code |= reportBandwidth(context, options, result, copy_gbps);
+    measure(
+        "layernorm", ops::layerNormVariantName(variant), requested,
+        4.0 * double(2 * n + 2 * cols + 2 * rows),
+        [&](vk::Recorder& rec) { ops::layerNorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant); },
+        [&] {
+          return std::max({normalisedError(download(context, p.dy, n), want),
+                           normalisedError(download(context, dmean, rows), want_mean),
+                           normalisedError(download(context, drstd, rows), want_rstd)});
+        });
   }
   return exit_code;
 }
