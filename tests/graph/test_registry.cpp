@@ -64,6 +64,15 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
   EXPECT_EQ(shapeErrorText([&] { g.matmul(a, b, {}, true, false); }), shapeErrorText([&] {
               ops::matmulShape({4, 8}, {9, 2}, true);
             }));
+  // matmulAdd: the product's rule first, then a residual shaped like the product; no node.
+  const size_t nodes = g.nodes().size();
+  const Tensor w = g.input("w", {8, 2}), r = g.input("r", {4, 3});
+  EXPECT_EQ(shapeErrorText([&] { g.matmulAdd(a, b, {}, r); }), shapeErrorText([&] {
+              ops::matmulShape({4, 8}, {9, 2});
+            }));
+  EXPECT_NE(shapeErrorText([&] { g.matmulAdd(a, w, {}, r); }).find("the residual must be (4,2)"),
+            std::string::npos);
+  EXPECT_EQ(g.nodes().size(), nodes);
 
   const Tensor x = g.input("x", {3, 5}), v5 = g.input("v5", {5}), v4 = g.input("v4", {4});
   EXPECT_EQ(shapeErrorText([&] { g.layerNorm(x, v4, v5); }), shapeErrorText([&] {

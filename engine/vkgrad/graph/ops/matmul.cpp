@@ -134,17 +134,21 @@ Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b
 }
 
 Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
-  // Everything is checked before matmul() adds its node, which the residual then joins.
   for (Tensor t : {a, b, residual}) check(t, "matmulAdd");
   if (bias) check(bias, "matmulAdd");
-  if (tensor(residual).dtype != DType::F32)
-    throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": operands must be f32");
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32 ||
+      tensor(residual).dtype != DType::F32 || (bias && tensor(bias).dtype != DType::F32))
+    throw ShapeError(describe("matmulAdd", {a, b, bias, residual}) + ": operands must be f32");
   const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
   if (!(shape(residual) == c))
     throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": the residual must be " + c.str());
-  const Tensor out = matmul(a, b, bias);
-  nodes_.back().inputs[Matmul::residual] = residual.id;
-  return out;
+  const int out = output(c);
+  addNode({OpKind::Matmul,
+           {a.id, b.id, bias ? bias.id : -1, residual.id},
+           {out},
+           {},
+           Matmul::Attrs{false, false, 1.0f}});
+  return {out};
 }
 
 namespace defs {
