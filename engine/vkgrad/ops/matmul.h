@@ -45,9 +45,10 @@ struct MatmulOptions {
   float alpha = 1.0f;    // scales op(A)·op(B), not the bias
   float beta = 0.0f;     // 0: c is only written (its old contents, NaN included, are ignored)
   const TensorView* bias = nullptr;  // (N), added to every row of C
-  // Shaped like C and added to it after the bias, beta·C last: a residual connection's add
-  // (x + proj(h)), in the Texel kernel's epilogue instead of a pass of its own; the other
-  // variants add it after the product. It may not overlap C.
+  // Shaped like C and added to it after the bias: a residual connection's add (x + proj(h)),
+  // in the Texel kernel's epilogue (before beta·C) instead of a pass of its own; the other
+  // variants add it in a pass after the product (after beta·C: the same within rounding). It
+  // may not overlap C.
   const TensorView* residual = nullptr;
   MatmulVariant variant = MatmulVariant::Auto;
   MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
