@@ -9,10 +9,14 @@ layout(set = 0, binding = 0) uniform samplerBuffer Qt;
 layout(set = 0, binding = 1) uniform samplerBuffer Kt;
 layout(set = 0, binding = 2) uniform samplerBuffer Vt;
 layout(set = 0, binding = 3) uniform samplerBuffer DOt;
-layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
-layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
+// LSE and the row dots as R32F texels: each lane fetches its query's per tile, and a
+// storage load at a lane's own address is a scalar loop on llvmpipe.
+layout(set = 0, binding = 4) uniform samplerBuffer Lt;
+layout(set = 0, binding = 5) uniform samplerBuffer Rt;
 layout(set = 0, binding = 6) buffer DKb { float dk[]; };
 layout(set = 0, binding = 7) buffer DVb { float dv[]; };
+layout(set = 0, binding = 6) buffer DKb4 { vec4 dk4[]; };  // the same two, with STORE4
+layout(set = 0, binding = 7) buffer DVb4 { vec4 dv4[]; };
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -35,8 +39,9 @@ void main() {
   for (uint i0 = tile_begin; i0 < p.Tq; i0 += TILE) {
     const uint mine = min(i0 + lane, p.Tq - 1);  // the query row this lane fetches for all
     const int qbase = texelAt(Q, b, mine, p.Tq, h), dbase = texelAt(DO, b, mine, p.Tq, h);
-    const float my_l = i0 + lane < p.Tq ? lse[p.lse_skip + rowIndex(b, h, mine)] : NEG_INF;
-    const float my_rd = rowdot[p.rowdot_skip + rowIndex(b, h, mine)];
+    const float l_mine = texelFetch(Lt, int(p.lse_skip + rowIndex(b, h, mine))).x;
+    const float my_l = i0 + lane < p.Tq ? l_mine : NEG_INF;
+    const float my_rd = texelFetch(Rt, int(p.rowdot_skip + rowIndex(b, h, mine))).x;
     float s[TILE], dp[TILE];
     vec4 qrow[D4], drow[D4];  // this lane's fetched rows, reused by the update below
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
@@ -70,11 +75,17 @@ void main() {
   if (!key) return;
   const uint at_k = at(DK, b, j, p.Tk, h), at_v = at(DV, b, j, p.Tk, h);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
+    const vec4 gkd = gk[c] * p.scale, gvd = gv[c];
+    if (STORE4) {
+      const uint xk = at_k / 4 + c, xv = at_v / 4 + c;
+      dk4[xk] = ACCUMULATE ? dk4[xk] + gkd : gkd;
+      dv4[xv] = ACCUMULATE ? dv4[xv] + gvd : gvd;
+      continue;
+    }
     [[unroll]] for (uint e = 0; e < 4; ++e) {
-      const float gkd = gk[c][e] * p.scale, gvd = gv[c][e];
       const uint xk = at_k + 4 * c + e, xv = at_v + 4 * c + e;
-      dk[xk] = p.accumulate != 0 ? dk[xk] + gkd : gkd;
-      dv[xv] = p.accumulate != 0 ? dv[xv] + gvd : gvd;
+      dk[xk] = ACCUMULATE ? dk[xk] + gkd[e] : gkd[e];
+      dv[xv] = ACCUMULATE ? dv[xv] + gvd[e] : gvd[e];
     }
   }
 }

@@ -14,6 +14,7 @@ layout(set = 0, binding = 3) uniform samplerBuffer DOt;
 layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
 layout(set = 0, binding = 5) writeonly buffer Rb { float rowdot[]; };
 layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+layout(set = 0, binding = 6) buffer DQb4 { vec4 dq4[]; };  // the same, with STORE4
 layout(set = 0, binding = 7) uniform samplerBuffer Ot;
 
 void main() {
@@ -63,10 +64,15 @@ void main() {
   if (!row) return;
   const uint at_q = at(DQ, b, i, p.Tq, h);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
+    const vec4 gd = g[c] * p.scale;
+    if (STORE4) {
+      const uint x = at_q / 4 + c;
+      dq4[x] = ACCUMULATE ? dq4[x] + gd : gd;
+      continue;
+    }
     [[unroll]] for (uint e = 0; e < 4; ++e) {
-      const float gd = g[c][e] * p.scale;
       const uint x = at_q + 4 * c + e;
-      dq[x] = p.accumulate != 0 ? dq[x] + gd : gd;
+      dq[x] = ACCUMULATE ? dq[x] + gd[e] : gd[e];
     }
   }
 }

@@ -9,6 +9,7 @@ layout(set = 0, binding = 0) uniform samplerBuffer Qt;
 layout(set = 0, binding = 1) uniform samplerBuffer Kt;
 layout(set = 0, binding = 2) uniform samplerBuffer Vt;
 layout(set = 0, binding = 3) writeonly buffer Ob { float o[]; };
+layout(set = 0, binding = 3) writeonly buffer Ob4 { vec4 o4[]; };  // the same, with STORE4
 layout(set = 0, binding = 4) writeonly buffer Lb { float lse[]; };
 
 void main() {
@@ -65,6 +66,10 @@ void main() {
   const uint oi = at(O, b, i, p.Tq, h);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
     const vec4 r = acc[c] * inv;
+    if (STORE4) {
+      o4[oi / 4 + c] = r;
+      continue;
+    }
     o[oi + 4 * c] = r.x, o[oi + 4 * c + 1] = r.y, o[oi + 4 * c + 2] = r.z, o[oi + 4 * c + 3] = r.w;
   }
   lse[p.lse_skip + rowIndex(b, h, i)] = l > 0.0 ? m + log(l) : NEG_INF;

@@ -12,5 +12,14 @@
 
 const uint D4 = D / 4;  // vec4s per row
 
+// The backward adds to dQ, dK, dV instead of overwriting them. A spec constant, not the push
+// constant the shared-memory kernels read: a storage load is a scalar loop per lane on
+// llvmpipe, so only pipelines that accumulate should contain the read.
+layout(constant_id = 2) const bool ACCUMULATE = false;
+// The outputs' rows (O, or dQ, dK, dV) start on 16 bytes, so each lane stores its row a vec4
+// at a time (a scalar storage store is a per-lane loop too; 16-byte stores measured ~2x
+// faster per float).
+layout(constant_id = 3) const bool STORE4 = false;
+
 // The texel holding element 0 of row t, head h, batch b of the tensor in `slot`.
 int texelAt(uint slot, uint b, uint t, uint T, uint h) { return int(at(slot, b, t, T, h) / 4); }

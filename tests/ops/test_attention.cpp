@@ -148,6 +148,57 @@ TEST_F(AttentionTest, AccumulatesGradients) {
   check({1, 2, 33, 17, 16, true}, rng, Write::Accumulate);
 }
 
+// O, dQ, dK and dV one float into their buffers: the texel kernels store their rows a float
+// at a time there (16 bytes at a time where rows start on 16 bytes, as everywhere above), both
+// overwriting and accumulating.
+TEST_F(AttentionTest, WritesOutputsAtAFourByteOffset) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case c{2, 3, 37, 37, 16, true};
+  const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.h * c.d;
+  const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.h, c.d};
+  const auto q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
+  std::vector<float> o(nq), lse(c.b * c.h * c.tq), dq(nq), dk(nk), dv(nk);
+  ops::ref::attention(refShape(c), q.data(), k.data(), v.data(), o.data(), lse.data());
+  ops::ref::attentionBackward(refShape(c), q.data(), k.data(), v.data(), dout.data(), dq.data(),
+                              dk.data(), dv.data());
+  auto tq = upload(ctx(), sq, q), tk = upload(ctx(), sk, k), tv = upload(ctx(), sk, v),
+       tdout = upload(ctx(), sq, dout);
+  for (AttentionVariant variant : deviceVariants()) {
+    SCOPED_TRACE(ops::attentionVariantName(variant));
+    const AttentionOptions options{c.causal, 0.0f, variant};
+    auto to = poisoned(ctx(), sq), to_off = poisoned(ctx(), {nq + 1});
+    auto tlse = poisoned(ctx(), {c.b, c.h, c.tq}), scratch = poisoned(ctx(), {c.b * c.h * c.tq});
+    auto tdq = poisoned(ctx(), {nq + 1}), tdk = poisoned(ctx(), {nk + 1}),
+         tdv = poisoned(ctx(), {nk + 1});
+    const AttentionTensor go{ops::view(to_off.buffer, sq, 4)}, gq{ops::view(tdq.buffer, sq, 4)},
+        gk{ops::view(tdk.buffer, sk, 4)}, gv{ops::view(tdv.buffer, sk, 4)};
+    auto got = [&](const AttentionTensor& t) { return download(ctx(), t.view); };
+    vk::Recorder rec(ctx());
+    ops::attention(rec, {tq.view()}, {tk.view()}, {tv.view()}, go, tlse.view(), options);
+    ops::attention(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(), options);
+    ops::attentionBackward(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(),
+                           {tdout.view()}, gq, gk, gv, scratch.view(), options);
+    rec.submit();
+    EXPECT_TRUE(allClose(got(go), o, kTolerance)) << "o";
+    EXPECT_TRUE(allClose(got(gv), dv, kTolerance)) << "dv";
+    EXPECT_TRUE(allCloseOnScale(got(gq), dq, maxAbs(dv), kTolerance)) << "dq";
+    EXPECT_TRUE(allCloseOnScale(got(gk), dk, maxAbs(dv), kTolerance)) << "dk";
+    // Once more, accumulating: twice the gradients.
+    vk::Recorder again(ctx());
+    ops::attentionBackward(again, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(),
+                           {tdout.view()}, gq, gk, gv, scratch.view(), options, Write::Accumulate);
+    again.submit();
+    auto twice = [](std::vector<float> x) {
+      for (float& e : x) e *= 2.0f;
+      return x;
+    };
+    EXPECT_TRUE(allClose(got(gv), twice(dv), kTolerance)) << "dv accumulated";
+    EXPECT_TRUE(allCloseOnScale(got(gq), twice(dq), 2 * maxAbs(dv), kTolerance)) << "dq accumulated";
+    EXPECT_TRUE(allCloseOnScale(got(gk), twice(dk), 2 * maxAbs(dv), kTolerance)) << "dk accumulated";
+  }
+}
+
 // Logits around ±1e4: the online max keeps every exp in range. In fp32 a logit of 1e4 is only
 // known to ~1e-3, and softmax turns that into a relative error of the same size, so q and k
 // hold multiples of 8 up to 160: every product, sum and the 1/4 scale (D = 16) is exact in

@@ -114,16 +114,21 @@ bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
 // and SIMD lanes share the fetched rows through shuffles. On a GPU the shared-memory tiles are
 // faster (1.5-5x on an H100) and the backward's fully unrolled subgroup-wide tiles (32 lanes
 // there) did not finish (BENCHMARKS.md, attention on the GPU), so Texel is refused there. It
-// also needs D % 4 == 0 and every fetched tensor readable as RGBA32F.
+// also needs D % 4 == 0, every fetched tensor readable as RGBA32F and the backward's LSE
+// and row dots as R32F.
 bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
-              std::initializer_list<const AttentionTensor*> fetched) {
+              std::initializer_list<const AttentionTensor*> fetched,
+              std::initializer_list<const TensorView*> scalars = {}) {
   const vk::DeviceInfo& info = context.info();
   bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
   for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
+  for (const TensorView* t : scalars)
+    possible = possible && texelFits(context, *t, vk::TexelFormat::R32f);
   if (variant == AttentionVariant::Texel && !possible)
     throw Error(
         "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
-        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats");
+        "multiple of 4, q, k, v (and dout) with row strides and starts on 4 floats, and "
+        "every tensor within the device's texel buffer limits");
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
@@ -135,6 +140,14 @@ vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const A
   push.skip[slot] = bound.skip;
   push.stride[slot] = uint32_t(rowStride(t));
   return bound.arg;
+}
+
+// Whether every row of the tensors in slots starts on 16 bytes of its binding (the texel
+// kernels' STORE4), once they are bound.
+uint32_t rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots) {
+  bool aligned = true;
+  for (Slot slot : slots) aligned = aligned && push.skip[slot] % 4 == 0 && push.stride[slot] % 4 == 0;
+  return aligned ? 1 : 0;
 }
 
 }  // namespace
@@ -181,8 +194,10 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   push.lse_skip = bl.skip;
   const vk::Arg args[] = {bind(context, push, kQ, q, texel), bind(context, push, kK, k, texel),
                           bind(context, push, kV, v, texel), bind(context, push, kO, o), bl.arg};
-  const vk::Kernel& kernel = context.kernels().get(
-      texel ? "attention/forward_texel" : "attention/forward", {uint32_t(dims.d), tile});
+  const vk::Kernel& kernel =
+      texel ? context.kernels().get("attention/forward_texel",
+                                    {uint32_t(dims.d), tile, 0, rowsStartOnVec4(push, {kO})})
+            : context.kernels().get("attention/forward", {uint32_t(dims.d), tile});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -210,7 +225,8 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFits(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o});
+  const bool texel =
+      useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   const std::initializer_list<uint32_t> spec = {uint32_t(dims.d), tile};
   AttentionPush push = makePush(dims, options);
@@ -223,18 +239,28 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
                 av = bind(context, push, kV, v, texel),
                 ado_read = bind(context, push, kDO, dout, texel);
-  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
-  const vk::Kernel& kv =
-      context.kernels().get(texel ? "attention/backward_kv_texel" : "attention/backward_kv", spec);
   if (texel) {
-    // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads.
+    const std::initializer_list<uint32_t> texel_spec = {
+        uint32_t(dims.d), tile, w == Write::Accumulate ? 1u : 0u,
+        rowsStartOnVec4(push, {kDQ, kDK, kDV})};
+    // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads (through
+    // R32F texels, as it reads the LSE).
     const vk::Arg q_args[] = {aq,     ak,     av,  ado_read,
                               bl.arg, br.arg, adq, bind(context, push, kO, o, true)};
-    rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", spec), q_args, &push,
-                       sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-    rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+    rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", texel_spec), q_args,
+                       &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+    const Bound tl = bindTexel(context, lse, vk::TexelFormat::R32f),
+                tr = bindTexel(context, rowdot, vk::TexelFormat::R32f);
+    AttentionPush kv_push = push;
+    kv_push.lse_skip = tl.skip;
+    kv_push.rowdot_skip = tr.skip;
+    const vk::Arg kv_args[] = {aq, ak, av, ado_read, tl.arg, tr.arg, adk, adv};
+    rec.dispatchGroups(context.kernels().get("attention/backward_kv_texel", texel_spec), kv_args,
+                       &kv_push, sizeof(kv_push), vk::divUp(push.tk, tile), push.h, push.b);
     return;
   }
+  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
+  const vk::Kernel& kv = context.kernels().get("attention/backward_kv", spec);
   // The row dots first, then dK, dV and dQ.
   const vk::Arg rowdot_args[] = {ao, ado_read, br.arg};
   rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
