@@ -45,12 +45,16 @@
 // that follows a transformer block's projections, with no pass of its own. alpha·acc + bias
 // + r is the order an add after the product would use, so the bits are the same.
 // ACT_GRAD's x and RESIDUAL's r are the epilogue's operand (binding 5, one or the other).
+// ACT_FWD: C = f(alpha·op(A)·op(B) + bias), an activation applied on the way out (the MLP's
+// hidden layer), with the value before f stored to pre (binding 6, laid out as C) as well
+// where ACT_FWD == 2 (f's backward reads it). activate() is the activation kernel's own, so
+// the bits are those of the product followed by that pass. Overwrite only, no residual.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
 
-#define ACTIVATION_KIND_ID 8  // KIND: the activation of ACT_GRAD
+#define ACTIVATION_KIND_ID 8  // KIND: the activation of ACT_GRAD or ACT_FWD
 #include "activation/activation.glsl"
 
 layout(local_size_x_id = 0) in;  // exactly one subgroup
@@ -74,6 +78,7 @@ layout(constant_id = 9) const bool ACT_GRAD = false;
 // element a multiple of 4.
 layout(constant_id = 10) const bool EPI_VEC4 = false;
 layout(constant_id = 11) const bool RESIDUAL = false;
+layout(constant_id = 12) const uint ACT_FWD = 0;  // 0: none, 1: C = f(...), 2: and pre
 
 const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
@@ -90,6 +95,10 @@ layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
 // The epilogue's operand, x of ACT_GRAD or r of RESIDUAL (R32F or, with EPI_VEC4, RGBA32F;
 // laid out as C from epi_off); otherwise a stand-in never fetched.
 layout(set = 0, binding = 5) uniform samplerBuffer Epi;
+// ACT_FWD == 2: the value before the activation, laid out as C from pre_off (16-byte stores
+// with C_VEC4: the host asks both to allow them); otherwise a stand-in never touched.
+layout(set = 0, binding = 6) writeonly buffer Pre { float pre[]; };
+layout(set = 0, binding = 6) writeonly buffer Pre4 { vec4 pre4[]; };
 layout(push_constant) uniform Push {
   uint M, N, K;
   uint a_off, a_sm, a_sk, a_sb;
@@ -101,7 +110,8 @@ layout(push_constant) uniform Push {
   uint colsum_off;
   float colsum_beta;  // 0: colsum is written, 1: added to
   uint epi_off;
-  float act_param;  // ACT_GRAD's activation parameter (ops/activation.h)
+  float act_param;  // ACT_GRAD's or ACT_FWD's activation parameter (ops/activation.h)
+  uint pre_off;
 } p;
 
 vec4 acc[TM][TN4];  // acc[r][j]: row row0 + r, columns col0 + 4j .. col0 + 4j + 3
@@ -254,6 +264,14 @@ void main() {
       const uint col = col0 + 4 * j;
       const uint at = p.c_off + (z * p.M + row) * p.N + col;
       vec4 v = p.alpha * acc[r][j] + bias4[j];
+      if (ACT_FWD != 0) {
+        const uint pre_at = p.pre_off + (z * p.M + row) * p.N + col;
+        if (ACT_FWD == 2 && C_VEC4 && col < p.N) pre4[pre_at / 4] = v;
+        if (ACT_FWD == 2 && !C_VEC4)
+          [[unroll]] for (uint i = 0; i < 4; ++i)
+            if (col + i < p.N) pre[pre_at + i] = v[i];
+        [[unroll]] for (uint i = 0; i < 4; ++i) v[i] = activate(v[i], p.act_param);
+      }
       // Only columns inside N are fetched (a clamped one would read past the operand's rows).
       const uint e_at = p.epi_off + (z * p.M + row) * p.N + col;
       if (ACT_GRAD) {

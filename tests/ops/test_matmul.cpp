@@ -407,6 +407,46 @@ TEST_P(MatmulFlagsTest, FlagsAtFourByteAlignedOffsets) {
   expectForward(rng, cs, unaligned);
 }
 
+// c = f(alpha·op(A)·op(B) + bias) with the value before f in act_pre (or not stored), odd
+// shapes, a batch and transposes, against the CPU reference; act_pre at a 4-byte offset too
+// (no 16-byte stores of C or pre then).
+TEST_P(MatmulFlagsTest, AppliedActivationMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Case cases[] = {{17, 33, 9}, {8, 12, 16}, {37, 24, 20, 3, 0}, {9, 20, 13, 0, 3, true, true}};
+  const ops::Activation kinds[] = {ops::Activation::GeluTanh, ops::Activation::LeakyRelu};
+  int round = 0;
+  for (Case cs : cases)
+    for (ops::Activation kind : kinds) {
+      cs.alpha = round % 2 ? 0.5f : 1.0f;
+      const bool with_bias = round % 3 != 2, with_pre = round % 4 != 3;
+      const uint64_t pre_offset = round % 2 ? 4 : 0;
+      ++round;
+      SCOPED_TRACE(cs.str() + " " + ops::activationName(kind) + (with_bias ? " +bias" : "") +
+                   (with_pre ? " pre at " + std::to_string(pre_offset) : " no pre"));
+      const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+      const auto bias = rng.uniform(cs.n);
+      const int64_t nc = cs.shapeC().numel();
+      std::vector<float> want_pre(size_t(nc), 0.0f), want(size_t(nc), 0.0f);
+      ops::ref::matmul(a.data(), b.data(), with_bias ? bias.data() : nullptr, want_pre.data(),
+                       cs.ref());
+      ops::ref::activation(kind, want_pre.data(), want.data(), nc, 0.1f);
+      auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
+      auto tbias = upload(ctx(), {cs.n}, bias);
+      auto tc = poisoned(ctx(), cs.shapeC()), tpre = poisoned(ctx(), {nc + 1});
+      const ops::TensorView vbias = tbias.view(), vpre = ops::view(tpre.buffer, cs.shapeC(), pre_offset);
+      ops::MatmulOptions o = cs.options(GetParam());
+      if (with_bias) o.bias = &vbias;
+      o.act = kind, o.act_param = 0.1f;
+      if (with_pre) o.act_pre = &vpre;
+      vk::Recorder rec(ctx());
+      ops::matmul(rec, ta.view(), tb.view(), tc.view(), o);
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance)) << "c";
+      if (with_pre) EXPECT_TRUE(allClose(download(ctx(), vpre), want_pre, kTolerance)) << "pre";
+    }
+}
+
 // ---- Backward ----
 
 // Poisoned gradients written in Overwrite mode, and random ones in Accumulate mode, against
@@ -819,6 +859,25 @@ TEST_F(VkTest, MatmulRejectsBadFlagsShapesAndGradientsBeforeRecording) {
   with_residual.residual = &vc;
   expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), with_residual); },
                "matmul: c (4,2) overlaps residual (4,2)");
+  ops::MatmulOptions activated;
+  activated.act_pre = &vbias;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), activated); },
+               "matmul: act_pre without an activation");
+  activated.act = ops::Activation::GeluTanh;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), activated); },
+               "matmul: act_pre (3) must be shaped like c (4,2)");
+  activated.act_pre = &vc;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), activated); },
+               "matmul: c (4,2) overlaps act_pre (4,2)");
+  activated.act_pre = nullptr;
+  activated.beta = 1.0f;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), activated); },
+               "matmul: an applied activation (gelu_tanh) needs beta 0 and no residual");
+  auto r = poisoned(ctx(), {4, 2});
+  const ops::TensorView vr = r.view();
+  activated.beta = 0.0f, activated.residual = &vr;
+  expectThrows([&] { ops::matmul(rec, a.view(), b.view(), c.view(), activated); },
+               "matmul: an applied activation (gelu_tanh) needs beta 0 and no residual");
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
@@ -852,6 +911,40 @@ TEST_F(VkTest, MatmulResidualInTheTexelEpilogueHasTheBitsOfAnAddAfter) {
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
     EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v); }));
+  }
+}
+// The activation in the Texel kernel's epilogue gives the bits of the same product followed
+// by the activation pass (activate() is shared), in one dispatch instead of two, with the
+// value before it stored beside: at a GPT MLP's shape and an odd one.
+TEST_F(VkTest, MatmulActivationInTheTexelEpilogueHasTheBitsOfThePassAfter) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {{96, 512, 128}, {37, 13, 21}};
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.str());
+    auto a = upload(ctx(), cs.shapeA(), rng.normal(cs.shapeA().numel()));
+    auto b = upload(ctx(), cs.shapeB(), rng.uniform(cs.shapeB().numel()));
+    auto bias = upload(ctx(), {cs.n}, rng.uniform(cs.n));
+    auto fused = poisoned(ctx(), cs.shapeC()), fused_pre = poisoned(ctx(), cs.shapeC());
+    auto separate = poisoned(ctx(), cs.shapeC()), separate_pre = poisoned(ctx(), cs.shapeC());
+    const ops::TensorView vbias = bias.view(), vpre = fused_pre.view();
+    ops::MatmulOptions o = cs.options(ops::MatmulVariant::Texel);
+    o.bias = &vbias;
+    vk::Recorder rec(ctx());
+    o.act = ops::Activation::GeluTanh, o.act_pre = &vpre;
+    ops::matmul(rec, a.view(), b.view(), fused.view(), o);
+    EXPECT_EQ(rec.dispatchCount(), 1u);
+    o.act = std::nullopt, o.act_pre = nullptr;
+    ops::matmul(rec, a.view(), b.view(), separate_pre.view(), o);
+    ops::activation(rec, ops::Activation::GeluTanh, separate_pre.view(), separate.view());
+    rec.submit();
+    for (const auto& [got_t, want_t] :
+         {std::pair{&fused, &separate}, std::pair{&fused_pre, &separate_pre}}) {
+      const std::vector<float> got = download(ctx(), *got_t), want = download(ctx(), *want_t);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0);
+      EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v); }));
+    }
   }
 }
 }  // namespace

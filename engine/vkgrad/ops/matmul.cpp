@@ -34,8 +34,9 @@ struct MatmulPush {
   float colsum_beta;            // 0: they are written, 1: added
   uint32_t epi_off;  // Texel only: the epilogue's operand (activation x or residual), from epi_off
   float act_param;
+  uint32_t pre_off;  // Texel only: an applied activation's input, from pre_off, if stored
 };
-static_assert(sizeof(MatmulPush) == 84);
+static_assert(sizeof(MatmulPush) == 88);
 
 // Vector variant: workgroups a product should have before a larger tile is worth it: a few
 // per multiprocessor of a large GPU (132 on an H100), so none idles while the last wave runs.
@@ -102,6 +103,14 @@ struct ActGrad {
   float param;
 };
 
+// An activation applied to a product on its way out: C = f(C), with C before f stored to pre
+// where given (MatmulOptions::act, act_param, act_pre).
+struct ActForward {
+  Activation kind;
+  float param;
+  const TensorView* pre;
+};
+
 // c (batch, a.rows, b.cols), contiguous, = alpha·A·B + beta·c + bias.
 struct Product {
   Operand a, b;
@@ -119,6 +128,8 @@ struct Product {
   // Laid out as C and added to it after the bias (MatmulOptions::residual): the Texel kernel
   // adds it in its epilogue, the other variants in a pass after the product.
   const TensorView* residual = nullptr;
+  // Texel only: C = f(alpha·op(A)·op(B) + bias); beta 0, no residual, no activation gradient.
+  const ActForward* act_fwd = nullptr;
 };
 
 std::string describe(const Shape& s, bool trans) {
@@ -306,31 +317,42 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
     // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
     const uint32_t sg = info.subgroup_size;
-    // 16-byte stores of C where every row of it starts on 4 elements of its binding.
-    const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0;
+    // An applied activation's input, laid out as C; without one the binding is a stand-in,
+    // C's view, never written.
+    const TensorView* pre_view = p.act_fwd ? p.act_fwd->pre : nullptr;
+    const Bound pre = bindStorage(context, pre_view ? *pre_view : c);
+    // 16-byte stores of C (and pre) where every row of it starts on 4 elements of its binding.
+    const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0;
     if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
     // Without column sums the binding is a stand-in: C's first element, written anyway.
     const Bound colsum =
         bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
-    if (p.act && (p.beta != 0.0f || p.bias || p.residual))
+    if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
       throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
+    if (p.act_fwd && (p.beta != 0.0f || p.residual))
+      throw std::logic_error("matmul: an applied activation with beta or a residual");
     // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
     // without either the binding is a stand-in, A's view, never fetched.
     const TensorView* epi_view = p.act ? p.act->x : p.residual;
     Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
-    const uint32_t act_kind = p.act ? uint32_t(p.act->kind) : 0u;
+    const uint32_t act_kind = p.act       ? uint32_t(p.act->kind)
+                              : p.act_fwd ? uint32_t(p.act_fwd->kind)
+                                          : 0u;
+    const uint32_t act_fwd = !p.act_fwd ? 0u : pre_view ? 2u : 1u;
     // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
     const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
     if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
     const vk::Kernel& kernel =
         context.kernels().get("matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f,
                                                c_vec4, p.colsum != nullptr, act_kind,
-                                               p.act != nullptr, epi_vec4, p.residual != nullptr});
+                                               p.act != nullptr, epi_vec4, p.residual != nullptr,
+                                               act_fwd});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
     if (epi_view) push.epi_off = epi.skip;
     if (p.act) push.act_param = p.act->param;
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg};
+    if (p.act_fwd) push.act_param = p.act_fwd->param, push.pre_off = pre.skip;
+    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg, pre.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
                        vk::divUp(m, kTexelRows), uint32_t(p.batch));
     return;
@@ -565,9 +587,29 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     checkOperand("matmul", "residual", r);
     checkAlias("matmul", "c", c, "residual", r, false);
   }
-  checkScratch(
-      "matmul", options.scratch,
-      {{"a", &a}, {"b", &b}, {"c", &c}, {"bias", options.bias}, {"residual", options.residual}});
+  if (options.act_pre && !options.act)
+    throw ShapeError("matmul: act_pre without an activation");
+  if (options.act && (options.beta != 0.0f || options.residual))
+    throw ShapeError(std::string("matmul: an applied activation (") +
+                     activationName(*options.act) + ") needs beta 0 and no residual");
+  if (options.act_pre) {
+    const TensorView& pre = *options.act_pre;
+    if (!(pre.shape == c.shape))
+      throw ShapeError("matmul: act_pre " + pre.shape.str() + " must be shaped like c " +
+                       c.shape.str());
+    checkOperand("matmul", "act_pre", pre);
+    checkAlias("matmul", "c", c, "act_pre", pre, false);
+    for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}})
+      checkAlias("matmul", "act_pre", pre, name, *t, false);
+    if (options.bias) checkAlias("matmul", "act_pre", pre, "bias", *options.bias, false);
+  }
+  checkScratch("matmul", options.scratch,
+               {{"a", &a},
+                {"b", &b},
+                {"c", &c},
+                {"bias", options.bias},
+                {"residual", options.residual},
+                {"act_pre", options.act_pre}});
   // The Texel kernel reads the residual through a texel view too.
   const Choice variant{
       resolve(context, options.variant, {&a, &b, options.residual ? options.residual : &a}),
@@ -577,7 +619,20 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;
   p.residual = options.residual;
+  if (!options.act) {
+    record(rec, p, variant);
+    return;
+  }
+  const ActForward act{*options.act, options.act_param, options.act_pre};
+  if (variant.variant == MatmulVariant::Texel) {
+    p.act_fwd = &act;
+    record(rec, p, variant);
+    return;
+  }
+  // The product into pre (or c), then the activation pass (in place without pre).
+  if (options.act_pre) p.c = *options.act_pre;
   record(rec, p, variant);
+  activation(rec, act.kind, p.c, c, act.param);
 }
 
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,

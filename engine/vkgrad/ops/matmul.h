@@ -50,6 +50,14 @@ struct MatmulOptions {
   // variants add it in a pass after the product (after beta·C: the same within rounding). It
   // may not overlap C.
   const TensorView* residual = nullptr;
+  // An activation applied on the way out (an MLP's hidden layer): c = f(alpha·op(A)·op(B) +
+  // bias), and, where act_pre is given (shaped like c, not overlapping it), the value before f
+  // stored there too, for f's backward. The Texel kernel applies f in its epilogue (the bits
+  // of ops::activation after the product); the other variants write the product to act_pre
+  // (or c) and run that pass after. Not with beta or a residual.
+  std::optional<Activation> act;
+  float act_param = 0.0f;
+  const TensorView* act_pre = nullptr;
   MatmulVariant variant = MatmulVariant::Auto;
   MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
   // f32 scratch for split-K (below), at least matmulScratch (matmulBackwardScratch for the
