@@ -5,6 +5,8 @@
 //         row-sum pass (the four weight shapes of a layer: qkv, proj, fc, out);
 //   gelu: fc2's dX = dY·W2ᵀ with GELU's derivative applied in its epilogue, against dX then
 //         an activationBackward pass (768 x 128 -> 512 at the default ROWS);
+//   act: fc1 (128 -> 512) with GELU applied in its epilogue and the value before it stored
+//         beside (Graph::matmulActivation), against the product then an activation pass;
 //   residual: the two projections that feed the residual stream (attention's 128 -> 128,
 //         the MLP's 512 -> 128) with the residual added in their epilogue (Graph::matmulAdd),
 //         against each product then an add pass;
@@ -52,7 +54,7 @@ std::vector<float> read(vk::Context& context, const Tensor& t) {
 }
 
 void declare(Cli& cli) {
-  cli.option("fold", "bias, gelu, residual, stream or all", "all");
+  cli.option("fold", "bias, gelu, act, residual, stream or all", "all");
   cli.option("rows", "rows of the activations (the GPT's batch x context)", "768");
   cli.option("rounds", "alternating rounds of separate and folded", "3");
 }
@@ -66,9 +68,9 @@ struct Fold {
 
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const std::string which = cli.get("fold");
-  if (which != "bias" && which != "gelu" && which != "residual" && which != "stream" &&
-      which != "all")
-    cli.fail("--fold must be bias, gelu, residual, stream or all, got '" + which + "'");
+  if (which != "bias" && which != "gelu" && which != "act" && which != "residual" &&
+      which != "stream" && which != "all")
+    cli.fail("--fold must be bias, gelu, act, residual, stream or all, got '" + which + "'");
   const int64_t rows = cli.getInt("rows", 1, 1 << 20);
   const int rounds = int(cli.getInt("rounds", 1, 100));
 
@@ -87,6 +89,10 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   Tensor h = make(context, {rows, 512}, seed++), x = make(context, {rows, 512}, seed++);
   Tensor w2 = make(context, {512, 128}, seed++), dc = make(context, {rows, 128}, seed++);
   Tensor dx = make(context, {rows, 512}, seed++);
+  // act: fc1 = gelu(x1·W1 + b1) with the value before GELU (pre) kept.
+  Tensor x1 = make(context, {rows, 128}, seed++), w1 = make(context, {128, 512}, seed++);
+  Tensor b1 = make(context, {512}, seed++), fc1 = make(context, {rows, 512}, seed++);
+  Tensor pre = make(context, {rows, 512}, seed++);
   // residual: r + h·W + b for attention's projection (128 -> 128) and the MLP's (512 -> 128).
   const int64_t projections[] = {128, 512};
   std::vector<Tensor> ins, weights, biases, sums;
@@ -145,6 +151,21 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                                                  dx.view, dx.view);
                      },
                      [&] { return read(context, dx); }});
+  if (wanted("act"))
+    folds.push_back({"act",
+                     [&](vk::Recorder& rec, bool folded) {
+                       ops::MatmulOptions o;
+                       o.bias = &b1.view;
+                       if (folded) o.act = ops::Activation::GeluTanh, o.act_pre = &pre.view;
+                       ops::matmul(rec, x1.view, w1.view, folded ? fc1.view : pre.view, o);
+                       if (!folded)
+                         ops::activation(rec, ops::Activation::GeluTanh, pre.view, fc1.view);
+                     },
+                     [&] {
+                       std::vector<float> all = read(context, fc1), before = read(context, pre);
+                       all.insert(all.end(), before.begin(), before.end());
+                       return all;
+                     }});
   if (wanted("residual"))
     folds.push_back({"residual",
                      [&](vk::Recorder& rec, bool folded) {

@@ -108,14 +108,15 @@ TEST(BenchApp, AdamwComparesOneDispatchPerTensorWithOneForAll) {
   EXPECT_EQ(runApp("bench", {"adamw", "--tensors", "0"}).exit_code, 2);
 }
 
-// folds: each fold (bias, gelu, residual, stream) against its separate passes, the same
+// folds: each fold (bias, gelu, act, residual, stream) against its separate passes, the same
 // results within 1e-5; an odd row count (off every tile and vec4 grid of the row axis).
 TEST(BenchApp, FoldsCompareEachFoldWithItsSeparatePasses) {
   const auto lines = runJson({"folds", "--rows", "37", "--rounds", "1"});
-  ASSERT_EQ(lines.size(), 8u);
-  const char* want[][2] = {{"bias", "separate"},   {"bias", "folded"},       {"gelu", "separate"},
-                           {"gelu", "folded"},     {"residual", "separate"}, {"residual", "folded"},
-                           {"stream", "separate"}, {"stream", "folded"}};
+  ASSERT_EQ(lines.size(), 10u);
+  const char* want[][2] = {{"bias", "separate"},     {"bias", "folded"},   {"gelu", "separate"},
+                           {"gelu", "folded"},       {"act", "separate"},  {"act", "folded"},
+                           {"residual", "separate"}, {"residual", "folded"},
+                           {"stream", "separate"},   {"stream", "folded"}};
   for (size_t i = 0; i < lines.size(); ++i) {
     const graph::Json& line = lines[i];
     EXPECT_EQ(line.at("op").get<std::string>(), "folds");

@@ -150,6 +150,74 @@ TEST_F(AutogradTest, AResidualJoinsItsMatmulAndTakesTheSumsGradient) {
   }
 }
 
+// An activation applied by its matmul (Graph::matmulActivation): one node where the two-node
+// form has two, the same loss and parameter-gradient bits, and the same backward: GELU's
+// derivative (reads x) folded into the next matmul's backward where the hidden output is read
+// once, else f's backward from the matmul's own rule (tanh's reads y); every parameter
+// against finite differences.
+TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
+  for (ops::Activation kind : {ops::Activation::GeluTanh, ops::Activation::Tanh})
+    for (bool read_twice : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << ops::activationName(kind) << (read_twice ? ", read twice" : ", read once"));
+      graph::ParameterStore store(ctx());
+      const auto& w1 = store.add("w1", {5, 7}, Init::xavierUniform());
+      const auto& b1 = store.add("b1", {7}, Init::uniform(-0.5f, 0.5f));
+      const auto& w2 = store.add("w2", {7, 3}, Init::xavierUniform());
+      const auto& b2 = store.add("b2", {3}, Init::uniform(-0.5f, 0.5f));
+      store.initialize(rng_.seed());
+      const std::vector<float> xs = rng_.normal(30);
+      const std::vector<uint32_t> ys = rng_.below(6, 3);
+      auto build = [&](Graph& g, bool applied, Tensor& loss) {
+        const Tensor x = g.input("x", {2, 3, 5});
+        const Tensor y = g.input("y", {6}, ops::DType::U32);
+        const Tensor W1 = g.parameter(w1), B1 = g.parameter(b1);
+        const Tensor h = applied ? g.matmulActivation(x, W1, B1, kind, 0.2f)
+                                 : g.activation(g.matmul(x, W1, B1), kind, 0.2f);
+        const Tensor W2 = g.parameter(w2);
+        Tensor out = g.matmul(h, W2, g.parameter(b2));
+        if (read_twice) out = g.add(out, g.matmul(h, W2));
+        loss = g.crossEntropy(g.reshape(out, {6, 3}), y);
+        g.markOutput(loss);
+        return std::pair{x, y};
+      };
+      Graph g, plain;
+      Tensor loss, plain_loss;
+      const auto [x, y] = build(g, true, loss);
+      const auto [px, py] = build(plain, false, plain_loss);
+      const graph::Gradients grads = graph::backward(g, loss);
+      const graph::Gradients plain_grads = graph::backward(plain, plain_loss);
+      const bool folded = kind == ops::Activation::GeluTanh && !read_twice;
+      int activations = 0, activation_backward = 0, folds = 0;
+      for (const auto& node : g.nodes()) {
+        activations += node.op == OpKind::Activation;
+        activation_backward += node.op == OpKind::ActivationBackward;
+        folds += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
+      }
+      EXPECT_EQ(activations, 0);
+      EXPECT_EQ(activation_backward, folded ? 0 : 1);
+      EXPECT_EQ(folds, folded ? 1 : 0);
+
+      graph::Executor exec(ctx(), g), plain_exec(ctx(), plain);
+      exec.setInput(x, xs);
+      exec.setInput(y, ys);
+      plain_exec.setInput(px, xs);
+      plain_exec.setInput(py, ys);
+      exec.step();
+      plain_exec.step();
+      const float applied_loss = exec.readScalar(loss), two_node = plain_exec.readScalar(plain_loss);
+      EXPECT_EQ(std::memcmp(&applied_loss, &two_node, 4), 0) << applied_loss << " vs " << two_node;
+      ASSERT_EQ(grads.parameters.size(), plain_grads.parameters.size());
+      for (size_t i = 0; i < grads.parameters.size(); ++i) {
+        const std::vector<float> got = exec.read(grads.parameters[i].second),
+                                 want = plain_exec.read(plain_grads.parameters[i].second);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "parameter " << i;
+      }
+      checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
+    }
+}
+
 // Where no kernel takes the sum's gradient as an addend, Backward::addLater still copies it:
 // before the rule that reads it (h, whose other reader is off the loss's path) and at the end
 // (a parameter used as the residual). Finite differences agree.

@@ -45,10 +45,10 @@ TEST(OpRegistryTest, NodesWithTheWrongSlotCountsAreRefused) {
   const Tensor a = g.input("a", {2, 3}), b = g.input("b", {3, 4});
   const int c = g.newTensor({"c", {2, 4}});
   const size_t nodes = g.nodes().size();
-  EXPECT_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1}, {c}}), Error);  // residual missing
+  EXPECT_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1}, {c, -1}}), Error);  // residual missing
   EXPECT_THROW(g.addNode({OpKind::Add, {a.id, b.id}, {c, c}}), Error);
   EXPECT_EQ(g.nodes().size(), nodes);
-  EXPECT_NO_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1, -1}, {c}}));
+  EXPECT_NO_THROW(g.addNode({OpKind::Matmul, {a.id, b.id, -1, -1}, {c, -1}}));
 }
 
 // The graph builders and the launchers share the ops layer's shape rules: the same bad
@@ -72,7 +72,12 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
             }));
   EXPECT_NE(shapeErrorText([&] { g.matmulAdd(a, w, {}, r); }).find("the residual must be (4,2)"),
             std::string::npos);
+  // matmulActivation: the product's rule; no node, no tensor.
+  const size_t tensors = g.tensors().size();
+  EXPECT_EQ(shapeErrorText([&] { g.matmulActivation(a, b, {}, ops::Activation::GeluTanh); }),
+            shapeErrorText([&] { ops::matmulShape({4, 8}, {9, 2}); }));
   EXPECT_EQ(g.nodes().size(), nodes);
+  EXPECT_EQ(g.tensors().size(), tensors);
 
   const Tensor x = g.input("x", {3, 5}), v5 = g.input("v5", {5}), v4 = g.input("v4", {4});
   EXPECT_EQ(shapeErrorText([&] { g.layerNorm(x, v4, v5); }), shapeErrorText([&] {

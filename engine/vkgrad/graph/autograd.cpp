@@ -50,8 +50,11 @@ class Autograd {
       if (node.isView()) continue;             // its gradient is a view (gradOf)
       bool any = false;
       for (int in : node.inputs) any = any || (in >= 0 && b_.needs_[size_t(in)]);
-      if (!any || node.outputs.empty() || !b_.grad_.count(node.outputs[0])) continue;
       const OpDef& def = node.def();
+      bool has_grad = !node.outputs.empty() && b_.grad_.count(node.outputs[0]);
+      if (def.backward_from_any_output)
+        for (int out : node.outputs) has_grad = has_grad || (out >= 0 && b_.grad_.count(out));
+      if (!any || !has_grad) continue;
       if (!def.backward) throw Error(std::string("backward: no rule for ") + def.name);
       // The rule reads its outputs' gradients: whole, with any copy addLater left for them.
       for (int out : node.outputs)
@@ -202,7 +205,13 @@ int Backward::temp(const Shape& shape, const char* name, DType dtype) {
 void Backward::emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs,
                     std::any attrs, const std::vector<int>& more,
                     const std::vector<ops::Write>& more_writes) {
-  const int gid = gradOf(forward.inputs.at(size_t(slot)));
+  emitTo(op, forward.inputs.at(size_t(slot)), std::move(inputs), std::move(attrs), more,
+         more_writes);
+}
+
+void Backward::emitTo(OpKind op, int t, std::vector<int> inputs, std::any attrs,
+                      const std::vector<int>& more, const std::vector<ops::Write>& more_writes) {
+  const int gid = gradOf(t);
   std::vector<int> outputs{gid};
   std::vector<ops::Write> writes{contribute(gid)};
   outputs.insert(outputs.end(), more.begin(), more.end());

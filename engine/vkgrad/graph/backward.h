@@ -16,7 +16,8 @@ class Backward {
  public:
   Graph& graph() { return g_; }
   const Graph& graph() const { return g_; }
-  // The gradient of forward output slot `slot` (output 0 always has one when a rule runs).
+  // The gradient of forward output slot `slot` (output 0 always has one when a rule runs,
+  // unless its op runs from any output: OpDef::backward_from_any_output).
   int dout(const Node& forward, int slot = 0) const { return grad_.at(forward.outputs.at(slot)); }
   // Input slot `slot` of forward leads from a parameter to the loss and is differentiable.
   bool needs(const Node& forward, int slot) const;
@@ -34,6 +35,9 @@ class Backward {
   // second gradient, or -1 for none), written as `more_writes` says (default: overwritten).
   void emit(OpKind op, const Node& forward, int slot, std::vector<int> inputs, std::any attrs,
             const std::vector<int>& more = {}, const std::vector<ops::Write>& more_writes = {});
+  // The same for the gradient of forward tensor t, whichever node made it (a fold's target).
+  void emitTo(OpKind op, int t, std::vector<int> inputs, std::any attrs,
+              const std::vector<int>& more = {}, const std::vector<ops::Write>& more_writes = {});
   // Adds tensor `from` (shaped like gradient gid) into gid under mode: for a rule whose kernel
   // can only overwrite (ops/add.cpp).
   void addInto(int from, int gid, ops::Write mode);

@@ -34,6 +34,9 @@ struct OpDef {
   // Appends the gradient nodes of a forward node whose outputs have gradients; null: the op
   // is not differentiable (autograd refuses a graph that needs it to be).
   void (*backward)(Backward& b, const Node& forward) = nullptr;
+  // The rule runs when any output has a gradient, not only output 0 (a matmul with an applied
+  // activation, whose pre-activation output gets one from its reader's fold, graph/ops/fold.h).
+  bool backward_from_any_output = false;
   // Records the node's kernels; null records nothing (views).
   void (*launch)(const Launch& l) = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "vkgrad/nn/layers.h"
 
+#include <utility>
+
 #include "vkgrad/vk/error.h"
 
 namespace vkgrad::nn {
@@ -10,11 +12,25 @@ void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in,
   if (bias) store.add(prefix + ".b", {out}, Init::zeros());
 }
 
+namespace {
+// W and b (absent where the store has none) of the linear layer at prefix.
+std::pair<Tensor, Tensor> linearParameters(Graph& g, const ParameterStore& store,
+                                           const std::string& prefix) {
+  const graph::Parameter* b = store.find(prefix + ".b");
+  return {g.parameter(store.at(prefix + ".w")), b ? g.parameter(*b) : Tensor{}};
+}
+}  // namespace
+
 Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
               Tensor residual) {
-  const graph::Parameter* b = store.find(prefix + ".b");
-  const Tensor w = g.parameter(store.at(prefix + ".w")), bias = b ? g.parameter(*b) : Tensor{};
+  const auto [w, bias] = linearParameters(g, store, prefix);
   return residual ? g.matmulAdd(x, w, bias, residual) : g.matmul(x, w, bias);
+}
+
+Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+              ops::Activation kind, float param) {
+  const auto [w, bias] = linearParameters(g, store, prefix);
+  return g.matmulActivation(x, w, bias, kind, param);
 }
 
 void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t dim) {

@@ -28,6 +28,10 @@ void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in,
 // like the output), x·W + b + residual as one node (Graph::matmulAdd).
 Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
               Tensor residual = {});
+// kind(x·W + b) as one node (Graph::matmulActivation: the activation applied as the product
+// is stored).
+Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+              ops::Activation kind, float param = 0.0f);
 
 // gamma 1, beta 0 over the last dim.
 void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t dim);

@@ -12,8 +12,8 @@ void declareMlp(ParameterStore& store, const std::string& prefix, int64_t width,
 
 Tensor mlp(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
            ActivationSpec activation, Tensor residual) {
-  const Tensor h =
-      g.activation(linear(g, store, prefix + ".fc", x), activation.kind, activation.param);
+  // The activation applied in fc's own node, as its product is stored (Graph::matmulActivation).
+  const Tensor h = linear(g, store, prefix + ".fc", x, activation.kind, activation.param);
   return linear(g, store, prefix + ".proj", h, residual);
 }
 

@@ -27,9 +27,8 @@ struct ActivationBackward {
 void backward(Backward& b, const Node& f) {
   if (!b.needs(f, Activation::x)) return;
   const auto& at = f.attr<Activation::Attrs>();
-  const int saved =
-      ops::activationBackwardReadsX(at.kind) ? f.inputs[Activation::x] : f.outputs[Activation::y];
-  b.emit(OpKind::ActivationBackward, f, Activation::x, {saved, b.dout(f, Activation::y)}, at);
+  emitActivationBackward(b, f.inputs[Activation::x], f.outputs[Activation::y],
+                         b.dout(f, Activation::y), at.kind, at.param);
 }
 
 void launch(const Launch& l) {
@@ -51,14 +50,21 @@ void launchBackward(const Launch& l) {
 std::optional<ActivationFold> activationFold(const Backward& b, int y) {
   const Graph& g = b.graph();
   const int p = g.producer(y);
-  if (p < 0 || g.nodes()[size_t(p)].op != OpKind::Activation) return std::nullopt;
+  if (p < 0) return std::nullopt;
   const Node& node = g.nodes()[size_t(p)];
+  if (node.op == OpKind::Matmul) return appliedActivationFold(b, node, y);
+  if (node.op != OpKind::Activation) return std::nullopt;
   const auto& at = node.attr<Activation::Attrs>();
   const int x = node.inputs[Activation::x];
   if (!ops::activationBackwardReadsX(at.kind) || b.uses(y) != 1 || b.hasGradient(y) ||
       !b.needs(node, Activation::x) || !b.wouldOverwrite(x))
     return std::nullopt;
-  return ActivationFold{node, at.kind, at.param};
+  return ActivationFold{x, at.kind, at.param};
+}
+
+void emitActivationBackward(Backward& b, int x, int y, int dy, ops::Activation kind, float param) {
+  const int saved = ops::activationBackwardReadsX(kind) ? x : y;
+  b.emitTo(OpKind::ActivationBackward, x, {saved, dy}, ActivationBackward::Attrs{kind, param});
 }
 
 Tensor Graph::activation(Tensor x, ops::Activation kind, float param) {

@@ -7,6 +7,10 @@
 // the activation's input gradient instead, f' applied on the way out (graph/ops/fold.h).
 // With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias + residual, and the residual's
 // gradient is dc itself (adopted where nothing else reads it, else added as add's rule does).
+// With an applied activation (Graph::matmulActivation) c = f(z), z = a·b + bias, and z is the
+// node's second output, pre: the rule starts from pre's gradient, which the reader of c wrote
+// itself where it could fold f' in (fold.h), plus f's backward of c's gradient if c has one.
+#include <optional>
 #include <string>
 
 #include "vkgrad/graph/backward.h"
@@ -20,10 +24,12 @@ namespace {
 
 struct Matmul {
   enum In { a, b, bias, residual, kInputs };  // bias, residual: -1 when absent
-  enum Out { c, kOutputs };
+  enum Out { c, pre, kOutputs };              // pre: -1 unless an activation is applied
   struct Attrs {
     bool trans_a = false, trans_b = false;
     float alpha = 1.0f;  // scales op(a)·op(b), not the bias
+    std::optional<ops::Activation> act;  // c = act(alpha·op(a)·op(b) + bias)
+    float act_param = 0.0f;
   };
 };
 
@@ -52,9 +58,20 @@ void backward(Backward& b, const Node& f) {
   const Matmul::Attrs& at = f.attr<Matmul::Attrs>();
   const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
   const bool joint = b.needs(f, Matmul::b) && b.needs(f, Matmul::bias);
+  // The gradient of the product: dc, or with an applied activation pre's, which gets f's
+  // backward of dc added where c has a gradient (its reader did not fold f' in).
+  int dz = -1;
+  if (at.act) {
+    const int c = f.outputs[Matmul::c], pre = f.outputs[Matmul::pre];
+    if (b.hasGradient(c))
+      emitActivationBackward(b, pre, c, b.dout(f, Matmul::c), *at.act, at.act_param);
+    dz = b.dout(f, Matmul::pre);
+  } else {
+    dz = b.dout(f, Matmul::c);
+  }
   if (b.needs(f, Matmul::residual)) {
-    const int r = f.inputs[Matmul::residual], dc = b.dout(f, Matmul::c);
-    if (!b.adopt(r, dc)) b.addLater(dc, b.gradOf(r));
+    const int r = f.inputs[Matmul::residual];
+    if (!b.adopt(r, dz)) b.addLater(dz, b.gradOf(r));
   }
   for (Matmul::In of : {Matmul::a, Matmul::b, Matmul::bias}) {
     if (!b.needs(f, of) || (of == Matmul::bias && joint)) continue;
@@ -70,24 +87,26 @@ void backward(Backward& b, const Node& f) {
       bias_grad = b.gradOf(f.inputs[Matmul::bias]);
       bias_write = b.contribute(bias_grad);
     }
-    const int dc = b.dout(f, Matmul::c);
     if (of == Matmul::a && !at.trans_a)
       if (const std::optional<ActivationFold> fold = activationFold(b, ia)) {
-        const int x = fold->node.inputs[0];
-        b.emit(OpKind::MatmulBackward, fold->node, 0, {ia, ib, dc, x},
-               MatmulBackward::Attrs{at, of, fold->kind, fold->param}, {scratch, -1});
+        b.emitTo(OpKind::MatmulBackward, fold->x, {ia, ib, dz, fold->x},
+                 MatmulBackward::Attrs{at, of, fold->kind, fold->param}, {scratch, -1});
         continue;
       }
-    b.emit(OpKind::MatmulBackward, f, of, {ia, ib, dc, -1}, MatmulBackward::Attrs{at, of},
+    b.emit(OpKind::MatmulBackward, f, of, {ia, ib, dz, -1}, MatmulBackward::Attrs{at, of},
            {scratch, bias_grad}, {ops::Write::Overwrite, bias_write});
   }
 }
 
 void launch(const Launch& l) {
   const ops::TensorView bias = l.in(Matmul::bias), residual = l.in(Matmul::residual);
-  ops::MatmulOptions o = options(l.attr<Matmul::Attrs>());
+  const ops::TensorView pre = l.out(Matmul::pre);
+  const Matmul::Attrs& at = l.attr<Matmul::Attrs>();
+  ops::MatmulOptions o = options(at);
   if (bias.buffer) o.bias = &bias;
   if (residual.buffer) o.residual = &residual;
+  o.act = at.act, o.act_param = at.act_param;
+  if (pre.buffer) o.act_pre = &pre;
   ops::matmul(l.rec, l.in(Matmul::a), l.in(Matmul::b), l.out(Matmul::c), o);
 }
 
@@ -115,6 +134,18 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
+std::optional<ActivationFold> appliedActivationFold(const Backward& b, const Node& node, int y) {
+  const auto& at = node.attr<Matmul::Attrs>();
+  if (!at.act || y != node.outputs[Matmul::c]) return std::nullopt;
+  const int pre = node.outputs[Matmul::pre];
+  const bool rule_runs =
+      b.needs(node, Matmul::a) || b.needs(node, Matmul::b) || b.needs(node, Matmul::bias);
+  if (!ops::activationBackwardReadsX(*at.act) || b.uses(y) != 1 || b.hasGradient(y) ||
+      !rule_runs || !b.wouldOverwrite(pre))
+    return std::nullopt;
+  return ActivationFold{pre, *at.act, at.act_param};
+}
+
 Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b) {
   check(a, "matmul");
   check(b, "matmul");
@@ -127,7 +158,7 @@ Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b
   const int out = output(c);
   addNode({OpKind::Matmul,
            {a.id, b.id, bias ? bias.id : -1, -1},
-           {out},
+           {out, -1},
            {},
            Matmul::Attrs{trans_a, trans_b, 1.0f}});
   return {out};
@@ -145,9 +176,26 @@ Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
   const int out = output(c);
   addNode({OpKind::Matmul,
            {a.id, b.id, bias ? bias.id : -1, residual.id},
-           {out},
+           {out, -1},
            {},
            Matmul::Attrs{false, false, 1.0f}});
+  return {out};
+}
+
+Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind,
+                               float param) {
+  const std::string op = std::string("matmulActivation(") + ops::activationName(kind) + ")";
+  check(a, op.c_str());
+  check(b, op.c_str());
+  if (bias) check(bias, op.c_str());
+  if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32 ||
+      (bias && tensor(bias).dtype != DType::F32))
+    throw ShapeError(describe(op.c_str(), {a, b, bias}) + ": operands must be f32");
+  const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
+  const int out = output(c), pre = output(c, DType::F32, true, "matmul.pre");
+  Matmul::Attrs attrs{false, false, 1.0f};
+  attrs.act = kind, attrs.act_param = param;
+  addNode({OpKind::Matmul, {a.id, b.id, bias ? bias.id : -1, -1}, {out, pre}, {}, attrs});
   return {out};
 }
 
@@ -156,6 +204,7 @@ const OpDef kMatmul{.name = "matmul",
                     .inputs = Matmul::kInputs,
                     .outputs = Matmul::kOutputs,
                     .backward = backward,
+                    .backward_from_any_output = true,
                     .launch = launch};
 const OpDef kMatmulBackward{.name = "matmulBackward",
                             .inputs = MatmulBackward::kInputs,
