@@ -134,8 +134,13 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
     push.skip[args.size()] = bound.skip;
     args.push_back(bound.arg);
   }
-  const vk::Kernel& kernel = rec.context().kernels().get("embedding/forward", {kWorkgroup});
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(uint64_t(push.n) * push.dim));
+  // 4 columns per invocation where every row of the table and of out starts on 16 bytes.
+  const bool vec4 = push.dim % 4 == 0 && push.row_stride % 4 == 0 && push.skip[1] % 4 == 0 &&
+                    push.skip[2] % 4 == 0;
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("embedding/forward", {kWorkgroup, uint32_t(vec4)});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     groupsFor(uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
 }
 
 int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
