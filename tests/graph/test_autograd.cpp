@@ -38,6 +38,35 @@ class AutogradTest : public VkTest {
         << rng_.describe();
   }
 
+  // One step of two forms of the same model on the same inputs (x, y): the same loss bits.
+  struct Form {
+    graph::Executor& exec;
+    Tensor x, y, loss;
+  };
+  static void expectTheSameLoss(const Form& a, const Form& b, const std::vector<float>& xs,
+                                const std::vector<uint32_t>& ys) {
+    for (const Form* f : {&a, &b}) {
+      f->exec.setInput(f->x, xs);
+      f->exec.setInput(f->y, ys);
+      f->exec.step();
+    }
+    const float la = a.exec.readScalar(a.loss), lb = b.exec.readScalar(b.loss);
+    EXPECT_EQ(std::memcmp(&la, &lb, 4), 0) << la << " vs " << lb;
+  }
+
+  // The two-layer MLP of the activation-fold tests: x (.., 5) -> 7 hidden -> 3 classes.
+  struct Mlp {
+    const graph::Parameter &w1, &b1, &w2, &b2;
+  };
+  Mlp addMlp(graph::ParameterStore& store) {
+    const Mlp mlp{store.add("w1", {5, 7}, Init::xavierUniform()),
+                  store.add("b1", {7}, Init::uniform(-0.5f, 0.5f)),
+                  store.add("w2", {7, 3}, Init::xavierUniform()),
+                  store.add("b2", {3}, Init::uniform(-0.5f, 0.5f))};
+    store.initialize(rng_.seed());
+    return mlp;
+  }
+
   Rng rng_;
 };
 
@@ -53,18 +82,14 @@ TEST_F(AutogradTest, AnActivationReadOnceIsFoldedIntoTheNextMatmulsBackward) {
       SCOPED_TRACE(testing::Message()
                    << ops::activationName(kind) << (read_twice ? ", read twice" : ", read once"));
       graph::ParameterStore store(ctx());
-      const auto& w1 = store.add("w1", {5, 7}, Init::xavierUniform());
-      const auto& b1 = store.add("b1", {7}, Init::uniform(-0.5f, 0.5f));
-      const auto& w2 = store.add("w2", {7, 3}, Init::xavierUniform());
-      const auto& b2 = store.add("b2", {3}, Init::uniform(-0.5f, 0.5f));
-      store.initialize(rng_.seed());
+      const Mlp mlp = addMlp(store);
       Graph g;
       const Tensor x = g.input("x", {2, 3, 5});
       const Tensor y = g.input("y", {6}, ops::DType::U32);
-      const Tensor pre = g.matmul(x, g.parameter(w1), g.parameter(b1));
+      const Tensor pre = g.matmul(x, g.parameter(mlp.w1), g.parameter(mlp.b1));
       const Tensor h = g.activation(pre, kind, 0.2f);
-      const Tensor W2 = g.parameter(w2);
-      Tensor out = g.matmul(h, W2, g.parameter(b2));
+      const Tensor W2 = g.parameter(mlp.w2);
+      Tensor out = g.matmul(h, W2, g.parameter(mlp.b2));
       if (read_twice) out = g.add(out, g.matmul(h, W2));
       const Tensor loss = g.crossEntropy(g.reshape(out, {6, 3}), y);
       g.markOutput(loss);
@@ -138,14 +163,7 @@ TEST_F(AutogradTest, AResidualJoinsItsMatmulAndTakesTheSumsGradient) {
     EXPECT_NO_THROW(grads[r]);
 
     graph::Executor exec(ctx(), g), plain_exec(ctx(), plain);
-    exec.setInput(x, xs);
-    exec.setInput(y, ys);
-    plain_exec.setInput(px, xs);
-    plain_exec.setInput(py, ys);
-    exec.step();
-    plain_exec.step();
-    const float joined_loss = exec.readScalar(loss), added_loss = plain_exec.readScalar(plain_loss);
-    EXPECT_EQ(std::memcmp(&joined_loss, &added_loss, 4), 0) << joined_loss << " vs " << added_loss;
+    expectTheSameLoss({exec, x, y, loss}, {plain_exec, px, py, plain_loss}, xs, ys);
     checkAllParameters(store, g, loss, grads, exec, lossGradCheckOptions());
   }
 }
@@ -161,21 +179,17 @@ TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
       SCOPED_TRACE(testing::Message()
                    << ops::activationName(kind) << (read_twice ? ", read twice" : ", read once"));
       graph::ParameterStore store(ctx());
-      const auto& w1 = store.add("w1", {5, 7}, Init::xavierUniform());
-      const auto& b1 = store.add("b1", {7}, Init::uniform(-0.5f, 0.5f));
-      const auto& w2 = store.add("w2", {7, 3}, Init::xavierUniform());
-      const auto& b2 = store.add("b2", {3}, Init::uniform(-0.5f, 0.5f));
-      store.initialize(rng_.seed());
+      const Mlp mlp = addMlp(store);
       const std::vector<float> xs = rng_.normal(30);
       const std::vector<uint32_t> ys = rng_.below(6, 3);
       auto build = [&](Graph& g, bool applied, Tensor& loss) {
         const Tensor x = g.input("x", {2, 3, 5});
         const Tensor y = g.input("y", {6}, ops::DType::U32);
-        const Tensor W1 = g.parameter(w1), B1 = g.parameter(b1);
+        const Tensor W1 = g.parameter(mlp.w1), B1 = g.parameter(mlp.b1);
         const Tensor h = applied ? g.matmulActivation(x, W1, B1, kind, 0.2f)
                                  : g.activation(g.matmul(x, W1, B1), kind, 0.2f);
-        const Tensor W2 = g.parameter(w2);
-        Tensor out = g.matmul(h, W2, g.parameter(b2));
+        const Tensor W2 = g.parameter(mlp.w2);
+        Tensor out = g.matmul(h, W2, g.parameter(mlp.b2));
         if (read_twice) out = g.add(out, g.matmul(h, W2));
         loss = g.crossEntropy(g.reshape(out, {6, 3}), y);
         g.markOutput(loss);
@@ -199,14 +213,7 @@ TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
       EXPECT_EQ(folds, folded ? 1 : 0);
 
       graph::Executor exec(ctx(), g), plain_exec(ctx(), plain);
-      exec.setInput(x, xs);
-      exec.setInput(y, ys);
-      plain_exec.setInput(px, xs);
-      plain_exec.setInput(py, ys);
-      exec.step();
-      plain_exec.step();
-      const float applied_loss = exec.readScalar(loss), two_node = plain_exec.readScalar(plain_loss);
-      EXPECT_EQ(std::memcmp(&applied_loss, &two_node, 4), 0) << applied_loss << " vs " << two_node;
+      expectTheSameLoss({exec, x, y, loss}, {plain_exec, px, py, plain_loss}, xs, ys);
       ASSERT_EQ(grads.parameters.size(), plain_grads.parameters.size());
       for (size_t i = 0; i < grads.parameters.size(); ++i) {
         const std::vector<float> got = exec.read(grads.parameters[i].second),

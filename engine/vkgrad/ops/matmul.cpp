@@ -579,14 +579,15 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   }
   checkAlias("matmul", "c", c, "a", a, false);
   checkAlias("matmul", "c", c, "b", b, false);
-  if (options.residual) {
-    const TensorView& r = *options.residual;
-    if (!(r.shape == c.shape))
-      throw ShapeError("matmul: the residual " + r.shape.str() + " must be shaped like c " +
-                       c.shape.str());
-    checkOperand("matmul", "residual", r);
-    checkAlias("matmul", "c", c, "residual", r, false);
-  }
+  // An operand laid out as C, apart from it: the residual (read) or act_pre (written).
+  auto checkLikeC = [&](const char* said, const char* name, const TensorView& t) {
+    if (!(t.shape == c.shape))
+      throw ShapeError(std::string("matmul: ") + said + " " + t.shape.str() +
+                       " must be shaped like c " + c.shape.str());
+    checkOperand("matmul", name, t);
+    checkAlias("matmul", "c", c, name, t, false);
+  };
+  if (options.residual) checkLikeC("the residual", "residual", *options.residual);
   if (options.act_pre && !options.act)
     throw ShapeError("matmul: act_pre without an activation");
   if (options.act && (options.beta != 0.0f || options.residual))
@@ -594,11 +595,7 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
                      activationName(*options.act) + ") needs beta 0 and no residual");
   if (options.act_pre) {
     const TensorView& pre = *options.act_pre;
-    if (!(pre.shape == c.shape))
-      throw ShapeError("matmul: act_pre " + pre.shape.str() + " must be shaped like c " +
-                       c.shape.str());
-    checkOperand("matmul", "act_pre", pre);
-    checkAlias("matmul", "c", c, "act_pre", pre, false);
+    checkLikeC("act_pre", "act_pre", pre);
     for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}})
       checkAlias("matmul", "act_pre", pre, name, *t, false);
     if (options.bias) checkAlias("matmul", "act_pre", pre, "bias", *options.bias, false);
