@@ -113,10 +113,10 @@ TEST(BenchApp, AdamwComparesOneDispatchPerTensorWithOneForAll) {
 TEST(BenchApp, FoldsCompareEachFoldWithItsSeparatePasses) {
   const auto lines = runJson({"folds", "--rows", "37", "--rounds", "1"});
   ASSERT_EQ(lines.size(), 10u);
-  const char* want[][2] = {{"bias", "separate"},     {"bias", "folded"},   {"gelu", "separate"},
-                           {"gelu", "folded"},       {"act", "separate"},  {"act", "folded"},
-                           {"residual", "separate"}, {"residual", "folded"},
-                           {"stream", "separate"},   {"stream", "folded"}};
+  const char* want[][2] = {{"bias", "separate"},     {"bias", "folded"},     {"gelu", "separate"},
+                           {"gelu", "folded"},       {"act", "separate"},    {"act", "folded"},
+                           {"residual", "separate"}, {"residual", "folded"}, {"stream", "separate"},
+                           {"stream", "folded"}};
   for (size_t i = 0; i < lines.size(); ++i) {
     const graph::Json& line = lines[i];
     EXPECT_EQ(line.at("op").get<std::string>(), "folds");

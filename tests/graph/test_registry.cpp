@@ -75,7 +75,9 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
   // matmulActivation: the product's rule; no node, no tensor.
   const size_t tensors = g.tensors().size();
   EXPECT_EQ(shapeErrorText([&] { g.matmulActivation(a, b, {}, ops::Activation::GeluTanh); }),
-            shapeErrorText([&] { ops::matmulShape({4, 8}, {9, 2}); }));
+            shapeErrorText([&] {
+              ops::matmulShape({4, 8}, {9, 2});
+            }));
   EXPECT_EQ(g.nodes().size(), nodes);
   EXPECT_EQ(g.tensors().size(), tensors);
 

@@ -194,8 +194,10 @@ TEST_F(AttentionTest, WritesOutputsAtAFourByteOffset) {
       return x;
     };
     EXPECT_TRUE(allClose(got(gv), twice(dv), kTolerance)) << "dv accumulated";
-    EXPECT_TRUE(allCloseOnScale(got(gq), twice(dq), 2 * maxAbs(dv), kTolerance)) << "dq accumulated";
-    EXPECT_TRUE(allCloseOnScale(got(gk), twice(dk), 2 * maxAbs(dv), kTolerance)) << "dk accumulated";
+    EXPECT_TRUE(allCloseOnScale(got(gq), twice(dq), 2 * maxAbs(dv), kTolerance))
+        << "dq accumulated";
+    EXPECT_TRUE(allCloseOnScale(got(gk), twice(dk), 2 * maxAbs(dv), kTolerance))
+        << "dk accumulated";
   }
 }
 

@@ -434,7 +434,8 @@ TEST_P(MatmulFlagsTest, AppliedActivationMatchesCpu) {
       auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
       auto tbias = upload(ctx(), {cs.n}, bias);
       auto tc = poisoned(ctx(), cs.shapeC()), tpre = poisoned(ctx(), {nc + 1});
-      const ops::TensorView vbias = tbias.view(), vpre = ops::view(tpre.buffer, cs.shapeC(), pre_offset);
+      const ops::TensorView vbias = tbias.view(),
+                            vpre = ops::view(tpre.buffer, cs.shapeC(), pre_offset);
       ops::MatmulOptions o = cs.options(GetParam());
       if (with_bias) o.bias = &vbias;
       o.act = kind, o.act_param = 0.1f;

@@ -146,7 +146,8 @@ vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const A
 // kernels' STORE4), once they are bound.
 uint32_t rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots) {
   bool aligned = true;
-  for (Slot slot : slots) aligned = aligned && push.skip[slot] % 4 == 0 && push.stride[slot] % 4 == 0;
+  for (Slot slot : slots)
+    aligned = aligned && push.skip[slot] % 4 == 0 && push.stride[slot] % 4 == 0;
   return aligned ? 1 : 0;
 }
 
@@ -240,9 +241,9 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                 av = bind(context, push, kV, v, texel),
                 ado_read = bind(context, push, kDO, dout, texel);
   if (texel) {
-    const std::initializer_list<uint32_t> texel_spec = {
-        uint32_t(dims.d), tile, w == Write::Accumulate ? 1u : 0u,
-        rowsStartOnVec4(push, {kDQ, kDK, kDV})};
+    const std::initializer_list<uint32_t> texel_spec = {uint32_t(dims.d), tile,
+                                                        w == Write::Accumulate ? 1u : 0u,
+                                                        rowsStartOnVec4(push, {kDQ, kDK, kDV})};
     // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads (through
     // R32F texels, as it reads the LSE).
     const vk::Arg q_args[] = {aq,     ak,     av,  ado_read,

@@ -342,11 +342,10 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
     const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
     if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
-    const vk::Kernel& kernel =
-        context.kernels().get("matmul/texel", {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f,
-                                               c_vec4, p.colsum != nullptr, act_kind,
-                                               p.act != nullptr, epi_vec4, p.residual != nullptr,
-                                               act_fwd});
+    const vk::Kernel& kernel = context.kernels().get(
+        "matmul/texel",
+        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
+         act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr, act_fwd});
     MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
     push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
     if (epi_view) push.epi_off = epi.skip;
@@ -588,11 +587,10 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     checkAlias("matmul", "c", c, name, t, false);
   };
   if (options.residual) checkLikeC("the residual", "residual", *options.residual);
-  if (options.act_pre && !options.act)
-    throw ShapeError("matmul: act_pre without an activation");
+  if (options.act_pre && !options.act) throw ShapeError("matmul: act_pre without an activation");
   if (options.act && (options.beta != 0.0f || options.residual))
-    throw ShapeError(std::string("matmul: an applied activation (") +
-                     activationName(*options.act) + ") needs beta 0 and no residual");
+    throw ShapeError(std::string("matmul: an applied activation (") + activationName(*options.act) +
+                     ") needs beta 0 and no residual");
   if (options.act_pre) {
     const TensorView& pre = *options.act_pre;
     checkLikeC("act_pre", "act_pre", pre);

@@ -140,8 +140,8 @@ std::optional<ActivationFold> appliedActivationFold(const Backward& b, const Nod
   const int pre = node.outputs[Matmul::pre];
   const bool rule_runs =
       b.needs(node, Matmul::a) || b.needs(node, Matmul::b) || b.needs(node, Matmul::bias);
-  if (!ops::activationBackwardReadsX(*at.act) || b.uses(y) != 1 || b.hasGradient(y) ||
-      !rule_runs || !b.wouldOverwrite(pre))
+  if (!ops::activationBackwardReadsX(*at.act) || b.uses(y) != 1 || b.hasGradient(y) || !rule_runs ||
+      !b.wouldOverwrite(pre))
     return std::nullopt;
   return ActivationFold{pre, *at.act, at.act_param};
 }
@@ -182,8 +182,7 @@ Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
   return {out};
 }
 
-Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind,
-                               float param) {
+Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind, float param) {
   const std::string op = std::string("matmulActivation(") + ops::activationName(kind) + ")";
   check(a, op.c_str());
   check(b, op.c_str());
