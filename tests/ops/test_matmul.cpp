@@ -444,7 +444,9 @@ TEST_P(MatmulFlagsTest, AppliedActivationMatchesCpu) {
       ops::matmul(rec, ta.view(), tb.view(), tc.view(), o);
       rec.submit();
       EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance)) << "c";
-      if (with_pre) EXPECT_TRUE(allClose(download(ctx(), vpre), want_pre, kTolerance)) << "pre";
+      if (with_pre) {
+        EXPECT_TRUE(allClose(download(ctx(), vpre), want_pre, kTolerance)) << "pre";
+      }
     }
 }
 
