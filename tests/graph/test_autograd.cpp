@@ -225,6 +225,33 @@ TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
     }
 }
 
+// Without a backward (inference) the applied activation gives the two-node form's output bits;
+// its pre output, which nothing reads then, is still written (a short-lived arena tensor).
+TEST_F(AutogradTest, AnAppliedActivationWithoutABackwardGivesTheTwoNodeFormsOutput) {
+  graph::ParameterStore store(ctx());
+  const Mlp mlp = addMlp(store);
+  const std::vector<float> xs = rng_.normal(30);
+  for (ops::Activation kind : {ops::Activation::GeluTanh, ops::Activation::Sigmoid}) {
+    SCOPED_TRACE(ops::activationName(kind));
+    std::vector<float> outs[2];
+    for (bool applied : {false, true}) {
+      Graph g;
+      const Tensor x = g.input("x", {2, 3, 5});
+      const Tensor W1 = g.parameter(mlp.w1), B1 = g.parameter(mlp.b1);
+      const Tensor h = applied ? g.matmulActivation(x, W1, B1, kind)
+                               : g.activation(g.matmul(x, W1, B1), kind);
+      g.markOutput(h);
+      graph::Executor exec(ctx(), g);
+      exec.setInput(x, xs);
+      exec.step();
+      outs[applied] = exec.read(h);
+    }
+    ASSERT_EQ(outs[0].size(), 42u);
+    ASSERT_EQ(outs[1].size(), outs[0].size());
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
+  }
+}
+
 // Where no kernel takes the sum's gradient as an addend, Backward::addLater still copies it:
 // before the rule that reads it (h, whose other reader is off the loss's path) and at the end
 // (a parameter used as the residual). Finite differences agree.

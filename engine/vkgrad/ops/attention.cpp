@@ -127,8 +127,8 @@ bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant var
   if (variant == AttentionVariant::Texel && !possible)
     throw Error(
         "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
-        "multiple of 4, q, k, v (and dout) with row strides and starts on 4 floats, and "
-        "every tensor within the device's texel buffer limits");
+        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats, all "
+        "within the device's texel buffer limits (the backward's LSE and row dots too)");
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
