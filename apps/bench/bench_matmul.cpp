@@ -11,6 +11,7 @@
 
 #include "bench.h"
 #include "vkgrad/ops/matmul.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/matmul.h"
 #include "vkgrad/vk/device_info.h"
 #include "vkgrad/vk/memory.h"
@@ -30,9 +31,15 @@ void declare(Cli& cli) {
   cli.option("m", "matmul: rows of A and C", "1024");
   cli.option("n", "matmul: columns of B and C", "1024");
   cli.option("k", "matmul: columns of A, rows of B", "1024");
-  cli.option("variant", "matmul: auto, naive, tiled, texel, vector or all", "auto");
-  cli.option("tiling", "matmul: the vector variant's tile, WXxWYxBKxTMxTN (e.g. 16x16x16x8x8)",
+  cli.option("variant", "matmul: auto, naive, tiled, texel, vector, coopmat or all", "auto");
+  cli.option("tiling",
+             "matmul: the vector or coopmat variant's tile, WXxWYxBKxTMxTN (e.g. 16x16x16x8x8; "
+             "for coopmat subgroups and 16x16 fragments, e.g. 4x2x32x4x2)",
              "auto");
+  cli.option("inputs",
+             "matmul: how A and B are stored: f32, or f16 (rounded on the host; the coopmat "
+             "variant only, and the check uses the rounded values)",
+             "f32");
   cli.option("batch", "matmul: batch B: A (B,M,K) and B (B,K,N), no broadcast", "1");
   cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
   cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
@@ -59,10 +66,11 @@ std::vector<float> transposedCopy(const float* x, int64_t rows, int64_t cols) {
 std::vector<ops::MatmulVariant> parseVariants(const Cli& cli) {
   using V = ops::MatmulVariant;
   const std::string text = cli.get("variant");
-  if (text == "all") return {V::Naive, V::Tiled, V::Texel, V::Vector};
-  for (V v : {V::Auto, V::Naive, V::Tiled, V::Texel, V::Vector})
+  if (text == "all") return {V::Naive, V::Tiled, V::Texel, V::Vector, V::Coopmat};
+  for (V v : {V::Auto, V::Naive, V::Tiled, V::Texel, V::Vector, V::Coopmat})
     if (text == ops::matmulVariantName(v)) return {v};
-  cli.fail("--variant must be auto, naive, tiled, texel, vector or all, got '" + text + "'");
+  cli.fail("--variant must be auto, naive, tiled, texel, vector, coopmat or all, got '" + text +
+           "'");
 }
 
 ops::MatmulTiling parseTiling(const Cli& cli) {
@@ -235,6 +243,11 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const bool trans_a = cli.has("transA"), trans_b = cli.has("transB");
   const std::vector<ops::MatmulVariant> variants = parseVariants(cli);
   const ops::MatmulTiling tiling = parseTiling(cli);
+  const std::string inputs = cli.get("inputs");
+  if (inputs != "f32" && inputs != "f16")
+    cli.fail("--inputs must be f32 or f16, got '" + inputs + "'");
+  const bool half = inputs == "f16";
+  const ops::DType in_dtype = half ? ops::DType::F16 : ops::DType::F32;
   const std::string split_text = cli.get("split");
   if (split_text != "auto" && split_text != "off")
     cli.fail("--split must be auto or off, got '" + split_text + "'");
@@ -260,7 +273,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     std::printf("device   %s\n", device.c_str());
     std::printf("auto     %s on this device\n", ops::matmulVariantName(automatic));
     std::printf("work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
-                4e-6 * double(batch * (m * k + k * n + m * n)));
+                1e-6 * double(batch * ((m * k + k * n) * int64_t(ops::dtypeBytes(in_dtype)) +
+                                       4 * m * n)));
     std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n",
                 options.iters, options.warmup);
   }
@@ -268,8 +282,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   // Device buffers first: an impossible size fails here with OutOfMemoryError, before the
   // host arrays of the same size are filled.
   const int64_t a_numel = batch * m * k, b_numel = batch * k * n, c_numel = batch * m * n;
-  const vk::Buffer da = context.allocator().allocate(a_numel * sizeof(float)),
-                   db = context.allocator().allocate(b_numel * sizeof(float)),
+  const vk::Buffer da = context.allocator().allocate(a_numel * ops::dtypeBytes(in_dtype)),
+                   db = context.allocator().allocate(b_numel * ops::dtypeBytes(in_dtype)),
                    dc = context.allocator().allocate(c_numel * sizeof(float));
   const vk::Buffer dscratch =
       context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) * sizeof(float));
@@ -279,8 +293,16 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   std::vector<float> a(a_numel), b(b_numel);
   for (float& x : a) x = uniform(rng);
   for (float& x : b) x = uniform(rng);
-  context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
-  context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
+  if (half) {
+    // Stored as halves, and checked against the values the kernel reads.
+    a = ops::ref::roundToHalf(a), b = ops::ref::roundToHalf(b);
+    const std::vector<uint16_t> ah = ops::ref::toHalf(a), bh = ops::ref::toHalf(b);
+    context.staging().upload(da, 0, ah.data(), ah.size() * 2);
+    context.staging().upload(db, 0, bh.data(), bh.size() * 2);
+  } else {
+    context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
+    context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
+  }
   std::vector<float> want;
 
   int exit_code = 0;
@@ -293,13 +315,25 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                    context.info().name.c_str());
       continue;
     }
+    // --variant all leaves out what the device cannot run; asked for by name, it fails.
+    if (variant == ops::MatmulVariant::Coopmat && !context.info().coopmat &&
+        cli.get("variant") == "all") {
+      std::fprintf(stderr, "vkgrad-bench: skipping coopmat: %s has no cooperative matrices\n",
+                   context.info().name.c_str());
+      continue;
+    }
+    if (half && variant != ops::MatmulVariant::Coopmat) {
+      std::fprintf(stderr, "vkgrad-bench: skipping %s: it reads f32 only\n",
+                   ops::matmulVariantName(variant));
+      continue;
+    }
     // Poisoned, so a kernel that skips outputs fails the check.
     context.staging().upload(dc, 0, std::vector<float>(c_numel, NAN).data(),
                              c_numel * sizeof(float));
     std::fprintf(stderr, "vkgrad-bench: %s: %d warm-up + %d timed dispatches\n", name,
                  options.warmup, options.iters);
-    const ops::TensorView va = ops::view(da, a_shape), vb = ops::view(db, b_shape),
-                          vc = ops::view(dc, c_shape);
+    const ops::TensorView va = ops::view(da, a_shape, 0, in_dtype),
+                          vb = ops::view(db, b_shape, 0, in_dtype), vc = ops::view(dc, c_shape);
     ops::MatmulOptions matmul_options;
     matmul_options.trans_a = trans_a, matmul_options.trans_b = trans_b;
     matmul_options.variant = variant;
@@ -312,6 +346,10 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                                         ? ops::matmulTilingFor(context, m, n, split ? parts : batch)
                                         : tiling) +
                   (split ? " split " + std::to_string(parts) : "")
+        : variant == ops::MatmulVariant::Coopmat
+            ? ops::matmulTilingText(tiling.empty() ? ops::matmulCoopmatTilingFor(context, m, n, batch)
+                                                   : tiling) +
+                  (half ? " f16 inputs" : " f32 inputs")
             : std::string();
     const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
       ops::matmul(rec, va, vb, vc, matmul_options);
@@ -363,6 +401,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
            {"transB", trans_b},
            {"variant", name},
            {"tiling", tile_text},
+           {"inputs", inputs},
            {"split", split ? parts : 1},
            {"requested", ops::matmulVariantName(requested)},
            {"ms", t.median},

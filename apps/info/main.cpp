@@ -126,6 +126,10 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
                 yesNo(d.int8), yesNo(d.fp64), yesNo(d.int64));
     std::printf("    buffer storage   16-bit %s, 8-bit %s\n", yesNo(d.storage_16bit),
                 yesNo(d.storage_8bit));
+    std::printf("    coop. matrices   %s (VK_NV_cooperative_matrix: %zu shapes; VK_KHR_cooperative_matrix %s)\n",
+                d.coopmat ? "yes, the coopmat matmul runs" : "no", d.coopmat_shapes.size(),
+                d.khr_coopmat ? "offered" : "absent");
+    for (const std::string& shape : d.coopmat_shapes) std::printf("                     %s\n", shape.c_str());
     if (d.compute_family == UINT32_MAX)
       std::printf("    compute queue    none (vkgrad cannot use this device)\n");
     else
@@ -186,7 +190,12 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
           {"fp64", d.fp64},
           {"int64", d.int64},
           {"storage_16bit", d.storage_16bit},
-          {"storage_8bit", d.storage_8bit}}},
+          {"storage_8bit", d.storage_8bit},
+          {"vulkan_memory_model", d.vulkan_memory_model}}},
+        {"cooperative_matrix",
+         {{"coopmat_matmul", d.coopmat},
+          {"nv_shapes", d.coopmat_shapes},
+          {"khr_extension", d.khr_coopmat}}},
         {"compute_queue", queue},
     });
   }

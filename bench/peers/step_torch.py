@@ -18,6 +18,11 @@ Never a dependency of vkgrad's build or tests. Prints one line per model and, wi
 JSON line each.
 
   python3 bench/peers/step_torch.py [--device cuda|cpu] [--models gpt,vit,vae,gcn]
+      [--gpt LAYERS,HEADS,WIDTH,CONTEXT,BATCH] [--autocast bf16|fp16]
+
+--gpt gives the GPT another shape (12,12,768,1024,8: GPT-2 small's body on 86 symbols);
+--autocast runs forward and backward under torch.autocast in that type (fp32 weights and
+AdamW state, as PyTorch's mixed precision does; fp16 with a GradScaler).
 """
 import argparse
 import json
@@ -127,21 +132,49 @@ def sbm_adjacency(nodes, communities, degree_in, degree_out, device, gen):
     return a.to(device), src.numel()
 
 
-def make(model, device, gen):
+def make(model, device, gen, gpt_shape=(4, 4, 128, 64, 12), autocast=None):
     """(step function, items per step, unit) for one model."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(autocast)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+
+    def cast():
+        if dtype is None:
+            return torch.autocast(device.type, enabled=False)
+        return torch.autocast(device.type, dtype=dtype)
+
+    def backward(loss, opt):
+        if scaler:
+            scaler.scale(loss).backward()
+        else:
+            loss.backward()
+
+    def update(opt):
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+
     if model == "gpt":
-        net = Gpt().to(device)
+        layers, heads, width, context, batch = gpt_shape
+        net = Gpt(86, layers, heads, width, context).to(device)
+        params = sum(p.numel() for p in net.parameters())
+        print(f"gpt: {layers} layers, {heads} heads, width {width}, context {context}, batch {batch}: "
+              f"{params:,} parameters", file=sys.stderr)
         opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.1)
-        ids = torch.randint(0, 86, (12, 64), generator=gen).to(device)
-        tgt = torch.randint(0, 86, (12, 64), generator=gen).to(device)
+        ids = torch.randint(0, 86, (batch, context), generator=gen).to(device)
+        tgt = torch.randint(0, 86, (batch, context), generator=gen).to(device)
 
         def step():
-            loss = F.cross_entropy(net(ids).view(-1, 86), tgt.view(-1))
+            with cast():
+                loss = F.cross_entropy(net(ids).view(-1, 86), tgt.view(-1))
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            backward(loss, opt)
+            if scaler:
+                scaler.unscale_(opt)
             nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            opt.step()
-        return step, 12 * 64, "tokens"
+            update(opt)
+        return step, batch * context, "tokens"
     if model == "vit":
         net = Vit().to(device)
         opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.05)
@@ -149,10 +182,11 @@ def make(model, device, gen):
         y = torch.randint(0, 10, (128,), generator=gen).to(device)
 
         def step():
-            loss = F.cross_entropy(net(x), y)
+            with cast():
+                loss = F.cross_entropy(net(x), y)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            backward(loss, opt)
+            update(opt)
         return step, 128, "images"
     if model == "vae":
         net = Vae().to(device)
@@ -160,10 +194,11 @@ def make(model, device, gen):
         x = torch.rand(128, 784, generator=gen).to(device)
 
         def step():
-            loss = net.loss(x)
+            with cast():
+                loss = net.loss(x)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            backward(loss, opt)
+            update(opt)
         return step, 128, "images"
     if model == "gcn":
         a, edges = sbm_adjacency(100000, 10, 16, 4, device, gen)
@@ -175,6 +210,7 @@ def make(model, device, gen):
         opt = torch.optim.Adam(list(w1.parameters()) + list(w2.parameters()), lr=0.01)
 
         def step():
+            # Sparse products have no 16-bit path: autocast leaves the GCN in fp32.
             h = F.relu(torch.sparse.mm(a, w1(x)))
             out = torch.sparse.mm(a, w2(h))
             loss = F.cross_entropy(out[labelled], y[labelled])
@@ -193,7 +229,14 @@ def main(argv):
     p.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     p.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: PyTorch's)")
     p.add_argument("--json", action="store_true", help="a JSON line per model")
+    p.add_argument("--gpt", default="4,4,128,64,12",
+                   help="the GPT's LAYERS,HEADS,WIDTH,CONTEXT,BATCH (default 4,4,128,64,12)")
+    p.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
+                   help="forward and backward under torch.autocast in this type")
     args = p.parse_args(argv)
+    gpt_shape = tuple(int(v) for v in args.gpt.split(","))
+    if len(gpt_shape) != 5 or min(gpt_shape) < 1 or gpt_shape[2] % gpt_shape[1]:
+        p.error("--gpt takes LAYERS,HEADS,WIDTH,CONTEXT,BATCH, WIDTH a multiple of HEADS")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -209,7 +252,7 @@ def main(argv):
     gen = torch.Generator().manual_seed(1)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for model in args.models.split(","):
-        step, items, unit = make(model, device, gen)
+        step, items, unit = make(model, device, gen, gpt_shape, args.autocast)
         steps = args.steps if model != "gcn" else max(10, args.steps // 10)
         for _ in range(args.warmup):
             step()
@@ -219,9 +262,11 @@ def main(argv):
             step()
         sync()
         ms = (time.perf_counter() - start) * 1e3 / steps
-        print(f"{model}: {ms:.3f} ms/step, {items * 1e3 / ms:,.0f} {unit}/s ({steps} steps)")
+        precision = args.autocast or "fp32"
+        print(f"{model}: {ms:.3f} ms/step, {items * 1e3 / ms:,.0f} {unit}/s ({steps} steps, {precision})")
         if args.json:
             print(json.dumps({"model": model, "ms_per_step": ms, "steps": steps,
+                              "precision": precision, "gpt": args.gpt if model == "gpt" else None,
                               "device": name, "torch": torch.__version__}))
         sys.stdout.flush()
 

@@ -69,9 +69,13 @@ float loadGamma(uint i) {
                      : gamma[p.gamma_skip + i];
 }
 void store(uint i, float v) {
-  if (kAddend) v += addend[p.addend_skip + i];
-  if (kAccumulate) v += dx[p.dx_skip + i];
-  dx[p.dx_skip + i] = v;
+  // precise: these adds may not be fused with the caller's last multiply (rs * ...), which
+  // NVIDIA's compiler does otherwise, so that v + addend rounds v first, as storing v and
+  // adding the addend later does (the bits kAddend promises; lavapipe never fuses).
+  precise float sum = v;
+  if (kAddend) sum += addend[p.addend_skip + i];
+  if (kAccumulate) sum += dx[p.dx_skip + i];
+  dx[p.dx_skip + i] = sum;
 }
 
 vec4 fetchX4(uint t) { return texelFetch(x_texels, int(p.x_skip / 4 + t)); }

@@ -28,7 +28,9 @@ TEST_F(BindingTest, GridGroupsGiveEachInvocationAFewItemsOnCpusAndOneOnGpus) {
       if (ctx().info().isCpu()) {
         EXPECT_GE(groups * workgroup * 16, threads);          // at most 16 items each
         EXPECT_GE(groups, std::min<uint64_t>(full, 4 * hosts));  // every host thread busy
-        if (full >= 32 * 4 * hosts) EXPECT_LE(groups * 2, full);  // amortised where it can be
+        if (full >= 32 * 4 * hosts) {
+          EXPECT_LE(groups * 2, full);  // amortised where it can be
+        }
       } else {
         EXPECT_EQ(groups, full);
       }

@@ -22,7 +22,8 @@ uint64_t bindingAlignment(const vk::Context& context) {
 
 Bound bindStorage(const vk::Context& context, const TensorView& t) {
   const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
-  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes()), uint32_t(lead / 4)};
+  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes()),
+          uint32_t(lead / dtypeBytes(t.dtype))};
 }
 
 Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {

@@ -14,7 +14,7 @@ namespace vkgrad::ops {
 
 // A view as a kernel binds it: from the device's binding alignment at or below its offset,
 // so that any offset that is a multiple of 4 bytes works; skip is the view's first element
-// inside the binding.
+// inside the binding (in elements of its dtype).
 struct Bound {
   vk::Arg arg;
   uint32_t skip = 0;

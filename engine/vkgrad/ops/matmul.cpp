@@ -132,6 +132,10 @@ struct Product {
   const ActForward* act_fwd = nullptr;
 };
 
+bool isHalf(const TensorView& t) {
+  return t.dtype == DType::F16;
+}
+
 std::string describe(const Shape& s, bool trans) {
   return s.str() + (trans ? "^T" : "");
 }
@@ -155,8 +159,15 @@ Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorVi
   if (uint64_t(batch) > context.info().max_workgroup_count[2])
     fail("a batch of " + std::to_string(batch) + " is more than the device's " +
          std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
-  checkOperand("matmul", "a", a);
-  checkOperand("matmul", "b", b);
+  // a and b may be f16 (resolve() sends those to the Coopmat kernel).
+  for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
+    if (isHalf(*t))
+      checkFits("matmul", name, *t, DType::F16);
+    else
+      checkOperand("matmul", name, *t);
+    if (t->shape.numel() > (int64_t(1) << 31))
+      fail(std::string(name) + " has more than 2^31 elements");
+  }
   checkOperand("matmul", c_name, c);
   const int r = want.rank();
   const int64_t k = o.trans_a ? a.shape[a.shape.rank() - 2] : a.shape[a.shape.rank() - 1];
@@ -194,7 +205,39 @@ struct Choice {
   MatmulVariant variant;
   MatmulTiling tiling;
   uint32_t k_chunk = 0;  // Vector: a split-K slice per batch entry (recordSplit); 0: none
+  bool automatic = false;  // Auto picked the variant (Coopmat may then hand over to split-K)
 };
+
+// The Coopmat kernel's shared memory for a tiling: two buffers of each fp16 tile (rows padded
+// by 8 halves, in whichever layout is larger) and a 16x16 fp32 fragment per subgroup.
+uint64_t coopmatShared(const MatmulTiling& t) {
+  const uint64_t bm = uint64_t(t.wy) * t.tm * 16, bn = uint64_t(t.wx) * t.tn * 16;
+  const uint64_t a = std::max(bm * (t.bk + 8), t.bk * (bm + 8));
+  const uint64_t b = std::max(t.bk * (bn + 8), bn * (t.bk + 8));
+  return 2 * 2 * (a + b) + 4 * 256 * uint64_t(t.wx) * t.wy;
+}
+
+// Throws if the Coopmat tiling cannot run on this device (or breaks coopmat.comp's rules:
+// each invocation moves whole groups of 4 elements of each tile).
+void checkCoopmatTiling(const vk::Context& context, const MatmulTiling& t) {
+  const vk::DeviceInfo& info = context.info();
+  const uint64_t threads = uint64_t(t.wx) * t.wy * info.subgroup_size;
+  const uint64_t bm = uint64_t(t.wy) * t.tm * 16, bn = uint64_t(t.wx) * t.tn * 16;
+  const bool ok = t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 16 == 0 &&
+                  t.tm * t.tn <= 32 && threads <= info.max_workgroup_invocations &&
+                  threads <= info.max_workgroup_size[0] && (bm * t.bk / 4) % threads == 0 &&
+                  (bn * t.bk / 4) % threads == 0 && coopmatShared(t) <= info.max_shared_memory;
+  if (!ok)
+    throw Error("matmul: coopmat tiling " + matmulTilingText(t) + " cannot run on " + info.name +
+                ": bk must be a multiple of 16, tm*tn at most 32 fragments, wx*wy subgroups of " +
+                std::to_string(info.subgroup_size) + " at most " +
+                std::to_string(info.max_workgroup_invocations) +
+                " invocations moving whole 4-element groups of each tile, and the tiles at most " +
+                std::to_string(info.max_shared_memory) + " bytes of shared memory (this one " +
+                std::to_string(coopmatShared(t)) + ")");
+}
+
+
 
 // Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
 void checkTiling(const vk::Context& context, const MatmulTiling& t) {
@@ -212,10 +255,37 @@ void checkTiling(const vk::Context& context, const MatmulTiling& t) {
                 " bytes of shared memory");
 }
 
-// The variant to run with, Auto resolved; throws if Texel cannot read every operand.
+// A tiling given with the options, checked for the kernel that will run it.
+void checkTilingFor(const vk::Context& context, const Choice& choice) {
+  if (choice.tiling.empty()) return;
+  if (choice.variant == MatmulVariant::Coopmat)
+    checkCoopmatTiling(context, choice.tiling);
+  else
+    checkTiling(context, choice.tiling);
+}
+
+// The variant to run with, Auto resolved; throws if Texel cannot read every operand, or
+// Coopmat cannot run, or f16 operands meet a variant other than Coopmat.
 MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
                       std::initializer_list<const TensorView*> texel_operands) {
   const vk::DeviceInfo& info = context.info();
+  bool half = false;
+  for (const TensorView* t : texel_operands) half = half || isHalf(*t);
+  const MatmulVariant asked = variant;
+  if (variant == MatmulVariant::Auto && (half || (context.fp16Matmul() && info.coopmat)))
+    variant = MatmulVariant::Coopmat;
+  if (variant == MatmulVariant::Coopmat) {
+    if (!info.coopmat)
+      throw Error(std::string("matmul: ") + (half ? "f16 operands need" : "the coopmat variant needs") +
+                  " cooperative matrices (VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + "
+                  "fp32 subgroup shape, fp16 arithmetic, 16-bit storage, the Vulkan memory model "
+                  "and a fixed subgroup size), which " + info.name + " lacks" +
+                  (context.ownsDevice() ? "" : " or the engine did not create"));
+    return variant;
+  }
+  if (half)
+    throw Error(std::string("matmul: f16 operands need the coopmat variant; ") +
+                matmulVariantName(asked) + " reads f32");
   // R32F views are the Texel variant's largest.
   bool fit = true;
   for (const TensorView* t : texel_operands)
@@ -404,6 +474,37 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
                          vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
       break;
     }
+    case MatmulVariant::Coopmat: {
+      // Auto's Coopmat hands a product too small to fill the GPU to Vector's split-K.
+      if (choice.automatic && !isHalf(p.a.view) && !isHalf(p.b.view)) {
+        Choice vector{MatmulVariant::Vector, {}, 0, true};
+        if (recordSplit(rec, p, vector)) break;
+      }
+      const MatmulTiling t =
+          choice.tiling.empty() ? matmulCoopmatTilingFor(context, m, n, p.batch) : choice.tiling;
+      // Each operand keeps its contiguous axis contiguous in shared memory (coopmat.comp): k
+      // for a plain A, m for a transposed one; n for a plain B, k for a transposed one. Four
+      // elements per read where that axis's length is a multiple of 4 and every row and batch
+      // starts on 4 elements of the binding.
+      const bool a_kmajor = p.a.s_col == 1, b_nmajor = p.b.s_col == 1;
+      const auto quads = [](const Operand& x, bool along_cols, uint32_t off) {
+        const int64_t step = along_cols ? x.s_col : x.s_row;
+        const int64_t length = along_cols ? x.cols : x.rows;
+        const int64_t other = along_cols ? x.s_row : x.s_col;
+        return step == 1 && length % 4 == 0 && other % 4 == 0 && x.s_batch % 4 == 0 && off % 4 == 0;
+      };
+      const bool a_vec = quads(p.a, a_kmajor, push.a_off);
+      const bool b_vec = quads(p.b, b_nmajor, push.b_off);
+      const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
+      const vk::Kernel& kernel = context.kernels().get(
+          "matmul/coopmat",
+          {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kmajor), uint32_t(b_nmajor),
+           uint32_t(a_vec), uint32_t(b_vec), uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
+      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
+                         vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
+      break;
+    }
     case MatmulVariant::Texel:
     case MatmulVariant::Auto:
       break;  // handled above
@@ -499,6 +600,8 @@ const char* matmulVariantName(MatmulVariant variant) {
       return "texel";
     case MatmulVariant::Vector:
       return "vector";
+    case MatmulVariant::Coopmat:
+      return "coopmat";
   }
   return "?";
 }
@@ -522,6 +625,16 @@ MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, i
     if (groups(64, 64) >= kWorkgroupsToFill) return {16, 16, 16, 4, 4};
   }
   return {16, 8, 16, 4, 4};
+}
+
+MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64_t n,
+                                    int64_t batch) {
+  (void)context;
+  const int64_t groups = ((m + 127) / 128) * ((n + 127) / 128) * batch;
+  // 128x128: 4 subgroups along N and 2 along M, each 4x2 fragments of 16x16 (256 invocations
+  // on 32-wide subgroups); 64x64: 2x2 subgroups of 2x2 fragments.
+  if (groups >= kWorkgroupsToFill / 2) return {4, 2, 32, 4, 2};
+  return {2, 2, 32, 2, 2};
 }
 
 int64_t matmulSplitK(int64_t m, int64_t n, int64_t k, int64_t batch) {
@@ -562,6 +675,7 @@ MatmulVariant matmulVariantFor(const vk::Context& context) {
   // (DESIGN.md, measured facts). On a GPU (an H100, BENCHMARKS.md) Vector is 1.3-2x faster
   // than Tiled at the GPT's shapes and level with Texel at 4096³.
   if (info.isCpu() && canShuffle(info)) return MatmulVariant::Texel;
+  if (info.coopmat && context.fp16Matmul()) return MatmulVariant::Coopmat;
   return MatmulVariant::Vector;
 }
 
@@ -608,8 +722,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   // The Texel kernel reads the residual through a texel view too.
   const Choice variant{
       resolve(context, options.variant, {&a, &b, options.residual ? options.residual : &a}),
-      options.tiling};
-  if (!options.tiling.empty()) checkTiling(context, options.tiling);
+      options.tiling, 0, options.variant == MatmulVariant::Auto};
+  checkTilingFor(context, variant);
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;
@@ -671,8 +785,9 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                 {"da", grads.da},
                 {"db", grads.db},
                 {"dbias", grads.dbias}});
-  const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling};
-  if (!forward.tiling.empty()) checkTiling(context, forward.tiling);
+  const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling, 0,
+                       forward.variant == MatmulVariant::Auto};
+  checkTilingFor(context, variant);
 
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};

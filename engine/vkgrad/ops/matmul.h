@@ -18,11 +18,17 @@ enum class MatmulVariant {
   Tiled,   // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
   Texel,   // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
   Vector,  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs
+  // Cooperative matrices (tensor cores, VK_NV_cooperative_matrix): inputs rounded to fp16
+  // (or stored as f16), sums in fp32. Only where DeviceInfo::coopmat; Auto takes it for f16
+  // operands, and for f32 ones where the Context allows fp16 products (fp16Matmul()).
+  Coopmat,
 };
 
 // The Vector variant's tile: (wx, wy) invocations, each owning tm x tn outputs, over k steps
 // of bk; a workgroup covers (wy·tm) x (wx·tn) of C. tm, tn and bk are multiples of 4. All
 // zero: matmulTilingFor picks one per product.
+// The Coopmat variant's: (wx, wy) subgroups, each owning tm x tn fragments of 16x16, over k
+// steps of bk (a multiple of 16); a workgroup covers (wy·tm·16) x (wx·tn·16) of C.
 struct MatmulTiling {
   uint32_t wx = 0, wy = 0, bk = 0, tm = 0, tn = 0;
   bool empty() const { return wx == 0; }
@@ -33,10 +39,16 @@ std::string matmulTilingText(const MatmulTiling& t);
 // 64x128 (16x16 invocations of 4x8), 64x64 (16x16 of 4x4) and 32x64 (16x8 of 4x4) whose
 // workgroups still fill a large GPU (BENCHMARKS.md, matmul on the GPU).
 MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch);
+// The Coopmat tile for such a product: 128x128 where that still makes a workgroup per
+// multiprocessor of a large GPU, else 64x64.
+MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64_t n,
+                                    int64_t batch);
 
 const char* matmulVariantName(MatmulVariant variant);
-// The variant Auto resolves to on this device: Texel on CPU devices with subgroup shuffle,
-// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view.)
+// The variant Auto resolves to on this device for f32 operands: Texel on CPU devices with
+// subgroup shuffle, Coopmat where the device has it and the Context allows fp16 products,
+// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view, and
+// Vector's split-K for a Coopmat product too small to fill the GPU.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
 struct MatmulOptions {
@@ -90,6 +102,7 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // c: (M,N) when both are 2-D, else (B,M,N) with Ba, Bb each B or 1; a 2-D operand or a batch of
 // 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
 // Any M,N,K >= 1 and any offsets that are multiples of 4 bytes; c may not overlap a, b or bias.
+// a and b are f32, or f16 for the Coopmat variant (which Auto then picks); c is f32.
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small; Error if Texel
 // is asked for on a device without subgroup shuffle, or with an operand larger than a texel

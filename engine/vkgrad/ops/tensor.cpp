@@ -48,7 +48,15 @@ bool Shape::operator==(const Shape& other) const {
 }
 
 const char* dtypeName(DType dtype) {
-  return dtype == DType::F32 ? "f32" : "u32";
+  switch (dtype) {
+    case DType::F32:
+      return "f32";
+    case DType::U32:
+      return "u32";
+    case DType::F16:
+      return "f16";
+  }
+  return "?";
 }
 
 void checkFits(const char* op, const char* name, const TensorView& t, DType dtype) {

@@ -40,9 +40,13 @@ class Shape {
   int rank_ = 0;
 };
 
-// Every element is 32 bits: floats for data, unsigned ints for ids and targets.
-enum class DType { F32, U32 };
+// Floats for data, unsigned ints for ids and targets: 32 bits each. F16 (IEEE half) is
+// read by the Coopmat matmul only so far; every other op takes f32 and refuses it.
+enum class DType { F32, U32, F16 };
 const char* dtypeName(DType dtype);
+inline uint64_t dtypeBytes(DType dtype) {
+  return dtype == DType::F16 ? 2 : 4;
+}
 
 // How a kernel writes an output: replace it, or add to it (gradients of a tensor used twice).
 enum class Write { Overwrite, Accumulate };
@@ -53,7 +57,7 @@ struct TensorView {
   uint64_t offset = 0;  // bytes
   Shape shape;
   DType dtype = DType::F32;
-  uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
+  uint64_t bytes() const { return uint64_t(shape.numel()) * dtypeBytes(dtype); }
 };
 
 inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 0,
@@ -62,7 +66,7 @@ inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 
 }
 
 // Throws ShapeError "<op>: <name> <shape> needs N bytes, its buffer has M" (or no buffer),
-// or "<op>: <name> must be u32, got f32".
+// or "<op>: <name> must be u32, got f32". Offsets are multiples of 4 bytes, f16 ones too.
 void checkFits(const char* op, const char* name, const TensorView& t, DType dtype = DType::F32);
 
 }  // namespace vkgrad::ops

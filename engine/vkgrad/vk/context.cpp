@@ -54,10 +54,20 @@ uint64_t memoryLimit(uint64_t option) {
   return 0;
 }
 
+// options.fp16_matmul, else VKGRAD_MATMUL: "fp16" on, "fp32" or empty off, else an error.
+bool fp16MatmulAllowed(bool option) {
+  if (option) return true;
+  const char* env = std::getenv("VKGRAD_MATMUL");
+  if (!env || !*env || std::string(env) == "fp32") return false;
+  if (std::string(env) == "fp16") return true;
+  throw Error(std::string("VKGRAD_MATMUL='") + env + "' must be fp32 or fp16");
+}
+
 }  // namespace
 
 Context::Context(const ContextOptions& options) {
   const uint64_t memory_limit = memoryLimit(options.memory_limit);
+  fp16_matmul_ = fp16MatmulAllowed(options.fp16_matmul);
   const char* env_validation = std::getenv("VKGRAD_VALIDATION");
   const bool validation =
       options.validation || (env_validation && std::string(env_validation) == "1");
@@ -90,11 +100,26 @@ Context::Context(const ContextOptions& options) {
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &f11;
   features.features.shaderInt64 = info_.int64;
+  // The Coopmat matmul's: cooperative matrices, and the memory model their SPIR-V declares.
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  const char* extensions[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+  if (info_.coopmat) {
+    coopmat.cooperativeMatrix = VK_TRUE;
+    f12.pNext = &coopmat;
+    f12.vulkanMemoryModel = VK_TRUE;
+    // Every kernel then runs under the memory model, and the engine's atomics (embedding's
+    // scatter, confusion counts) are at Device scope, which needs this too (validation:
+    // VUID-RuntimeSpirv-vulkanMemoryModel-06265).
+    f12.vulkanMemoryModelDeviceScope = VK_TRUE;
+  }
 
   VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   device_info.pNext = &features;
   device_info.queueCreateInfoCount = 1;
   device_info.pQueueCreateInfos = &queue_info;
+  device_info.enabledExtensionCount = info_.coopmat ? 1 : 0;
+  device_info.ppEnabledExtensionNames = extensions;
   VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
   owns_device_ = true;
   table_ = std::make_unique<VolkDeviceTable>();
@@ -115,6 +140,9 @@ Context::Context(const ExternalDevice& external) {
   physical_ = external.physical_device;
   device_ = external.device;
   info_ = queryDevice(physical_, 0);
+  // The host's device may not have VK_NV_cooperative_matrix or the memory model enabled:
+  // the Coopmat matmul is for devices the engine creates.
+  info_.coopmat = false;
   if (info_.api_version < VK_API_VERSION_1_2)
     throw Error("the host's device " + info_.name + " supports only Vulkan " +
                 versionString(info_.api_version) + "; vkgrad needs 1.2");
@@ -132,6 +160,7 @@ Context::Context(const ExternalDevice& external) {
   table_ = std::make_unique<VolkDeviceTable>();
   volkLoadDeviceTable(table_.get(), device_);
   table_->vkGetDeviceQueue(device_, queue_family_, external.queue_index, &queue_);
+  fp16_matmul_ = fp16MatmulAllowed(false);
   createEngineObjects(memoryLimit(0));
 }
 

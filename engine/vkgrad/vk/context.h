@@ -32,6 +32,11 @@ struct ContextOptions {
   // throws OutOfMemoryError as a full device would, so that path can be tested anywhere.
   // 0: the VKGRAD_MEMORY_LIMIT environment variable ("512M", "2G", bytes) if set, else none.
   uint64_t memory_limit = 0;
+  // Let fp32 products round their inputs to fp16 and run on tensor cores with fp32 sums
+  // (the Coopmat matmul), where the device has cooperative matrices: vkgrad's counterpart of
+  // PyTorch's set_float32_matmul_precision("medium"). Off: fp32 products keep fp32 inputs.
+  // Also on where the VKGRAD_MATMUL environment variable is "fp16".
+  bool fp16_matmul = false;
 };
 
 // "512M" / "2G" / "1048576" (K, M, G, T: powers of 1024) in bytes; throws Error naming
@@ -97,6 +102,8 @@ class Context {
   const DeviceInfo& info() const { return info_; }
   const Instance& instance() const { return *instance_; }
   bool ownsDevice() const { return owns_device_; }
+  // ContextOptions::fp16_matmul (or VKGRAD_MATMUL=fp16), whether or not the device can.
+  bool fp16Matmul() const { return fp16_matmul_; }
 
   Allocator& allocator() { return *allocator_; }
   Staging& staging() { return *staging_; }
@@ -140,6 +147,7 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   bool owns_device_ = false;
+  bool fp16_matmul_ = false;
   bool lost_ = false;
   std::string lost_why_;  // the first loss's message
   DeviceInfo info_;

@@ -46,6 +46,53 @@ bool hasExtension(VkPhysicalDevice device, const char* name) {
   return false;
 }
 
+const char* componentName(VkComponentTypeNV type) {
+  switch (type) {
+    case VK_COMPONENT_TYPE_FLOAT16_NV:
+      return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_NV:
+      return "f32";
+    case VK_COMPONENT_TYPE_FLOAT64_NV:
+      return "f64";
+    case VK_COMPONENT_TYPE_SINT8_NV:
+      return "s8";
+    case VK_COMPONENT_TYPE_UINT8_NV:
+      return "u8";
+    case VK_COMPONENT_TYPE_SINT32_NV:
+      return "s32";
+    case VK_COMPONENT_TYPE_UINT32_NV:
+      return "u32";
+    default:
+      return "other";
+  }
+}
+
+// The cooperative matrix shapes of VK_NV_cooperative_matrix, as text, and whether the
+// Coopmat matmul's (16x16x16, f16 inputs, f32 accumulator and result, subgroup) is one.
+bool queryCoopmatShapes(VkPhysicalDevice device, std::vector<std::string>& shapes) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return false;
+  uint32_t count = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, props.data()) != VK_SUCCESS)
+    return false;
+  bool found = false;
+  for (const VkCooperativeMatrixPropertiesNV& m : props) {
+    shapes.push_back(std::to_string(m.MSize) + "x" + std::to_string(m.NSize) + "x" +
+                     std::to_string(m.KSize) + " " + componentName(m.AType) + "*" +
+                     componentName(m.BType) + "+" + componentName(m.CType) + "->" +
+                     componentName(m.DType) + (m.scope == VK_SCOPE_SUBGROUP_NV ? "" : " (not subgroup)"));
+    found = found || (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 &&
+                      m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                      m.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                      m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                      m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV);
+  }
+  return found;
+}
+
 }  // namespace
 
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
@@ -71,6 +118,18 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   f11.pNext = &f12;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &f11;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat_features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+  const bool nv_coopmat = hasExtension(device, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (nv_coopmat) {
+    coopmat_features.pNext = f12.pNext;
+    f12.pNext = &coopmat_features;
+    coopmat_props.pNext = props.pNext;
+    props.pNext = &coopmat_props;
+    vkGetPhysicalDeviceProperties2(device, &props);
+  }
   if (props.properties.apiVersion >= VK_API_VERSION_1_2)
     vkGetPhysicalDeviceFeatures2(device, &features);
 
@@ -136,6 +195,16 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   info.int64 = features.features.shaderInt64;
   info.storage_16bit = f11.storageBuffer16BitAccess;
   info.storage_8bit = f12.storageBuffer8BitAccess;
+  // With the memory model on, atomics at Device scope (the engine's) need its device scope.
+  info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
+  info.khr_coopmat = hasExtension(device, "VK_KHR_cooperative_matrix");
+  if (nv_coopmat) {
+    const bool shape = queryCoopmatShapes(device, info.coopmat_shapes);
+    info.coopmat = shape && coopmat_features.cooperativeMatrix &&
+                   (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                   info.fp16 && info.storage_16bit && info.vulkan_memory_model &&
+                   info.fixedSubgroupSize();
+  }
 
   uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, nullptr);

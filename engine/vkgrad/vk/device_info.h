@@ -48,6 +48,16 @@ struct DeviceInfo {
   std::vector<MemoryHeap> heaps;
   bool fp16 = false, int8 = false, fp64 = false, int64 = false;
   bool storage_16bit = false, storage_8bit = false;
+  bool vulkan_memory_model = false;  // vulkanMemoryModel and its device scope
+  // Tensor cores through VK_NV_cooperative_matrix: a 16x16x16 fp16 x fp16 + fp32 shape for
+  // subgroups in compute shaders, with fp16 arithmetic, 16-bit storage, the Vulkan memory
+  // model (SPIR-V's cooperative matrices need it) and a fixed subgroup size; the Coopmat
+  // matmul needs all of it. coopmat_shapes lists every shape the driver reports
+  // ("16x16x16 f16*f16+f32->f32 subgroup"), and khr_coopmat whether it also offers
+  // VK_KHR_cooperative_matrix (which Debian 12's glslang 12 cannot compile for).
+  bool coopmat = false;
+  bool khr_coopmat = false;
+  std::vector<std::string> coopmat_shapes;
 
   // Compute queue: a compute-only family when there is one.
   uint32_t compute_family = UINT32_MAX;

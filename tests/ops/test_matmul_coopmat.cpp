@@ -1,0 +1,286 @@
+// The Coopmat matmul (cooperative matrices, fp16 inputs, fp32 sums) against the fp64 CPU
+// reference, and its refusals. On a device without cooperative matrices (lavapipe) every
+// test checks the refusal instead: the variant must fail before recording, naming what is
+// missing, never run a wrong kernel.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/random.h"
+#include "common/vk_test.h"
+#include "vkgrad/ops/matmul.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/matmul.h"
+#include "vkgrad/vk/error.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/staging.h"
+
+namespace vkgrad::test {
+namespace {
+
+// Inputs are rounded to fp16 on the host before the reference sees them, so the kernel's
+// narrowing is exact and every product of two halves is exact in fp32: what is left is fp32
+// summation in the kernel's order against the reference's fp64, ~sqrt(K)·2^-24 of the
+// partial sums (as for the fp32 variants, test_matmul.cpp), far below 1e-5 at K <= 1000. A
+// dropped or doubled 16x16 fragment is off by more than 1e-2.
+constexpr double kTolerance = 1e-5;
+
+using ops::MatmulVariant;
+
+// One operand in a buffer of its own, stored f32 or f16, `lead` bytes into the buffer (a
+// multiple of 4, so an f16 view can start between two halves of a binding's first word).
+struct Stored {
+  vk::Buffer buffer;
+  ops::TensorView view;
+};
+Stored store(vk::Context& context, ops::Shape shape, const std::vector<float>& values, bool half,
+             uint64_t lead = 0) {
+  const uint64_t bytes = values.size() * (half ? 2 : 4);
+  Stored s{context.allocator().allocate(lead + bytes + 16), {}};
+  std::vector<uint8_t> raw(lead + bytes + 16, 0xff);
+  if (half) {
+    const std::vector<uint16_t> h = ops::ref::toHalf(values);
+    std::memcpy(raw.data() + lead, h.data(), bytes);
+  } else {
+    std::memcpy(raw.data() + lead, values.data(), bytes);
+  }
+  context.staging().upload(s.buffer, 0, raw.data(), raw.size());
+  s.view = ops::view(s.buffer, shape, lead, half ? ops::DType::F16 : ops::DType::F32);
+  return s;
+}
+
+// A product checked against the reference: shapes as stored (transposed where asked).
+struct Case {
+  int64_t m, n, k;
+  bool trans_a = false, trans_b = false;
+  bool half = false;  // a and b stored as f16
+  uint64_t lead = 0;  // bytes before a and b in their buffers
+  int64_t batch = 1, batch_a = 1, batch_b = 1;
+  bool bias = false;
+  float alpha = 1.0f, beta = 0.0f;
+  ops::MatmulTiling tiling;
+};
+
+ops::Shape stored(int64_t batch, int64_t rows, int64_t cols, bool trans) {
+  if (batch == 1) return trans ? ops::Shape{cols, rows} : ops::Shape{rows, cols};
+  return trans ? ops::Shape{batch, cols, rows} : ops::Shape{batch, rows, cols};
+}
+
+class MatmulCoopmatTest : public VkTest {
+ protected:
+  bool supported() const { return ctx().info().coopmat; }
+
+  void expectMatches(Rng& rng, const Case& cs) {
+    SCOPED_TRACE(testing::Message()
+                 << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " transA " << cs.trans_a
+                 << " transB " << cs.trans_b << (cs.half ? " f16" : " f32") << " lead " << cs.lead
+                 << " batch " << cs.batch_a << "/" << cs.batch_b << " tiling "
+                 << ops::matmulTilingText(cs.tiling));
+    const int64_t out_batch = cs.batch_a > 1 || cs.batch_b > 1 ? cs.batch : 1;
+    const ops::Shape a_shape = stored(cs.batch_a, cs.m, cs.k, cs.trans_a);
+    const ops::Shape b_shape = stored(cs.batch_b, cs.k, cs.n, cs.trans_b);
+    const ops::Shape c_shape =
+        out_batch > 1 ? ops::Shape{out_batch, cs.m, cs.n} : ops::Shape{cs.m, cs.n};
+    const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(a_shape.numel()));
+    const std::vector<float> b = ops::ref::roundToHalf(rng.uniform(b_shape.numel()));
+    const std::vector<float> bias = rng.uniform(cs.n);
+    std::vector<float> c0 = rng.uniform(c_shape.numel());
+    std::vector<float> want = c0;
+    ops::ref::MatmulArgs args;
+    args.m = cs.m, args.n = cs.n, args.k = cs.k;
+    args.batch = out_batch, args.batch_a = cs.batch_a, args.batch_b = cs.batch_b;
+    args.trans_a = cs.trans_a, args.trans_b = cs.trans_b;
+    args.alpha = cs.alpha, args.beta = cs.beta;
+    ops::ref::matmul(a.data(), b.data(), cs.bias ? bias.data() : nullptr, want.data(), args);
+
+    const Stored da = store(ctx(), a_shape, a, cs.half, cs.lead);
+    const Stored db = store(ctx(), b_shape, b, cs.half, cs.lead);
+    DeviceTensor dbias = upload(ctx(), {cs.n}, bias);
+    DeviceTensor dc = cs.beta != 0.0f ? upload(ctx(), c_shape, c0) : poisoned(ctx(), c_shape);
+    ops::MatmulOptions options;
+    options.variant = MatmulVariant::Coopmat;
+    options.trans_a = cs.trans_a, options.trans_b = cs.trans_b;
+    options.alpha = cs.alpha, options.beta = cs.beta;
+    options.tiling = cs.tiling;
+    const ops::TensorView bias_view = dbias.view();
+    if (cs.bias) options.bias = &bias_view;
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, da.view, db.view, dc.view(), options);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
+  }
+
+  // On a device without cooperative matrices: the variant is refused before recording.
+  void expectRefused(const std::string& expected) {
+    auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
+    vk::Recorder rec(ctx());
+    try {
+      ops::matmul(rec, a.view(), b.view(), c.view(), MatmulVariant::Coopmat);
+      ADD_FAILURE() << "no error on " << ctx().info().name;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  }
+};
+
+constexpr const char* kMissing = "cooperative matrices (VK_NV_cooperative_matrix";
+
+// Shapes that overhang every tile, K not a multiple of 16 or 4, 1-wide ones, with both
+// layouts of each operand, fp32 and fp16 storage, and views that start mid-word.
+TEST_F(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
+  if (!supported()) return expectRefused(kMissing);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t shapes[][3] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3},
+                               {33, 1, 4},     {256, 256, 256}, {200, 72, 1000}};
+  for (const auto& s : shapes)
+    for (const bool trans_a : {false, true})
+      for (const bool trans_b : {false, true})
+        for (const bool half : {false, true}) {
+          Case cs{s[0], s[1], s[2], trans_a, trans_b, half};
+          expectMatches(rng, cs);
+        }
+  // Starting 4 bytes into a binding: an f16 view then starts on its third half, so no
+  // operand can be read four elements at a time.
+  for (const bool half : {false, true}) {
+    Case cs{96, 80, 48, false, true, half, 4};
+    expectMatches(rng, cs);
+  }
+}
+
+TEST_F(MatmulCoopmatTest, AppliesAlphaBetaBiasAndBatches) {
+  if (!supported()) return expectRefused(kMissing);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Case epilogue{70, 90, 40};
+  epilogue.bias = true, epilogue.alpha = 0.5f, epilogue.beta = 1.5f;
+  expectMatches(rng, epilogue);
+  // A batch over a shared weight (folded into one taller product) and a full batch.
+  Case shared{37, 48, 33, false, false, false};
+  shared.batch = shared.batch_a = 3;
+  expectMatches(rng, shared);
+  Case full{37, 48, 33, true, false, true};
+  full.batch = full.batch_a = full.batch_b = 4;
+  expectMatches(rng, full);
+}
+
+// Every tiling the GPU sweep tries (bench/gpu/coopmat.sh), plain and transposed.
+TEST_F(MatmulCoopmatTest, TilingsMatchCpu) {
+  if (!supported()) return expectRefused(kMissing);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::MatmulTiling tilings[] = {{4, 2, 32, 4, 2}, {2, 2, 32, 4, 4}, {4, 2, 16, 4, 4},
+                                       {2, 4, 16, 4, 4}, {2, 2, 64, 2, 2}, {2, 2, 32, 2, 2},
+                                       {4, 2, 32, 2, 2}, {2, 2, 16, 4, 2}};
+  for (const ops::MatmulTiling& tiling : tilings)
+    for (const bool trans : {false, true}) {
+      Case cs{150, 270, 100, trans, trans, !trans};
+      cs.tiling = tiling;
+      expectMatches(rng, cs);
+    }
+}
+
+// The gradients through matmulBackward: dA = dC·op(B)ᵀ and dB = op(A)ᵀ·dC run as Coopmat
+// products too (dC is narrowed to fp16 in the kernel, so the test rounds it first).
+TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
+  if (!supported()) return expectRefused(kMissing);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const bool trans_a : {false, true})
+    for (const bool trans_b : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "transA " << trans_a << " transB " << trans_b);
+      const int64_t m = 75, n = 66, k = 130;
+      const ops::Shape a_shape = stored(1, m, k, trans_a), b_shape = stored(1, k, n, trans_b);
+      const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)),
+                               b = ops::ref::roundToHalf(rng.uniform(k * n)),
+                               dc = ops::ref::roundToHalf(rng.uniform(m * n));
+      std::vector<float> want_da(m * k), want_db(k * n), want_dbias(n);
+      ops::ref::MatmulArgs args;
+      args.m = m, args.n = n, args.k = k, args.trans_a = trans_a, args.trans_b = trans_b;
+      ops::ref::matmulBackward(a.data(), b.data(), dc.data(), want_da.data(), want_db.data(),
+                               want_dbias.data(), args);
+      DeviceTensor da_in = upload(ctx(), a_shape, a), db_in = upload(ctx(), b_shape, b),
+                   ddc = upload(ctx(), {m, n}, dc);
+      DeviceTensor da = poisoned(ctx(), a_shape), db = poisoned(ctx(), b_shape),
+                   dbias = poisoned(ctx(), {n});
+      const ops::TensorView vda = da.view(), vdb = db.view(), vdbias = dbias.view();
+      ops::MatmulOptions forward;
+      forward.variant = MatmulVariant::Coopmat;
+      forward.trans_a = trans_a, forward.trans_b = trans_b;
+      vk::Recorder rec(ctx());
+      ops::matmulBackward(rec, da_in.view(), db_in.view(), ddc.view(),
+                          {.da = &vda, .db = &vdb, .dbias = &vdbias}, forward);
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), da), want_da, kTolerance));
+      EXPECT_TRUE(allClose(download(ctx(), db), want_db, kTolerance));
+      EXPECT_TRUE(allClose(download(ctx(), dbias), want_dbias, kTolerance));
+    }
+}
+
+// f16 operands go to Coopmat or nowhere: any other variant refuses them, and so does Auto
+// on a device without cooperative matrices.
+TEST_F(MatmulCoopmatTest, F16OperandsNeedTheCoopmatVariant) {
+  Rng rng;
+  const Stored a = store(ctx(), {4, 8}, rng.uniform(32), true);
+  auto b = upload(ctx(), {8, 2}, rng.uniform(16));
+  auto c = poisoned(ctx(), {4, 2});
+  const auto refused = [&](MatmulVariant variant, const std::string& expected) {
+    vk::Recorder rec(ctx());
+    try {
+      ops::matmul(rec, a.view, b.view(), c.view(), variant);
+      ADD_FAILURE() << "no error for " << ops::matmulVariantName(variant);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  };
+  for (const MatmulVariant v : {MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Texel,
+                                MatmulVariant::Vector})
+    refused(v, std::string("f16 operands need the coopmat variant; ") +
+                   ops::matmulVariantName(v) + " reads f32");
+  if (!supported()) refused(MatmulVariant::Auto, "f16 operands need cooperative matrices");
+  // C is f32 on every path.
+  const Stored c16 = store(ctx(), {4, 2}, rng.uniform(8), true);
+  const Stored b32 = store(ctx(), {8, 2}, rng.uniform(16), false);
+  vk::Recorder rec(ctx());
+  EXPECT_THROW(ops::matmul(rec, a.view, b32.view, c16.view, MatmulVariant::Coopmat), ShapeError);
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
+TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
+  if (!supported()) return expectRefused(kMissing);
+  auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
+  ops::MatmulOptions options;
+  options.variant = MatmulVariant::Coopmat;
+  // bk not a multiple of 16; too many fragments; too much shared memory; too many subgroups.
+  for (const ops::MatmulTiling tiling : {ops::MatmulTiling{2, 2, 24, 2, 2},
+                                         ops::MatmulTiling{2, 2, 32, 8, 8},
+                                         ops::MatmulTiling{4, 4, 64, 4, 2},
+                                         ops::MatmulTiling{64, 2, 32, 1, 1}}) {
+    options.tiling = tiling;
+    vk::Recorder rec(ctx());
+    try {
+      ops::matmul(rec, a.view(), b.view(), c.view(), options);
+      ADD_FAILURE() << "no error for " << ops::matmulTilingText(tiling);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("coopmat tiling " + ops::matmulTilingText(tiling)),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(rec.dispatchCount(), 0u);
+  }
+}
+
+// Auto takes Coopmat for f32 products only where the device has it and the Context allows
+// fp16 products (ContextOptions::fp16_matmul, VKGRAD_MATMUL=fp16).
+TEST_F(MatmulCoopmatTest, AutoTakesCoopmatOnlyWhereAllowed) {
+  const vk::DeviceInfo& info = ctx().info();
+  const bool coopmat = info.coopmat && ctx().fp16Matmul();
+  EXPECT_EQ(ops::matmulVariantFor(ctx()) == MatmulVariant::Coopmat, coopmat) << info.name;
+}
+
+}  // namespace
+}  // namespace vkgrad::test
