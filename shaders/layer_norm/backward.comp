@@ -68,10 +68,10 @@ float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
                      : gamma[p.gamma_skip + i];
 }
+// dx and the sums below are precise: no multiply-add may be fused, which NVIDIA's compiler
+// does otherwise and differently per specialization, so that v + addend rounds v first, as
+// storing v and adding the addend later does: the bits kAddend promises (lavapipe never fuses).
 void store(uint i, float v) {
-  // precise: these adds may not be fused with the caller's last multiply (rs * ...), which
-  // NVIDIA's compiler does otherwise, so that v + addend rounds v first, as storing v and
-  // adding the addend later does (the bits kAddend promises; lavapipe never fuses).
   precise float sum = v;
   if (kAddend) sum += addend[p.addend_skip + i];
   if (kAccumulate) sum += dx[p.dx_skip + i];
@@ -95,8 +95,8 @@ void row4(uint row, uint lane, uint step, float inv_n, float mu, float rs) {
   const float a = workgroupSum((g4.x + g4.y) + (g4.z + g4.w)) * inv_n;
   const float b = workgroupSum((gx4.x + gx4.y) + (gx4.z + gx4.w)) * inv_n;
   for (uint t = lane; t < n4; t += step) {
-    const vec4 xhat = (fetchX4(base4 + t) - mu) * rs;
-    const vec4 d = rs * ((fetchDy4(base4 + t) * fetchGamma4(t) - a) - xhat * b);
+    precise const vec4 xhat = (fetchX4(base4 + t) - mu) * rs;
+    precise const vec4 d = rs * ((fetchDy4(base4 + t) * fetchGamma4(t) - a) - xhat * b);
     for (uint k = 0; k < 4; ++k) store(4 * (base4 + t) + k, d[k]);
   }
 }
@@ -129,8 +129,9 @@ void blockWithParams(uint block, uint lane, uint step, float inv_n) {
     [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
       const uint t = lane + i * step;
       if (t >= n4) continue;
-      const vec4 dy4 = fetchDy4(base4 + t), xhat = (fetchX4(base4 + t) - mu) * rs;
-      const vec4 d = rs * ((dy4 * gamma4[i] - a) - xhat * b);
+      const vec4 dy4 = fetchDy4(base4 + t);
+      precise const vec4 xhat = (fetchX4(base4 + t) - mu) * rs;
+      precise const vec4 d = rs * ((dy4 * gamma4[i] - a) - xhat * b);
       for (uint k = 0; k < 4; ++k) store(4 * (base4 + t) + k, d[k]);
       sum_dyx[i] = kahan4Add(sum_dyx[i], dy4 * xhat);
       sum_dy[i] = kahan4Add(sum_dy[i], dy4);
@@ -163,8 +164,9 @@ void main() {
       }
       const float a = kahanValue(sum_g) * inv_n, b = kahanValue(sum_gx) * inv_n;
       for (uint i = 0; i < p.n; ++i) {
-        const float xhat = (loadX(base + i) - mu) * rs;
-        store(base + i, rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b));
+        precise const float xhat = (loadX(base + i) - mu) * rs;
+        precise const float d = rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b);
+        store(base + i, d);
       }
     }
   } else {
@@ -196,8 +198,9 @@ void main() {
       const float a = workgroupSum(kahanValue(sum_g)) * inv_n;
       const float b = workgroupSum(kahanValue(sum_gx)) * inv_n;
       for (uint i = lane; i < p.n; i += step) {
-        const float xhat = (loadX(base + i) - mu) * rs;
-        store(base + i, rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b));
+        precise const float xhat = (loadX(base + i) - mu) * rs;
+        precise const float d = rs * ((loadDy(base + i) * loadGamma(i) - a) - xhat * b);
+        store(base + i, d);
       }
     }
   }

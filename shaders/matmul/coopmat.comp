@@ -9,10 +9,12 @@
 //
 // A workgroup owns a BM x BN tile of C, BM = WM·FM·16 and BN = WN·FN·16; subgroup (wm, wn)
 // owns FM x FN fragments of 16x16 at rows wm·FM·16 and columns wn·FN·16 of the tile. Per BK
-// step the workgroup stages op(A)'s BM x BK and op(B)'s BK x BN tiles in shared memory as
-// fp16, each in its operand's own layout (the contiguous axis of global memory stays the
-// contiguous axis in shared memory, so every global read is 16 (fp32) or 8 (fp16) bytes
-// wide where A_VEC / B_VEC; a transposed operand is a column-major fragment, not a gather).
+// step the workgroup stages op(A)'s BM x BK tile row-major (m, k) and op(B)'s BK x BN tile
+// row-major (k, n) in shared memory as fp16, and every fragment is loaded row-major: on an
+// H200 column-major fragment loads ran 3x slower (BENCHMARKS.md). An operand whose memory is
+// contiguous along the tile's rows (A along k, B along n) is read four elements at a time
+// along them; a transposed one (A along m, B along k) is read in 4x4 blocks, four reads of
+// four along its contiguous axis, and transposed in registers on the way to shared memory.
 // Two shared buffers: while the subgroups multiply one, every invocation's registers hold
 // the next tile's global reads, stored into the other buffer after the multiplies, so one
 // barrier per BK step separates writing a buffer from reading it.
@@ -34,10 +36,10 @@ layout(constant_id = 3) const uint WN = 4;         // subgroups along N
 layout(constant_id = 4) const uint FM = 4;         // 16-row fragments per subgroup along M
 layout(constant_id = 5) const uint FN = 2;         // 16-column fragments per subgroup along N
 layout(constant_id = 6) const uint BK = 32;        // depth of a shared tile, a multiple of 16
-// The operand's contiguous axis in global memory: k for A (A_KMAJOR), n for B (B_NMAJOR);
+// The operand's contiguous axis in memory: k for A (A_KCONTIG), n for B (B_NCONTIG);
 // otherwise m for A, k for B (a transposed operand).
-layout(constant_id = 7) const bool A_KMAJOR = true;
-layout(constant_id = 8) const bool B_NMAJOR = true;
+layout(constant_id = 7) const bool A_KCONTIG = true;
+layout(constant_id = 8) const bool B_NCONTIG = true;
 // Four elements along the contiguous axis per read: that axis's length a multiple of 4 and
 // every row (and batch) starting on 4 elements.
 layout(constant_id = 9) const bool A_VEC = false;
@@ -47,12 +49,12 @@ layout(constant_id = 11) const bool A_HALF = false;
 layout(constant_id = 12) const bool B_HALF = false;
 
 const uint BM = WM * FM * 16, BN = WN * FN * 16;
-// A shared tile is OUTER rows of INNER halves along the contiguous axis, padded to LD.
-const uint A_OUTER = A_KMAJOR ? BM : BK, A_INNER = A_KMAJOR ? BK : BM, LDA = A_INNER + 8;
-const uint B_OUTER = B_NMAJOR ? BK : BN, B_INNER = B_NMAJOR ? BN : BK, LDB = B_INNER + 8;
-// Groups of four elements per tile and per invocation (the host keeps these whole).
+const uint LDA = BK + 8, LDB = BN + 8;  // halves per shared row
+// Groups of four elements along a shared row per tile (quads), and per invocation; a
+// transposed operand moves 4x4 blocks, a quarter as many, each four quads once transposed.
 const uint A_QUADS = BM * BK / 4, B_QUADS = BK * BN / 4;
-const uint A_PER = A_QUADS / THREADS, B_PER = B_QUADS / THREADS;
+const uint A_PER = A_KCONTIG ? (A_QUADS + THREADS - 1) / THREADS : 4 * ((A_QUADS / 4 + THREADS - 1) / THREADS);
+const uint B_PER = B_NCONTIG ? (B_QUADS + THREADS - 1) / THREADS : 4 * ((B_QUADS / 4 + THREADS - 1) / THREADS);
 
 // Each input binding seen as fp32, fp32 x 4, fp16 and fp16 x 4; the spec constants pick one.
 layout(set = 0, binding = 0) readonly buffer A { float a[]; };
@@ -79,8 +81,8 @@ layout(push_constant) uniform Push {
 // Two buffers of each tile, four halves per uvec2 (glslang 12 loads fp16 fragments from
 // arrays of scalars or of 32-bit vectors, not of f16vec4). LDA and LDB are multiples of 8
 // halves, so every fragment starts on 16 bytes, as cooperative matrix loads require.
-shared uvec2 As[2 * A_OUTER * LDA / 4];
-shared uvec2 Bs[2 * B_OUTER * LDB / 4];
+shared uvec2 As[2 * BM * LDA / 4];
+shared uvec2 Bs[2 * BK * LDB / 4];
 // One 16x16 fp32 fragment per subgroup on its way out (the epilogue).
 shared float Cs[WM * WN * 256];
 
@@ -98,37 +100,71 @@ float16_t loadB(uint base, uint k, uint col) {
   return B_HALF ? bh[at] : float16_t(b[at]);
 }
 
-// Reads the tiles at depth k0 into ra / rb: quad q of a tile is row q / (INNER/4) of its
-// layout, elements 4·(q % (INNER/4)) .. +3 along the contiguous axis.
-void fetch(uint tid, uint row0, uint col0, uint k0, uint abase, uint bbase) {
-  [[unroll]] for (uint i = 0; i < A_PER; ++i) {
-    const uint q = tid + i * THREADS;
-    const uint outer = q / (A_INNER / 4), inner = (q % (A_INNER / 4)) * 4;
-    const uint row = row0 + (A_KMAJOR ? outer : inner), k = k0 + (A_KMAJOR ? inner : outer);
-    if (A_VEC) {
-      // The contiguous axis's length is a multiple of 4: the quad is wholly in or out.
-      const bool in_range = row < p.M && k < p.K;
-      const uint at = (abase + row * p.a_sm + k * p.a_sk) / 4;
-      ra[i] = !in_range ? f16vec4(0.0) : A_HALF ? ah4[at] : f16vec4(a4[at]);
-    } else {
-      const uint dr = A_KMAJOR ? 0 : 1, dk = A_KMAJOR ? 1 : 0;
-      ra[i] = f16vec4(loadA(abase, row, k), loadA(abase, row + dr, k + dk),
-                      loadA(abase, row + 2 * dr, k + 2 * dk), loadA(abase, row + 3 * dr, k + 3 * dk));
-    }
+// Four elements of op(A) from (row, k) along m (across) or k, as fp16; 0 outside.
+f16vec4 quadA(uint base, uint row, uint k, bool along_m) {
+  const uint dr = along_m ? 1 : 0, dk = along_m ? 0 : 1;
+  if (A_VEC) {
+    // The contiguous axis's length is a multiple of 4: the quad is wholly in or out.
+    if (row >= p.M || k >= p.K) return f16vec4(0.0);
+    const uint at = (base + row * p.a_sm + k * p.a_sk) / 4;
+    return A_HALF ? ah4[at] : f16vec4(a4[at]);
   }
-  [[unroll]] for (uint i = 0; i < B_PER; ++i) {
+  return f16vec4(loadA(base, row, k), loadA(base, row + dr, k + dk),
+                 loadA(base, row + 2 * dr, k + 2 * dk), loadA(base, row + 3 * dr, k + 3 * dk));
+}
+// Four elements of op(B) from (k, col) along k (across) or n.
+f16vec4 quadB(uint base, uint k, uint col, bool along_k) {
+  const uint dk = along_k ? 1 : 0, dn = along_k ? 0 : 1;
+  if (B_VEC) {
+    if (k >= p.K || col >= p.N) return f16vec4(0.0);
+    const uint at = (base + k * p.b_sk + col * p.b_sn) / 4;
+    return B_HALF ? bh4[at] : f16vec4(b4[at]);
+  }
+  return f16vec4(loadB(base, k, col), loadB(base, k + dk, col + dn),
+                 loadB(base, k + 2 * dk, col + 2 * dn), loadB(base, k + 3 * dk, col + 3 * dn));
+}
+
+// Where quad i of this invocation goes in a tile: its shared row and first element. Along:
+// quad q = tid + i·THREADS is row q / (INNER/4), elements 4·(q % (INNER/4)) + 0..3. Across:
+// block q = tid + (i/4)·THREADS covers rows 4·r4 + 0..3 and elements 4·c4 + 0..3 with c4
+// fastest (a subgroup then reads whole 64-byte runs of four of the operand's rows and stores
+// each quad to a different bank), and quad i % 4 is its row 4·r4 + i % 4.
+uvec2 slot(uint tid, uint i, bool along, uint inner, uint across_fast) {
+  if (along) {
     const uint q = tid + i * THREADS;
-    const uint outer = q / (B_INNER / 4), inner = (q % (B_INNER / 4)) * 4;
-    const uint k = k0 + (B_NMAJOR ? outer : inner), col = col0 + (B_NMAJOR ? inner : outer);
-    if (B_VEC) {
-      const bool in_range = k < p.K && col < p.N;
-      const uint at = (bbase + k * p.b_sk + col * p.b_sn) / 4;
-      rb[i] = !in_range ? f16vec4(0.0) : B_HALF ? bh4[at] : f16vec4(b4[at]);
-    } else {
-      const uint dk = B_NMAJOR ? 0 : 1, dn = B_NMAJOR ? 1 : 0;
-      rb[i] = f16vec4(loadB(bbase, k, col), loadB(bbase, k + dk, col + dn),
-                      loadB(bbase, k + 2 * dk, col + 2 * dn), loadB(bbase, k + 3 * dk, col + 3 * dn));
+    return uvec2(q / (inner / 4), (q % (inner / 4)) * 4);
+  }
+  const uint q = tid + (i / 4) * THREADS;
+  const uint fast = q % (across_fast / 4), slow = q / (across_fast / 4);
+  return across_fast == inner ? uvec2(4 * slow + i % 4, 4 * fast) : uvec2(4 * fast + i % 4, 4 * slow);
+}
+
+// Reads the tiles at depth k0 into ra / rb (quads of shared rows, transposed where across).
+void fetch(uint tid, uint row0, uint col0, uint k0, uint abase, uint bbase) {
+  [[unroll]] for (uint i = 0; i < A_PER; i += A_KCONTIG ? 1 : 4) {
+    // A's shared rows are m and its elements k; across, the blocks run fastest along k.
+    const uvec2 s = slot(tid, i, A_KCONTIG, BK, BK);
+    if (A_KCONTIG) {
+      ra[i] = tid + i * THREADS < A_QUADS ? quadA(abase, row0 + s.x, k0 + s.y, false) : f16vec4(0.0);
+      continue;
     }
+    if (tid + (i / 4) * THREADS >= A_QUADS / 4) continue;
+    // s.x = 4·r4 (the block's first row, i % 4 == 0 here): four quads along m at k .. k+3.
+    f16vec4 col[4];
+    [[unroll]] for (uint j = 0; j < 4; ++j) col[j] = quadA(abase, row0 + s.x, k0 + s.y + j, true);
+    [[unroll]] for (uint r = 0; r < 4; ++r) ra[i + r] = f16vec4(col[0][r], col[1][r], col[2][r], col[3][r]);
+  }
+  [[unroll]] for (uint i = 0; i < B_PER; i += B_NCONTIG ? 1 : 4) {
+    // B's shared rows are k and its elements n; across, the blocks run fastest along k too.
+    const uvec2 s = slot(tid, i, B_NCONTIG, BN, BK);
+    if (B_NCONTIG) {
+      rb[i] = tid + i * THREADS < B_QUADS ? quadB(bbase, k0 + s.x, col0 + s.y, false) : f16vec4(0.0);
+      continue;
+    }
+    if (tid + (i / 4) * THREADS >= B_QUADS / 4) continue;
+    f16vec4 col[4];  // four quads along k at n .. n+3
+    [[unroll]] for (uint j = 0; j < 4; ++j) col[j] = quadB(bbase, k0 + s.x, col0 + s.y + j, true);
+    [[unroll]] for (uint r = 0; r < 4; ++r) rb[i + r] = f16vec4(col[0][r], col[1][r], col[2][r], col[3][r]);
   }
 }
 
@@ -138,14 +174,16 @@ uvec2 packed(f16vec4 v) {
 
 void stash(uint tid, uint buf) {
   [[unroll]] for (uint i = 0; i < A_PER; ++i) {
-    const uint q = tid + i * THREADS;
-    const uint outer = q / (A_INNER / 4), inner = (q % (A_INNER / 4)) * 4;
-    As[buf * (A_OUTER * LDA / 4) + (outer * LDA + inner) / 4] = packed(ra[i]);
+    const bool live = A_KCONTIG ? tid + i * THREADS < A_QUADS : tid + (i / 4) * THREADS < A_QUADS / 4;
+    if (!live) continue;
+    const uvec2 s = slot(tid, i, A_KCONTIG, BK, BK);
+    As[buf * (BM * LDA / 4) + (s.x * LDA + s.y) / 4] = packed(ra[i]);
   }
   [[unroll]] for (uint i = 0; i < B_PER; ++i) {
-    const uint q = tid + i * THREADS;
-    const uint outer = q / (B_INNER / 4), inner = (q % (B_INNER / 4)) * 4;
-    Bs[buf * (B_OUTER * LDB / 4) + (outer * LDB + inner) / 4] = packed(rb[i]);
+    const bool live = B_NCONTIG ? tid + i * THREADS < B_QUADS : tid + (i / 4) * THREADS < B_QUADS / 4;
+    if (!live) continue;
+    const uvec2 s = slot(tid, i, B_NCONTIG, BN, BK);
+    Bs[buf * (BK * LDB / 4) + (s.x * LDB + s.y) / 4] = packed(rb[i]);
   }
 }
 
@@ -169,20 +207,13 @@ void main() {
   for (uint s = 0; s < steps; ++s) {
     const uint buf = s & 1;
     if (s + 1 < steps) fetch(tid, row0, col0, (s + 1) * BK, abase, bbase);
-    const uint a_buf = buf * (A_OUTER * LDA / 4), b_buf = buf * (B_OUTER * LDB / 4);
+    const uint a_buf = buf * (BM * LDA / 4), b_buf = buf * (BK * LDB / 4);
     [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-      [[unroll]] for (uint i = 0; i < FM; ++i) {
-        const uint m = wm * FM * 16 + i * 16;
-        // Row-major (m, k) or, for an m-contiguous A, column-major (k, m).
-        const uint at = A_KMAJOR ? m * LDA + kk : kk * LDA + m;
-        coopMatLoadNV(fa[i], As, a_buf + at / 4, LDA / 4, !A_KMAJOR);
-      }
-      [[unroll]] for (uint j = 0; j < FN; ++j) {
-        const uint n = wn * FN * 16 + j * 16;
-        const uint at = B_NMAJOR ? kk * LDB + n : n * LDB + kk;
-        coopMatLoadNV(fb[j], Bs, b_buf + at / 4, LDB / 4, !B_NMAJOR);
-      }
+      [[unroll]] for (uint i = 0; i < FM; ++i)
+        coopMatLoadNV(fa[i], As, a_buf + ((wm * FM * 16 + i * 16) * LDA + kk) / 4, LDA / 4, false);
+      [[unroll]] for (uint j = 0; j < FN; ++j)
+        coopMatLoadNV(fb[j], Bs, b_buf + (kk * LDB + wn * FN * 16 + j * 16) / 4, LDB / 4, false);
       [[unroll]] for (uint i = 0; i < FM; ++i)
         [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
     }
