@@ -272,9 +272,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   if (!options.json) {
     std::printf("device   %s\n", device.c_str());
     std::printf("auto     %s on this device\n", ops::matmulVariantName(automatic));
-    std::printf("work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
-                1e-6 * double(batch * ((m * k + k * n) * int64_t(ops::dtypeBytes(in_dtype)) +
-                                       4 * m * n)));
+    std::printf(
+        "work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
+        1e-6 * double(batch * ((m * k + k * n) * int64_t(ops::dtypeBytes(in_dtype)) + 4 * m * n)));
     std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n",
                 options.iters, options.warmup);
   }
@@ -347,8 +347,8 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                                         : tiling) +
                   (split ? " split " + std::to_string(parts) : "")
         : variant == ops::MatmulVariant::Coopmat
-            ? ops::matmulTilingText(tiling.empty() ? ops::matmulCoopmatTilingFor(context, m, n, batch)
-                                                   : tiling) +
+            ? ops::matmulTilingText(
+                  tiling.empty() ? ops::matmulCoopmatTilingFor(context, m, n, batch) : tiling) +
                   (half ? " f16 inputs" : " f32 inputs")
             : std::string();
     const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {

@@ -126,10 +126,13 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
                 yesNo(d.int8), yesNo(d.fp64), yesNo(d.int64));
     std::printf("    buffer storage   16-bit %s, 8-bit %s\n", yesNo(d.storage_16bit),
                 yesNo(d.storage_8bit));
-    std::printf("    coop. matrices   %s (VK_NV_cooperative_matrix: %zu shapes; VK_KHR_cooperative_matrix %s)\n",
-                d.coopmat ? "yes, the coopmat matmul runs" : "no", d.coopmat_shapes.size(),
-                d.khr_coopmat ? "offered" : "absent");
-    for (const std::string& shape : d.coopmat_shapes) std::printf("                     %s\n", shape.c_str());
+    std::printf(
+        "    coop. matrices   %s (VK_NV_cooperative_matrix: %zu shapes; VK_KHR_cooperative_matrix "
+        "%s)\n",
+        d.coopmat ? "yes, the coopmat matmul runs" : "no", d.coopmat_shapes.size(),
+        d.khr_coopmat ? "offered" : "absent");
+    for (const std::string& shape : d.coopmat_shapes)
+      std::printf("                     %s\n", shape.c_str());
     if (d.compute_family == UINT32_MAX)
       std::printf("    compute queue    none (vkgrad cannot use this device)\n");
     else

@@ -59,6 +59,18 @@ void expectShapeError(vk::Context& context, const std::function<void(vk::Recorde
       rec, [&] { record(rec); }, message);
 }
 
+void expectError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                 const std::string& message) {
+  vk::Recorder rec(context);
+  try {
+    record(rec);
+    ADD_FAILURE() << "no Error, expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
+}
+
 Placed placed(vk::Context& context, const ops::Shape& shape, const std::vector<float>& data,
               int64_t at) {
   Placed p;

@@ -37,6 +37,11 @@ void expectShapeError(vk::Recorder& rec, const std::function<void()>& record,
 void expectShapeError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
                       const std::string& message);
 
+// The same for any vkgrad::Error (a device that cannot run what was asked, a tiling it
+// cannot fit): record(rec) must throw one whose message contains `message`, recording nothing.
+void expectError(vk::Context& context, const std::function<void(vk::Recorder&)>& record,
+                 const std::string& message);
+
 // A view at element `at` of a buffer whose other elements hold a sentinel: ops must work at
 // any offset that is a multiple of 4 bytes and write nothing outside their outputs.
 struct Placed {

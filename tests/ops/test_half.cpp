@@ -30,16 +30,16 @@ TEST(Half, EveryHalfRoundTripsExactly) {
 TEST(Half, KnownValues) {
   EXPECT_EQ(toHalf(1.0f), 0x3c00);
   EXPECT_EQ(toHalf(-2.0f), 0xc000);
-  EXPECT_EQ(toHalf(65504.0f), 0x7bff);                       // the largest half
-  EXPECT_EQ(toHalf(65520.0f), 0x7c00);                       // halfway to 65536: to even, inf
-  EXPECT_EQ(toHalf(1e6f), 0x7c00);                           // overflow
+  EXPECT_EQ(toHalf(65504.0f), 0x7bff);  // the largest half
+  EXPECT_EQ(toHalf(65520.0f), 0x7c00);  // halfway to 65536: to even, inf
+  EXPECT_EQ(toHalf(1e6f), 0x7c00);      // overflow
   EXPECT_EQ(toHalf(-std::numeric_limits<float>::infinity()), 0xfc00);
-  EXPECT_EQ(toHalf(std::ldexp(1.0f, -24)), 0x0001);          // the smallest subnormal
-  EXPECT_EQ(toHalf(std::ldexp(1.0f, -25)), 0x0000);          // half of it: ties to even, 0
-  EXPECT_EQ(toHalf(std::ldexp(3.0f, -26)), 0x0001);          // above half of it
-  EXPECT_EQ(toHalf(std::ldexp(1.0f, -14)), 0x0400);          // the smallest normal
-  EXPECT_EQ(toHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);   // tie: stays on the even 1.0
-  EXPECT_EQ(toHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);   // tie: up to the even 1+2^-9
+  EXPECT_EQ(toHalf(std::ldexp(1.0f, -24)), 0x0001);         // the smallest subnormal
+  EXPECT_EQ(toHalf(std::ldexp(1.0f, -25)), 0x0000);         // half of it: ties to even, 0
+  EXPECT_EQ(toHalf(std::ldexp(3.0f, -26)), 0x0001);         // above half of it
+  EXPECT_EQ(toHalf(std::ldexp(1.0f, -14)), 0x0400);         // the smallest normal
+  EXPECT_EQ(toHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie: stays on the even 1.0
+  EXPECT_EQ(toHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie: up to the even 1+2^-9
   EXPECT_EQ(toHalf(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3c01);
   EXPECT_TRUE(std::isnan(fromHalf(toHalf(std::nanf("")))));
 }
@@ -60,7 +60,8 @@ TEST(Half, RoundsRandomFloatsToTheNearest) {
         continue;
       }
       // The neighbours of r in the half grid, towards zero and away from it.
-      const float up = fromHalf(uint16_t(h + 1)), down = (h & 0x7fff) ? fromHalf(uint16_t(h - 1)) : -r;
+      const float up = fromHalf(uint16_t(h + 1)),
+                  down = (h & 0x7fff) ? fromHalf(uint16_t(h - 1)) : -r;
       const float ulp_up = std::fabs(up - r), ulp_down = std::fabs(r - down);
       EXPECT_LE(std::fabs(x - r), 0.5f * std::max(ulp_up, ulp_down)) << x;
       EXPECT_LE(std::fabs(x - r), std::fabs(x - up)) << x;

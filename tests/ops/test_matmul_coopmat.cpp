@@ -8,6 +8,7 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/matmul.h"
@@ -115,14 +116,12 @@ class MatmulCoopmatTest : public VkTest {
   // On a device without cooperative matrices: the variant is refused before recording.
   void expectRefused(const std::string& expected) {
     auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
-    vk::Recorder rec(ctx());
-    try {
-      ops::matmul(rec, a.view(), b.view(), c.view(), MatmulVariant::Coopmat);
-      ADD_FAILURE() << "no error on " << ctx().info().name;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-    }
-    EXPECT_EQ(rec.dispatchCount(), 0u);
+    expectError(
+        ctx(),
+        [&](vk::Recorder& rec) {
+          ops::matmul(rec, a.view(), b.view(), c.view(), MatmulVariant::Coopmat);
+        },
+        expected);
   }
 };
 
@@ -134,7 +133,7 @@ TEST_F(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
   if (!supported()) return expectRefused(kMissing);
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const int64_t shapes[][3] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3},
+  const int64_t shapes[][3] = {{130, 129, 37}, {67, 260, 64},   {1, 5, 3},
                                {33, 1, 4},     {256, 256, 256}, {200, 72, 1000}};
   for (const auto& s : shapes)
     for (const bool trans_a : {false, true})
@@ -228,19 +227,14 @@ TEST_F(MatmulCoopmatTest, F16OperandsNeedTheCoopmatVariant) {
   auto b = upload(ctx(), {8, 2}, rng.uniform(16));
   auto c = poisoned(ctx(), {4, 2});
   const auto refused = [&](MatmulVariant variant, const std::string& expected) {
-    vk::Recorder rec(ctx());
-    try {
-      ops::matmul(rec, a.view, b.view(), c.view(), variant);
-      ADD_FAILURE() << "no error for " << ops::matmulVariantName(variant);
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-    }
-    EXPECT_EQ(rec.dispatchCount(), 0u);
+    expectError(
+        ctx(), [&](vk::Recorder& rec) { ops::matmul(rec, a.view, b.view(), c.view(), variant); },
+        expected);
   };
-  for (const MatmulVariant v : {MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Texel,
-                                MatmulVariant::Vector})
-    refused(v, std::string("f16 operands need the coopmat variant; ") +
-                   ops::matmulVariantName(v) + " reads f32");
+  for (const MatmulVariant v :
+       {MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Texel, MatmulVariant::Vector})
+    refused(v, std::string("f16 operands need the coopmat variant; ") + ops::matmulVariantName(v) +
+                   " reads f32");
   if (!supported()) refused(MatmulVariant::Auto, "f16 operands need cooperative matrices");
   // C is f32 on every path.
   const Stored c16 = store(ctx(), {4, 2}, rng.uniform(8), true);
@@ -256,21 +250,13 @@ TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
   ops::MatmulOptions options;
   options.variant = MatmulVariant::Coopmat;
   // bk not a multiple of 16; too many fragments; too much shared memory; too many subgroups.
-  for (const ops::MatmulTiling tiling : {ops::MatmulTiling{2, 2, 24, 2, 2},
-                                         ops::MatmulTiling{2, 2, 32, 8, 8},
-                                         ops::MatmulTiling{4, 4, 64, 4, 2},
-                                         ops::MatmulTiling{64, 2, 32, 1, 1}}) {
+  for (const ops::MatmulTiling tiling :
+       {ops::MatmulTiling{2, 2, 24, 2, 2}, ops::MatmulTiling{2, 2, 32, 8, 8},
+        ops::MatmulTiling{4, 4, 64, 4, 2}, ops::MatmulTiling{64, 2, 32, 1, 1}}) {
     options.tiling = tiling;
-    vk::Recorder rec(ctx());
-    try {
-      ops::matmul(rec, a.view(), b.view(), c.view(), options);
-      ADD_FAILURE() << "no error for " << ops::matmulTilingText(tiling);
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("coopmat tiling " + ops::matmulTilingText(tiling)),
-                std::string::npos)
-          << e.what();
-    }
-    EXPECT_EQ(rec.dispatchCount(), 0u);
+    expectError(
+        ctx(), [&](vk::Recorder& rec) { ops::matmul(rec, a.view(), b.view(), c.view(), options); },
+        "coopmat tiling " + ops::matmulTilingText(tiling));
   }
 }
 

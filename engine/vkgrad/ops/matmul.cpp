@@ -232,8 +232,6 @@ void checkCoopmatTiling(const vk::Context& context, const MatmulTiling& t) {
                 " bytes of shared memory (this one " + std::to_string(coopmatShared(t)) + ")");
 }
 
-
-
 // Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
 void checkTiling(const vk::Context& context, const MatmulTiling& t) {
   const vk::DeviceInfo& info = context.info();
@@ -271,11 +269,12 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
     variant = MatmulVariant::Coopmat;
   if (variant == MatmulVariant::Coopmat) {
     if (!info.coopmat)
-      throw Error(std::string("matmul: ") + (half ? "f16 operands need" : "the coopmat variant needs") +
-                  " cooperative matrices (VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + "
-                  "fp32 subgroup shape, fp16 arithmetic, 16-bit storage, the Vulkan memory model "
-                  "and a fixed subgroup size), which " + info.name + " lacks" +
-                  (context.ownsDevice() ? "" : " or the engine did not create"));
+      throw Error(
+          std::string("matmul: ") + (half ? "f16 operands need" : "the coopmat variant needs") +
+          " cooperative matrices (VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + "
+          "fp32 subgroup shape, fp16 arithmetic, 16-bit storage, the Vulkan memory model "
+          "and a fixed subgroup size), which " +
+          info.name + " lacks" + (context.ownsDevice() ? "" : " or the engine did not create"));
     return variant;
   }
   if (half)
@@ -492,9 +491,9 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       const bool b_vec = quads(p.b, b_ncontig, push.b_off);
       const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
       const vk::Kernel& kernel = context.kernels().get(
-          "matmul/coopmat",
-          {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kcontig), uint32_t(b_ncontig),
-           uint32_t(a_vec), uint32_t(b_vec), uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
+          "matmul/coopmat", {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kcontig),
+                             uint32_t(b_ncontig), uint32_t(a_vec), uint32_t(b_vec),
+                             uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
       rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
                          vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));

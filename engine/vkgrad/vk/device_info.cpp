@@ -80,15 +80,15 @@ bool queryCoopmatShapes(VkPhysicalDevice device, std::vector<std::string>& shape
     return false;
   bool found = false;
   for (const VkCooperativeMatrixPropertiesNV& m : props) {
-    shapes.push_back(std::to_string(m.MSize) + "x" + std::to_string(m.NSize) + "x" +
-                     std::to_string(m.KSize) + " " + componentName(m.AType) + "*" +
-                     componentName(m.BType) + "+" + componentName(m.CType) + "->" +
-                     componentName(m.DType) + (m.scope == VK_SCOPE_SUBGROUP_NV ? "" : " (not subgroup)"));
-    found = found || (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 &&
-                      m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                      m.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                      m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                      m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV);
+    shapes.push_back(
+        std::to_string(m.MSize) + "x" + std::to_string(m.NSize) + "x" + std::to_string(m.KSize) +
+        " " + componentName(m.AType) + "*" + componentName(m.BType) + "+" + componentName(m.CType) +
+        "->" + componentName(m.DType) + (m.scope == VK_SCOPE_SUBGROUP_NV ? "" : " (not subgroup)"));
+    found = found ||
+            (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 &&
+             m.AType == VK_COMPONENT_TYPE_FLOAT16_NV && m.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+             m.CType == VK_COMPONENT_TYPE_FLOAT32_NV && m.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+             m.scope == VK_SCOPE_SUBGROUP_NV);
   }
   return found;
 }

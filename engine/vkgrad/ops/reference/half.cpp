@@ -11,8 +11,8 @@ uint16_t toHalf(float x) {
   const uint32_t abs = f & 0x7fffffffu;
   if (abs >= 0x7f800000u)  // inf, or NaN kept quiet with its top mantissa bits
     return uint16_t(sign | 0x7c00u | (abs > 0x7f800000u ? 0x0200u | ((abs >> 13) & 0x3ffu) : 0));
-  const int32_t exp = int32_t(abs >> 23) - 127;  // unbiased
-  if (exp >= 16) return uint16_t(sign | 0x7c00u);  // too large even before rounding
+  const int32_t exp = int32_t(abs >> 23) - 127;       // unbiased
+  if (exp >= 16) return uint16_t(sign | 0x7c00u);     // too large even before rounding
   uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;  // 24 bits with the hidden one
   // Bits of the 24-bit mantissa that do not fit: 13 for a normal half, more for a subnormal
   // (its exponent is fixed at -14).
