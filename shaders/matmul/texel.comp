@@ -1,7 +1,7 @@
 #version 450
 // C = alpha·op(A)·op(B) + beta·C + bias for SIMD CPUs (lavapipe/llvmpipe), where a
 // workgroup is one subgroup and each subgroup lane is one lane of a vector register.
-// DESIGN.md has the measurements behind the recipe, BENCHMARKS.md the steps that changed it:
+// docs/DESIGN.md has the measurements behind the recipe, BENCHMARKS.md the steps that changed it:
 //  - A and B come through uniform texel buffers: a texelFetch is a branch-free gather
 //    (a call into a small fetch function), while a storage-buffer load is scalarised per
 //    lane with a bounds check.

@@ -667,8 +667,9 @@ int64_t matmulBackwardScratch(const Shape& a, const Shape& b, bool trans_a, bool
 MatmulVariant matmulVariantFor(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
   // On a CPU, shared memory and barriers are slow and texel fetches are cheap gathers
-  // (DESIGN.md, measured facts). On a GPU (an H100, BENCHMARKS.md) Vector is 1.3-2x faster
-  // than Tiled at the GPT's shapes and level with Texel at 4096³.
+  // (docs/DESIGN.md, measured facts). On a GPU (an H100, BENCHMARKS.md) Vector is 1.1-1.5x
+  // faster than Tiled at the GPT's shapes and level with Texel at 4096³; Coopmat rounds the
+  // inputs to fp16, so only where the Context allows it.
   if (info.isCpu() && canShuffle(info)) return MatmulVariant::Texel;
   if (info.coopmat && context.fp16Matmul()) return MatmulVariant::Coopmat;
   return MatmulVariant::Vector;

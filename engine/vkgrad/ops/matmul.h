@@ -1,6 +1,6 @@
 // Matrix multiply, row-major fp32: C = alpha·op(A)·op(B) + beta·C + bias, with op a
 // transpose or not per operand, optionally batched; and its backward. Several kernel
-// variants; the fastest shape differs by device (see DESIGN.md), so Auto picks one per device.
+// variants; the fastest shape differs by device (see docs/DESIGN.md), so Auto picks one per device.
 #pragma once
 
 #include <cstdint>
