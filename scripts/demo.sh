@@ -12,6 +12,11 @@
 #   scripts/demo.sh gnn      a GCN and a GAT trained on Zachary's karate club from one labelled
 #                            member per faction (seconds), and where the drawn graphs are.
 set -euo pipefail
+# Only the programs the demo runs are built (the test suite is most of a full build).
+case "${1:-}" in
+  vit | vae | gnn) export VKGRAD_BUILD_TARGETS="vkgrad-info vkgrad-$1" ;;
+  *) export VKGRAD_BUILD_TARGETS="vkgrad-info vkgrad-gpt" ;;
+esac
 # shellcheck source=scripts/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 

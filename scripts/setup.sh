@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Shared by demo.sh and test.sh (sourced, not run): installs the Debian 12 packages
 # vkgrad needs when any is missing, then configures and builds into build/ (Release).
-# VKGRAD_BUILD_DIR overrides the build folder.
+# VKGRAD_BUILD_DIR overrides the build folder; VKGRAD_BUILD_TARGETS limits what is built;
+# VKGRAD_CMAKE_ARGS adds configure options.
 
 VKGRAD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
@@ -63,9 +64,13 @@ vkgrad_install_packages() {
   fi
 }
 
+# VKGRAD_BUILD_TARGETS (space-separated) builds only those targets: demo.sh builds the one
+# program it runs, not the test suite. Unset: everything.
 vkgrad_build() {
-  cmake -S "$VKGRAD_ROOT" -B "$VKGRAD_BUILD" -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$VKGRAD_BUILD" -j "$(nproc)"
+  cmake -S "$VKGRAD_ROOT" -B "$VKGRAD_BUILD" -DCMAKE_BUILD_TYPE=Release ${VKGRAD_CMAKE_ARGS:-}
+  local targets=() target
+  for target in ${VKGRAD_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
+  cmake --build "$VKGRAD_BUILD" -j "$(nproc)" "${targets[@]}"
 }
 
 vkgrad_install_packages

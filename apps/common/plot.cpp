@@ -57,7 +57,7 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
   for (const Series& se : series)
     entries.push_back({se.label,
                        {se.rgb[0], se.rgb[1], se.rgb[2]},
-                       se.markers ? LegendEntry::Mark::kLineAndSquare : LegendEntry::Mark::kLine});
+                       se.markers ? LegendEntry::Mark::LineAndSquare : LegendEntry::Mark::Line});
   // The corner covering the least ink wins; ties go to the earlier (top right) corner.
   Rect box{};
   double least = 1e300;
@@ -99,7 +99,7 @@ void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& group
   const double radius = 1.5 * s;
   std::vector<LegendEntry> entries;
   for (const PointGroup& pg : groups)
-    entries.push_back({pg.label, {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, LegendEntry::Mark::kDot});
+    entries.push_back({pg.label, {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, LegendEntry::Mark::Dot});
   const LegendSize size = legendSize(entries, s);
   // The legend goes in the first corner (top right first) that hides no dot, else right of
   // the plot area: a legend over data hides exactly the outliers one looks for.

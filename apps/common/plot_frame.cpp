@@ -258,7 +258,7 @@ struct LegendMetrics {
 
 LegendMetrics legendMetrics(const std::vector<LegendEntry>& entries, int s) {
   const bool lines = std::any_of(entries.begin(), entries.end(), [](const LegendEntry& e) {
-    return e.mark != LegendEntry::Mark::kDot;
+    return e.mark != LegendEntry::Mark::Dot;
   });
   return {6 * s, kTextHeight * s + 6 * s, lines ? 22 * s : 8 * s, 8 * s, 3.0 * s};
 }
@@ -302,11 +302,11 @@ void drawLegend(Canvas& canvas, const std::vector<LegendEntry>& entries, Rect bo
     if (e.label.empty()) continue;
     Coverage mark(canvas.width(), canvas.height());
     const double mid = y + 0.5 * kTextHeight * s, left = box.x0 + m.pad;
-    if (e.mark == LegendEntry::Mark::kDot) {
+    if (e.mark == LegendEntry::Mark::Dot) {
       mark.stroke(left + 0.5 * m.swatch, mid, left + 0.5 * m.swatch, mid, 2 * m.dot_radius);
     } else {
       mark.stroke(left, mid, left + m.swatch, mid, line_width);
-      if (e.mark == LegendEntry::Mark::kLineAndSquare)
+      if (e.mark == LegendEntry::Mark::LineAndSquare)
         mark.square(left + 0.5 * m.swatch, mid, 2.5 * s);
     }
     canvas.composite(mark, e.colour, box);

@@ -65,7 +65,7 @@ class PlotFrame {
 };
 
 struct LegendEntry {
-  enum class Mark { kLine, kLineAndSquare, kDot };
+  enum class Mark { Line, LineAndSquare, Dot };
   std::string label;
   Rgb colour;
   Mark mark;
@@ -83,7 +83,7 @@ Rect legendOutside(Rect plot, LegendSize size, int scale);
 int legendOutsideMargin(LegendSize size, int scale);
 
 // A bordered white box with one row per entry: its mark (a line of line_width, with a square
-// for kLineAndSquare; an opaque dot for kDot) and its label.
+// for LineAndSquare; an opaque dot for Dot) and its label.
 void drawLegend(Canvas& canvas, const std::vector<LegendEntry>& entries, Rect box, int scale,
                 double line_width);
 
