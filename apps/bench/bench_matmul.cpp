@@ -24,7 +24,8 @@ namespace {
 // are only checked with --check.
 constexpr double kCheckLimit = 2048.0 * 2048.0 * 2048.0;
 // Inputs are uniform in [-1, 1]; fp32 sums of K such products stay far below this
-// normalised error, and a broken kernel lands far above it.
+// normalised error (~1e-6), as do the coopmat variant's fp16-rounded f32 inputs (~3e-4: each
+// input off by up to 2^-11 of itself), and a broken kernel lands far above it.
 constexpr double kCheckTolerance = 1e-3;
 
 void declare(Cli& cli) {
@@ -258,7 +259,9 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
       options.check ||
       (!cli.has("sample") && double(batch) * double(m) * double(n) * double(k) <= kCheckLimit);
   const std::string device = deviceDescription(context);
-  const ops::MatmulVariant automatic = ops::matmulVariantFor(context);
+  // Auto takes Coopmat for f16 operands (ops::matmul's rule), else the device's f32 choice.
+  const ops::MatmulVariant automatic =
+      half ? ops::MatmulVariant::Coopmat : ops::matmulVariantFor(context);
 
   // Stored shapes; a batch of 1 stays 2-D.
   const ops::Shape a_shape = batch > 1 ? ops::Shape{batch, trans_a ? k : m, trans_a ? m : k}

@@ -3,9 +3,9 @@
 # VK_NV_cooperative_matrix) and the models with fp16 products against fp32 and PyTorch.
 #   bash bench/gpu/coopmat.sh [tests] [matmul] [sweep] [shapes] [models] [scale] [torch]
 # (default: all but scale)
-# tests: the coopmat and fp16 tests; matmul: 4096³ and 8192³, vector against coopmat with f32
-# and f16 inputs; sweep: coopmat tilings at 4096³; shapes: the small GPT's and the GPT-2-small
-# shape's products; models: the four demos and a GPT-2-small-shaped GPT, with VKGRAD_MATMUL
+# tests: the coopmat and fp16 tests; matmul: 4096³ and 8192³, vector against coopmat with
+# f32 and f16 inputs; sweep: coopmat tilings at 4096³; shapes: the small GPT's and the
+# GPT-2-small shape's products; models: the four demos and a GPT-2-small-shaped GPT, with VKGRAD_MATMUL
 # fp32 then fp16; scale: the GPT-2-small-shaped GPT alone, trained, then one profiled step
 # (--profile: GPU time by op), in both; torch: bench/peers/step_torch.py eager fp32 and autocast bf16 on the same
 # shapes. Logs go to $OUT.

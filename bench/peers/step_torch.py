@@ -142,7 +142,7 @@ def make(model, device, gen, gpt_shape=(4, 4, 128, 64, 12), autocast=None):
             return torch.autocast(device.type, enabled=False)
         return torch.autocast(device.type, dtype=dtype)
 
-    def backward(loss, opt):
+    def backward(loss):
         if scaler:
             scaler.scale(loss).backward()
         else:
@@ -169,7 +169,7 @@ def make(model, device, gen, gpt_shape=(4, 4, 128, 64, 12), autocast=None):
             with cast():
                 loss = F.cross_entropy(net(ids).view(-1, 86), tgt.view(-1))
             opt.zero_grad(set_to_none=True)
-            backward(loss, opt)
+            backward(loss)
             if scaler:
                 scaler.unscale_(opt)
             nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -185,7 +185,7 @@ def make(model, device, gen, gpt_shape=(4, 4, 128, 64, 12), autocast=None):
             with cast():
                 loss = F.cross_entropy(net(x), y)
             opt.zero_grad(set_to_none=True)
-            backward(loss, opt)
+            backward(loss)
             update(opt)
         return step, 128, "images"
     if model == "vae":
@@ -197,7 +197,7 @@ def make(model, device, gen, gpt_shape=(4, 4, 128, 64, 12), autocast=None):
             with cast():
                 loss = net.loss(x)
             opt.zero_grad(set_to_none=True)
-            backward(loss, opt)
+            backward(loss)
             update(opt)
         return step, 128, "images"
     if model == "gcn":

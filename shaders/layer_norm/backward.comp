@@ -68,7 +68,7 @@ float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
                      : gamma[p.gamma_skip + i];
 }
-// dx and the sums below are precise: no multiply-add may be fused, which NVIDIA's compiler
+// dx (and the x̂ it reads) are precise: no multiply-add may be fused, which NVIDIA's compiler
 // does otherwise and differently per specialization, so that v + addend rounds v first, as
 // storing v and adding the addend later does: the bits kAddend promises (lavapipe never fuses).
 void store(uint i, float v) {

@@ -5,7 +5,10 @@
 //
 // Assumptions, checked by the host (ops/matmul.cpp) before this kernel is chosen: the device
 // has VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + fp32 subgroup shape, and a fixed
-// subgroup size SG, so a workgroup of WM·WN·SG invocations is WM·WN whole subgroups.
+// subgroup size SG, so a workgroup of WM·WN·SG invocations is WM·WN whole subgroups. Which
+// subgroup an invocation is in comes from gl_SubgroupID (not tid / SG, which Vulkan does not
+// promise): a cooperative matrix operation needs the same arguments across its subgroup.
+// fp16 holds up to 65504: larger f32 inputs become inf (ContextOptions::fp16_matmul).
 //
 // A workgroup owns a BM x BN tile of C, BM = WM·FM·16 and BN = WN·FN·16; subgroup (wm, wn)
 // owns FM x FN fragments of 16x16 at rows wm·FM·16 and columns wn·FN·16 of the tile. Per BK
@@ -18,8 +21,8 @@
 // Two shared buffers: while the subgroups multiply one, every invocation's registers hold
 // the next tile's global reads, stored into the other buffer after the multiplies, so one
 // barrier per BK step separates writing a buffer from reading it.
-// Rows of the shared tiles are padded by 8 halves (16 bytes) so the 16 rows of a fragment
-// start in different banks.
+// Rows of the shared tiles are padded by 8 halves (16 bytes) so that the 16-byte rows a
+// fragment load reads at a time fall in different banks.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -126,24 +129,24 @@ f16vec4 quadB(uint base, uint k, uint col, bool along_k) {
 
 // Where quad i of this invocation goes in a tile: its shared row and first element. Along:
 // quad q = tid + i·THREADS is row q / (INNER/4), elements 4·(q % (INNER/4)) + 0..3. Across:
-// block q = tid + (i/4)·THREADS covers rows 4·r4 + 0..3 and elements 4·c4 + 0..3 with c4
-// fastest (a subgroup then reads whole 64-byte runs of four of the operand's rows and stores
-// each quad to a different bank), and quad i % 4 is its row 4·r4 + i % 4.
-uvec2 slot(uint tid, uint i, bool along, uint inner, uint across_fast) {
+// 4x4 block q = tid + (i/4)·THREADS, its k quad fastest (a subgroup then reads whole 64-byte
+// runs of four of the operand's rows), and quad i % 4 is the block's row 4·r4 + i % 4 (for A
+// the rows are m and k runs along them; for B the rows are k).
+uvec2 slot(uint tid, uint i, bool along, uint inner, bool rows_are_k) {
   if (along) {
     const uint q = tid + i * THREADS;
     return uvec2(q / (inner / 4), (q % (inner / 4)) * 4);
   }
   const uint q = tid + (i / 4) * THREADS;
-  const uint fast = q % (across_fast / 4), slow = q / (across_fast / 4);
-  return across_fast == inner ? uvec2(4 * slow + i % 4, 4 * fast) : uvec2(4 * fast + i % 4, 4 * slow);
+  const uint k4 = q % (BK / 4), other4 = q / (BK / 4);
+  return rows_are_k ? uvec2(4 * k4 + i % 4, 4 * other4) : uvec2(4 * other4 + i % 4, 4 * k4);
 }
 
 // Reads the tiles at depth k0 into ra / rb (quads of shared rows, transposed where across).
 void fetch(uint tid, uint row0, uint col0, uint k0, uint abase, uint bbase) {
   [[unroll]] for (uint i = 0; i < A_PER; i += A_KCONTIG ? 1 : 4) {
     // A's shared rows are m and its elements k; across, the blocks run fastest along k.
-    const uvec2 s = slot(tid, i, A_KCONTIG, BK, BK);
+    const uvec2 s = slot(tid, i, A_KCONTIG, BK, false);
     if (A_KCONTIG) {
       ra[i] = tid + i * THREADS < A_QUADS ? quadA(abase, row0 + s.x, k0 + s.y, false) : f16vec4(0.0);
       continue;
@@ -156,7 +159,7 @@ void fetch(uint tid, uint row0, uint col0, uint k0, uint abase, uint bbase) {
   }
   [[unroll]] for (uint i = 0; i < B_PER; i += B_NCONTIG ? 1 : 4) {
     // B's shared rows are k and its elements n; across, the blocks run fastest along k too.
-    const uvec2 s = slot(tid, i, B_NCONTIG, BN, BK);
+    const uvec2 s = slot(tid, i, B_NCONTIG, BN, true);
     if (B_NCONTIG) {
       rb[i] = tid + i * THREADS < B_QUADS ? quadB(bbase, k0 + s.x, col0 + s.y, false) : f16vec4(0.0);
       continue;
@@ -176,20 +179,20 @@ void stash(uint tid, uint buf) {
   [[unroll]] for (uint i = 0; i < A_PER; ++i) {
     const bool live = A_KCONTIG ? tid + i * THREADS < A_QUADS : tid + (i / 4) * THREADS < A_QUADS / 4;
     if (!live) continue;
-    const uvec2 s = slot(tid, i, A_KCONTIG, BK, BK);
+    const uvec2 s = slot(tid, i, A_KCONTIG, BK, false);
     As[buf * (BM * LDA / 4) + (s.x * LDA + s.y) / 4] = packed(ra[i]);
   }
   [[unroll]] for (uint i = 0; i < B_PER; ++i) {
     const bool live = B_NCONTIG ? tid + i * THREADS < B_QUADS : tid + (i / 4) * THREADS < B_QUADS / 4;
     if (!live) continue;
-    const uvec2 s = slot(tid, i, B_NCONTIG, BN, BK);
+    const uvec2 s = slot(tid, i, B_NCONTIG, BN, true);
     Bs[buf * (BK * LDB / 4) + (s.x * LDB + s.y) / 4] = packed(rb[i]);
   }
 }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint sg = tid / SG, lane = tid % SG;
+  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint wm = sg / WN, wn = sg % WN;
   const uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
   const uint z = gl_WorkGroupID.z;

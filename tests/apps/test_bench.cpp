@@ -63,10 +63,11 @@ TEST(BenchApp, MatmulReportsEveryVariantChecked) {
     EXPECT_EQ(line.at("n").get<double>(), 17.0);
     EXPECT_EQ(line.at("k").get<double>(), 9.0);
     EXPECT_GT(line.at("gflops").get<double>(), 0.0);
-    // Coopmat rounds each input to fp16 (relative error up to 2^-11 each, so ~1e-3 for a
-    // product) before its exact products and fp32 sums; the others keep fp32 inputs.
+    // Coopmat rounds each input to fp16 (relative error up to 2^-11 each) before its exact
+    // products and fp32 sums, ~3e-4 normalised; the app itself fails above 1e-3. The others
+    // keep fp32 inputs.
     const bool half = line.at("variant").get<std::string>() == "coopmat";
-    EXPECT_LT(line.at("error").get<double>(), half ? 2e-3 : 1e-5);
+    EXPECT_LT(line.at("error").get<double>(), half ? 1e-3 : 1e-5);
     expectTimed(line);
   }
 }

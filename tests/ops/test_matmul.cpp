@@ -147,12 +147,14 @@ INSTANTIATE_TEST_SUITE_P(Variants, MatmulTest,
                                            ops::MatmulVariant::Vector),
                          [](const auto& info) { return ops::matmulVariantName(info.param); });
 
+// (Coopmat instead of Vector where the device has cooperative matrices and the suite runs
+// with VKGRAD_MATMUL=fp16.)
 TEST_F(VkTest, MatmulAutoPicksTexelOnCpusAndVectorOnGpus) {
   const vk::DeviceInfo& info = ctx().info();
   const bool texel = info.isCpu() && info.subgroup_compute && info.subgroup_shuffle;
-  EXPECT_EQ(ops::matmulVariantFor(ctx()),
-            texel ? ops::MatmulVariant::Texel : ops::MatmulVariant::Vector)
-      << info.name;
+  const ops::MatmulVariant gpu = info.coopmat && ctx().fp16Matmul() ? ops::MatmulVariant::Coopmat
+                                                                   : ops::MatmulVariant::Vector;
+  EXPECT_EQ(ops::matmulVariantFor(ctx()), texel ? ops::MatmulVariant::Texel : gpu) << info.name;
 }
 
 // Every Vector tiling the GPU sweep tries (bench/gpu/matmul_sweep.sh), on shapes that overhang

@@ -2,6 +2,7 @@
 // reference, and its refusals. On a device without cooperative matrices (lavapipe) every
 // test checks the refusal instead: the variant must fail before recording, naming what is
 // missing, never run a wrong kernel.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ constexpr double kTolerance = 1e-5;
 using ops::MatmulVariant;
 
 // One operand in a buffer of its own, stored f32 or f16, `lead` bytes into the buffer (a
-// multiple of 4, so an f16 view can start between two halves of a binding's first word).
+// multiple of 4: an f16 view at lead 4 starts two halves into its binding, so no quad of it
+// is aligned; at lead 16 every row can be read four at a time).
 struct Stored {
   vk::Buffer buffer;
   ops::TensorView view;
@@ -142,25 +144,31 @@ TEST_F(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
           Case cs{s[0], s[1], s[2], trans_a, trans_b, half};
           expectMatches(rng, cs);
         }
-  // Starting 4 bytes into a binding: an f16 view then starts on its third half, so no
-  // operand can be read four elements at a time.
-  for (const bool half : {false, true}) {
-    Case cs{96, 80, 48, false, true, half, 4};
-    expectMatches(rng, cs);
-  }
+  // 4 bytes into a binding no quad of an f16 view is aligned (scalar reads); 16 bytes in,
+  // every row of either kind is (four at a time).
+  for (const uint64_t lead : {uint64_t(4), uint64_t(16)})
+    for (const bool trans : {false, true})
+      for (const bool half : {false, true}) {
+        Case cs{96, 80, 48, trans, !trans, half, lead};
+        expectMatches(rng, cs);
+      }
 }
 
 TEST_F(MatmulCoopmatTest, AppliesAlphaBetaBiasAndBatches) {
   if (!supported()) return expectRefused(kMissing);
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  Case epilogue{70, 90, 40};
-  epilogue.bias = true, epilogue.alpha = 0.5f, epilogue.beta = 1.5f;
-  expectMatches(rng, epilogue);
+  for (const bool half : {false, true}) {
+    Case epilogue{70, 90, 40, false, false, half};
+    epilogue.bias = true, epilogue.alpha = 0.5f, epilogue.beta = 1.5f;
+    expectMatches(rng, epilogue);
+  }
   // A batch over a shared weight (folded into one taller product) and a full batch.
-  Case shared{37, 48, 33, false, false, false};
-  shared.batch = shared.batch_a = 3;
-  expectMatches(rng, shared);
+  for (const bool half : {false, true}) {
+    Case shared{37, 48, 33, false, false, half};
+    shared.batch = shared.batch_a = 3;
+    expectMatches(rng, shared);
+  }
   Case full{37, 48, 33, true, false, true};
   full.batch = full.batch_a = full.batch_b = 4;
   expectMatches(rng, full);
@@ -183,40 +191,43 @@ TEST_F(MatmulCoopmatTest, TilingsMatchCpu) {
 }
 
 // The gradients through matmulBackward: dA = dC·op(B)ᵀ and dB = op(A)ᵀ·dC run as Coopmat
-// products too (dC is narrowed to fp16 in the kernel, so the test rounds it first).
+// products too (dC is narrowed to fp16 in the kernel, so the test rounds it first), with a
+// and b stored f32 or f16 (the gradients are f32 either way).
 TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
   if (!supported()) return expectRefused(kMissing);
   Rng rng;
   SCOPED_TRACE(rng.describe());
+  const int64_t m = 75, n = 66, k = 130;
   for (const bool trans_a : {false, true})
-    for (const bool trans_b : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "transA " << trans_a << " transB " << trans_b);
-      const int64_t m = 75, n = 66, k = 130;
-      const ops::Shape a_shape = stored(1, m, k, trans_a), b_shape = stored(1, k, n, trans_b);
-      const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)),
-                               b = ops::ref::roundToHalf(rng.uniform(k * n)),
-                               dc = ops::ref::roundToHalf(rng.uniform(m * n));
-      std::vector<float> want_da(m * k), want_db(k * n), want_dbias(n);
-      ops::ref::MatmulArgs args;
-      args.m = m, args.n = n, args.k = k, args.trans_a = trans_a, args.trans_b = trans_b;
-      ops::ref::matmulBackward(a.data(), b.data(), dc.data(), want_da.data(), want_db.data(),
-                               want_dbias.data(), args);
-      DeviceTensor da_in = upload(ctx(), a_shape, a), db_in = upload(ctx(), b_shape, b),
-                   ddc = upload(ctx(), {m, n}, dc);
-      DeviceTensor da = poisoned(ctx(), a_shape), db = poisoned(ctx(), b_shape),
-                   dbias = poisoned(ctx(), {n});
-      const ops::TensorView vda = da.view(), vdb = db.view(), vdbias = dbias.view();
-      ops::MatmulOptions forward;
-      forward.variant = MatmulVariant::Coopmat;
-      forward.trans_a = trans_a, forward.trans_b = trans_b;
-      vk::Recorder rec(ctx());
-      ops::matmulBackward(rec, da_in.view(), db_in.view(), ddc.view(),
-                          {.da = &vda, .db = &vdb, .dbias = &vdbias}, forward);
-      rec.submit();
-      EXPECT_TRUE(allClose(download(ctx(), da), want_da, kTolerance));
-      EXPECT_TRUE(allClose(download(ctx(), db), want_db, kTolerance));
-      EXPECT_TRUE(allClose(download(ctx(), dbias), want_dbias, kTolerance));
-    }
+    for (const bool trans_b : {false, true})
+      for (const bool half : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "transA " << trans_a << " transB " << trans_b
+                                        << (half ? " f16" : " f32"));
+        const ops::Shape a_shape = stored(1, m, k, trans_a), b_shape = stored(1, k, n, trans_b);
+        const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)),
+                                 b = ops::ref::roundToHalf(rng.uniform(k * n)),
+                                 dc = ops::ref::roundToHalf(rng.uniform(m * n));
+        std::vector<float> want_da(m * k), want_db(k * n), want_dbias(n);
+        ops::ref::MatmulArgs args;
+        args.m = m, args.n = n, args.k = k, args.trans_a = trans_a, args.trans_b = trans_b;
+        ops::ref::matmulBackward(a.data(), b.data(), dc.data(), want_da.data(), want_db.data(),
+                                 want_dbias.data(), args);
+        const Stored a_in = store(ctx(), a_shape, a, half), b_in = store(ctx(), b_shape, b, half);
+        DeviceTensor ddc = upload(ctx(), {m, n}, dc);
+        DeviceTensor da = poisoned(ctx(), a_shape), db = poisoned(ctx(), b_shape),
+                     dbias = poisoned(ctx(), {n});
+        const ops::TensorView vda = da.view(), vdb = db.view(), vdbias = dbias.view();
+        ops::MatmulOptions forward;
+        forward.variant = MatmulVariant::Coopmat;
+        forward.trans_a = trans_a, forward.trans_b = trans_b;
+        vk::Recorder rec(ctx());
+        ops::matmulBackward(rec, a_in.view, b_in.view, ddc.view(),
+                            {.da = &vda, .db = &vdb, .dbias = &vdbias}, forward);
+        rec.submit();
+        EXPECT_TRUE(allClose(download(ctx(), da), want_da, kTolerance));
+        EXPECT_TRUE(allClose(download(ctx(), db), want_db, kTolerance));
+        EXPECT_TRUE(allClose(download(ctx(), dbias), want_dbias, kTolerance));
+      }
 }
 
 // f16 operands go to Coopmat or nowhere: any other variant refuses them, and so does Auto
@@ -249,9 +260,10 @@ TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
   auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
   ops::MatmulOptions options;
   options.variant = MatmulVariant::Coopmat;
-  // bk not a multiple of 16; too many fragments; too much shared memory; too many subgroups.
+  // bk not a multiple of 16; too many fragments (and only that: 22 KB, 32 invocations); too
+  // much shared memory; too many subgroups (and too much shared memory).
   for (const ops::MatmulTiling tiling :
-       {ops::MatmulTiling{2, 2, 24, 2, 2}, ops::MatmulTiling{2, 2, 32, 8, 8},
+       {ops::MatmulTiling{2, 2, 24, 2, 2}, ops::MatmulTiling{1, 1, 16, 8, 8},
         ops::MatmulTiling{4, 4, 64, 4, 2}, ops::MatmulTiling{64, 2, 32, 1, 1}}) {
     options.tiling = tiling;
     expectError(
@@ -260,12 +272,46 @@ TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
   }
 }
 
-// Auto takes Coopmat for f32 products only where the device has it and the Context allows
-// fp16 products (ContextOptions::fp16_matmul, VKGRAD_MATMUL=fp16).
-TEST_F(MatmulCoopmatTest, AutoTakesCoopmatOnlyWhereAllowed) {
-  const vk::DeviceInfo& info = ctx().info();
-  const bool coopmat = info.coopmat && ctx().fp16Matmul();
-  EXPECT_EQ(ops::matmulVariantFor(ctx()) == MatmulVariant::Coopmat, coopmat) << info.name;
+// Auto with fp16 products allowed (a Context of its own, validation on): Coopmat where the
+// device has it, so a product matches the reference of its fp16-rounded inputs (and misses
+// the fp32 one by ~3e-4); a product that split-K would split (a 64x64 C over K = 8192) goes
+// to Vector's split and keeps fp32 accuracy; f16 operands go to Coopmat. Without cooperative
+// matrices nothing changes: fp32 results.
+TEST(MatmulCoopmatAuto, Fp16ProductsTakeCoopmatAndHandSmallOnesToSplitK) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.fp16_matmul = true;
+  vk::Context context(options);
+  const bool coopmat = context.info().coopmat;
+  EXPECT_EQ(ops::matmulVariantFor(context) == MatmulVariant::Coopmat, coopmat);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const auto product = [&](int64_t m, int64_t n, int64_t k, bool half) {
+    const std::vector<float> a = rng.uniform(m * k), b = rng.uniform(k * n);
+    const std::vector<float> a16 = ops::ref::roundToHalf(a), b16 = ops::ref::roundToHalf(b);
+    const bool rounded = half || (coopmat && ops::matmulSplitK(m, n, k, 1) == 1);
+    std::vector<float> want(m * n);
+    ops::ref::matmul(rounded ? a16.data() : a.data(), rounded ? b16.data() : b.data(),
+                     want.data(), m, n, k);
+    const Stored da = store(context, {m, k}, half ? a16 : a, half);
+    const Stored db = store(context, {k, n}, half ? b16 : b, half);
+    DeviceTensor dc = poisoned(context, {m, n});
+    const int64_t scratch_numel = std::max<int64_t>(1, ops::matmulScratch(m, n, k, 1));
+    DeviceTensor scratch = poisoned(context, {scratch_numel});
+    const ops::TensorView scratch_view = scratch.view();
+    ops::MatmulOptions o;
+    o.scratch = &scratch_view;
+    vk::Recorder rec(context);
+    ops::matmul(rec, da.view, db.view, dc.view(), o);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(context, dc), want, kTolerance))
+        << m << "x" << n << "x" << k << (half ? " f16" : " f32");
+  };
+  product(70, 90, 40, false);
+  ASSERT_GT(ops::matmulSplitK(64, 64, 8192, 1), 1);
+  product(64, 64, 8192, false);
+  if (coopmat) product(70, 90, 40, true);
+  EXPECT_TRUE(context.validationMessages().empty());
 }
 
 }  // namespace

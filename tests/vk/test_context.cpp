@@ -87,6 +87,35 @@ TEST(Context, VkgradDeviceEnvironmentIsHonouredAndTheOptionWins) {
   EXPECT_EQ(context.info().name, devices[0].name);
 }
 
+// fp16 products (the Coopmat matmul for f32 tensors) are allowed by the option or by
+// VKGRAD_MATMUL=fp16; any other value than fp16 or fp32 is an error before a device is made.
+TEST(Context, Fp16MatmulFromTheOptionOrVkgradMatmul) {
+  {
+    const ScopedEnv env("VKGRAD_MATMUL", "fp8");
+    try {
+      vk::Context context(withValidation());
+      FAIL() << "VKGRAD_MATMUL=fp8 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("VKGRAD_MATMUL='fp8' must be fp32 or fp16"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    const ScopedEnv env("VKGRAD_MATMUL", "fp16");
+    vk::Context context(withValidation());
+    EXPECT_TRUE(context.fp16Matmul());
+  }
+  const ScopedEnv env("VKGRAD_MATMUL", "fp32");
+  vk::Context off(withValidation());
+  EXPECT_FALSE(off.fp16Matmul());
+  vk::ContextOptions options = withValidation();
+  options.fp16_matmul = true;
+  vk::Context on(options);
+  EXPECT_TRUE(on.fp16Matmul());
+  EXPECT_TRUE(on.validationMessages().empty());
+}
+
 // deviceSelector is the rule Context applies, so a tool can show the choice without a device.
 TEST(Context, DeviceSelectorTakesTheOptionThenVkgradDevice) {
   vk::ContextOptions options = withValidation("1");

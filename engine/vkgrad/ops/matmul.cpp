@@ -161,10 +161,11 @@ Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorVi
          std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
   // a and b may be f16 (resolve() sends those to the Coopmat kernel).
   for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
-    if (isHalf(*t))
-      checkFits("matmul", name, *t, DType::F16);
-    else
+    if (!isHalf(*t)) {
       checkOperand("matmul", name, *t);
+      continue;
+    }
+    checkFits("matmul", name, *t, DType::F16);
     if (t->shape.numel() > (int64_t(1) << 31))
       fail(std::string(name) + " has more than 2^31 elements");
   }
@@ -298,6 +299,18 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
   return variant;
 }
 
+// The kernel for these options: the variant resolved and the tiling checked for it. A tiling
+// given with Auto is Vector's: where Auto resolves to Coopmat (fp16 products allowed) it is
+// left out rather than read as a Coopmat tile.
+Choice choose(const vk::Context& context, const MatmulOptions& o,
+              std::initializer_list<const TensorView*> operands) {
+  const bool automatic = o.variant == MatmulVariant::Auto;
+  Choice choice{resolve(context, o.variant, operands), o.tiling, 0, automatic};
+  if (automatic && choice.variant == MatmulVariant::Coopmat) choice.tiling = {};
+  checkTilingFor(context, choice);
+  return choice;
+}
+
 MatmulPush pushFor(const Product& p, uint32_t a_off, uint32_t b_off, uint32_t c_off,
                    uint32_t bias_off) {
   MatmulPush push{};
@@ -354,9 +367,11 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
   // Without a bias the kernels' bias binding still needs a buffer: 4 bytes of b, which it
-  // reads anyway and the kernels never index (has_bias = 0).
-  const Bound bias =
-      bindStorage(context, p.bias ? *p.bias : view(*p.b.view.buffer, {1}, p.b.view.offset));
+  // reads anyway and the kernels never index (has_bias = 0); of C where b is f16 (its last
+  // element may be the last 2 bytes of its buffer).
+  const TensorView stand_in = isHalf(p.b.view) ? view(*c.buffer, {1}, c.offset)
+                                               : view(*p.b.view.buffer, {1}, p.b.view.offset);
+  const Bound bias = bindStorage(context, p.bias ? *p.bias : stand_in);
 
   if (variant == MatmulVariant::Texel) {
     Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
@@ -474,8 +489,18 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
         Choice vector{MatmulVariant::Vector, {}, 0, true};
         if (recordSplit(rec, p, vector)) break;
       }
-      const MatmulTiling t =
-          choice.tiling.empty() ? matmulCoopmatTilingFor(context, m, n, p.batch) : choice.tiling;
+      MatmulTiling t = choice.tiling;
+      if (t.empty()) {
+        // The measured default, or the small tile on a device with less shared memory or
+        // fewer invocations per workgroup than the H200 it was measured on.
+        t = matmulCoopmatTilingFor(context, m, n, p.batch);
+        try {
+          checkCoopmatTiling(context, t);
+        } catch (const Error&) {
+          t = {2, 2, 32, 2, 2};
+        }
+        checkCoopmatTiling(context, t);
+      }
       // Each operand's contiguous axis (coopmat.comp): k for a plain A, m for a transposed
       // one (read in 4x4 blocks and transposed); n for a plain B, k for a transposed one. Four
       // elements per read where that axis's length is a multiple of 4 and every row and batch
@@ -716,10 +741,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
                 {"residual", options.residual},
                 {"act_pre", options.act_pre}});
   // The Texel kernel reads the residual through a texel view too.
-  const Choice variant{
-      resolve(context, options.variant, {&a, &b, options.residual ? options.residual : &a}),
-      options.tiling, 0, options.variant == MatmulVariant::Auto};
-  checkTilingFor(context, variant);
+  const Choice variant = choose(
+      context, options, {&a, &b, options.residual ? options.residual : &a});
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;
@@ -781,9 +804,7 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                 {"da", grads.da},
                 {"db", grads.db},
                 {"dbias", grads.dbias}});
-  const Choice variant{resolve(context, forward.variant, {&a, &b, &dc}), forward.tiling, 0,
-                       forward.variant == MatmulVariant::Auto};
-  checkTilingFor(context, variant);
+  const Choice variant = choose(context, forward, {&a, &b, &dc});
 
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};

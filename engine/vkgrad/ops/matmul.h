@@ -1,4 +1,4 @@
-// Matrix multiply, row-major fp32: C = alpha·op(A)·op(B) + beta·C + bias, with op a
+// Matrix multiply, row-major, fp32 results: C = alpha·op(A)·op(B) + beta·C + bias, with op a
 // transpose or not per operand, optionally batched; and its backward. Several kernel
 // variants; the fastest shape differs by device (see docs/DESIGN.md), so Auto picks one per device.
 #pragma once
@@ -71,10 +71,13 @@ struct MatmulOptions {
   float act_param = 0.0f;
   const TensorView* act_pre = nullptr;
   MatmulVariant variant = MatmulVariant::Auto;
-  MatmulTiling tiling;  // Vector only; empty: matmulTilingFor
+  // Vector's tile (with Auto too, where it resolves to Vector), or Coopmat's where that
+  // variant is named; empty: matmulTilingFor / matmulCoopmatTilingFor.
+  MatmulTiling tiling;
   // f32 scratch for split-K (below), at least matmulScratch (matmulBackwardScratch for the
-  // backward) elements; null: no split. Only the Vector variant splits, and only a product
-  // with no bias and beta 0 or 1, so elsewhere it is left untouched.
+  // backward) elements; null: no split. Only the Vector variant splits (Auto's Coopmat hands
+  // such a product to it), and only a product with no bias and beta 0 or 1, so elsewhere it
+  // is left untouched.
   const TensorView* scratch = nullptr;
 };
 
@@ -106,7 +109,8 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small; Error if Texel
 // is asked for on a device without subgroup shuffle, or with an operand larger than a texel
-// view may be.
+// view may be; if Coopmat is asked for (or f16 operands given) on a device without
+// cooperative matrices, or f16 operands meet another variant; if a tiling cannot run.
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             const MatmulOptions& options = {});
 // The plain product C = A·B (2-D or batched as above) with a chosen variant.

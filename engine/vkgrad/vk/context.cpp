@@ -108,9 +108,8 @@ Context::Context(const ContextOptions& options) {
     coopmat.cooperativeMatrix = VK_TRUE;
     f12.pNext = &coopmat;
     f12.vulkanMemoryModel = VK_TRUE;
-    // Every kernel then runs under the memory model, and the engine's atomics (embedding's
-    // scatter, confusion counts) are at Device scope, which needs this too (validation:
-    // VUID-RuntimeSpirv-vulkanMemoryModel-06265).
+    // With the feature on, atomics at Device scope (embedding's scatter, the confusion
+    // counts) need its device scope as well (VUID-RuntimeSpirv-vulkanMemoryModel-06265).
     f12.vulkanMemoryModelDeviceScope = VK_TRUE;
   }
 

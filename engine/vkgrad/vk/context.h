@@ -33,9 +33,11 @@ struct ContextOptions {
   // 0: the VKGRAD_MEMORY_LIMIT environment variable ("512M", "2G", bytes) if set, else none.
   uint64_t memory_limit = 0;
   // Let fp32 products round their inputs to fp16 and run on tensor cores with fp32 sums
-  // (the Coopmat matmul), where the device has cooperative matrices: vkgrad's counterpart of
-  // PyTorch's set_float32_matmul_precision("medium"). Off: fp32 products keep fp32 inputs.
-  // Also on where the VKGRAD_MATMUL environment variable is "fp16".
+  // (the Coopmat matmul), where the device has cooperative matrices. fp16's range is narrow:
+  // inputs above 65504 become inf, below 2^-14 lose precision and below 2^-25 become 0, and
+  // the backward's products (tiny gradients) are the most exposed; no loss scaling is applied
+  // (like autocast fp16 without a GradScaler, unlike bf16). Off: fp32 products keep fp32
+  // inputs. Also on where the VKGRAD_MATMUL environment variable is "fp16".
   bool fp16_matmul = false;
 };
 

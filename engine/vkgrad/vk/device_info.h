@@ -53,7 +53,8 @@ struct DeviceInfo {
   // subgroups in compute shaders, with fp16 arithmetic, 16-bit storage, the Vulkan memory
   // model (SPIR-V's cooperative matrices need it) and a fixed subgroup size; the Coopmat
   // matmul needs all of it. coopmat_shapes lists every shape the driver reports
-  // ("16x16x16 f16*f16+f32->f32 subgroup"), and khr_coopmat whether it also offers
+  // ("16x16x16 f16*f16+f32->f32", with
+  // " (not subgroup)" appended for other scopes), and khr_coopmat whether it also offers
   // VK_KHR_cooperative_matrix (which Debian 12's glslang 12 cannot compile for).
   bool coopmat = false;
   bool khr_coopmat = false;

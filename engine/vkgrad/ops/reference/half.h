@@ -8,7 +8,7 @@
 namespace vkgrad::ops::ref {
 
 // x rounded to the nearest half, ties to even: overflow gives ±inf, NaN stays NaN (quiet),
-// values below the smallest subnormal round to ±0.
+// values up to half the smallest subnormal (2^-25) round to ±0.
 uint16_t toHalf(float x);
 // Exact: every half is a float.
 float fromHalf(uint16_t h);
