@@ -15,7 +15,7 @@
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/attention_unfused.h"
 #include "vkgrad/ops/reference/attention.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 

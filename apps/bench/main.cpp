@@ -9,7 +9,7 @@
 #include "common/app_main.h"
 #include "common/device_options.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::apps {
 namespace {

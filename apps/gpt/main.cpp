@@ -32,7 +32,7 @@
 #include "vkgrad/graph/safetensors.h"
 #include "vkgrad/graph/trainer.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::apps {

@@ -14,7 +14,7 @@
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/device_info.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/instance.h"
 
 namespace vkgrad::apps {

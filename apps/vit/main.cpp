@@ -31,7 +31,7 @@
 #include "vkgrad/vit/classifier.h"
 #include "vkgrad/vit/vit.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::apps {

@@ -5,7 +5,7 @@
 
 #include "common/compare.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

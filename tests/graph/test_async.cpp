@@ -18,7 +18,7 @@
 #include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/trainer.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::test {

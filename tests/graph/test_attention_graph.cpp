@@ -16,7 +16,7 @@
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

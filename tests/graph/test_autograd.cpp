@@ -13,7 +13,7 @@
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/matmul.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

@@ -11,7 +11,7 @@
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

@@ -8,7 +8,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

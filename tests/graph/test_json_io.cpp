@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

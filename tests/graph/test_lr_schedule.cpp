@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,7 +12,7 @@
 #include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "common/random.h"
 #include "vkgrad/graph/json_io.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -18,7 +18,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

@@ -8,7 +8,7 @@
 #include "vkgrad/ops/reference/layer_norm.h"
 #include "vkgrad/ops/reference/matmul.h"
 #include "vkgrad/ops/reference/optim.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

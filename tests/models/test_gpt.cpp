@@ -14,7 +14,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/graph/parameters.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 

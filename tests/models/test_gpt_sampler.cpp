@@ -19,7 +19,7 @@
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/graph/parameters.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

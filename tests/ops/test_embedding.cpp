@@ -9,7 +9,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/embedding.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

@@ -11,7 +11,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/log_softmax.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -16,7 +16,7 @@
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reference/activation.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::ops {

@@ -15,7 +15,7 @@
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 

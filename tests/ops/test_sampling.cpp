@@ -13,7 +13,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/ops/reference/sampling.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

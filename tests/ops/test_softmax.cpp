@@ -10,7 +10,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/softmax.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/instance.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"

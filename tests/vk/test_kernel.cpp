@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/vk_test.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::test {

@@ -11,7 +11,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/staging.h"
 

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::test {

@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 namespace {

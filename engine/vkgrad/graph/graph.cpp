@@ -4,7 +4,7 @@
 
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::graph {

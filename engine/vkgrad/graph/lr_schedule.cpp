@@ -5,7 +5,7 @@
 #include <numbers>
 #include <string>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 

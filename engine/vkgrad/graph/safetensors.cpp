@@ -9,7 +9,7 @@
 
 #include "vkgrad/graph/atomic_file.h"
 #include "vkgrad/graph/json_io.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 namespace {

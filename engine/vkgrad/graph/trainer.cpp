@@ -10,7 +10,7 @@
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/safetensors.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 

@@ -11,7 +11,7 @@
 #include "vkgrad/ops/permute.h"
 #include "vkgrad/ops/softmax.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"

@@ -5,7 +5,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"

@@ -1,7 +1,7 @@
 #include "vkgrad/ops/tensor.h"
 
 #include "vkgrad/vk/context.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 

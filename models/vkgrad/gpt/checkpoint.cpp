@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "vkgrad/graph/atomic_file.h"
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::gpt {
 

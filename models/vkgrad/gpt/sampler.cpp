@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::gpt {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::gpt {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "vkgrad/vk/error.h"
+#include "vkgrad/core/error.h"
 
 namespace vkgrad::nn {
 
