@@ -54,7 +54,7 @@ class AutogradTest : public VkTest {
     EXPECT_EQ(std::memcmp(&la, &lb, 4), 0) << la << " vs " << lb;
   }
 
-  // The two-layer MLP of the activation-fold tests: x (.., 5) -> 7 hidden -> 3 classes.
+  // The two-layer MLP of the fused-activation tests: x (.., 5) -> 7 hidden -> 3 classes.
   struct Mlp {
     const graph::Parameter &w1, &b1, &w2, &b2;
   };
@@ -72,11 +72,11 @@ class AutogradTest : public VkTest {
 
 // An MLP's hidden activation (the GELUs: derivatives that read x, smooth for finite
 // differences) read by one matmul only: that matmul's a-gradient node writes the gradient of
-// the activation's input itself (f' in its epilogue, graph/ops/fold.h), so no
+// the activation's input itself (f' in its epilogue, graph/ops/fused_activation.h), so no
 // ActivationBackward is recorded and the hidden output has no gradient of its own. Where the hidden
 // output is read twice the activation keeps its own node. Every parameter against finite
 // differences, both ways.
-TEST_F(AutogradTest, AnActivationReadOnceIsFoldedIntoTheNextMatmulsBackward) {
+TEST_F(AutogradTest, AnActivationReadOnceIsFusedIntoTheNextMatmulsBackward) {
   for (ops::Activation kind : {ops::Activation::GeluTanh, ops::Activation::GeluErf})
     for (bool read_twice : {false, true}) {
       SCOPED_TRACE(testing::Message()
@@ -94,13 +94,13 @@ TEST_F(AutogradTest, AnActivationReadOnceIsFoldedIntoTheNextMatmulsBackward) {
       const Tensor loss = g.crossEntropy(g.reshape(out, {6, 3}), y);
       g.markOutput(loss);
       const graph::Gradients grads = graph::backward(g, loss);
-      int activation_backward = 0, folded = 0;
+      int activation_backward = 0, fused = 0;
       for (const auto& node : g.nodes()) {
         activation_backward += node.op == OpKind::ActivationBackward;
-        folded += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
+        fused += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
       }
       EXPECT_EQ(activation_backward, read_twice ? 1 : 0);
-      EXPECT_EQ(folded, read_twice ? 0 : 1);
+      EXPECT_EQ(fused, read_twice ? 0 : 1);
       if (read_twice)
         EXPECT_NO_THROW(grads[h]);
       else
@@ -170,7 +170,7 @@ TEST_F(AutogradTest, AResidualJoinsItsMatmulAndTakesTheSumsGradient) {
 
 // An activation applied by its matmul (Graph::matmulActivation): one node where the two-node
 // form has two, the same loss and parameter-gradient bits, and the same backward: GELU's
-// derivative (reads x) folded into the next matmul's backward where the hidden output is read
+// derivative (reads x) fused into the next matmul's backward where the hidden output is read
 // once, else f's backward from the matmul's own rule (tanh's reads y); every parameter
 // against finite differences.
 TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
@@ -201,16 +201,16 @@ TEST_F(AutogradTest, AnAppliedActivationHasTheTwoNodeFormsBitsAndGradients) {
       const auto [px, py] = build(plain, false, plain_loss);
       const graph::Gradients grads = graph::backward(g, loss);
       const graph::Gradients plain_grads = graph::backward(plain, plain_loss);
-      const bool folded = kind == ops::Activation::GeluTanh && !read_twice;
-      int activations = 0, activation_backward = 0, folds = 0;
+      const bool fused = kind == ops::Activation::GeluTanh && !read_twice;
+      int activations = 0, activation_backward = 0, fusions = 0;
       for (const auto& node : g.nodes()) {
         activations += node.op == OpKind::Activation;
         activation_backward += node.op == OpKind::ActivationBackward;
-        folds += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
+        fusions += node.op == OpKind::MatmulBackward && node.inputs.at(3) >= 0;
       }
       EXPECT_EQ(activations, 0);
-      EXPECT_EQ(activation_backward, folded ? 0 : 1);
-      EXPECT_EQ(folds, folded ? 1 : 0);
+      EXPECT_EQ(activation_backward, fused ? 0 : 1);
+      EXPECT_EQ(fusions, fused ? 1 : 0);
 
       graph::Executor exec(ctx(), g), plain_exec(ctx(), plain);
       expectTheSameLoss({exec, x, y, loss}, {plain_exec, px, py, plain_loss}, xs, ys);

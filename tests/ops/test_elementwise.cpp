@@ -63,7 +63,7 @@ void backward(vk::Recorder& rec, BinaryKind kind, const ops::TensorView& a,
 }
 
 // Index into b of each element of a, by numpy's rules (right-aligned, size-1 axes repeat):
-// an independent check of broadcastFold.
+// an independent check of broadcastAxes.
 std::vector<int64_t> numpyIndex(const Shape& a, const Shape& b) {
   std::vector<int64_t> index(a.numel());
   for (int64_t i = 0; i < a.numel(); ++i) {
@@ -85,10 +85,10 @@ std::vector<int64_t> numpyIndex(const Shape& a, const Shape& b) {
 // the sum itself may cancel to almost nothing, leaving only the rounding of its terms.
 using ElementwiseTest = VkTest;
 
-TEST_F(ElementwiseTest, BroadcastFoldMatchesNumpyIndexing) {
+TEST_F(ElementwiseTest, BroadcastAxesMatchNumpyIndexing) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.a.str() + " with " + c.b.str());
-    const ops::Folded f = ops::broadcastFold("test", c.a, c.b);
+    const ops::KeptAxis f = ops::broadcastAxes("test", c.a, c.b);
     EXPECT_EQ(f.numel(), c.a.numel());
     EXPECT_EQ(f.kept, c.b.numel());
     const auto index = numpyIndex(c.a, c.b);
@@ -107,7 +107,7 @@ TEST_F(ElementwiseTest, ForwardMatchesCpu) {
                                         << (w == Write::Accumulate ? " accumulate" : ""));
         const auto a = rng.uniform(c.a.numel()), b = rng.uniform(c.b.numel());
         const auto init = rng.uniform(c.a.numel());
-        const ops::Folded f = ops::broadcastFold("test", c.a, c.b);
+        const ops::KeptAxis f = ops::broadcastAxes("test", c.a, c.b);
         std::vector<float> want(c.a.numel());
         ops::ref::binary(kind, a.data(), b.data(), want.data(), f.outer, f.kept, f.inner);
         auto da = upload(ctx(), c.a, a), db = upload(ctx(), c.b, b);
@@ -145,7 +145,7 @@ TEST_F(ElementwiseTest, ForwardInPlace) {
   for (const Case& c : {Case{{7, 9}, {9}}, Case{{8, 12}, {8, 12}}, Case{{5, 3}, {5, 3}}}) {
     SCOPED_TRACE(c.a.str() + " with " + c.b.str());
     const auto a = rng.uniform(c.a.numel()), b = rng.uniform(c.b.numel());
-    const ops::Folded f = ops::broadcastFold("test", c.a, c.b);
+    const ops::KeptAxis f = ops::broadcastAxes("test", c.a, c.b);
     std::vector<float> want(a.size());
     // out is a.
     ops::ref::binary(BinaryKind::Sub, a.data(), b.data(), want.data(), f.outer, f.kept, f.inner);
@@ -175,7 +175,7 @@ TEST_F(ElementwiseTest, BackwardMatchesCpu) {
       SCOPED_TRACE(testing::Message() << name(kind) << " " << c.a.str() << " with " << c.b.str());
       const auto a = rng.uniform(c.a.numel(), -0.5f, 1.5f), b = rng.uniform(c.b.numel());
       const auto dout = rng.uniform(c.a.numel(), -0.5f, 1.5f);
-      const ops::Folded f = ops::broadcastFold("test", c.a, c.b);
+      const ops::KeptAxis f = ops::broadcastAxes("test", c.a, c.b);
       std::vector<float> want_a(a.size()), want_b(b.size());
       ops::ref::binaryBackward(kind, a.data(), b.data(), dout.data(), want_a.data(),
                                want_b.data(), f.outer, f.kept, f.inner);
@@ -290,7 +290,7 @@ TEST_F(ElementwiseTest, ScaleAndBroadcastMatchCpuAndScaleBackwardPassesGradCheck
     const auto grad = download(ctx(), dx);
     EXPECT_TRUE(checkGradients(loss, {{"x", &x, grad}}, rng));
   }
-  // broadcast: b (5) over a (3,5,4) folded as (3,5,4), times 2.
+  // broadcast: b (5) over a (3,5,4) seen as (3,5,4), times 2.
   const auto b = rng.uniform(5);
   std::vector<float> want(60);
   for (int i = 0; i < 60; ++i) want[i] = 2.0f * b[(i / 4) % 5];
@@ -314,7 +314,7 @@ TEST_F(ElementwiseTest, AnyOffsetOfWholeFloatsWorks) {
       const int64_t n = c.a.numel(), nb = c.b.numel();
       const auto a = rng.uniform(n), b = rng.uniform(nb), dout = rng.uniform(n, -0.5f, 1.5f);
       const auto init_out = rng.uniform(n), init_a = rng.uniform(n), init_b = rng.uniform(nb);
-      const ops::Folded f = ops::broadcastFold("test", c.a, c.b);
+      const ops::KeptAxis f = ops::broadcastAxes("test", c.a, c.b);
       std::vector<float> want(n), want_a(n), want_b(nb);
       ops::ref::binary(BinaryKind::Mul, a.data(), b.data(), want.data(), f.outer, f.kept, f.inner);
       ops::ref::binaryBackward(BinaryKind::Mul, a.data(), b.data(), dout.data(), want_a.data(),

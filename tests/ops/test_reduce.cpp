@@ -61,8 +61,8 @@ Shape outShape(Reduction r, const Shape& x) {
   }
 }
 
-ops::Folded foldOf(Reduction r, const Shape& x) {
-  return overRows(r) ? ops::Folded{rowsOf(x), x.back(), 1} : ops::Folded{1, rowsOf(x), x.back()};
+ops::KeptAxis axesOf(Reduction r, const Shape& x) {
+  return overRows(r) ? ops::KeptAxis{rowsOf(x), x.back(), 1} : ops::KeptAxis{1, rowsOf(x), x.back()};
 }
 
 void forward(vk::Recorder& rec, Reduction r, const ops::TensorView& x, const ops::TensorView& out,
@@ -86,10 +86,10 @@ void backward(vk::Recorder& rec, Reduction r, const ops::TensorView& dout,
 }
 
 std::vector<float> reference(Reduction r, const Shape& shape, const std::vector<float>& x) {
-  const ops::Folded f = foldOf(r, shape);
+  const ops::KeptAxis f = axesOf(r, shape);
   const double count = double(f.outer) * double(f.inner);
   std::vector<float> out(f.kept);
-  ops::ref::sumFolded(x.data(), nullptr, out.data(), f.outer, f.kept, f.inner,
+  ops::ref::sumOverKeptAxis(x.data(), nullptr, out.data(), f.outer, f.kept, f.inner,
                       isMean(r) ? 1.0 / count : 1.0);
   return out;
 }
@@ -142,26 +142,26 @@ TEST_F(ReduceTest, KeepDimAndRowVectorOutputShapes) {
                        kTolerance));
 }
 
-// The general fold with a product, as the gradient of a broadcast factor uses it, through
+// The general view with a product, as the gradient of a broadcast factor uses it, through
 // both kernels (lavapipe never picks the storage one by itself: every view here fits its
 // texel limits).
-TEST_F(ReduceTest, SumFoldedWithProductMatchesCpuInBothVariants) {
+TEST_F(ReduceTest, SumOverKeptAxisWithProductMatchesCpuInBothVariants) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const ops::Folded folds[] = {{5, 7, 9},  {300, 3, 1}, {1, 11, 400}, {4, 6, 8},
+  const ops::KeptAxis views[] = {{5, 7, 9},  {300, 3, 1}, {1, 11, 400}, {4, 6, 8},
                                {9, 1, 13}, {1, 5, 1},   {2000, 8, 1}, {1, 3, 100000}};
   for (ops::ReduceVariant variant : {ops::ReduceVariant::Texel, ops::ReduceVariant::Storage})
-  for (ops::Folded f : folds) {
+  for (ops::KeptAxis f : views) {
     SCOPED_TRACE(testing::Message() << "(" << f.outer << "," << f.kept << "," << f.inner << ")"
                                     << (variant == ops::ReduceVariant::Texel ? " texel" : " storage"));
     const auto x = rng.uniform(f.numel(), -0.5f, 1.5f), y = rng.uniform(f.numel(), 0.0f, 1.0f);
     std::vector<float> want(f.kept);
-    ops::ref::sumFolded(x.data(), y.data(), want.data(), f.outer, f.kept, f.inner, -0.5);
+    ops::ref::sumOverKeptAxis(x.data(), y.data(), want.data(), f.outer, f.kept, f.inner, -0.5);
     auto tx = upload(ctx(), {f.numel()}, x), ty = upload(ctx(), {f.numel()}, y);
     auto out = poisoned(ctx(), {f.kept});
     vk::Recorder rec(ctx());
     const ops::TensorView y_view = ty.view();
-    ops::sumFolded(rec, "test", tx.view(), &y_view, out.view(), f, -0.5f, Write::Overwrite,
+    ops::sumOverKeptAxis(rec, "test", tx.view(), &y_view, out.view(), f, -0.5f, Write::Overwrite,
                    variant);
     rec.submit();
     EXPECT_TRUE(allClose(download(ctx(), out), want, kTolerance));
@@ -191,7 +191,7 @@ TEST_F(ReduceTest, BackwardMatchesCpuInBothWriteModes) {
     for (const Shape& shape : {Shape{1}, Shape{17}, Shape{1000, 7}, Shape{7, 1000}, Shape{3, 5, 17},
                                Shape{6, 8, 12}}) {
       SCOPED_TRACE(testing::Message() << name(r) << " " << shape.str());
-      const ops::Folded f = foldOf(r, shape);
+      const ops::KeptAxis f = axesOf(r, shape);
       const double scale = isMean(r) ? 1.0 / double(f.outer * f.inner) : 1.0;
       const auto dout = rng.uniform(f.kept);
       const auto init = rng.uniform(shape.numel());

@@ -8,8 +8,8 @@
 // A gather passes a gradient to an f32 table that depends on a parameter (a trainable
 // embedding), never to data (datasets, inputs, u32 tables). Attention's q, k and v get theirs
 // from one kernel; from a fused QKV tensor, as one gradient written in place. An activation
-// read by one matmul only (an MLP's hidden layer) is folded into that matmul's backward, which
-// writes the activation input's gradient directly (graph/ops/fold.h): the activation's output
+// read by one matmul only (an MLP's hidden layer) is fused into that matmul's backward, which
+// writes the activation input's gradient directly (graph/ops/fused_activation.h): the activation's output
 // then has no gradient tensor of its own. A residual connection's sum hands its gradient to
 // the residual (an add's, or Graph::matmulAdd's) without a copy where it can: adopted when
 // nothing else reads the residual, else added by the next kernel that writes the residual's
@@ -30,7 +30,7 @@ struct Gradients {
   // (parameter, gradient) for every parameter that reaches the loss, in graph order.
   // Parameter gradients are persistent: readable after a step, updated by the optimizer.
   std::vector<std::pair<Tensor, Tensor>> parameters;
-  // The gradient of t; throws Error when t got none (pruned, not differentiable, or a folded
+  // The gradient of t; throws Error when t got none (pruned, not differentiable, or a fused
   // activation's output).
   Tensor operator[](Tensor t) const;
 };

@@ -105,7 +105,7 @@ class Graph {
   // kind(matmul(a, b, bias)) as one node (an MLP's hidden layer): the Texel kernel applies the
   // activation as it stores the product (the bits of the separate pass) and stores the value
   // before it beside, which kind's backward reads; its reader's backward applies f' in its
-  // own epilogue where it can (graph/ops/fold.h), as for the two-node form.
+  // own epilogue where it can (graph/ops/fused_activation.h), as for the two-node form.
   Tensor matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind,
                           float param = 0.0f);
   // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.

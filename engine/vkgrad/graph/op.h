@@ -35,7 +35,7 @@ struct OpDef {
   // is not differentiable (autograd refuses a graph that needs it to be).
   void (*backward)(Backward& b, const Node& forward) = nullptr;
   // The rule runs when any output has a gradient, not only output 0 (a matmul with an applied
-  // activation, whose pre-activation output gets one from its reader's fold, graph/ops/fold.h).
+  // activation, whose pre-activation output gets one from its reader's fused backward, graph/ops/fused_activation.h).
   bool backward_from_any_output = false;
   // Records the node's kernels; null records nothing (views).
   void (*launch)(const Launch& l) = nullptr;

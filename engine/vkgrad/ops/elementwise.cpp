@@ -24,7 +24,7 @@ enum class BinaryOp : uint32_t { Axpby = 0, Mul = 1, ScaleA = 2, ScaleB = 3 };
 struct BinaryPush {
   uint32_t n;                         // elements of a and out
   uint32_t nb;                        // elements of b
-  uint32_t div;                       // consecutive elements of a per b element (the fold's inner)
+  uint32_t div;                       // consecutive elements of a per b element (the view's inner)
   float alpha, beta;                  // coefficients of a and b
   uint32_t a_skip, b_skip, out_skip;  // first elements inside the bindings
 };
@@ -42,15 +42,15 @@ std::string shapesOf(const TensorView& a, const char* symbol, const TensorView& 
   return a.shape.str() + " " + symbol + " " + b.shape.str() + " -> " + out.shape.str();
 }
 
-// out (= or +=) op(a, b), b folded over a as f. a is not read by ScaleB, b not by ScaleA.
+// out (= or +=) op(a, b), b broadcast over a as f. a is not read by ScaleB, b not by ScaleA.
 void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const TensorView& b,
-                  const TensorView& out, Folded f, float alpha, float beta, Write w) {
+                  const TensorView& out, KeptAxis f, float alpha, float beta, Write w) {
   const uint64_t n = uint64_t(f.numel());
   if (n == 0) return;
   vk::Context& ctx = rec.context();
   const bool reads_a = op != BinaryOp::ScaleB, reads_b = op != BinaryOp::ScaleA;
   const bool accumulate = w == Write::Accumulate;
-  // b's indexing: same shape (i), a tile of whole rows (i % nb), or the general fold.
+  // b's indexing: same shape (i), a tile of whole rows (i % nb), or the general view.
   const uint32_t bcast = !reads_b || f.kept == f.numel() ? 0 : (f.inner == 1 ? 1 : 2);
   const vk::TexelFormat b_format = bcast == 0 ? kRgba : kR32;
   const bool texel = (!reads_a || texelFits(ctx, a, kRgba)) &&
@@ -125,7 +125,7 @@ void binaryForward(vk::Recorder& rec, const char* op, const char* symbol, Binary
   if (!(out.shape == a.shape))
     throw ShapeError(std::string(op) + ": " + shapesOf(a, symbol, b, out) +
                      ": out must have a's shape");
-  const Folded f = broadcastFold(op, a.shape, b.shape);
+  const KeptAxis f = broadcastAxes(op, a.shape, b.shape);
   checkOperand(op, "a", a);
   checkOperand(op, "b", b);
   checkOperand(op, "out", out);
@@ -138,11 +138,11 @@ bool wanted(const TensorView& grad) {
   return grad.buffer != nullptr;
 }
 
-// The gradients of out = alpha a + beta b (add, sub) or out = alpha a b (mul), b folded as f.
+// The gradients of out = alpha a + beta b (add, sub) or out = alpha a b (mul), b broadcast as f.
 // a and b are only read by mul.
 void binaryBackward(vk::Recorder& rec, const char* op, BinaryOp kind, const TensorView& a,
                     const TensorView& b, const TensorView& dout, const TensorView& da,
-                    const TensorView& db, Folded f, float beta, Write wa, Write wb) {
+                    const TensorView& db, KeptAxis f, float beta, Write wa, Write wb) {
   const bool want_a = wanted(da), want_b = wanted(db);
   const bool is_mul = kind == BinaryOp::Mul;
   checkOperand(op, "dout", dout);
@@ -178,7 +178,7 @@ void binaryBackward(vk::Recorder& rec, const char* op, BinaryOp kind, const Tens
   // the barrier between them).
   if (want_b) {
     if (broadcast_b)
-      sumFolded(rec, op, dout, is_mul ? &a : nullptr, db, f, is_mul ? 1.0f : beta, wb);
+      sumOverKeptAxis(rec, op, dout, is_mul ? &a : nullptr, db, f, is_mul ? 1.0f : beta, wb);
     else if (is_mul)
       recordBinary(rec, BinaryOp::Mul, dout, a, db, {1, f.numel(), 1}, 1.0f, 0.0f, wb);
     else
@@ -197,14 +197,14 @@ void linearBackward(vk::Recorder& rec, const char* op, const TensorView& dout, c
   if (wanted(da) && !(da.shape == dout.shape))
     throw ShapeError(std::string(op) + ": da " + da.shape.str() + " must have dout's shape " +
                      dout.shape.str());
-  const Folded f =
-      wanted(db) ? broadcastFold(op, dout.shape, db.shape) : Folded{1, dout.shape.numel(), 1};
+  const KeptAxis f =
+      wanted(db) ? broadcastAxes(op, dout.shape, db.shape) : KeptAxis{1, dout.shape.numel(), 1};
   binaryBackward(rec, op, BinaryOp::Axpby, dout, dout, dout, da, db, f, beta, wa, wb);
 }
 
 }  // namespace
 
-Folded broadcastFold(const char* op, const Shape& a, const Shape& b) {
+KeptAxis broadcastAxes(const char* op, const Shape& a, const Shape& b) {
   const std::string shapes = std::string(op) + ": a " + a.str() + ", b " + b.str();
   const int ra = a.rank(), rb = b.rank(), lead = rb - ra;
   for (int i = 0; i < lead; ++i)
@@ -227,7 +227,7 @@ Folded broadcastFold(const char* op, const Shape& a, const Shape& b) {
       throw ShapeError(shapes + ": b does not broadcast to a (axis " + std::to_string(i) + ")");
     }
   }
-  Folded f;
+  KeptAxis f;
   if (first < 0) {  // b is a single value
     f.inner = a.numel();
     return f;
@@ -261,11 +261,11 @@ void scale(vk::Recorder& rec, const TensorView& x, const TensorView& y, float al
   recordBinary(rec, BinaryOp::ScaleA, x, x, y, {1, x.shape.numel(), 1}, alpha, 0.0f, w);
 }
 
-void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, Folded f, float alpha,
+void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, KeptAxis f, float alpha,
                Write w) {
   if (b.shape.numel() != f.kept || out.shape.numel() != f.numel())
     throw ShapeError("broadcast: b " + b.shape.str() + " -> out " + out.shape.str() +
-                     " does not match the fold (" + std::to_string(f.outer) + "," +
+                     " does not match the view (" + std::to_string(f.outer) + "," +
                      std::to_string(f.kept) + "," + std::to_string(f.inner) + ")");
   checkOperand("broadcast", "b", b);
   checkOperand("broadcast", "out", out);
@@ -296,7 +296,7 @@ void mulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
   if (wanted(db) && !(db.shape == b.shape))
     throw ShapeError(std::string(op) + ": db " + db.shape.str() + " must have b's shape " +
                      b.shape.str());
-  const Folded f = broadcastFold(op, a.shape, b.shape);
+  const KeptAxis f = broadcastAxes(op, a.shape, b.shape);
   binaryBackward(rec, op, BinaryOp::Mul, a, b, dout, da, db, f, 0.0f, wa, wb);
 }
 

@@ -9,8 +9,8 @@
 //   b (T,C)                  a positional embedding, repeated over B  (leading-axis broadcast)
 //   b (B,T,1)                one value per row, repeated along C
 //   b (T,1), (1), (1,1,1)    combinations of the above, or a scalar
-// but not b (B,1,C). In general a folds to (outer, kept, inner) with b = (kept), and
-// out[o][m][k] = op(a[o][m][k], b[m]) (ops/fold.h broadcastFold() computes the fold).
+// but not b (B,1,C). In general a is seen as (outer, kept, inner) with b = (kept), and
+// out[o][m][k] = op(a[o][m][k], b[m]) (ops/kept_axis.h broadcastAxes() computes the view).
 //
 // Kernels: inputs are read through RGBA32F texel buffers where the views fit the device's
 // texel limits (on lavapipe about 5x faster than storage-buffer loads), else through storage
@@ -23,7 +23,7 @@
 // skips that gradient.
 #pragma once
 
-#include "vkgrad/ops/fold.h"
+#include "vkgrad/ops/kept_axis.h"
 #include "vkgrad/ops/tensor.h"
 
 namespace vkgrad::ops {
@@ -41,7 +41,7 @@ void scale(vk::Recorder& rec, const TensorView& x, const TensorView& y, float al
            Write w = Write::Overwrite);
 // out = alpha * b repeated over out, b: (f.kept), out: (f.outer, f.kept, f.inner) elements.
 // The backward of a broadcast and of the reductions in reduce.h.
-void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, Folded f,
+void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, KeptAxis f,
                float alpha = 1.0f, Write w = Write::Overwrite);
 
 // dout: a's shape; da: a's shape; db: b's shape (the sum of dout over b's broadcast axes).

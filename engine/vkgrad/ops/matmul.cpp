@@ -348,7 +348,7 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   Choice sliced = choice;
   sliced.k_chunk = uint32_t(split.chunk);
   record(rec, part, sliced);
-  sumFolded(rec, "matmul", partials, nullptr, p.c, Folded{split.parts, m * n, 1}, p.alpha,
+  sumOverKeptAxis(rec, "matmul", partials, nullptr, p.c, KeptAxis{split.parts, m * n, 1}, p.alpha,
             p.beta != 0.0f ? Write::Accumulate : Write::Overwrite);
   return true;
 }

@@ -69,14 +69,14 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
 }
 
 struct SumPush {
-  uint32_t outer, kept, inner;  // the fold, in fetched units (texels on an RGBA32F axis)
+  uint32_t outer, kept, inner;  // the view, in fetched units (texels on an RGBA32F axis)
   float alpha;
   uint32_t x_skip, y_skip;  // first fetched units inside the bindings
   uint32_t out_skip;        // first element inside the out binding
 };
 static_assert(sizeof(SumPush) == 28);
 
-std::string str(Folded f) {
+std::string str(KeptAxis f) {
   return "(" + std::to_string(f.outer) + "," + std::to_string(f.kept) + "," +
          std::to_string(f.inner) + ")";
 }
@@ -120,7 +120,7 @@ void lastAxis(vk::Recorder& rec, const char* op, const TensorView& x, const Tens
   const int64_t n = x.shape.back();
   if (n == 0 && leadingNumel(x.shape) > 0)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + ": empty reduction");
-  sumFolded(rec, op, x, nullptr, out, {1, leadingNumel(x.shape), n}, mean ? 1.0f / float(n) : 1.0f,
+  sumOverKeptAxis(rec, op, x, nullptr, out, {1, leadingNumel(x.shape), n}, mean ? 1.0f / float(n) : 1.0f,
             w);
 }
 
@@ -134,7 +134,7 @@ void rows(vk::Recorder& rec, const char* op, const TensorView& x, const TensorVi
   const int64_t r = leadingNumel(x.shape);
   if (r == 0 && x.shape.back() > 0)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + ": empty reduction");
-  sumFolded(rec, op, x, nullptr, out, {r, x.shape.back(), 1}, mean ? 1.0f / float(r) : 1.0f, w);
+  sumOverKeptAxis(rec, op, x, nullptr, out, {r, x.shape.back(), 1}, mean ? 1.0f / float(r) : 1.0f, w);
 }
 
 void lastAxisBackward(vk::Recorder& rec, const char* op, const TensorView& dout,
@@ -165,15 +165,15 @@ void rowsBackward(vk::Recorder& rec, const char* op, const TensorView& dout, con
 
 }  // namespace
 
-void sumFolded(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
-               const TensorView& out, Folded f, float alpha, Write w, ReduceVariant variant) {
+void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
+               const TensorView& out, KeptAxis f, float alpha, Write w, ReduceVariant variant) {
   checkOperand(op, "x", x);
   if (y) checkOperand(op, "y", *y);
   checkOperand(op, "out", out);
   if (x.shape.numel() != f.numel() || (y && y->shape.numel() != f.numel()) ||
       out.shape.numel() != f.kept)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + " -> out " + out.shape.str() +
-                     " does not match the fold " + str(f));
+                     " does not match the view " + str(f));
   checkAlias(op, "out", out, "x", x, false);
   if (y) checkAlias(op, "out", out, "y", *y, false);
   if (f.kept == 0) return;

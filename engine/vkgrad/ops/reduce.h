@@ -5,7 +5,7 @@
 // reduction axis is a ShapeError; zero rows record nothing.
 #pragma once
 
-#include "vkgrad/ops/fold.h"
+#include "vkgrad/ops/kept_axis.h"
 #include "vkgrad/ops/tensor.h"
 
 namespace vkgrad::ops {
@@ -39,12 +39,12 @@ void meanRowsBackward(vk::Recorder& rec, const TensorView& dout, const TensorVie
 enum class ReduceVariant { Auto, Storage, Texel };
 
 // The general form behind the functions above and the gradients of broadcast operands:
-// x (and y, when given) folded as f, out: f.kept elements;
+// x (and y, when given) seen as f, out: f.kept elements;
 //   out[m] (= or +=) alpha * sum over o, k of x[o][m][k] (* y[o][m][k]).
 // op names the caller in errors. Checks sizes, dtypes and overlaps; the caller checks shapes.
 // Throws Error if Texel is asked for and the views do not fit the texel limits.
-void sumFolded(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
-               const TensorView& out, Folded f, float alpha, Write w,
+void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
+               const TensorView& out, KeptAxis f, float alpha, Write w,
                ReduceVariant variant = ReduceVariant::Auto);
 
 }  // namespace vkgrad::ops

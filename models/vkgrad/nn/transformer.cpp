@@ -66,16 +66,16 @@ Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
              const BlockConfig& config, Tensor x) {
   // residual + branch(t). Where dropout is the identity (p = 0, or an evaluation graph) the
   // add joins the branch's output projection (Graph::matmulAdd): no add pass of its own.
-  const bool fold = config.dropout == 0.0f || !g.training();
+  const bool merge_residual = config.dropout == 0.0f || !g.training();
   auto attn = [&](Tensor t, Tensor residual) {
     const std::string p = prefix + ".attn";
-    if (fold) return attention(g, store, p, t, config.heads, config.causal, residual);
+    if (merge_residual) return attention(g, store, p, t, config.heads, config.causal, residual);
     return g.add(residual,
                  g.dropout(attention(g, store, p, t, config.heads, config.causal), config.dropout));
   };
   auto ff = [&](Tensor t, Tensor residual) {
     const std::string p = prefix + ".mlp";
-    if (fold) return mlp(g, store, p, t, config.activation, residual);
+    if (merge_residual) return mlp(g, store, p, t, config.activation, residual);
     return g.add(residual, g.dropout(mlp(g, store, p, t, config.activation), config.dropout));
   };
   auto norm = [&](const char* name, Tensor t) { return layerNorm(g, store, prefix + name, t); };

@@ -4,7 +4,7 @@
 #include "vkgrad/graph/backward.h"
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/ops/defs.h"
-#include "vkgrad/graph/ops/fold.h"
+#include "vkgrad/graph/ops/fused_activation.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -47,19 +47,19 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-std::optional<ActivationFold> activationFold(const Backward& b, int y) {
+std::optional<FusedActivation> fusedActivation(const Backward& b, int y) {
   const Graph& g = b.graph();
   const int p = g.producer(y);
   if (p < 0) return std::nullopt;
   const Node& node = g.nodes()[size_t(p)];
-  if (node.op == OpKind::Matmul) return appliedActivationFold(b, node, y);
+  if (node.op == OpKind::Matmul) return appliedActivationBackward(b, node, y);
   if (node.op != OpKind::Activation) return std::nullopt;
   const auto& at = node.attr<Activation::Attrs>();
   const int x = node.inputs[Activation::x];
   if (!ops::activationBackwardReadsX(at.kind) || b.uses(y) != 1 || b.hasGradient(y) ||
       !b.needs(node, Activation::x) || !b.wouldOverwrite(x))
     return std::nullopt;
-  return ActivationFold{x, at.kind, at.param};
+  return FusedActivation{x, at.kind, at.param};
 }
 
 void emitActivationBackward(Backward& b, int x, int y, int dy, ops::Activation kind, float param) {

@@ -7,7 +7,7 @@
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/ops/defs.h"
 #include "vkgrad/ops/elementwise.h"
-#include "vkgrad/ops/fold.h"
+#include "vkgrad/ops/kept_axis.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -69,7 +69,7 @@ Tensor Graph::broadcastBinary(OpKind op, Tensor a, Tensor b) {
     throw ShapeError(describe(name, {a, b}) + ": operands must be f32");
   // The kernels broadcast their second operand; the op commutes, so the larger goes first.
   if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
-  ops::broadcastFold(name, shape(a), shape(b));  // throws ShapeError with both shapes
+  ops::broadcastAxes(name, shape(a), shape(b));  // throws ShapeError with both shapes
   const int c = output(shape(a));
   addNode({op, {a.id, b.id}, {c}});
   return {c};

@@ -4,19 +4,19 @@
 // that b's node also writes the bias's gradient when both need one: dbias sums the rows of
 // the dc that b's product reads, and the Texel kernel sums them in the same dispatch. Where a
 // is an activation's output that nothing else reads (an MLP's hidden layer), a's node writes
-// the activation's input gradient instead, f' applied on the way out (graph/ops/fold.h).
+// the activation's input gradient instead, f' applied on the way out (graph/ops/fused_activation.h).
 // With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias + residual, and the residual's
 // gradient is dc itself (adopted where nothing else reads it, else added as add's rule does).
 // With an applied activation (Graph::matmulActivation) c = f(z), z = a·b + bias, and z is the
 // node's second output, pre: the rule starts from pre's gradient, which the reader of c wrote
-// itself where it could fold f' in (fold.h), plus f's backward of c's gradient if c has one.
+// itself where it could fuse f' in (fused_activation.h), plus f's backward of c's gradient if c has one.
 #include <optional>
 #include <string>
 
 #include "vkgrad/graph/backward.h"
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/ops/defs.h"
-#include "vkgrad/graph/ops/fold.h"
+#include "vkgrad/graph/ops/fused_activation.h"
 #include "vkgrad/ops/matmul.h"
 
 namespace vkgrad::graph {
@@ -34,7 +34,7 @@ struct Matmul {
 };
 
 struct MatmulBackward {
-  enum In { a, b, dc, act_x, kInputs };  // act_x: -1 unless an activation is folded in
+  enum In { a, b, dc, act_x, kInputs };  // act_x: -1 unless an activation is fused in
   // scratch: -1 unless the product may split; bias_grad: -1 unless this is b's node and the
   // bias needs a gradient too.
   enum Out { grad, scratch, bias_grad, kOutputs };
@@ -59,7 +59,7 @@ void backward(Backward& b, const Node& f) {
   const int ia = f.inputs[Matmul::a], ib = f.inputs[Matmul::b];
   const bool joint = b.needs(f, Matmul::b) && b.needs(f, Matmul::bias);
   // The gradient of the product: dc, or with an applied activation pre's, which gets f's
-  // backward of dc added where c has a gradient (its reader did not fold f' in).
+  // backward of dc added where c has a gradient (its reader did not fuse f' in).
   int dz = -1;
   if (at.act) {
     const int c = f.outputs[Matmul::c], pre = f.outputs[Matmul::pre];
@@ -88,9 +88,9 @@ void backward(Backward& b, const Node& f) {
       bias_write = b.contribute(bias_grad);
     }
     if (of == Matmul::a && !at.trans_a)
-      if (const std::optional<ActivationFold> fold = activationFold(b, ia)) {
-        b.emitTo(OpKind::MatmulBackward, fold->x, {ia, ib, dz, fold->x},
-                 MatmulBackward::Attrs{at, of, fold->kind, fold->param}, {scratch, -1});
+      if (const std::optional<FusedActivation> fused = fusedActivation(b, ia)) {
+        b.emitTo(OpKind::MatmulBackward, fused->x, {ia, ib, dz, fused->x},
+                 MatmulBackward::Attrs{at, of, fused->kind, fused->param}, {scratch, -1});
         continue;
       }
     b.emit(OpKind::MatmulBackward, f, of, {ia, ib, dz, -1}, MatmulBackward::Attrs{at, of},
@@ -134,7 +134,7 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-std::optional<ActivationFold> appliedActivationFold(const Backward& b, const Node& node, int y) {
+std::optional<FusedActivation> appliedActivationBackward(const Backward& b, const Node& node, int y) {
   const auto& at = node.attr<Matmul::Attrs>();
   if (!at.act || y != node.outputs[Matmul::c]) return std::nullopt;
   const int pre = node.outputs[Matmul::pre];
@@ -143,7 +143,7 @@ std::optional<ActivationFold> appliedActivationFold(const Backward& b, const Nod
   if (!ops::activationBackwardReadsX(*at.act) || b.uses(y) != 1 || b.hasGradient(y) || !rule_runs ||
       !b.wouldOverwrite(pre))
     return std::nullopt;
-  return ActivationFold{pre, *at.act, at.act_param};
+  return FusedActivation{pre, *at.act, at.act_param};
 }
 
 Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b) {

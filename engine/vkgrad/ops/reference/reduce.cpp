@@ -4,7 +4,7 @@
 
 namespace vkgrad::ops::ref {
 
-void sumFolded(const float* x, const float* y, float* out, int64_t outer, int64_t kept,
+void sumOverKeptAxis(const float* x, const float* y, float* out, int64_t outer, int64_t kept,
                int64_t inner, double alpha) {
   std::vector<double> sum(kept, 0.0);
   for (int64_t o = 0; o < outer; ++o)

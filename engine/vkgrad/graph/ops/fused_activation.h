@@ -1,4 +1,4 @@
-// Folds between backward rules: what one op's rule may take over from the rule of the op
+// Fusions between backward rules: what one op's rule may take over from the rule of the op
 // that produced its input, so an intermediate gradient is never stored.
 #pragma once
 
@@ -17,14 +17,14 @@ namespace vkgrad::graph {
 // it. The reader then emits dx (Backward::emitTo(x)) and never creates dy, so the rule of y's
 // producer finds no gradient of y (the activation's records nothing; the matmul's starts from
 // dx).
-struct ActivationFold {
+struct FusedActivation {
   int x;  // the tensor whose gradient the reader writes: f's input
   ops::Activation kind;
   float param;
 };
-std::optional<ActivationFold> activationFold(const Backward& b, int y);
-// The matmul half of activationFold (graph/ops/matmul.cpp): y is `node`'s output.
-std::optional<ActivationFold> appliedActivationFold(const Backward& b, const Node& node, int y);
+std::optional<FusedActivation> fusedActivation(const Backward& b, int y);
+// The matmul half of fusedActivation (graph/ops/matmul.cpp): y is `node`'s output.
+std::optional<FusedActivation> appliedActivationBackward(const Backward& b, const Node& node, int y);
 
 // Adds f's backward, dx += f'(x) ⊙ dy (the first contribution overwrites), to the gradient of
 // x, reading x or y as the kind's derivative needs (graph/ops/activation.cpp).
