@@ -191,7 +191,7 @@ class Graph {
   // the host zeroes (Executor::setInput) and reads (Executor::read) after any number of
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
-  void accumulate(Tensor x, Tensor total);
+  void runningTotal(Tensor x, Tensor total);
   // --- graph neural networks (graph/sparse.h, ops/spmm.h, ops/edge_softmax.h,
   // ops/segment_pool.h)
   // A (sparse, graph/sparse.h) times x (N, F) f32 -> (N, F): y[j] = sum over j's incoming

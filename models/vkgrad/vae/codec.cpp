@@ -52,8 +52,8 @@ std::unique_ptr<Evaluator::Pass> Evaluator::build(int64_t batch) const {
   const VaeTerms t = vaeLoss(g, store_, config_, g.gather(g.dataset(images_), p->indices));
   p->recon_total = g.input("recon.total", {1});
   p->kl_total = g.input("kl.total", {1});
-  g.accumulate(t.recon, p->recon_total);
-  g.accumulate(t.kl, p->kl_total);
+  g.runningTotal(t.recon, p->recon_total);
+  g.runningTotal(t.kl, p->kl_total);
   p->exec = std::make_unique<graph::Executor>(context_, g);
   p->ids.resize(size_t(batch));
   return p;

@@ -2,7 +2,7 @@
 //
 // The evaluator replays one forward graph per batch of test rows: the batch's indices go up,
 // the images are gathered on the device, and each batch's two loss terms are added into
-// device totals (Graph::accumulate), read back once at the end. z is sampled as in training,
+// device totals (Graph::runningTotal), read back once at the end. z is sampled as in training,
 // from a generator seeded by the caller, so an evaluation is reproducible.
 //
 // The encoder and decoder take host data (the apps' pictures, files the user names): packed

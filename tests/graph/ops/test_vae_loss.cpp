@@ -51,8 +51,8 @@ TEST(GraphVaeOpsTest, ShapesAndNamesBadShapes) {
       g.reconstructionLoss(mu, g.input("ids", {5, 3}, ops::DType::U32), ops::Reconstruction::Bce),
       ShapeError);
   const Tensor total = g.input("total", {5, 3});
-  EXPECT_THROW(g.accumulate(mu, g.reshape(total, {15})), ShapeError);  // a view, not the input
-  EXPECT_THROW(g.accumulate(mu, g.add(total, total)), ShapeError);     // not an input
+  EXPECT_THROW(g.runningTotal(mu, g.reshape(total, {15})), ShapeError);  // a view, not the input
+  EXPECT_THROW(g.runningTotal(mu, g.add(total, total)), ShapeError);     // not an input
   EXPECT_EQ(g.nodes().size(), nodes + 2);  // just the reshape view and the add
 }
 
@@ -138,7 +138,7 @@ TEST_F(GraphVaeOpsGradTest, EveryStepDrawsAFreshEpsAndASeedRepeatsThem) {
 TEST_F(GraphVaeOpsGradTest, AccumulateSumsStepsUntilTheHostResetsIt) {
   Graph g;
   const Tensor x = g.input("x", {7}), total = g.input("total", {7});
-  g.accumulate(g.add(x, x), total);
+  g.runningTotal(g.add(x, x), total);
   graph::Executor exec(ctx(), g);
   const std::vector<float> zeros(7, 0.0f);
   exec.setInput(total, zeros);

@@ -46,7 +46,7 @@ VKGRAD_OP(ReconstructionLoss)  // ops/vae_loss.cpp
 VKGRAD_OP(ReconstructionLossBackward)
 VKGRAD_OP(GaussianKl)
 VKGRAD_OP(GaussianKlBackward)
-VKGRAD_OP(Accumulate)  // ops/accumulate.cpp
+VKGRAD_OP(RunningTotal)  // ops/running_total.cpp
 // graph neural networks: aggregation and attention over a sparse graph (graph/sparse.h),
 // pooling over a batch's graphs
 VKGRAD_OP(Spmm)  // ops/spmm.cpp
