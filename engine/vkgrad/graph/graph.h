@@ -16,10 +16,15 @@
 
 #include "vkgrad/graph/op.h"
 #include "vkgrad/ops/activation.h"
-#include "vkgrad/ops/sampling.h"
-#include "vkgrad/ops/segment_pool.h"
 #include "vkgrad/ops/tensor.h"
-#include "vkgrad/ops/vae_loss.h"
+
+// Named by builders below; declared here so that this header does not include every op's
+// header for one type (ops/sampling.h, ops/segment_pool.h, ops/vae_loss.h define them).
+namespace vkgrad::ops {
+struct SampleOptions;
+enum class Pool;
+enum class Reconstruction;
+}  // namespace vkgrad::ops
 
 namespace vkgrad::graph {
 

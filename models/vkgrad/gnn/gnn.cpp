@@ -8,6 +8,7 @@
 #include "vkgrad/graph/profile.h"
 #include "vkgrad/graph/trainer.h"
 #include "vkgrad/nn/layers.h"
+#include "vkgrad/ops/segment_pool.h"
 
 namespace vkgrad::gnn {
 

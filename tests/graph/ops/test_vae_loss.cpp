@@ -16,6 +16,7 @@
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/graph.h"
+#include "vkgrad/ops/vae_loss.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/vk/staging.h"
