@@ -1,3 +1,8 @@
+// The host side of every matmul variant (naive, tiled, texel, vector, coopmat), forward and
+// backward. Over 800 lines on purpose for now: the variants share one description of a
+// product (Operand, Product, Choice), the push constants, split-K and the backward's
+// gradient products; splitting them across files would first need those in an internal
+// header, which is the next step when another variant arrives.
 #include "vkgrad/ops/matmul.h"
 
 #include <algorithm>
@@ -216,15 +221,18 @@ uint64_t coopmatShared(const MatmulTiling& t) {
   return 2 * 2 * (bm * (t.bk + 8) + t.bk * (bn + 8)) + 4 * 256 * uint64_t(t.wx) * t.wy;
 }
 
-// Throws if the Coopmat tiling cannot run on this device (or breaks coopmat.comp's rules).
+// Whether the Coopmat tiling can run on this device and keeps coopmat.comp's rules.
+bool coopmatTilingFits(const vk::DeviceInfo& info, const MatmulTiling& t) {
+  const uint64_t threads = uint64_t(t.wx) * t.wy * info.subgroup_size;
+  return t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 16 == 0 &&
+         t.tm * t.tn <= 32 && threads <= info.max_workgroup_invocations &&
+         threads <= info.max_workgroup_size[0] && coopmatShared(t) <= info.max_shared_memory;
+}
+
+// Throws unless coopmatTilingFits.
 void checkCoopmatTiling(const vk::Context& context, const MatmulTiling& t) {
   const vk::DeviceInfo& info = context.info();
-  const uint64_t threads = uint64_t(t.wx) * t.wy * info.subgroup_size;
-  const bool ok = t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 16 == 0 &&
-                  t.tm * t.tn <= 32 && threads <= info.max_workgroup_invocations &&
-                  threads <= info.max_workgroup_size[0] &&
-                  coopmatShared(t) <= info.max_shared_memory;
-  if (!ok)
+  if (!coopmatTilingFits(info, t))
     throw Error("matmul: coopmat tiling " + matmulTilingText(t) + " cannot run on " + info.name +
                 ": bk must be a multiple of 16, tm*tn at most 32 fragments, wx*wy subgroups of " +
                 std::to_string(info.subgroup_size) + " at most " +
@@ -353,15 +361,130 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   return true;
 }
 
-// Records one product. A batch over a broadcast B with A's batches back to back is one taller
-// product (B·M rows), which fills the texel and tiled kernels' row tiles better.
-void record(vk::Recorder& rec, Product p, const Choice& choice) {
-  const MatmulVariant variant = choice.variant;
+// A batch over a broadcast B with A's batches back to back, as one taller product (B·M rows),
+// which fills the texel and tiled kernels' row tiles better.
+Product withBatchAsRows(Product p) {
   if (p.batch > 1 && p.b.s_batch == 0 && p.a.s_batch == p.a.rows * p.a.s_row) {
     p.a.rows *= p.batch;
     p.a.s_batch = 0;
     p.batch = 1;
   }
+  return p;
+}
+
+// The Texel kernel (one subgroup per workgroup, texel fetches, its own epilogues), all of p.
+void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
+  vk::Context& context = rec.context();
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
+  const TensorView c = p.c;
+  Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
+  Bound bb = bindTexel(context, p.b.view, vk::TexelFormat::R32f);
+  const Bound bc = bindStorage(context, c);
+  const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
+  // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
+  // 16-byte texel; otherwise that operand is read through an R32F view, four scalar
+  // fetches per vec4 (see texel.comp).
+  const bool a_vec4 =
+      p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
+  const bool b_vec4 = p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
+                      b_off % 4 == 0 && n % 4 == 0;
+  // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
+  const bool b_kvec4 =
+      !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
+  // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
+  const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
+                       a_off % 4 == 0 && m % 4 == 0;
+  if (a_vec4 || a_mvec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
+  if (b_vec4 || b_kvec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
+  // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
+  // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
+  const uint32_t sg = info.subgroup_size;
+  // An applied activation's input, laid out as C; without one the binding is a stand-in,
+  // C's view, never written.
+  const TensorView* pre_view = p.act_fwd ? p.act_fwd->pre : nullptr;
+  const Bound pre = bindStorage(context, pre_view ? *pre_view : c);
+  // 16-byte stores of C (and pre) where every row of it starts on 4 elements of its binding.
+  const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0;
+  if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
+  // Without column sums the binding is a stand-in: C's first element, written anyway.
+  const Bound colsum =
+      bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
+  if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
+    throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
+  if (p.act_fwd && (p.beta != 0.0f || p.residual))
+    throw std::logic_error("matmul: an applied activation with beta or a residual");
+  // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
+  // without either the binding is a stand-in, A's view, never fetched.
+  const TensorView* epi_view = p.act ? p.act->x : p.residual;
+  Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
+  const uint32_t act_kind = p.act       ? uint32_t(p.act->kind)
+                            : p.act_fwd ? uint32_t(p.act_fwd->kind)
+                                        : 0u;
+  const uint32_t act_fwd = !p.act_fwd ? 0u : pre_view ? 2u : 1u;
+  // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
+  const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
+  if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
+  const vk::Kernel& kernel = context.kernels().get(
+      "matmul/texel",
+      {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
+       act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr, act_fwd});
+  MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
+  push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
+  if (epi_view) push.epi_off = epi.skip;
+  if (p.act) push.act_param = p.act->param;
+  if (p.act_fwd) push.act_param = p.act_fwd->param, push.pre_off = pre.skip;
+  const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg, pre.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
+                     vk::divUp(m, kTexelRows), uint32_t(p.batch));
+}
+
+// The Coopmat kernel (tensor cores), or under Auto Vector's split-K for a product too small
+// to fill the GPU. args: a, b, c and the bias (or its stand-in), bound as for Vector.
+void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
+                   const MatmulPush& push, const vk::Arg (&args)[4]) {
+  vk::Context& context = rec.context();
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
+  // Auto's Coopmat hands a product too small to fill the GPU to Vector's split-K.
+  if (choice.automatic && !isHalf(p.a.view) && !isHalf(p.b.view)) {
+    const Choice vector{MatmulVariant::Vector, {}, 0, true};
+    if (recordSplit(rec, p, vector)) return;
+  }
+  MatmulTiling t = choice.tiling;
+  if (t.empty()) {
+    // The measured default, or the small tile on a device with less shared memory or
+    // fewer invocations per workgroup than the H200 it was measured on.
+    t = matmulCoopmatTilingFor(context, m, n, p.batch);
+    if (!coopmatTilingFits(info, t)) t = {2, 2, 32, 2, 2};
+    checkCoopmatTiling(context, t);
+  }
+  // Each operand's contiguous axis (coopmat.comp): k for a plain A, m for a transposed
+  // one (read in 4x4 blocks and transposed); n for a plain B, k for a transposed one. Four
+  // elements per read where that axis's length is a multiple of 4 and every row and batch
+  // starts on 4 elements of the binding.
+  const bool a_kcontig = p.a.s_col == 1, b_ncontig = p.b.s_col == 1;
+  const auto quads = [](const Operand& x, bool along_cols, uint32_t off) {
+    const int64_t step = along_cols ? x.s_col : x.s_row;
+    const int64_t length = along_cols ? x.cols : x.rows;
+    const int64_t other = along_cols ? x.s_row : x.s_col;
+    return step == 1 && length % 4 == 0 && other % 4 == 0 && x.s_batch % 4 == 0 && off % 4 == 0;
+  };
+  const bool a_vec = quads(p.a, a_kcontig, push.a_off);
+  const bool b_vec = quads(p.b, b_ncontig, push.b_off);
+  const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
+  const vk::Kernel& kernel = context.kernels().get(
+      "matmul/coopmat", {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kcontig),
+                         uint32_t(b_ncontig), uint32_t(a_vec), uint32_t(b_vec),
+                         uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
+                     vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
+}
+
+// Records one product with the chosen kernel.
+void record(vk::Recorder& rec, Product p, const Choice& choice) {
+  const MatmulVariant variant = choice.variant;
+  p = withBatchAsRows(p);
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
@@ -374,65 +497,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const Bound bias = bindStorage(context, p.bias ? *p.bias : stand_in);
 
   if (variant == MatmulVariant::Texel) {
-    Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
-    Bound bb = bindTexel(context, p.b.view, vk::TexelFormat::R32f);
-    const Bound bc = bindStorage(context, c);
-    const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
-    // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
-    // 16-byte texel; otherwise that operand is read through an R32F view, four scalar
-    // fetches per vec4 (see texel.comp).
-    const bool a_vec4 =
-        p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
-    const bool b_vec4 = p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
-                        b_off % 4 == 0 && n % 4 == 0;
-    // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
-    const bool b_kvec4 =
-        !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
-    // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
-    const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
-                         a_off % 4 == 0 && m % 4 == 0;
-    if (a_vec4 || a_mvec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
-    if (b_vec4 || b_kvec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
-    // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
-    // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
-    const uint32_t sg = info.subgroup_size;
-    // An applied activation's input, laid out as C; without one the binding is a stand-in,
-    // C's view, never written.
-    const TensorView* pre_view = p.act_fwd ? p.act_fwd->pre : nullptr;
-    const Bound pre = bindStorage(context, pre_view ? *pre_view : c);
-    // 16-byte stores of C (and pre) where every row of it starts on 4 elements of its binding.
-    const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0;
-    if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
-    // Without column sums the binding is a stand-in: C's first element, written anyway.
-    const Bound colsum =
-        bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
-    if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
-      throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
-    if (p.act_fwd && (p.beta != 0.0f || p.residual))
-      throw std::logic_error("matmul: an applied activation with beta or a residual");
-    // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
-    // without either the binding is a stand-in, A's view, never fetched.
-    const TensorView* epi_view = p.act ? p.act->x : p.residual;
-    Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
-    const uint32_t act_kind = p.act       ? uint32_t(p.act->kind)
-                              : p.act_fwd ? uint32_t(p.act_fwd->kind)
-                                          : 0u;
-    const uint32_t act_fwd = !p.act_fwd ? 0u : pre_view ? 2u : 1u;
-    // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
-    const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
-    if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
-    const vk::Kernel& kernel = context.kernels().get(
-        "matmul/texel",
-        {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
-         act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr, act_fwd});
-    MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
-    push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
-    if (epi_view) push.epi_off = epi.skip;
-    if (p.act) push.act_param = p.act->param;
-    if (p.act_fwd) push.act_param = p.act_fwd->param, push.pre_off = pre.skip;
-    const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg, pre.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
-                       vk::divUp(m, kTexelRows), uint32_t(p.batch));
+    recordTexel(rec, p, bias);
     return;
   }
 
@@ -484,44 +549,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       break;
     }
     case MatmulVariant::Coopmat: {
-      // Auto's Coopmat hands a product too small to fill the GPU to Vector's split-K.
-      if (choice.automatic && !isHalf(p.a.view) && !isHalf(p.b.view)) {
-        Choice vector{MatmulVariant::Vector, {}, 0, true};
-        if (recordSplit(rec, p, vector)) break;
-      }
-      MatmulTiling t = choice.tiling;
-      if (t.empty()) {
-        // The measured default, or the small tile on a device with less shared memory or
-        // fewer invocations per workgroup than the H200 it was measured on.
-        t = matmulCoopmatTilingFor(context, m, n, p.batch);
-        try {
-          checkCoopmatTiling(context, t);
-        } catch (const Error&) {
-          t = {2, 2, 32, 2, 2};
-        }
-        checkCoopmatTiling(context, t);
-      }
-      // Each operand's contiguous axis (coopmat.comp): k for a plain A, m for a transposed
-      // one (read in 4x4 blocks and transposed); n for a plain B, k for a transposed one. Four
-      // elements per read where that axis's length is a multiple of 4 and every row and batch
-      // starts on 4 elements of the binding.
-      const bool a_kcontig = p.a.s_col == 1, b_ncontig = p.b.s_col == 1;
-      const auto quads = [](const Operand& x, bool along_cols, uint32_t off) {
-        const int64_t step = along_cols ? x.s_col : x.s_row;
-        const int64_t length = along_cols ? x.cols : x.rows;
-        const int64_t other = along_cols ? x.s_row : x.s_col;
-        return step == 1 && length % 4 == 0 && other % 4 == 0 && x.s_batch % 4 == 0 && off % 4 == 0;
-      };
-      const bool a_vec = quads(p.a, a_kcontig, push.a_off);
-      const bool b_vec = quads(p.b, b_ncontig, push.b_off);
-      const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
-      const vk::Kernel& kernel = context.kernels().get(
-          "matmul/coopmat", {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kcontig),
-                             uint32_t(b_ncontig), uint32_t(a_vec), uint32_t(b_vec),
-                             uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
-                         vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
+      recordCoopmat(rec, p, choice, push, args);
       break;
     }
     case MatmulVariant::Texel:
