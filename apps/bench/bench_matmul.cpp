@@ -35,7 +35,7 @@ void declare(Cli& cli) {
   cli.option("variant", "matmul: auto, naive, tiled, texel, vector, coopmat or all", "auto");
   cli.option("tiling",
              "matmul: the vector or coopmat variant's tile, WXxWYxBKxTMxTN (e.g. 16x16x16x8x8; "
-             "for coopmat subgroups and 16x16 fragments, e.g. 4x2x32x4x2)",
+             "for coopmat subgroups and 16x16 fragments, e.g. 2x2x32x4x4)",
              "auto");
   cli.option("inputs",
              "matmul: how A and B are stored: f32, or f16 (rounded on the host; the coopmat "
