@@ -11,78 +11,45 @@ namespace vkgrad::vae {
 
 using graph::Tensor;
 
-// A forward graph over `batch` gathered rows whose two loss terms are summed on the device.
-struct Evaluator::Pass {
-  int64_t batch = 0, steps = 0;  // steps since the totals were zeroed
-  graph::Graph g;
-  Tensor indices, recon_total, kl_total;
-  std::unique_ptr<graph::Executor> exec;
-  std::vector<uint32_t> ids;
-};
-
 Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
                      const VaeConfig& config, const graph::Dataset& images, int64_t batch,
-                     uint64_t seed)
-    : context_(context),
-      store_(store),
-      config_(config),
-      images_(images),
-      batch_(batch),
-      rows_(images.shape[0]),
-      seed_(seed) {
-  config_.validate();
-  if (images.shape.rank() != 2 || images.shape[1] * 4 != config_.pixels())
+                     uint64_t seed) {
+  config.validate();
+  if (images.shape.rank() != 2 || images.shape[1] * 4 != config.pixels())
     throw Error("vae::Evaluator: images " + images.shape.str() + " are not packed " +
-                std::to_string(config_.image) + "x" + std::to_string(config_.image) + " images");
+                std::to_string(config.image) + "x" + std::to_string(config.image) + " images");
   if (batch <= 0) throw Error("vae::Evaluator: the batch must be positive");
-  batch_ = std::min(batch_, rows_);
-  full_ = build(batch_);
-  if (rows_ % batch_) tail_ = build(rows_ % batch_);
+  // Each batch's two loss terms are added into device totals (outputs 0 and 1), zeroed by
+  // evaluate() before a pass's first batch.
+  sweep_ = std::make_unique<graph::Sweep>(
+      context, images.shape[0], batch, [&](graph::Graph& g, Tensor indices) {
+        g.setSeed(seed + uint64_t(g.tensor(indices).shape[0]));  // the two passes draw apart
+        const VaeTerms t = vaeLoss(g, store, config, g.gather(g.dataset(images), indices));
+        const Tensor recon_total = g.input("recon.total", {1}), kl_total = g.input("kl.total", {1});
+        g.runningTotal(t.recon, recon_total);
+        g.runningTotal(t.kl, kl_total);
+        return std::vector<Tensor>{recon_total, kl_total};
+      });
 }
 
 Evaluator::~Evaluator() = default;
 
-std::unique_ptr<Evaluator::Pass> Evaluator::build(int64_t batch) const {
-  auto p = std::make_unique<Pass>();
-  p->batch = batch;
-  graph::Graph& g = p->g;
-  g.setTraining(false);
-  g.setSeed(seed_ + uint64_t(batch));  // the two passes draw apart
-  p->indices = g.input("indices", {batch}, ops::DType::U32);
-  const VaeTerms t = vaeLoss(g, store_, config_, g.gather(g.dataset(images_), p->indices));
-  p->recon_total = g.input("recon.total", {1});
-  p->kl_total = g.input("kl.total", {1});
-  g.runningTotal(t.recon, p->recon_total);
-  g.runningTotal(t.kl, p->kl_total);
-  p->exec = std::make_unique<graph::Executor>(context_, g);
-  p->ids.resize(size_t(batch));
-  return p;
-}
-
-void Evaluator::run(Pass& pass, int64_t first) {
-  if (pass.steps == 0) {
-    const float zero = 0.0f;
-    pass.exec->setInput(pass.recon_total, std::span(&zero, 1));
-    pass.exec->setInput(pass.kl_total, std::span(&zero, 1));
-  }
-  std::iota(pass.ids.begin(), pass.ids.end(), uint32_t(first));
-  pass.exec->setInput(pass.indices, pass.ids);
-  pass.exec->step();
-  ++pass.steps;
-}
-
 VaeLoss Evaluator::evaluate() {
-  int64_t first = 0;
-  for (; first + batch_ <= rows_; first += batch_) run(*full_, first);
-  if (tail_) run(*tail_, first);
+  for (graph::Sweep::Pass* pass : sweep_->passes()) pass->runs = 0;
+  sweep_->run(
+      [](graph::Sweep::Pass& pass) {
+        if (pass.runs > 0) return;
+        const float zero = 0.0f;
+        for (const Tensor total : pass.outputs) pass.exec->setInput(total, std::span(&zero, 1));
+      },
+      {});
   // The totals hold sums of per-batch means: weight each pass by its batch size.
   VaeLoss loss;
-  for (Pass* pass : {full_.get(), tail_.get()}) {
-    if (!pass || pass->steps == 0) continue;
-    loss.recon += double(pass->exec->readScalar(pass->recon_total)) * double(pass->batch);
-    loss.kl += double(pass->exec->readScalar(pass->kl_total)) * double(pass->batch);
-    loss.images += pass->steps * pass->batch;
-    pass->steps = 0;
+  for (graph::Sweep::Pass* pass : sweep_->passes()) {
+    if (pass->runs == 0) continue;
+    loss.recon += double(pass->exec->readScalar(pass->outputs[0])) * double(pass->batch);
+    loss.kl += double(pass->exec->readScalar(pass->outputs[1])) * double(pass->batch);
+    loss.images += pass->runs * pass->batch;
   }
   loss.recon /= double(loss.images);
   loss.kl /= double(loss.images);

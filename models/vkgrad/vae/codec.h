@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/sweep.h"
 #include "vkgrad/vae/vae.h"
 
 namespace vkgrad::vae {
@@ -37,17 +38,7 @@ class Evaluator {
   VaeLoss evaluate();
 
  private:
-  struct Pass;
-  std::unique_ptr<Pass> build(int64_t batch) const;
-  void run(Pass& pass, int64_t first);
-
-  vk::Context& context_;
-  const graph::ParameterStore& store_;
-  VaeConfig config_;
-  const graph::Dataset& images_;
-  int64_t batch_, rows_;
-  uint64_t seed_;
-  std::unique_ptr<Pass> full_, tail_;
+  std::unique_ptr<graph::Sweep> sweep_;
 };
 
 // Posterior means mu of images given as u8 pixels on the host.

@@ -30,63 +30,32 @@ double Confusion::classAccuracy(int64_t t) const {
   return n ? double(counts[size_t(t * classes + t)]) / double(n) : 0.0;
 }
 
-// A forward graph over `batch` gathered rows, ending in the batch's confusion counts.
-struct Evaluator::Pass {
-  int64_t batch = 0;
-  graph::Graph g;
-  graph::Tensor indices, counts;
-  std::unique_ptr<graph::Executor> exec;
-  std::vector<uint32_t> ids;
-};
-
 Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
                      const VitConfig& config, const graph::Dataset& images,
                      const graph::Dataset& labels, int64_t batch)
-    : context_(context),
-      store_(store),
-      config_(config),
-      images_(images),
-      labels_(labels),
-      batch_(batch),
-      rows_(images.shape[0]) {
+    : config_(config) {
   config_.validate();
-  if (labels.shape.rank() != 1 || labels.shape[0] != rows_)
-    throw Error("Evaluator: " + std::to_string(rows_) + " images but labels " + labels.shape.str());
+  const int64_t rows = images.shape[0];
+  if (labels.shape.rank() != 1 || labels.shape[0] != rows)
+    throw Error("Evaluator: " + std::to_string(rows) + " images but labels " + labels.shape.str());
   if (batch <= 0) throw Error("Evaluator: the batch must be positive");
-  batch_ = std::min(batch_, rows_);
-  full_ = build(batch_);
-  if (rows_ % batch_) tail_ = build(rows_ % batch_);
+  // Each batch ends in its confusion counts, added up on the host.
+  sweep_ = std::make_unique<graph::Sweep>(
+      context, rows, batch, [&](graph::Graph& g, graph::Tensor indices) {
+        const graph::Tensor words = g.gather(g.dataset(images), indices);
+        const graph::Tensor truth = g.gather(g.dataset(labels), indices);
+        return std::vector<graph::Tensor>{g.confusion(vitLogits(g, store, config_, words), truth)};
+      });
 }
 
 Evaluator::~Evaluator() = default;
 
-std::unique_ptr<Evaluator::Pass> Evaluator::build(int64_t batch) const {
-  auto p = std::make_unique<Pass>();
-  p->batch = batch;
-  p->g.setTraining(false);
-  p->indices = p->g.input("indices", {batch}, ops::DType::U32);
-  const graph::Tensor words = p->g.gather(p->g.dataset(images_), p->indices);
-  const graph::Tensor labels = p->g.gather(p->g.dataset(labels_), p->indices);
-  p->counts = p->g.confusion(vitLogits(p->g, store_, config_, words), labels);
-  p->g.markOutput(p->counts);
-  p->exec = std::make_unique<graph::Executor>(context_, p->g);
-  p->ids.resize(size_t(batch));
-  return p;
-}
-
-void Evaluator::run(Pass& pass, int64_t first, Confusion& into) {
-  std::iota(pass.ids.begin(), pass.ids.end(), uint32_t(first));
-  pass.exec->setInput(pass.indices, pass.ids);
-  pass.exec->step();
-  const std::vector<uint32_t> counts = pass.exec->readWords(pass.counts);
-  for (size_t i = 0; i < counts.size(); ++i) into.counts[i] += counts[i];
-}
-
 Confusion Evaluator::evaluate() {
   Confusion c{config_.classes, std::vector<uint64_t>(size_t(config_.classes * config_.classes))};
-  int64_t first = 0;
-  for (; first + batch_ <= rows_; first += batch_) run(*full_, first, c);
-  if (tail_) run(*tail_, first, c);
+  sweep_->run({}, [&](graph::Sweep::Pass& pass) {
+    const std::vector<uint32_t> counts = pass.exec->readWords(pass.outputs[0]);
+    for (size_t i = 0; i < counts.size(); ++i) c.counts[i] += counts[i];
+  });
   return c;
 }
 

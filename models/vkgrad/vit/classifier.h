@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vkgrad/graph/executor.h"
+#include "vkgrad/graph/sweep.h"
 #include "vkgrad/vit/vit.h"
 
 namespace vkgrad::vit {
@@ -36,20 +37,11 @@ class Evaluator {
   // The confusion matrix over every row of the datasets (the last partial batch runs on a
   // second graph of its size).
   Confusion evaluate();
-  int64_t rows() const { return rows_; }
+  int64_t rows() const { return sweep_->rows(); }
 
  private:
-  struct Pass;
-  void run(Pass& pass, int64_t first, Confusion& into);
-  std::unique_ptr<Pass> build(int64_t batch) const;
-
-  vk::Context& context_;
-  const graph::ParameterStore& store_;
   VitConfig config_;
-  const graph::Dataset& images_;
-  const graph::Dataset& labels_;
-  int64_t batch_, rows_;
-  std::unique_ptr<Pass> full_, tail_;
+  std::unique_ptr<graph::Sweep> sweep_;
 };
 
 // Class probabilities of images given as u8 pixels on the host (image*image each).
