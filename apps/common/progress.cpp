@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace vkgrad::apps {
 
@@ -18,18 +19,22 @@ std::string duration(double seconds) {
   return text;
 }
 
-Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps)
-    : epoch_(epoch), epochs_(epochs), steps_(steps), tty_(isatty(fileno(stderr))) {}
+Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps, std::string items)
+    : epoch_(epoch),
+      epochs_(epochs),
+      steps_(steps),
+      items_(std::move(items)),
+      tty_(isatty(fileno(stderr))) {}
 
-void Progress::update(int64_t step, int64_t images, const std::string& stats, double seconds) {
+void Progress::update(int64_t step, int64_t items, const std::string& stats, double seconds) {
   const bool line_due = step * 10 / steps_ != (step - 1) * 10 / steps_;
   if (!tty_ && !line_due && step != steps_) return;
-  const double rate = seconds > 0 ? double(images) / seconds : 0.0;
+  const double rate = seconds > 0 ? double(items) / seconds : 0.0;
   const double eta = step > 0 ? seconds * double(steps_ - step) / double(step) : 0.0;
   char line[256];
-  std::snprintf(line, sizeof line, "%5lld/%lld  %s  %7.0f images/s  ETA %s",
+  std::snprintf(line, sizeof line, "%5lld/%lld  %s  %7.0f %s/s  ETA %s",
                 static_cast<long long>(step), static_cast<long long>(steps_), stats.c_str(), rate,
-                duration(eta).c_str());
+                items_.c_str(), duration(eta).c_str());
   if (tty_) {
     const int width = 30, filled = int(width * step / steps_);
     std::fprintf(stderr, "\repoch %lld/%lld [%s%s] %s", static_cast<long long>(epoch_),

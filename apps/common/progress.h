@@ -16,13 +16,15 @@ std::string duration(double seconds);
 
 class Progress {
  public:
-  Progress(int64_t epoch, int64_t epochs, int64_t steps);
-  // After step `step` of the epoch (1-based), `images` seen in `seconds`; `stats` is the
+  // items: what the rate counts ("images").
+  Progress(int64_t epoch, int64_t epochs, int64_t steps, std::string items = "images");
+  // After step `step` of the epoch (1-based), `items` seen in `seconds`; `stats` is the
   // model's part of the line ("loss 0.4210").
-  void update(int64_t step, int64_t images, const std::string& stats, double seconds);
+  void update(int64_t step, int64_t items, const std::string& stats, double seconds);
 
  private:
   int64_t epoch_, epochs_, steps_;
+  std::string items_;
   bool tty_;
 };
 

@@ -126,31 +126,6 @@ void readRunState(const graph::Checkpoint& saved, const std::string& where, RunS
   }
 }
 
-int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
-                     graph::Trainer& trainer, RunState& run, std::vector<uint32_t>& order,
-                     int64_t steps_per_epoch, int64_t epochs, uint64_t seed) {
-  if (!resumed) return 0;
-  const std::string where = (fs::path(cli.get("resume")) / kTrainStateFile).string();
-  readRunState(*resumed, where, run);
-  trainer.loadState(*resumed, where);
-  resumed.reset();  // its memory
-  const int64_t done = trainer.steps() / steps_per_epoch;
-  if (trainer.steps() % steps_per_epoch != 0)
-    throw Error(where + ": saved at step " + std::to_string(trainer.steps()) +
-                ", not at the end of an epoch of " + std::to_string(steps_per_epoch) + " steps");
-  if (done >= epochs)
-    throw Error(where + ": the run has done " + std::to_string(done) + " of " +
-                std::to_string(epochs) + " epochs: nothing to resume (a larger --epochs?)");
-  std::mt19937_64 replay(seed);
-  for (int64_t e = 0; e < done; ++e) std::shuffle(order.begin(), order.end(), replay);
-  if (!(replay == run.rng))
-    throw Error(where + ": its shuffling generator is not where " + std::to_string(done) +
-                " epochs from seed " + std::to_string(seed) + " leave it");
-  std::printf("resumed after epoch %lld of %lld from %s\n", static_cast<long long>(done),
-              static_cast<long long>(epochs), where.c_str());
-  return done;
-}
-
 int64_t lastUnit(const Cli& cli, int64_t done, int64_t total, const char* unit) {
   const int64_t stop_at = cli.getInt("stop-at", 0, int64_t(1) << 40);
   if (stop_at == 0) return total;

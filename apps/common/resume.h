@@ -54,13 +54,6 @@ std::map<std::string, std::string> runMetadata(const Cli& cli, const RunOptions&
 // Error naming `where` when the data's fingerprint differs from state.data.
 void readRunState(const graph::Checkpoint& saved, const std::string& where, RunState& state);
 
-// For the apps that shuffle their order every epoch (each shuffle permuting the last one's
-// result with run.rng): with a resumed run, reads its state into run and trainer and replays
-// the shuffles of the epochs done from `seed`, checked against the saved generator. Returns the
-// epochs done (0 without one). Throws Error when the run has finished its `epochs` already.
-int64_t resumeEpochs(const Cli& cli, std::optional<graph::Checkpoint>& resumed,
-                     graph::Trainer& trainer, RunState& run, std::vector<uint32_t>& order,
-                     int64_t steps_per_epoch, int64_t epochs, uint64_t seed);
 // The last step or epoch this session runs: --stop-at's, or `total`. UsageError when --stop-at
 // is not after `done`, the ones a resumed run has behind it.
 int64_t lastUnit(const Cli& cli, int64_t done, int64_t total, const char* unit);

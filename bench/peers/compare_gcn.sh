@@ -18,7 +18,7 @@ for ((r = 1; r <= rounds; ++r)); do
   t="$(/usr/bin/python3 "$root/bench/peers/gcn_torch.py" "${shape[@]}" --hidden 64 --labelled 20 \
         --epochs "$epochs" --json 2>/dev/null)"
   /usr/bin/python3 -c "print('%5d  %8d  %15.1f  %12.1f  %16.1f  %9.0f  %6.2f' % ($r, $(field "d['edges']" <<<"$v"), \
-    $(field "d['ms_per_epoch']" <<<"$v"), $(field "d['peak_device_mib']" <<<"$v"), \
+    $(field "d['ms_per_step']" <<<"$v"), $(field "d['peak_device_bytes'] / 2**20" <<<"$v"), \
     $(field "d['ms_per_epoch_median']" <<<"$t"), $(field "d['peak_rss_mib']" <<<"$t"), \
-    $(field "d['ms_per_epoch']" <<<"$v") / $(field "d['ms_per_epoch_median']" <<<"$t")))"
+    $(field "d['ms_per_step']" <<<"$v") / $(field "d['ms_per_epoch_median']" <<<"$t")))"
 done

@@ -78,7 +78,7 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   EXPECT_FALSE(result.at("device").get<std::string>().empty());
   // ln(vocab 19) = 2.9 at the start; 60 steps on this text get well below it.
   EXPECT_LT(result.at("val_loss").get<double>(), 2.6) << run.out;
-  EXPECT_TRUE(contains(run.out, "step     20/60")) << run.out;
+  EXPECT_TRUE(contains(run.out, "step 20/60  loss ")) << run.out;
   for (const char* file : {"model.safetensors", "config.json", "loss.png"})
     EXPECT_TRUE(fs::is_regular_file(out / file)) << file;
   // config.json records the run beside the model.
@@ -231,7 +231,7 @@ TEST_F(GptApp, ResumeContinuesARunBitForBit) {
   const AppRun rest = runApp("gpt", {"train", "--resume", (dir_ / "paused").string(), "--log-every",
                                      "20", "--json", "--validation"});
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_TRUE(contains(rest.out, "resumed at step 25 of 60")) << rest.out;
+  EXPECT_TRUE(contains(rest.out, "resumed after step 25 of 60")) << rest.out;
   EXPECT_EQ(lastJsonLine(rest.out)["steps"], 60);
   EXPECT_EQ(savedWeights((dir_ / "straight" / "model.safetensors").string()),
             savedWeights((dir_ / "paused" / "model.safetensors").string()))
@@ -296,7 +296,7 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
   const AppRun rest = runApp("gpt", {"train", "--resume", out.string(), "--steps",
                                      std::to_string(last_step + 3), "--validation"});
   EXPECT_EQ(rest.exit_code, 0) << rest.out << rest.err << "delays (ms):" << delays;
-  EXPECT_TRUE(contains(rest.out, "resumed at step " + std::to_string(last_step))) << rest.out;
+  EXPECT_TRUE(contains(rest.out, "resumed after step " + std::to_string(last_step))) << rest.out;
   for (const auto& entry : fs::directory_iterator(out))  // the killed runs' temporary files too
     EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp.")) << entry.path();
 }

@@ -3,10 +3,6 @@
 #include <cmath>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/autograd.h"
-#include "vkgrad/graph/optimizer.h"
-#include "vkgrad/graph/profile.h"
-#include "vkgrad/graph/trainer.h"
 #include "vkgrad/nn/layers.h"
 #include "vkgrad/ops/segment_pool.h"
 
@@ -187,52 +183,12 @@ std::pair<Tensor, Tensor> picked(Graph& g, Tensor logits, const graph::Dataset& 
 
 }  // namespace
 
-Trainer::Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
-                 const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids,
-                 float lr, float weight_decay, uint64_t seed, bool profile)
-    : store_(store) {
-  g_.setSeed(seed);
-  const auto [logits, targets] = picked(g_, gnnLogits(g_, store, config, data), labels, ids);
-  loss_ = g_.crossEntropy(logits, targets);
-  g_.markOutput(loss_);
-  const graph::Gradients grads = graph::backward(g_, loss_);
-  graph::OptimizerConfig opt;
-  opt.lr = lr;
-  opt.adamw.weight_decay = weight_decay;
-  graph::addOptimizer(g_, grads, opt);
-  graph::CompileOptions compile;
-  compile.profile = profile;
-  exec_ = std::make_unique<graph::Executor>(context, g_, compile);
-}
-
-Trainer::~Trainer() = default;
-
-float Trainer::step(bool read_loss) {
-  exec_->step();
-  ++steps_;
-  return read_loss ? exec_->readScalar(loss_) : NAN;
-}
-
-void Trainer::saveState(const std::filesystem::path& path,
-                        const std::map<std::string, std::string>& metadata) {
-  graph::saveTrainingState(path, store_, g_, *exec_, steps_, metadata);
-}
-
-void Trainer::loadState(const graph::Checkpoint& checkpoint, const std::string& source) {
-  steps_ = graph::loadTrainingState(checkpoint, source, store_, g_, *exec_);
-}
-
-double Trainer::lastStepMilliseconds() const {
-  return exec_->gpuMilliseconds();
-}
-
-std::string Trainer::profile() const {
-  const std::vector<graph::NodeTime> times = exec_->profile();
-  return times.empty() ? std::string() : graph::formatProfile(g_, times);
-}
-
-uint32_t Trainer::dispatchCount() const {
-  return exec_->dispatchCount();
+graph::LossFn gnnLossFn(const graph::ParameterStore& store, const GnnConfig& config,
+                        const GraphData& data, const graph::Dataset& labels) {
+  return [&store, config, &data, &labels](Graph& g, std::span<const Tensor> batch) {
+    const Tensor logits = gnnLogits(g, store, config, data);
+    return g.crossEntropy(g.gather(logits, batch[0]), g.gather(g.dataset(labels), batch[0]));
+  };
 }
 
 Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,

@@ -16,8 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,8 +23,8 @@
 
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/safetensors.h"
 #include "vkgrad/graph/sparse.h"
+#include "vkgrad/graph/trainer.h"
 
 namespace vkgrad::gnn {
 
@@ -71,36 +69,13 @@ GraphData uploadGraphData(vk::Context& context, const std::string& name, Model m
 graph::Tensor gnnLogits(graph::Graph& g, const graph::ParameterStore& store,
                         const GnnConfig& config, const GraphData& data);
 
-// Full-graph training: one step is the forward pass over the whole graph, the loss on the
-// rows `ids` (labelled nodes, or training graphs) against `labels` (one per row of the
-// logits), the backward pass and an Adam update. Evaluation counts right and wrong rows on
-// the device.
-class Trainer {
- public:
-  Trainer(vk::Context& context, graph::ParameterStore& store, const GnnConfig& config,
-          const GraphData& data, const graph::Dataset& labels, const graph::Dataset& ids, float lr,
-          float weight_decay = 0.0f, uint64_t seed = 0,  // seed: dropout's generator
-          bool profile = false);                         // time every node (profile())
-  ~Trainer();
-  float step(bool read_loss);  // NaN when not read
-  int64_t steps() const { return steps_; }
-  // The training state (graph/trainer.h's saveTrainingState): a trainer built the same way that
-  // loads it takes the same steps as one that never stopped.
-  void saveState(const std::filesystem::path& path,
-                 const std::map<std::string, std::string>& metadata);
-  void loadState(const graph::Checkpoint& checkpoint, const std::string& source);
-  double lastStepMilliseconds() const;
-  // With profile: the last step's GPU time by op (graph/profile.h's table); else empty.
-  std::string profile() const;
-  uint32_t dispatchCount() const;  // kernel dispatches per step (graph::Executor's)
-
- private:
-  graph::ParameterStore& store_;
-  graph::Graph g_;
-  graph::Tensor loss_;
-  std::unique_ptr<graph::Executor> exec_;
-  int64_t steps_ = 0;
-};
+// The loss of full-graph training, for graph::Trainer: the trainer's one dataset is the rows
+// trained on (u32 ids of labelled nodes, or of training graphs), all of them in every step's
+// batch. The forward pass runs over the whole graph and the cross-entropy is taken on those
+// rows' logits against `labels` (one per row of the logits). Evaluation counts right and
+// wrong rows on the device (Evaluator).
+graph::LossFn gnnLossFn(const graph::ParameterStore& store, const GnnConfig& config,
+                        const GraphData& data, const graph::Dataset& labels);
 
 class Evaluator {
  public:

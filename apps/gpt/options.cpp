@@ -1,0 +1,115 @@
+#include "gpt/options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "vkgrad/core/error.h"
+
+namespace vkgrad::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
+  std::vector<uint32_t> out;
+  want = std::min(want, count);
+  for (int64_t i = 0; i < want; ++i) out.push_back(uint32_t(i * count / want));
+  return out;
+}
+
+}  // namespace
+
+void declareModelOptions(Cli& cli) {
+  cli.option("data", "the text file to train on (required)");
+  cli.option("layers", "transformer blocks", "2");
+  cli.option("heads", "attention heads per block", "4");
+  cli.option("width", "model width (a multiple of heads)", "64");
+  cli.option("context", "tokens per window", "64");
+  cli.option("batch", "windows per step", "16");
+  cli.option("dropout", "dropout probability", "0");
+  cli.option("norm", "pre (GPT-2) or post (the original transformer)", "pre");
+  cli.flag("tie", "tie the output head to the token embedding");
+}
+
+std::string readText(const std::string& path) {
+  if (path.empty()) throw Error("no --data file given");
+  if (fs::is_directory(path)) throw Error(path + ": is a directory, not a text file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open");
+  std::stringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw Error(path + ": the file is empty");
+  return s.str();
+}
+
+std::pair<std::span<const uint32_t>, std::span<const uint32_t>> splitText(
+    std::span<const uint32_t> tokens, int64_t ctx, const std::string& name) {
+  const int64_t split = int64_t(tokens.size()) * 9 / 10;
+  if (split < ctx + 1 || int64_t(tokens.size()) - split < ctx + 1)
+    throw Error(name + ": " + std::to_string(tokens.size()) + " bytes is too short for context " +
+                std::to_string(ctx) +
+                ": both the training part (90%) and the validation part (10%) need at least "
+                "context + 1 bytes");
+  return {tokens.first(size_t(split)), tokens.subspan(size_t(split))};
+}
+
+gpt::GptConfig configFromCli(const Cli& cli, int64_t vocab) {
+  gpt::GptConfig config;
+  config.vocab = vocab;
+  config.layers = cli.getInt("layers", 1, gpt::kMaxLayers);
+  config.heads = cli.getInt("heads", 1, gpt::kMaxHeads);
+  config.width = cli.getInt("width", 1, gpt::kMaxWidth);
+  config.context = cli.getInt("context", 1, gpt::kMaxContext);
+  config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  config.tie_weights = cli.has("tie");
+  const std::string norm = cli.get("norm");
+  if (norm != "pre" && norm != "post") cli.fail("--norm must be pre or post");
+  config.norm = norm == "pre" ? nn::Norm::Pre : nn::Norm::Post;
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    cli.fail(e.what());
+  }
+  return config;
+}
+
+// The entropy of the text's byte frequencies: the loss of a model that ignores context.
+double unigramEntropy(std::span<const uint32_t> tokens, int64_t vocab) {
+  std::vector<double> count(static_cast<size_t>(vocab));
+  for (uint32_t t : tokens) count[t] += 1;
+  double h = 0;
+  for (double c : count)
+    if (c > 0) h -= c / double(tokens.size()) * std::log(c / double(tokens.size()));
+  return h;
+}
+
+// Validation windows start ctx apart (disjoint): up to 8 batches of them, evenly spaced, a
+// whole number of batches.
+std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch) {
+  const int64_t disjoint = windows / ctx + (windows % ctx ? 1 : 0);
+  std::vector<uint32_t> rows = evenlySpaced(disjoint, std::max<int64_t>(batch, 8 * batch));
+  for (uint32_t& r : rows) r *= uint32_t(ctx);
+  while (int64_t(rows.size()) < batch) rows.push_back(rows[rows.size() % disjoint]);
+  rows.resize(rows.size() / size_t(batch) * size_t(batch));
+  return rows;
+}
+
+void printHeader(const vk::Context& context, const Cli& cli, size_t bytes, int64_t windows,
+                 size_t val_windows, int64_t parameters, const gpt::GptConfig& config,
+                 double unigram) {
+  std::fprintf(stderr,
+               "device: %s\ndata: %s, %zu bytes, vocab %lld; %lld training windows, %zu "
+               "validation windows\nmodel: %lld parameters; %lld layers, %lld heads, width "
+               "%lld, context %lld, %s-norm\nunigram entropy of the text: %.3f nats\n",
+               context.info().name.c_str(), cli.get("data").c_str(), bytes,
+               static_cast<long long>(config.vocab), static_cast<long long>(windows), val_windows,
+               static_cast<long long>(parameters), static_cast<long long>(config.layers),
+               static_cast<long long>(config.heads), static_cast<long long>(config.width),
+               static_cast<long long>(config.context), cli.get("norm").c_str(), unigram);
+}
+
+}  // namespace vkgrad::apps

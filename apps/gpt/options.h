@@ -1,0 +1,37 @@
+// vkgrad-gpt train's own options (the model, its text and batch), the text it trains on, and
+// the header of a training run.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cli.h"
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/vk/context.h"
+
+namespace vkgrad::apps {
+
+// --data, --layers, --heads, --width, --context, --batch, --dropout, --norm and --tie.
+void declareModelOptions(Cli& cli);
+// The GptConfig the options give for a vocabulary of `vocab`; UsageError naming what is wrong.
+gpt::GptConfig configFromCli(const Cli& cli, int64_t vocab);
+// The whole file; Error for a missing, empty or unreadable one, or a directory.
+std::string readText(const std::string& path);
+// The first 90 % of the tokens (training) and the rest (validation); Error naming the file
+// when either is shorter than a window and its target.
+std::pair<std::span<const uint32_t>, std::span<const uint32_t>> splitText(
+    std::span<const uint32_t> tokens, int64_t ctx, const std::string& name);
+// The entropy of the text's byte frequencies: the loss of a model that ignores context.
+double unigramEntropy(std::span<const uint32_t> tokens, int64_t vocab);
+// Validation windows start ctx apart (disjoint): up to 8 batches of them, evenly spaced, a
+// whole number of batches.
+std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch);
+// The device, the data and the model, on stderr.
+void printHeader(const vk::Context& context, const Cli& cli, size_t bytes, int64_t windows,
+                 size_t val_windows, int64_t parameters, const gpt::GptConfig& config,
+                 double unigram);
+
+}  // namespace vkgrad::apps

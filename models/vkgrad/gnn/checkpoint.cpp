@@ -1,0 +1,68 @@
+#include "vkgrad/gnn/checkpoint.h"
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/graph/atomic_file.h"
+
+namespace vkgrad::gnn {
+
+using graph::Json;
+
+namespace {
+
+constexpr int kVersion = 1;
+
+}  // namespace
+
+void writeConfig(const std::filesystem::path& dir, const GnnCheckpoint& checkpoint) {
+  const GnnConfig& c = checkpoint.config;
+  if (int64_t(checkpoint.class_names.size()) != c.classes)
+    throw Error("writeConfig: " + std::to_string(checkpoint.class_names.size()) +
+                " class names for " + std::to_string(c.classes) + " classes");
+  const Json model = {{"model", modelName(c.model)},  {"in", c.in},          {"hidden", c.hidden},
+                      {"classes", c.classes},         {"layers", c.layers},  {"heads", c.heads},
+                      {"graph_level", c.graph_level}, {"dropout", c.dropout}};
+  const Json root = {{"format", "vkgrad-gnn"},
+                     {"version", kVersion},
+                     {"model", model},
+                     {"class_names", checkpoint.class_names},
+                     {"training", checkpoint.training}};
+  graph::writeFileAtomically(dir / kConfigFile, graph::dumpJson(root) + "\n");
+}
+
+GnnCheckpoint readConfig(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kConfigFile;
+  if (!std::filesystem::is_directory(dir))
+    throw Error(dir.string() + ": no such checkpoint directory");
+  if (!std::filesystem::exists(path))
+    throw Error(path.string() + ": missing (is this a vkgrad-gnn checkpoint directory?)");
+  const Json root = graph::readJsonFile(path);
+  try {
+    graph::jsonCheckFormat(root, "vkgrad-gnn", kVersion);
+    const Json& m = graph::jsonObject(root, "model");
+    GnnCheckpoint cp;
+    GnnConfig& c = cp.config;
+    c.model = modelFromName(graph::jsonString(m, "model"));
+    c.in = graph::jsonPositive(m, "in", 65536);
+    c.hidden = graph::jsonPositive(m, "hidden", 4096);
+    c.classes = graph::jsonPositive(m, "classes", 65536);
+    c.layers = graph::jsonPositive(m, "layers", 16);
+    c.heads = graph::jsonPositive(m, "heads", 64);
+    c.graph_level = graph::jsonBool(m, "graph_level");
+    // Configs written before dropout was recorded have none: it only acts in training.
+    if (m.contains("dropout")) c.dropout = float(graph::jsonNumber(m, "dropout"));
+    c.validate();
+    const Json& names = graph::jsonMember(root, "class_names");
+    if (!names.is_array() || int64_t(names.size()) != c.classes)
+      throw Error("\"class_names\" must be an array of " + std::to_string(c.classes) + " strings");
+    for (const Json& n : names) {
+      if (!n.is_string()) throw Error("\"class_names\" must hold strings");
+      cp.class_names.push_back(n.get<std::string>());
+    }
+    if (const auto t = root.find("training"); t != root.end()) cp.training = *t;
+    return cp;
+  } catch (const Error& e) {
+    throw Error(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace vkgrad::gnn
