@@ -43,7 +43,7 @@ if [[ "${1:-}" == gnn ]]; then
   out="${VKGRAD_DEMO_OUT:-$VKGRAD_BUILD/gnn-demo}"
   for model in gcn gat; do
     "$VKGRAD_BUILD/apps/vkgrad-gnn" train --data karate --model "$model" --seed 1 \
-      --log-every 50 --out "$out/$model"
+      --log-every 50 --eval-every 50 --out "$out/$model"
   done
   echo
   echo "pictures: $out/gcn/graph.png, $out/gat/graph.png (and curves.png beside each)"

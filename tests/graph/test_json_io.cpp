@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -112,6 +115,29 @@ TEST(JsonIo, UintAcceptsOnlyIntegersInRange) {
   for (const char* key : {"half", "neg", "s", "big"})
     EXPECT_TRUE(contains(errorOf([&] { graph::jsonUint(doc[key], key); }), "must be an integer"))
         << key;
+}
+
+TEST(JsonIo, StringsAreExactlyCountStrings) {
+  const Json doc = graph::parseJson(R"({"names": ["a", "b"], "mixed": ["a", 2]})", "d");
+  EXPECT_EQ(graph::jsonStrings(doc, "names", 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "names", 3); }),
+                       "\"names\" must be an array of 3 strings"));
+  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "mixed", 2); }),
+                       "\"mixed\" must be an array of 2 strings"));
+  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "none", 2); }), "missing \"none\""));
+}
+
+TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
+  const auto dir = std::filesystem::temp_directory_path() / "vkgrad-json-io-checkpoint";
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "x"); }),
+                       "no such checkpoint directory"));
+  std::filesystem::create_directories(dir);
+  EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "vkgrad-x"); }),
+                       "config.json: missing (is this a vkgrad-x checkpoint directory?)"));
+  std::ofstream(dir / "config.json") << R"({"format": "vkgrad-x"})";
+  EXPECT_EQ(graph::readCheckpointFile(dir, "config.json", "vkgrad-x")["format"], "vkgrad-x");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

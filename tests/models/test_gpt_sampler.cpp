@@ -12,6 +12,7 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/sampler.h"
@@ -19,7 +20,6 @@
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/graph/parameters.h"
-#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {
@@ -141,7 +141,8 @@ TEST_F(GptCheckpointTest, ConfigRoundTripsAndRejectsBadFiles) {
     expectErrorContaining([&] { gpt::readConfig(dir_); }, where + message);
   }
   fs::remove(dir_ / gpt::kConfigFile);
-  expectErrorContaining([&] { gpt::readConfig(dir_); }, "cannot open");
+  expectErrorContaining([&] { gpt::readConfig(dir_); },
+                        "missing (is this a vkgrad-gpt checkpoint directory?)");
 }
 
 // config.json as vkgrad-gpt wrote it before its JSON went through nlohmann (every number

@@ -82,6 +82,29 @@ Json readJsonFile(const std::filesystem::path& path) {
   return parseJson(contents.str(), path.string());
 }
 
+Json readCheckpointFile(const std::filesystem::path& dir, const std::string& file,
+                        const std::string& format) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(dir.string() + ": no such checkpoint directory");
+  const std::filesystem::path path = dir / file;
+  if (!std::filesystem::exists(path))
+    throw Error(path.string() + ": missing (is this a " + format + " checkpoint directory?)");
+  return readJsonFile(path);
+}
+
+std::vector<std::string> jsonStrings(const Json& object, const std::string& key, size_t count) {
+  const Json& array = jsonMember(object, key);
+  const std::string want =
+      "\"" + key + "\" must be an array of " + std::to_string(count) + " strings";
+  if (!array.is_array() || array.size() != count) throw Error(want);
+  std::vector<std::string> out;
+  for (const Json& s : array) {
+    if (!s.is_string()) throw Error(want);
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
 const Json& jsonMember(const Json& object, const std::string& key) {
   const auto it = object.find(key);
   if (it == object.end()) throw Error("missing \"" + key + "\"");

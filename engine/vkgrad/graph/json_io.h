@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,11 @@ uint64_t jsonUint(const Json& value, std::string_view what, uint64_t max = uint6
 // A JSON file read whole and parsed. Throws Error "<path>: cannot open" or parseJson's error.
 Json readJsonFile(const std::filesystem::path& path);
 
+// DIR/file of a checkpoint directory, read and parsed. Throws Error "<dir>: no such checkpoint
+// directory", "<path>: missing (is this a <format> checkpoint directory?)" or readJsonFile's.
+Json readCheckpointFile(const std::filesystem::path& dir, const std::string& file,
+                        const std::string& format);
+
 // Typed members of a config object. Each throws Error naming the key and what it got:
 // "missing \"width\"", "\"model\" must be an object, got 3".
 const Json& jsonMember(const Json& object, const std::string& key);
@@ -43,6 +49,8 @@ bool jsonBool(const Json& object, const std::string& key);
 double jsonNumber(const Json& object, const std::string& key);
 // root is an object whose "format" is format and whose "version" is version; Error otherwise.
 void jsonCheckFormat(const Json& root, const std::string& format, uint64_t version);
+// An array of exactly `count` strings ("class_names").
+std::vector<std::string> jsonStrings(const Json& object, const std::string& key, size_t count);
 // An integer in [1, max].
 int64_t jsonPositive(const Json& object, const std::string& key, int64_t max = int64_t(1) << 31);
 

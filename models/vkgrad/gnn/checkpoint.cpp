@@ -31,11 +31,7 @@ void writeConfig(const std::filesystem::path& dir, const GnnCheckpoint& checkpoi
 
 GnnCheckpoint readConfig(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kConfigFile;
-  if (!std::filesystem::is_directory(dir))
-    throw Error(dir.string() + ": no such checkpoint directory");
-  if (!std::filesystem::exists(path))
-    throw Error(path.string() + ": missing (is this a vkgrad-gnn checkpoint directory?)");
-  const Json root = graph::readJsonFile(path);
+  const Json root = graph::readCheckpointFile(dir, kConfigFile, "vkgrad-gnn");
   try {
     graph::jsonCheckFormat(root, "vkgrad-gnn", kVersion);
     const Json& m = graph::jsonObject(root, "model");
@@ -51,13 +47,7 @@ GnnCheckpoint readConfig(const std::filesystem::path& dir) {
     // Configs written before dropout was recorded have none: it only acts in training.
     if (m.contains("dropout")) c.dropout = float(graph::jsonNumber(m, "dropout"));
     c.validate();
-    const Json& names = graph::jsonMember(root, "class_names");
-    if (!names.is_array() || int64_t(names.size()) != c.classes)
-      throw Error("\"class_names\" must be an array of " + std::to_string(c.classes) + " strings");
-    for (const Json& n : names) {
-      if (!n.is_string()) throw Error("\"class_names\" must hold strings");
-      cp.class_names.push_back(n.get<std::string>());
-    }
+    cp.class_names = graph::jsonStrings(root, "class_names", size_t(c.classes));
     if (const auto t = root.find("training"); t != root.end()) cp.training = *t;
     return cp;
   } catch (const Error& e) {

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "vkgrad/graph/atomic_file.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/atomic_file.h"
 
 namespace vkgrad::gpt {
 
@@ -51,13 +51,7 @@ void writeConfig(const std::filesystem::path& dir, const GptCheckpoint& checkpoi
 GptCheckpoint readConfig(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kConfigFile;
   const std::string where = path.string();
-  if (!std::filesystem::is_directory(dir))
-    throw Error(dir.string() + ": no such checkpoint directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(where + ": cannot open (is this a vkgrad-gpt checkpoint directory?)");
-  std::stringstream contents;
-  contents << in.rdbuf();
-  const Json root = graph::parseJson(contents.str(), where);
+  const Json root = graph::readCheckpointFile(dir, kConfigFile, "vkgrad-gpt");
   try {
     graph::jsonCheckFormat(root, "vkgrad-gpt", kVersion);
     const Json& m = jsonObject(root, "model");

@@ -30,11 +30,7 @@ void writeConfig(const std::filesystem::path& dir, const VaeCheckpoint& checkpoi
 
 VaeCheckpoint readConfig(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kConfigFile;
-  if (!std::filesystem::is_directory(dir))
-    throw Error(dir.string() + ": no such checkpoint directory");
-  if (!std::filesystem::exists(path))
-    throw Error(path.string() + ": missing (is this a vkgrad-vae checkpoint directory?)");
-  const Json root = graph::readJsonFile(path);
+  const Json root = graph::readCheckpointFile(dir, kConfigFile, "vkgrad-vae");
   try {
     graph::jsonCheckFormat(root, "vkgrad-vae", kVersion);
     const Json& m = graph::jsonObject(root, "model");

@@ -45,11 +45,7 @@ void writeConfig(const std::filesystem::path& dir, const VitCheckpoint& checkpoi
 
 VitCheckpoint readConfig(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kConfigFile;
-  if (!std::filesystem::is_directory(dir))
-    throw Error(dir.string() + ": no such checkpoint directory");
-  if (!std::filesystem::exists(path))
-    throw Error(path.string() + ": missing (is this a vkgrad-vit checkpoint directory?)");
-  const Json root = graph::readJsonFile(path);
+  const Json root = graph::readCheckpointFile(dir, kConfigFile, "vkgrad-vit");
   try {
     graph::jsonCheckFormat(root, "vkgrad-vit", kVersion);
     const Json& m = graph::jsonObject(root, "model");
@@ -73,13 +69,7 @@ VitCheckpoint readConfig(const std::filesystem::path& dir) {
     c.mean = float(graph::jsonNumber(m, "mean"));
     c.stddev = float(graph::jsonNumber(m, "stddev"));
     c.validate();
-    const Json& names = graph::jsonMember(root, "class_names");
-    if (!names.is_array() || int64_t(names.size()) != c.classes)
-      throw Error("\"class_names\" must be an array of " + std::to_string(c.classes) + " strings");
-    for (const Json& n : names) {
-      if (!n.is_string()) throw Error("\"class_names\" must hold strings");
-      cp.class_names.push_back(n.get<std::string>());
-    }
+    cp.class_names = graph::jsonStrings(root, "class_names", size_t(c.classes));
     if (const auto t = root.find("training"); t != root.end()) cp.training = *t;
     return cp;
   } catch (const Error& e) {
