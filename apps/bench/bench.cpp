@@ -56,6 +56,13 @@ Timing timeRuns(vk::Context& context, int warmup, int iters,
   return timing;
 }
 
+Timing timeDispatches(vk::Context& context, const BenchOptions& options, const std::string& what,
+                      const std::function<void(vk::Recorder&)>& record) {
+  std::fprintf(stderr, "vkgrad-bench: %s: %d warm-up + %d timed dispatches\n", what.c_str(),
+               options.warmup, options.iters);
+  return timeRuns(context, options.warmup, options.iters, record);
+}
+
 Stats stats(std::vector<double> ms) {
   if (ms.empty()) return {};
   std::sort(ms.begin(), ms.end());
@@ -66,6 +73,26 @@ Stats stats(std::vector<double> ms) {
 
 void printJsonLine(const graph::Json& line) {
   std::printf("%s\n", graph::dumpJson(line).c_str());
+}
+
+std::string parseChoice(const Cli& cli, const std::string& name,
+                        std::initializer_list<const char*> choices) {
+  const std::string text = cli.get(name);
+  std::string names;
+  size_t i = 0;
+  for (const char* choice : choices) {
+    if (text == choice) return text;
+    if (i++ > 0) names += i == choices.size() ? " or " : ", ";
+    names += choice;
+  }
+  cli.fail("--" + name + " must be " + names + ", got '" + text + "'");
+}
+
+int failIfWrong(const std::string& what, double error, double tolerance, const char* measure) {
+  if (error <= tolerance) return 0;
+  std::fprintf(stderr, "vkgrad-bench: %s is WRONG: %s %g > %g\n", what.c_str(), measure, error,
+               tolerance);
+  return 1;
 }
 
 std::vector<float> benchData(size_t n, float lo, float hi, uint32_t seed) {
@@ -117,7 +144,7 @@ int reportBandwidth(const vk::Context& context, const BenchOptions& options,
                  {"checked", true},
                  {"error", r.error},
                  {"device", context.info().name},
-                 {"driver", context.info().driver_name + " (" + context.info().driver_info + ")"}});
+                 {"driver", driverDescription(context)}});
     printJsonLine(line);
   } else {
     std::string dims;
@@ -131,16 +158,16 @@ int reportBandwidth(const vk::Context& context, const BenchOptions& options,
         ok ? "" : "  WRONG");
   }
   std::fflush(stdout);
-  if (!ok)
-    std::fprintf(stderr, "vkgrad-bench: %s %s is WRONG: normalised error %g > %g\n", r.op.c_str(),
-                 r.variant.c_str(), r.error, r.tolerance);
-  return ok ? 0 : 1;
+  return failIfWrong(r.op + " " + r.variant, r.error, r.tolerance);
 }
 
 std::string deviceDescription(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
-  return info.name + " [" + vk::deviceTypeName(info.type) + "], " + info.driver_name + " (" +
-         info.driver_info + ")";
+  return info.name + " [" + vk::deviceTypeName(info.type) + "], " + driverDescription(context);
+}
+
+std::string driverDescription(const vk::Context& context) {
+  return context.info().driver_name + " (" + context.info().driver_info + ")";
 }
 
 }  // namespace vkgrad::apps

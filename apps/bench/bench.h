@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ struct Timing {
 // recording's timestamps). Dispatch time only: uploads happen before, readbacks after.
 Timing timeRuns(vk::Context& context, int warmup, int iters,
                 const std::function<void(vk::Recorder&)>& record);
+// timeRuns with the options' warm-up and iterations, announced on stderr as
+// "vkgrad-bench: WHAT: W warm-up + I timed dispatches".
+Timing timeDispatches(vk::Context& context, const BenchOptions& options, const std::string& what,
+                      const std::function<void(vk::Recorder&)>& record);
 
 struct Stats {
   double median = 0, min = 0, max = 0;
@@ -62,6 +67,16 @@ Stats stats(std::vector<double> ms);
 
 // Prints one result as a line of JSON (graph::dumpJson: non-finite numbers as null).
 void printJsonLine(const graph::Json& line);
+
+// The value of option `name`, one of `choices`; else fails as "--NAME must be a, b or c, got
+// 'x'".
+std::string parseChoice(const Cli& cli, const std::string& name,
+                        std::initializer_list<const char*> choices);
+
+// Unless error <= tolerance (NaN is not), prints "vkgrad-bench: WHAT is WRONG: MEASURE E > T"
+// to stderr and returns 1; else returns 0.
+int failIfWrong(const std::string& what, double error, double tolerance,
+                const char* measure = "normalised error");
 
 // Every op benchmark reports its error against the CPU reference by this one measure.
 using ops::ref::normalisedError;
@@ -89,5 +104,7 @@ int reportBandwidth(const vk::Context& context, const BenchOptions& options,
 
 // "llvmpipe (LLVM 15.0.6, 256 bits) [cpu], llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))"
 std::string deviceDescription(const vk::Context& context);
+// "llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))": the JSON results' driver field.
+std::string driverDescription(const vk::Context& context);
 
 }  // namespace vkgrad::apps

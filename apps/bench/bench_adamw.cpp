@@ -33,9 +33,7 @@ void declare(Cli& cli) {
 
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   const int64_t repeat = cli.getInt("tensors", 1, 1000);
-  const std::string variant = cli.get("variant");
-  if (variant != "each" && variant != "many" && variant != "all")
-    cli.fail("--variant must be each, many or all, got '" + variant + "'");
+  const std::string variant = parseChoice(cli, "variant", {"each", "many", "all"});
   std::vector<int64_t> sizes;
   for (int64_t r = 0; r < repeat; ++r)
     for (int64_t n : gptSizes()) sizes.push_back(n);

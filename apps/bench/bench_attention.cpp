@@ -5,6 +5,7 @@
 // = 10·pairs·D; causal with Tq = Tk has T(T+1)/2 pairs per head, about half. device_bytes is
 // the peak of what the engine allocated for the run: inputs, outputs, LSE, gradients,
 // scratch; no T x T buffer.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -12,10 +13,10 @@
 #include <vector>
 
 #include "bench.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/attention_unfused.h"
 #include "vkgrad/ops/reference/attention.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
@@ -37,6 +38,58 @@ void declare(Cli& cli) {
   cli.option("impl", "flash, reference (the op-library path that stores P) or both", "both");
 }
 
+// The sizes and modes the options ask for: Q, K, V, O (B, T, H, D).
+struct Problem {
+  int64_t b, h, t, d;
+  bool causal, backward;
+  bool check;  // against the fp64 CPU reference
+
+  // Visible (query, key) pairs over every head.
+  double pairs() const {
+    return double(b * h) * (causal ? double(t) * double(t + 1) / 2 : double(t) * double(t));
+  }
+  double flop() const { return (backward ? 14.0 : 4.0) * pairs() * double(d); }
+  ops::Shape shape() const { return {b, t, h, d}; }
+  ops::ref::AttentionShape refShape() const { return {b, h, t, t, d, causal}; }
+};
+
+Problem parseProblem(const Cli& cli, const BenchOptions& options) {
+  Problem p{cli.getInt("b", 1, 1 << 16),
+            cli.getInt("h", 1, 1 << 16),
+            cli.getInt("t", 1, 1 << 20),
+            cli.getInt("d", 1, 256),
+            cli.has("causal"),
+            cli.has("backward"),
+            false};
+  p.check = options.check || 14.0 * p.pairs() * double(p.d) <= kCheckLimit;
+  return p;
+}
+
+// The flash variants --variant names ("all": shared and texel).
+std::vector<ops::AttentionVariant> parseVariants(const Cli& cli) {
+  using V = ops::AttentionVariant;
+  if (cli.get("variant") == "all") return {V::Shared, V::Texel};
+  for (auto v : {V::Auto, V::Shared, V::Texel})
+    if (cli.get("variant") == ops::attentionVariantName(v)) return {v};
+  cli.fail("--variant must be auto, shared, texel or all, got '" + cli.get("variant") + "'");
+}
+
+// One implementation to time: a flash variant, or the op-library reference.
+struct Candidate {
+  bool flash;
+  ops::AttentionVariant variant;
+};
+
+// The flash variants asked for, then the op-library reference once.
+std::vector<Candidate> candidates(const std::string& impl,
+                                  const std::vector<ops::AttentionVariant>& variants) {
+  std::vector<Candidate> list;
+  if (impl != "reference")
+    for (auto v : variants) list.push_back({true, v});
+  if (impl != "flash") list.push_back({false, ops::AttentionVariant::Auto});
+  return list;
+}
+
 struct Run {
   Timing timing;
   double error = NAN;
@@ -44,14 +97,43 @@ struct Run {
   uint64_t device_bytes = 0;
 };
 
-Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_t h, int64_t t,
-            int64_t d, bool causal, bool backward, bool check, ops::AttentionVariant variant,
-            bool flash) {
+// Host inputs: q, k, v and the output's gradient.
+struct Inputs {
+  std::vector<float> q, k, v, dout;
+};
+
+// The largest normalised error of the gradients in dq, dk and dv against the CPU reference.
+double backwardError(vk::Context& context, const Problem& p, const Inputs& in, const vk::Buffer& dq,
+                     const vk::Buffer& dk, const vk::Buffer& dv) {
+  const size_t n = size_t(p.b * p.t * p.h * p.d);
+  std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
+  ops::ref::attentionBackward(p.refShape(), in.q.data(), in.k.data(), in.v.data(), in.dout.data(),
+                              want_q.data(), want_k.data(), want_v.data());
+  double error = 0;
+  for (auto [buffer, want] : {std::pair{&dq, &want_q}, {&dk, &want_k}, {&dv, &want_v}}) {
+    context.staging().download(*buffer, 0, got.data(), got.size() * 4);
+    error = std::max(error, normalisedError(got, *want));
+  }
+  return error;
+}
+
+// The normalised error of the output in o against the CPU reference.
+double forwardError(vk::Context& context, const Problem& p, const Inputs& in, const vk::Buffer& o) {
+  const size_t n = size_t(p.b * p.t * p.h * p.d);
+  std::vector<float> want(n), want_lse(size_t(p.b * p.h * p.t)), got(n);
+  ops::ref::attention(p.refShape(), in.q.data(), in.k.data(), in.v.data(), want.data(),
+                      want_lse.data());
+  context.staging().download(o, 0, got.data(), got.size() * 4);
+  return normalisedError(got, want);
+}
+
+Run runImpl(vk::Context& context, const BenchOptions& options, const Problem& p,
+            ops::AttentionVariant variant, bool flash) {
   vk::Allocator& allocator = context.allocator();
   const uint64_t before = allocator.bytesInUse();
   allocator.resetPeak();
-  const int64_t n = b * t * h * d;
-  const ops::Shape shape{b, t, h, d};
+  const int64_t b = p.b, h = p.h, t = p.t, n = b * t * h * p.d;
+  const ops::Shape shape = p.shape();
   std::vector<vk::Buffer> buffers;
   auto tensor = [&](int64_t elements) -> const vk::Buffer& {
     buffers.push_back(allocator.allocate(uint64_t(elements) * 4));
@@ -60,13 +142,12 @@ Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_
   buffers.reserve(12);
   const vk::Buffer &q = tensor(n), &k = tensor(n), &v = tensor(n), &o = tensor(n),
                    &lse = tensor(b * h * t);
-  const std::vector<float> hq = benchData(size_t(n), -1, 1, 1), hk = benchData(size_t(n), -1, 1, 2),
-                           hv = benchData(size_t(n), -1, 1, 3),
-                           hdo = benchData(size_t(n), -1, 1, 4);
-  context.staging().upload(q, 0, hq.data(), hq.size() * 4);
-  context.staging().upload(k, 0, hk.data(), hk.size() * 4);
-  context.staging().upload(v, 0, hv.data(), hv.size() * 4);
-  const ops::AttentionOptions attn{causal, 0.0f, variant};
+  const Inputs in{benchData(size_t(n), -1, 1, 1), benchData(size_t(n), -1, 1, 2),
+                  benchData(size_t(n), -1, 1, 3), benchData(size_t(n), -1, 1, 4)};
+  context.staging().upload(q, 0, in.q.data(), in.q.size() * 4);
+  context.staging().upload(k, 0, in.k.data(), in.k.size() * 4);
+  context.staging().upload(v, 0, in.v.data(), in.v.size() * 4);
+  const ops::AttentionOptions attn{p.causal, 0.0f, variant};
   const ops::AttentionTensor tq{ops::view(q, shape)}, tk{ops::view(k, shape)},
       tv{ops::view(v, shape)}, to{ops::view(o, shape)};
   const ops::TensorView tlse = ops::view(lse, {b, h, t});
@@ -80,12 +161,12 @@ Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_
     else
       unfused->forward(rec, tq.view, tk.view, tv.view, to.view);
   };
-  if (!backward) {
+  if (!p.backward) {
     run.timing = timeRuns(context, options.warmup, options.iters, forward);
   } else {
     const vk::Buffer &dout = tensor(n), &dq = tensor(n), &dk = tensor(n), &dv = tensor(n),
                      &scratch = tensor(ops::attentionBackwardScratch(tq));
-    context.staging().upload(dout, 0, hdo.data(), hdo.size() * 4);
+    context.staging().upload(dout, 0, in.dout.data(), in.dout.size() * 4);
     run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
       forward(rec);
       if (flash)
@@ -96,118 +177,83 @@ Run runImpl(vk::Context& context, const BenchOptions& options, int64_t b, int64_
         unfused->backward(rec, ops::view(dout, shape), ops::view(dq, shape), ops::view(dk, shape),
                           ops::view(dv, shape));
     });
-    if (check) {
-      std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
-      ops::ref::attentionBackward({b, h, t, t, d, causal}, hq.data(), hk.data(), hv.data(),
-                                  hdo.data(), want_q.data(), want_k.data(), want_v.data());
-      for (auto [buffer, want] : {std::pair{&dq, &want_q}, {&dk, &want_k}, {&dv, &want_v}}) {
-        context.staging().download(*buffer, 0, got.data(), got.size() * 4);
-        run.error = std::isnan(run.error) ? 0 : run.error;
-        run.error = std::max(run.error, normalisedError(got, *want));
-      }
-    }
+    if (p.check) run.error = backwardError(context, p, in, dq, dk, dv);
   }
   run.device_bytes = allocator.peakBytesInUse() - before;
-  if (check) {
-    std::vector<float> want(n), want_lse(b * h * t), got(n);
-    ops::ref::attention({b, h, t, t, d, causal}, hq.data(), hk.data(), hv.data(), want.data(),
-                        want_lse.data());
-    context.staging().download(o, 0, got.data(), got.size() * 4);
-    run.error = std::max(std::isnan(run.error) ? 0 : run.error, normalisedError(got, want));
+  if (p.check) {
+    run.error = std::max(std::isnan(run.error) ? 0 : run.error, forwardError(context, p, in, o));
     run.checked = true;
   }
   return run;
 }
 
+void printRun(const vk::Context& context, const BenchOptions& options, const Problem& p,
+              const Candidate& c, const Run& r) {
+  const char* name = c.flash ? "flash" : "reference";
+  const char* variant = c.flash ? ops::attentionVariantName(c.variant) : "ops";
+  const Stats s = stats(r.timing.ms);
+  const double gflops = p.flop() / (s.median * 1e6);
+  const bool ok = !r.checked || r.error <= kCheckTolerance;
+  if (options.json) {
+    printJsonLine({{"op", "attention"},
+                   {"impl", name},
+                   {"variant", variant},
+                   {"b", p.b},
+                   {"h", p.h},
+                   {"t", p.t},
+                   {"d", p.d},
+                   {"causal", p.causal},
+                   {"backward", p.backward},
+                   {"ms", s.median},
+                   {"min_ms", s.min},
+                   {"max_ms", s.max},
+                   {"gflop", p.flop() * 1e-9},
+                   {"gflops", gflops},
+                   {"device_bytes", r.device_bytes},
+                   {"iters", options.iters},
+                   {"warmup", options.warmup},
+                   {"cpu_ms", r.timing.cpu_ms},
+                   {"checked", r.checked},
+                   {"error", r.error},
+                   {"device", context.info().name}});
+  } else {
+    std::printf(
+        "attention %-9s %-6s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %9.2f GFLOP/s  "
+        "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
+        name, variant, (long long)p.b, (long long)p.h, (long long)p.t, (long long)p.d,
+        p.causal ? " causal" : "", p.backward ? " +bwd" : "", s.median, gflops,
+        double(r.device_bytes) / (1 << 20), s.min, s.max,
+        r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
+                  : "not checked (large; --check forces it)");
+  }
+  std::fflush(stdout);
+}
+
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
-  const int64_t b = cli.getInt("b", 1, 1 << 16), h = cli.getInt("h", 1, 1 << 16),
-                t = cli.getInt("t", 1, 1 << 20), d = cli.getInt("d", 1, 256);
-  const bool causal = cli.has("causal"), backward = cli.has("backward");
-  const double pairs =
-      double(b * h) * (causal ? double(t) * double(t + 1) / 2 : double(t) * double(t));
-  const double flop = (backward ? 14.0 : 4.0) * pairs * double(d);
-  const bool check = options.check || 14.0 * pairs * double(d) <= kCheckLimit;
+  const Problem p = parseProblem(cli, options);
   std::fprintf(stderr, "vkgrad-bench: attention B %lld H %lld T %lld D %lld%s%s on %s\n",
-               (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
-               backward ? " +backward" : "", context.info().name.c_str());
-
-  std::vector<ops::AttentionVariant> variants;
-  for (auto v :
-       {ops::AttentionVariant::Auto, ops::AttentionVariant::Shared, ops::AttentionVariant::Texel})
-    if (cli.get("variant") == ops::attentionVariantName(v)) variants = {v};
-  if (cli.get("variant") == "all")
-    variants = {ops::AttentionVariant::Shared, ops::AttentionVariant::Texel};
-  if (variants.empty())
-    cli.fail("--variant must be auto, shared, texel or all, got '" + cli.get("variant") + "'");
-  const std::string impl = cli.get("impl");
-  if (impl != "flash" && impl != "reference" && impl != "both")
-    cli.fail("--impl must be flash, reference or both, got '" + impl + "'");
-
-  // The flash variants asked for, then the op-library reference once.
-  struct Candidate {
-    bool flash;
-    ops::AttentionVariant variant;
-  };
-  std::vector<Candidate> candidates;
-  if (impl != "reference")
-    for (auto v : variants) candidates.push_back({true, v});
-  if (impl != "flash") candidates.push_back({false, ops::AttentionVariant::Auto});
-
+               (long long)p.b, (long long)p.h, (long long)p.t, (long long)p.d,
+               p.causal ? " causal" : "", p.backward ? " +backward" : "",
+               context.info().name.c_str());
+  const std::vector<ops::AttentionVariant> variants = parseVariants(cli);
+  const std::string impl = parseChoice(cli, "impl", {"flash", "reference", "both"});
   int exit_code = 0;
-  for (const auto [flash, variant] : candidates) {
-    const char* name = flash ? "flash" : "reference";
+  for (const Candidate& c : candidates(impl, variants)) {
+    const char* name = c.flash ? "flash" : "reference";
     Run r;
     try {
-      r = runImpl(context, options, b, h, t, d, causal, backward, check, variant, flash);
+      r = runImpl(context, options, p, c.variant, c.flash);
     } catch (const Error& e) {
       // The reference stores B·H·T·T scores; at long T they exceed the device. With --variant
       // all, a variant the device cannot run is left out.
-      if (flash && variants.size() == 1) throw;
-      std::fprintf(stderr, "vkgrad-bench: attention %s%s%s skipped: %s\n", name,
-                   flash ? " " : "", flash ? ops::attentionVariantName(variant) : "", e.what());
+      if (c.flash && variants.size() == 1) throw;
+      std::fprintf(stderr, "vkgrad-bench: attention %s%s%s skipped: %s\n", name, c.flash ? " " : "",
+                   c.flash ? ops::attentionVariantName(c.variant) : "", e.what());
       continue;
     }
-    const Stats s = stats(r.timing.ms);
-    const double gflops = flop / (s.median * 1e6);
-    const bool ok = !r.checked || r.error <= kCheckTolerance;
-    if (options.json) {
-      printJsonLine({{"op", "attention"},
-                     {"impl", name},
-                     {"variant", flash ? ops::attentionVariantName(variant) : "ops"},
-                     {"b", b},
-                     {"h", h},
-                     {"t", t},
-                     {"d", d},
-                     {"causal", causal},
-                     {"backward", backward},
-                     {"ms", s.median},
-                     {"min_ms", s.min},
-                     {"max_ms", s.max},
-                     {"gflop", flop * 1e-9},
-                     {"gflops", gflops},
-                     {"device_bytes", r.device_bytes},
-                     {"iters", options.iters},
-                     {"warmup", options.warmup},
-                     {"cpu_ms", r.timing.cpu_ms},
-                     {"checked", r.checked},
-                     {"error", r.error},
-                     {"device", context.info().name}});
-    } else {
-      std::printf(
-          "attention %-9s %-6s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %9.2f GFLOP/s  "
-          "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
-          name, flash ? ops::attentionVariantName(variant) : "ops", (long long)b, (long long)h, (long long)t, (long long)d, causal ? " causal" : "",
-          backward ? " +bwd" : "", s.median, gflops, double(r.device_bytes) / (1 << 20), s.min,
-          s.max,
-          r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()
-                    : "not checked (large; --check forces it)");
-    }
-    std::fflush(stdout);
-    if (!ok) {
-      std::fprintf(stderr, "vkgrad-bench: attention %s is WRONG: normalised error %g > %g\n", name,
-                   r.error, kCheckTolerance);
-      exit_code = 1;
-    }
+    printRun(context, options, p, c, r);
+    if (r.checked)
+      exit_code |= failIfWrong(std::string("attention ") + name, r.error, kCheckTolerance);
   }
   return exit_code;
 }

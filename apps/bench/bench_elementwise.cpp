@@ -81,9 +81,7 @@ int runElementwise(const Cli& cli, vk::Context& context, const BenchOptions& opt
     int64_t words = 2 * n;  // read a, write out
     if (kind == "add" || kind == "mul") words = 3 * n;
     if (kind == "bias_add") words = 2 * n + kBiasCols;
-    std::fprintf(stderr, "vkgrad-bench: %s: %d warm-up + %d timed dispatches\n", kind.c_str(),
-                 options.warmup, options.iters);
-    const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+    const Timing timing = timeDispatches(context, options, kind, [&](vk::Recorder& rec) {
       if (kind == "add") ops::add(rec, va, vb, vout);
       if (kind == "mul") ops::mul(rec, va, vb, vout);
       if (kind == "bias_add") ops::add(rec, va2, vbias, vout2);
@@ -113,11 +111,10 @@ int runCopy(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   int exit_code = 0;
   for (ops::CopyVariant variant : {ops::CopyVariant::Storage, ops::CopyVariant::Texel}) {
     const char* name = ops::copyVariantName(variant);
-    std::fprintf(stderr, "vkgrad-bench: copy %s: %d warm-up + %d timed dispatches\n", name,
-                 options.warmup, options.iters);
-    const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::copy(rec, ops::view(src, {n}), ops::view(dst, {n}), variant);
-    });
+    const Timing timing =
+        timeDispatches(context, options, "copy " + std::string(name), [&](vk::Recorder& rec) {
+          ops::copy(rec, ops::view(src, {n}), ops::view(dst, {n}), variant);
+        });
     std::vector<float> got(static_cast<size_t>(n));
     context.staging().download(dst, 0, got.data(), got.size() * 4);
     BandwidthResult result{"copy", name, name, {{"n", n}}, 8.0 * double(n), timing};

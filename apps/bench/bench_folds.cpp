@@ -47,16 +47,72 @@ Tensor make(vk::Context& context, ops::Shape shape, uint32_t seed) {
   return t;
 }
 
-std::vector<float> read(vk::Context& context, const Tensor& t) {
-  std::vector<float> out(size_t(t.view.shape.numel()));
-  context.staging().download(*t.buffer, 0, out.data(), out.size() * 4);
-  return out;
+// The tensors' values one after another.
+std::vector<float> read(vk::Context& context, const std::vector<const Tensor*>& tensors) {
+  std::vector<float> all;
+  for (const Tensor* t : tensors) {
+    std::vector<float> out(size_t(t->view.shape.numel()));
+    context.staging().download(*t->buffer, 0, out.data(), out.size() * 4);
+    all.insert(all.end(), out.begin(), out.end());
+  }
+  return all;
 }
 
 void declare(Cli& cli) {
   cli.option("fold", "bias, gelu, act, residual, stream or all", "all");
   cli.option("rows", "rows of the activations (the GPT's batch x context)", "768");
   cli.option("rounds", "alternating rounds of separate and folded", "3");
+}
+
+// One GPT layer's tensors that the folds read and write, random, at `rows` rows.
+struct Layer {
+  // bias: the four weight gradients of a layer, each with its bias gradient.
+  std::vector<Tensor> xs, ws, dys, dws, dbs;
+  // gelu: fc2 (512 -> 128) after GELU; x is fc1's output, h = gelu(x) fc2's input.
+  Tensor h, x, w2, dc, dx;
+  // act: fc1 = gelu(x1·W1 + b1) with the value before GELU (pre) kept.
+  Tensor x1, w1, b1, fc1, pre;
+  // residual: r + h·W + b for attention's projection (128 -> 128) and the MLP's (512 -> 128).
+  std::vector<Tensor> ins, weights, biases, sums;
+  Tensor stream;
+  // stream: layer norm's backward over (rows, 128) with the stream's gradient ds as addend.
+  Tensor ln_x, ln_gamma, ln_beta, ln_y, ln_mean, ln_rstd, ln_dy, ds, ln_dx, ln_dgamma, ln_dbeta,
+      ln_scratch;
+};
+
+Layer makeLayer(vk::Context& context, int64_t rows) {
+  Layer l;
+  uint32_t seed = 1;
+  auto random = [&](ops::Shape shape) { return make(context, shape, seed++); };
+  const int64_t linears[][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}};
+  for (const auto& [in, out] : linears) {
+    l.xs.push_back(random({rows, in}));
+    l.ws.push_back(random({in, out}));
+    l.dys.push_back(random({rows, out}));
+    l.dws.push_back(random({in, out}));
+    l.dbs.push_back(random({out}));
+  }
+  l.h = random({rows, 512}), l.x = random({rows, 512}), l.w2 = random({512, 128});
+  l.dc = random({rows, 128}), l.dx = random({rows, 512});
+  l.x1 = random({rows, 128}), l.w1 = random({128, 512}), l.b1 = random({512});
+  l.fc1 = random({rows, 512}), l.pre = random({rows, 512});
+  for (int64_t in : {128, 512}) {
+    l.ins.push_back(random({rows, in}));
+    l.weights.push_back(random({in, 128}));
+    l.biases.push_back(random({128}));
+    l.sums.push_back(random({rows, 128}));
+  }
+  l.stream = random({rows, 128});
+  l.ln_x = random({rows, 128}), l.ln_gamma = random({128}), l.ln_beta = random({128});
+  l.ln_y = random({rows, 128}), l.ln_mean = random({rows}), l.ln_rstd = random({rows});
+  l.ln_dy = random({rows, 128}), l.ds = random({rows, 128}), l.ln_dx = random({rows, 128});
+  l.ln_dgamma = random({128}), l.ln_dbeta = random({128});
+  l.ln_scratch = random({ops::layerNormBackwardScratch(rows, 128)});
+  vk::Recorder rec(context);  // the statistics the backward reads
+  ops::layerNorm(rec, l.ln_x.view, l.ln_gamma.view, l.ln_beta.view, l.ln_y.view, l.ln_mean.view,
+                 l.ln_rstd.view);
+  rec.submit();
+  return l;
 }
 
 // One fold: record(rec, folded) records either path into the outputs; out() reads them back.
@@ -66,191 +122,166 @@ struct Fold {
   std::function<std::vector<float>()> out;
 };
 
+Fold biasFold(vk::Context& context, Layer& l) {
+  return {"bias",
+          [&l](vk::Recorder& rec, bool folded) {
+            for (size_t i = 0; i < l.xs.size(); ++i) {
+              const ops::TensorView* db = &l.dbs[i].view;
+              ops::matmulBackward(rec, l.xs[i].view, l.ws[i].view, l.dys[i].view,
+                                  {nullptr, &l.dws[i].view, folded ? db : nullptr});
+              if (!folded) ops::sumRows(rec, l.dys[i].view, *db);
+            }
+          },
+          [&context, &l] {
+            std::vector<const Tensor*> outs;
+            for (size_t i = 0; i < l.xs.size(); ++i)
+              outs.insert(outs.end(), {&l.dws[i], &l.dbs[i]});
+            return read(context, outs);
+          }};
+}
+
+Fold geluFold(vk::Context& context, Layer& l) {
+  return {"gelu",
+          [&l](vk::Recorder& rec, bool folded) {
+            ops::MatmulGrads grads{&l.dx.view};
+            if (folded) grads.da_act_x = &l.x.view, grads.da_act = ops::Activation::GeluTanh;
+            ops::matmulBackward(rec, l.h.view, l.w2.view, l.dc.view, grads);
+            if (!folded)
+              ops::activationBackward(rec, ops::Activation::GeluTanh, l.x.view, {}, l.dx.view,
+                                      l.dx.view);
+          },
+          [&context, &l] { return read(context, {&l.dx}); }};
+}
+
+Fold actFold(vk::Context& context, Layer& l) {
+  return {"act",
+          [&l](vk::Recorder& rec, bool folded) {
+            ops::MatmulOptions o;
+            o.bias = &l.b1.view;
+            if (folded) o.act = ops::Activation::GeluTanh, o.act_pre = &l.pre.view;
+            ops::matmul(rec, l.x1.view, l.w1.view, folded ? l.fc1.view : l.pre.view, o);
+            if (!folded) ops::activation(rec, ops::Activation::GeluTanh, l.pre.view, l.fc1.view);
+          },
+          [&context, &l] {
+            return read(context, {&l.fc1, &l.pre});
+          }};
+}
+
+Fold residualFold(vk::Context& context, Layer& l) {
+  return {"residual",
+          [&l](vk::Recorder& rec, bool folded) {
+            for (size_t i = 0; i < l.ins.size(); ++i) {
+              ops::MatmulOptions o;
+              o.bias = &l.biases[i].view;
+              if (folded) o.residual = &l.stream.view;
+              ops::matmul(rec, l.ins[i].view, l.weights[i].view, l.sums[i].view, o);
+              if (!folded) ops::add(rec, l.sums[i].view, l.stream.view, l.sums[i].view);
+            }
+          },
+          [&context, &l] {
+            std::vector<const Tensor*> outs;
+            for (const Tensor& t : l.sums) outs.push_back(&t);
+            return read(context, outs);
+          }};
+}
+
+Fold streamFold(vk::Context& context, Layer& l) {
+  return {"stream",
+          [&l](vk::Recorder& rec, bool folded) {
+            const ops::Write over = ops::Write::Overwrite;
+            if (!folded) ops::addBackward(rec, l.ds.view, l.ln_dx.view, {}, over, over);
+            ops::layerNormBackward(
+                rec, l.ln_x.view, l.ln_gamma.view, l.ln_mean.view, l.ln_rstd.view, l.ln_dy.view,
+                l.ln_dx.view, l.ln_dgamma.view, l.ln_dbeta.view, l.ln_scratch.view,
+                folded ? over : ops::Write::Accumulate, over, ops::LayerNormVariant::Auto,
+                ops::LayerNormParamsVariant::Auto, folded ? &l.ds.view : nullptr);
+          },
+          [&context, &l] { return read(context, {&l.ln_dx}); }};
+}
+
+// The folds --fold names ("all": every one), in the order of the file comment.
+std::vector<Fold> makeFolds(vk::Context& context, Layer& l, const std::string& which) {
+  std::vector<Fold> folds;
+  for (Fold (*make_fold)(vk::Context&, Layer&) :
+       {biasFold, geluFold, actFold, residualFold, streamFold}) {
+    Fold fold = make_fold(context, l);
+    if (which == fold.name || which == "all") folds.push_back(std::move(fold));
+  }
+  return folds;
+}
+
+// Both paths' timings over every round (0: separate, 1: folded) and their results after the
+// first round.
+struct FoldRuns {
+  Timing timing[2];
+  std::vector<float> result[2];
+};
+
+// Alternates the two paths for `rounds` rounds, so a noisy host hits both alike.
+FoldRuns timeFold(vk::Context& context, const BenchOptions& options, const Fold& fold, int rounds) {
+  FoldRuns runs;
+  for (int round = 0; round < rounds; ++round)
+    for (int folded = 0; folded < 2; ++folded) {
+      const Timing t = timeRuns(context, options.warmup, options.iters,
+                                [&](vk::Recorder& rec) { fold.record(rec, folded != 0); });
+      runs.timing[folded].ms.insert(runs.timing[folded].ms.end(), t.ms.begin(), t.ms.end());
+      runs.timing[folded].cpu_ms += t.cpu_ms / rounds;
+      if (round == 0) runs.result[folded] = fold.out();
+    }
+  return runs;
+}
+
+// Prints both paths' lines; returns 1 when the folded result differs from the separate one.
+int reportFold(const vk::Context& context, const BenchOptions& options, const Fold& fold,
+               int64_t rows, int rounds, const FoldRuns& runs) {
+  const double error = normalisedError(runs.result[1], runs.result[0]);
+  const Stats separate = stats(runs.timing[0].ms);
+  for (int folded = 0; folded < 2; ++folded) {
+    const Stats t = stats(runs.timing[folded].ms);
+    const char* variant = folded ? "folded" : "separate";
+    const double e = folded ? error : 0.0;
+    if (options.json) {
+      printJsonLine({{"op", "folds"},
+                     {"fold", fold.name},
+                     {"rows", rows},
+                     {"variant", variant},
+                     {"ms", t.median},
+                     {"min_ms", t.min},
+                     {"max_ms", t.max},
+                     {"ratio", t.median / separate.median},
+                     {"iters", options.iters * rounds},
+                     {"warmup", options.warmup},
+                     {"cpu_ms", runs.timing[folded].cpu_ms},
+                     {"checked", true},
+                     {"error", e},
+                     {"device", context.info().name}});
+    } else {
+      std::printf(
+          "folds %-8s %5lld rows  %-8s %9.3f ms  %.2f of separate  (min %.3f, max "
+          "%.3f)  error %.2g%s\n",
+          fold.name.c_str(), (long long)rows, variant, t.median, t.median / separate.median, t.min,
+          t.max, e, e <= kTolerance ? "" : "  WRONG");
+    }
+    std::fflush(stdout);
+  }
+  return failIfWrong("folds " + fold.name, error, kTolerance);
+}
+
 int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
-  const std::string which = cli.get("fold");
-  if (which != "bias" && which != "gelu" && which != "act" && which != "residual" &&
-      which != "stream" && which != "all")
-    cli.fail("--fold must be bias, gelu, act, residual, stream or all, got '" + which + "'");
+  const std::string which =
+      parseChoice(cli, "fold", {"bias", "gelu", "act", "residual", "stream", "all"});
   const int64_t rows = cli.getInt("rows", 1, 1 << 20);
   const int rounds = int(cli.getInt("rounds", 1, 100));
-
-  // bias: the four weight gradients of a layer, each with its bias gradient.
-  const int64_t linears[][2] = {{128, 384}, {128, 128}, {128, 512}, {512, 128}};
-  std::vector<Tensor> xs, ws, dys, dws, dbs;
-  uint32_t seed = 1;
-  for (const auto& l : linears) {
-    xs.push_back(make(context, {rows, l[0]}, seed++));
-    ws.push_back(make(context, {l[0], l[1]}, seed++));
-    dys.push_back(make(context, {rows, l[1]}, seed++));
-    dws.push_back(make(context, {l[0], l[1]}, seed++));
-    dbs.push_back(make(context, {l[1]}, seed++));
-  }
-  // gelu: fc2 (512 -> 128) after GELU; x is fc1's output, h = gelu(x) fc2's input.
-  Tensor h = make(context, {rows, 512}, seed++), x = make(context, {rows, 512}, seed++);
-  Tensor w2 = make(context, {512, 128}, seed++), dc = make(context, {rows, 128}, seed++);
-  Tensor dx = make(context, {rows, 512}, seed++);
-  // act: fc1 = gelu(x1·W1 + b1) with the value before GELU (pre) kept.
-  Tensor x1 = make(context, {rows, 128}, seed++), w1 = make(context, {128, 512}, seed++);
-  Tensor b1 = make(context, {512}, seed++), fc1 = make(context, {rows, 512}, seed++);
-  Tensor pre = make(context, {rows, 512}, seed++);
-  // residual: r + h·W + b for attention's projection (128 -> 128) and the MLP's (512 -> 128).
-  const int64_t projections[] = {128, 512};
-  std::vector<Tensor> ins, weights, biases, sums;
-  for (int64_t in : projections) {
-    ins.push_back(make(context, {rows, in}, seed++));
-    weights.push_back(make(context, {in, 128}, seed++));
-    biases.push_back(make(context, {128}, seed++));
-    sums.push_back(make(context, {rows, 128}, seed++));
-  }
-  Tensor stream = make(context, {rows, 128}, seed++);
-  // stream: layer norm's backward over (rows, 128) with the stream's gradient ds as addend.
-  Tensor ln_x = make(context, {rows, 128}, seed++), ln_gamma = make(context, {128}, seed++);
-  Tensor ln_beta = make(context, {128}, seed++), ln_y = make(context, {rows, 128}, seed++);
-  Tensor ln_mean = make(context, {rows}, seed++), ln_rstd = make(context, {rows}, seed++);
-  Tensor ln_dy = make(context, {rows, 128}, seed++), ds = make(context, {rows, 128}, seed++);
-  Tensor ln_dx = make(context, {rows, 128}, seed++), ln_dgamma = make(context, {128}, seed++);
-  Tensor ln_dbeta = make(context, {128}, seed++);
-  Tensor ln_scratch = make(context, {ops::layerNormBackwardScratch(rows, 128)}, seed++);
-  {
-    vk::Recorder rec(context);  // the statistics the backward reads
-    ops::layerNorm(rec, ln_x.view, ln_gamma.view, ln_beta.view, ln_y.view, ln_mean.view,
-                   ln_rstd.view);
-    rec.submit();
-  }
-
-  std::vector<Fold> folds;
-  auto wanted = [&](const char* fold) { return which == fold || which == "all"; };
-  if (wanted("bias"))
-    folds.push_back({"bias",
-                     [&](vk::Recorder& rec, bool folded) {
-                       for (size_t i = 0; i < xs.size(); ++i) {
-                         const ops::TensorView* db = &dbs[i].view;
-                         ops::matmulBackward(rec, xs[i].view, ws[i].view, dys[i].view,
-                                             {nullptr, &dws[i].view, folded ? db : nullptr});
-                         if (!folded) ops::sumRows(rec, dys[i].view, *db);
-                       }
-                     },
-                     [&] {
-                       std::vector<float> all;
-                       for (size_t i = 0; i < xs.size(); ++i)
-                         for (const Tensor* t : {&dws[i], &dbs[i]}) {
-                           const std::vector<float> v = read(context, *t);
-                           all.insert(all.end(), v.begin(), v.end());
-                         }
-                       return all;
-                     }});
-  if (wanted("gelu"))
-    folds.push_back({"gelu",
-                     [&](vk::Recorder& rec, bool folded) {
-                       ops::MatmulGrads grads{&dx.view};
-                       if (folded)
-                         grads.da_act_x = &x.view, grads.da_act = ops::Activation::GeluTanh;
-                       ops::matmulBackward(rec, h.view, w2.view, dc.view, grads);
-                       if (!folded)
-                         ops::activationBackward(rec, ops::Activation::GeluTanh, x.view, {},
-                                                 dx.view, dx.view);
-                     },
-                     [&] { return read(context, dx); }});
-  if (wanted("act"))
-    folds.push_back({"act",
-                     [&](vk::Recorder& rec, bool folded) {
-                       ops::MatmulOptions o;
-                       o.bias = &b1.view;
-                       if (folded) o.act = ops::Activation::GeluTanh, o.act_pre = &pre.view;
-                       ops::matmul(rec, x1.view, w1.view, folded ? fc1.view : pre.view, o);
-                       if (!folded)
-                         ops::activation(rec, ops::Activation::GeluTanh, pre.view, fc1.view);
-                     },
-                     [&] {
-                       std::vector<float> all = read(context, fc1), before = read(context, pre);
-                       all.insert(all.end(), before.begin(), before.end());
-                       return all;
-                     }});
-  if (wanted("residual"))
-    folds.push_back({"residual",
-                     [&](vk::Recorder& rec, bool folded) {
-                       for (size_t i = 0; i < ins.size(); ++i) {
-                         ops::MatmulOptions o;
-                         o.bias = &biases[i].view;
-                         if (folded) o.residual = &stream.view;
-                         ops::matmul(rec, ins[i].view, weights[i].view, sums[i].view, o);
-                         if (!folded) ops::add(rec, sums[i].view, stream.view, sums[i].view);
-                       }
-                     },
-                     [&] {
-                       std::vector<float> all;
-                       for (const Tensor& t : sums) {
-                         const std::vector<float> v = read(context, t);
-                         all.insert(all.end(), v.begin(), v.end());
-                       }
-                       return all;
-                     }});
-  if (wanted("stream"))
-    folds.push_back({"stream",
-                     [&](vk::Recorder& rec, bool folded) {
-                       const ops::Write over = ops::Write::Overwrite;
-                       if (!folded) ops::addBackward(rec, ds.view, ln_dx.view, {}, over, over);
-                       ops::layerNormBackward(
-                           rec, ln_x.view, ln_gamma.view, ln_mean.view, ln_rstd.view, ln_dy.view,
-                           ln_dx.view, ln_dgamma.view, ln_dbeta.view, ln_scratch.view,
-                           folded ? over : ops::Write::Accumulate, over,
-                           ops::LayerNormVariant::Auto, ops::LayerNormParamsVariant::Auto,
-                           folded ? &ds.view : nullptr);
-                     },
-                     [&] { return read(context, ln_dx); }});
-
+  Layer layer = makeLayer(context, rows);
+  const std::vector<Fold> folds = makeFolds(context, layer, which);
   std::fprintf(stderr,
                "vkgrad-bench: folds at %lld rows on %s, %d rounds of %d warm-up + %d "
                "timed runs each way\n",
                (long long)rows, context.info().name.c_str(), rounds, options.warmup, options.iters);
   int exit_code = 0;
-  for (const Fold& fold : folds) {
-    Timing timing[2];
-    std::vector<float> result[2];
-    for (int round = 0; round < rounds; ++round)
-      for (int folded = 0; folded < 2; ++folded) {
-        const Timing t = timeRuns(context, options.warmup, options.iters,
-                                  [&](vk::Recorder& rec) { fold.record(rec, folded != 0); });
-        timing[folded].ms.insert(timing[folded].ms.end(), t.ms.begin(), t.ms.end());
-        timing[folded].cpu_ms += t.cpu_ms / rounds;
-        if (round == 0) result[folded] = fold.out();
-      }
-    const double error = normalisedError(result[1], result[0]);
-    const Stats separate = stats(timing[0].ms);
-    for (int folded = 0; folded < 2; ++folded) {
-      const Stats t = stats(timing[folded].ms);
-      const char* variant = folded ? "folded" : "separate";
-      const double e = folded ? error : 0.0;
-      if (options.json) {
-        printJsonLine({{"op", "folds"},
-                       {"fold", fold.name},
-                       {"rows", rows},
-                       {"variant", variant},
-                       {"ms", t.median},
-                       {"min_ms", t.min},
-                       {"max_ms", t.max},
-                       {"ratio", t.median / separate.median},
-                       {"iters", options.iters * rounds},
-                       {"warmup", options.warmup},
-                       {"cpu_ms", timing[folded].cpu_ms},
-                       {"checked", true},
-                       {"error", e},
-                       {"device", context.info().name}});
-      } else {
-        std::printf(
-            "folds %-8s %5lld rows  %-8s %9.3f ms  %.2f of separate  (min %.3f, max "
-            "%.3f)  error %.2g%s\n",
-            fold.name.c_str(), (long long)rows, variant, t.median, t.median / separate.median,
-            t.min, t.max, e, e <= kTolerance ? "" : "  WRONG");
-      }
-      std::fflush(stdout);
-    }
-    if (!(error <= kTolerance)) {
-      std::fprintf(stderr, "vkgrad-bench: folds %s is WRONG: normalised error %g > %g\n",
-                   fold.name.c_str(), error, kTolerance);
-      exit_code = 1;
-    }
-  }
+  for (const Fold& fold : folds)
+    exit_code |=
+        reportFold(context, options, fold, rows, rounds, timeFold(context, options, fold, rounds));
   return exit_code;
 }
 

@@ -110,6 +110,11 @@ double sampledError(const std::vector<float>& a, const std::vector<float>& b,
   return worst;
 }
 
+// --split: whether products take the split-K scratch where ops::matmulSplitK says.
+bool parseSplit(const Cli& cli) {
+  return parseChoice(cli, "split", {"auto", "off"}) == "auto";
+}
+
 // One product of a training step and how many times a step runs it.
 struct StepProduct {
   const char* what;
@@ -144,6 +149,77 @@ std::vector<StepProduct> gptStepProducts() {
   return products;
 }
 
+// One step product timed: the median, its sampled error and the parts split-K cut K into.
+struct StepResult {
+  Stats t;
+  double error = 0;
+  int64_t parts = 1;
+};
+
+// Times product `index` of the step on fresh random operands (seeded by the index).
+StepResult timeStepProduct(vk::Context& context, const BenchOptions& options, const StepProduct& s,
+                           size_t index, ops::MatmulVariant variant, bool split) {
+  const ops::Shape a_shape = s.trans_a ? ops::Shape{s.k, s.m} : ops::Shape{s.m, s.k};
+  const ops::Shape b_shape = s.trans_b ? ops::Shape{s.n, s.k} : ops::Shape{s.k, s.n};
+  const int64_t scratch_numel = split ? ops::matmulScratch(s.m, s.n, s.k, 1) : 0;
+  const vk::Buffer da = context.allocator().allocate(a_shape.numel() * sizeof(float)),
+                   db = context.allocator().allocate(b_shape.numel() * sizeof(float)),
+                   dc = context.allocator().allocate(s.m * s.n * sizeof(float)),
+                   dscratch = context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) *
+                                                           sizeof(float));
+  const uint32_t seed = uint32_t(index);
+  const std::vector<float> a = benchData(size_t(a_shape.numel()), -1.0f, 1.0f, 1 + seed),
+                           b = benchData(size_t(b_shape.numel()), -1.0f, 1.0f, 101 + seed);
+  context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
+  context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
+  const ops::TensorView va = ops::view(da, a_shape), vb = ops::view(db, b_shape),
+                        vc = ops::view(dc, {s.m, s.n}),
+                        vscratch = ops::view(dscratch, {std::max<int64_t>(scratch_numel, 1)});
+  ops::MatmulOptions o;
+  o.trans_a = s.trans_a, o.trans_b = s.trans_b, o.variant = variant;
+  if (scratch_numel > 0) o.scratch = &vscratch;
+  StepResult r;
+  r.t = stats(timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+                ops::matmul(rec, va, vb, vc, o);
+              }).ms);
+  std::vector<float> got(size_t(s.m * s.n));
+  context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
+  r.error = sampledError(a, b, got, 1, s.m, s.n, s.k, s.trans_a, s.trans_b);
+  if (variant == ops::MatmulVariant::Vector && scratch_numel > 0)
+    r.parts = ops::matmulSplitK(s.m, s.n, s.k, 1);
+  return r;
+}
+
+void printStepProduct(const vk::Context& context, const BenchOptions& options, const StepProduct& s,
+                      const char* kind, ops::MatmulVariant variant, const StepResult& r) {
+  const double gflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (r.t.median * 1e6);
+  if (options.json) {
+    printJsonLine({{"op", "matmul"},
+                   {"preset", "gpt"},
+                   {"product", s.what},
+                   {"kind", kind},
+                   {"m", s.m},
+                   {"n", s.n},
+                   {"k", s.k},
+                   {"transA", s.trans_a},
+                   {"transB", s.trans_b},
+                   {"count", s.count},
+                   {"split", r.parts},
+                   {"variant", ops::matmulVariantName(variant)},
+                   {"ms", r.t.median},
+                   {"gflops", gflops},
+                   {"error", r.error},
+                   {"device", context.info().name}});
+  } else {
+    std::printf("%-5s %-7s %4lldx%-4lldx%-4lld%s%s  x%d  %8.3f ms  %8.1f GFLOP/s%s  error %.2g%s\n",
+                s.what, kind, (long long)s.m, (long long)s.n, (long long)s.k,
+                s.trans_a ? " Aᵀ" : "   ", s.trans_b ? " Bᵀ" : "   ", s.count, r.t.median, gflops,
+                r.parts > 1 ? (" split " + std::to_string(r.parts)).c_str() : "", r.error,
+                r.error <= kCheckTolerance ? "" : "  WRONG");
+  }
+  std::fflush(stdout);
+}
+
 // --shapes gpt: each product of the step once (sampled check against fp64), then the step's
 // matmul time as the sum of count x median.
 int runStepProducts(const Cli& cli, vk::Context& context, const BenchOptions& options) {
@@ -151,9 +227,7 @@ int runStepProducts(const Cli& cli, vk::Context& context, const BenchOptions& op
   if (variants.size() != 1) cli.fail("--shapes gpt takes one --variant, not all");
   const ops::MatmulVariant variant =
       variants[0] == ops::MatmulVariant::Auto ? ops::matmulVariantFor(context) : variants[0];
-  const bool split = cli.get("split") == "auto";
-  if (!split && cli.get("split") != "off")
-    cli.fail("--split must be auto or off, got '" + cli.get("split") + "'");
+  const bool split = parseSplit(cli);
   std::fprintf(stderr, "vkgrad-bench: the 4-layer GPT step's matmuls on %s\n",
                context.info().name.c_str());
   if (!options.json)
@@ -166,65 +240,11 @@ int runStepProducts(const Cli& cli, vk::Context& context, const BenchOptions& op
   const std::vector<StepProduct> products = gptStepProducts();
   for (size_t i = 0; i < products.size(); ++i) {
     const StepProduct& s = products[i];
-    const ops::Shape a_shape = s.trans_a ? ops::Shape{s.k, s.m} : ops::Shape{s.m, s.k};
-    const ops::Shape b_shape = s.trans_b ? ops::Shape{s.n, s.k} : ops::Shape{s.k, s.n};
-    const int64_t scratch_numel = split ? ops::matmulScratch(s.m, s.n, s.k, 1) : 0;
-    const vk::Buffer da = context.allocator().allocate(a_shape.numel() * sizeof(float)),
-                     db = context.allocator().allocate(b_shape.numel() * sizeof(float)),
-                     dc = context.allocator().allocate(s.m * s.n * sizeof(float)),
-                     dscratch = context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) *
-                                                             sizeof(float));
-    const std::vector<float> a = benchData(size_t(a_shape.numel()), -1.0f, 1.0f, 1 + uint32_t(i)),
-                             b = benchData(size_t(b_shape.numel()), -1.0f, 1.0f, 101 + uint32_t(i));
-    context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
-    context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
-    const ops::TensorView va = ops::view(da, a_shape), vb = ops::view(db, b_shape),
-                          vc = ops::view(dc, {s.m, s.n}),
-                          vscratch = ops::view(dscratch, {std::max<int64_t>(scratch_numel, 1)});
-    ops::MatmulOptions o;
-    o.trans_a = s.trans_a, o.trans_b = s.trans_b, o.variant = variant;
-    if (scratch_numel > 0) o.scratch = &vscratch;
-    const Stats t = stats(timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-                            ops::matmul(rec, va, vb, vc, o);
-                          }).ms);
-    std::vector<float> got(size_t(s.m * s.n));
-    context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
-    const double error = sampledError(a, b, got, 1, s.m, s.n, s.k, s.trans_a, s.trans_b);
-    if (!(error <= kCheckTolerance)) exit_code = 1;
-    const double flop = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    const double gflops = flop / (t.median * 1e6);
-    const int64_t parts = variant == ops::MatmulVariant::Vector && scratch_numel > 0
-                              ? ops::matmulSplitK(s.m, s.n, s.k, 1)
-                              : 1;
-    step_ms += s.count * t.median;
-    step_flop += s.count * flop;
-    const char* kind = kinds[i % 3];
-    if (options.json) {
-      printJsonLine({{"op", "matmul"},
-                     {"preset", "gpt"},
-                     {"product", s.what},
-                     {"kind", kind},
-                     {"m", s.m},
-                     {"n", s.n},
-                     {"k", s.k},
-                     {"transA", s.trans_a},
-                     {"transB", s.trans_b},
-                     {"count", s.count},
-                     {"split", parts},
-                     {"variant", ops::matmulVariantName(variant)},
-                     {"ms", t.median},
-                     {"gflops", gflops},
-                     {"error", error},
-                     {"device", context.info().name}});
-    } else {
-      std::printf(
-          "%-5s %-7s %4lldx%-4lldx%-4lld%s%s  x%d  %8.3f ms  %8.1f GFLOP/s%s  error %.2g%s\n",
-          s.what, kind, (long long)s.m, (long long)s.n, (long long)s.k, s.trans_a ? " Aᵀ" : "   ",
-          s.trans_b ? " Bᵀ" : "   ", s.count, t.median, gflops,
-          parts > 1 ? (" split " + std::to_string(parts)).c_str() : "", error,
-          error <= kCheckTolerance ? "" : "  WRONG");
-    }
-    std::fflush(stdout);
+    const StepResult r = timeStepProduct(context, options, s, i, variant, split);
+    if (!(r.error <= kCheckTolerance)) exit_code = 1;
+    step_ms += s.count * r.t.median;
+    step_flop += s.count * 2.0 * double(s.m) * double(s.n) * double(s.k);
+    printStepProduct(context, options, s, kinds[i % 3], variant, r);
   }
   if (!options.json)
     std::printf(
@@ -233,206 +253,258 @@ int runStepProducts(const Cli& cli, vk::Context& context, const BenchOptions& op
   return exit_code;
 }
 
-int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
-  if (!cli.get("shapes").empty()) {
-    if (cli.get("shapes") != "gpt")
-      cli.fail("--shapes must be gpt, got '" + cli.get("shapes") + "'");
-    return runStepProducts(cli, context, options);
-  }
-  const int64_t m = cli.getInt("m", 1, 1 << 20), n = cli.getInt("n", 1, 1 << 20),
-                k = cli.getInt("k", 1, 1 << 20), batch = cli.getInt("batch", 1, 65535);
-  const bool trans_a = cli.has("transA"), trans_b = cli.has("transB");
-  const std::vector<ops::MatmulVariant> variants = parseVariants(cli);
-  const ops::MatmulTiling tiling = parseTiling(cli);
-  const std::string inputs = cli.get("inputs");
-  if (inputs != "f32" && inputs != "f16")
-    cli.fail("--inputs must be f32 or f16, got '" + inputs + "'");
-  const bool half = inputs == "f16";
-  const ops::DType in_dtype = half ? ops::DType::F16 : ops::DType::F32;
-  const std::string split_text = cli.get("split");
-  if (split_text != "auto" && split_text != "off")
-    cli.fail("--split must be auto or off, got '" + split_text + "'");
-  const int64_t scratch_numel = split_text == "auto" ? ops::matmulScratch(m, n, k, batch) : 0;
-  const int64_t parts = scratch_numel > 0 ? ops::matmulSplitK(m, n, k, batch) : 1;
-  const double flop = 2.0 * double(batch) * double(m) * double(n) * double(k);
-  const bool check =
-      options.check ||
-      (!cli.has("sample") && double(batch) * double(m) * double(n) * double(k) <= kCheckLimit);
-  const std::string device = deviceDescription(context);
-  // Auto takes Coopmat for f16 operands (ops::matmul's rule), else the device's f32 choice.
-  const ops::MatmulVariant automatic =
-      half ? ops::MatmulVariant::Coopmat : ops::matmulVariantFor(context);
+// One product as the options ask for it: C (B,M,N) = op(A)·op(B), timed per variant.
+struct Problem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  std::vector<ops::MatmulVariant> variants;
+  ops::MatmulTiling tiling;   // empty: the library's choice per variant
+  std::string inputs;         // "f32", or "f16": A and B stored as halves
+  bool half = false;          // inputs == "f16"
+  int64_t scratch_numel = 0;  // split-K scratch floats; 0: --split off, or no split
+  int64_t parts = 1;          // the parts that scratch splits K into
+  bool full_check = false;    // every element against the CPU reference, else sampled
+  bool all_variants = false;  // --variant all: leave out what the device cannot run
 
+  ops::DType inDtype() const { return half ? ops::DType::F16 : ops::DType::F32; }
+  double flop() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
   // Stored shapes; a batch of 1 stays 2-D.
-  const ops::Shape a_shape = batch > 1 ? ops::Shape{batch, trans_a ? k : m, trans_a ? m : k}
-                                       : ops::Shape{trans_a ? k : m, trans_a ? m : k};
-  const ops::Shape b_shape = batch > 1 ? ops::Shape{batch, trans_b ? n : k, trans_b ? k : n}
-                                       : ops::Shape{trans_b ? n : k, trans_b ? k : n};
-  const ops::Shape c_shape = batch > 1 ? ops::Shape{batch, m, n} : ops::Shape{m, n};
-  std::fprintf(stderr, "vkgrad-bench: matmul %s%s x %s%s on %s\n", a_shape.str().c_str(),
-               trans_a ? "^T" : "", b_shape.str().c_str(), trans_b ? "^T" : "",
-               context.info().name.c_str());
-  if (!options.json) {
-    std::printf("device   %s\n", device.c_str());
-    std::printf("auto     %s on this device\n", ops::matmulVariantName(automatic));
-    std::printf(
-        "work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", flop * 1e-9,
-        1e-6 * double(batch * ((m * k + k * n) * int64_t(ops::dtypeBytes(in_dtype)) + 4 * m * n)));
-    std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n",
-                options.iters, options.warmup);
+  ops::Shape aShape() const { return shape(trans_a ? k : m, trans_a ? m : k); }
+  ops::Shape bShape() const { return shape(trans_b ? n : k, trans_b ? k : n); }
+  ops::Shape cShape() const { return shape(m, n); }
+  ops::Shape shape(int64_t rows, int64_t cols) const {
+    return batch > 1 ? ops::Shape{batch, rows, cols} : ops::Shape{rows, cols};
   }
+};
 
+Problem parseProblem(const Cli& cli, const BenchOptions& options) {
+  Problem p;
+  p.m = cli.getInt("m", 1, 1 << 20), p.n = cli.getInt("n", 1, 1 << 20);
+  p.k = cli.getInt("k", 1, 1 << 20), p.batch = cli.getInt("batch", 1, 65535);
+  p.trans_a = cli.has("transA"), p.trans_b = cli.has("transB");
+  p.variants = parseVariants(cli);
+  p.all_variants = cli.get("variant") == "all";
+  p.tiling = parseTiling(cli);
+  p.inputs = parseChoice(cli, "inputs", {"f32", "f16"});
+  p.half = p.inputs == "f16";
+  p.scratch_numel = parseSplit(cli) ? ops::matmulScratch(p.m, p.n, p.k, p.batch) : 0;
+  p.parts = p.scratch_numel > 0 ? ops::matmulSplitK(p.m, p.n, p.k, p.batch) : 1;
+  const double volume = double(p.batch) * double(p.m) * double(p.n) * double(p.k);
+  p.full_check = options.check || (!cli.has("sample") && volume <= kCheckLimit);
+  return p;
+}
+
+void printHeader(const vk::Context& context, const BenchOptions& options, const Problem& p,
+                 ops::MatmulVariant automatic) {
+  std::fprintf(stderr, "vkgrad-bench: matmul %s%s x %s%s on %s\n", p.aShape().str().c_str(),
+               p.trans_a ? "^T" : "", p.bShape().str().c_str(), p.trans_b ? "^T" : "",
+               context.info().name.c_str());
+  if (options.json) return;
+  std::printf("device   %s\n", deviceDescription(context).c_str());
+  std::printf("auto     %s on this device\n", ops::matmulVariantName(automatic));
+  std::printf(
+      "work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", p.flop() * 1e-9,
+      1e-6 * double(p.batch * ((p.m * p.k + p.k * p.n) * int64_t(ops::dtypeBytes(p.inDtype())) +
+                               4 * p.m * p.n)));
+  std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n", options.iters,
+              options.warmup);
+}
+
+// The device buffers and the host values A and B hold (rounded to half with --inputs f16).
+struct Operands {
+  vk::Buffer da, db, dc, dscratch;
+  std::vector<float> a, b;
+  std::vector<float> want;  // the fp64 CPU reference of C, computed when first needed
+};
+
+Operands makeOperands(vk::Context& context, const Problem& p) {
   // Device buffers first: an impossible size fails here with OutOfMemoryError, before the
   // host arrays of the same size are filled.
-  const int64_t a_numel = batch * m * k, b_numel = batch * k * n, c_numel = batch * m * n;
-  const vk::Buffer da = context.allocator().allocate(a_numel * ops::dtypeBytes(in_dtype)),
-                   db = context.allocator().allocate(b_numel * ops::dtypeBytes(in_dtype)),
-                   dc = context.allocator().allocate(c_numel * sizeof(float));
-  const vk::Buffer dscratch =
-      context.allocator().allocate(std::max<int64_t>(scratch_numel, 1) * sizeof(float));
-  const ops::TensorView vscratch = ops::view(dscratch, {std::max<int64_t>(scratch_numel, 1)});
+  const int64_t a_numel = p.batch * p.m * p.k, b_numel = p.batch * p.k * p.n,
+                c_numel = p.batch * p.m * p.n;
+  Operands o;
+  o.da = context.allocator().allocate(a_numel * ops::dtypeBytes(p.inDtype()));
+  o.db = context.allocator().allocate(b_numel * ops::dtypeBytes(p.inDtype()));
+  o.dc = context.allocator().allocate(c_numel * sizeof(float));
+  o.dscratch = context.allocator().allocate(std::max<int64_t>(p.scratch_numel, 1) * sizeof(float));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> a(a_numel), b(b_numel);
-  for (float& x : a) x = uniform(rng);
-  for (float& x : b) x = uniform(rng);
-  if (half) {
+  o.a.resize(a_numel), o.b.resize(b_numel);
+  for (float& x : o.a) x = uniform(rng);
+  for (float& x : o.b) x = uniform(rng);
+  if (p.half) {
     // Stored as halves, and checked against the values the kernel reads.
-    a = ops::ref::roundToHalf(a), b = ops::ref::roundToHalf(b);
-    const std::vector<uint16_t> ah = ops::ref::toHalf(a), bh = ops::ref::toHalf(b);
-    context.staging().upload(da, 0, ah.data(), ah.size() * 2);
-    context.staging().upload(db, 0, bh.data(), bh.size() * 2);
+    o.a = ops::ref::roundToHalf(o.a), o.b = ops::ref::roundToHalf(o.b);
+    const std::vector<uint16_t> ah = ops::ref::toHalf(o.a), bh = ops::ref::toHalf(o.b);
+    context.staging().upload(o.da, 0, ah.data(), ah.size() * 2);
+    context.staging().upload(o.db, 0, bh.data(), bh.size() * 2);
   } else {
-    context.staging().upload(da, 0, a.data(), a.size() * sizeof(float));
-    context.staging().upload(db, 0, b.data(), b.size() * sizeof(float));
+    context.staging().upload(o.da, 0, o.a.data(), o.a.size() * sizeof(float));
+    context.staging().upload(o.db, 0, o.b.data(), o.b.size() * sizeof(float));
   }
-  std::vector<float> want;
+  return o;
+}
 
+// Whether the device runs `variant` on these inputs; prints why not to stderr when it does not.
+bool runnable(const vk::Context& context, const Problem& p, ops::MatmulVariant variant) {
+  if (variant == ops::MatmulVariant::Texel && !context.info().subgroup_shuffle) {
+    std::fprintf(stderr, "vkgrad-bench: skipping texel: %s has no subgroup shuffle\n",
+                 context.info().name.c_str());
+    return false;
+  }
+  // --variant all leaves out what the device cannot run; asked for by name, it fails.
+  if (variant == ops::MatmulVariant::Coopmat && !context.info().coopmat && p.all_variants) {
+    std::fprintf(stderr, "vkgrad-bench: skipping coopmat: %s has no cooperative matrices\n",
+                 context.info().name.c_str());
+    return false;
+  }
+  if (p.half && variant != ops::MatmulVariant::Coopmat) {
+    std::fprintf(stderr, "vkgrad-bench: skipping %s: it reads f32 only\n",
+                 ops::matmulVariantName(variant));
+    return false;
+  }
+  return true;
+}
+
+// The tile the variant runs with, as the results name it ("" for the untiled variants).
+std::string tileText(const vk::Context& context, const Problem& p, ops::MatmulVariant variant) {
+  const bool split = p.parts > 1;
+  if (variant == ops::MatmulVariant::Vector)
+    return ops::matmulTilingText(
+               p.tiling.empty() ? ops::matmulTilingFor(context, p.m, p.n, split ? p.parts : p.batch)
+                                : p.tiling) +
+           (split ? " split " + std::to_string(p.parts) : "");
+  if (variant == ops::MatmulVariant::Coopmat)
+    return ops::matmulTilingText(p.tiling.empty()
+                                     ? ops::matmulCoopmatTilingFor(context, p.m, p.n, p.batch)
+                                     : p.tiling) +
+           (p.half ? " f16 inputs" : " f32 inputs");
+  return "";
+}
+
+// The normalised error of C as the kernel left it: every element against the fp64 CPU
+// reference (computed on first use), or the sampled check.
+double resultError(vk::Context& context, const Problem& p, Operands& o) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  if (p.full_check && o.want.empty()) {
+    std::fprintf(stderr, "vkgrad-bench: computing the fp64 CPU reference...\n");
+    o.want.resize(p.batch * m * n);
+    for (int64_t z = 0; z < p.batch; ++z) {
+      const float* az = o.a.data() + z * m * k;
+      const float* bz = o.b.data() + z * k * n;
+      const std::vector<float> at = p.trans_a ? transposedCopy(az, k, m) : std::vector<float>();
+      const std::vector<float> bt = p.trans_b ? transposedCopy(bz, n, k) : std::vector<float>();
+      ops::ref::matmul(p.trans_a ? at.data() : az, p.trans_b ? bt.data() : bz,
+                       o.want.data() + z * m * n, m, n, k);
+    }
+  }
+  std::vector<float> got(p.batch * m * n);
+  context.staging().download(o.dc, 0, got.data(), got.size() * sizeof(float));
+  return p.full_check ? normalisedError(got, o.want)
+                      : sampledError(o.a, o.b, got, p.batch, m, n, k, p.trans_a, p.trans_b);
+}
+
+// One variant's result line.
+struct Result {
+  ops::MatmulVariant variant, requested;
+  std::string tile_text;
+  Timing timing;
+  double error;
+};
+
+void printResult(const vk::Context& context, const BenchOptions& options, const Problem& p,
+                 const Result& r) {
+  const Stats t = stats(r.timing.ms);
+  const double gflops = p.flop() / (t.median * 1e6);
+  const char* name = ops::matmulVariantName(r.variant);
+  const bool split = r.variant == ops::MatmulVariant::Vector && p.parts > 1;
+  if (options.json) {
+    printJsonLine({{"op", "matmul"},
+                   {"m", p.m},
+                   {"n", p.n},
+                   {"k", p.k},
+                   {"batch", p.batch},
+                   {"transA", p.trans_a},
+                   {"transB", p.trans_b},
+                   {"variant", name},
+                   {"tiling", r.tile_text},
+                   {"inputs", p.inputs},
+                   {"split", split ? p.parts : 1},
+                   {"requested", ops::matmulVariantName(r.requested)},
+                   {"ms", t.median},
+                   {"min_ms", t.min},
+                   {"max_ms", t.max},
+                   {"gflops", gflops},
+                   {"iters", options.iters},
+                   {"warmup", options.warmup},
+                   {"cpu_ms", r.timing.cpu_ms},
+                   {"checked", true},
+                   {"check", p.full_check ? "all" : "sampled"},
+                   {"error", r.error},
+                   {"device", context.info().name},
+                   {"driver", driverDescription(context)}});
+  } else {
+    char verdict[80];
+    std::snprintf(verdict, sizeof(verdict), "%s %.2g%s", p.full_check ? "error" : "sampled error",
+                  r.error, r.error <= kCheckTolerance ? "" : "  WRONG");
+    std::printf(
+        "matmul %lldx%lldx%lld%s%s%s  %-6s%s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
+        "cpu %.3f ms)  %s\n",
+        (long long)p.m, (long long)p.n, (long long)p.k, p.trans_a ? " transA" : "",
+        p.trans_b ? " transB" : "",
+        p.batch > 1 ? (" batch " + std::to_string(p.batch)).c_str() : "", name,
+        r.tile_text.empty() ? "" : (" " + r.tile_text).c_str(),
+        r.requested == ops::MatmulVariant::Auto ? " (auto)" : "", t.median, gflops, t.min, t.max,
+        r.timing.cpu_ms, verdict);
+  }
+  std::fflush(stdout);
+}
+
+// Times and checks one variant and prints its result; returns 1 when the result is wrong.
+int runVariant(vk::Context& context, const BenchOptions& options, const Problem& p, Operands& o,
+               ops::MatmulVariant variant, ops::MatmulVariant requested) {
+  const char* name = ops::matmulVariantName(variant);
+  const int64_t c_numel = p.batch * p.m * p.n;
+  // Poisoned, so a kernel that skips outputs fails the check.
+  context.staging().upload(o.dc, 0, std::vector<float>(c_numel, NAN).data(),
+                           c_numel * sizeof(float));
+  const ops::TensorView va = ops::view(o.da, p.aShape(), 0, p.inDtype()),
+                        vb = ops::view(o.db, p.bShape(), 0, p.inDtype()),
+                        vc = ops::view(o.dc, p.cShape()),
+                        vscratch = ops::view(o.dscratch, {std::max<int64_t>(p.scratch_numel, 1)});
+  ops::MatmulOptions matmul_options;
+  matmul_options.trans_a = p.trans_a, matmul_options.trans_b = p.trans_b;
+  matmul_options.variant = variant;
+  matmul_options.tiling = p.tiling;
+  if (p.scratch_numel > 0) matmul_options.scratch = &vscratch;
+  const Timing timing = timeDispatches(context, options, name, [&](vk::Recorder& rec) {
+    ops::matmul(rec, va, vb, vc, matmul_options);
+  });
+  const double error = resultError(context, p, o);
+  const int wrong = failIfWrong("matmul " + std::string(name), error, kCheckTolerance,
+                                p.full_check ? "normalised error" : "sampled error");
+  printResult(context, options, p,
+              {variant, requested, tileText(context, p, variant), timing, error});
+  return wrong;
+}
+
+int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
+  if (!cli.get("shapes").empty()) {
+    parseChoice(cli, "shapes", {"gpt"});
+    return runStepProducts(cli, context, options);
+  }
+  const Problem p = parseProblem(cli, options);
+  // Auto takes Coopmat for f16 operands (ops::matmul's rule), else the device's f32 choice.
+  const ops::MatmulVariant automatic =
+      p.half ? ops::MatmulVariant::Coopmat : ops::matmulVariantFor(context);
+  printHeader(context, options, p, automatic);
+  Operands operands = makeOperands(context, p);
   int exit_code = 0;
-  for (ops::MatmulVariant requested : variants) {
+  for (ops::MatmulVariant requested : p.variants) {
     const ops::MatmulVariant variant =
         requested == ops::MatmulVariant::Auto ? automatic : requested;
-    const char* name = ops::matmulVariantName(variant);
-    if (variant == ops::MatmulVariant::Texel && !context.info().subgroup_shuffle) {
-      std::fprintf(stderr, "vkgrad-bench: skipping texel: %s has no subgroup shuffle\n",
-                   context.info().name.c_str());
-      continue;
-    }
-    // --variant all leaves out what the device cannot run; asked for by name, it fails.
-    if (variant == ops::MatmulVariant::Coopmat && !context.info().coopmat &&
-        cli.get("variant") == "all") {
-      std::fprintf(stderr, "vkgrad-bench: skipping coopmat: %s has no cooperative matrices\n",
-                   context.info().name.c_str());
-      continue;
-    }
-    if (half && variant != ops::MatmulVariant::Coopmat) {
-      std::fprintf(stderr, "vkgrad-bench: skipping %s: it reads f32 only\n",
-                   ops::matmulVariantName(variant));
-      continue;
-    }
-    // Poisoned, so a kernel that skips outputs fails the check.
-    context.staging().upload(dc, 0, std::vector<float>(c_numel, NAN).data(),
-                             c_numel * sizeof(float));
-    std::fprintf(stderr, "vkgrad-bench: %s: %d warm-up + %d timed dispatches\n", name,
-                 options.warmup, options.iters);
-    const ops::TensorView va = ops::view(da, a_shape, 0, in_dtype),
-                          vb = ops::view(db, b_shape, 0, in_dtype), vc = ops::view(dc, c_shape);
-    ops::MatmulOptions matmul_options;
-    matmul_options.trans_a = trans_a, matmul_options.trans_b = trans_b;
-    matmul_options.variant = variant;
-    matmul_options.tiling = tiling;
-    if (scratch_numel > 0) matmul_options.scratch = &vscratch;
-    const bool split = variant == ops::MatmulVariant::Vector && parts > 1;
-    const std::string tile_text =
-        variant == ops::MatmulVariant::Vector
-            ? ops::matmulTilingText(tiling.empty()
-                                        ? ops::matmulTilingFor(context, m, n, split ? parts : batch)
-                                        : tiling) +
-                  (split ? " split " + std::to_string(parts) : "")
-        : variant == ops::MatmulVariant::Coopmat
-            ? ops::matmulTilingText(
-                  tiling.empty() ? ops::matmulCoopmatTilingFor(context, m, n, batch) : tiling) +
-                  (half ? " f16 inputs" : " f32 inputs")
-            : std::string();
-    const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
-      ops::matmul(rec, va, vb, vc, matmul_options);
-    });
-    const Stats t = stats(timing.ms);
-    const double gflops = flop / (t.median * 1e6);
-
-    double error = NAN;
-    if (!check) {
-      std::vector<float> got(c_numel);
-      context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
-      error = sampledError(a, b, got, batch, m, n, k, trans_a, trans_b);
-      if (!(error <= kCheckTolerance)) {
-        std::fprintf(stderr, "vkgrad-bench: matmul %s is WRONG: sampled error %g > %g\n", name,
-                     error, kCheckTolerance);
-        exit_code = 1;
-      }
-    } else {
-      if (want.empty()) {
-        std::fprintf(stderr, "vkgrad-bench: computing the fp64 CPU reference...\n");
-        want.resize(c_numel);
-        for (int64_t z = 0; z < batch; ++z) {
-          const float* az = a.data() + z * m * k;
-          const float* bz = b.data() + z * k * n;
-          const std::vector<float> at = trans_a ? transposedCopy(az, k, m) : std::vector<float>();
-          const std::vector<float> bt = trans_b ? transposedCopy(bz, n, k) : std::vector<float>();
-          ops::ref::matmul(trans_a ? at.data() : az, trans_b ? bt.data() : bz,
-                           want.data() + z * m * n, m, n, k);
-        }
-      }
-      std::vector<float> got(c_numel);
-      context.staging().download(dc, 0, got.data(), got.size() * sizeof(float));
-      error = normalisedError(got, want);
-      if (!(error <= kCheckTolerance)) {
-        std::fprintf(stderr, "vkgrad-bench: matmul %s is WRONG: normalised error %g > %g\n", name,
-                     error, kCheckTolerance);
-        exit_code = 1;
-      }
-    }
-
-    if (options.json) {
-      printJsonLine(
-          {{"op", "matmul"},
-           {"m", m},
-           {"n", n},
-           {"k", k},
-           {"batch", batch},
-           {"transA", trans_a},
-           {"transB", trans_b},
-           {"variant", name},
-           {"tiling", tile_text},
-           {"inputs", inputs},
-           {"split", split ? parts : 1},
-           {"requested", ops::matmulVariantName(requested)},
-           {"ms", t.median},
-           {"min_ms", t.min},
-           {"max_ms", t.max},
-           {"gflops", gflops},
-           {"iters", options.iters},
-           {"warmup", options.warmup},
-           {"cpu_ms", timing.cpu_ms},
-           {"checked", true},
-           {"check", check ? "all" : "sampled"},
-           {"error", error},
-           {"device", context.info().name},
-           {"driver", context.info().driver_name + " (" + context.info().driver_info + ")"}});
-    } else {
-      char verdict[80];
-      std::snprintf(verdict, sizeof(verdict), "%s %.2g%s", check ? "error" : "sampled error", error,
-                    error <= kCheckTolerance ? "" : "  WRONG");
-      std::printf(
-          "matmul %lldx%lldx%lld%s%s%s  %-6s%s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
-          "cpu %.3f ms)  %s\n",
-          (long long)m, (long long)n, (long long)k, trans_a ? " transA" : "",
-          trans_b ? " transB" : "", batch > 1 ? (" batch " + std::to_string(batch)).c_str() : "",
-          name, tile_text.empty() ? "" : (" " + tile_text).c_str(),
-          requested == ops::MatmulVariant::Auto ? " (auto)" : "", t.median, gflops, t.min, t.max,
-          timing.cpu_ms, verdict);
-    }
-    std::fflush(stdout);
+    if (!runnable(context, p, variant)) continue;
+    exit_code |= runVariant(context, options, p, operands, variant, requested);
   }
   return exit_code;
 }

@@ -73,6 +73,28 @@ std::vector<float> download(vk::Context& context, const vk::Buffer& buffer, int6
   return out;
 }
 
+// One kernel run to time: its names in the results and the bytes it moves.
+struct Case {
+  const char* op;
+  std::string variant;
+  const char* requested;
+  double bytes;
+};
+
+// Times one case and reports it: its largest normalised error over the outputs `errors`
+// reads back after the runs. Returns 1 when that is above 1e-5.
+int measure(vk::Context& context, const BenchOptions& options, const Problem& p, double copy_gbps,
+            const Case& c, const std::function<void(vk::Recorder&)>& record,
+            const std::function<double()>& errors) {
+  BandwidthResult result{
+      c.op,        c.variant,
+      c.requested, {{"rows", p.rows}, {"cols", p.cols}},
+      c.bytes,     timeDispatches(context, options, c.op + (" " + c.variant), record)};
+  result.error = errors();
+  result.tolerance = 1e-5;
+  return reportBandwidth(context, options, result, copy_gbps);
+}
+
 int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   using V = ops::SoftmaxVariant;
   const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
@@ -88,20 +110,131 @@ int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options
   int exit_code = 0;
   for (V requested : variants) {
     const V variant = requested == V::Auto ? ops::softmaxVariantFor(context, x) : requested;
-    std::fprintf(stderr, "vkgrad-bench: softmax %s: %d warm-up + %d timed dispatches\n",
-                 ops::softmaxVariantName(variant), options.warmup, options.iters);
-    const Timing timing = timeRuns(context, options.warmup, options.iters,
-                                   [&](vk::Recorder& rec) { ops::softmax(rec, x, y, variant); });
-    BandwidthResult result{"softmax",
-                           ops::softmaxVariantName(variant),
-                           ops::softmaxVariantName(requested),
-                           {{"rows", p.rows}, {"cols", p.cols}},
-                           8.0 * double(n),
-                           timing};
-    result.error = normalisedError(download(context, p.dy, n), want);
-    result.tolerance = 1e-5;
-    exit_code |= reportBandwidth(context, options, result, copy_gbps);
+    exit_code |= measure(
+        context, options, p, copy_gbps,
+        {"softmax", ops::softmaxVariantName(variant), ops::softmaxVariantName(requested),
+         8.0 * double(n)},
+        [&](vk::Recorder& rec) { ops::softmax(rec, x, y, variant); },
+        [&] { return normalisedError(download(context, p.dy, n), want); });
   }
+  return exit_code;
+}
+
+// Layer norm's parameters and statistics on the device, and the CPU reference forward.
+struct LayerNormData {
+  std::vector<float> gamma, beta;
+  vk::Buffer dgamma, dbeta, dmean, drstd;
+  std::vector<float> want, want_mean, want_rstd;
+};
+
+LayerNormData makeLayerNormData(vk::Context& context, const Problem& p) {
+  const int64_t rows = p.rows, cols = p.cols;
+  LayerNormData d;
+  d.gamma = benchData(size_t(cols), 0.5f, 1.5f, 2), d.beta = benchData(size_t(cols), -1, 1, 3);
+  d.dgamma = context.allocator().allocate(uint64_t(cols) * 4);
+  d.dbeta = context.allocator().allocate(uint64_t(cols) * 4);
+  d.dmean = context.allocator().allocate(uint64_t(rows) * 4);
+  d.drstd = context.allocator().allocate(uint64_t(rows) * 4);
+  context.staging().upload(d.dgamma, 0, d.gamma.data(), d.gamma.size() * 4);
+  context.staging().upload(d.dbeta, 0, d.beta.data(), d.beta.size() * 4);
+  d.want.resize(size_t(rows * cols)), d.want_mean.resize(size_t(rows));
+  d.want_rstd.resize(size_t(rows));
+  ops::ref::layerNorm(p.x.data(), d.gamma.data(), d.beta.data(), d.want.data(), d.want_mean.data(),
+                      d.want_rstd.data(), rows, cols, 1e-5f);
+  return d;
+}
+
+int runLayerNormForward(vk::Context& context, const BenchOptions& options, const Problem& p,
+                        const LayerNormData& d, const std::vector<ops::LayerNormVariant>& variants,
+                        double copy_gbps) {
+  using V = ops::LayerNormVariant;
+  const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
+  const ops::TensorView x = ops::view(p.dx, {rows, cols}), y = ops::view(p.dy, {rows, cols}),
+                        g = ops::view(d.dgamma, {cols}), b = ops::view(d.dbeta, {cols}),
+                        mean = ops::view(d.dmean, {rows}), rstd = ops::view(d.drstd, {rows});
+  int exit_code = 0;
+  for (V requested : variants) {
+    const V variant = requested == V::Auto ? ops::layerNormVariantFor(context, x, g, b) : requested;
+    exit_code |= measure(
+        context, options, p, copy_gbps,
+        {"layernorm", ops::layerNormVariantName(variant), ops::layerNormVariantName(requested),
+         4.0 * double(2 * n + 2 * cols + 2 * rows)},
+        [&](vk::Recorder& rec) { ops::layerNorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant); },
+        [&] {
+          return std::max({normalisedError(download(context, p.dy, n), d.want),
+                           normalisedError(download(context, d.dmean, rows), d.want_mean),
+                           normalisedError(download(context, d.drstd, rows), d.want_rstd)});
+        });
+  }
+  return exit_code;
+}
+
+// The backward's own inputs and outputs on the device, and its CPU reference.
+struct LayerNormGrads {
+  vk::Buffer ddy, ddgamma, ddbeta, dscratch;
+  std::vector<float> want_dx, want_dgamma, want_dbeta;
+};
+
+LayerNormGrads makeLayerNormGrads(vk::Context& context, const Problem& p, const LayerNormData& d) {
+  const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
+  // dy, and the saved statistics the reference forward gives.
+  const std::vector<float> dy_host = benchData(size_t(n), -1.0f, 1.0f, 4);
+  LayerNormGrads gr;
+  gr.ddy = context.allocator().allocate(uint64_t(n) * 4);
+  gr.ddgamma = context.allocator().allocate(uint64_t(cols) * 4);
+  gr.ddbeta = context.allocator().allocate(uint64_t(cols) * 4);
+  gr.dscratch =
+      context.allocator().allocate(uint64_t(ops::layerNormBackwardScratch(rows, cols)) * 4);
+  context.staging().upload(gr.ddy, 0, dy_host.data(), dy_host.size() * 4);
+  context.staging().upload(d.dmean, 0, d.want_mean.data(), d.want_mean.size() * 4);
+  context.staging().upload(d.drstd, 0, d.want_rstd.data(), d.want_rstd.size() * 4);
+  gr.want_dx.resize(size_t(n)), gr.want_dgamma.resize(size_t(cols));
+  gr.want_dbeta.resize(size_t(cols));
+  ops::ref::layerNormBackward(p.x.data(), d.gamma.data(), d.want_mean.data(), d.want_rstd.data(),
+                              dy_host.data(), gr.want_dx.data(), gr.want_dgamma.data(),
+                              gr.want_dbeta.data(), rows, cols);
+  return gr;
+}
+
+// --backward: every variant with every --params way of summing dgamma and dbeta.
+int runLayerNormBackward(const Cli& cli, vk::Context& context, const BenchOptions& options,
+                         const Problem& p, const LayerNormData& d,
+                         const std::vector<ops::LayerNormVariant>& variants, double copy_gbps) {
+  using V = ops::LayerNormVariant;
+  using P = ops::LayerNormParamsVariant;
+  const P all_params[] = {P::Auto, P::Columns, P::Blocked, P::WithDx};
+  const std::vector<P> params =
+      parseVariants(cli, all_params, ops::layerNormParamsVariantName, "params");
+  const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
+  const LayerNormGrads gr = makeLayerNormGrads(context, p, d);
+  // dx is written into y's buffer.
+  const ops::TensorView x = ops::view(p.dx, {rows, cols}), dx = ops::view(p.dy, {rows, cols}),
+                        g = ops::view(d.dgamma, {cols}), mean = ops::view(d.dmean, {rows}),
+                        rstd = ops::view(d.drstd, {rows}), dy = ops::view(gr.ddy, {rows, cols}),
+                        dg = ops::view(gr.ddgamma, {cols}), db = ops::view(gr.ddbeta, {cols}),
+                        scratch =
+                            ops::view(gr.dscratch, {ops::layerNormBackwardScratch(rows, cols)});
+  int exit_code = 0;
+  for (V requested : variants)
+    for (P param : params) {
+      const V variant =
+          requested == V::Auto ? ops::layerNormVariantFor(context, x, g, dy) : requested;
+      exit_code |= measure(
+          context, options, p, copy_gbps,
+          {"layernorm_backward",
+           std::string(ops::layerNormVariantName(variant)) + "/" +
+               ops::layerNormParamsVariantName(param),
+           ops::layerNormVariantName(requested), 4.0 * double(3 * n + 3 * cols + 2 * rows)},
+          [&](vk::Recorder& rec) {
+            ops::layerNormBackward(rec, x, g, mean, rstd, dy, dx, dg, db, scratch,
+                                   ops::Write::Overwrite, ops::Write::Overwrite, variant, param);
+          },
+          [&] {
+            return std::max({normalisedError(download(context, p.dy, n), gr.want_dx),
+                             normalisedError(download(context, gr.ddgamma, cols), gr.want_dgamma),
+                             normalisedError(download(context, gr.ddbeta, cols), gr.want_dbeta)});
+          });
+    }
   return exit_code;
 }
 
@@ -110,100 +243,12 @@ int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
   const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
                    V::SubgroupTexel};
   const std::vector<V> variants = parseVariants(cli, all, ops::layerNormVariantName);
-  Problem p = makeProblem(cli, context, "layernorm");
-  const int64_t rows = p.rows, cols = p.cols, n = rows * cols;
-  const auto gamma = benchData(size_t(cols), 0.5f, 1.5f, 2),
-             beta = benchData(size_t(cols), -1, 1, 3);
-  const vk::Buffer dgamma = context.allocator().allocate(uint64_t(cols) * 4),
-                   dbeta = context.allocator().allocate(uint64_t(cols) * 4),
-                   dmean = context.allocator().allocate(uint64_t(rows) * 4),
-                   drstd = context.allocator().allocate(uint64_t(rows) * 4);
-  context.staging().upload(dgamma, 0, gamma.data(), gamma.size() * 4);
-  context.staging().upload(dbeta, 0, beta.data(), beta.size() * 4);
-  const ops::TensorView x = ops::view(p.dx, {rows, cols}), y = ops::view(p.dy, {rows, cols}),
-                        g = ops::view(dgamma, {cols}), b = ops::view(dbeta, {cols}),
-                        mean = ops::view(dmean, {rows}), rstd = ops::view(drstd, {rows});
-  std::vector<float> want(static_cast<size_t>(n)), want_mean(static_cast<size_t>(rows)),
-      want_rstd(static_cast<size_t>(rows));
-  ops::ref::layerNorm(p.x.data(), gamma.data(), beta.data(), want.data(), want_mean.data(),
-                      want_rstd.data(), rows, cols, 1e-5f);
-  const double copy_gbps = copyGbps(context, options, n);
-  int exit_code = 0;
-  // Times one variant and reports it: the bytes it moves and its largest normalised error
-  // over the outputs `errors` reads back after the runs.
-  auto measure = [&](const char* op, const std::string& variant, V requested, double bytes,
-                     const std::function<void(vk::Recorder&)>& record,
-                     const std::function<double()>& errors) {
-    std::fprintf(stderr, "vkgrad-bench: %s %s: %d warm-up + %d timed dispatches\n", op,
-                 variant.c_str(), options.warmup, options.iters);
-    BandwidthResult result{op,
-                           variant,
-                           ops::layerNormVariantName(requested),
-                           {{"rows", rows}, {"cols", cols}},
-                           bytes,
-                           timeRuns(context, options.warmup, options.iters, record)};
-    result.error = errors();
-    result.tolerance = 1e-5;
-    exit_code |= reportBandwidth(context, options, result, copy_gbps);
-  };
-  if (cli.has("backward")) {
-    using P = ops::LayerNormParamsVariant;
-    const P all_params[] = {P::Auto, P::Columns, P::Blocked, P::WithDx};
-    const std::vector<P> params =
-        parseVariants(cli, all_params, ops::layerNormParamsVariantName, "params");
-    // dy, and the saved statistics the reference forward gives.
-    const std::vector<float> dy_host = benchData(size_t(n), -1.0f, 1.0f, 4);
-    const vk::Buffer ddy = context.allocator().allocate(uint64_t(n) * 4),
-                     ddgamma = context.allocator().allocate(uint64_t(cols) * 4),
-                     ddbeta = context.allocator().allocate(uint64_t(cols) * 4),
-                     dscratch = context.allocator().allocate(
-                         uint64_t(ops::layerNormBackwardScratch(rows, cols)) * 4);
-    context.staging().upload(ddy, 0, dy_host.data(), dy_host.size() * 4);
-    context.staging().upload(dmean, 0, want_mean.data(), want_mean.size() * 4);
-    context.staging().upload(drstd, 0, want_rstd.data(), want_rstd.size() * 4);
-    std::vector<float> want_dx(static_cast<size_t>(n)), want_dgamma(static_cast<size_t>(cols)),
-        want_dbeta(static_cast<size_t>(cols));
-    ops::ref::layerNormBackward(p.x.data(), gamma.data(), want_mean.data(), want_rstd.data(),
-                                dy_host.data(), want_dx.data(), want_dgamma.data(),
-                                want_dbeta.data(), rows, cols);
-    const ops::TensorView dy = ops::view(ddy, {rows, cols}), dgv = ops::view(ddgamma, {cols}),
-                          dbv = ops::view(ddbeta, {cols}),
-                          scratch =
-                              ops::view(dscratch, {ops::layerNormBackwardScratch(rows, cols)});
-    for (V requested : variants)
-      for (P param : params) {
-        const V variant =
-            requested == V::Auto ? ops::layerNormVariantFor(context, x, g, dy) : requested;
-        measure(
-            "layernorm_backward",
-            std::string(ops::layerNormVariantName(variant)) + "/" +
-                ops::layerNormParamsVariantName(param),
-            requested, 4.0 * double(3 * n + 3 * cols + 2 * rows),
-            [&](vk::Recorder& rec) {
-              ops::layerNormBackward(rec, x, g, mean, rstd, dy, y, dgv, dbv, scratch,
-                                     ops::Write::Overwrite, ops::Write::Overwrite, variant, param);
-            },
-            [&] {
-              return std::max({normalisedError(download(context, p.dy, n), want_dx),
-                               normalisedError(download(context, ddgamma, cols), want_dgamma),
-                               normalisedError(download(context, ddbeta, cols), want_dbeta)});
-            });
-      }
-    return exit_code;
-  }
-  for (V requested : variants) {
-    const V variant = requested == V::Auto ? ops::layerNormVariantFor(context, x, g, b) : requested;
-    measure(
-        "layernorm", ops::layerNormVariantName(variant), requested,
-        4.0 * double(2 * n + 2 * cols + 2 * rows),
-        [&](vk::Recorder& rec) { ops::layerNorm(rec, x, g, b, y, mean, rstd, 1e-5f, variant); },
-        [&] {
-          return std::max({normalisedError(download(context, p.dy, n), want),
-                           normalisedError(download(context, dmean, rows), want_mean),
-                           normalisedError(download(context, drstd, rows), want_rstd)});
-        });
-  }
-  return exit_code;
+  const Problem p = makeProblem(cli, context, "layernorm");
+  const LayerNormData d = makeLayerNormData(context, p);
+  const double copy_gbps = copyGbps(context, options, p.rows * p.cols);
+  if (cli.has("backward"))
+    return runLayerNormBackward(cli, context, options, p, d, variants, copy_gbps);
+  return runLayerNormForward(context, options, p, d, variants, copy_gbps);
 }
 
 }  // namespace

@@ -62,9 +62,7 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
                         weights = h > 0 ? ops::view(b_w, {e, h}) : ops::TensorView{},
                         xv = ops::view(b_x, {n, f}), yv = ops::view(b_y, {n, f});
 
-  std::fprintf(stderr, "vkgrad-bench: spmm: %d warm-up + %d timed dispatches\n", options.warmup,
-               options.iters);
-  const Timing timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
+  const Timing timing = timeDispatches(context, options, "spmm", [&](vk::Recorder& rec) {
     ops::spmm(rec, offsets, sources, weights, xv, yv);
   });
   const double bytes = 4.0 * double(n + 1 + e + e * h + e * f + n * f);
