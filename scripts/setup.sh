@@ -9,8 +9,8 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 
 # Compiler and build tools; the Vulkan headers, loader and volk; the shader compiler and
 # validator; GoogleTest; lavapipe (Vulkan on the CPU, for machines without a GPU); the
-# validation layers that every test runs under; stb to write the apps' PNG plots;
-# nlohmann-json for checkpoint headers, configs and --json output; zlib to read gzip-compressed
+# validation layers that every test runs under; cairo and the DejaVu fonts to draw the apps'
+# pictures, stb to read the images users give them; nlohmann-json for checkpoint headers, configs and --json output; zlib to read gzip-compressed
 # data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set; GLFW for
 # vkgrad-play's window, and Xvfb (with xauth, for xvfb-run) to test it without a display.
 VKGRAD_PACKAGES=(
@@ -19,7 +19,7 @@ VKGRAD_PACKAGES=(
   glslang-tools spirv-tools
   libgtest-dev googletest
   mesa-vulkan-drivers vulkan-validationlayers
-  libstb-dev nlohmann-json3-dev
+  libcairo2-dev fonts-dejavu-core libstb-dev nlohmann-json3-dev
   zlib1g-dev dataset-fashion-mnist
   libglfw3-dev xvfb xauth
 )

@@ -1,5 +1,5 @@
 // The classifier pictures the apps write: a confusion matrix and a captioned grid of images,
-// drawn into a Canvas (common/raster.h) and written as PNG.
+// drawn on a Canvas (common/canvas.h) and written as PNG.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,9 @@ struct GridImage {
   bool marked = false;              // drawn with a red frame and red caption (a wrong guess)
 };
 
-// Images of rows x cols pixels, each scaled up `zoom` times, `per_row` to a row, with their
-// captions; without any caption or mark the tiles sit 2 pixels apart (a mosaic). Throws
+// Images of rows x cols pixels, each scaled up `zoom` times (nearest neighbour: every pixel a
+// sharp zoom x zoom block), `per_row` to a row, with their captions; without any caption or
+// mark the tiles sit 2 pixels apart (a mosaic). Throws
 // std::runtime_error on a bad size or an unwritable path.
 void writeImageGridPng(const std::filesystem::path& path, const std::vector<GridImage>& images,
                        int rows, int cols, int per_row, int zoom, const std::string& title);

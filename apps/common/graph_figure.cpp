@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
+#include "common/canvas.h"
 #include "common/plot.h"
-#include "common/raster.h"
 
 namespace vkgrad::apps {
 
@@ -61,6 +62,16 @@ std::vector<std::pair<double, double>> layoutGraph(
   return p;
 }
 
+namespace {
+
+// Black text on light fills, white on dark ones (relative luminance, sRGB weights).
+Rgb textOn(Rgb fill) {
+  const double luma = 0.2126 * fill.r + 0.7152 * fill.g + 0.0722 * fill.b;
+  return luma > 140 ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
+}
+
+}  // namespace
+
 void writeGraphPng(const std::filesystem::path& path, const GraphPicture& pic, int width,
                    int height) {
   const size_t n = pic.positions.size();
@@ -70,54 +81,81 @@ void writeGraphPng(const std::filesystem::path& path, const GraphPicture& pic, i
                              std::to_string(pic.labelled.size()) + " labelled, " +
                              std::to_string(pic.wrong.size()) + " wrong flags");
   const Rgb white{255, 255, 255}, black{0, 0, 0}, grey{170, 170, 170}, red{214, 39, 40};
-  Canvas canvas(width, height, white);
-  const int legend_w = 170, top = 40, margin = 30;
-  drawText(canvas, 10, 10, pic.title, black, 2);
-  const Rect area{margin, top + margin, width - legend_w - margin, height - margin};
-  const double radius = std::clamp(300.0 / std::sqrt(double(n)), 2.5, 11.0);
-  auto at = [&](size_t i) {
-    return std::pair<double, double>{
-        area.x0 + pic.positions[i].first * (area.x1 - area.x0),
-        area.y0 + (1.0 - pic.positions[i].second) * (area.y1 - area.y0)};
+  const Font text{12.0}, heading{15.0, true}, number{11.0, true};
+  const TextSize head_line = measureText("", heading);
+  const bool numbered = n <= 60;
+  // Numbered nodes are big enough to hold two digits of 11 px bold.
+  const double radius = std::clamp(300.0 / std::sqrt(double(n)), 2.5, numbered ? 12.0 : 11.0);
+  const int pad = 10, ring = 5;  // ring: how far the widest mark (the red ring) reaches out
+
+  // The legend, right of the drawing: rows of a mark and a label.
+  struct Row {
+    std::string label;
+    Rgb fill;
+    std::optional<Rgb> ring;
+    double ring_radius;
   };
-  Coverage lines(width, height);
+  std::vector<Row> rows;
+  for (size_t c = 0; c < pic.class_names.size(); ++c) {
+    const unsigned char* rgb = categoricalColour(int(c));
+    rows.push_back({pic.class_names[c], {rgb[0], rgb[1], rgb[2]}, std::nullopt, 0});
+  }
+  rows.push_back({"labelled (trained on)", grey, black, 9.5});
+  rows.push_back({"predicted wrong", grey, red, 11.5});
+  double legend_text = measureText("colour: predicted class", text).width;
+  for (const Row& r : rows)
+    legend_text = std::max(legend_text, 24 + measureText(r.label, text).width);
+  const int legend_w = int(std::ceil(legend_text)) + 2 * pad, row_h = 26;
+  const int legend_h = int(rows.size() + 1) * row_h;
+
+  // The drawing keeps layoutGraph's aspect, as large as fits width x height beside the legend,
+  // and the picture is cut to what it draws.
+  double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
+  for (const auto& [x, y] : pic.positions)
+    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  const double xspan = std::max(x1 - x0, 1e-9), yspan = std::max(y1 - y0, 1e-9);
+  const int margin = pad + int(std::ceil(radius)) + ring;  // the nodes' reach past a position
+  const int top =
+      pic.title.empty() ? 0 : pad + int(std::ceil(head_line.ascent + head_line.descent));
+  const double room_w = std::max(width - legend_w - 2 * margin, 64);
+  const double room_h = std::max(height - top - 2 * margin, 64);
+  const double scale = std::min(room_w / xspan, room_h / yspan);
+  const int draw_w = int(std::ceil(xspan * scale)), draw_h = int(std::ceil(yspan * scale));
+  const int canvas_w = std::max(2 * margin + draw_w + legend_w,
+                                2 * pad + int(std::ceil(measureText(pic.title, heading).width)));
+  const int canvas_h = top + std::max(2 * margin + draw_h, pad + legend_h);
+  Canvas canvas(canvas_w, canvas_h, white);
+  canvas.text(pad, pad + head_line.ascent, pic.title, heading, black);
+  auto at = [&](size_t i) {
+    return Point{margin + (pic.positions[i].first - x0) * scale,
+                 top + margin + (y1 - pic.positions[i].second) * scale};
+  };
+  const Rect all{0, 0, canvas_w, canvas_h};
   for (const auto& [a, b] : pic.edges) {
     if (a >= n || b >= n || a == b) continue;
-    const auto [xa, ya] = at(a);
-    const auto [xb, yb] = at(b);
-    lines.stroke(xa, ya, xb, yb, n > 500 ? 0.5 : 1.0);
+    const Point ends[2] = {at(a), at(b)};
+    canvas.polyline(ends, n > 500 ? 0.5 : 1.0, grey, all);
   }
-  const Rect all{0, 0, width, height};
-  canvas.composite(lines, grey, all);
+  const double digits = digitHeight(number);
   for (size_t i = 0; i < n; ++i) {
-    const auto [x, y] = at(i);
+    const Point p = at(i);
     const unsigned char* c = categoricalColour(pic.node_class[i]);
-    if (pic.wrong[i]) canvas.dot(x, y, radius + 4.5, red, 1.0f, all);
-    if (pic.labelled[i]) canvas.dot(x, y, radius + 2.5, black, 1.0f, all);
-    canvas.dot(x, y, radius, {c[0], c[1], c[2]}, 1.0f, all);
-    if (n <= 60) {
-      const std::string id = std::to_string(i);
-      drawText(canvas, int(x) - textWidth(id, 1) / 2, int(y) - kTextHeight / 2, id, white, 1);
-    }
+    const Rgb fill{c[0], c[1], c[2]};
+    if (pic.wrong[i]) canvas.dot(p, radius + 4.5, red, 1.0, all);
+    if (pic.labelled[i]) canvas.dot(p, radius + 2.5, black, 1.0, all);
+    canvas.dot(p, radius, fill, 1.0, all);
+    if (numbered)
+      canvas.text(p.x, p.y + 0.5 * digits, std::to_string(i), number, textOn(fill), Align::Centre);
   }
-  // The legend, right of the drawing.
-  int ly = top + margin;
-  const int lx = width - legend_w + 10;
-  for (size_t c = 0; c < pic.class_names.size(); ++c, ly += 22) {
-    const unsigned char* rgb = categoricalColour(int(c));
-    canvas.dot(lx + 8, ly + 5, 7, {rgb[0], rgb[1], rgb[2]}, 1.0f, all);
-    drawText(canvas, lx + 22, ly, pic.class_names[c], black, 1);
+  const double lx = 2 * margin + draw_w + pad;
+  double ly = top + margin + 0.5 * row_h;  // the middle of the first row
+  for (const Row& r : rows) {
+    if (r.ring) canvas.dot({lx + 9, ly}, r.ring_radius, *r.ring, 1.0, all);
+    canvas.dot({lx + 9, ly}, 7, r.fill, 1.0, all);
+    canvas.text(lx + 24, ly + 0.5 * digitHeight(text), r.label, text, black);
+    ly += row_h;
   }
-  ly += 8;
-  canvas.dot(lx + 8, ly + 5, 9.5, black, 1.0f, all);
-  canvas.dot(lx + 8, ly + 5, 7, grey, 1.0f, all);
-  drawText(canvas, lx + 22, ly, "labelled (trained on)", black, 1);
-  ly += 24;
-  canvas.dot(lx + 8, ly + 5, 11.5, red, 1.0f, all);
-  canvas.dot(lx + 8, ly + 5, 7, grey, 1.0f, all);
-  drawText(canvas, lx + 22, ly, "predicted wrong", black, 1);
-  ly += 24;
-  drawText(canvas, lx, ly, "colour: predicted class", black, 1);
+  canvas.text(lx, ly + 0.5 * digitHeight(text), "colour: predicted class", text, black);
   writePng(path, canvas);
 }
 

@@ -26,9 +26,10 @@ struct GraphPicture {
   std::vector<bool> wrong;               // a red ring: a wrong prediction
 };
 
-// Writes the picture as a PNG (through a temporary file renamed over path). Node numbers are
-// drawn when there are at most 60 nodes. Throws std::runtime_error on mismatched sizes or an
-// unwritable path.
+// Writes the picture as a PNG (through a temporary file renamed over path): the drawing, as
+// large as fits width x height beside its legend, keeps the layout's aspect, and the picture
+// is cut to what it draws. Node numbers are drawn when there are at most 60 nodes. Throws
+// std::runtime_error on mismatched sizes or an unwritable path.
 void writeGraphPng(const std::filesystem::path& path, const GraphPicture& picture, int width = 900,
                    int height = 800);
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/canvas.h"
 #include "common/plot_frame.h"
-#include "common/raster.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -22,9 +22,45 @@ uint64_t mix(uint64_t z) {
 
 }  // namespace
 
-void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
-                   const PlotOptions& options) {
-  const std::string where = "writeLinePlot(" + path.string() + "): ";
+namespace {
+
+// The series' drawable points in canvas coordinates, cut into runs at the points that cannot
+// be drawn.
+std::vector<std::vector<Point>> runs(const Series& se, const PlotFrame& frame, bool log_y) {
+  std::vector<std::vector<Point>> out(1);
+  for (size_t i = 0; i < se.x.size(); ++i) {
+    if (drawable(se.x[i], se.y[i], log_y))
+      out.back().push_back({frame.px(se.x[i]), frame.py(se.y[i])});
+    else if (!out.back().empty())
+      out.emplace_back();
+  }
+  if (out.back().empty()) out.pop_back();
+  return out;
+}
+
+// How much of the lines lies in r grown by `reach`: samples a pixel apart along each segment.
+// The legend goes in the place where this is least.
+size_t inkIn(const std::vector<std::vector<Point>>& lines, Rect r, double reach) {
+  size_t hits = 0;
+  auto inside = [&](double x, double y) {
+    return x > r.x0 - reach && x < r.x1 + reach && y > r.y0 - reach && y < r.y1 + reach;
+  };
+  for (const std::vector<Point>& line : lines) {
+    if (line.size() == 1) hits += inside(line[0].x, line[0].y);
+    for (size_t i = 0; i + 1 < line.size(); ++i) {
+      const Point a = line[i], b = line[i + 1];
+      const int steps = 1 + int(std::hypot(b.x - a.x, b.y - a.y));
+      for (int k = 0; k < steps; ++k) {
+        const double t = double(k) / steps;
+        hits += inside(a.x + t * (b.x - a.x), a.y + t * (b.y - a.y));
+      }
+    }
+  }
+  return hits;
+}
+
+Canvas linePlot(const std::string& where, const std::vector<Series>& series,
+                const PlotOptions& options) {
   Bounds bounds;
   for (const Series& se : series) {
     checkLengths(where, "series", se.label, se.x.size(), se.y.size());
@@ -36,21 +72,18 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
   const int s = frame.scale();
   Canvas canvas = frame.blankCanvas();
   const double line_width = 1.0 + s;
-  std::vector<Coverage> masks;
+  std::vector<std::vector<Point>> all;
   for (const Series& se : series) {
-    Coverage& mask = masks.emplace_back(options.width, options.height);
-    const size_t n = se.x.size();
-    auto ok = [&](size_t i) { return i < n && drawable(se.x[i], se.y[i], options.log_y); };
-    for (size_t i = 0; i < n; ++i) {
-      if (!ok(i)) continue;  // a gap: neither neighbouring segment is drawn
-      const double x = frame.px(se.x[i]), y = frame.py(se.y[i]);
-      if (ok(i + 1))
-        mask.stroke(x, y, frame.px(se.x[i + 1]), frame.py(se.y[i + 1]), line_width);
-      else if (i == 0 || !ok(i - 1))
-        mask.stroke(x, y, x, y, 2 * line_width);  // lone point: a dot
-      if (se.markers) mask.square(x, y, 2.5 * s);
+    const Rgb colour{se.rgb[0], se.rgb[1], se.rgb[2]};
+    for (const std::vector<Point>& run : runs(se, frame, options.log_y)) {
+      if (run.size() == 1)
+        canvas.dot(run[0], line_width, colour, 1.0, p);  // a lone point: a dot, not nothing
+      else
+        canvas.polyline(run, line_width, colour, p);
+      if (se.markers)
+        for (const Point& q : run) canvas.square(q, 2.5 * s, colour, p);
+      all.push_back(run);
     }
-    canvas.composite(mask, {se.rgb[0], se.rgb[1], se.rgb[2]}, p);
   }
 
   std::vector<LegendEntry> entries;
@@ -58,17 +91,25 @@ void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
     entries.push_back({se.label,
                        {se.rgb[0], se.rgb[1], se.rgb[2]},
                        se.markers ? LegendEntry::Mark::LineAndSquare : LegendEntry::Mark::Line});
-  // The corner covering the least ink wins; ties go to the earlier (top right) corner.
+  // The place covering the least ink wins; ties go to the earlier (top right first).
   Rect box{};
-  double least = 1e300;
-  for (const Rect& c : legendCorners(p, legendSize(entries, s), s)) {
-    double ink = 0;
-    for (const Coverage& m : masks) ink += m.density(c);
-    if (ink < least - 1e-9) least = ink, box = c;
-  }
+  size_t least = SIZE_MAX;
+  for (const Rect& c : legendPlaces(p, legendSize(entries, s), s))
+    if (const size_t ink = inkIn(all, c, line_width); ink < least) least = ink, box = c;
   drawLegend(canvas, entries, box, s, line_width);
   frame.drawAxes(canvas);
-  writePng(path, canvas);
+  return canvas;
+}
+
+}  // namespace
+
+Canvas drawLinePlot(const std::vector<Series>& series, const PlotOptions& options) {
+  return linePlot("drawLinePlot: ", series, options);
+}
+
+void writeLinePlot(const fs::path& path, const std::vector<Series>& series,
+                   const PlotOptions& options) {
+  writePng(path, linePlot("writeLinePlot(" + path.string() + "): ", series, options));
 }
 
 void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& groups,
@@ -101,7 +142,7 @@ void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& group
   for (const PointGroup& pg : groups)
     entries.push_back({pg.label, {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, LegendEntry::Mark::Dot});
   const LegendSize size = legendSize(entries, s);
-  // The legend goes in the first corner (top right first) that hides no dot, else right of
+  // The legend goes in the first place (top right first) that hides no dot, else right of
   // the plot area: a legend over data hides exactly the outliers one looks for.
   auto hides = [&](const Rect& box) {
     for (const Point& pt : points) {
@@ -114,10 +155,10 @@ void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& group
   };
   Rect box{};
   if (size.h > 0) {
-    const auto corners = legendCorners(frame.plot(), size, s);
+    const auto places = legendPlaces(frame.plot(), size, s);
     const auto free =
-        std::find_if(corners.begin(), corners.end(), [&](const Rect& c) { return !hides(c); });
-    if (free != corners.end()) {
+        std::find_if(places.begin(), places.end(), [&](const Rect& c) { return !hides(c); });
+    if (free != places.end()) {
       box = *free;
     } else {
       frame = PlotFrame(where, bounds, options, legendOutsideMargin(size, s));
@@ -132,8 +173,8 @@ void writeScatterPlot(const fs::path& path, const std::vector<PointGroup>& group
   Canvas canvas = frame.blankCanvas();
   for (const Point& pt : points) {
     const PointGroup& pg = groups[pt.group];
-    canvas.dot(frame.px(pg.x[pt.index]), frame.py(pg.y[pt.index]), radius,
-               {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, float(alpha), frame.plot());
+    canvas.dot({frame.px(pg.x[pt.index]), frame.py(pg.y[pt.index])}, radius,
+               {pg.rgb[0], pg.rgb[1], pg.rgb[2]}, alpha, frame.plot());
   }
   drawLegend(canvas, entries, box, s, 1.0 + s);
   frame.drawAxes(canvas);

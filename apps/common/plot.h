@@ -1,11 +1,13 @@
 // Line and scatter plots written as PNG: the apps' loss curves (vkgrad-gpt train writes
-// loss.png) and a VAE's latent space. Drawn here into an RGB image (common/raster.h) with a
-// frame, 1/2/5 ticks, grid, labels and a legend (common/plot_frame.h); stb writes the PNG.
+// loss.png) and a VAE's latent space. Drawn on a cairo canvas (common/canvas.h) with a frame,
+// 1/2/5 ticks, grid, labels and a legend (common/plot_frame.h).
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "common/canvas.h"
 
 namespace vkgrad::apps {
 
@@ -30,6 +32,9 @@ struct PlotOptions {
 // size leaves no room for the plot.
 void writeLinePlot(const std::filesystem::path& path, const std::vector<Series>& series,
                    const PlotOptions& options);
+// The same picture as a canvas (vkgrad-play's loss panel), with the same errors but the
+// file's.
+Canvas drawLinePlot(const std::vector<Series>& series, const PlotOptions& options);
 
 // Points drawn as small filled dots, one colour per group, with a legend of the group labels
 // (for a VAE's 2-D latent space: the test set's means coloured by class). Same file rules and
@@ -40,10 +45,11 @@ struct PointGroup {
   std::vector<double> x, y;  // same length; points that cannot be drawn are skipped
   unsigned char rgb[3] = {31, 119, 180};
 };
-// Dots are anti-aliased discs of radius 1.5 px (times the text scale), blended with an opacity
+// Dots are anti-aliased discs of radius 1.5 px (times the plot's scale), blended with an opacity
 // that falls as the points grow (0.9 up to 1,000 points, 0.45 from 4,000), drawn in an order
-// that interleaves the groups. The legend sits in the first corner of the plot (top right first)
-// that hides no dot, else right of the plot area.
+// that interleaves the groups. The legend sits in the first of its places in the plot (the
+// corners, top right first, then the middles of the right and left edges) that hides no dot,
+// else right of the plot area.
 void writeScatterPlot(const std::filesystem::path& path, const std::vector<PointGroup>& groups,
                       const PlotOptions& options);
 

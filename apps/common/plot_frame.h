@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/canvas.h"
 #include "common/plot.h"
-#include "common/raster.h"
 
 namespace vkgrad::apps {
 
@@ -37,6 +37,18 @@ struct Axis {
   std::vector<double> minor;  // unlabelled grid lines, axis space
 };
 
+// The plots' text at scale s: tick labels and legend 12 px, axis labels 13 px, the title 15 px
+// bold.
+inline Font tickFont(int s) {
+  return {12.0 * s};
+}
+inline Font labelFont(int s) {
+  return {13.0 * s};
+}
+inline Font titleFont(int s) {
+  return {15.0 * s, true};
+}
+
 // Axes over the bounds, and where the plot area, ticks, labels and title go.
 class PlotFrame {
  public:
@@ -47,7 +59,7 @@ class PlotFrame {
             int right_margin = 0);
 
   Rect plot() const { return plot_; }   // the data area inside the frame
-  int scale() const { return scale_; }  // text scale for labels; the title uses scale + 1
+  int scale() const { return scale_; }  // 1, or more on large pictures: text, pads, marks grow
   // Data to continuous canvas coordinates.
   double px(double x) const;
   double py(double y) const;
@@ -71,19 +83,21 @@ struct LegendEntry {
   Mark mark;
 };
 
-// The legend box's size for the entries at this text scale, and its four candidate places
-// inside the plot area, top right first (loss curves fall from the top left).
+// The legend box's size for the entries at this scale (PlotFrame::scale, its text in
+// tickFont), and its six candidate places inside the plot area: the corners, top right first
+// (loss curves fall from the top left), then the middles of the right and left edges (where
+// curves that flatten out early leave room).
 struct LegendSize {
   int w = 0, h = 0;
 };
 LegendSize legendSize(const std::vector<LegendEntry>& entries, int scale);
-std::array<Rect, 4> legendCorners(Rect plot, LegendSize size, int scale);
+std::array<Rect, 6> legendPlaces(Rect plot, LegendSize size, int scale);
 // The box's place right of the plot area, and the right_margin PlotFrame must keep for it.
 Rect legendOutside(Rect plot, LegendSize size, int scale);
 int legendOutsideMargin(LegendSize size, int scale);
 
-// A bordered white box with one row per entry: its mark (a line of line_width, with a square
-// for LineAndSquare; an opaque dot for Dot) and its label.
+// A bordered white box with one row per labelled entry: its mark (a line of line_width, with a
+// square for LineAndSquare; an opaque dot for Dot) and its label.
 void drawLegend(Canvas& canvas, const std::vector<LegendEntry>& entries, Rect box, int scale,
                 double line_width);
 

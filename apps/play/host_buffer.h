@@ -1,5 +1,5 @@
 // A buffer in host-visible, coherent memory, mapped for its whole life: the app's small
-// inputs to its shaders (the data points, the loss curve) and the screenshot's readback.
+// inputs to its shaders (the data points, the loss panel's pixels) and the screenshot's readback.
 #pragma once
 
 #include "play/device.h"

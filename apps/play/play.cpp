@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,28 +22,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The loss after every inference, in at most Renderer::kCurvePoints values: when full, each
-// pair of neighbours becomes its mean, so the curve always spans the whole run.
+// The loss after every inference against the step it was measured at, in at most
+// Renderer::kCurvePoints points: when full, each pair of neighbours becomes its mean, so the
+// curve always spans the whole run.
 class LossCurve {
  public:
-  void add(float loss) {
-    sum_ += loss;
+  void add(int64_t step, float loss) {
+    step_sum_ += double(step);
+    loss_sum_ += loss;
     if (++pending_ < per_value_) return;
-    values_.push_back(float(sum_ / pending_));
-    sum_ = 0.0;
+    steps_.push_back(step_sum_ / pending_);
+    losses_.push_back(loss_sum_ / pending_);
+    step_sum_ = loss_sum_ = 0.0;
     pending_ = 0;
-    if (values_.size() < size_t(Renderer::kCurvePoints)) return;
-    for (size_t i = 0; i < values_.size() / 2; ++i)
-      values_[i] = 0.5f * (values_[2 * i] + values_[2 * i + 1]);
-    values_.resize(values_.size() / 2);
+    if (losses_.size() < size_t(Renderer::kCurvePoints)) return;
+    for (std::vector<double>* v : {&steps_, &losses_}) {
+      for (size_t i = 0; i < v->size() / 2; ++i) (*v)[i] = 0.5 * ((*v)[2 * i] + (*v)[2 * i + 1]);
+      v->resize(v->size() / 2);
+    }
     per_value_ *= 2;
   }
-  const std::vector<float>& values() const { return values_; }
+  const std::vector<double>& steps() const { return steps_; }
+  const std::vector<double>& losses() const { return losses_; }
 
  private:
-  std::vector<float> values_;
+  std::vector<double> steps_, losses_;
   int per_value_ = 1, pending_ = 0;
-  double sum_ = 0.0;
+  double step_sum_ = 0.0, loss_sum_ = 0.0;
 };
 
 // Frame time and training speed over the last half second or so.
@@ -98,6 +104,7 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
                     {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height,
                      co.plane, &data});
   LossCurve curve;
+  std::deque<int64_t> loss_steps;  // the step of each inference whose loss a frame copies
   Rates rates;
   uint64_t shown = 0;  // the engine's timeline value of the inference the frames draw
   int64_t frame = 0;
@@ -110,7 +117,10 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     if (closing && o.screenshot.empty()) break;
     const bool last = closing || frame + 1 == o.frames;
     if (!renderer.beginFrame()) continue;  // the swapchain was rebuilt
-    if (const std::optional<float> loss = renderer.takeLoss()) curve.add(*loss);
+    if (const std::optional<float> loss = renderer.takeLoss()) {
+      curve.add(loss_steps.front(), *loss);  // losses come back in the order frames copied them
+      loss_steps.pop_front();
+    }
 
     const Clock::time_point engine_start = Clock::now();
     // Training: at most one step in flight, and the frame does not wait for it. Further
@@ -126,10 +136,11 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
       shown = classifier.inferAsync(
           std::span<const vk::SemaphoreWait>(&after_frame, renderer.submitted() ? 1 : 0));
       fresh = true;
+      loss_steps.push_back(classifier.inferredStep());
     }
     engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
 
-    renderer.setCurve(curve.values());
+    renderer.setCurve(curve.steps(), curve.losses());
     // The frame waits for that inference on the device (and copies its loss out when it is
     // new); the host does not wait.
     renderer.endFrame(context.timeline(), shown, fresh, last && !o.screenshot.empty());
@@ -139,8 +150,8 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
       std::snprintf(title, sizeof(title),
                     "vkgrad-play: step %lld, loss %.3f, %.1f ms/frame, %.0f steps/s",
                     static_cast<long long>(classifier.steps()),
-                    curve.values().empty() ? 0.0 : double(curve.values().back()),
-                    rates.msPerFrame(), rates.stepsPerSecond());
+                    curve.losses().empty() ? 0.0 : curve.losses().back(), rates.msPerFrame(),
+                    rates.stepsPerSecond());
       glfwSetWindowTitle(device.window(), title);
     }
     if (closing) break;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
-#include "common/raster.h"
+#include "common/canvas.h"
+#include "common/plot.h"
 #include "play/pipeline.h"
 
 // SPIR-V of apps/play/shaders, compiled at build time (glslangValidator --vn).
@@ -26,10 +28,10 @@ struct Push {
 };
 static_assert(sizeof(Push) == 40);
 
-// The loss curve's storage buffer (field.frag's Curve).
-struct CurveHeader {
-  uint32_t count;
-  float top;
+// The loss panel's storage buffer (field.frag's Panel) before its pixels.
+struct PanelHeader {
+  int32_t origin[2];
+  int32_t size[2];
 };
 
 }  // namespace
@@ -58,9 +60,10 @@ Renderer::Renderer(const Device& device, Swapchain& swapchain, const Scene& scen
     VK_CHECK(vkCreateFence(dev, &fence, nullptr, &f.done));
     VkSemaphoreCreateInfo binary{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
     VK_CHECK(vkCreateSemaphore(dev, &binary, nullptr, &f.acquired));
-    f.curve = std::make_unique<HostBuffer>(device, sizeof(CurveHeader) + 4 * kCurvePoints,
-                                           VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
-    std::memset(f.curve->data(), 0, f.curve->bytes());
+    f.panel =
+        std::make_unique<HostBuffer>(device, sizeof(PanelHeader) + 4 * kPanelWidth * kPanelHeight,
+                                     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    std::memset(f.panel->data(), 0, f.panel->bytes());  // size (0, 0): no panel yet
     f.loss = std::make_unique<HostBuffer>(device, 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT);
   }
   createPresentSemaphores();
@@ -131,7 +134,7 @@ void Renderer::createDescriptors(const Scene& scene) {
     VK_CHECK(vkAllocateDescriptorSets(dev, &allocate, &f.set));
     const VkDescriptorBufferInfo buffers[3] = {
         {scene.logits.buffer, start, scene.logits.offset - start + scene.logits.bytes},
-        {f.curve->buffer(), 0, VK_WHOLE_SIZE},
+        {f.panel->buffer(), 0, VK_WHOLE_SIZE},
         {points_->buffer(), 0, VK_WHOLE_SIZE}};
     VkWriteDescriptorSet writes[3];
     for (uint32_t b = 0; b < 3; ++b) {
@@ -215,15 +218,41 @@ std::optional<float> Renderer::takeLoss() {
   return std::exchange(loss_, std::nullopt);
 }
 
-void Renderer::setCurve(std::span<const float> losses) {
-  HostBuffer& buffer = *frames_in_flight_[frames_ % kFramesInFlight].curve;
-  const size_t count = std::min<size_t>(losses.size(), kCurvePoints);
-  float top = 0.0f;
-  for (size_t i = 0; i < count; ++i) top = std::max(top, losses[i]);
-  const CurveHeader header{uint32_t(count), top > 0.0f ? top * 1.05f : 1.0f};
-  std::memcpy(buffer.data(), &header, sizeof(header));
-  if (count > 0)  // an empty curve's data() may be null, which memcpy must not get
-    std::memcpy(static_cast<char*>(buffer.data()) + sizeof(header), losses.data(), 4 * count);
+void Renderer::setCurve(std::span<const double> steps, std::span<const double> losses) {
+  const VkExtent2D extent = swapchain_.extent();
+  const size_t count = std::min({steps.size(), losses.size(), size_t(kCurvePoints)});
+  std::vector<double> key{double(extent.width), double(extent.height), double(count)};
+  if (count > 0) key.insert(key.end(), {steps[count - 1], losses[count - 1]});
+  if (key != panel_key_) {
+    panel_key_ = key;
+    ++panel_version_;
+    // About a third of the window, within what the buffers hold, and at least what a plot
+    // with 12 px labels needs; 6 pixels in from the bottom-right corner.
+    const int w = std::clamp(int(0.42 * extent.width), 220, kPanelWidth);
+    const int h = std::clamp(int(0.36 * extent.height), 130, kPanelHeight);
+    PanelHeader header{{int32_t(extent.width) - w - 6, int32_t(extent.height) - h - 6}, {0, 0}};
+    panel_.assign(sizeof(header) / 4, 0);
+    if (count >= 2 && w + 12 <= int(extent.width) && h + 12 <= int(extent.height)) {
+      apps::Series curve{
+          "", {steps.begin(), steps.begin() + count}, {losses.begin(), losses.begin() + count}};
+      apps::PlotOptions plot{"", "step", "loss"};
+      plot.width = w, plot.height = h, plot.log_y = true;
+      try {
+        const std::vector<apps::Rgb> pixels = apps::drawLinePlot({curve}, plot).pixels();
+        header.size[0] = w, header.size[1] = h;
+        for (const apps::Rgb& c : pixels)
+          panel_.push_back(uint32_t(c.r) << 16 | uint32_t(c.g) << 8 | c.b);
+      } catch (const std::runtime_error&) {
+        // Nothing drawable on a log axis (every loss 0): no panel rather than no frame.
+      }
+    }
+    std::memcpy(panel_.data(), &header, sizeof(header));
+  }
+  Frame& f = frames_in_flight_[frames_ % kFramesInFlight];
+  if (f.panel_version != panel_version_) {  // this slot's last frame has finished with it
+    std::memcpy(f.panel->data(), panel_.data(), 4 * panel_.size());
+    f.panel_version = panel_version_;
+  }
 }
 
 void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot) {
@@ -365,11 +394,12 @@ void Renderer::screenshot(const std::filesystem::path& path) {
   const int w = int(readback_extent_.width), h = int(readback_extent_.height);
   const bool bgra = swapchain_.format() == VK_FORMAT_B8G8R8A8_UNORM;
   const auto* px = static_cast<const unsigned char*>(readback_->data());
+  std::vector<apps::Rgb> rgb;
+  rgb.reserve(size_t(w) * size_t(h));
+  for (size_t i = 0; i < size_t(w) * size_t(h); ++i, px += 4)
+    rgb.push_back(bgra ? apps::Rgb{px[2], px[1], px[0]} : apps::Rgb{px[0], px[1], px[2]});
   apps::Canvas canvas(w, h, {0, 0, 0});
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x, px += 4)
-      canvas.fill({x, y, x + 1, y + 1},
-                  bgra ? apps::Rgb{px[2], px[1], px[0]} : apps::Rgb{px[0], px[1], px[2]});
+  canvas.setPixels(rgb);
   apps::writePng(path, canvas);
 }
 

@@ -1,7 +1,8 @@
 // Draws a frame: the decision regions from the engine's logits buffer (bound in place as a
-// storage buffer), the data points over them and the loss curve, into the next swapchain
-// image; optionally copies that image out for a screenshot. Two frames in flight, each with
-// its own command buffer, fence, acquire semaphore and loss-curve buffer.
+// storage buffer), the data points over them and the loss panel (a line plot with axes that
+// apps/common draws on the CPU), into the next swapchain image; optionally copies that image
+// out for a screenshot. Two frames in flight, each with its own command buffer, fence, acquire
+// semaphore and loss-panel buffer.
 //
 // Synchronisation with the engine, all on the one shared queue: a frame's submission waits
 // for the engine's timeline at the value of the inference it shows (fragment stage), and
@@ -35,6 +36,8 @@ class Renderer {
  public:
   static constexpr int kFramesInFlight = 2;
   static constexpr int kCurvePoints = 256;
+  // The loss panel's largest size, pixels (its buffers are allocated for it).
+  static constexpr int kPanelWidth = 400, kPanelHeight = 260;
 
   Renderer(const Device& device, Swapchain& swapchain, const Scene& scene);
   ~Renderer();
@@ -47,8 +50,11 @@ class Renderer {
   // The loss a finished frame copied from the engine (endFrame's copy_loss), once, in the
   // order the frames were submitted; nothing when there is none new. After beginFrame().
   std::optional<float> takeLoss();
-  // The loss after each inference so far (at most kCurvePoints, oldest first).
-  void setCurve(std::span<const float> losses);
+  // The loss after each inference so far against the step it was measured at (at most
+  // kCurvePoints, oldest first), for this frame's panel: a log-scale plot with axes, redrawn
+  // when the curve or the window's size changed. Fewer than 2 points, or a window too small
+  // for a legible plot: no panel.
+  void setCurve(std::span<const double> steps, std::span<const double> losses);
   // Records and submits the frame after the engine's timeline reaches `engine_value` (0:
   // nothing to wait for), then presents it. copy_loss: the frame also copies the engine's
   // loss for takeLoss() (a device copy: no host read waits for the engine). screenshot: it
@@ -68,7 +74,8 @@ class Renderer {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkFence done = VK_NULL_HANDLE;
     VkSemaphore acquired = VK_NULL_HANDLE;
-    std::unique_ptr<HostBuffer> curve;
+    std::unique_ptr<HostBuffer> panel;
+    uint64_t panel_version = 0;        // of the panel its buffer holds
     std::unique_ptr<HostBuffer> loss;  // the engine's loss, copied by this frame
     bool copied_loss = false;
     VkDescriptorSet set = VK_NULL_HANDLE;
@@ -98,6 +105,10 @@ class Renderer {
   Frame frames_in_flight_[kFramesInFlight];
   // One per swapchain image: presentation holds it until that image is acquired again.
   std::vector<VkSemaphore> rendered_;
+  // The panel as last drawn (field.frag's Panel: origin, size, then 0x00RRGGBB pixels).
+  std::vector<uint32_t> panel_;
+  uint64_t panel_version_ = 0;
+  std::vector<double> panel_key_;  // what it was drawn from: extent, count, last point
   VkSemaphore timeline_ = VK_NULL_HANDLE;
   uint64_t frames_ = 0;
   uint32_t image_ = 0;         // acquired by beginFrame

@@ -224,6 +224,49 @@ TEST(Plot, FailuresThrowNamingThePathAndLeaveNoFile) {
   EXPECT_EQ(files, 1);
 }
 
+// Text and frame are dark grey (ink 30, frame 70); grid lines, white and the series' colours
+// are not.
+bool dark(const Image& im, int x, int y) {
+  const unsigned char* p = &im.rgb[(size_t(y) * size_t(im.width) + size_t(x)) * 3];
+  return p[0] < 120 && p[1] < 120 && p[2] < 120;
+}
+
+TEST(Plot, TitleAndAxisLabelsFillTheMarginsWithNoEmptyBand) {
+  Rng rng;
+  TempDir dir(rng);
+  Series line = horizontal("a", 1.0, 9.0, 10, 31, 119, 180);
+  line.y[5] = 2.0;
+  PlotOptions options{"Title", "step", "loss (nats)"};
+  options.width = 600 + int(rng.below(300)), options.height = 400 + int(rng.below(200));
+  const fs::path path = dir.path / "labels.png";
+  ASSERT_NO_THROW(apps::writeLinePlot(path, {line}, options));
+  const Image im = load(path);
+  int top = im.height, bottom = -1, left = im.width;
+  for (int y = 0; y < im.height; ++y)
+    for (int x = 0; x < im.width; ++x)
+      if (dark(im, x, y))
+        top = std::min(top, y), bottom = std::max(bottom, y), left = std::min(left, x);
+  // The title's capitals start a pad (8 px) and the font's room above capitals (3 px at 15 px)
+  // below the top; "step" hangs its 'p' to within 8 px and a little of the bottom; the
+  // rotated y label starts 8 px in. 14: those and a few pixels of slack, where a layout sized
+  // for other text (or a font other than the measured one) leaves bands of 20 and more.
+  EXPECT_LE(top, 14) << rng.describe();
+  EXPECT_GE(bottom, im.height - 14) << rng.describe();
+  EXPECT_LE(left, 14) << rng.describe();
+  // The title's ink is at least 11 px tall ('T' is 0.73 of its 15 px): rows of dark pixels
+  // in the top band above the frame, centred over the picture.
+  int title_rows = 0, title_x0 = im.width, title_x1 = -1;
+  for (int y = 0; y < 30; ++y) {
+    bool any = false;
+    for (int x = 0; x < im.width; ++x)
+      if (dark(im, x, y))
+        any = true, title_x0 = std::min(title_x0, x), title_x1 = std::max(title_x1, x);
+    title_rows += any;
+  }
+  EXPECT_GE(title_rows, 10);
+  EXPECT_NEAR(0.5 * (title_x0 + title_x1), 0.5 * im.width, 40) << rng.describe();
+}
+
 double uniform(Rng& rng, double lo, double hi) {
   return rng.uniform(1, float(lo), float(hi))[0];
 }
@@ -329,12 +372,15 @@ struct Box {
   bool contains(int x, int y) const { return x >= x0 && x <= x1 && y >= y0 && y <= y1; }
 };
 
+// The box around the runs of at least 20 pixels of colour c in a row: the legend's top and
+// bottom borders. Anti-aliased text has pixels of that grey too, but never 20 in a row.
 Box boxOf(const Image& im, const unsigned char c[3]) {
   Box b;
   for (int y = 0; y < im.height; ++y) {
-    for (int x = 0; x < im.width; ++x) {
-      if (!im.is(x, y, c)) continue;
-      b.x0 = std::min(b.x0, x), b.y0 = std::min(b.y0, y);
+    for (int x = 0, run = 0; x < im.width; ++x) {
+      run = im.is(x, y, c) ? run + 1 : 0;
+      if (run < 20) continue;
+      b.x0 = std::min(b.x0, x - run + 1), b.y0 = std::min(b.y0, y);
       b.x1 = std::max(b.x1, x), b.y1 = std::max(b.y1, y);
     }
   }
@@ -344,7 +390,6 @@ Box boxOf(const Image& im, const unsigned char c[3]) {
 TEST(Plot, ScatterLegendHidesNoPoint) {
   Rng rng;
   TempDir dir(rng);
-  const unsigned char ink[3] = {30, 30, 30};
   auto fill = [&](PointGroup& pg, double x_lo, double y_lo, double side, int n) {
     const std::vector<float> u = rng.uniform(size_t(2 * n), 0.0f, 1.0f);
     for (int i = 0; i < n; ++i) {
@@ -370,9 +415,9 @@ TEST(Plot, ScatterLegendHidesNoPoint) {
   EXPECT_LT(legend.y1, im.height / 2) << rng.describe();
   int text = 0;
   for (int y = legend.y0; y <= legend.y1; ++y)
-    for (int x = legend.x0; x <= legend.x1; ++x) text += im.is(x, y, ink);
-  EXPECT_GT(text, 30);                   // three labels
-  EXPECT_LT(legend.y1 - legend.y0, 50);  // three rows (45 px tall at scale 1), not four (58)
+    for (int x = legend.x0; x <= legend.x1; ++x) text += dark(im, x, y);
+  EXPECT_GT(text, 60);                   // three labels
+  EXPECT_LT(legend.y1 - legend.y0, 66);  // three rows (58 px tall at scale 1), not four (74)
 
   // Points everywhere: no corner is free, so the legend goes right of every dot.
   fill(groups[3], 0.0, 0.0, 1.0, 1200);
