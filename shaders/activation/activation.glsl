@@ -6,6 +6,7 @@
 #include "common/ew_math.glsl"
 
 // The KIND constant's id: 1, unless the including shader uses that one (matmul/texel.comp).
+// The host names it KIND whatever its id (vk/spec_constants.h).
 #ifndef ACTIVATION_KIND_ID
 #define ACTIVATION_KIND_ID 1
 #endif

@@ -1,5 +1,6 @@
 // The kernel cache: embedded shaders by name, one pipeline per (name, spec constants),
-// and clear errors for unknown names and workgroups the device cannot run.
+// and clear errors for unknown names, constants that do not match the shader's, and
+// workgroups the device cannot run.
 #include "vkgrad/vk/kernel.h"
 
 #include <set>
@@ -48,10 +49,12 @@ TEST_F(KernelTest, UnknownNameThrowsListingTheKnownKernels) {
 TEST_F(KernelTest, OnePipelinePerNameAndSpecConstants) {
   vk::KernelCache& cache = ctx().kernels();
   const size_t before = cache.size();
-  const vk::Kernel& a = cache.get("matmul/naive", {16, 4});
-  const vk::Kernel& again = cache.get("matmul/naive", {16, 4});
+  const vk::Kernel& a = cache.get("matmul/naive", {{"local_size_x", 16u}, {"local_size_y", 4u}});
+  // The order of the names is not part of the key.
+  const vk::Kernel& again =
+      cache.get("matmul/naive", {{"local_size_y", 4u}, {"local_size_x", 16u}});
   EXPECT_EQ(&a, &again);
-  const vk::Kernel& b = cache.get("matmul/naive", {8, 8});
+  const vk::Kernel& b = cache.get("matmul/naive", {{"local_size_x", 8u}, {"local_size_y", 8u}});
   EXPECT_NE(&a, &b);
   EXPECT_NE(a.pipeline(), b.pipeline());
   EXPECT_LE(cache.size(), before + 2);
@@ -74,13 +77,97 @@ TEST_F(KernelTest, WorkgroupLargerThanTheDeviceAllowsThrows) {
   const uint32_t too_wide = ctx().info().max_workgroup_size[0] + 1;
   const size_t before = ctx().kernels().size();
   try {
-    ctx().kernels().get("matmul/naive", {too_wide, 1});
+    ctx().kernels().get("matmul/naive", {{"local_size_x", too_wide}, {"local_size_y", 1u}});
     FAIL() << "no Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("exceeds the device limit"), std::string::npos)
         << e.what();
   }
   EXPECT_EQ(ctx().kernels().size(), before);
+}
+
+// Each constant reaches the constant_id its name has in the shader: a pair given in the
+// "wrong" order is not swapped. matmul/tiled's workgroup is (WX, WY) through local_size_x_id
+// = 0 and local_size_y_id = 1, which share WX's and WY's ids.
+TEST_F(KernelTest, ConstantsReachTheirNamedIdsInAnyOrder) {
+  const vk::Kernel& k = ctx().kernels().get(
+      "matmul/tiled", {{"TN", 2u}, {"TM", 4u}, {"BK", 8u}, {"WY", 4u}, {"WX", 16u}});
+  EXPECT_EQ(k.localSize(0), 16u);
+  EXPECT_EQ(k.localSize(1), 4u);
+  EXPECT_EQ(k.localSize(2), 1u);
+}
+
+// Every mismatch between the caller's constants and the shader's is an Error naming the
+// kernel and the constant when the pipeline is asked for, and no pipeline is made.
+// matmul/texel: uint SG (constant_id 0, also the workgroup size) and 12 more.
+class KernelSpecTest : public KernelTest {
+ protected:
+  static vk::SpecConstants texelSpec() {
+    return {{"SG", 8u},         {"A_VEC4", true},      {"B_VEC4", true},    {"B_KVEC4", false},
+            {"A_MVEC4", false}, {"ACCUMULATE", false}, {"C_VEC4", false},   {"COLSUM", false},
+            {"KIND", 0u},       {"ACT_GRAD", false},   {"EPI_VEC4", false}, {"RESIDUAL", false},
+            {"ACT_FWD", 0u}};
+  }
+  // The message of the Error get() throws, which must leave the cache as it was.
+  static std::string buildError(const vk::SpecConstants& spec) {
+    const size_t before = ctx().kernels().size();
+    std::string message = "(no error)";
+    try {
+      ctx().kernels().get("matmul/texel", spec);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_EQ(ctx().kernels().size(), before) << message;
+    return message;
+  }
+};
+
+TEST_F(KernelSpecTest, EveryConstantByNameBuilds) {
+  const vk::Kernel& k = ctx().kernels().get("matmul/texel", texelSpec());
+  EXPECT_EQ(k.localSize(0), 8u);  // SG names constant_id 0, the workgroup's x too
+  EXPECT_NE(k.pipeline(), VK_NULL_HANDLE);
+}
+
+TEST_F(KernelSpecTest, ANameTheShaderLacksIsAnError) {
+  vk::SpecConstants spec = texelSpec();
+  spec.push_back({"TILE_M", 64u});
+  const std::string e = buildError(spec);
+  EXPECT_NE(e.find("kernel 'matmul/texel': no specialization constant 'TILE_M'"), std::string::npos)
+      << e;
+}
+
+TEST_F(KernelSpecTest, AValueOfAnotherTypeIsAnError) {
+  vk::SpecConstants spec = texelSpec();
+  spec[5] = {"ACCUMULATE", 1u};  // a uint where the shader declares a bool
+  std::string e = buildError(spec);
+  EXPECT_NE(e.find("kernel 'matmul/texel': specialization constant 'ACCUMULATE' is declared "
+                   "bool, given uint"),
+            std::string::npos)
+      << e;
+  spec = texelSpec();
+  spec[0] = {"SG", 8.0f};
+  e = buildError(spec);
+  EXPECT_NE(e.find("'SG' is declared uint, given float"), std::string::npos) << e;
+}
+
+TEST_F(KernelSpecTest, ANameGivenTwiceIsAnError) {
+  vk::SpecConstants spec = texelSpec();
+  spec.push_back({"A_VEC4", false});
+  const std::string e = buildError(spec);
+  EXPECT_NE(e.find("kernel 'matmul/texel': specialization constant 'A_VEC4' given twice"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(KernelSpecTest, AConstantOfTheShaderNotGivenIsAnError) {
+  vk::SpecConstants spec = texelSpec();
+  spec.erase(spec.begin() + 12);  // ACT_FWD
+  const std::string e = buildError(spec);
+  EXPECT_NE(e.find("kernel 'matmul/texel': specialization constant 'ACT_FWD' (constant_id 12) "
+                   "not given"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(buildError({}).find("'SG' (constant_id 0) not given"), std::string::npos);
 }
 
 }  // namespace

@@ -174,7 +174,8 @@ TEST_F(RecorderTest, TimestampsIncrease) {
 
 TEST_F(RecorderTest, DispatchArgumentsAreCheckedBeforeRecording) {
   Matrix a = random(6, 6), b = random(6, 6), c = empty(6, 6);
-  const vk::Kernel& kernel = ctx().kernels().get("matmul/naive", {8, 8});
+  const vk::Kernel& kernel =
+      ctx().kernels().get("matmul/naive", {{"local_size_x", 8u}, {"local_size_y", 8u}});
   const uint32_t push[33] = {6, 6, 6};  // the contents do not matter: nothing is recorded
   vk::Recorder rec(ctx());
   const vk::Arg two[] = {a.buffer, b.buffer};

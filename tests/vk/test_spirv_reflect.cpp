@@ -1,8 +1,10 @@
 // SPIR-V reflection, on real embedded kernels and on small hand-assembled modules
-// that cover the binding kinds and failure cases no kernel uses yet.
+// that cover the binding kinds, constant types and failure cases no kernel uses yet.
 #include "vkgrad/vk/spirv_reflect.h"
 
+#include <bit>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,11 +17,18 @@ namespace vkgrad::test {
 namespace {
 
 using vk::BindingKind;
+using vk::SpecType;
 
-vk::ShaderLayout reflectEmbedded(const char* name, std::vector<uint32_t> spec = {}) {
+vk::ShaderLayout reflectEmbedded(const char* name) {
   const vk::EmbeddedShader* shader = vk::findShader(name);
   if (!shader) throw Error(std::string("no embedded kernel ") + name);
-  return vk::reflectShader(name, {shader->words, shader->word_count}, spec);
+  return vk::reflectShader(name, {shader->words, shader->word_count});
+}
+
+std::vector<std::string> namesOf(const vk::ShaderLayout& layout) {
+  std::vector<std::string> names;
+  for (const vk::SpecConstantInfo& c : layout.spec_constants) names.push_back(c.name);
+  return names;
 }
 
 TEST(SpirvReflect, RealKernelBindingsAndWrites) {
@@ -34,25 +43,64 @@ TEST(SpirvReflect, RealKernelBindingsAndWrites) {
   EXPECT_TRUE(layout.bindings[2].writes);   // writeonly C
 }
 
-TEST(SpirvReflect, RealKernelLocalSizeFromSpecConstants) {
-  // local_size_x_id / local_size_y_id without defaults: 1 unless specialized.
-  auto size = [](const vk::ShaderLayout& l) {
-    return std::vector<uint32_t>(l.local_size, l.local_size + 3);
-  };
-  EXPECT_EQ(size(reflectEmbedded("matmul/naive")), (std::vector<uint32_t>{1, 1, 1}));
-  EXPECT_EQ(size(reflectEmbedded("matmul/naive", {16, 16})), (std::vector<uint32_t>{16, 16, 1}));
-  EXPECT_EQ(size(reflectEmbedded("matmul/naive", {32})), (std::vector<uint32_t>{32, 1, 1}));
-  // Constants the shader does not declare are ignored.
-  EXPECT_EQ(size(reflectEmbedded("matmul/naive", {4, 2, 7, 9})), (std::vector<uint32_t>{4, 2, 1}));
+// A bare local_size_x_id / local_size_y_id (no named constant, default 1) is named after its
+// axis; the size stays 1 until the pipeline specializes it.
+TEST(SpirvReflect, RealKernelWorkgroupSizeConstantsAreNamedByAxis) {
+  const vk::ShaderLayout layout = reflectEmbedded("matmul/naive");
+  EXPECT_EQ(std::vector<uint32_t>(layout.local_size, layout.local_size + 3),
+            (std::vector<uint32_t>{1, 1, 1}));
+  EXPECT_EQ(std::vector<uint32_t>(layout.local_size_id, layout.local_size_id + 3),
+            (std::vector<uint32_t>{0, 1, vk::kNoSpecId}));
+  ASSERT_EQ(layout.spec_constants.size(), 2u);
+  EXPECT_EQ(namesOf(layout), (std::vector<std::string>{"local_size_x", "local_size_y"}));
+  for (uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(layout.spec_constants[i].id, i);
+    EXPECT_EQ(layout.spec_constants[i].type, SpecType::Uint);
+    EXPECT_EQ(layout.spec_constants[i].default_bits, 1u);
+  }
 }
 
-// Kernels added later must reflect too: contiguous set-0 bindings, a sane workgroup.
+// The 13 constants of the matmul kernel the issue was about, by their GLSL names; SG shares
+// constant_id 0 with the workgroup size, so the id is SG's, and KIND comes from
+// activation.glsl through a macro.
+TEST(SpirvReflect, RealKernelConstantsByGlslName) {
+  const vk::ShaderLayout layout = reflectEmbedded("matmul/texel");
+  EXPECT_EQ(namesOf(layout),
+            (std::vector<std::string>{"SG", "A_VEC4", "B_VEC4", "B_KVEC4", "A_MVEC4", "ACCUMULATE",
+                                      "C_VEC4", "COLSUM", "KIND", "ACT_GRAD", "EPI_VEC4",
+                                      "RESIDUAL", "ACT_FWD"}));
+  for (uint32_t i = 0; i < layout.spec_constants.size(); ++i)
+    EXPECT_EQ(layout.spec_constants[i].id, i);
+  EXPECT_EQ(layout.local_size_id[0], 0u);
+  const vk::SpecConstantInfo& sg = layout.spec_constants[0];
+  EXPECT_EQ(sg.type, SpecType::Uint);
+  EXPECT_EQ(sg.default_bits, 8u);
+  EXPECT_EQ(layout.spec_constants[1].type, SpecType::Bool);  // A_VEC4 = true
+  EXPECT_EQ(layout.spec_constants[1].default_bits, 1u);
+  EXPECT_EQ(layout.spec_constants[5].type, SpecType::Bool);  // ACCUMULATE = false
+  EXPECT_EQ(layout.spec_constants[5].default_bits, 0u);
+  EXPECT_EQ(layout.spec_constants[8].type, SpecType::Uint);  // KIND
+}
+
+// Kernels added later must reflect too: contiguous set-0 bindings, a sane workgroup, every
+// constant named once, and every specialized workgroup dimension one of the constants.
 TEST(SpirvReflect, EveryEmbeddedKernelReflects) {
   for (const vk::EmbeddedShader& s : vk::embeddedShaders()) {
     SCOPED_TRACE(s.name);
-    const vk::ShaderLayout layout = vk::reflectShader(s.name, {s.words, s.word_count}, {});
+    const vk::ShaderLayout layout = vk::reflectShader(s.name, {s.words, s.word_count});
     EXPECT_FALSE(layout.bindings.empty());
     for (uint32_t axis = 0; axis < 3; ++axis) EXPECT_GE(layout.local_size[axis], 1u);
+    std::set<std::string> names;
+    std::set<uint32_t> ids;
+    for (const vk::SpecConstantInfo& c : layout.spec_constants) {
+      EXPECT_FALSE(c.name.empty());
+      EXPECT_TRUE(names.insert(c.name).second) << c.name;
+      EXPECT_TRUE(ids.insert(c.id).second) << c.name;
+    }
+    for (uint32_t axis = 0; axis < 3; ++axis) {
+      if (layout.local_size_id[axis] == vk::kNoSpecId) continue;
+      EXPECT_TRUE(ids.count(layout.local_size_id[axis])) << "axis " << axis;
+    }
   }
 }
 
@@ -64,15 +112,26 @@ struct Module {
     words.insert(words.end(), operands);
     return *this;
   }
+  // OpName: the string's bytes little-endian in words, NUL-terminated.
+  Module& name(uint32_t id, const std::string& text) {
+    std::vector<uint32_t> packed((text.size() + 4) / 4, 0u);
+    for (size_t i = 0; i < text.size(); ++i)
+      packed[i / 4] |= uint32_t(uint8_t(text[i])) << (8 * (i % 4));
+    words.push_back(uint32_t(packed.size() + 2) << 16 | 5u);
+    words.push_back(id);
+    words.insert(words.end(), packed.begin(), packed.end());
+    return *this;
+  }
 };
 
 // Opcodes, decorations and enums from the SPIR-V specification, section 3.
 // clang-format off
 enum : uint32_t {
-  OpExecutionMode = 16, OpTypeInt = 21, OpTypeFloat = 22, OpTypeVector = 23, OpTypeImage = 25,
-  OpTypeSampledImage = 27, OpTypeArray = 28, OpTypeRuntimeArray = 29, OpTypeStruct = 30,
-  OpTypePointer = 32, OpConstant = 43, OpSpecConstant = 50, OpSpecConstantComposite = 51,
-  OpVariable = 59, OpDecorate = 71, OpMemberDecorate = 72,
+  OpExecutionMode = 16, OpTypeBool = 20, OpTypeInt = 21, OpTypeFloat = 22, OpTypeVector = 23,
+  OpTypeImage = 25, OpTypeSampledImage = 27, OpTypeArray = 28, OpTypeRuntimeArray = 29,
+  OpTypeStruct = 30, OpTypePointer = 32, OpConstant = 43, OpSpecConstantTrue = 48,
+  OpSpecConstant = 50, OpSpecConstantComposite = 51, OpVariable = 59, OpDecorate = 71,
+  OpMemberDecorate = 72,
 };
 enum : uint32_t {
   SpecId = 1, Block = 2, BufferBlock = 3, BuiltIn = 11, NonWritable = 24, Binding = 33,
@@ -101,8 +160,8 @@ void storageBuffer(Module& m, uint32_t id, uint32_t binding, uint32_t members) {
   m.op(OpDecorate, {id + 2, DescriptorSet, 0}).op(OpDecorate, {id + 2, Binding, binding});
 }
 
-vk::ShaderLayout reflect(const Module& m, std::vector<uint32_t> spec = {}) {
-  return vk::reflectShader("test/module", m.words, spec);
+vk::ShaderLayout reflect(const Module& m) {
+  return vk::reflectShader("test/module", m.words);
 }
 
 std::string reflectError(const Module& m) {
@@ -189,10 +248,12 @@ TEST(SpirvReflect, LocalSizeFromExecutionModeOrWorkgroupSizeBuiltIn) {
   Module fixed = base();
   fixed.op(OpExecutionMode, {99, kLocalSize, 64, 2, 1});
   storageBuffer(fixed, 10, 0, 1);
-  auto layout = reflect(fixed, {7, 7});  // no spec constants in this module
+  auto layout = reflect(fixed);
   EXPECT_EQ(layout.local_size[0], 64u);
   EXPECT_EQ(layout.local_size[1], 2u);
   EXPECT_EQ(layout.local_size[2], 1u);
+  for (uint32_t axis = 0; axis < 3; ++axis) EXPECT_EQ(layout.local_size_id[axis], vk::kNoSpecId);
+  EXPECT_TRUE(layout.spec_constants.empty());
 
   // WorkgroupSize = (spec 0 default 128, constant 1, spec 2 default 4) overrides LocalSize.
   Module spec = base();
@@ -206,13 +267,77 @@ TEST(SpirvReflect, LocalSizeFromExecutionModeOrWorkgroupSizeBuiltIn) {
   EXPECT_EQ(layout.local_size[0], 128u);
   EXPECT_EQ(layout.local_size[1], 1u);
   EXPECT_EQ(layout.local_size[2], 4u);
-  layout = reflect(spec, {32});
-  EXPECT_EQ(layout.local_size[0], 32u);
-  EXPECT_EQ(layout.local_size[2], 4u);
-  layout = reflect(spec, {32, 5, 8});  // constant_id 1 is not in the module
-  EXPECT_EQ(layout.local_size[0], 32u);
-  EXPECT_EQ(layout.local_size[1], 1u);
-  EXPECT_EQ(layout.local_size[2], 8u);
+  EXPECT_EQ(layout.local_size_id[0], 0u);
+  EXPECT_EQ(layout.local_size_id[1], vk::kNoSpecId);
+  EXPECT_EQ(layout.local_size_id[2], 2u);
+  EXPECT_EQ(namesOf(layout), (std::vector<std::string>{"local_size_x", "local_size_z"}));
+  EXPECT_EQ(layout.spec_constants[0].default_bits, 128u);
+  EXPECT_EQ(layout.spec_constants[1].id, 2u);
+
+  // A named constant sharing a workgroup dimension's id names it and gives its default.
+  spec.op(OpSpecConstant, {2, 45, 256}).op(OpDecorate, {45, SpecId, 0}).name(45, "THREADS");
+  layout = reflect(spec);
+  EXPECT_EQ(namesOf(layout), (std::vector<std::string>{"THREADS", "local_size_z"}));
+  EXPECT_EQ(layout.spec_constants[0].default_bits, 256u);
+  EXPECT_EQ(layout.local_size_id[0], 0u);
+}
+
+// Ids 50..: bool, int, float constants with OpName; their types and declared bits.
+TEST(SpirvReflect, SpecConstantNamesTypesAndDefaults) {
+  Module m = base();
+  storageBuffer(m, 10, 0, 1);
+  m.op(OpTypeBool, {50}).op(OpTypeInt, {51, 32, 1});
+  m.op(OpSpecConstantTrue, {50, 60}).op(OpDecorate, {60, SpecId, 3}).name(60, "kFlag");
+  m.op(OpSpecConstant, {51, 61, uint32_t(-3)}).op(OpDecorate, {61, SpecId, 1}).name(61, "OFFSET");
+  m.op(OpSpecConstant, {1, 62, std::bit_cast<uint32_t>(1.5f)}).op(OpDecorate, {62, SpecId, 7});
+  m.name(62, "kScaleFactor");  // longer than one word
+  m.op(OpSpecConstant, {2, 63, 9}).op(OpDecorate, {63, SpecId, 0}).name(63, "N");
+  const vk::ShaderLayout layout = reflect(m);
+  EXPECT_EQ(namesOf(layout), (std::vector<std::string>{"N", "OFFSET", "kFlag", "kScaleFactor"}));
+  const auto& c = layout.spec_constants;
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].type, SpecType::Uint);
+  EXPECT_EQ(c[0].default_bits, 9u);
+  EXPECT_EQ(c[1].type, SpecType::Int);
+  EXPECT_EQ(c[1].id, 1u);
+  EXPECT_EQ(c[1].default_bits, uint32_t(-3));
+  EXPECT_EQ(c[2].type, SpecType::Bool);
+  EXPECT_EQ(c[2].id, 3u);
+  EXPECT_EQ(c[2].default_bits, 1u);
+  EXPECT_EQ(c[3].type, SpecType::Float);
+  EXPECT_EQ(c[3].id, 7u);
+  EXPECT_EQ(c[3].default_bits, std::bit_cast<uint32_t>(1.5f));
+}
+
+// Constants a caller could not name, or could not give one value for, fail at reflection.
+TEST(SpirvReflect, UnnamedOrAmbiguousSpecConstantsThrow) {
+  auto with = [](auto add) {
+    Module m = base();
+    storageBuffer(m, 10, 0, 1);
+    add(m);
+    return reflectError(m);
+  };
+  const std::string unnamed = with([](Module& m) {
+    m.op(OpSpecConstant, {2, 60, 1}).op(OpDecorate, {60, SpecId, 4});
+  });
+  EXPECT_NE(unnamed.find("kernel 'test/module': constant_id 4 has no name"), std::string::npos)
+      << unnamed;
+  const std::string two_names = with([](Module& m) {
+    m.op(OpSpecConstant, {2, 60, 1}).op(OpDecorate, {60, SpecId, 4}).name(60, "A");
+    m.op(OpSpecConstant, {2, 61, 1}).op(OpDecorate, {61, SpecId, 4}).name(61, "B");
+  });
+  EXPECT_NE(two_names.find("constant_id 4 is named both A and B"), std::string::npos) << two_names;
+  const std::string two_types = with([](Module& m) {
+    m.op(OpSpecConstant, {2, 60, 1}).op(OpDecorate, {60, SpecId, 4}).name(60, "A");
+    m.op(OpSpecConstant, {1, 61, 0}).op(OpDecorate, {61, SpecId, 4}).name(61, "A");
+  });
+  EXPECT_NE(two_types.find("constant_id 4 is declared as both uint and float"), std::string::npos)
+      << two_types;
+  const std::string wide = with([](Module& m) {
+    m.op(OpTypeInt, {50, 64, 0}).op(OpSpecConstant, {50, 60, 1, 0});
+    m.op(OpDecorate, {60, SpecId, 2}).name(60, "BIG");
+  });
+  EXPECT_NE(wide.find("constant_id 2 is not a 32-bit"), std::string::npos) << wide;
 }
 
 TEST(SpirvReflect, UnsupportedOrMalformedModulesThrowNamingTheKernel) {

@@ -90,8 +90,9 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
   vk::Context& ctx = rec.context();
   // The texel kernel fetches x and stores y four floats at a time.
   const bool texel = texelFits(ctx, x, kRgba) && vec4Storable(ctx, y);
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "activation/forward_texel" : "activation/forward", {kWorkgroup, uint32_t(kind)});
+  const vk::Kernel& kernel =
+      ctx.kernels().get(texel ? "activation/forward_texel" : "activation/forward",
+                        {{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}});
   const auto bx = texel ? bindTexel(ctx, x, kRgba) : bindStorage(ctx, x);
   const auto by = bindStorage(ctx, y);
   const ActivationPush push{uint32_t(n), param, bx.skip, by.skip};
@@ -123,9 +124,9 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   const bool accumulate = w == Write::Accumulate;
   const bool texel = texelFits(ctx, saved, kRgba) && texelFits(ctx, dy, kRgba) &&
                      (!accumulate || texelFits(ctx, dx, kRgba)) && vec4Storable(ctx, dx);
-  const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "activation/backward_texel" : "activation/backward",
-                        {kWorkgroup, uint32_t(kind), uint32_t(accumulate)});
+  const vk::Kernel& kernel = ctx.kernels().get(
+      texel ? "activation/backward_texel" : "activation/backward",
+      {{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}, {"ACCUMULATE", accumulate}});
   // The input the kind does not read is bound to dy, which is the right size.
   const TensorView& x_arg = reads_x ? x : dy;
   const TensorView& y_arg = reads_x ? dy : y;

@@ -144,11 +144,11 @@ vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const A
 
 // Whether every row of the tensors in slots starts on 16 bytes of its binding (the texel
 // kernels' STORE4), once they are bound.
-uint32_t rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots) {
+bool rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots) {
   bool aligned = true;
   for (Slot slot : slots)
     aligned = aligned && push.skip[slot] % 4 == 0 && push.stride[slot] % 4 == 0;
-  return aligned ? 1 : 0;
+  return aligned;
 }
 
 }  // namespace
@@ -197,8 +197,11 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                           bind(context, push, kV, v, texel), bind(context, push, kO, o), bl.arg};
   const vk::Kernel& kernel =
       texel ? context.kernels().get("attention/forward_texel",
-                                    {uint32_t(dims.d), tile, 0, rowsStartOnVec4(push, {kO})})
-            : context.kernels().get("attention/forward", {uint32_t(dims.d), tile});
+                                    {{"D", uint32_t(dims.d)},
+                                     {"TILE", tile},
+                                     {"ACCUMULATE", false},
+                                     {"STORE4", rowsStartOnVec4(push, {kO})}})
+            : context.kernels().get("attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -229,7 +232,7 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   const bool texel =
       useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
-  const std::initializer_list<uint32_t> spec = {uint32_t(dims.d), tile};
+  const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
   AttentionPush push = makePush(dims, options);
   push.accumulate = w == Write::Accumulate ? 1 : 0;
   const Bound bl = bindStorage(context, lse), br = bindStorage(context, rowdot);
@@ -241,9 +244,10 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                 av = bind(context, push, kV, v, texel),
                 ado_read = bind(context, push, kDO, dout, texel);
   if (texel) {
-    const std::initializer_list<uint32_t> texel_spec = {uint32_t(dims.d), tile,
-                                                        w == Write::Accumulate ? 1u : 0u,
-                                                        rowsStartOnVec4(push, {kDQ, kDK, kDV})};
+    const vk::SpecConstants texel_spec = {{"D", uint32_t(dims.d)},
+                                          {"TILE", tile},
+                                          {"ACCUMULATE", w == Write::Accumulate},
+                                          {"STORE4", rowsStartOnVec4(push, {kDQ, kDK, kDV})}};
     // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads (through
     // R32F texels, as it reads the LSE).
     const vk::Arg q_args[] = {aq,     ak,     av,  ado_read,

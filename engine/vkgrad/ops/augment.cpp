@@ -61,7 +61,7 @@ void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out,
                          fill,
                          bi.skip,
                          bo.skip};
-  const vk::Kernel& kernel = ctx.kernels().get("augment/forward", {kWorkgroup});
+  const vk::Kernel& kernel = ctx.kernels().get("augment/forward", {{"local_size_x", kWorkgroup}});
   // The state's 4 words, as the random kernels bind it.
   const vk::Arg args[] = {bi.arg, bo.arg, {*rng.buffer, rng.offset, 16}};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),

@@ -48,8 +48,9 @@ void bytesToFloat(vk::Recorder& rec, const TensorView& words, const TensorView& 
   const bool vec4 = bo.skip % 4 == 0;
   const BytesToFloatPush push{uint32_t(words.shape.numel()), bw.skip, bo.skip, scale, shift};
   const vk::Arg args[] = {bw.arg, bo.arg};
-  rec.dispatchGroups(ctx.kernels().get("bytes_to_float/forward", {kWorkgroup, vec4}), args, &push,
-                     sizeof(push), gridGroups(rec.context(), push.n_words, kWorkgroup));
+  rec.dispatchGroups(
+      ctx.kernels().get("bytes_to_float/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}}),
+      args, &push, sizeof(push), gridGroups(rec.context(), push.n_words, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -59,8 +59,8 @@ void confusion(vk::Recorder& rec, const TensorView& logits, const TensorView& la
   // The recorder puts a barrier between the fill and the kernel's atomics (it writes counts).
   if (w == Write::Overwrite) rec.fill(*counts.buffer, 0u, counts.offset, counts.bytes());
   const vk::Arg args[] = {bl.arg, bt.arg, bc.arg};
-  rec.dispatchGroups(ctx.kernels().get("confusion/count", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.rows, kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("confusion/count", {{"local_size_x", kWorkgroup}}), args,
+                     &push, sizeof(push), gridGroups(rec.context(), push.rows, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

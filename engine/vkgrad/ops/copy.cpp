@@ -64,7 +64,7 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
                 "stores (u32, a start that is not 16-byte aligned, or too many elements)");
   const bool texel = variant == CopyVariant::Texel;
   const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {kWorkgroup});
+      ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {{"local_size_x", kWorkgroup}});
   const Bound bs = texel ? bindTexel(ctx, src, vk::TexelFormat::Rgba32f) : bindStorage(ctx, src);
   const Bound bd = bindStorage(ctx, dst);
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};

@@ -115,15 +115,14 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
   const CrossEntropyPush push{uint32_t(rows), classes,    ignore_index, bl.skip,
                               bt.skip,        bloss.skip, bsaved.skip,  bstatus.skip};
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bloss.arg, bsaved.arg, bstatus.arg};
-  rec.dispatchGroups(ctx.kernels().get("cross_entropy/forward",
-                                       {l.group, l.row_per_invocation, l.one_subgroup, l.texel}),
-                     args, &push, sizeof(push), l.groups);
+  rec.dispatchGroups(ctx.kernels().get("cross_entropy/forward", rowsSpec(l)), args, &push,
+                     sizeof(push), l.groups);
 
   const CrossEntropyMeanPush mean_push{uint32_t(rows), classes,    ignore_index, bloss.skip,
                                        bt.skip,        bmean.skip, bsaved.skip};
   const vk::Arg mean_args[] = {bloss.arg, bt.arg, bmean.arg, bsaved.arg};
-  rec.dispatchGroups(ctx.kernels().get("cross_entropy/mean", {kMeanWorkgroup}), mean_args,
-                     &mean_push, sizeof(mean_push), 1);
+  rec.dispatchGroups(ctx.kernels().get("cross_entropy/mean", {{"local_size_x", kMeanWorkgroup}}),
+                     mean_args, &mean_push, sizeof(mean_push), 1);
 }
 
 void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const TensorView& targets,
@@ -156,10 +155,10 @@ void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const Ten
   const CrossEntropyBackwardPush push{uint32_t(rows), classes,     ignore_index, bl.skip,
                                       bt.skip,        bsaved.skip, bdmean.skip,  bdl.skip};
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bsaved.arg, bdmean.arg, bdl.arg};
-  rec.dispatchGroups(
-      ctx.kernels().get("cross_entropy/backward", {l.group, l.row_per_invocation, l.one_subgroup,
-                                                   l.texel, w == Write::Accumulate}),
-      args, &push, sizeof(push), l.groups);
+  vk::SpecConstants spec = rowsSpec(l);
+  spec.push_back({"kAccumulate", w == Write::Accumulate});
+  rec.dispatchGroups(ctx.kernels().get("cross_entropy/backward", spec), args, &push, sizeof(push),
+                     l.groups);
 }
 
 }  // namespace vkgrad::ops

@@ -88,8 +88,9 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
       uint32_t(nodes), uint32_t(scores.shape[0]), uint32_t(scores.shape[1]), bo.skip, bs.skip,
       ba.skip};
   const vk::Arg args[] = {bo.arg, bs.arg, ba.arg};
-  rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {l.group, l.one_subgroup}), args,
-                     &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
+  rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {{"local_size_x", l.group},
+                                                                {"kOneSubgroup", l.one_subgroup}}),
+                     args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 
 void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const TensorView& alpha,
@@ -116,7 +117,9 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
                           bs.skip};
   const vk::Arg args[] = {bo.arg, ba.arg, bd.arg, bs.arg};
   rec.dispatchGroups(
-      ctx.kernels().get("edge_softmax/backward", {l.group, l.one_subgroup, w == Write::Accumulate}),
+      ctx.kernels().get("edge_softmax/backward", {{"local_size_x", l.group},
+                                                  {"kOneSubgroup", l.one_subgroup},
+                                                  {"kAccumulate", w == Write::Accumulate}}),
       args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 

@@ -60,9 +60,11 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   const TensorView& a_arg = reads_a ? a : b;
   const TensorView& b_arg = reads_b ? b : a;
   BinaryPush push{uint32_t(n), uint32_t(f.kept), uint32_t(f.inner), alpha, beta, 0, 0, 0};
-  const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "elementwise/binary_texel" : "elementwise/binary",
-                        {kWorkgroup, uint32_t(op), bcast, uint32_t(accumulate)});
+  const vk::Kernel& kernel = ctx.kernels().get(
+      texel ? "elementwise/binary_texel" : "elementwise/binary", {{"local_size_x", kWorkgroup},
+                                                                  {"OP", uint32_t(op)},
+                                                                  {"BCAST", bcast},
+                                                                  {"ACCUMULATE", accumulate}});
   if (texel) {
     const auto ta = bindTexel(ctx, a_arg, reads_a ? kRgba : b_format);
     const auto tb = bindTexel(ctx, b_arg, reads_b ? b_format : kRgba);
@@ -93,7 +95,10 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                      (!acc_b || fits(db)) && vec4Storable(ctx, da) && vec4Storable(ctx, db);
   const vk::Kernel& kernel =
       ctx.kernels().get(texel ? "elementwise/binary_backward_texel" : "elementwise/binary_backward",
-                        {kWorkgroup, is_mul ? 1u : 0u, uint32_t(acc_a), uint32_t(acc_b)});
+                        {{"local_size_x", kWorkgroup},
+                         {"OP", is_mul ? 1u : 0u},
+                         {"ACCUMULATE_A", acc_a},
+                         {"ACCUMULATE_B", acc_b}});
   BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   const TensorView& a_arg = is_mul ? a : dout;
   const TensorView& b_arg = is_mul ? b : dout;

@@ -137,8 +137,8 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
   // 4 columns per invocation where every row of the table and of out starts on 16 bytes.
   const bool vec4 = push.dim % 4 == 0 && push.row_stride % 4 == 0 && push.skip[1] % 4 == 0 &&
                     push.skip[2] % 4 == 0;
-  const vk::Kernel& kernel =
-      rec.context().kernels().get("embedding/forward", {kWorkgroup, uint32_t(vec4)});
+  const vk::Kernel& kernel = rec.context().kernels().get(
+      "embedding/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      groupsFor(uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
 }
@@ -189,7 +189,8 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
       uint64_t(push.vocab) * push.dim * push.n <= kScanMaxWork)
     variant = EmbeddingBackwardVariant::Scan;
   if (variant == EmbeddingBackwardVariant::Scan) {
-    const vk::Kernel& kernel = kernels.get("embedding/backward_scan", {kWorkgroup, accumulate});
+    const vk::Kernel& kernel = kernels.get(
+        "embedding/backward_scan", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}});
     const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
                        groupsFor(uint64_t(push.vocab) * push.dim));
@@ -198,13 +199,14 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
   EmbeddingPush bucket_push = push;
   const auto bucket_args =
       bindAll(rec.context(), bucket_push, {ids, words(scratch, need), words(status, 2)});
-  rec.dispatchGroups(kernels.get("embedding/bucket", {bucketWorkgroup(rec.context())}), bucket_args,
-                     &bucket_push, sizeof(bucket_push), 1);
+  rec.dispatchGroups(
+      kernels.get("embedding/bucket", {{"local_size_x", bucketWorkgroup(rec.context())}}),
+      bucket_args, &bucket_push, sizeof(bucket_push), 1);
   const auto sum_args = bindAll(rec.context(), push, {words(scratch, need), dout, dtable});
   // vec4 loads need both views to start on a whole vec4 of their bindings.
   const bool vec4 = push.dim % 4 == 0 && push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
   rec.dispatchGroups(kernels.get(vec4 ? "embedding/backward_bucket4" : "embedding/backward_bucket",
-                                 {kWorkgroup, accumulate}),
+                                 {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}}),
                      sum_args, &push, sizeof(push),
                      groupsFor(uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
 }

@@ -157,11 +157,19 @@ void checkArgs(const vk::Context& context, const TensorView& x, const TensorView
   checkDevice(context, op, x, {&x, &gamma, &beta}, usesTexels(variant));
 }
 
-// How forward.comp and backward.comp lay rows out: specialization constants 0-3 and grid.
+// How forward.comp and backward.comp lay rows out: the constants they share, and the grid.
 struct RowLayout {
-  std::vector<uint32_t> spec;  // workgroup, row per invocation, one subgroup, texels
-  uint32_t groups;
+  uint32_t group;  // workgroup size
+  bool row_per_invocation;
+  bool one_subgroup;
   bool texels;
+  uint32_t groups;
+  vk::SpecConstants spec() const {
+    return {{"local_size_x", group},
+            {"kRowPerInvocation", row_per_invocation},
+            {"kOneSubgroup", one_subgroup},
+            {"kTexelInput", texels}};
+  }
 };
 RowLayout rowLayout(const vk::Context& context, LayerNormVariant variant, const Shape& x) {
   const bool texels = usesTexels(variant);
@@ -175,7 +183,7 @@ RowLayout rowLayout(const vk::Context& context, LayerNormVariant variant, const 
   // The shaders grid-stride over rows, so the grid may be capped at the device limit.
   const uint32_t groups = std::min(row_per_invocation ? vk::divUp(rows, group) : rows,
                                    context.info().max_workgroup_count[0]);
-  return {{group, row_per_invocation, one_subgroup && !row_per_invocation, texels}, groups, texels};
+  return {group, row_per_invocation, one_subgroup && !row_per_invocation, texels, groups};
 }
 
 }  // namespace
@@ -256,14 +264,14 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                            brstd.skip};
   // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels, and y
   // stored 16 bytes at a time where its skip is a multiple of 4 as well.
-  const bool row_per_invocation = layout.spec[1] != 0;
+  const bool row_per_invocation = layout.row_per_invocation;
   const bool vec4 = texels && !row_per_invocation && x.shape.back() % 4 == 0 &&
                     texelFits(context, x, kRgba32f) && texelFits(context, gamma, kRgba32f) &&
                     texelFits(context, beta, kRgba32f);
   const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
-  std::vector<uint32_t> spec = layout.spec;
-  spec.push_back(vec4);
-  spec.push_back(vec4 && by.skip % 4 == 0);
+  vk::SpecConstants spec = layout.spec();
+  spec.push_back({"kVec4", vec4});
+  spec.push_back({"kStore4", vec4 && by.skip % 4 == 0});
   const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", spec);
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
@@ -362,7 +370,7 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
   if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
   const RowLayout layout = rowLayout(context, variant, x.shape);
-  const bool row_per_invocation = layout.spec[1] != 0, one_subgroup = layout.spec[2] != 0;
+  const bool row_per_invocation = layout.row_per_invocation, one_subgroup = layout.one_subgroup;
   // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels.
   const bool dx_vec4 = layout.texels && !row_per_invocation && n % 4 == 0 &&
                        texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f) &&
@@ -402,8 +410,11 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     const Bound bdgamma = bindStorage(context, out_gamma), bdbeta = bindStorage(context, out_beta);
     const ReducePush reduce{uint32_t(n), blocks,       gamma_first,
                             beta_first,  bdgamma.skip, bdbeta.skip};
-    const vk::Kernel& reducer = context.kernels().get("layer_norm/backward_reduce",
-                                                      {group, accumulate, want_gamma, want_beta});
+    const vk::Kernel& reducer =
+        context.kernels().get("layer_norm/backward_reduce", {{"local_size_x", group},
+                                                             {"kAccumulate", accumulate},
+                                                             {"kGamma", want_gamma},
+                                                             {"kBeta", want_beta}});
     const vk::Arg reduce_args[] = {partials.arg, bdgamma.arg, bdbeta.arg};
     rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
                        gridGroups(rec.context(), uint64_t(n), group));
@@ -427,9 +438,13 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     const uint32_t beta_first = bbeta_out.skip + (blocked ? blocks * uint32_t(n) : 0);
     const ParamsPush push{uint32_t(rows), uint32_t(n), block_rows, blocks,          bx.skip,
                           bdy.skip,       bmean.skip,  brstd.skip, bgamma_out.skip, beta_first};
-    const vk::Kernel& kernel =
-        context.kernels().get("layer_norm/backward_params",
-                              {group, texels, accumulate && !blocked, want_gamma, want_beta, vec4});
+    const vk::Kernel& kernel = context.kernels().get("layer_norm/backward_params",
+                                                     {{"local_size_x", group},
+                                                      {"kTexelInput", texels},
+                                                      {"kAccumulate", accumulate && !blocked},
+                                                      {"kGamma", want_gamma},
+                                                      {"kBeta", want_beta},
+                                                      {"kVec4", vec4}});
     const vk::Arg args[] = {bx.arg,         texelArg(context, x, texels, format),
                             bdy.arg,        texelArg(context, dy, texels, format),
                             bmean.arg,      brstd.arg,
@@ -455,12 +470,12 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     push.block_rows = uint32_t(kBlockRows), push.blocks = blocks;
     push.gamma_first = bpartials.skip, push.beta_first = bpartials.skip + blocks * uint32_t(n);
   }
-  std::vector<uint32_t> spec = layout.spec;
-  spec.push_back(dx_accumulate);
-  spec.push_back(dx_vec4);
-  spec.push_back(dx_addend != nullptr);
-  spec.push_back(with_dx);
-  spec.push_back(with_dx ? lane_vec4s : 1);
+  vk::SpecConstants spec = layout.spec();
+  spec.push_back({"kAccumulate", dx_accumulate});
+  spec.push_back({"kVec4", dx_vec4});
+  spec.push_back({"kAddend", dx_addend != nullptr});
+  spec.push_back({"kWithParams", with_dx});
+  spec.push_back({"kLaneVec4s", with_dx ? lane_vec4s : 1u});
   const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
   const vk::Arg args[] = {bx.arg,       texelArg(context, x, layout.texels, format),
                           bdy.arg,      texelArg(context, dy, layout.texels, format),

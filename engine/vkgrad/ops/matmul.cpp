@@ -425,10 +425,20 @@ void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
   // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
   const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
   if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
-  const vk::Kernel& kernel = context.kernels().get(
-      "matmul/texel",
-      {sg, a_vec4, b_vec4, b_kvec4, a_mvec4, p.beta != 0.0f, c_vec4, p.colsum != nullptr,
-       act_kind, p.act != nullptr, epi_vec4, p.residual != nullptr, act_fwd});
+  const vk::Kernel& kernel =
+      context.kernels().get("matmul/texel", {{"SG", sg},
+                                             {"A_VEC4", a_vec4},
+                                             {"B_VEC4", b_vec4},
+                                             {"B_KVEC4", b_kvec4},
+                                             {"A_MVEC4", a_mvec4},
+                                             {"ACCUMULATE", p.beta != 0.0f},
+                                             {"C_VEC4", c_vec4},
+                                             {"COLSUM", p.colsum != nullptr},
+                                             {"KIND", act_kind},
+                                             {"ACT_GRAD", p.act != nullptr},
+                                             {"EPI_VEC4", epi_vec4},
+                                             {"RESIDUAL", p.residual != nullptr},
+                                             {"ACT_FWD", act_fwd}});
   MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
   push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
   if (epi_view) push.epi_off = epi.skip;
@@ -473,10 +483,20 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
   const bool a_vec = quads(p.a, a_kcontig, push.a_off);
   const bool b_vec = quads(p.b, b_ncontig, push.b_off);
   const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
-  const vk::Kernel& kernel = context.kernels().get(
-      "matmul/coopmat", {threads, sg, t.wy, t.wx, t.tm, t.tn, t.bk, uint32_t(a_kcontig),
-                         uint32_t(b_ncontig), uint32_t(a_vec), uint32_t(b_vec),
-                         uint32_t(isHalf(p.a.view)), uint32_t(isHalf(p.b.view))});
+  const vk::Kernel& kernel =
+      context.kernels().get("matmul/coopmat", {{"THREADS", threads},
+                                               {"SG", sg},
+                                               {"WM", t.wy},
+                                               {"WN", t.wx},
+                                               {"FM", t.tm},
+                                               {"FN", t.tn},
+                                               {"BK", t.bk},
+                                               {"A_KCONTIG", a_kcontig},
+                                               {"B_NCONTIG", b_ncontig},
+                                               {"A_VEC", a_vec},
+                                               {"B_VEC", b_vec},
+                                               {"A_HALF", isHalf(p.a.view)},
+                                               {"B_HALF", isHalf(p.b.view)}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
 }
@@ -509,7 +529,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     case MatmulVariant::Naive: {
       // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
       const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
-      const vk::Kernel& kernel = context.kernels().get("matmul/naive", {16, rows});
+      const vk::Kernel& kernel =
+          context.kernels().get("matmul/naive", {{"local_size_x", 16u}, {"local_size_y", rows}});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
       rec.dispatch(kernel, args, &push, sizeof(push), n, m, uint64_t(p.batch));
       // The naive kernel keeps three bindings, so its bias is a second pass; the recorder puts
@@ -522,8 +543,9 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
       const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
       const uint32_t per_thread = 64 / threads;
-      const vk::Kernel& kernel =
-          context.kernels().get("matmul/tiled", {threads, threads, 16, per_thread, per_thread});
+      const vk::Kernel& kernel = context.kernels().get(
+          "matmul/tiled",
+          {{"WX", threads}, {"WY", threads}, {"BK", 16u}, {"TM", per_thread}, {"TN", per_thread}});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
       rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64),
                          uint32_t(p.batch));
@@ -541,8 +563,13 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
                          p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
       const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
                          p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
-      const vk::Kernel& kernel = context.kernels().get(
-          "matmul/vector", {t.wx, t.wy, t.bk, t.tm, t.tn, uint32_t(a_vec), uint32_t(b_vec)});
+      const vk::Kernel& kernel = context.kernels().get("matmul/vector", {{"WX", t.wx},
+                                                                         {"WY", t.wy},
+                                                                         {"BK", t.bk},
+                                                                         {"TM", t.tm},
+                                                                         {"TN", t.tn},
+                                                                         {"A_VEC", a_vec},
+                                                                         {"B_VEC", b_vec}});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
       rec.dispatchGroups(kernel, args, &vpush, sizeof(vpush), vk::divUp(n, t.wx * t.tn),
                          vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));

@@ -216,8 +216,8 @@ void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
   checkState("sgd", state);
   const SgdPush push{n, options.momentum, options.weight_decay, options.nesterov ? 1u : 0u};
   const vk::Arg args[] = {arg(param), arg(grad), arg(velocity), stateArg(state)};
-  rec.dispatchGroups(rec.context().kernels().get("optim/sgd", {kWorkgroup}), args, &push,
-                     sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+  rec.dispatchGroups(rec.context().kernels().get("optim/sgd", {{"local_size_x", kWorkgroup}}), args,
+                     &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
 }
 
 void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
@@ -243,8 +243,8 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
   if (variant == AdamWVariant::Storage) {
     const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
     const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
-    rec.dispatchGroups(ctx.kernels().get("optim/adamw", {kWorkgroup}), args, &push, sizeof(push),
-                       gridGroups(rec.context(), n, kWorkgroup));
+    rec.dispatchGroups(ctx.kernels().get("optim/adamw", {{"local_size_x", kWorkgroup}}), args,
+                       &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
     return;
   }
   const Bound tp = bindTexel(ctx, param, kRgba), tg = bindTexel(ctx, grad, kRgba),
@@ -258,8 +258,8 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
                           bindStorage(ctx, param).arg,
                           bindStorage(ctx, m).arg,
                           bindStorage(ctx, v).arg};
-  rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {kWorkgroup}), args, &push,
-                     sizeof(push), gridGroups(ctx, (uint64_t(n) + 3) / 4, kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {{"local_size_x", kWorkgroup}}), args,
+                     &push, sizeof(push), gridGroups(ctx, (uint64_t(n) + 3) / 4, kWorkgroup));
 }
 
 void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
@@ -296,7 +296,7 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
   auto groups = [&](size_t i) {
     return gridGroups(ctx, (uint64_t(tensors[i].param.shape.numel()) + 3) / 4, kWorkgroup);
   };
-  const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {kWorkgroup});
+  const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {{"local_size_x", kWorkgroup}});
   for (const Run& run : runs(ctx, tensors.size(), spanLimit(ctx), views, ok, groups)) {
     const size_t begin = run.begin, end = run.end;
     if (end - begin == 1) {
@@ -367,14 +367,14 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
       const Bound b = bindTexel(ctx, g, kRgba);
       const SumsqTexelPush push{uint32_t(g.shape.numel()), base, b.skip};
       const vk::Arg args[] = {b.arg, scratch_arg};
-      rec.dispatchGroups(kernels.get("optim/sumsq_texel", {kNormWorkgroup}), args, &push,
-                         sizeof(push), groups);
+      rec.dispatchGroups(kernels.get("optim/sumsq_texel", {{"local_size_x", kNormWorkgroup}}), args,
+                         &push, sizeof(push), groups);
     } else {
       const Bound b = bindStorage(ctx, g);
       const SumsqPush push{uint32_t(g.shape.numel()), base, b.skip};
       const vk::Arg args[] = {b.arg, scratch_arg};
-      rec.dispatchGroups(kernels.get("optim/sumsq", {kNormWorkgroup}), args, &push, sizeof(push),
-                         groups);
+      rec.dispatchGroups(kernels.get("optim/sumsq", {{"local_size_x", kNormWorkgroup}}), args,
+                         &push, sizeof(push), groups);
     }
     base += groups;
   };
@@ -384,7 +384,7 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
     auto views = [&](size_t i) { return std::array<const TensorView*, 1>{&grads[i]}; };
     auto groups = [&](size_t i) { return partialsFor(grads[i].shape.numel(), chunk); };
     auto ok = [&](size_t i) { return texel(grads[i]); };
-    const vk::Kernel& many = kernels.get("optim/sumsq_many", {kNormWorkgroup});
+    const vk::Kernel& many = kernels.get("optim/sumsq_many", {{"local_size_x", kNormWorkgroup}});
     for (const Run& run : runs(ctx, grads.size(), spanLimit(ctx), views, ok, groups)) {
       const size_t begin = run.begin, end = run.end;
       if (end - begin == 1) {
@@ -409,7 +409,8 @@ void gradNorm(vk::Recorder& rec, std::span<const TensorView> grads, const Tensor
   }
   const NormPush push{base, max_norm};
   const vk::Arg args[] = {scratch_arg, {*norm.buffer, norm.offset, 8}};
-  rec.dispatchGroups(kernels.get("optim/norm", {kNormWorkgroup}), args, &push, sizeof(push), 1);
+  rec.dispatchGroups(kernels.get("optim/norm", {{"local_size_x", kNormWorkgroup}}), args, &push,
+                     sizeof(push), 1);
 }
 
 void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
@@ -417,7 +418,8 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
   if (!std::isfinite(max_norm))
     throw ShapeError("clipGradNorm: max_norm " + std::to_string(max_norm) + " must be finite");
   gradNorm(rec, grads, scratch, norm, max_norm, table);
-  const vk::Kernel& scale = rec.context().kernels().get("optim/scale", {kWorkgroup});
+  const vk::Kernel& scale =
+      rec.context().kernels().get("optim/scale", {{"local_size_x", kWorkgroup}});
   for (const TensorView& g : grads) {
     const ScalePush push{uint32_t(g.shape.numel())};
     const vk::Arg args[] = {arg(g), {*norm.buffer, norm.offset, 8}};

@@ -50,8 +50,10 @@ void record(const char* op, vk::Recorder& rec, const TensorView& images, const c
                           bi.skip,
                           bp.skip};
   const vk::Kernel& kernel =
-      backward ? ctx.kernels().get("patchify/backward", {kWorkgroup, write == Write::Accumulate})
-               : ctx.kernels().get("patchify/forward", {kWorkgroup});
+      backward
+          ? ctx.kernels().get("patchify/backward", {{"local_size_x", kWorkgroup},
+                                                    {"kAccumulate", write == Write::Accumulate}})
+          : ctx.kernels().get("patchify/forward", {{"local_size_x", kWorkgroup}});
   const vk::Arg args[] = {bi.arg, bp.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      gridGroups(rec.context(), push.n, kWorkgroup));

@@ -66,8 +66,8 @@ void permute(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
     push.strides[slot] = uint32_t(src_strides[perm[i]]);
   }
   const vk::Arg args[] = {bs.arg, bd.arg};
-  rec.dispatchGroups(ctx.kernels().get("permute/permute", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(rec.context(), uint64_t(n), kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("permute/permute", {{"local_size_x", kWorkgroup}}), args,
+                     &push, sizeof(push), gridGroups(rec.context(), uint64_t(n), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

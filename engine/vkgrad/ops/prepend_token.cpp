@@ -59,8 +59,8 @@ void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& toke
                               uint32_t(x.shape[2]),
                               {bx.skip, bt.skip, bo.skip}};
   const vk::Arg args[] = {bx.arg, bt.arg, bo.arg};
-  rec.dispatchGroups(ctx.kernels().get("prepend_token/forward", {kWorkgroup}), args, &push,
-                     sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("prepend_token/forward", {{"local_size_x", kWorkgroup}}),
+                     args, &push, sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 // One kernel for both gradients rather than a copy and a column sum. lavapipe, T = 49,
@@ -107,8 +107,11 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
                               uint32_t(c),
                               {bo.skip, bx.skip, bt.skip}};
   const vk::Kernel& kernel = ctx.kernels().get(
-      "prepend_token/backward", {kWorkgroup, want_dx, want_token, dx_write == Write::Accumulate,
-                                 dtoken_write == Write::Accumulate});
+      "prepend_token/backward", {{"local_size_x", kWorkgroup},
+                                 {"kDx", want_dx},
+                                 {"kDtoken", want_token},
+                                 {"kAccumulateDx", dx_write == Write::Accumulate},
+                                 {"kAccumulateDtoken", dtoken_write == Write::Accumulate}});
   const vk::Arg args[] = {bo.arg, bx.arg, bt.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      gridGroups(rec.context(), push.n, kWorkgroup));

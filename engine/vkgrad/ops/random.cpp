@@ -74,8 +74,9 @@ void checkP(const char* op, float p) {
 
 void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& out, float p,
                    const TensorView& rng, uint32_t stream, Write write) {
-  const vk::Kernel& kernel =
-      rec.context().kernels().get("random/dropout", {kWorkgroup, write == Write::Accumulate});
+  const vk::Kernel& kernel = rec.context().kernels().get(
+      "random/dropout",
+      {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}});
   const DropoutPush push{uint32_t(in.shape.numel()), stream, dropoutThreshold(p),
                          float(1.0 / (1.0 - double(p)))};
   const vk::Arg args[] = {arg(in), arg(out), rngArg(rng)};
@@ -107,7 +108,8 @@ void randomBits(vk::Recorder& rec, const TensorView& out, const TensorView& rng,
   const uint32_t n = streamElements("randomBits", "out", out);
   checkFits("randomBits", "out", out, DType::U32);
   checkRngState("randomBits", rng);
-  const vk::Kernel& kernel = rec.context().kernels().get("random/bits", {kWorkgroup});
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/bits", {{"local_size_x", kWorkgroup}});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
@@ -121,7 +123,8 @@ void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const
   if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo))
     throw ShapeError("uniform: bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
                      ") are not finite");
-  const vk::Kernel& kernel = rec.context().kernels().get("random/uniform", {kWorkgroup});
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/uniform", {{"local_size_x", kWorkgroup}});
   const UniformPush push{n, stream, lo, hi};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
@@ -135,7 +138,8 @@ void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
   if (!std::isfinite(mean) || !std::isfinite(stddev))
     throw ShapeError("normal: mean " + std::to_string(mean) + " and stddev " +
                      std::to_string(stddev) + " must be finite");
-  const vk::Kernel& kernel = rec.context().kernels().get("random/normal", {kWorkgroup});
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/normal", {{"local_size_x", kWorkgroup}});
   const UniformPush push{n, stream, mean, stddev};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
@@ -173,7 +177,8 @@ void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& l
   checkFits(op, "log_sigma", log_sigma);
   checkFits(op, "z", z);
   checkRngState(op, rng);
-  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize", {kWorkgroup});
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/reparameterize", {{"local_size_x", kWorkgroup}});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(mu), arg(log_sigma), arg(z), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
@@ -190,8 +195,9 @@ void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const Tenso
   checkFits(op, "log_sigma", log_sigma);
   checkFits(op, "dlog_sigma", dlog_sigma);
   checkRngState(op, rng);
-  const vk::Kernel& kernel = rec.context().kernels().get("random/reparameterize_backward",
-                                                         {kWorkgroup, write == Write::Accumulate});
+  const vk::Kernel& kernel = rec.context().kernels().get(
+      "random/reparameterize_backward",
+      {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(dz), arg(log_sigma), arg(dlog_sigma), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
@@ -210,7 +216,8 @@ void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView&
   checkFits("categorical", "weights", weights);
   checkFits("categorical", "out", out, DType::U32);
   checkRngState("categorical", rng);
-  const vk::Kernel& kernel = rec.context().kernels().get("random/categorical", {64});
+  const vk::Kernel& kernel =
+      rec.context().kernels().get("random/categorical", {{"local_size_x", 64u}});
   const CategoricalPush push{uint32_t(weights.shape.rows()), uint32_t(weights.shape.back()),
                              stream};
   const vk::Arg args[] = {arg(weights), arg(out), rngArg(rng)};

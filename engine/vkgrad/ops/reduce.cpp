@@ -203,10 +203,13 @@ void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, con
   if (vec4) (column ? push.kept : push.inner) /= 4;
 
   const Launch launch = launchFor(op, ctx.info(), column, push.outer, push.kept, push.inner);
-  const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "reduce/sum_texel" : "reduce/sum",
-                        {launch.workgroup, launch.lanes, uint32_t(column), uint32_t(y != nullptr),
-                         uint32_t(w == Write::Accumulate), uint32_t(vec4)});
+  const vk::Kernel& kernel = ctx.kernels().get(texel ? "reduce/sum_texel" : "reduce/sum",
+                                               {{"local_size_x", launch.workgroup},
+                                                {"LANES", launch.lanes},
+                                                {"COLUMN", column},
+                                                {"PRODUCT", y != nullptr},
+                                                {"ACCUMULATE", w == Write::Accumulate},
+                                                {"VEC4", vec4}});
   const vk::Arg args[] = {bx.arg, by.arg, bout.arg};
   const uint32_t outs_per_group = launch.workgroup / launch.lanes;
   const uint64_t blocks = (push.kept + outs_per_group - 1) / outs_per_group;

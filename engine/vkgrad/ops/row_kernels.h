@@ -9,20 +9,23 @@
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/softmax.h"
 #include "vkgrad/ops/tensor.h"
+#include "vkgrad/vk/spec_constants.h"
 
 namespace vkgrad::ops {
 
 // How a row-wise kernel of this family (shaders/softmax/rows.glsl) runs `rows` rows of n:
-// the specialization constants 0-3 and the workgroup count. Throws ShapeError (naming op)
+// its specialization constants and the workgroup count. Throws ShapeError (naming op)
 // if a *Texel variant is asked for but !texels_fit, Error if the device has no subgroup
 // arithmetic.
 struct SoftmaxLayout {
-  uint32_t group = 1;              // workgroup size (constant 0)
-  bool row_per_invocation = true;  // constant 1
-  bool one_subgroup = false;       // constant 2
-  bool texel = false;              // constant 3: inputs through R32F texel views
+  uint32_t group = 1;              // workgroup size (local_size_x)
+  bool row_per_invocation = true;  // kRowPerInvocation
+  bool one_subgroup = false;       // kOneSubgroup
+  bool texel = false;              // kTexelInput: inputs through R32F texel views
   uint32_t groups = 1;             // workgroups to dispatch
 };
+// The constants of rows.glsl for `l`; a backward kernel adds its kAccumulate.
+vk::SpecConstants rowsSpec(const SoftmaxLayout& l);
 SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxVariant variant,
                             uint64_t rows, uint64_t n, bool texels_fit);
 // An input of such a kernel bound both ways (ops/binding.h); the texel view is a one-element
@@ -43,7 +46,7 @@ void checkRowOperand(const char* op, const char* name, const vk::Context& contex
                      const TensorView& t, DType dtype = DType::F32);
 // The whole launch of an elementwise-per-row map of this family, y = f(x row) (kernel with
 // bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
-// y texel, dy, dy texel, dx; constant 4: accumulate): checks, layout, bindings, dispatch.
+// y texel, dy, dy texel, dx; kAccumulate): checks, layout, bindings, dispatch.
 // softmax and log-softmax differ only in the kernel.
 void rowMap(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& x,
             const TensorView& y, SoftmaxVariant variant);

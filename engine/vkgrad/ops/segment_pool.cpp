@@ -98,9 +98,10 @@ void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const Tensor
                          bo.skip,
                          ba.skip};
   const vk::Arg args[] = {bx.arg, bs.arg, bo.arg, ba.arg};
-  rec.dispatchGroups(ctx.kernels().get("segment_pool/forward", {kWorkgroup, kindConstant(kind)}),
-                     args, &push, sizeof(push),
-                     gridGroups(rec.context(), uint64_t(shape.numel()), kWorkgroup));
+  rec.dispatchGroups(
+      ctx.kernels().get("segment_pool/forward",
+                        {{"local_size_x", kWorkgroup}, {"KIND", kindConstant(kind)}}),
+      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(shape.numel()), kWorkgroup));
 }
 
 void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segments,
@@ -128,10 +129,11 @@ void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segment
                           bd.skip,
                           bx.skip};
   const vk::Arg args[] = {bs.arg, ba.arg, bd.arg, bx.arg};
-  rec.dispatchGroups(ctx.kernels().get("segment_pool/backward",
-                                       {kWorkgroup, kindConstant(kind), w == Write::Accumulate}),
-                     args, &push, sizeof(push),
-                     gridGroups(rec.context(), uint64_t(dx.shape.numel()), kWorkgroup));
+  rec.dispatchGroups(
+      ctx.kernels().get("segment_pool/backward", {{"local_size_x", kWorkgroup},
+                                                  {"KIND", kindConstant(kind)},
+                                                  {"kAccumulate", w == Write::Accumulate}}),
+      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(dx.shape.numel()), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

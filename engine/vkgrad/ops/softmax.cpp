@@ -131,6 +131,13 @@ void checkRowOperand(const char* op, const char* name, const vk::Context& contex
                      std::to_string(context.info().max_storage_buffer_range) + ")");
 }
 
+vk::SpecConstants rowsSpec(const SoftmaxLayout& l) {
+  return {{"local_size_x", l.group},
+          {"kRowPerInvocation", l.row_per_invocation},
+          {"kOneSubgroup", l.one_subgroup},
+          {"kTexelInput", l.texel}};
+}
+
 void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& x,
             const TensorView& y, SoftmaxVariant variant) {
   vk::Context& ctx = rec.context();
@@ -140,8 +147,7 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
   checkAlias(op, "y", y, "x", x, true);
   const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
                                         uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
-  const vk::Kernel& kernel =
-      ctx.kernels().get(kernel_name, {l.group, l.row_per_invocation, l.one_subgroup, l.texel});
+  const vk::Kernel& kernel = ctx.kernels().get(kernel_name, rowsSpec(l));
   const RowInput bx = bindRowInput(ctx, x, l.texel);
   const Bound by = bindStorage(ctx, y);
   const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
@@ -164,9 +170,9 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
   const SoftmaxLayout l =
       softmaxLayout(op, ctx, variant, uint64_t(y.shape.rows()), uint64_t(y.shape.back()),
                     texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
-  const vk::Kernel& kernel = ctx.kernels().get(
-      kernel_name,
-      {l.group, l.row_per_invocation, l.one_subgroup, l.texel, w == Write::Accumulate});
+  vk::SpecConstants spec = rowsSpec(l);
+  spec.push_back({"kAccumulate", w == Write::Accumulate});
+  const vk::Kernel& kernel = ctx.kernels().get(kernel_name, spec);
   const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
   const Bound bdx = bindStorage(ctx, dx);
   const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,

@@ -88,9 +88,11 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
   const vk::Arg args[] = {bo.arg, bn.arg, be.arg, bw.arg, bx.arg, by.arg};
   // 4 features per invocation where they share a head and x, y start on whole vec4s.
   const uint32_t width = push.head_cols % 4 == 0 && bx.skip % 4 == 0 && by.skip % 4 == 0 ? 4 : 1;
-  const vk::Kernel& kernel =
-      ctx.kernels().get(width == 4 ? "spmm/aggregate4" : "spmm/aggregate",
-                        {kWorkgroup, indirect, weights.buffer != nullptr, w == Write::Accumulate});
+  const vk::Kernel& kernel = ctx.kernels().get(width == 4 ? "spmm/aggregate4" : "spmm/aggregate",
+                                               {{"local_size_x", kWorkgroup},
+                                                {"kIndirect", indirect},
+                                                {"kWeighted", weights.buffer != nullptr},
+                                                {"kAccumulate", w == Write::Accumulate}});
   rec.dispatchGroups(
       kernel, args, &push, sizeof(push),
       gridGroups(rec.context(), uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
@@ -162,8 +164,10 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
                          {bs.skip, bd.skip, bx.skip, bdy.skip, bw.skip}};
   const vk::Arg args[] = {bs.arg, bd.arg, bx.arg, bdy.arg, bw.arg};
   rec.dispatchGroups(
-      ctx.kernels().get("spmm/weights_backward", {kWorkgroup, w == Write::Accumulate}), args, &push,
-      sizeof(push), gridGroups(rec.context(), uint64_t(edges) * uint64_t(heads), kWorkgroup));
+      ctx.kernels().get("spmm/weights_backward",
+                        {{"local_size_x", kWorkgroup}, {"kAccumulate", w == Write::Accumulate}}),
+      args, &push, sizeof(push),
+      gridGroups(rec.context(), uint64_t(edges) * uint64_t(heads), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -55,8 +55,8 @@ void takeRow(vk::Recorder& rec, const TensorView& x, const TensorView& out, int6
   push.n = uint32_t(out.shape.numel());
   push.skip[0] = bx.skip, push.skip[1] = bo.skip;
   const vk::Arg args[] = {bx.arg, bo.arg};
-  rec.dispatchGroups(ctx.kernels().get("take_row/forward", {kWorkgroup}), args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("take_row/forward", {{"local_size_x", kWorkgroup}}), args,
+                     &push, sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, int64_t index,
@@ -70,8 +70,10 @@ void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView
   push.n = uint32_t(accumulate ? dout.shape.numel() : dx.shape.numel());
   push.skip[0] = bd.skip, push.skip[1] = bx.skip;
   const vk::Arg args[] = {bd.arg, bx.arg};
-  rec.dispatchGroups(ctx.kernels().get("take_row/backward", {kWorkgroup, accumulate}), args, &push,
-                     sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
+  const vk::Kernel& kernel = ctx.kernels().get(
+      "take_row/backward", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

@@ -60,9 +60,10 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
   const RowsPush push{uint32_t(n_rows), uint32_t(a.shape.numel() / n_rows), ba.skip, bb.skip,
                       br.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, br.arg};
-  rec.dispatchGroups(ctx.kernels().get("vae_loss/rows", {kRowWorkgroup, kind}), args, &push,
-                     sizeof(push),
-                     gridGroups(rec.context(), uint64_t(n_rows) * kRowWorkgroup, kRowWorkgroup));
+  rec.dispatchGroups(
+      ctx.kernels().get("vae_loss/rows", {{"local_size_x", kRowWorkgroup}, {"KIND", kind}}), args,
+      &push, sizeof(push),
+      gridGroups(rec.context(), uint64_t(n_rows) * kRowWorkgroup, kRowWorkgroup));
   TensorView column = rows;
   column.shape = {n_rows, 1};
   meanRows(rec, column, mean);
@@ -89,8 +90,10 @@ void recordBackward(vk::Recorder& rec, const char* op, uint32_t kind, const char
   const BackwardPush push{uint32_t(n), uint32_t(rows_shape[0]), ba.skip, bb.skip, bd.skip, bo.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, bd.arg, bo.arg};
   rec.dispatchGroups(
-      ctx.kernels().get("vae_loss/backward", {kWorkgroup, kind, w == Write::Accumulate}), args,
-      &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+      ctx.kernels().get(
+          "vae_loss/backward",
+          {{"local_size_x", kWorkgroup}, {"KIND", kind}, {"kAccumulate", w == Write::Accumulate}}),
+      args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
 }
 
 }  // namespace

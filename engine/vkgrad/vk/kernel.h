@@ -1,6 +1,7 @@
-// A Kernel is a compute pipeline built from an embedded shader and a set of
-// specialization constants; its descriptor layout comes from SPIR-V reflection, and
-// every kernel shares one push-constant range of 128 bytes (the guaranteed minimum).
+// A Kernel is a compute pipeline built from an embedded shader and its specialization
+// constants, given by name (spec_constants.h); its descriptor layout comes from SPIR-V
+// reflection, and every kernel shares one push-constant range of 128 bytes (the
+// guaranteed minimum).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "vkgrad/vk/vulkan.h"
 
+#include "vkgrad/vk/spec_constants.h"
 #include "vkgrad/vk/spirv_reflect.h"
 
 namespace vkgrad::vk {
@@ -46,17 +48,26 @@ class KernelCache {
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
-  // The pipeline of the named shader with spec[i] as constant_id i; built on first use.
-  // Throws Error listing the known kernels when the name does not exist.
-  const Kernel& get(std::string_view name, std::span<const uint32_t> spec = {});
-  const Kernel& get(std::string_view name, std::initializer_list<uint32_t> spec) {
-    return get(name, std::span<const uint32_t>(spec.begin(), spec.size()));
+  // The pipeline of the named shader with every one of its specialization constants
+  // given by name, in any order: get("matmul/naive", {{"local_size_x", 16u}, ...}). Built
+  // on first use. Throws Error listing the known kernels when the shader does not exist,
+  // and naming the kernel and the constant when `spec` does not match the shader's
+  // (resolveSpecConstants): before any pipeline is made, on every call.
+  const Kernel& get(std::string_view name, std::span<const SpecConstant> spec = {});
+  const Kernel& get(std::string_view name, std::initializer_list<SpecConstant> spec) {
+    return get(name, std::span<const SpecConstant>(spec.begin(), spec.size()));
   }
   size_t size() const { return kernels_.size(); }
 
  private:
+  struct Shader;  // an embedded shader and its reflection before specialization
+  const Shader& shader(std::string_view name);
+
   Context& context_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::map<std::string, std::unique_ptr<Shader>, std::less<>> shaders_;
+  // Keyed by the bits of every constant in constant_id order, so the order the caller
+  // names them in does not make another pipeline.
   std::map<std::pair<std::string, std::vector<uint32_t>>, std::unique_ptr<Kernel>> kernels_;
 };
 

@@ -11,10 +11,11 @@ namespace {
 
 // SPIR-V opcodes, decorations and storage classes used below (SPIR-V spec, section 3).
 enum : uint32_t {
-  kOpExecutionMode = 16, kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28,
-  kOpTypeStruct = 30, kOpTypePointer = 32, kOpConstant = 43, kOpConstantComposite = 44,
-  kOpSpecConstantTrue = 48, kOpSpecConstantFalse = 49, kOpSpecConstant = 50,
-  kOpSpecConstantComposite = 51, kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
+  kOpName = 5, kOpExecutionMode = 16, kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22,
+  kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeStruct = 30,
+  kOpTypePointer = 32, kOpConstant = 43, kOpConstantComposite = 44, kOpSpecConstantTrue = 48,
+  kOpSpecConstantFalse = 49, kOpSpecConstant = 50, kOpSpecConstantComposite = 51,
+  kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
 };
 enum : uint32_t {
   kDecSpecId = 1, kDecBlock = 2, kDecBufferBlock = 3, kDecBuiltIn = 11, kDecNonWritable = 24,
@@ -25,10 +26,31 @@ constexpr uint32_t kBuiltInWorkgroupSize = 25;
 constexpr uint32_t kExecutionModeLocalSize = 17;
 constexpr uint32_t kDimBuffer = 5;
 
+// A literal string operand: UTF-8 bytes packed little-endian into words, NUL-terminated.
+std::string literalString(const uint32_t* w, const uint32_t* end) {
+  std::string s;
+  for (; w < end; ++w)
+    for (int byte = 0; byte < 4; ++byte) {
+      const char c = char((*w >> (8 * byte)) & 0xff);
+      if (c == '\0') return s;
+      s += c;
+    }
+  return s;
+}
+
 }  // namespace
 
-ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> words,
-                           std::span<const uint32_t> spec) {
+const char* specTypeName(SpecType type) {
+  switch (type) {
+    case SpecType::Bool: return "bool";
+    case SpecType::Int: return "int";
+    case SpecType::Uint: return "uint";
+    case SpecType::Float: return "float";
+  }
+  return "?";
+}
+
+ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> words) {
   auto fail = [&](const std::string& why) -> void {
     throw Error("kernel '" + name + "': " + why);
   };
@@ -43,7 +65,12 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
   struct Image { uint32_t dim, sampled; };
   std::map<uint32_t, Image> images;
   std::map<uint32_t, uint32_t> sampled_images;  // sampled image -> image
-  std::map<uint32_t, uint32_t> constants;       // id -> value (after specialization)
+  std::map<uint32_t, uint32_t> constants;       // id -> value
+  std::map<uint32_t, std::string> names;
+  struct Scalar { SpecType type; uint32_t width; };
+  std::map<uint32_t, Scalar> scalars;  // bool, int and float types
+  struct Spec { uint32_t type_id, default_bits; };
+  std::map<uint32_t, Spec> specs;  // scalar specialization constants by result id
   std::map<uint32_t, std::vector<uint32_t>> composites;
   std::set<uint32_t> arrays;
   std::vector<std::pair<uint32_t, uint32_t>> variables;  // (id, pointer type)
@@ -54,6 +81,10 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
     if (count == 0 || at + count > words.size()) fail("truncated SPIR-V");
     const uint32_t* w = &words[at];
     switch (op) {
+      case kOpName: names[w[1]] = literalString(w + 2, w + count); break;
+      case kOpTypeBool: scalars[w[1]] = {SpecType::Bool, 32}; break;
+      case kOpTypeInt: scalars[w[1]] = {w[3] ? SpecType::Int : SpecType::Uint, w[2]}; break;
+      case kOpTypeFloat: scalars[w[1]] = {SpecType::Float, w[2]}; break;
       case kOpDecorate:
         if (w[2] == kDecBinding) binding[w[1]] = w[3];
         if (w[2] == kDecDescriptorSet) set[w[1]] = w[3];
@@ -77,13 +108,9 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
       case kOpConstant: constants[w[2]] = w[3]; break;
       case kOpSpecConstantTrue:
       case kOpSpecConstantFalse:
-      case kOpSpecConstant: {
-        uint32_t value = op == kOpSpecConstant ? w[3] : (op == kOpSpecConstantTrue ? 1u : 0u);
-        if (auto it = spec_id.find(w[2]); it != spec_id.end() && it->second < spec.size())
-          value = spec[it->second];
-        constants[w[2]] = value;
+      case kOpSpecConstant:
+        specs[w[2]] = {w[1], op == kOpSpecConstant ? w[3] : (op == kOpSpecConstantTrue ? 1u : 0u)};
         break;
-      }
       case kOpConstantComposite:
       case kOpSpecConstantComposite:
         composites[w[2]] = std::vector<uint32_t>(w + 3, w + count);
@@ -96,15 +123,59 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
 
   ShaderLayout layout;
   std::copy(local_size, local_size + 3, layout.local_size);
+  std::map<uint32_t, int> axis_of;  // a workgroup dimension's specialization constant -> axis
   for (uint32_t id : workgroup_size_ids) {
     auto it = composites.find(id);
     if (it == composites.end() || it->second.size() != 3) fail("unreadable WorkgroupSize");
     for (int axis = 0; axis < 3; ++axis) {
-      auto c = constants.find(it->second[axis]);
-      if (c == constants.end()) fail("WorkgroupSize is not made of constants");
-      layout.local_size[axis] = c->second;
+      const uint32_t component = it->second[axis];
+      if (auto s = specs.find(component); s != specs.end()) {
+        layout.local_size[axis] = s->second.default_bits;
+        if (auto sid = spec_id.find(component); sid != spec_id.end()) {
+          layout.local_size_id[axis] = sid->second;
+          axis_of[component] = axis;
+        }
+      } else if (auto c = constants.find(component); c != constants.end()) {
+        layout.local_size[axis] = c->second;
+      } else {
+        fail("WorkgroupSize is not made of constants");
+      }
     }
   }
+
+  // One entry per constant_id. glslang declares a workgroup dimension's local_size_x_id as
+  // an unnamed constant of its own, which shares the id of a named one where the shader
+  // declares both (matmul/texel's SG): the named one names the id and gives its default.
+  std::map<uint32_t, SpecConstantInfo> by_id;
+  std::set<uint32_t> named_ids;  // ids named by an OpName rather than by their axis
+  for (const auto& [id, spec] : specs) {
+    auto sid = spec_id.find(id);
+    if (sid == spec_id.end()) continue;  // not specializable
+    const std::string where = "constant_id " + std::to_string(sid->second);
+    auto scalar = scalars.find(spec.type_id);
+    if (scalar == scalars.end() || scalar->second.width != 32)
+      fail(where + " is not a 32-bit bool, int, uint or float");
+    SpecConstantInfo info{names.count(id) ? names[id] : "", sid->second, scalar->second.type,
+                          spec.default_bits};
+    const bool named = !info.name.empty();
+    if (!named) {
+      auto axis = axis_of.find(id);
+      if (axis == axis_of.end()) fail(where + " has no name (were debug names stripped?)");
+      info.name = std::string("local_size_") + "xyz"[axis->second];
+    }
+    auto [it, inserted] = by_id.emplace(info.id, info);
+    SpecConstantInfo& seen = it->second;
+    if (!inserted && seen.type != info.type)
+      fail(where + " is declared as both " + specTypeName(seen.type) + " and " +
+           specTypeName(info.type));
+    if (!inserted && named) {
+      if (named_ids.count(info.id) && seen.name != info.name)
+        fail(where + " is named both " + seen.name + " and " + info.name);
+      seen = info;
+    }
+    if (named) named_ids.insert(info.id);
+  }
+  for (auto& [id, info] : by_id) layout.spec_constants.push_back(std::move(info));
 
   for (auto [id, pointer_type] : variables) {
     if (!binding.count(id)) continue;
