@@ -72,6 +72,54 @@ Rgb textOn(Rgb fill) {
 
 }  // namespace
 
+namespace {
+
+// The legend, right of the drawing: rows of a mark and a label, then a note.
+struct Legend {
+  static constexpr int kRowHeight = 26;
+  struct Row {
+    std::string label;
+    Rgb fill;
+    std::optional<Rgb> ring;
+    double ring_radius;
+  };
+  std::vector<Row> rows;
+  int width = 0, height = 0;
+};
+
+Legend graphLegend(const std::vector<std::string>& class_names, const Font& text, int pad) {
+  const Rgb black{0, 0, 0}, grey{170, 170, 170}, red{214, 39, 40};
+  Legend legend;
+  for (size_t c = 0; c < class_names.size(); ++c) {
+    const unsigned char* rgb = categoricalColour(int(c));
+    legend.rows.push_back({class_names[c], {rgb[0], rgb[1], rgb[2]}, std::nullopt, 0});
+  }
+  legend.rows.push_back({"labelled (trained on)", grey, black, 9.5});
+  legend.rows.push_back({"predicted wrong", grey, red, 11.5});
+  double widest = measureText("colour: predicted class", text).width;
+  for (const Legend::Row& r : legend.rows)
+    widest = std::max(widest, 24 + measureText(r.label, text).width);
+  legend.width = int(std::ceil(widest)) + 2 * pad;
+  legend.height = int(legend.rows.size() + 1) * Legend::kRowHeight;
+  return legend;
+}
+
+// Draws the legend with its first row's top at (x, y).
+void drawLegend(Canvas& canvas, const Legend& legend, double x, double y, const Font& text) {
+  const Rect all{0, 0, canvas.width(), canvas.height()};
+  const Rgb black{0, 0, 0};
+  double ly = y + 0.5 * Legend::kRowHeight;  // the middle of the row
+  for (const Legend::Row& r : legend.rows) {
+    if (r.ring) canvas.dot({x + 9, ly}, r.ring_radius, *r.ring, 1.0, all);
+    canvas.dot({x + 9, ly}, 7, r.fill, 1.0, all);
+    canvas.text(x + 24, ly + 0.5 * digitHeight(text), r.label, text, black);
+    ly += Legend::kRowHeight;
+  }
+  canvas.text(x, ly + 0.5 * digitHeight(text), "colour: predicted class", text, black);
+}
+
+}  // namespace
+
 void writeGraphPng(const std::filesystem::path& path, const GraphPicture& pic, int width,
                    int height) {
   const size_t n = pic.positions.size();
@@ -88,25 +136,8 @@ void writeGraphPng(const std::filesystem::path& path, const GraphPicture& pic, i
   const double radius = std::clamp(300.0 / std::sqrt(double(n)), 2.5, numbered ? 12.0 : 11.0);
   const int pad = 10, ring = 5;  // ring: how far the widest mark (the red ring) reaches out
 
-  // The legend, right of the drawing: rows of a mark and a label.
-  struct Row {
-    std::string label;
-    Rgb fill;
-    std::optional<Rgb> ring;
-    double ring_radius;
-  };
-  std::vector<Row> rows;
-  for (size_t c = 0; c < pic.class_names.size(); ++c) {
-    const unsigned char* rgb = categoricalColour(int(c));
-    rows.push_back({pic.class_names[c], {rgb[0], rgb[1], rgb[2]}, std::nullopt, 0});
-  }
-  rows.push_back({"labelled (trained on)", grey, black, 9.5});
-  rows.push_back({"predicted wrong", grey, red, 11.5});
-  double legend_text = measureText("colour: predicted class", text).width;
-  for (const Row& r : rows)
-    legend_text = std::max(legend_text, 24 + measureText(r.label, text).width);
-  const int legend_w = int(std::ceil(legend_text)) + 2 * pad, row_h = 26;
-  const int legend_h = int(rows.size() + 1) * row_h;
+  const Legend legend = graphLegend(pic.class_names, text, pad);
+  const int legend_w = legend.width, legend_h = legend.height;
 
   // The drawing keeps layoutGraph's aspect, as large as fits width x height beside the legend,
   // and the picture is cut to what it draws.
@@ -147,15 +178,7 @@ void writeGraphPng(const std::filesystem::path& path, const GraphPicture& pic, i
     if (numbered)
       canvas.text(p.x, p.y + 0.5 * digits, std::to_string(i), number, textOn(fill), Align::Centre);
   }
-  const double lx = 2 * margin + draw_w + pad;
-  double ly = top + margin + 0.5 * row_h;  // the middle of the first row
-  for (const Row& r : rows) {
-    if (r.ring) canvas.dot({lx + 9, ly}, r.ring_radius, *r.ring, 1.0, all);
-    canvas.dot({lx + 9, ly}, 7, r.fill, 1.0, all);
-    canvas.text(lx + 24, ly + 0.5 * digitHeight(text), r.label, text, black);
-    ly += row_h;
-  }
-  canvas.text(lx, ly + 0.5 * digitHeight(text), "colour: predicted class", text, black);
+  drawLegend(canvas, legend, 2 * margin + draw_w + pad, top + margin, text);
   writePng(path, canvas);
 }
 

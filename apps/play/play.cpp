@@ -82,6 +82,29 @@ void onKey(GLFWwindow* window, int key, int, int action, int) {
 
 // Everything but the count of validation messages, which must outlive the device: tearing
 // down is validated too.
+// The window's title: where training is and how fast frames and steps go.
+void showRates(GLFWwindow* window, int64_t steps, const LossCurve& curve, const Rates& rates) {
+  char title[160];
+  std::snprintf(title, sizeof(title),
+                "vkgrad-play: step %lld, loss %.3f, %.1f ms/frame, %.0f steps/s",
+                static_cast<long long>(steps), curve.losses().empty() ? 0.0 : curve.losses().back(),
+                rates.msPerFrame(), rates.stepsPerSecond());
+  glfwSetWindowTitle(window, title);
+}
+
+// The line a run ends with.
+void printSummary(Classifier& classifier, int64_t frame, double seconds, double engine_ms,
+                  const char* device) {
+  const float loss = classifier.inferredStep() >= 0 ? classifier.loss() : 0.0f;
+  std::printf(
+      "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame, %.0f steps/s, "
+      "%.1f ms/frame in engine calls, loss %.4f (%s)\n",
+      static_cast<long long>(frame), static_cast<long long>(classifier.steps()), seconds,
+      frame ? 1000.0 * seconds / double(frame) : 0.0,
+      seconds > 0 ? double(classifier.steps()) / seconds : 0.0,
+      frame ? engine_ms / double(frame) : 0.0, double(loss), device);
+}
+
 void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   Device device(o.width, o.height, "vkgrad-play", o.validation, messages);
   glfwSetKeyCallback(device.window(), onKey);
@@ -145,27 +168,13 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     // new); the host does not wait.
     renderer.endFrame(context.timeline(), shown, fresh, last && !o.screenshot.empty());
     ++frame;
-    if (rates.frame(classifier.steps())) {
-      char title[160];
-      std::snprintf(title, sizeof(title),
-                    "vkgrad-play: step %lld, loss %.3f, %.1f ms/frame, %.0f steps/s",
-                    static_cast<long long>(classifier.steps()),
-                    curve.losses().empty() ? 0.0 : curve.losses().back(), rates.msPerFrame(),
-                    rates.stepsPerSecond());
-      glfwSetWindowTitle(device.window(), title);
-    }
+    if (rates.frame(classifier.steps()))
+      showRates(device.window(), classifier.steps(), curve, rates);
     if (closing) break;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
-  const float loss = classifier.inferredStep() >= 0 ? classifier.loss() : 0.0f;
-  std::printf(
-      "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame, %.0f steps/s, "
-      "%.1f ms/frame in engine calls, loss %.4f (%s)\n",
-      static_cast<long long>(frame), static_cast<long long>(classifier.steps()), seconds,
-      frame ? 1000.0 * seconds / double(frame) : 0.0,
-      seconds > 0 ? double(classifier.steps()) / seconds : 0.0,
-      frame ? engine_ms / double(frame) : 0.0, double(loss), device.properties().deviceName);
+  printSummary(classifier, frame, seconds, engine_ms, device.properties().deviceName);
   if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
 }
 
