@@ -11,14 +11,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/parameters.h"
 #include "graph/transformer_block.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/parameters.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -265,6 +267,64 @@ TEST_F(TrainerTest, TrainingStateResumesBitForBit) {
   // A parameter-only checkpoint is not a training state.
   a.save(dir_ / "params.safetensors");
   EXPECT_THROW(b.loadState(dir_ / "params.safetensors"), Error);
+}
+
+// A NaN carried in a training state (an optimizer moment) is refused at load, nothing loaded;
+// training whose weights went non-finite refuses to save, keeping the last good state.
+TEST_F(TrainerTest, NonFiniteStatesAreNeitherLoadedNorSaved) {
+  graph::TrainerOptions options;
+  options.batch = 32;
+  graph::ParameterStore store(ctx());
+  addMlp(store, 8);
+  store.initialize(rng_.seed());
+  graph::Trainer a(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  a.step(randomBatch(rng_, 32, 192));
+  const fs::path good = dir_ / "good.safetensors", bad = dir_ / "bad.safetensors";
+  a.saveState(good);
+  graph::Checkpoint saved = graph::loadSafetensors(good);
+  bool poisoned = false;
+  for (graph::SavedTensor& t : saved.tensors)
+    if (t.name == "trainer/l1.w.v") {
+      t.data.at(5) = 0x7fc00000u;  // a quiet NaN
+      poisoned = true;
+    }
+  ASSERT_TRUE(poisoned) << "no second moment of l1.w in the state";
+  graph::saveSafetensors(bad, saved);
+  const std::vector<graph::SavedTensor> before = store.download();
+  try {
+    a.loadState(bad);
+    ADD_FAILURE() << "a NaN moment loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("state \"l1.w.v\" holds NaN at element 5"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(a.steps(), 1);
+  const std::vector<graph::SavedTensor> after = store.download();
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(before[i].data, after[i].data);
+
+  // A loss that is NaN makes every gradient and so every updated weight NaN.
+  graph::Trainer diverged(
+      ctx(), store, {&x_, &y_},
+      [&](Graph& g, std::span<const Tensor> batch) {
+        const Tensor nan = g.constant("nan", {1}, {std::nanf("")});
+        return g.mul(mlpLoss(store)(g, batch), nan);
+      },
+      options);
+  diverged.step(randomBatch(rng_, 32, 192));
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string kept = bytes(good);
+  try {
+    diverged.saveState(good);
+    ADD_FAILURE() << "NaN weights saved";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not saved: after step 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the last checkpoint is kept"), std::string::npos);
+  }
+  EXPECT_EQ(bytes(good), kept);
 }
 
 // Scalars the loss function marks are the step's metrics: read back with the loss only, in

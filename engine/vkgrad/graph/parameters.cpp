@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/safetensors.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
 
@@ -161,14 +161,8 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
                   dimsText(t->shape) + ", the model f32 " + p.shape.str();
       continue;
     }
-    // A NaN or inf weight would train or sample garbage without a word.
-    const auto bad = std::find_if(t->data.begin(), t->data.end(), [](uint32_t bits) {
-      return (bits & 0x7f800000u) == 0x7f800000u;  // all exponent bits: inf or NaN
-    });
-    if (bad != t->data.end()) {
-      problems += "\n  \"" + t->name + "\" holds " +
-                  ((*bad & 0x007fffffu) ? "NaN" : "inf") + " at element " +
-                  std::to_string(bad - t->data.begin());
+    if (const std::string bad = nonFiniteText(*t); !bad.empty()) {
+      problems += "\n  \"" + t->name + "\" " + bad;
       continue;
     }
     from[it->second] = t;

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <system_error>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/atomic_file.h"
 #include "vkgrad/graph/json_io.h"
-#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -181,6 +181,16 @@ std::string dimsText(const std::vector<int64_t>& dims) {
   std::string text = "(";
   for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
   return text + ")";
+}
+
+std::string nonFiniteText(const SavedTensor& t) {
+  if (t.dtype != ops::DType::F32) return "";
+  const auto bad = std::find_if(t.data.begin(), t.data.end(), [](uint32_t bits) {
+    return (bits & 0x7f800000u) == 0x7f800000u;  // all exponent bits: inf or NaN
+  });
+  if (bad == t.data.end()) return "";
+  return std::string("holds ") + ((*bad & 0x007fffffu) ? "NaN" : "inf") + " at element " +
+         std::to_string(bad - t.data.begin());
 }
 
 }  // namespace vkgrad::graph

@@ -28,6 +28,11 @@ struct SavedTensor {
   std::vector<uint32_t> data;  // 32-bit words, as the engine stores both dtypes
 };
 
+// "" when every value of an f32 tensor is finite (u32 tensors always), else where the first
+// one that is not lies: "holds NaN at element 12" (or inf). A NaN weight or optimizer moment
+// would train or sample garbage without a word, so loading and saving check with this.
+std::string nonFiniteText(const SavedTensor& t);
+
 struct Checkpoint {
   std::vector<SavedTensor> tensors;  // in file order
   std::map<std::string, std::string> metadata;

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <utility>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/safetensors.h"
-#include "vkgrad/core/error.h"
 
 namespace vkgrad::graph {
 
@@ -118,7 +118,9 @@ uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
   return value;
 }
 
-bool Trainer::busy() const { return train_->exec->busy(); }
+bool Trainer::busy() const {
+  return train_->exec->busy();
+}
 
 float Trainer::lastLoss() {
   if (step_ == 0) throw Error("trainer: lastLoss() before any step");
@@ -207,6 +209,13 @@ void saveTrainingState(const std::filesystem::path& path, const ParameterStore& 
     checkpoint.tensors.push_back(
         {name, info.dtype, savedDims(info.shape), exec.readWords(Tensor{id})});
   }
+  // Training that went non-finite (a NaN that ReLUs and clamps hide from the loss) stops
+  // here, before the last good state is overwritten.
+  for (const SavedTensor& t : checkpoint.tensors)
+    if (const std::string bad = nonFiniteText(t); !bad.empty())
+      throw Error(path.string() + ": not saved: after step " + std::to_string(step) + ", \"" +
+                  t.name + "\" " + bad +
+                  "; the last checkpoint is kept (a smaller learning rate?)");
   saveSafetensors(path, checkpoint);
 }
 
@@ -238,8 +247,13 @@ int64_t loadTrainingState(const Checkpoint& checkpoint, const std::string& where
                   info.shape.str();
       continue;
     }
-    found.emplace_back(it->second, &t);
+    const int id = it->second;
     states.erase(it);
+    if (const std::string bad = nonFiniteText(t); !bad.empty()) {
+      problems += "\n  state \"" + name + "\" " + bad;
+      continue;
+    }
+    found.emplace_back(id, &t);
   }
   for (const auto& [name, id] : states)
     problems += "\n  state \"" + name.substr(kStatePrefix.size()) + "\" is missing";
