@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/bundle.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -50,6 +51,7 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
   if (!cli.given("resume")) return std::nullopt;
   const fs::path dir = cli.get("resume");
   if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such checkpoint directory");
+  graph::checkBundle(dir);  // a save that a crash interrupted is settled; a mix refused
   const std::string where = (dir / kTrainStateFile).string();
   if (!fs::exists(where))
     throw Error(where +

@@ -14,6 +14,7 @@
 #include "common/progress.h"
 #include "common/resume.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/bundle.h"
 #include "vkgrad/graph/profile.h"
 #include "vkgrad/vk/memory.h"
 
@@ -210,14 +211,31 @@ int64_t TrainingRun::resume(graph::Trainer& trainer, Loop& loop) {
 }
 
 void TrainingRun::save(graph::Trainer& trainer, Loop& loop, int64_t unit) {
-  // The training state first: a crash at any moment leaves a state that --resume continues.
+  // The state, the model and its config appear in DIR together or not at all.
+  graph::BundleWriter bundle(out_);
   trainer.saveState(
-      out_ / kTrainStateFile,
+      bundle.add(kTrainStateFile),
       runMetadata(cli_,
                   {fixed_, {lengthOption(defaults_.rows), "eval-every", "log-every", "save-every"}},
                   defaults_.program, loop.state));
-  loop.saved = loop.hooks.save ? loop.hooks.save(out_, unit) : std::vector<std::string>{};
-  writeLinePlot(out_ / loop.hooks.curves_file, loop.plotted(), loop.hooks.plot);
+  loop.saved.clear();
+  if (loop.hooks.save)
+    for (const std::string& name : loop.hooks.save(bundle.staging(), unit)) {
+      bundle.add(name);
+      loop.saved.push_back(name);
+    }
+  bundle.commit();
+  picture([&] { writeLinePlot(out_ / loop.hooks.curves_file, loop.plotted(), loop.hooks.plot); });
+}
+
+void TrainingRun::picture(const std::function<void()>& draw) {
+  try {
+    draw();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: warning: %s (the checkpoint was saved; the run ends with status 1)\n",
+                 defaults_.program, e.what());
+    picture_failed_ = true;
+  }
 }
 
 TrainingRun::Loop TrainingRun::startLoop(RunHooks& hooks) const {
@@ -339,7 +357,7 @@ int TrainingRun::train(graph::Trainer& trainer, RunHooks& hooks) {
   save(trainer, loop, last);
   if (last < units_) {
     printStopped(defaults_.program, out_.string(), unit(), last, units_);
-    return validationFailed(device(), defaults_.program) ? 1 : 0;
+    return validationFailed(device(), defaults_.program) || picture_failed_ ? 1 : 0;
   }
   return finish(trainer, loop);
 }
@@ -369,8 +387,11 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
   std::vector<std::string> files = loop.saved;
   files.push_back(loop.hooks.curves_file);
   files.push_back(kTrainStateFile);
+  files.push_back(graph::kManifestFile);
   if (loop.hooks.finish)
-    for (const std::string& f : loop.hooks.finish(json)) files.push_back(f);
+    picture([&] {
+      for (const std::string& f : loop.hooks.finish(json)) files.push_back(f);
+    });
   std::string list;
   for (const std::string& f : files) list += (list.empty() ? "" : ", ") + f;
   std::printf("wrote %s/{%s}\n", out_.string().c_str(), list.c_str());
@@ -379,7 +400,7 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
                 trainer.lastStepMilliseconds(), trainer.executor().dispatchCount(),
                 graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
   if (cli_.has("json")) std::printf("%s\n", graph::dumpJson(json).c_str());
-  return validationFailed(context, defaults_.program) ? 1 : 0;
+  return validationFailed(context, defaults_.program) || picture_failed_ ? 1 : 0;
 }
 
 }  // namespace vkgrad::apps

@@ -10,7 +10,9 @@
 //                        epoch and at every log line, a progress bar inside long epochs, a
 //                        line per logged unit, and a stop at the first non-finite loss;
 //   the checkpoint       the training state (what --resume continues from), the app's model
-//                        and config, and the curves, every --save-every units and at the end;
+//                        and config as one bundle (graph/bundle.h: all of a save or none),
+//                        and the curves, every --save-every units and at the end; a picture
+//                        that cannot be written is a warning and exit status 1, not a lost run;
 //   the end              the summary, the profile and the --json line.
 #pragma once
 
@@ -127,6 +129,8 @@ class TrainingRun {
   void logUnit(graph::Trainer& trainer, Loop& loop, int64_t unit, bool eval);
   std::string evaluate(Loop& loop, int64_t unit, const TrainStats& stats);
   void save(graph::Trainer& trainer, Loop& loop, int64_t unit);
+  // Runs draw; a picture that cannot be written is a warning, and the run's status 1.
+  void picture(const std::function<void()>& draw);
   int finish(graph::Trainer& trainer, Loop& loop);
 
   Cli& cli_;
@@ -141,6 +145,7 @@ class TrainingRun {
   float last_loss_;
   double eval_seconds_ = 0;
   int64_t evaluations_ = 0;
+  bool picture_failed_ = false;
 };
 
 }  // namespace vkgrad::apps

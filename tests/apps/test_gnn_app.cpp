@@ -12,6 +12,7 @@
 
 #include "apps/run_app.h"
 #include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/safetensors.h"
 
 namespace vkgrad::test {
 namespace {
@@ -77,6 +78,39 @@ TEST_F(GnnApp, ResumeContinuesARunBitForBit) {
       "gnn", train, dir_.string(),
       {"--model", "gat", "--epochs", "40", "--dropout", "0.2", "--log-every", "10"}, "epoch", 15,
       40, {"--model", "gcn"}, "--model gcn differs from the resumed run's gat");
+}
+
+// A picture that cannot be written (curves.png is a folder here) is a warning and exit status
+// 1 at the end; the checkpoint is saved whole all the same.
+TEST_F(GnnApp, APictureThatCannotBeWrittenLosesNoCheckpoint) {
+  const fs::path out = dir_ / "pictureless";
+  fs::create_directories(out / "curves.png");
+  const AppRun run = runApp("gnn", {"train", "--epochs", "20", "--out", out.string()});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "warning: ")) << run.err;
+  EXPECT_TRUE(contains(run.err, "the checkpoint was saved")) << run.err;
+  EXPECT_EQ(graph::readJsonFile(out / "config.json")["training"]["epochs_done"], 20);
+  EXPECT_FALSE(savedWeights((out / "model.safetensors").string()).empty());
+  EXPECT_TRUE(isPng(out / "graph.png"));  // the pictures after it are still drawn
+}
+
+// A training state carrying a NaN (one Adam moment) is refused by --resume before any step,
+// naming the tensor; the folder keeps what it held.
+TEST_F(GnnApp, ResumeRefusesANonFiniteTrainingState) {
+  const fs::path out = dir_ / "poisoned";
+  ASSERT_EQ(runApp("gnn", {"train", "--epochs", "20", "--stop-at", "10", "--out", out.string()})
+                .exit_code,
+            0);
+  const fs::path state = out / "train_state.safetensors";
+  graph::Checkpoint saved = graph::loadSafetensors(state);
+  for (graph::SavedTensor& t : saved.tensors)
+    if (t.name == "trainer/l0.w.m") t.data.at(0) = 0x7fc00000u;
+  graph::saveSafetensors(state, saved);
+  fs::remove(out / "manifest.json");  // edited by hand: read as it is
+  const AppRun resumed = runApp("gnn", {"train", "--resume", out.string()});
+  EXPECT_EQ(resumed.exit_code, 1);
+  EXPECT_TRUE(contains(resumed.err, "state \"l0.w.m\" holds NaN at element 0")) << resumed.err;
+  EXPECT_FALSE(contains(resumed.out, "epoch 20/20")) << resumed.out;
 }
 
 TEST_F(GnnApp, BadInputIsAClearError) {

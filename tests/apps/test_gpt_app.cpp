@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
+#include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/graph/safetensors.h"
 
@@ -111,6 +112,8 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   // Another config's weights under this config.json.
   const fs::path other = dir_ / "other";
   ASSERT_EQ(train(other, {"--width", "32", "--steps", "2"}).exit_code, 0);
+  // Files edited by hand from here: without its manifest a folder is read as it is.
+  fs::remove(out / "manifest.json");
   fs::copy_file(other / "model.safetensors", out / "model.safetensors",
                 fs::copy_options::overwrite_existing);
   const AppRun mismatch = runApp("gpt", {"sample", "--checkpoint", out.string(), "--prompt", "a"});
@@ -165,6 +168,8 @@ TEST_F(GptApp, AbsurdOrBrokenInputsFailFast) {
 
   const fs::path out = dir_ / "ckpt";
   ASSERT_EQ(train(out, {"--steps", "2"}).exit_code, 0);
+  // Files edited by hand from here: without its manifest a folder is read as it is.
+  fs::remove(out / "manifest.json");
   const auto rewrite = [&](const std::string& from, const std::string& to) {
     std::ifstream in(out / "config.json");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -282,8 +287,14 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
     SCOPED_TRACE("round " + std::to_string(round) + ", delays (ms):" + delays);
     ASSERT_TRUE(killed);
     ASSERT_EQ(run.exit_code, 128 + SIGKILL) << run.out << run.err;
-    // Every file is whole; the training state is at or after the last round's.
+    // Every file is whole and of one save (reading the config settles what the kill left);
+    // the training state is at or after the last round's.
+    const int64_t steps_done = gpt::readConfig(out).training.at("steps_done").get<int64_t>();
     const graph::Checkpoint state = graph::loadSafetensors(out / "train_state.safetensors");
+    EXPECT_EQ(std::stoll(state.metadata.at("vkgrad.step")), steps_done);
+    EXPECT_EQ(
+        std::stoll(graph::loadSafetensors(out / "model.safetensors").metadata.at("vkgrad.step")),
+        steps_done);
     const int64_t step = std::stoll(state.metadata.at("vkgrad.step"));
     EXPECT_GE(step, last_step);
     std::printf("round %d: killed after %d ms at a checkpoint of step %lld\n", round, delay_ms,
@@ -299,6 +310,30 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
   EXPECT_TRUE(contains(rest.out, "resumed after step " + std::to_string(last_step))) << rest.out;
   for (const auto& entry : fs::directory_iterator(out))  // the killed runs' temporary files too
     EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp.")) << entry.path();
+}
+
+// A save that dies half-way (here: the file-size limit kills the process while it writes the
+// training state) leaves the folder with the last whole save: the state, the model and the
+// config all of step 10, and --resume goes on from there.
+TEST_F(GptApp, ASaveThatDiesLeavesTheLastWholeCheckpoint) {
+  const fs::path out = dir_ / "limited";
+  const AppRun first = train(out, {"--stop-at", "10"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const uintmax_t state_bytes = fs::file_size(out / "train_state.safetensors");
+  const AppRun killed =
+      runProgram("/usr/bin/prlimit", {"--fsize=" + std::to_string(state_bytes / 2), appPath("gpt"),
+                                      "train", "--resume", out.string(), "--stop-at", "20"});
+  EXPECT_EQ(killed.exit_code, 128 + SIGXFSZ) << killed.out << killed.err;
+  const auto stepOf = [&](const char* file) {
+    return graph::loadSafetensors(out / file).metadata.at("vkgrad.step");
+  };
+  EXPECT_EQ(gpt::readConfig(out).training.at("steps_done"), 10);  // settles what the crash left
+  EXPECT_FALSE(fs::exists(out / ".pending"));
+  EXPECT_EQ(stepOf("model.safetensors"), "10");
+  EXPECT_EQ(stepOf("train_state.safetensors"), "10");
+  const AppRun rest = runApp("gpt", {"train", "--resume", out.string(), "--validation"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_TRUE(contains(rest.out, "resumed after step 10 of 60")) << rest.out;
 }
 
 // --profile ends the run with the last step's GPU time by op kind.

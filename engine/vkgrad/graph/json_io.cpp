@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/bundle.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -86,6 +87,7 @@ Json readCheckpointFile(const std::filesystem::path& dir, const std::string& fil
                         const std::string& format) {
   if (!std::filesystem::is_directory(dir))
     throw Error(dir.string() + ": no such checkpoint directory");
+  checkBundle(dir);  // a save that a crash interrupted is settled; a mix of saves refused
   const std::filesystem::path path = dir / file;
   if (!std::filesystem::exists(path))
     throw Error(path.string() + ": missing (is this a " + format + " checkpoint directory?)");

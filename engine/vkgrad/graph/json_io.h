@@ -35,8 +35,9 @@ uint64_t jsonUint(const Json& value, std::string_view what, uint64_t max = uint6
 // A JSON file read whole and parsed. Throws Error "<path>: cannot open" or parseJson's error.
 Json readJsonFile(const std::filesystem::path& path);
 
-// DIR/file of a checkpoint directory, read and parsed. Throws Error "<dir>: no such checkpoint
-// directory", "<path>: missing (is this a <format> checkpoint directory?)" or readJsonFile's.
+// DIR/file of a checkpoint directory, read and parsed, after graph/bundle.h's checkBundle(DIR).
+// Throws Error "<dir>: no such checkpoint directory", "<path>: missing (is this a <format>
+// checkpoint directory?)", checkBundle's or readJsonFile's.
 Json readCheckpointFile(const std::filesystem::path& dir, const std::string& file,
                         const std::string& format);
 
