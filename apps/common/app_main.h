@@ -4,13 +4,21 @@
 #pragma once
 
 #include <initializer_list>
+#include <string>
+#include <string_view>
 
 namespace vkgrad::apps {
 
 using RunFn = int (*)(int argc, char** argv);
 
+// text with every byte a terminal would act on (C0 and C1 controls but newline and tab, DEL)
+// written as \xHH or \uHHHH: an error that echoes a hostile input line cannot clear the
+// screen or retitle the window.
+std::string terminalSafe(std::string_view text);
+
 // Runs run(argc, argv) and returns its status: --help (HelpRequested) prints the usage and
-// gives 0, a bad command line (UsageError) gives 2, any other exception is reported and gives 1.
+// gives 0, a bad command line (UsageError) gives 2, any other exception is reported (through
+// terminalSafe) and gives 1; std::bad_alloc says the host memory ran out.
 int guardedMain(const char* program, RunFn run, int argc, char** argv);
 
 struct Command {

@@ -7,6 +7,7 @@
 #include <stb_image.h>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/input_file.h"
 
 namespace vkgrad::apps {
 namespace {
@@ -41,6 +42,7 @@ double bilinear(const unsigned char* src, int w, int h, double x, double y) {
 }  // namespace
 
 std::vector<uint8_t> readGreyImage(const std::string& path, int size, bool invert) {
+  graph::checkInputFile(path, "an image");
   int w = 0, h = 0, channels = 0;
   std::unique_ptr<unsigned char, void (*)(void*)> src(stbi_load(path.c_str(), &w, &h, &channels, 1),
                                                       stbi_image_free);

@@ -1,9 +1,11 @@
 #include "common/output_dir.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -14,8 +16,22 @@ namespace vkgrad::apps {
 
 void prepareOutput(const std::filesystem::path& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot create the output directory: " + ec.message());
+  if (!std::filesystem::exists(dir, ec)) {
+    // Made by the first save, not now: a run that fails before it leaves no empty folder.
+    // The nearest folder that exists must let it be made.
+    std::filesystem::path parent = std::filesystem::absolute(dir, ec).parent_path();
+    while (!parent.empty() && !std::filesystem::exists(parent, ec) && parent != parent.root_path())
+      parent = parent.parent_path();
+    if (!std::filesystem::is_directory(parent, ec))
+      throw Error(dir.string() + ": cannot create the output directory: " + parent.string() +
+                  " is not a directory");
+    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+      throw Error(dir.string() + ": cannot create the output directory: " + parent.string() + ": " +
+                  std::strerror(errno));
+    return;
+  }
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(dir.string() + ": cannot create the output directory: a file of that name exists");
   const std::filesystem::path probe = dir / ".vkgrad-write-test";
   if (!std::ofstream(probe, std::ios::binary))
     throw Error(dir.string() + ": cannot write files here");

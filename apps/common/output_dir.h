@@ -6,8 +6,9 @@
 
 namespace vkgrad::apps {
 
-// Creates dir if needed and checks that a file can be written in it; throws Error otherwise.
-// Removes the temporary files of atomic writes that a killed process left there.
+// Checks that files can be written in dir, or, when it does not exist yet, that it can be
+// created (the first save creates it: a run that fails before leaves no empty folder); throws
+// Error otherwise. Removes the temporary files of atomic writes that a killed process left.
 void prepareOutput(const std::filesystem::path& dir);
 
 }  // namespace vkgrad::apps

@@ -1,5 +1,7 @@
 #include "gnn/task.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -64,6 +66,22 @@ graph::Dataset words(vk::Context& context, const std::string& name,
   return graph::uploadDataset(context, name, {int64_t(values.size())}, values);
 }
 
+// A stochastic block model is made on the host: refuse one that cannot fit before making it.
+void checkHostMemory(int64_t nodes, int64_t features, double degree) {
+  // Features and labels per node; each expected edge as a pair, in both directions, and again
+  // in the CSR built for the device.
+  const double need = double(nodes) * (4.0 * double(features) + 8.0) + double(nodes) * degree * 32;
+  const double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > have / 2)
+    throw Error("sbm: " + std::to_string(nodes) + " nodes with " + std::to_string(features) +
+                " features and ~" + std::to_string(int64_t(degree)) +
+                " neighbours each need about " + std::to_string(int64_t(need / double(1 << 30))) +
+                " GiB of host memory; this "
+                "machine has " +
+                std::to_string(int64_t(have / double(1 << 30))) +
+                " GiB (fewer --nodes or --features)");
+}
+
 template <typename T>
 std::span<const uint8_t> bytesOf(const std::vector<T>& v) {
   return std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T));
@@ -102,6 +120,7 @@ Task readTask(const Cli& cli, uint64_t seed) {
     const double in = cli.getDouble("degree-in", 0.0, 1e6),
                  out = cli.getDouble("degree-out", 0.0, 1e6);
     if (per < 2) cli.fail("--nodes must be at least twice --communities");
+    checkHostMemory(nodes, cli.getInt("features", 1, 4096), in + out);
     task.nodes = gnn::stochasticBlockModel(nodes, communities, std::min(1.0, in / (per - 1)),
                                            std::min(1.0, out / (double(nodes) - per)),
                                            cli.getInt("features", 1, 4096),

@@ -45,6 +45,14 @@ int run(int argc, char** argv) {
   o.steps_per_frame = int(cli.getInt("steps-per-frame", 1, 1000));
   o.points_per_class = int(cli.getInt("points", 1, 100000));
   o.grid = int(cli.getInt("grid", 2, 1024));
+  // The grid goes down by the window's aspect: a tall, narrow window makes it very tall.
+  const double down = double(o.grid) * o.height / o.width;
+  if (down > 4096)
+    cli.fail("--grid " + std::to_string(o.grid) + " in a " + std::to_string(o.width) + "x" +
+             std::to_string(o.height) + " window is " + std::to_string(o.grid) + " x " +
+             std::to_string(int64_t(down)) +
+             " points; at most 4096 down (a smaller --grid or a "
+             "wider window)");
   o.lr = float(cli.getDouble("lr", 0.0, 10.0));
   o.seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const char* env = std::getenv("VKGRAD_VALIDATION");

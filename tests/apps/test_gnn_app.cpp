@@ -128,6 +128,26 @@ TEST_F(GnnApp, BadInputIsAClearError) {
       "gnn", {"train", "--data", (dir_ / "none.txt").string(), "--out", (dir_ / "n").string()});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_TRUE(contains(missing.err, "cannot open")) << missing.err;
+  // Inputs that would exhaust the host, a folder, and a line that would clear the terminal.
+  const AppRun zero =
+      runApp("gnn", {"train", "--data", "/dev/zero", "--out", (dir_ / "z").string()});
+  EXPECT_EQ(zero.exit_code, 1);
+  EXPECT_TRUE(contains(zero.err, "/dev/zero: more than 268435456 bytes")) << zero.err;
+  const AppRun huge = runApp(
+      "gnn", {"train", "--data", "sbm", "--nodes", "1073741823", "--out", (dir_ / "h").string()});
+  EXPECT_EQ(huge.exit_code, 1);
+  EXPECT_TRUE(contains(huge.err, "GiB of host memory; this machine has")) << huge.err;
+  const AppRun folder =
+      runApp("gnn", {"train", "--data", dir_.string(), "--out", (dir_ / "d").string()});
+  EXPECT_EQ(folder.exit_code, 1);
+  EXPECT_TRUE(contains(folder.err, "is a directory, not an edge list")) << folder.err;
+  std::ofstream(dir_ / "esc.txt") << "0 1\n1 \x1b[2Jx\n";
+  const AppRun esc = runApp(
+      "gnn", {"train", "--data", (dir_ / "esc.txt").string(), "--out", (dir_ / "e").string()});
+  EXPECT_EQ(esc.exit_code, 1);
+  EXPECT_TRUE(contains(esc.err, "'\\x1b[2Jx'")) << esc.err;
+  EXPECT_FALSE(contains(esc.err, "\x1b")) << "a raw escape byte reached the terminal";
+  for (const char* out : {"z", "h", "d", "e"}) EXPECT_FALSE(fs::exists(dir_ / out)) << out;
   EXPECT_EQ(runApp("gnn", {"fly"}).exit_code, 2);
   const AppRun help = runApp("gnn", {"train", "--help"});
   EXPECT_EQ(help.exit_code, 0);

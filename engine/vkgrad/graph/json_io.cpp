@@ -9,6 +9,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/bundle.h"
+#include "vkgrad/graph/input_file.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -76,11 +77,7 @@ uint64_t jsonUint(const Json& value, std::string_view what, uint64_t max) {
 }
 
 Json readJsonFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open");
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return parseJson(contents.str(), path.string());
+  return parseJson(readInputFile(path, "a JSON file", uint64_t(64) << 20), path.string());
 }
 
 Json readCheckpointFile(const std::filesystem::path& dir, const std::string& file,

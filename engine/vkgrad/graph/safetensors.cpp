@@ -1,4 +1,5 @@
 #include "vkgrad/graph/safetensors.h"
+#include "vkgrad/graph/input_file.h"
 
 #include <algorithm>
 #include <bit>
@@ -72,6 +73,7 @@ void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkp
 
 Checkpoint loadSafetensors(const std::filesystem::path& path) {
   const std::string where = path.string();
+  checkInputFile(path, "a safetensors file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(where + ": cannot open: " + errnoText());
   in.seekg(0, std::ios::end);

@@ -10,6 +10,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/gnn/karate_data.h"
+#include "vkgrad/graph/input_file.h"
 
 namespace vkgrad::gnn {
 namespace {
@@ -168,11 +169,9 @@ NodeData parseEdgeList(const std::string& text, const std::string& name, bool di
 }
 
 NodeData readEdgeList(const std::string& path, bool directed) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(path + ": cannot open the edge list");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parseEdgeList(text.str(), path, directed);
+  // 256 MiB: some 16 million edges, far more than one device trains on in full-graph steps.
+  return parseEdgeList(graph::readInputFile(path, "an edge list", uint64_t(256) << 20), path,
+                       directed);
 }
 
 NodeData karateClub() {
