@@ -97,9 +97,15 @@ bool Cli::isFlag(const std::string& name) const {
   return it != entries_.end() && it->second.is_flag;
 }
 
-void Cli::set(const std::string& name, const std::string& value) {
+void Cli::set(const std::string& name, const std::string& value, const std::string& source) {
   if (!entries_.count(name)) throw std::logic_error("Cli::set: --" + name + " is not declared");
   values_[name] = value;
+  if (!source.empty()) sources_[name] = source;
+}
+
+std::string Cli::origin(const std::string& name) const {
+  const auto it = sources_.find(name);
+  return it == sources_.end() ? "" : " (the value saved in " + it->second + ")";
 }
 
 std::string Cli::get(const std::string& name) const {
@@ -115,7 +121,7 @@ int64_t Cli::getInt(const std::string& name, int64_t min, int64_t max) const {
   const long long value = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max)
     fail("--" + name + " must be an integer in [" + std::to_string(min) + ", " +
-         std::to_string(max) + "], got '" + text + "'");
+         std::to_string(max) + "], got '" + text + "'" + origin(name));
   return value;
 }
 
@@ -127,7 +133,7 @@ double Cli::getDouble(const std::string& name, double min, double max) const {
   if (text.empty() || *end != '\0' || errno == ERANGE || !(value >= min && value <= max)) {
     char range[96];
     std::snprintf(range, sizeof(range), "[%g, %g]", min, max);
-    fail("--" + name + " must be a number in " + range + ", got '" + text + "'");
+    fail("--" + name + " must be a number in " + range + ", got '" + text + "'" + origin(name));
   }
   return value;
 }

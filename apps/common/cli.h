@@ -40,8 +40,11 @@ class Cli {
   bool has(const std::string& name) const;  // flag given, or option given / defaulted
   bool given(const std::string& name) const { return values_.count(name) > 0; }  // on the line
   bool isFlag(const std::string& name) const;
-  // Sets a declared option or flag (a flag to any value turns it on) as if it had been given.
-  void set(const std::string& name, const std::string& value);
+  // Sets a declared option or flag (a flag to any value turns it on) as if it had been given;
+  // `source` (a file it was read from) is named when the value is refused.
+  void set(const std::string& name, const std::string& value, const std::string& source = "");
+  // " (the value saved in <source>)" for a value set from a source, else "".
+  std::string origin(const std::string& name) const;
   std::string get(const std::string& name) const;
   // UsageError when not a number in [min, max] (NaN is never in range).
   int64_t getInt(const std::string& name, int64_t min, int64_t max) const;
@@ -61,6 +64,7 @@ class Cli {
   std::map<std::string, Entry> entries_;
   std::vector<std::pair<std::string, std::string>> positional_specs_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> sources_;  // where set() values came from
   std::vector<std::string> positional_values_;
 };
 

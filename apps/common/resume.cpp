@@ -67,7 +67,7 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
     return it->get<std::string>();
   };
   for (const char* name : run.rhythm)
-    if (const auto value = savedValue(name); value && !cli.given(name)) cli.set(name, *value);
+    if (const auto value = savedValue(name); value && !cli.given(name)) cli.set(name, *value, where);
   for (const char* name : run.fixed) {
     const std::optional<std::string> value = savedValue(name);
     if (!value) {  // a flag that was off, an option without a default that was not given
@@ -79,7 +79,7 @@ std::optional<graph::Checkpoint> resumeRun(Cli& cli, const RunOptions& run, cons
     if (cli.given(name) && !cli.isFlag(name) && !sameValue(cli.get(name), *value))
       cli.fail("--" + std::string(name) + " " + cli.get(name) + " differs from the resumed run's " +
                *value + " (" + where + "); a resumed run keeps the options that define it");
-    if (!cli.given(name)) cli.set(name, *value);
+    if (!cli.given(name)) cli.set(name, *value, where);
   }
   if (!cli.given("out")) cli.set("out", dir.string());
   return saved;

@@ -64,7 +64,8 @@ int train(int argc, char** argv) {
   const std::vector<std::string> names = classNames(cli, config.classes);
   const int64_t batch = cli.getInt("batch", 1, 1 << 16);
   const int64_t limit = cli.getInt("limit", 0, int64_t(1) << 40);
-  const data::ImageDataset set = data::loadImageSet(cli.get("data"), config.image, limit);
+  const data::ImageDataset set =
+      data::loadImageSet(cli.get("data"), config.image, limit, int(config.classes));
   const int64_t train_rows = set.train_images.count;
 
   vk::Context& context = run.device();
@@ -142,13 +143,15 @@ int eval(int argc, char** argv) {
   if (cli.get("checkpoint").empty()) cli.fail("--checkpoint is required");
   const fs::path dir = cli.get("checkpoint");
   const vit::VitCheckpoint cp = vit::readConfig(dir);
-  const data::ImageDataset set = data::loadFashionMnist(cli.get("data"));
+  // The model's image size and classes: other data is refused naming the file, not the op.
+  const data::ImageDataset set =
+      data::loadImageSet(cli.get("data"), cp.config.image, 0, int(cp.config.classes));
   vk::Context context(contextOptions(cli));
   graph::ParameterStore store(context);
   loadModel(dir, cp.config, store);
   const graph::Dataset test_x =
       vit::uploadImages(context, "test.images", set.test_images.pixels, set.test_images.count,
-                        set.test_images.rows, set.test_images.cols);
+                        cp.config.image, cp.config.image);
   const graph::Dataset test_y = vit::uploadLabels(context, "test.labels", set.test_labels);
   vit::Evaluator evaluator(context, store, cp.config, test_x, test_y,
                            cli.getInt("batch", 1, 1 << 16));

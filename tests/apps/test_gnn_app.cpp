@@ -109,6 +109,20 @@ TEST_F(GnnApp, ResumeRefusesANonFiniteTrainingState) {
   fs::remove(out / "manifest.json");  // edited by hand: read as it is
   const AppRun resumed = runApp("gnn", {"train", "--resume", out.string()});
   EXPECT_EQ(resumed.exit_code, 1);
+  // A bad value among the saved options names the file it came from.
+  for (graph::SavedTensor& t : saved.tensors)
+    if (t.name == "trainer/l0.w.m") t.data.at(0) = 0;
+  graph::Json options = graph::parseJson(saved.metadata.at("run.options"), "run.options");
+  options["hidden"] = "0";
+  saved.metadata["run.options"] = graph::dumpJson(options);
+  graph::saveSafetensors(state, saved);
+  const AppRun zero = runApp("gnn", {"train", "--resume", out.string()});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_TRUE(contains(zero.err,
+                       "--hidden must be an integer in [1, 4096], got '0' (the value "
+                       "saved in " +
+                           state.string() + ")"))
+      << zero.err;
   EXPECT_TRUE(contains(resumed.err, "state \"l0.w.m\" holds NaN at element 0")) << resumed.err;
   EXPECT_FALSE(contains(resumed.out, "epoch 20/20")) << resumed.out;
 }

@@ -119,6 +119,24 @@ TEST_F(VitApp, TrainWritesTheCheckpointPicturesAndJsonThatEvalReproduces) {
   const AppRun mismatch = runApp("vit", {"eval", "--checkpoint", out.string()});
   EXPECT_EQ(mismatch.exit_code, 1);
   EXPECT_TRUE(contains(mismatch.err, "model.safetensors")) << mismatch.err;
+  // A model of 5 classes refuses test labels it cannot predict, naming the file, instead of
+  // counting only the images it can.
+  config["model"]["width"] = 64;
+  config["model"]["classes"] = 5;
+  config["class_names"] = {"a", "b", "c", "d", "e"};
+  std::ofstream(out / "config.json") << graph::dumpJson(config);
+  const AppRun fewer = runApp("vit", {"eval", "--checkpoint", out.string()});
+  EXPECT_EQ(fewer.exit_code, 1);
+  EXPECT_TRUE(contains(fewer.err, "labels-idx1-ubyte")) << fewer.err;
+  EXPECT_TRUE(contains(fewer.err, "out of range for 5 classes")) << fewer.err;
+  // Finite but absurd normalisation is a config error, not "-nan%" probabilities.
+  config["model"]["classes"] = 10;
+  config["class_names"] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+  config["model"]["mean"] = 1e300;
+  std::ofstream(out / "config.json") << graph::dumpJson(config);
+  const AppRun absurd = runApp("vit", {"eval", "--checkpoint", out.string()});
+  EXPECT_EQ(absurd.exit_code, 1);
+  EXPECT_TRUE(contains(absurd.err, "must be in [-1000, 1000]")) << absurd.err;
 }
 
 TEST_F(VitApp, BadOptionsAndMissingDataAreClearErrors) {

@@ -207,16 +207,16 @@ std::vector<uint8_t> readIdxLabels(const std::string& path, int classes) {
   return std::move(idx.data);
 }
 
-ImageDataset loadFashionMnist(const std::string& dir) {
+ImageDataset loadFashionMnist(const std::string& dir, int classes) {
   ImageDataset d;
   const std::string train_images = findFile(dir, "train-images-idx3-ubyte");
   const std::string train_labels = findFile(dir, "train-labels-idx1-ubyte");
   const std::string test_images = findFile(dir, "t10k-images-idx3-ubyte");
   const std::string test_labels = findFile(dir, "t10k-labels-idx1-ubyte");
   d.train_images = readIdxImages(train_images);
-  d.train_labels = readIdxLabels(train_labels, 10);
+  d.train_labels = readIdxLabels(train_labels, classes);
   d.test_images = readIdxImages(test_images);
-  d.test_labels = readIdxLabels(test_labels, 10);
+  d.test_labels = readIdxLabels(test_labels, classes);
   auto checkCounts = [](const std::string& images, int64_t count, const std::string& labels,
                         size_t labels_count) {
     if (count != int64_t(labels_count))
@@ -232,8 +232,8 @@ ImageDataset loadFashionMnist(const std::string& dir) {
   return d;
 }
 
-ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit) {
-  ImageDataset d = loadFashionMnist(dir);
+ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit, int classes) {
+  ImageDataset d = loadFashionMnist(dir, classes);
   if (d.train_images.rows != size || d.train_images.cols != size)
     throw Error(dir + ": images are " + std::to_string(d.train_images.rows) + "x" +
                 std::to_string(d.train_images.cols) + ", this model reads " + std::to_string(size) +

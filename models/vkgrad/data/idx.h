@@ -40,11 +40,12 @@ inline const char* const kFashionMnistClasses[10] = {
     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // The four Fashion-MNIST files in dir, {train,t10k}-{images-idx3,labels-idx1}-ubyte, each
-// plain or with .gz (the plain one when both exist); 10 classes.
-ImageDataset loadFashionMnist(const std::string& dir = kFashionMnistDir);
-// loadFashionMnist(dir) for a model of size x size images, the training split cut to its
-// first `limit` images (0: all of them). Throws Error naming dir when the images are another
-// size.
-ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit);
+// plain or with .gz (the plain one when both exist); every label < classes (a model of fewer
+// classes refuses data it cannot predict, naming the file and the label).
+ImageDataset loadFashionMnist(const std::string& dir = kFashionMnistDir, int classes = 10);
+// loadFashionMnist(dir, classes) for a model of size x size images, the training split cut to
+// its first `limit` images (0: all of them). Throws Error naming dir when the images are
+// another size.
+ImageDataset loadImageSet(const std::string& dir, int64_t size, int64_t limit, int classes = 10);
 
 }  // namespace vkgrad::data

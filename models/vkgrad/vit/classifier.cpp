@@ -90,6 +90,12 @@ std::vector<float> Predictor::probabilities(std::span<const uint8_t> pixels) {
     const std::vector<float> logits = exec_->read(logits_);
     for (size_t i = 0; i < n; ++i) {
       const float* row = logits.data() + i * classes;
+      // Finite weights can still overflow (weights of 3e38): a NaN probability is no answer.
+      for (size_t c = 0; c < classes; ++c)
+        if (!std::isfinite(row[c]))
+          throw Error("Predictor: image " + std::to_string(first + i) + "'s logit of class " +
+                      std::to_string(c) + " is " + std::to_string(row[c]) +
+                      ": the model's weights overflow");
       const float top = *std::max_element(row, row + classes);
       double sum = 0;
       for (size_t c = 0; c < classes; ++c) sum += std::exp(double(row[c] - top));

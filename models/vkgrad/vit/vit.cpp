@@ -23,7 +23,12 @@ void VitConfig::validate() const {
          std::to_string(heads) + " in [1, 4096]");
   if (mlp_ratio <= 0 || mlp_ratio > 16) fail("mlp_ratio must be in [1, 16]");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
-  if (!(stddev > 0.0f)) fail("stddev must be positive");
+  // The pixels' normalisation: pixels are in [0, 1], so a mean or a spread far outside it is
+  // a broken config (1e300 reads as inf, 1e-30 divides to inf), not a model.
+  if (!(mean >= -1e3f && mean <= 1e3f))
+    fail("mean " + std::to_string(mean) + " must be in [-1000, 1000]");
+  if (!(stddev >= 1e-6f && stddev <= 1e3f))
+    fail("stddev " + std::to_string(stddev) + " must be in [1e-6, 1000]");
   if (augment_pad < 0 || augment_pad >= image / 2)
     fail("augment_pad " + std::to_string(augment_pad) + " must be in [0, " +
          std::to_string(image / 2) + ")");
