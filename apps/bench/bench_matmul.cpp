@@ -81,6 +81,9 @@ ops::MatmulTiling parseTiling(const Cli& cli) {
   char tail = 0;
   if (std::sscanf(text.c_str(), "%ux%ux%ux%ux%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5)
     cli.fail("--tiling must be auto or WXxWYxBKxTMxTN (five numbers), got '" + text + "'");
+  // A zero would read as "no tiling" and run the default one without a word.
+  for (const uint32_t x : v)
+    if (x == 0 || x > 1024) cli.fail("--tiling's numbers must be in [1, 1024], got '" + text + "'");
   return {v[0], v[1], v[2], v[3], v[4]};
 }
 

@@ -1,5 +1,6 @@
 #include "play/device.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,7 +66,7 @@ int preference(VkPhysicalDeviceType type) {
 }  // namespace
 
 Device::Device(int width, int height, const std::string& title, bool validation,
-               std::atomic<size_t>& messages)
+               const vk::DeviceSelector& selector, std::atomic<size_t>& messages)
     : messages_(messages) {
   glfwSetErrorCallback(onGlfwError);
   if (!glfwInit())
@@ -83,7 +84,7 @@ Device::Device(int width, int height, const std::string& title, bool validation,
                   " window (" + glfw_error + ")");
     createInstance(validation);
     VK_CHECK(glfwCreateWindowSurface(instance_, window_, nullptr, &surface_));
-    pickPhysicalDevice();
+    pickPhysicalDevice(selector);
     createDevice();
   } catch (...) {
     release();
@@ -164,16 +165,36 @@ void Device::createInstance(bool validation) {
     VK_CHECK(vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_));
 }
 
-void Device::pickPhysicalDevice() {
+void Device::pickPhysicalDevice(const vk::DeviceSelector& selector) {
   uint32_t count = 0;
   VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
   std::vector<VkPhysicalDevice> devices(count);
   VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
+  const std::string& want = selector.text;
+  if (!want.empty() && want.find_first_not_of(" \t") == std::string::npos)
+    throw Error(selector.source + "='" + want +
+                "' is blank: give a device index or part of a name");
+  const bool by_index = !want.empty() && want.find_first_not_of("0123456789") == std::string::npos;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  bool matched = false;
   std::string seen;  // each device and why it was passed over, for the error
   int best = 3;
-  for (VkPhysicalDevice d : devices) {
+  for (uint32_t index = 0; index < count; ++index) {
+    VkPhysicalDevice d = devices[index];
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(d, &props);
+    const bool chosen =
+        want.empty() || (by_index ? std::to_string(index) == want
+                                  : lower(props.deviceName).find(lower(want)) != std::string::npos);
+    if (!chosen) {
+      seen += "\n  " + std::to_string(index) + ": " + props.deviceName + ": not " +
+              selector.source + "='" + want + "'";
+      continue;
+    }
+    matched = true;
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &f12;
@@ -196,7 +217,8 @@ void Device::pickPhysicalDevice() {
                       : !hasDeviceExtension(d, VK_KHR_SWAPCHAIN_EXTENSION_NAME) ? "no swapchain"
                       : family < 0 ? "no queue family with graphics, compute and present"
                                    : nullptr;
-    seen += std::string("\n  ") + props.deviceName + (why ? std::string(": ") + why : "");
+    seen += "\n  " + std::to_string(index) + ": " + props.deviceName +
+            (why ? std::string(": ") + why : "");
     if (!why && preference(props.deviceType) < best) {
       best = preference(props.deviceType);
       physical_ = d;
@@ -204,6 +226,9 @@ void Device::pickPhysicalDevice() {
       properties_ = props;
     }
   }
+  if (!matched)
+    throw Error(selector.source + "='" + want +
+                "' matches no Vulkan device (give an index or part of a name); devices:" + seen);
   if (!physical_)
     throw Error(
         "no Vulkan device can draw to this window and train (it needs Vulkan 1.2, "

@@ -19,14 +19,15 @@ namespace vkgrad::play {
 
 class Device {
  public:
-  // Opens a width x height window titled `title` and creates the stack on the first device
-  // with a queue family that does graphics, compute and present (Vulkan 1.2, timeline
-  // semaphores). Throws Error saying what is missing: a display (run under xvfb-run), the
-  // loader, the validation layer, such a device. With validation, every warning and error of
-  // the layer is printed to stderr and counted in `messages`, which must outlive the Device
-  // (its own destruction is validated too).
+  // Opens a width x height window titled `title` and creates the stack on a device with a
+  // queue family that does graphics, compute and present (Vulkan 1.2, timeline semaphores):
+  // the one `selector` names (an index or part of a name, as vk::selectDevice reads it), else
+  // discrete > integrated > any. Throws Error saying what is missing: a display (run under
+  // xvfb-run), the loader, the validation layer, such a device. With validation, every warning and
+  // error of the layer is printed to stderr and counted in `messages`, which must outlive the
+  // Device (its own destruction is validated too).
   Device(int width, int height, const std::string& title, bool validation,
-         std::atomic<size_t>& messages);
+         const vk::DeviceSelector& selector, std::atomic<size_t>& messages);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -51,7 +52,7 @@ class Device {
                                       VkDebugUtilsMessageTypeFlagsEXT types,
                                       const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
   void createInstance(bool validation);
-  void pickPhysicalDevice();
+  void pickPhysicalDevice(const vk::DeviceSelector& selector);
   void createDevice();
   void release();  // what the constructor made so far, in reverse
 

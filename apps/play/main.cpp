@@ -32,6 +32,9 @@ int run(int argc, char** argv) {
   cli.option("grid", "inference points across the window (down: by its aspect)", "128");
   cli.option("lr", "learning rate (AdamW)", "0.02");
   cli.option("seed", "data and initialisation seed", "1");
+  cli.option("device",
+             "device index or part of its name (default: VKGRAD_DEVICE, else discrete > "
+             "integrated > any); it must draw to the window too");
   cli.flag("validation",
            "enable the Khronos validation layer with synchronisation validation; any message "
            "fails the run (also VKGRAD_VALIDATION=1)");
@@ -55,6 +58,7 @@ int run(int argc, char** argv) {
              "wider window)");
   o.lr = float(cli.getDouble("lr", 0.0, 10.0));
   o.seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
+  o.device = cli.get("device");
   const char* env = std::getenv("VKGRAD_VALIDATION");
   o.validation = cli.has("validation") || (env && std::string(env) == "1");
   return play::play(o);

@@ -106,7 +106,11 @@ void printSummary(Classifier& classifier, int64_t frame, double seconds, double 
 }
 
 void run(const PlayOptions& o, std::atomic<size_t>& messages) {
-  Device device(o.width, o.height, "vkgrad-play", o.validation, messages);
+  vk::ContextOptions choice;
+  choice.device = o.device;
+  choice.device_source = "--device";
+  Device device(o.width, o.height, "vkgrad-play", o.validation, vk::deviceSelector(choice),
+                messages);
   glfwSetKeyCallback(device.window(), onKey);
   Swapchain swapchain(device, !o.screenshot.empty());
 

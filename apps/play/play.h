@@ -17,6 +17,7 @@ struct PlayOptions {
   uint64_t seed = 1;        // data and initial weights
   bool validation = false;  // the app's instance gets the Khronos layer
   std::string screenshot;   // non-empty: the last frame as a PNG
+  std::string device;       // --device: an index or part of a name (else VKGRAD_DEVICE)
 };
 
 // Runs until the window closes or after options.frames frames, prints a summary line, and

@@ -183,6 +183,10 @@ TEST(BenchApp, MatmulTakesATilingAndSamplesLargeProducts) {
   const AppRun bad = runApp("bench", {"matmul", "--variant", "vector", "--tiling", "16x16"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(contains(bad.err, "--tiling must be auto or WXxWYxBKxTMxTN")) << bad.err;
+  // Zeros used to read as "no tiling" and run the default one without a word.
+  const AppRun zeros = runApp("bench", {"matmul", "--tiling", "0x0x0x0x0"});
+  EXPECT_EQ(zeros.exit_code, 2);
+  EXPECT_TRUE(contains(zeros.err, "--tiling's numbers must be in [1, 1024]")) << zeros.err;
 }
 
 TEST(BenchApp, AttentionTimesFlashAndTheReferenceSideBySide) {

@@ -101,6 +101,13 @@ TEST(InfoApp, UnknownDeviceFailsListingTheDevices) {
   }
 }
 
+// A blank selector used to match any device whose name holds a space.
+TEST(InfoApp, BlankDeviceIsAnError) {
+  const AppRun run = runApp("info", {"--device", " "});
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_TRUE(contains(run.err, "--device=' ' is blank")) << run.err;
+}
+
 TEST(InfoApp, HelpExitsZeroAndUnknownOptionsExitTwo) {
   const AppRun help = runApp("info", {"--help"});
   EXPECT_EQ(help.exit_code, 0);

@@ -96,11 +96,10 @@ TEST_F(PlayApp, TrainingChangesThePictureWithValidationOn) {
   const int frames[2] = {3, 60};
   for (int i = 0; i < 2; ++i) {
     const fs::path png = dir_ / ("frame" + std::to_string(frames[i]) + ".png");
-    const AppRun run =
-        runPlayUnderXvfb(xvfb_run,
-                         {"--validation", "--frames", std::to_string(frames[i]), "--screenshot",
-                          png.string(), "--width", std::to_string(kWidth), "--height",
-                          std::to_string(kHeight), "--grid", "64", "--seed", "7"});
+    const AppRun run = runPlayUnderXvfb(
+        xvfb_run, {"--validation", "--frames", std::to_string(frames[i]), "--screenshot",
+                   png.string(), "--width", std::to_string(kWidth), "--height",
+                   std::to_string(kHeight), "--grid", "64", "--seed", "7"});
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     EXPECT_FALSE(contains(run.err, "validation")) << run.err;
     EXPECT_TRUE(contains(run.out, std::to_string(frames[i]) + " frames")) << run.out;
@@ -122,6 +121,25 @@ TEST_F(PlayApp, WithoutADisplaySaysToUseXvfb) {
   const AppRun run = runApp("play", {"--frames", "1"}, {{"DISPLAY", ""}, {"WAYLAND_DISPLAY", ""}});
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_TRUE(contains(run.err, "xvfb-run")) << run.err;
+}
+
+// vkgrad-play picks its device by the rule every program has: --device, else VKGRAD_DEVICE.
+TEST_F(PlayApp, TakesTheDeviceOptionAndVariable) {
+  const std::string xvfb_run = findXvfbRun();
+  ASSERT_FALSE(xvfb_run.empty()) << "xvfb-run is not on PATH (Debian: xvfb xauth)";
+  const AppRun named = runPlayUnderXvfb(xvfb_run, {"--frames", "2", "--device", "0"});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+  const AppRun none =
+      runProgram(xvfb_run, {"-a", "-s", "-screen 0 640x480x24", appPath("play"), "--frames", "2"},
+                 {{"VKGRAD_DEVICE", "99"}});
+  EXPECT_EQ(none.exit_code, 1) << none.out;
+  EXPECT_TRUE(contains(none.err, "VKGRAD_DEVICE='99' matches no Vulkan device")) << none.err;
+  const AppRun blank = runPlayUnderXvfb(xvfb_run, {"--frames", "2", "--device", " "});
+  EXPECT_EQ(blank.exit_code, 1);
+  EXPECT_TRUE(contains(blank.err, "is blank")) << blank.err;
+  const AppRun tall = runApp("play", {"--grid", "1024", "--width", "16", "--height", "8192"});
+  EXPECT_EQ(tall.exit_code, 2);
+  EXPECT_TRUE(contains(tall.err, "at most 4096 down")) << tall.err;
 }
 
 TEST_F(PlayApp, HelpExitsZeroAndBadOptionsExitTwo) {

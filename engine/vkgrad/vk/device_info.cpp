@@ -259,6 +259,11 @@ uint32_t selectDevice(const std::vector<DeviceInfo>& devices, std::string_view s
                 ", which lacks Vulkan 1.2 or a compute queue; devices:\n" +
                 describeDevices(devices));
   };
+  // A selector of spaces would match any name with a space in it: it names nothing.
+  if (!selector.empty() && selector.find_first_not_of(" \t") == std::string_view::npos)
+    throw Error(std::string(source) + "='" + std::string(selector) +
+                "' is blank: give a device index or part of a name; devices:\n" +
+                describeDevices(devices));
   if (!selector.empty()) {
     if (isIndex(selector)) {
       const unsigned long index = std::stoul(std::string(selector));
