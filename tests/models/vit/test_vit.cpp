@@ -164,6 +164,33 @@ TEST_F(VitTest, OnlyTrainingGraphsAugment) {
 // 4000 training images, 300 steps of 32 (2.4 epochs) of a one-block ViT, then the first 1000
 // test images. Chance is 10 %; such a model measured 68.7-71.7 % here (lavapipe, seeds 1-5),
 // so 55 % leaves room for seeds while a model that learned nothing useful fails by far.
+// Finite weights that overflow (3e38 everywhere) give inf logits: the predictor refuses to
+// turn them into NaN probabilities.
+TEST_F(VitTest, OverflowingWeightsAreAnErrorNotNanProbabilities) {
+  const VitConfig config = tiny();
+  graph::ParameterStore store(ctx());
+  vit::declareVit(store, config);
+  store.initialize(1);
+  std::vector<graph::SavedTensor> huge = store.download();
+  std::vector<const graph::SavedTensor*> all;
+  for (graph::SavedTensor& t : huge) {
+    std::fill(t.data.begin(), t.data.end(), 0x7f61b1e6u);  // 3e38f
+    all.push_back(&t);
+  }
+  store.upload(all, "huge weights");
+  vit::Predictor predictor(ctx(), store, config, 4);
+  Rng rng;
+  std::vector<uint8_t> pixels(size_t(2 * config.image * config.image));
+  for (uint8_t& p : pixels) p = uint8_t(rng.below(256));
+  try {
+    predictor.probabilities(pixels);
+    ADD_FAILURE() << "probabilities from overflowing weights";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the model's weights overflow"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(VitTest, TinyVitBeatsChanceByAWideMargin) {
   const data::ImageDataset set = data::loadFashionMnist(data::kFashionMnistDir);
   const int64_t train_rows = 4000, test_rows = 1000, image = 28 * 28;
