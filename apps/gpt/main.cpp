@@ -34,8 +34,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The options that define a training run besides the shared ones (common/training_run.h).
-const std::vector<const char*> kFixed{"data",  "layers",  "heads", "width", "context",
-                                      "batch", "dropout", "norm",  "tie"};
+const std::vector<const char*> kFixed{"preset",  "data",  "layers",  "heads", "width",
+                                      "context", "batch", "dropout", "norm",  "tie"};
 
 // The shared options' defaults (common/training_run.h).
 const RunDefaults kDefaults{.program = "vkgrad-gpt",
@@ -60,6 +60,7 @@ int train(int argc, char** argv) {
   declareModelOptions(cli);
   TrainingRun run(cli, kDefaults);
   cli.parse(argc, argv);
+  applyPreset(cli);  // before the run reads its options: a preset sets --lr too
   run.parsed(kFixed);
 
   const std::string text = readText(cli.get("data"));

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/input_file.h"
@@ -24,7 +26,59 @@ std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
 
 }  // namespace
 
+namespace {
+
+// A preset's values, taken where the command line gives none.
+struct Preset {
+  const char* name;
+  const char* about;
+  std::vector<std::pair<const char*, const char*>> values;
+};
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> kPresets = {
+      // GPT-2 small's shape (12 layers, 12 heads, width 768, context 1024) on the byte
+      // vocabulary: ~85 M parameters; GPT-2's peak learning rate.
+      {"gpt2-small",
+       "GPT-2 small: 12 layers, 12 heads, width 768, context 1024, batch 1",
+       {{"layers", "12"},
+        {"heads", "12"},
+        {"width", "768"},
+        {"context", "1024"},
+        {"batch", "1"},
+        {"lr", "6e-4"}}},
+      // ~10.7 M parameters that train in minutes on lavapipe.
+      {"mid",
+       "6 layers, 6 heads, width 384, context 256, batch 8",
+       {{"layers", "6"},
+        {"heads", "6"},
+        {"width", "384"},
+        {"context", "256"},
+        {"batch", "8"},
+        {"lr", "1e-3"}}},
+  };
+  return kPresets;
+}
+
+}  // namespace
+
+void applyPreset(Cli& cli) {
+  const std::string name = cli.get("preset");
+  if (name.empty()) return;
+  for (const Preset& p : presets())
+    if (name == p.name) {
+      for (const auto& [option, value] : p.values)
+        if (!cli.given(option)) cli.set(option, value, "--preset " + name);
+      return;
+    }
+  std::string known;
+  for (const Preset& p : presets()) known += std::string(known.empty() ? "" : ", ") + p.name;
+  cli.fail("--preset " + name + " is not one of " + known);
+}
+
 void declareModelOptions(Cli& cli) {
+  std::string about = "a model size; options given on the command line win:";
+  for (const Preset& p : presets()) about += std::string(" ") + p.name + " (" + p.about + ");";
+  cli.option("preset", about);
   cli.option("data", "the text file to train on (required)");
   cli.option("layers", "transformer blocks", "2");
   cli.option("heads", "attention heads per block", "4");

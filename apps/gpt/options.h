@@ -14,8 +14,12 @@
 
 namespace vkgrad::apps {
 
-// --data, --layers, --heads, --width, --context, --batch, --dropout, --norm and --tie.
+// --preset, --data, --layers, --heads, --width, --context, --batch, --dropout, --norm, --tie.
 void declareModelOptions(Cli& cli);
+// Right after parsing: --preset's values for the options not given (a resumed run then
+// checks them against its saved ones like any option given).
+// UsageError for an unknown preset.
+void applyPreset(Cli& cli);
 // The GptConfig the options give for a vocabulary of `vocab`; UsageError naming what is wrong.
 gpt::GptConfig configFromCli(const Cli& cli, int64_t vocab);
 // The whole file; Error for a missing, empty or unreadable one, or a directory.

@@ -336,6 +336,26 @@ TEST_F(GptApp, ASaveThatDiesLeavesTheLastWholeCheckpoint) {
   EXPECT_TRUE(contains(rest.out, "resumed after step 10 of 60")) << rest.out;
 }
 
+// --preset sets the options the command line does not give; the ones given win.
+TEST_F(GptApp, PresetsSetWhatIsNotGiven) {
+  const fs::path out = dir_ / "preset";
+  const AppRun mid = train(out, {"--preset", "mid", "--steps", "2"});
+  ASSERT_EQ(mid.exit_code, 0) << mid.err;
+  const graph::Json config = graph::readJsonFile(out / "config.json");
+  EXPECT_EQ(config["model"]["width"], 16);                        // given: the test's model
+  EXPECT_FLOAT_EQ(config["training"]["lr"].get<float>(), 1e-3f);  // not given: the preset's
+  // gpt2-small's context of 1024 is more than the test's text holds: refused before a device.
+  const AppRun small =
+      runApp("gpt", {"train", "--preset", "gpt2-small", "--data", (dir_ / "text.txt").string(),
+                     "--out", (dir_ / "s").string()});
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_TRUE(contains(small.err, "too short for context 1024")) << small.err;
+  const AppRun unknown =
+      runApp("gpt", {"train", "--preset", "huge", "--data", (dir_ / "text.txt").string()});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.err, "--preset huge is not one of gpt2-small, mid")) << unknown.err;
+}
+
 // --profile ends the run with the last step's GPU time by op kind.
 TEST_F(GptApp, ProfilePrintsTheStepByOp) {
   const AppRun run = train(dir_ / "profiled", {"--profile"});
