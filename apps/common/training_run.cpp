@@ -156,7 +156,8 @@ vk::Context& TrainingRun::device() {
 }
 
 graph::TrainerOptions TrainingRun::trainerOptions(int64_t batch, int64_t rows) {
-  if (defaults_.rows != Rows::All && rows < batch)
+  // An epoch needs a batch's rows; random draws (with replacement) do not.
+  if (defaults_.rows == Rows::Shuffled && rows < batch)
     cli_.fail("--batch " + std::to_string(batch) + " is more than the " + std::to_string(rows) +
               " training rows");
   rows_ = rows;

@@ -336,6 +336,18 @@ TEST_F(GptApp, ASaveThatDiesLeavesTheLastWholeCheckpoint) {
   EXPECT_TRUE(contains(rest.out, "resumed after step 10 of 60")) << rest.out;
 }
 
+// Steps draw their windows with replacement: a batch larger than the windows a short text
+// has trains (only an epoch needs a batch's rows).
+TEST_F(GptApp, ABatchMayExceedTheWindows) {
+  std::ofstream(dir_ / "tiny.txt")
+      << "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz\n";
+  const AppRun run =
+      runApp("gpt", {"train", "--data", (dir_ / "tiny.txt").string(), "--context", "4", "--batch",
+                     "64", "--steps", "3", "--layers", "1", "--width", "8", "--heads", "2", "--out",
+                     (dir_ / "tiny").string(), "--validation"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
 // --preset sets the options the command line does not give; the ones given win.
 TEST_F(GptApp, PresetsSetWhatIsNotGiven) {
   const fs::path out = dir_ / "preset";
