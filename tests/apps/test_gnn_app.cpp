@@ -8,9 +8,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <stb_image.h>
 
 #include "apps/run_app.h"
+#include "common/temp_dir.h"
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/graph/safetensors.h"
 
@@ -19,15 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class GnnApp : public ::testing::Test {
+class GnnApp : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_gnn_app_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
 };
 
 bool isPng(const fs::path& path) {

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
+#include "common/temp_dir.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/graph/json_io.h"
 #include "vkgrad/graph/safetensors.h"
@@ -26,16 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class GptApp : public ::testing::Test {
+class GptApp : public TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_gpt_app_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     std::ofstream text(dir_ / "text.txt");
     for (int i = 0; i < 40; ++i) text << "the cat sat on the mat. a dog ran in the fog.\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   AppRun train(const fs::path& out, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"train",
@@ -64,7 +62,6 @@ class GptApp : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return runApp("gpt", args);
   }
-  fs::path dir_;
 };
 
 TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <stb_image.h>
 
 #include "apps/run_app.h"
+#include "common/temp_dir.h"
 
 namespace vkgrad::test {
 namespace {
@@ -76,15 +78,8 @@ double changedShare(const Picture& a, const Picture& b) {
   return double(changed) / double(a.rgb.size() / 3);
 }
 
-class PlayApp : public ::testing::Test {
+class PlayApp : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_play_app_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
 };
 
 TEST_F(PlayApp, TrainingChangesThePictureWithValidationOn) {

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <stb_image.h>
 #include <stb_image_write.h>
 
 #include "apps/run_app.h"
+#include "common/temp_dir.h"
 #include "vkgrad/data/idx.h"
 #include "vkgrad/graph/json_io.h"
 
@@ -21,15 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class VaeApp : public ::testing::Test {
+class VaeApp : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_vae_app_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A small model on 3072 training images, one epoch: a few seconds.
   AppRun train(const fs::path& out, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"train", "--out", out.string(), "--limit", "3072"};
@@ -39,8 +34,6 @@ class VaeApp : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return runApp("vae", args);
   }
-
-  fs::path dir_;
 };
 
 // The size of a PNG, or {0, 0} when it does not decode.

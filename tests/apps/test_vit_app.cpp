@@ -12,6 +12,7 @@
 #include <stb_image_write.h>
 
 #include "apps/run_app.h"
+#include "common/temp_dir.h"
 #include "vkgrad/data/idx.h"
 #include "vkgrad/graph/json_io.h"
 
@@ -20,15 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class VitApp : public ::testing::Test {
+class VitApp : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_vit_app_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A small model on 4096 training images, one epoch: a few seconds, far above chance.
   AppRun train(const fs::path& out, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args{"train", "--out", out.string(), "--limit", "4096"};
@@ -38,8 +32,6 @@ class VitApp : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     return runApp("vit", args);
   }
-
-  fs::path dir_;
 };
 
 // Three epochs in one go, and one + --resume two: the same weights, bit for bit

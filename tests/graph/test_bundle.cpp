@@ -4,8 +4,6 @@
 // refused by name.
 #include "vkgrad/graph/bundle.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
 #include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
@@ -20,14 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class BundleTest : public ::testing::Test {
+class BundleTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad-bundle-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   static void write(const fs::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
   }
@@ -50,7 +43,6 @@ class BundleTest : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir_;
 };
 
 TEST_F(BundleTest, ACommittedSaveIsWholeAndChecked) {

@@ -3,6 +3,8 @@
 // read back to the same value.
 #include "vkgrad/graph/json_io.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -128,7 +130,8 @@ TEST(JsonIo, StringsAreExactlyCountStrings) {
 }
 
 TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
-  const auto dir = std::filesystem::temp_directory_path() / "vkgrad-json-io-checkpoint";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vkgrad-json-io-checkpoint-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "x"); }),
                        "no such checkpoint directory"));

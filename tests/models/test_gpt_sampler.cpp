@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "common/temp_dir.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
@@ -62,20 +63,13 @@ TEST(ByteVocabTest, EncodesDecodesAndNamesUnknownBytes) {
   expectErrorContaining([&] { ByteVocab::fromJson(parse("\"abc\"")); }, "non-empty array");
 }
 
-class GptCheckpointTest : public ::testing::Test {
+class GptCheckpointTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad_gpt_ckpt_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void writeText(const std::string& text) { std::ofstream(dir_ / gpt::kConfigFile) << text; }
   std::string readText() const {
     std::ifstream in(dir_ / gpt::kConfigFile);
     return {std::istreambuf_iterator<char>(in), {}};
   }
-  fs::path dir_;
 };
 
 TEST_F(GptCheckpointTest, ConfigRoundTripsAndRejectsBadFiles) {

@@ -2,14 +2,13 @@
 // reader must refuse refused with the path and the problem.
 #include "vkgrad/gnn/checkpoint.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
 #include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
@@ -17,13 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class GnnCheckpointTest : public ::testing::Test {
+class GnnCheckpointTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("vkgrad-gnn-checkpoint-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // The Error message readConfig gives for DIR/config.json holding `text`.
   std::string readError(const std::string& text) {
     std::ofstream(dir_ / gnn::kConfigFile) << text;
@@ -34,7 +28,6 @@ class GnnCheckpointTest : public ::testing::Test {
     }
     return "(no error)";
   }
-  fs::path dir_;
 };
 
 TEST_F(GnnCheckpointTest, RoundTrips) {
