@@ -26,6 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// "96.88%": rounded, as every line of the run prints it.
+std::string percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.2f%%", 100.0 * fraction);
+  return text;
+}
+
 void declareModelOptions(Cli& cli) {
   cli.option("model", "conv (the lecture notes' layer), gcn or gat", "gcn");
   cli.option("layers", "graph layers", "2");
@@ -70,7 +77,7 @@ std::string writeGraphPicture(const fs::path& dir, const Task& task, const gnn::
   const std::vector<uint32_t> predicted = evaluator.predictions();
   GraphPicture pic;
   pic.title = std::string("vkgrad-gnn ") + gnn::modelName(config.model) + " on " + d.name +
-              ": test accuracy " + std::to_string(100.0 * accuracy).substr(0, 5) + "%";
+              ": test accuracy " + percent(accuracy);
   pic.positions = layoutGraph(d.nodes, d.edges, seed);
   pic.edges = d.edges;
   pic.class_names = d.class_names;
@@ -149,7 +156,7 @@ int train(int argc, char** argv) {
     accuracy = gnn::accuracy(evaluator.confusion(), config.classes);
     error_curve.x.push_back(double(epoch));
     error_curve.y.push_back(1.0 - accuracy);
-    return "test accuracy " + std::to_string(100.0 * accuracy).substr(0, 5) + "%";
+    return "test accuracy " + percent(accuracy);
   };
   hooks.save = [&](const fs::path& dir, int64_t epoch) {
     store.save(dir / gnn::kModelFile);
@@ -160,7 +167,7 @@ int train(int argc, char** argv) {
     return std::vector<std::string>{gnn::kModelFile, gnn::kConfigFile};
   };
   hooks.finish = [&](graph::Json& json) {
-    std::printf("test accuracy %.2f%%\n", 100.0 * accuracy);
+    std::printf("test accuracy %s\n", percent(accuracy).c_str());
     json.update({{"model", gnn::modelName(config.model)},
                  {"data", task.name},
                  {"nodes", task.data[0].nodes},
