@@ -132,13 +132,15 @@ bool isPersistent(const TensorInfo& root) {
   }
 }
 
-GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
+namespace {
+
+// Which nodes run: backwards from the outputs, the parameter gradients and the nodes that
+// update state. Every writer of a needed root runs (gradient contributions accumulate into
+// one root).
+std::vector<bool> liveNodes(const Graph& g) {
   const auto& nodes = g.nodes();
   const size_t tensors = g.tensors().size();
   auto root = [&](int t) { return g.tensor(t).root; };
-
-  // Liveness of nodes, backwards from the outputs and the nodes that update state. Every
-  // writer of a needed root runs (gradient contributions accumulate into one root).
   std::vector<bool> needed(tensors, false);
   for (int o : g.outputs()) needed[size_t(root(o))] = true;
   // Parameter gradients are kept (and computed) even without an optimizer: callers read them.
@@ -155,6 +157,51 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
     for (int in : node.inputs)
       if (in >= 0) needed[size_t(root(in))] = true;
   }
+
+  return runs;
+}
+
+// Which root each arena root lives in (itself, or the input an in-place output took over);
+// a host's `last` grows to its guest's.
+std::vector<int> inPlaceHosts(const Graph& g, const std::vector<int>& order,
+                              const std::vector<int>& first, std::vector<int>& last, bool reuse) {
+  const auto& nodes = g.nodes();
+  const size_t tensors = g.tensors().size();
+  const int end = int(order.size());
+  auto root = [&](int t) { return g.tensor(t).root; };
+  // In place: where an op may write its output over an input (OpDef::in_place: an activation
+  // over x, an add over a, an activation's dx over dy) and that input's last use is this node, the
+  // output takes the input's bytes. host[r] is the root whose range r occupies.
+  std::vector<int> host(tensors);
+  for (size_t t = 0; t < tensors; ++t) host[t] = int(t);
+  if (reuse) {
+    for (int step = 0; step < end; ++step) {
+      const Node& node = nodes[size_t(order[size_t(step)])];
+      const int slot = node.def().in_place;
+      const int over = slot >= 0 ? node.inputs[size_t(slot)] : -1;  // the input it may overwrite
+      if (over < 0 || node.outputs.empty() || node.outputs[0] < 0) continue;
+      const int in = root(over), out = root(node.outputs[0]);
+      const bool arena = !isPersistent(g.tensor(in)) && !isPersistent(g.tensor(out));
+      if (arena && in != out && host[size_t(out)] == out && last[size_t(in)] == step &&
+          first[size_t(out)] == step && g.tensor(in).bytes() == g.tensor(out).bytes()) {
+        const int h = host[size_t(in)];
+        host[size_t(out)] = h;
+        last[size_t(h)] = last[size_t(out)];
+      }
+    }
+  }
+
+  return host;
+}
+
+}  // namespace
+
+GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
+  const auto& nodes = g.nodes();
+  const size_t tensors = g.tensors().size();
+  auto root = [&](int t) { return g.tensor(t).root; };
+
+  const std::vector<bool> runs = liveNodes(g);
 
   GraphPlan plan;
   for (size_t n = 0; n < nodes.size(); ++n)
@@ -191,27 +238,7 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
   for (int o : g.outputs())
     if (first[size_t(root(o))] >= 0) last[size_t(root(o))] = end;
 
-  // In place: where an op may write its output over an input (OpDef::in_place: an activation
-  // over x, an add over a, an activation's dx over dy) and that input's last use is this node, the
-  // output takes the input's bytes. host[r] is the root whose range r occupies.
-  std::vector<int> host(tensors);
-  for (size_t t = 0; t < tensors; ++t) host[t] = int(t);
-  if (reuse) {
-    for (int step = 0; step < end; ++step) {
-      const Node& node = nodes[size_t(plan.order[size_t(step)])];
-      const int slot = node.def().in_place;
-      const int over = slot >= 0 ? node.inputs[size_t(slot)] : -1;  // the input it may overwrite
-      if (over < 0 || node.outputs.empty() || node.outputs[0] < 0) continue;
-      const int in = root(over), out = root(node.outputs[0]);
-      const bool arena = !isPersistent(g.tensor(in)) && !isPersistent(g.tensor(out));
-      if (arena && in != out && host[size_t(out)] == out && last[size_t(in)] == step &&
-          first[size_t(out)] == step && g.tensor(in).bytes() == g.tensor(out).bytes()) {
-        const int h = host[size_t(in)];
-        host[size_t(out)] = h;
-        last[size_t(h)] = last[size_t(out)];
-      }
-    }
-  }
+  const std::vector<int> host = inPlaceHosts(g, plan.order, first, last, reuse);
 
   plan.offset.assign(tensors, -1);
   for (size_t t = 0; t < tensors; ++t) {

@@ -71,6 +71,72 @@ void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkp
   writeFileAtomically(path, pieces);
 }
 
+namespace {
+
+// One tensor's header entry, checked: its dtype, shape and [begin, end) in the data region of
+// data_bytes. Error without the file's name (the caller adds it).
+std::pair<SavedTensor, std::pair<uint64_t, uint64_t>> headerTensor(const std::string& name,
+                                                                   const Json& entry,
+                                                                   uint64_t data_bytes) {
+  if (!entry.is_object() || entry.size() != 3 || !entry.contains("dtype") ||
+      !entry.contains("shape") || !entry.contains("data_offsets"))
+    throw Error("tensor \"" + name + "\" needs exactly dtype, shape and data_offsets");
+  const Json& dtype = entry.at("dtype");
+  const Json& shape = entry.at("shape");
+  const Json& offsets = entry.at("data_offsets");
+  SavedTensor t;
+  t.name = name;
+  if (dtype == "F32")
+    t.dtype = ops::DType::F32;
+  else if (dtype == "U32")
+    t.dtype = ops::DType::U32;
+  else
+    throw Error("tensor \"" + name + "\" has dtype " +
+                (dtype.is_string() ? dtype.get<std::string>() : dumpJson(dtype)) +
+                " (vkgrad reads F32 and U32)");
+  if (!shape.is_array()) throw Error("tensor \"" + name + "\": shape is not an array");
+  // Each dim at most 2^53 and their product at most 2^62 bytes' worth: the size check
+  // below must not wrap around.
+  uint64_t count = 1;
+  for (const Json& d : shape) {
+    const uint64_t dim = jsonUint(d, "tensor \"" + name + "\": a dim");
+    if (dim != 0 && count > (uint64_t(1) << 60) / dim)
+      throw Error("tensor \"" + name + "\": shape " + dumpJson(shape) + " is too large");
+    count *= dim;
+    t.shape.push_back(int64_t(dim));
+  }
+  if (!offsets.is_array() || offsets.size() != 2)
+    throw Error("tensor \"" + name + "\": data_offsets needs 2 numbers");
+  const uint64_t begin = jsonUint(offsets[0], "tensor \"" + name + "\": data_offsets"),
+                 end = jsonUint(offsets[1], "tensor \"" + name + "\": data_offsets");
+  if (begin > end || end > data_bytes)
+    throw Error("tensor \"" + name + "\": data_offsets [" + std::to_string(begin) + ", " +
+                std::to_string(end) + "] outside the " + std::to_string(data_bytes) +
+                " data bytes (truncated file?)");
+  if (end - begin != 4 * count)
+    throw Error("tensor \"" + name + "\": " + std::to_string(end - begin) +
+                " bytes for a shape of " + std::to_string(count) + " elements");
+  return {std::move(t), {begin, end}};
+}
+
+// The data region must be exactly the tensors, packed: no holes, no overlaps, no tail.
+void checkPacked(std::vector<std::pair<uint64_t, uint64_t>> ranges, uint64_t data_bytes,
+                 const std::string& where) {
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin != covered)
+      throw Error(where + ": data bytes " + (begin < covered ? "overlap" : "have a hole") + " at " +
+                  std::to_string(std::min(begin, covered)));
+    covered = end;
+  }
+  if (covered != data_bytes)
+    throw Error(where + ": " + std::to_string(data_bytes - covered) +
+                " bytes after the last tensor's data");
+}
+
+}  // namespace
+
 Checkpoint loadSafetensors(const std::filesystem::path& path) {
   const std::string where = path.string();
   checkInputFile(path, "a safetensors file");
@@ -106,63 +172,14 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
         }
         continue;
       }
-      if (!entry.is_object() || entry.size() != 3 || !entry.contains("dtype") ||
-          !entry.contains("shape") || !entry.contains("data_offsets"))
-        throw Error("tensor \"" + name + "\" needs exactly dtype, shape and data_offsets");
-      const Json& dtype = entry.at("dtype");
-      const Json& shape = entry.at("shape");
-      const Json& offsets = entry.at("data_offsets");
-      SavedTensor t;
-      t.name = name;
-      if (dtype == "F32")
-        t.dtype = ops::DType::F32;
-      else if (dtype == "U32")
-        t.dtype = ops::DType::U32;
-      else
-        throw Error("tensor \"" + name + "\" has dtype " +
-                    (dtype.is_string() ? dtype.get<std::string>() : dumpJson(dtype)) +
-                    " (vkgrad reads F32 and U32)");
-      if (!shape.is_array()) throw Error("tensor \"" + name + "\": shape is not an array");
-      // Each dim at most 2^53 and their product at most 2^62 bytes' worth: the size check
-      // below must not wrap around.
-      uint64_t count = 1;
-      for (const Json& d : shape) {
-        const uint64_t dim = jsonUint(d, "tensor \"" + name + "\": a dim");
-        if (dim != 0 && count > (uint64_t(1) << 60) / dim)
-          throw Error("tensor \"" + name + "\": shape " + dumpJson(shape) + " is too large");
-        count *= dim;
-        t.shape.push_back(int64_t(dim));
-      }
-      if (!offsets.is_array() || offsets.size() != 2)
-        throw Error("tensor \"" + name + "\": data_offsets needs 2 numbers");
-      const uint64_t begin = jsonUint(offsets[0], "tensor \"" + name + "\": data_offsets"),
-                     end = jsonUint(offsets[1], "tensor \"" + name + "\": data_offsets");
-      if (begin > end || end > data_bytes)
-        throw Error("tensor \"" + name + "\": data_offsets [" + std::to_string(begin) + ", " +
-                    std::to_string(end) + "] outside the " + std::to_string(data_bytes) +
-                    " data bytes (truncated file?)");
-      if (end - begin != 4 * count)
-        throw Error("tensor \"" + name + "\": " + std::to_string(end - begin) +
-                    " bytes for a shape of " + std::to_string(count) + " elements");
-      ranges.emplace_back(begin, end);
+      auto [t, range] = headerTensor(name, entry, data_bytes);
+      ranges.push_back(range);
       checkpoint.tensors.push_back(std::move(t));
     }
   } catch (const Error& e) {
     throw Error(where + ": bad header: " + e.what());
   }
-  // The data region must be exactly the tensors, packed: no holes, no overlaps, no tail.
-  std::vector<std::pair<uint64_t, uint64_t>> sorted = ranges;
-  std::sort(sorted.begin(), sorted.end());
-  uint64_t covered = 0;
-  for (const auto& [begin, end] : sorted) {
-    if (begin != covered)
-      throw Error(where + ": data bytes " + (begin < covered ? "overlap" : "have a hole") + " at " +
-                  std::to_string(std::min(begin, covered)));
-    covered = end;
-  }
-  if (covered != data_bytes)
-    throw Error(where + ": " + std::to_string(data_bytes - covered) +
-                " bytes after the last tensor's data");
+  checkPacked(ranges, data_bytes, where);
   for (size_t i = 0; i < ranges.size(); ++i) {
     SavedTensor& t = checkpoint.tensors[i];
     t.data.resize((ranges[i].second - ranges[i].first) / 4);

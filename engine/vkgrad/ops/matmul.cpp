@@ -12,12 +12,12 @@
 #include <string>
 #include <utility>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reduce.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -210,7 +210,7 @@ bool canShuffle(const vk::DeviceInfo& info) {
 struct Choice {
   MatmulVariant variant;
   MatmulTiling tiling;
-  uint32_t k_chunk = 0;  // Vector: a split-K slice per batch entry (recordSplit); 0: none
+  uint32_t k_chunk = 0;    // Vector: a split-K slice per batch entry (recordSplit); 0: none
   bool automatic = false;  // Auto picked the variant (Coopmat may then hand over to split-K)
 };
 
@@ -357,7 +357,7 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   sliced.k_chunk = uint32_t(split.chunk);
   record(rec, part, sliced);
   sumOverKeptAxis(rec, "matmul", partials, nullptr, p.c, KeptAxis{split.parts, m * n, 1}, p.alpha,
-            p.beta != 0.0f ? Write::Accumulate : Write::Overwrite);
+                  p.beta != 0.0f ? Write::Accumulate : Write::Overwrite);
   return true;
 }
 
@@ -387,8 +387,8 @@ void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
   // fetches per vec4 (see texel.comp).
   const bool a_vec4 =
       p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
-  const bool b_vec4 = p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
-                      b_off % 4 == 0 && n % 4 == 0;
+  const bool b_vec4 =
+      p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0 && n % 4 == 0;
   // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
   const bool b_kvec4 =
       !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
@@ -408,8 +408,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
   const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0;
   if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
   // Without column sums the binding is a stand-in: C's first element, written anyway.
-  const Bound colsum =
-      bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
+  const Bound colsum = bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
   if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
     throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
   if (p.act_fwd && (p.beta != 0.0f || p.residual))
@@ -501,6 +500,32 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
 }
 
+// The Vector kernel over one product (no split-K): the tile given or the device's choice.
+void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, const MatmulPush& push,
+                  std::span<const vk::Arg> args) {
+  vk::Context& context = rec.context();
+  const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
+  const MatmulTiling t =
+      choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
+  // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
+  // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+  MatmulPush vpush = push;
+  vpush.k_chunk = choice.k_chunk;
+  const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
+                     p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
+  const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
+                     push.b_off % 4 == 0;
+  const vk::Kernel& kernel = context.kernels().get("matmul/vector", {{"WX", t.wx},
+                                                                     {"WY", t.wy},
+                                                                     {"BK", t.bk},
+                                                                     {"TM", t.tm},
+                                                                     {"TN", t.tn},
+                                                                     {"A_VEC", a_vec},
+                                                                     {"B_VEC", b_vec}});
+  rec.dispatchGroups(kernel, args, &vpush, sizeof(vpush), vk::divUp(n, t.wx * t.tn),
+                     vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
+}
+
 // Records one product with the chosen kernel.
 void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const MatmulVariant variant = choice.variant;
@@ -553,26 +578,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     }
     case MatmulVariant::Vector: {
       if (recordSplit(rec, p, choice)) break;
-      const MatmulTiling t =
-          choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
-      // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
-      // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
-      MatmulPush vpush = push;
-      vpush.k_chunk = choice.k_chunk;
-      const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
-                         p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
-      const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
-                         p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
-      const vk::Kernel& kernel = context.kernels().get("matmul/vector", {{"WX", t.wx},
-                                                                         {"WY", t.wy},
-                                                                         {"BK", t.bk},
-                                                                         {"TM", t.tm},
-                                                                         {"TN", t.tn},
-                                                                         {"A_VEC", a_vec},
-                                                                         {"B_VEC", b_vec}});
       const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      rec.dispatchGroups(kernel, args, &vpush, sizeof(vpush), vk::divUp(n, t.wx * t.tn),
-                         vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
+      recordVector(rec, p, choice, push, args);
       break;
     }
     case MatmulVariant::Coopmat: {
@@ -797,8 +804,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
                 {"residual", options.residual},
                 {"act_pre", options.act_pre}});
   // The Texel kernel reads the residual through a texel view too.
-  const Choice variant = choose(
-      context, options, {&a, &b, options.residual ? options.residual : &a});
+  const Choice variant =
+      choose(context, options, {&a, &b, options.residual ? options.residual : &a});
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;

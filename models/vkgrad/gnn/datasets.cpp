@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <span>
 #include <sstream>
 
 #include "vkgrad/core/error.h"
@@ -80,6 +81,25 @@ int64_t parseNode(const std::string& word, const std::string& name, int line) {
   return parseId(word, name, line, "node id", 24);
 }
 
+// A "node <id> features ..." line's values: each a finite number.
+std::vector<float> parseFeatures(std::span<const std::string> words, const std::string& name,
+                                 int line) {
+  std::vector<float> f;
+  for (const std::string& word : words) {
+    size_t used = 0;
+    float v = 0;
+    try {
+      v = std::stof(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || !std::isfinite(v))
+      lineError(name, line, "feature '" + word + "' is not a finite number");
+    f.push_back(v);
+  }
+  return f;
+}
+
 }  // namespace
 
 NodeData parseEdgeList(const std::string& text, const std::string& name, bool directed) {
@@ -111,19 +131,7 @@ NodeData parseEdgeList(const std::string& text, const std::string& name, bool di
       } else if (w[2] == "features") {
         if (w.size() < 4) lineError(name, line, "node " + w[1] + " has no feature values");
         if (features.count(id)) lineError(name, line, "node " + w[1] + " has features already");
-        std::vector<float> f;
-        for (size_t k = 3; k < w.size(); ++k) {
-          size_t used = 0;
-          float v = 0;
-          try {
-            v = std::stof(w[k], &used);
-          } catch (const std::exception&) {
-            used = 0;
-          }
-          if (used != w[k].size() || !std::isfinite(v))
-            lineError(name, line, "feature '" + w[k] + "' is not a finite number");
-          f.push_back(v);
-        }
+        std::vector<float> f = parseFeatures(std::span(w).subspan(3), name, line);
         if (!features.empty() && features.begin()->second.size() != f.size())
           lineError(name, line,
                     std::to_string(f.size()) + " features, earlier nodes have " +
