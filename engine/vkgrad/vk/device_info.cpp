@@ -95,6 +95,83 @@ bool queryCoopmatShapes(VkPhysicalDevice device, std::vector<std::string>& shape
 
 }  // namespace
 
+namespace {
+
+DeviceType deviceTypeOf(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return DeviceType::Integrated;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return DeviceType::Discrete;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return DeviceType::Virtual;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return DeviceType::Cpu;
+    default:
+      return DeviceType::Other;
+  }
+}
+
+// The limits the kernels are chosen and checked by.
+void readLimits(const VkPhysicalDeviceLimits& limits, DeviceInfo& info) {
+  info.max_shared_memory = limits.maxComputeSharedMemorySize;
+  for (int i = 0; i < 3; ++i) {
+    info.max_workgroup_size[i] = limits.maxComputeWorkGroupSize[i];
+    info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
+  }
+  info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+  info.max_storage_buffer_range = limits.maxStorageBufferRange;
+  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
+  info.min_storage_offset_alignment = limits.minStorageBufferOffsetAlignment;
+  info.min_texel_offset_alignment = limits.minTexelBufferOffsetAlignment;
+  info.min_uniform_offset_alignment = limits.minUniformBufferOffsetAlignment;
+  info.max_push_constants = limits.maxPushConstantsSize;
+  info.timestamp_period_ns = limits.timestampPeriod;
+}
+
+// The queue family the engine submits to: one with compute, a compute-only one where the
+// device has it (graphics work of the same device then cannot delay it).
+void pickComputeFamily(VkPhysicalDevice device, DeviceInfo& info) {
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, families.data());
+  for (uint32_t i = 0; i < family_count; ++i) {
+    const VkQueueFlags flags = families[i].queueFlags;
+    if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
+    const bool compute_only = !(flags & VK_QUEUE_GRAPHICS_BIT);
+    if (info.compute_family == UINT32_MAX || (compute_only && !info.compute_only_family)) {
+      info.compute_family = i;
+      info.compute_only_family = compute_only;
+      info.timestamp_valid_bits = families[i].timestampValidBits;
+    }
+  }
+}
+
+// The optional features the kernel variants depend on.
+void readFeatures(const VkPhysicalDeviceFeatures2& features,
+                  const VkPhysicalDeviceVulkan11Features& f11,
+                  const VkPhysicalDeviceVulkan12Features& f12, DeviceInfo& info) {
+  info.fp16 = f12.shaderFloat16;
+  info.int8 = f12.shaderInt8;
+  info.fp64 = features.features.shaderFloat64;
+  info.int64 = features.features.shaderInt64;
+  info.storage_16bit = f11.storageBuffer16BitAccess;
+  info.storage_8bit = f12.storageBuffer8BitAccess;
+  // With the memory model on, atomics at Device scope (the engine's) need its device scope.
+  info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
+}
+
+void readHeaps(VkPhysicalDevice device, DeviceInfo& info) {
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(device, &memory);
+  for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
+    info.heaps.push_back({memory.memoryHeaps[i].size,
+                          (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+}
+
+}  // namespace
+
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -133,27 +210,10 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   if (props.properties.apiVersion >= VK_API_VERSION_1_2)
     vkGetPhysicalDeviceFeatures2(device, &features);
 
-  const VkPhysicalDeviceLimits& limits = props.properties.limits;
   DeviceInfo info;
   info.index = index;
   info.name = props.properties.deviceName;
-  switch (props.properties.deviceType) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
-      info.type = DeviceType::Integrated;
-      break;
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-      info.type = DeviceType::Discrete;
-      break;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
-      info.type = DeviceType::Virtual;
-      break;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU:
-      info.type = DeviceType::Cpu;
-      break;
-    default:
-      info.type = DeviceType::Other;
-      break;
-  }
+  info.type = deviceTypeOf(props.properties.deviceType);
   info.vendor_id = props.properties.vendorID;
   info.device_id = props.properties.deviceID;
   info.driver_name = driver.driverName;
@@ -169,34 +229,11 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
       info.subgroup_compute && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   info.subgroup_arithmetic =
       info.subgroup_compute && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
-  info.max_shared_memory = limits.maxComputeSharedMemorySize;
-  for (int i = 0; i < 3; ++i) {
-    info.max_workgroup_size[i] = limits.maxComputeWorkGroupSize[i];
-    info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
-  }
-  info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
-  info.max_storage_buffer_range = limits.maxStorageBufferRange;
-  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
-  info.min_storage_offset_alignment = limits.minStorageBufferOffsetAlignment;
-  info.min_texel_offset_alignment = limits.minTexelBufferOffsetAlignment;
-  info.min_uniform_offset_alignment = limits.minUniformBufferOffsetAlignment;
-  info.max_push_constants = limits.maxPushConstantsSize;
-  info.timestamp_period_ns = limits.timestampPeriod;
+  readLimits(props.properties.limits, info);
 
-  VkPhysicalDeviceMemoryProperties memory;
-  vkGetPhysicalDeviceMemoryProperties(device, &memory);
-  for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
-    info.heaps.push_back({memory.memoryHeaps[i].size,
-                          (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+  readHeaps(device, info);
 
-  info.fp16 = f12.shaderFloat16;
-  info.int8 = f12.shaderInt8;
-  info.fp64 = features.features.shaderFloat64;
-  info.int64 = features.features.shaderInt64;
-  info.storage_16bit = f11.storageBuffer16BitAccess;
-  info.storage_8bit = f12.storageBuffer8BitAccess;
-  // With the memory model on, atomics at Device scope (the engine's) need its device scope.
-  info.vulkan_memory_model = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
+  readFeatures(features, f11, f12, info);
   info.khr_coopmat = hasExtension(device, "VK_KHR_cooperative_matrix");
   if (nv_coopmat) {
     const bool shape = queryCoopmatShapes(device, info.coopmat_shapes);
@@ -206,20 +243,7 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
                    info.fixedSubgroupSize();
   }
 
-  uint32_t family_count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(family_count);
-  vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, families.data());
-  for (uint32_t i = 0; i < family_count; ++i) {
-    const VkQueueFlags flags = families[i].queueFlags;
-    if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
-    const bool compute_only = !(flags & VK_QUEUE_GRAPHICS_BIT);
-    if (info.compute_family == UINT32_MAX || (compute_only && !info.compute_only_family)) {
-      info.compute_family = i;
-      info.compute_only_family = compute_only;
-      info.timestamp_valid_bits = families[i].timestampValidBits;
-    }
-  }
+  pickComputeFamily(device, info);
   return info;
 }
 

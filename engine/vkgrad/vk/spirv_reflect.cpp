@@ -50,32 +50,42 @@ const char* specTypeName(SpecType type) {
   return "?";
 }
 
-ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> words) {
-  auto fail = [&](const std::string& why) -> void {
-    throw Error("kernel '" + name + "': " + why);
-  };
-  if (words.size() < 5 || words[0] != 0x07230203u) fail("not a SPIR-V module");
+namespace {
 
+struct Pointer { uint32_t storage, type; };
+struct Image { uint32_t dim, sampled; };
+struct Scalar { SpecType type; uint32_t width; };
+struct Spec { uint32_t type_id, default_bits; };
+
+// What reflectShader reads from a module's declarations, by result id.
+struct Module {
   std::map<uint32_t, uint32_t> binding, set, spec_id;
   std::set<uint32_t> non_writable, block, buffer_block, workgroup_size_ids;
   std::map<uint32_t, std::set<uint32_t>> member_non_writable;  // struct -> members
   std::map<uint32_t, uint32_t> member_count;
-  struct Pointer { uint32_t storage, type; };
   std::map<uint32_t, Pointer> pointers;
-  struct Image { uint32_t dim, sampled; };
   std::map<uint32_t, Image> images;
   std::map<uint32_t, uint32_t> sampled_images;  // sampled image -> image
   std::map<uint32_t, uint32_t> constants;       // id -> value
   std::map<uint32_t, std::string> names;
-  struct Scalar { SpecType type; uint32_t width; };
   std::map<uint32_t, Scalar> scalars;  // bool, int and float types
-  struct Spec { uint32_t type_id, default_bits; };
   std::map<uint32_t, Spec> specs;  // scalar specialization constants by result id
   std::map<uint32_t, std::vector<uint32_t>> composites;
   std::set<uint32_t> arrays;
   std::vector<std::pair<uint32_t, uint32_t>> variables;  // (id, pointer type)
   uint32_t local_size[3] = {1, 1, 1};
 
+};
+
+[[noreturn]] void failKernel(const std::string& name, const std::string& why) {
+  throw Error("kernel '" + name + "': " + why);
+}
+
+Module parseModule(const std::string& name, std::span<const uint32_t> words) {
+  auto fail = [&](const std::string& why) -> void { failKernel(name, why); };
+  if (words.size() < 5 || words[0] != 0x07230203u) fail("not a SPIR-V module");
+  Module m;
+  auto& [binding, set, spec_id, non_writable, block, buffer_block, workgroup_size_ids, member_non_writable, member_count, pointers, images, sampled_images, constants, names, scalars, specs, composites, arrays, variables, local_size] = m;
   for (size_t at = 5; at < words.size();) {
     const uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
     if (count == 0 || at + count > words.size()) fail("truncated SPIR-V");
@@ -121,7 +131,15 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
     at += count;
   }
 
-  ShaderLayout layout;
+  return m;
+}
+
+// The workgroup size (its defaults, and the constant_id of each specialized axis); returns
+// each axis's specialization constant -> axis.
+std::map<uint32_t, int> readWorkgroupSize(const std::string& name, Module& m,
+                                          ShaderLayout& layout) {
+  auto fail = [&](const std::string& why) -> void { failKernel(name, why); };
+  auto& [binding, set, spec_id, non_writable, block, buffer_block, workgroup_size_ids, member_non_writable, member_count, pointers, images, sampled_images, constants, names, scalars, specs, composites, arrays, variables, local_size] = m;
   std::copy(local_size, local_size + 3, layout.local_size);
   std::map<uint32_t, int> axis_of;  // a workgroup dimension's specialization constant -> axis
   for (uint32_t id : workgroup_size_ids) {
@@ -143,6 +161,13 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
     }
   }
 
+  return axis_of;
+}
+
+void readSpecConstants(const std::string& name, Module& m, const std::map<uint32_t, int>& axis_of,
+                       ShaderLayout& layout) {
+  auto fail = [&](const std::string& why) -> void { failKernel(name, why); };
+  auto& [binding, set, spec_id, non_writable, block, buffer_block, workgroup_size_ids, member_non_writable, member_count, pointers, images, sampled_images, constants, names, scalars, specs, composites, arrays, variables, local_size] = m;
   // One entry per constant_id. glslang declares a workgroup dimension's local_size_x_id as
   // an unnamed constant of its own, which shares the id of a named one where the shader
   // declares both (matmul/texel's SG): the named one names the id and gives its default.
@@ -177,6 +202,11 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
   }
   for (auto& [id, info] : by_id) layout.spec_constants.push_back(std::move(info));
 
+}
+
+void readBindings(const std::string& name, Module& m, ShaderLayout& layout) {
+  auto fail = [&](const std::string& why) -> void { failKernel(name, why); };
+  auto& [binding, set, spec_id, non_writable, block, buffer_block, workgroup_size_ids, member_non_writable, member_count, pointers, images, sampled_images, constants, names, scalars, specs, composites, arrays, variables, local_size] = m;
   for (auto [id, pointer_type] : variables) {
     if (!binding.count(id)) continue;
     if (set.count(id) && set[id] != 0) fail("only descriptor set 0 is supported");
@@ -226,6 +256,16 @@ ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> wo
   layout.bindings = std::move(merged);
   for (size_t i = 0; i < layout.bindings.size(); ++i)
     if (layout.bindings[i].binding != i) fail("bindings must be numbered 0, 1, 2, ... without gaps");
+}
+
+}  // namespace
+
+ShaderLayout reflectShader(const std::string& name, std::span<const uint32_t> words) {
+  Module m = parseModule(name, words);
+  ShaderLayout layout;
+  const std::map<uint32_t, int> axis_of = readWorkgroupSize(name, m, layout);
+  readSpecConstants(name, m, axis_of, layout);
+  readBindings(name, m, layout);
   return layout;
 }
 
