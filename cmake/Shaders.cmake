@@ -4,9 +4,26 @@
 # glslangValidator writes a depfile, so editing a shaders/common/*.glsl include
 # rebuilds exactly the kernels that include it (its target is the .spv, so the .spv is an
 # output of the rule too).
+#
+# A kernel whose .comp includes shaders/common/storage.glsl is compiled a second time as
+# "<name>.s16" with STORAGE16 defined: its variant for 16-bit tensors (ops/storage.h picks
+# it). The include is looked for when CMake configures, and every .comp is a configure
+# dependency, so adding it re-runs the check.
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(SPIRV_VAL spirv-val REQUIRED)
+
+# Whether src includes common/storage.glsl itself (a body shared with a texel variant is
+# included after it).
+function(vkgrad_includes_storage src out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
+  file(STRINGS "${src}" found REGEX "^#include \"common/storage.glsl\"")
+  if(found)
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
 
 function(vkgrad_embed_shaders target shader_root)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${shader_root}/*.comp")
@@ -16,9 +33,30 @@ function(vkgrad_embed_shaders target shader_root)
   set(table_decls "")
   set(table_rows "")
   set(index 0)
+  set(variants)
   foreach(src IN LISTS sources)
     file(RELATIVE_PATH rel "${shader_root}" "${src}")
     string(REGEX REPLACE "\\.comp$" "" name "${rel}")
+    list(APPEND variants "${src}|${name}|")
+    vkgrad_includes_storage("${src}" has_storage)
+    if(has_storage)
+      list(APPEND variants "${src}|${name}.s16|-DSTORAGE16")
+    endif()
+  endforeach()
+  foreach(variant IN LISTS variants)
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 src)
+    list(GET parts 1 name)
+    list(LENGTH parts n_parts)
+    set(defines)
+    if(n_parts GREATER 2)
+      list(GET parts 2 defines)
+    endif()
+    # A source is the main dependency of one rule only: its f32 build.
+    set(dependency MAIN_DEPENDENCY)
+    if(defines)
+      set(dependency DEPENDS)
+    endif()
     string(MAKE_C_IDENTIFIER "${name}" ident)
     set(spv "${out_dir}/${name}.spv")
     set(cpp "${out_dir}/${name}.spv.cpp")
@@ -26,12 +64,12 @@ function(vkgrad_embed_shaders target shader_root)
     add_custom_command(
       OUTPUT "${spv}" "${cpp}"
       COMMAND ${CMAKE_COMMAND} -E make_directory "${spv_dir}"
-      COMMAND ${GLSLANG_VALIDATOR} --quiet --target-env vulkan1.2
+      COMMAND ${GLSLANG_VALIDATOR} --quiet --target-env vulkan1.2 ${defines}
               -I${shader_root} --depfile "${spv}.d" -o "${spv}" "${src}"
       COMMAND ${SPIRV_VAL} --target-env vulkan1.2 "${spv}"
       COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${cpp} -DIDENT=kSpv_${ident}
               -P "${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake"
-      MAIN_DEPENDENCY "${src}"
+      ${dependency} "${src}"
       DEPFILE "${spv}.d"
       COMMENT "GLSL ${name}"
       VERBATIM)

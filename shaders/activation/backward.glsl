@@ -21,10 +21,10 @@ layout(set = 0, binding = 2) uniform samplerBuffer dy_tex;   // RGBA32F over (n)
 layout(set = 0, binding = 3) uniform samplerBuffer acc_tex;  // dx itself; read if ACCUMULATE
 layout(set = 0, binding = 4) writeonly buffer DX { float dx[]; };
 #else
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer Y { float y[]; };
-layout(set = 0, binding = 2) readonly buffer DY { float dy[]; };
-layout(set = 0, binding = 3) buffer DX { float dx[]; };  // not writeonly: ACCUMULATE reads it
+FLOATS(0, x, readonly)
+FLOATS(1, y, readonly)
+FLOATS(2, dy, readonly)
+FLOATS(3, dx, )  // not writeonly: ACCUMULATE reads it
 #endif
 // dx may be one of the inputs: every step reads before it writes the same elements.
 
@@ -50,11 +50,11 @@ void main() {
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    const float xv = kGradReadsX ? x[p.x_skip + i] : 0.0;
-    const float yv = kGradReadsY ? y[p.y_skip + i] : 0.0;
-    float d = activationGrad(xv, yv, dy[p.dy_skip + i], p.param);
-    if (ACCUMULATE) d += dx[p.dx_skip + i];
-    dx[p.dx_skip + i] = d;
+    const float xv = kGradReadsX ? LOAD(x, p.x_skip + i) : 0.0;
+    const float yv = kGradReadsY ? LOAD(y, p.y_skip + i) : 0.0;
+    float d = activationGrad(xv, yv, LOAD(dy, p.dy_skip + i), p.param);
+    if (ACCUMULATE) d += LOAD(dx, p.dx_skip + i);
+    STORE(dx, p.dx_skip + i, d);
   }
 #endif
 }

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // y = f(x) for the activation picked by the KIND specialization constant, through storage
-// buffers, one float per step: any device, any offset.
+// buffers, one element per step: any device, any offset, x and y in any float format.
+#include "common/storage.glsl"
 #define EW_TEXEL 0
 #include "activation/forward.glsl"

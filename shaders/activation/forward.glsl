@@ -13,14 +13,10 @@ layout(push_constant) uniform Push {
   uint x_skip, y_skip;
 } p;
 
+// y may be x itself: every step reads x before it writes the same elements of y.
 #if EW_TEXEL
 layout(set = 0, binding = 0) uniform samplerBuffer x_tex;  // RGBA32F over (n)
-#else
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };  // (n)
-#endif
-// May be x itself: every step reads x before it writes the same elements of y.
 layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };  // (n)
-#if EW_TEXEL
 layout(set = 0, binding = 1) writeonly buffer Y4 { vec4 y4[]; };  // the same, 16 bytes a step
 #include "common/texel_store.glsl"
 
@@ -30,6 +26,9 @@ vec4 resultTexel(uint t) {
   for (uint c = 0; c < 4; ++c) r[c] = activate(v[c], p.param);
   return r;
 }
+#else
+FLOATS(0, x, readonly)   // (n)
+FLOATS(1, y, writeonly)  // (n)
 #endif
 
 void main() {
@@ -39,6 +38,6 @@ void main() {
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride)
-    y[p.y_skip + i] = activate(x[p.x_skip + i], p.param);
+    STORE(y, p.y_skip + i, activate(LOAD(x, p.x_skip + i), p.param));
 #endif
 }

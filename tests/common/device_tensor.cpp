@@ -4,35 +4,40 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
 
-DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const float> data) {
+DeviceTensor upload(vk::Context& context, ops::Shape shape, std::span<const float> data,
+                    ops::DType dtype) {
   if (size_t(shape.numel()) != data.size())
     throw std::invalid_argument("upload: " + shape.str() + " does not hold " +
                                 std::to_string(data.size()) + " values");
-  DeviceTensor t{context.allocator().allocate(std::max<uint64_t>(4, data.size_bytes())), shape};
-  if (!data.empty()) context.staging().upload(t.buffer, 0, data.data(), data.size_bytes());
+  if (!ops::isFloat(dtype)) throw std::invalid_argument("upload: floats need a float dtype");
+  const std::vector<uint8_t> bytes = ops::ref::encode(dtype, data);
+  // Whole words: a 16-bit tensor of odd length gets 2 bytes of padding.
+  DeviceTensor t{context.allocator().allocate(std::max<uint64_t>(4, (bytes.size() + 3) / 4 * 4)),
+                 shape, dtype};
+  if (!bytes.empty()) context.staging().upload(t.buffer, 0, bytes.data(), bytes.size());
   return t;
 }
 
-DeviceTensor poisoned(vk::Context& context, ops::Shape shape) {
+DeviceTensor poisoned(vk::Context& context, ops::Shape shape, ops::DType dtype) {
   std::vector<float> nan(shape.numel(), std::nanf(""));
-  return upload(context, shape, nan);
+  return upload(context, shape, nan, dtype);
 }
 
 std::vector<float> download(vk::Context& context, const DeviceTensor& tensor) {
-  std::vector<float> out(tensor.shape.numel());
-  if (!out.empty()) context.staging().download(tensor.buffer, 0, out.data(), out.size() * 4);
-  return out;
+  return download(context, tensor.view());
 }
 
 std::vector<float> download(vk::Context& context, const ops::TensorView& view) {
-  std::vector<float> out(size_t(view.shape.numel()));
-  if (!out.empty()) context.staging().download(*view.buffer, view.offset, out.data(), view.bytes());
-  return out;
+  std::vector<uint8_t> bytes(view.bytes());
+  if (!bytes.empty())
+    context.staging().download(*view.buffer, view.offset, bytes.data(), bytes.size());
+  return ops::ref::decode(view.dtype, bytes);
 }
 
 vk::Buffer uploadWords(vk::Context& context, std::span<const uint32_t> data) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 
 #include "common/compare.h"
 #include "common/expect.h"
@@ -11,6 +12,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/activation.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
@@ -272,6 +274,68 @@ TEST_F(ActivationTest, AnyOffsetOfWholeFloatsWorks) {
   }
 }
 
+// f'(x) in terms of y = f(x), for the kinds whose backward reads y (activation.glsl).
+double derivativeFromY(Activation kind, double y) {
+  switch (kind) {
+    case Activation::Relu:
+      return y > 0 ? 1.0 : 0.0;
+    case Activation::Sigmoid:
+      return y * (1 - y);
+    case Activation::Tanh:
+      return 1 - y * y;
+    case Activation::Exp:
+      return y;
+    default:
+      throw std::logic_error("derivativeFromY: the kind reads x");
+  }
+}
+
+// Every tensor in f16 or bf16, and mixed with f32: the reference runs on the rounded inputs
+// in f32 and the result is held to one rounding in the output's format (closeInFormat).
+TEST_F(ActivationTest, SixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  const Shape shape{7, 13};
+  const int64_t n = shape.numel();
+  struct Formats {
+    DType in, out;
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (Activation kind : kKinds) {
+      SCOPED_TRACE(testing::Message() << ops::activationName(kind) << " " << ops::dtypeName(f.in)
+                                      << " -> " << ops::dtypeName(f.out));
+      const auto x = ops::ref::roundTo(f.in, inputsFor(rng, kind, n));
+      const auto dy = ops::ref::roundTo(f.in, rng.uniform(n));
+      const auto init = ops::ref::roundTo(f.out, rng.uniform(n));
+      std::vector<float> y(n), dx(n);
+      ops::ref::activation(kind, x.data(), y.data(), n, paramOf(kind));
+      // The backward's y input is the stored forward output, as in a training step.
+      const auto y_in = ops::ref::roundTo(f.in, y);
+      std::vector<float> want_dx(n), xs = x;
+      ops::ref::activationBackward(kind, xs.data(), dy.data(), want_dx.data(), n, paramOf(kind));
+      auto tx = upload(ctx(), shape, x, f.in), ty_in = upload(ctx(), shape, y_in, f.in);
+      auto tdy = upload(ctx(), shape, dy, f.in), ty = poisoned(ctx(), shape, f.out);
+      auto tdx = poisoned(ctx(), shape, f.out), acc = upload(ctx(), shape, init, f.out);
+      const bool reads_x = ops::activationBackwardReadsX(kind);
+      const ops::TensorView xv = reads_x ? tx.view() : ops::TensorView{};
+      const ops::TensorView yv = reads_x ? ops::TensorView{} : ty_in.view();
+      vk::Recorder rec(ctx());
+      ops::activation(rec, kind, tx.view(), ty.view(), paramOf(kind));
+      ops::activationBackward(rec, kind, xv, yv, tdy.view(), tdx.view(), paramOf(kind));
+      ops::activationBackward(rec, kind, xv, yv, tdy.view(), acc.view(), paramOf(kind),
+                              Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(closeInFormat(download(ctx(), ty), y, f.out, kTolerance));
+      // Kinds that read y see it rounded: their reference is f'(x) written in the rounded y.
+      if (!reads_x)
+        for (int64_t i = 0; i < n; ++i) want_dx[i] = dy[i] * derivativeFromY(kind, y_in[i]);
+      EXPECT_TRUE(closeInFormat(download(ctx(), tdx), want_dx, f.out, 4 * kTolerance));
+      EXPECT_TRUE(closeInFormat(download(ctx(), acc), plus(want_dx, init), f.out, 4 * kTolerance));
+    }
+}
+
 TEST_F(ActivationTest, RejectsBadShapesDtypesAndInputsBeforeRecording) {
   Rng rng;
   auto x = upload(ctx(), {4, 8}, rng.uniform(32)), y = poisoned(ctx(), {4, 8});
@@ -284,7 +348,7 @@ TEST_F(ActivationTest, RejectsBadShapesDtypesAndInputsBeforeRecording) {
                      ops::activation(rec, Activation::Relu,
                                      ops::view(x.buffer, {4, 8}, 0, ops::DType::U32), y.view());
                    },
-                   "activation: x must be f32, got u32");
+                   "activation: x must be f32, f16 or bf16, got u32");
   expectShapeError(rec,
                    [&] {
                      ops::activationBackward(rec, Activation::GeluErf, {}, y.view(), x.view(),

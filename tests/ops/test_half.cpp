@@ -68,5 +68,40 @@ TEST(Half, RoundsRandomFloatsToTheNearest) {
     }
 }
 
+TEST(Bf16, KnownValuesAndRoundTrips) {
+  using ops::ref::fromBf16;
+  using ops::ref::toBf16;
+  EXPECT_EQ(toBf16(1.0f), 0x3f80);
+  EXPECT_EQ(toBf16(-2.0f), 0xc000);
+  EXPECT_EQ(toBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie: stays on the even 1.0
+  EXPECT_EQ(toBf16(1.0f + std::ldexp(3.0f, -8)), 0x3f82);  // tie: up to the even
+  EXPECT_EQ(toBf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
+  EXPECT_EQ(toBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
+  EXPECT_EQ(toBf16(-std::numeric_limits<float>::infinity()), 0xff80);
+  EXPECT_TRUE(std::isnan(fromBf16(toBf16(std::nanf("")))));
+  // A NaN whose payload sits only in the low bits must not round to inf.
+  float low_nan;
+  const uint32_t bits = 0x7f800001u;
+  std::memcpy(&low_nan, &bits, 4);
+  EXPECT_TRUE(std::isnan(fromBf16(toBf16(low_nan))));
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const float x = fromBf16(uint16_t(b));
+    if (!std::isnan(x)) {
+      EXPECT_EQ(toBf16(x), uint16_t(b)) << b;
+    }
+  }
+}
+
+TEST(Bf16, EncodeDecodeRoundTripsEveryFormat) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const std::vector<float> x = rng.uniform(101, -3.0f, 3.0f);
+  for (ops::DType dtype : {ops::DType::F32, ops::DType::F16, ops::DType::BF16}) {
+    const auto bytes = ops::ref::encode(dtype, x);
+    EXPECT_EQ(bytes.size(), x.size() * ops::dtypeBytes(dtype));
+    EXPECT_EQ(ops::ref::decode(dtype, bytes), ops::ref::roundTo(dtype, x));
+  }
+}
+
 }  // namespace
 }  // namespace vkgrad::test

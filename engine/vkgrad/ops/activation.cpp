@@ -4,6 +4,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/elementwise.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
@@ -82,17 +83,21 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
                 float param) {
   const char* op = "activation";
   checkSameShape(op, kind, "y", y, x);
-  checkOperand(op, "x", x);
-  checkOperand(op, "y", y);
+  checkFloatOperand(op, "x", x);
+  checkFloatOperand(op, "y", y);
   checkAlias(op, "y", y, "x", x, true);
+  if (x.dtype != y.dtype && overlaps(x, y))
+    throw ShapeError(std::string(op) + ": y in place of x needs x's dtype");
   const uint64_t n = uint64_t(x.shape.numel());
   if (n == 0) return;
   vk::Context& ctx = rec.context();
   // The texel kernel fetches x and stores y four floats at a time.
   const bool texel = texelFits(ctx, x, kRgba) && vec4Storable(ctx, y);
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}};
   const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "activation/forward_texel" : "activation/forward",
-                        {{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}});
+      texel ? ctx.kernels().get("activation/forward_texel", constants)
+            : floatKernel(ctx, "activation/forward", constants,
+                          {{"x_dtype", x.dtype}, {"y_dtype", y.dtype}});
   const auto bx = texel ? bindTexel(ctx, x, kRgba) : bindStorage(ctx, x);
   const auto by = bindStorage(ctx, y);
   const ActivationPush push{uint32_t(n), param, bx.skip, by.skip};
@@ -113,9 +118,11 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
                      ", got an empty view");
   checkSameShape(op, kind, saved_name, saved, dy);
   checkSameShape(op, kind, "dx", dx, dy);
-  checkOperand(op, saved_name, saved);
-  checkOperand(op, "dy", dy);
-  checkOperand(op, "dx", dx);
+  checkFloatOperand(op, saved_name, saved);
+  checkFloatOperand(op, "dy", dy);
+  checkFloatOperand(op, "dx", dx);
+  if ((overlaps(dx, saved) && dx.dtype != saved.dtype) || (overlaps(dx, dy) && dx.dtype != dy.dtype))
+    throw ShapeError(std::string(op) + ": dx in place of an input needs its dtype");
   checkAlias(op, "dx", dx, saved_name, saved, true);
   checkAlias(op, "dx", dx, "dy", dy, true);
   const uint64_t n = uint64_t(dy.shape.numel());
@@ -124,12 +131,18 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   const bool accumulate = w == Write::Accumulate;
   const bool texel = texelFits(ctx, saved, kRgba) && texelFits(ctx, dy, kRgba) &&
                      (!accumulate || texelFits(ctx, dx, kRgba)) && vec4Storable(ctx, dx);
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "activation/backward_texel" : "activation/backward",
-      {{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}, {"ACCUMULATE", accumulate}});
   // The input the kind does not read is bound to dy, which is the right size.
   const TensorView& x_arg = reads_x ? x : dy;
   const TensorView& y_arg = reads_x ? dy : y;
+  const vk::SpecConstants constants{
+      {"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}, {"ACCUMULATE", accumulate}};
+  const vk::Kernel& kernel =
+      texel ? ctx.kernels().get("activation/backward_texel", constants)
+            : floatKernel(ctx, "activation/backward", constants,
+                          {{"x_dtype", x_arg.dtype},
+                           {"y_dtype", y_arg.dtype},
+                           {"dy_dtype", dy.dtype},
+                           {"dx_dtype", dx.dtype}});
   const auto bind = [&](const TensorView& t) {
     return texel ? bindTexel(ctx, t, kRgba) : bindStorage(ctx, t);
   };

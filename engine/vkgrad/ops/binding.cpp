@@ -32,6 +32,8 @@ Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat
 }
 
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
+  // The texel formats hold f32 (or u32) words: a 16-bit tensor takes the storage variants.
+  if (dtypeBytes(t.dtype) != 4) return false;
   const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
   const uint64_t texel = vk::texelBytes(format);
   if (lead % texel != 0) return false;
@@ -41,7 +43,7 @@ bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat 
 }
 
 bool vec4Storable(const vk::Context& context, const TensorView& t) {
-  return bindStorage(context, t).skip % 4 == 0;
+  return t.dtype == DType::F32 && bindStorage(context, t).skip % 4 == 0;
 }
 
 uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workgroup) {
@@ -71,6 +73,13 @@ bool sameRange(const TensorView& x, const TensorView& y) {
 
 void checkOperand(const char* op, const char* name, const TensorView& t) {
   checkFits(op, name, t);
+  if (t.shape.numel() > (int64_t(1) << 31))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
+                     " has more than 2^31 elements");
+}
+
+void checkFloatOperand(const char* op, const char* name, const TensorView& t) {
+  checkFloat(op, name, t);
   if (t.shape.numel() > (int64_t(1) << 31))
     throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
                      " has more than 2^31 elements");

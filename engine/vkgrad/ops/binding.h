@@ -23,11 +23,12 @@ Bound bindStorage(const vk::Context& context, const TensorView& t);
 // Where bindings may start: the device's storage and texel offset alignments, at least 16.
 uint64_t bindingAlignment(const vk::Context& context);
 Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
-// Whether t can be read through a texel view of that format: RGBA32F needs t's first element
-// on a 16-byte boundary; both need the view within maxTexelBufferElements.
+// Whether t can be read through a texel view of that format: t holds 32-bit words (a 16-bit
+// tensor never does), RGBA32F needs t's first element on a 16-byte boundary; both need the
+// view within maxTexelBufferElements.
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
-// Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): its
-// first element is a multiple of 4 elements into its binding.
+// Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): t is
+// f32 and its first element is a multiple of 4 elements into its binding.
 bool vec4Storable(const vk::Context& context, const TensorView& t);
 // Workgroups for a grid-stride kernel over `threads` invocations' work, capped (>= 1). On a
 // CPU device each invocation takes up to 16 items (an invocation has a fixed cost there that
@@ -39,6 +40,8 @@ bool overlaps(const TensorView& x, const TensorView& y);
 bool sameRange(const TensorView& x, const TensorView& y);
 // checkFits (f32), plus at most 2^31 elements.
 void checkOperand(const char* op, const char* name, const TensorView& t);
+// The same for a kernel that takes any float format (ops/storage.h): f32, f16 or bf16.
+void checkFloatOperand(const char* op, const char* name, const TensorView& t);
 // Throws unless out and in are disjoint, or (if allow_same) exactly the same elements.
 void checkAlias(const char* op, const char* out_name, const TensorView& out, const char* in_name,
                 const TensorView& in, bool allow_same);

@@ -55,23 +55,41 @@ const char* dtypeName(DType dtype) {
       return "u32";
     case DType::F16:
       return "f16";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
+
+namespace {
+
+// The buffer exists, the offset is a multiple of the element size and the elements fit.
+void checkPlaced(const char* op, const char* name, const TensorView& t) {
+  if (!t.buffer || !*t.buffer)
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " has no buffer");
+  if (t.offset % dtypeBytes(t.dtype) != 0)
+    throw ShapeError(std::string(op) + ": " + name + " offset " + std::to_string(t.offset) +
+                     " is not a multiple of " + std::to_string(dtypeBytes(t.dtype)) + " bytes");
+  if (t.offset + t.bytes() > t.buffer->size())
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " at offset " +
+                     std::to_string(t.offset) + " needs " + std::to_string(t.offset + t.bytes()) +
+                     " bytes, its buffer has " + std::to_string(t.buffer->size()));
+}
+
+}  // namespace
 
 void checkFits(const char* op, const char* name, const TensorView& t, DType dtype) {
   if (t.dtype != dtype)
     throw ShapeError(std::string(op) + ": " + name + " must be " + dtypeName(dtype) + ", got " +
                      dtypeName(t.dtype));
-  if (!t.buffer || !*t.buffer)
-    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " has no buffer");
-  if (t.offset % 4 != 0)
-    throw ShapeError(std::string(op) + ": " + name + " offset " + std::to_string(t.offset) +
-                     " is not a multiple of 4 bytes");
-  if (t.offset + t.bytes() > t.buffer->size())
-    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " at offset " +
-                     std::to_string(t.offset) + " needs " + std::to_string(t.offset + t.bytes()) +
-                     " bytes, its buffer has " + std::to_string(t.buffer->size()));
+  checkPlaced(op, name, t);
+}
+
+void checkFloat(const char* op, const char* name, const TensorView& t) {
+  if (!isFloat(t.dtype))
+    throw ShapeError(std::string(op) + ": " + name + " must be f32, f16 or bf16, got " +
+                     dtypeName(t.dtype));
+  checkPlaced(op, name, t);
 }
 
 }  // namespace vkgrad::ops

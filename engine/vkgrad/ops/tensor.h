@@ -40,12 +40,17 @@ class Shape {
   int rank_ = 0;
 };
 
-// Floats for data, unsigned ints for ids and targets: 32 bits each. F16 (IEEE half) is
-// read by the Coopmat matmul only so far; every other op takes f32 and refuses it.
-enum class DType { F32, U32, F16 };
+// Floats for data, unsigned ints for ids and targets. Float data may also be stored in 16
+// bits: F16 (IEEE half) or BF16 (bfloat16: the top half of an f32, so widening is a shift).
+// Kernels that take 16-bit tensors read them into f32, compute and accumulate in f32 and
+// round to nearest even as they store (ops/storage.h); the rest refuse them.
+enum class DType { F32, U32, F16, BF16 };
 const char* dtypeName(DType dtype);
 inline uint64_t dtypeBytes(DType dtype) {
-  return dtype == DType::F16 ? 2 : 4;
+  return dtype == DType::F16 || dtype == DType::BF16 ? 2 : 4;
+}
+inline bool isFloat(DType dtype) {
+  return dtype != DType::U32;
 }
 
 // How a kernel writes an output: replace it, or add to it (gradients of a tensor used twice).
@@ -66,7 +71,9 @@ inline TensorView view(const vk::Buffer& buffer, Shape shape, uint64_t offset = 
 }
 
 // Throws ShapeError "<op>: <name> <shape> needs N bytes, its buffer has M" (or no buffer),
-// or "<op>: <name> must be u32, got f32". Offsets are multiples of 4 bytes, f16 ones too.
+// or "<op>: <name> must be u32, got f32". Offsets are multiples of the element size.
 void checkFits(const char* op, const char* name, const TensorView& t, DType dtype = DType::F32);
+// checkFits for a float tensor in any of the three formats (f32, f16, bf16).
+void checkFloat(const char* op, const char* name, const TensorView& t);
 
 }  // namespace vkgrad::ops

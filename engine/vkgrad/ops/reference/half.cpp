@@ -1,6 +1,8 @@
 #include "vkgrad/ops/reference/half.h"
 
+#include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace vkgrad::ops::ref {
 
@@ -64,6 +66,78 @@ std::vector<float> roundToHalf(const std::vector<float>& x) {
   std::vector<float> out(x.size());
   for (size_t i = 0; i < x.size(); ++i) out[i] = roundToHalf(x[i]);
   return out;
+}
+
+uint16_t toBf16(float x) {
+  uint32_t f;
+  std::memcpy(&f, &x, 4);
+  if ((f & 0x7fffffffu) > 0x7f800000u) return uint16_t((f >> 16) | 0x40u);
+  // Adding 0x7fff plus the kept part's lowest bit carries into the kept bits exactly when
+  // the rest is above half, or half with an odd kept part: ties to even.
+  return uint16_t((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+
+float fromBf16(uint16_t b) {
+  const uint32_t f = uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+
+float roundTo(DType dtype, float x) {
+  switch (dtype) {
+    case DType::F16:
+      return roundToHalf(x);
+    case DType::BF16:
+      return fromBf16(toBf16(x));
+    default:
+      return x;
+  }
+}
+
+std::vector<float> roundTo(DType dtype, std::vector<float> x) {
+  for (float& v : x) v = roundTo(dtype, v);
+  return x;
+}
+
+std::vector<uint8_t> encode(DType dtype, std::span<const float> x) {
+  const size_t width = dtypeBytes(dtype);
+  std::vector<uint8_t> out(x.size() * width);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (width == 4) {
+      std::memcpy(&out[4 * i], &x[i], 4);
+    } else {
+      const uint16_t h = dtype == DType::F16 ? toHalf(x[i]) : toBf16(x[i]);
+      out[2 * i] = uint8_t(h & 0xff);
+      out[2 * i + 1] = uint8_t(h >> 8);
+    }
+  }
+  return out;
+}
+
+std::vector<float> decode(DType dtype, std::span<const uint8_t> bytes) {
+  const size_t width = dtypeBytes(dtype);
+  std::vector<float> out(bytes.size() / width);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (width == 4) {
+      std::memcpy(&out[i], &bytes[4 * i], 4);
+    } else {
+      const uint16_t h = uint16_t(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+      out[i] = dtype == DType::F16 ? fromHalf(h) : fromBf16(h);
+    }
+  }
+  return out;
+}
+
+double unitRoundoff(DType dtype) {
+  switch (dtype) {
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
 }
 
 }  // namespace vkgrad::ops::ref
