@@ -111,6 +111,14 @@ TrainingRun::TrainingRun(Cli& cli, const RunDefaults& defaults)
              defaults.weight_decay);
   cli.option("clip", "clip the gradients to this global norm (0: no clipping)", defaults.clip);
   cli.option("seed", "initialisation, data order and dropout seed", "1");
+  cli.option("precision",
+             "activations and their gradients in fp32, bf16 or fp16 (parameters, their "
+             "gradients and AdamW's state stay fp32)",
+             "fp32");
+  cli.option("save-dtype",
+             "the model file's format: fp32, or bf16/fp16 for a half-size file that sample, eval "
+             "and predict load (the training state keeps fp32, for --resume)",
+             "fp32");
   const std::string unit = steps ? "steps" : "epochs";
   cli.option("eval-every", unit + " between evaluations (0: only at the end)", defaults.eval_every);
   cli.option("log-every", unit + " between progress lines", defaults.log_every);
@@ -145,6 +153,14 @@ void TrainingRun::parsed(const std::vector<const char*>& fixed) {
   for (const char* every : {"eval-every", "save-every"}) cli_.getInt(every, 0, int64_t(1) << 40);
   cli_.getInt("log-every", 1, int64_t(1) << 40);
   out_ = cli_.get("out");
+  // Checked here, before the device or the data: a typo costs nothing.
+  try {
+    precision_ = graph::parsePrecision(cli_.get("precision"));
+    const graph::Precision saved = graph::parsePrecision(cli_.get("save-dtype"));
+    model_dtype_ = saved == graph::Precision::F32 ? ops::DType::F32 : graph::activationDtype(saved);
+  } catch (const Error& e) {
+    cli_.fail(e.what());
+  }
 }
 
 vk::Context& TrainingRun::device() {
@@ -174,6 +190,7 @@ graph::TrainerOptions TrainingRun::trainerOptions(int64_t batch, int64_t rows) {
   options.optimizer.max_grad_norm = float(cli_.getDouble("clip", 0.0, 1e6));
   options.dropout_seed = seed_;
   options.profile = cli_.has("profile");
+  options.precision = precision_;
   if (cli_.get("schedule") == "cosine") {
     const int64_t warmup = std::min(cli_.getInt("warmup", 0, int64_t(1) << 40), steps);
     options.schedule =
@@ -372,8 +389,9 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
   std::printf("done: %lld %ss in %s (training %.1f ms/step", static_cast<long long>(units_), unit(),
               duration(seconds).c_str(), ms_per_step);
   if (loop.hooks.items_per_step > 0) std::printf(", %.0f %s/s", rate, loop.hooks.items);
-  std::printf("; evaluation %.1f s), peak device memory %s\n", eval_seconds_,
-              bytesText(peak).c_str());
+  std::printf("; evaluation %.1f s), peak device memory %s, %s activation arena %s\n",
+              eval_seconds_, bytesText(peak).c_str(), graph::precisionName(precision_),
+              bytesText(trainer.executor().arenaBytes()).c_str());
   graph::Json json = {{"command", "train"},
                       {"device", context.info().name},
                       {lengthOption(defaults_.rows), units_},
@@ -383,7 +401,9 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
                       {"eval_seconds", eval_seconds_},
                       {"ms_per_step", ms_per_step},
                       {"gpu_ms_per_step", loop.gpu_ms / double(loop.steps)},
-                      {"peak_device_bytes", peak}};
+                      {"peak_device_bytes", peak},
+                      {"precision", graph::precisionName(precision_)},
+                      {"arena_bytes", trainer.executor().arenaBytes()}};
   if (loop.hooks.items_per_step > 0) json[loop.hooks.rate_key] = rate;
   std::vector<std::string> files = loop.saved;
   files.push_back(loop.hooks.curves_file);

@@ -116,6 +116,9 @@ class TrainingRun {
   int64_t units() const { return units_; }
   const std::filesystem::path& out() const { return out_; }
   float lastLoss() const { return last_loss_; }  // NaN before the first read
+  graph::Precision precision() const { return precision_; }
+  // --save-dtype: what the app's model file is written in (ParameterStore::save).
+  ops::DType modelDtype() const { return model_dtype_; }
   double evalSeconds() const { return eval_seconds_; }
   int64_t evaluations() const { return evaluations_; }
 
@@ -141,6 +144,8 @@ class TrainingRun {
   std::filesystem::path out_;
   uint64_t seed_ = 0;
   float lr_ = 0;
+  graph::Precision precision_ = graph::Precision::F32;
+  ops::DType model_dtype_ = ops::DType::F32;
   int64_t units_ = 0, rows_ = 0, batch_ = 0, steps_per_unit_ = 1;
   float last_loss_;
   double eval_seconds_ = 0;

@@ -159,7 +159,7 @@ int train(int argc, char** argv) {
     return "test accuracy " + percent(accuracy);
   };
   hooks.save = [&](const fs::path& dir, int64_t epoch) {
-    store.save(dir / gnn::kModelFile);
+    store.save(dir / gnn::kModelFile, {}, run.modelDtype());
     gnn::GnnCheckpoint cp{config, classNames(task)};
     cp.training = {{"data", task.name},  {"epochs", run.units()}, {"epochs_done", epoch},
                    {"lr", run.peakLr()}, {"seed", run.seed()},    {"test_accuracy", accuracy}};

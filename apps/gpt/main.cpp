@@ -108,7 +108,7 @@ int train(int argc, char** argv) {
     return std::string(text);
   };
   hooks.save = [&](const fs::path& dir, int64_t step) {
-    store.save(dir / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}});
+    store.save(dir / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}}, run.modelDtype());
     gpt::GptCheckpoint cp{config, vocab};
     cp.training = {{"data", cli.get("data")},      {"steps", run.units()},
                    {"steps_done", step},           {"batch", batch},

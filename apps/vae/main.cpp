@@ -126,7 +126,7 @@ int train(int argc, char** argv) {
     return test.add(epoch, evaluator.evaluate(), train);
   };
   hooks.save = [&](const fs::path& dir, int64_t epoch) {
-    store.save(dir / vae::kModelFile);
+    store.save(dir / vae::kModelFile, {}, run.modelDtype());
     vae::VaeCheckpoint cp{config};
     cp.training = {{"data", cli.get("data")}, {"train_images", train_rows},
                    {"epochs", run.units()},   {"epochs_done", epoch},

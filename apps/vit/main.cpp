@@ -103,7 +103,7 @@ int train(int argc, char** argv) {
     return "test accuracy " + percent(confusion.accuracy());
   };
   hooks.save = [&](const fs::path& dir, int64_t epoch) {
-    store.save(dir / vit::kModelFile);
+    store.save(dir / vit::kModelFile, {}, run.modelDtype());
     vit::VitCheckpoint cp{config, names};
     cp.training = {{"data", cli.get("data")}, {"train_images", train_rows},
                    {"epochs", run.units()},   {"epochs_done", epoch},

@@ -10,6 +10,7 @@
 #include "common/device_tensor.h"
 #include "common/vk_test.h"
 #include "vkgrad/graph/safetensors.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
@@ -103,6 +104,26 @@ TEST_F(ParameterStoreTest, CheckpointsRoundTripBitExactly) {
   EXPECT_EQ(read(w), w1);
   EXPECT_EQ(read(b), b1);
   EXPECT_EQ(metadata.at("step"), "10");
+}
+
+// A bf16 or fp16 inference checkpoint is half the size and loads widened: each parameter
+// holds its value rounded to the format.
+TEST_F(ParameterStoreTest, HalfSizeCheckpointsLoadRounded) {
+  ParameterStore store(ctx());
+  const auto& w = store.add("w", {33, 7}, Init::normal(0, 1));
+  store.initialize(3);
+  const auto w1 = read(w);
+  store.save(dir_ / "f32.safetensors");
+  for (ops::DType dtype : {ops::DType::F16, ops::DType::BF16}) {
+    SCOPED_TRACE(ops::dtypeName(dtype));
+    const fs::path p = dir_ / "half.safetensors";
+    store.save(p, {}, dtype);
+    EXPECT_LT(fs::file_size(p), fs::file_size(dir_ / "f32.safetensors") * 6 / 10);
+    ParameterStore other(ctx());
+    const auto& w2 = other.add("w", {33, 7}, Init::zeros());
+    other.load(p);
+    EXPECT_EQ(read(w2), ops::ref::roundTo(dtype, w1));
+  }
 }
 
 // A file that does not match the model loads nothing: every parameter keeps its values.

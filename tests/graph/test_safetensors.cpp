@@ -12,6 +12,7 @@
 
 #include "common/random.h"
 #include "vkgrad/graph/json_io.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
@@ -78,6 +79,45 @@ TEST_F(SafetensorsTest, RoundTripsBitExactly) {
   // Overwriting leaves no temporary file behind.
   graph::saveSafetensors(p, c);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+// 16-bit tensors are stored as the format has them: 2 bytes each, packed, odd counts too; the
+// conversion between float formats rounds as the device does and widens exactly.
+TEST_F(SafetensorsTest, SixteenBitTensorsRoundTripAndConvert) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const std::vector<float> values = rng.uniform(21, -3.0f, 3.0f);
+  SavedTensor f32{"w", ops::DType::F32, {3, 7}, std::vector<uint32_t>(21)};
+  std::memcpy(f32.data.data(), values.data(), 84);
+  for (ops::DType dtype : {ops::DType::F16, ops::DType::BF16}) {
+    SCOPED_TRACE(ops::dtypeName(dtype));
+    const SavedTensor half = graph::convertSaved(f32, dtype);
+    EXPECT_EQ(half.bytes(), 42u);
+    ASSERT_EQ(half.data.size(), 11u);
+    const SavedTensor back = graph::convertSaved(half, ops::DType::F32);
+    const std::vector<float> rounded = ops::ref::roundTo(dtype, values);
+    for (size_t i = 0; i < values.size(); ++i) {
+      float got;
+      std::memcpy(&got, &back.data[i], 4);
+      EXPECT_EQ(got, rounded[i]) << i;
+    }
+    const fs::path p = dir_ / "half.safetensors";
+    graph::saveSafetensors(p, Checkpoint{{half}, {}});
+    EXPECT_EQ(fs::file_size(p), 8 + bytesOf(p).substr(8).size());
+    const Checkpoint loaded = graph::loadSafetensors(p);
+    ASSERT_EQ(loaded.tensors.size(), 1u);
+    EXPECT_EQ(loaded.tensors[0].dtype, dtype);
+    EXPECT_EQ(loaded.tensors[0].data, half.data);
+    // The header says F16 or BF16 and the data region is 42 bytes.
+    const std::string text = bytesOf(p);
+    EXPECT_NE(text.find(dtype == ops::DType::F16 ? "\"F16\"" : "\"BF16\""), std::string::npos);
+    EXPECT_NE(text.find("[0,42]"), std::string::npos);
+    SavedTensor inf = half;
+    inf.data[3] = dtype == ops::DType::F16 ? 0x7c00u : 0x7f80u;  // element 6: +inf
+    EXPECT_EQ(graph::nonFiniteText(inf), "holds inf at element 6");
+  }
+  SavedTensor ids{"ids", ops::DType::U32, {2}, {1, 2}};
+  EXPECT_THROW(graph::convertSaved(ids, ops::DType::BF16), Error);
 }
 
 // A reader written here from the format description alone (8-byte little-endian header

@@ -7,6 +7,7 @@
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/recorder.h"
@@ -260,9 +261,15 @@ vk::BufferRange Executor::buffer(Tensor t) const {
 }
 
 std::vector<float> Executor::read(Tensor t) {
-  std::vector<float> out(size_t(graph_.tensor(t).shape.numel()));
-  readInto(t, out.data(), out.size() * 4);
-  return out;
+  const TensorInfo& info = graph_.tensor(t);
+  if (info.dtype == DType::F32 || info.dtype == DType::U32) {
+    std::vector<float> out(size_t(info.shape.numel()));
+    readInto(t, out.data(), out.size() * 4);
+    return out;
+  }
+  std::vector<uint8_t> bytes(info.bytes());
+  readInto(t, bytes.data(), bytes.size());
+  return ops::ref::decode(info.dtype, bytes);
 }
 
 std::vector<uint32_t> Executor::readWords(Tensor t) {

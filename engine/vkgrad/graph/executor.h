@@ -90,7 +90,8 @@ class Executor {
   void rerecord();
 
   // A tensor's contents after the last step: persistent tensors and marked outputs only
-  // (others may have been overwritten by later ones); throws Error otherwise.
+  // (others may have been overwritten by later ones); throws Error otherwise. 16-bit tensors
+  // (graph/precision.h) come back widened to f32.
   std::vector<float> read(Tensor t);
   std::vector<uint32_t> readWords(Tensor t);  // the same for u32 tensors (ids)
   float readScalar(Tensor t) { return read(t).at(0); }

@@ -166,6 +166,15 @@ int Graph::viewOf(Tensor x, const Shape& shape, uint64_t offset) {
   return newTensor(std::move(info));
 }
 
+void Graph::setDtype(int tensor_id, DType dtype) {
+  TensorInfo& info = tensors_.at(size_t(tensor_id));
+  if (!ops::isFloat(info.dtype) || !ops::isFloat(dtype))
+    throw Error("setDtype: " + info.name + " is " + ops::dtypeName(info.dtype) + ", not " +
+                ops::dtypeName(dtype));
+  info.offset = info.offset / ops::dtypeBytes(info.dtype) * ops::dtypeBytes(dtype);
+  info.dtype = dtype;
+}
+
 void Graph::markOutput(Tensor t) {
   check(t, "markOutput");
   for (int o : outputs_)

@@ -84,7 +84,7 @@ struct TensorInfo {
   std::vector<uint32_t> data;            // Constant and State: initial words
   const Dataset* dataset = nullptr;      // Dataset kind
   uint64_t offset = 0;                   // bytes into the root's (a slice view's start)
-  uint64_t bytes() const { return uint64_t(shape.numel()) * 4; }
+  uint64_t bytes() const { return uint64_t(shape.numel()) * ops::dtypeBytes(dtype); }
 };
 
 class Graph {
@@ -238,6 +238,9 @@ class Graph {
   int statusTensor(const char* name);
   // A view of x's bytes (reshape, slice): same root, `offset` more bytes in.
   int viewOf(Tensor x, const Shape& shape, uint64_t offset);
+  // Stores a float tensor in another float format (graph/precision.h); a view's byte offset
+  // into its root is rescaled with it (it counts elements of the root's format).
+  void setDtype(int tensor_id, DType dtype);
   // "matmul: (4,8) x (9,2)": op name and the shapes of the given tensors, for errors.
   std::string describe(const char* op, std::initializer_list<Tensor> ts) const;
 

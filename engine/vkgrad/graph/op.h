@@ -31,6 +31,9 @@ struct OpDef {
   bool side_effects = false;  // updates persistent tensors in place: never pruned
   int in_place = -1;       // an input slot whose bytes output 0 may take when this is its last use
   int strided_input = -1;  // an input slot that may be a windows dataset (overlapping rows)
+  // Output slots (bit i: slot i) stored in f32 whatever the graph's precision
+  // (graph/precision.h): losses, statistics a backward reads, partial sums.
+  unsigned f32_outputs = 0;
   // Appends the gradient nodes of a forward node whose outputs have gradients; null: the op
   // is not differentiable (autograd refuses a graph that needs it to be).
   void (*backward)(Backward& b, const Node& forward) = nullptr;

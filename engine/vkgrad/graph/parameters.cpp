@@ -126,8 +126,11 @@ std::vector<SavedTensor> ParameterStore::download() const {
 }
 
 void ParameterStore::save(const std::filesystem::path& path,
-                          const std::map<std::string, std::string>& metadata) const {
-  saveSafetensors(path, Checkpoint{download(), metadata});
+                          const std::map<std::string, std::string>& metadata,
+                          ops::DType dtype) const {
+  std::vector<SavedTensor> tensors = download();
+  for (SavedTensor& t : tensors) t = convertSaved(t, dtype);
+  saveSafetensors(path, Checkpoint{std::move(tensors), metadata});
 }
 
 std::map<std::string, std::string> ParameterStore::load(const std::filesystem::path& path) {
@@ -143,6 +146,8 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
   // Check everything first; upload only tensors that match completely.
   std::string problems;
   std::vector<const SavedTensor*> from(params_.size(), nullptr);
+  std::vector<SavedTensor> widened;  // 16-bit tensors as f32
+  widened.reserve(tensors.size());
   std::vector<bool> given(params_.size(), false);
   for (const SavedTensor* t : tensors) {
     const auto it = index_.find(t->name);
@@ -156,6 +161,11 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
       continue;
     }
     given[it->second] = true;
+    if ((t->dtype == ops::DType::F16 || t->dtype == ops::DType::BF16) &&
+        t->shape == savedDims(p.shape)) {
+      widened.push_back(convertSaved(*t, ops::DType::F32));
+      t = &widened.back();
+    }
     if (t->dtype != ops::DType::F32 || t->shape != savedDims(p.shape)) {
       problems += "\n  \"" + t->name + "\": the file has " + ops::dtypeName(t->dtype) + " " +
                   dimsText(t->shape) + ", the model f32 " + p.shape.str();

@@ -64,13 +64,16 @@ class ParameterStore {
   // same bits on a device, and adding a parameter leaves the earlier ones' values alone.
   void initialize(uint64_t seed);
 
-  // Writes every parameter (and the metadata) to path; see saveSafetensors.
+  // Writes every parameter (and the metadata) to path; see saveSafetensors. dtype F16 or
+  // BF16 writes them rounded to that format: a half-size file for inference (the f32 masters
+  // stay as they are).
   void save(const std::filesystem::path& path,
-            const std::map<std::string, std::string>& metadata = {}) const;
-  // Reads path and, only if it holds exactly this store's names with the same shapes (f32)
-  // and only finite values, uploads them; otherwise throws Error listing the differences (or
-  // the first NaN or inf of each tensor), with every parameter left as it was. Returns the
-  // file's metadata.
+            const std::map<std::string, std::string>& metadata = {},
+            ops::DType dtype = ops::DType::F32) const;
+  // Reads path and, only if it holds exactly this store's names with the same shapes (f32,
+  // or f16/bf16, widened exactly) and only finite values, uploads them; otherwise throws
+  // Error listing the differences (or the first NaN or inf of each tensor), with every
+  // parameter left as it was. Returns the file's metadata.
   std::map<std::string, std::string> load(const std::filesystem::path& path);
 
   // save() and load() without the file: every parameter downloaded, in the order added; and

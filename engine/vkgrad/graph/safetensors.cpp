@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/atomic_file.h"
 #include "vkgrad/graph/json_io.h"
+#include "vkgrad/ops/reference/half.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -20,7 +22,17 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 constexpr uint64_t kMaxHeader = 100'000'000;  // the format's own limit on N
 
 const char* dtypeTag(ops::DType dtype) {
-  return dtype == ops::DType::F32 ? "F32" : "U32";
+  switch (dtype) {
+    case ops::DType::F32:
+      return "F32";
+    case ops::DType::U32:
+      return "U32";
+    case ops::DType::F16:
+      return "F16";
+    case ops::DType::BF16:
+      return "BF16";
+  }
+  return "?";
 }
 
 uint64_t elements(const std::vector<int64_t>& shape) {
@@ -45,10 +57,11 @@ void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkp
     if (header.contains(t.name)) throw Error(where + ": tensor \"" + t.name + "\" twice");
     for (int64_t d : t.shape)
       if (d < 0) throw Error(where + ": tensor \"" + t.name + "\" has a negative dim");
-    if (elements(t.shape) != t.data.size())
+    if (savedWords(t.dtype, elements(t.shape)) != t.data.size())
       throw Error(where + ": tensor \"" + t.name + "\" has " + std::to_string(t.data.size()) +
-                  " elements for a shape of " + std::to_string(elements(t.shape)));
-    const uint64_t end = offset + 4 * t.data.size();
+                  " words for a shape of " + std::to_string(elements(t.shape)) + " " +
+                  ops::dtypeName(t.dtype) + " elements");
+    const uint64_t end = offset + t.bytes();
     header[t.name] = {
         {"dtype", dtypeTag(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, end}}};
     offset = end;
@@ -67,7 +80,7 @@ void saveSafetensors(const std::filesystem::path& path, const Checkpoint& checkp
   std::vector<std::string_view> pieces{std::string_view(reinterpret_cast<const char*>(&length), 8),
                                        text};
   for (const SavedTensor& t : checkpoint.tensors)
-    pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+    pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.bytes());
   writeFileAtomically(path, pieces);
 }
 
@@ -90,10 +103,14 @@ std::pair<SavedTensor, std::pair<uint64_t, uint64_t>> headerTensor(const std::st
     t.dtype = ops::DType::F32;
   else if (dtype == "U32")
     t.dtype = ops::DType::U32;
+  else if (dtype == "F16")
+    t.dtype = ops::DType::F16;
+  else if (dtype == "BF16")
+    t.dtype = ops::DType::BF16;
   else
     throw Error("tensor \"" + name + "\" has dtype " +
                 (dtype.is_string() ? dtype.get<std::string>() : dumpJson(dtype)) +
-                " (vkgrad reads F32 and U32)");
+                " (vkgrad reads F32, F16, BF16 and U32)");
   if (!shape.is_array()) throw Error("tensor \"" + name + "\": shape is not an array");
   // Each dim at most 2^53 and their product at most 2^62 bytes' worth: the size check
   // below must not wrap around.
@@ -113,7 +130,7 @@ std::pair<SavedTensor, std::pair<uint64_t, uint64_t>> headerTensor(const std::st
     throw Error("tensor \"" + name + "\": data_offsets [" + std::to_string(begin) + ", " +
                 std::to_string(end) + "] outside the " + std::to_string(data_bytes) +
                 " data bytes (truncated file?)");
-  if (end - begin != 4 * count)
+  if (end - begin != ops::dtypeBytes(t.dtype) * count)
     throw Error("tensor \"" + name + "\": " + std::to_string(end - begin) +
                 " bytes for a shape of " + std::to_string(count) + " elements");
   return {std::move(t), {begin, end}};
@@ -182,9 +199,9 @@ Checkpoint loadSafetensors(const std::filesystem::path& path) {
   checkPacked(ranges, data_bytes, where);
   for (size_t i = 0; i < ranges.size(); ++i) {
     SavedTensor& t = checkpoint.tensors[i];
-    t.data.resize((ranges[i].second - ranges[i].first) / 4);
+    t.data.resize(savedWords(t.dtype, elements(t.shape)));
     in.seekg(std::streamoff(8 + length + ranges[i].first));
-    in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(t.data.size() * 4));
+    in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(t.bytes()));
     if (!in) throw Error(where + ": read failed in tensor \"" + t.name + "\"");
   }
   return checkpoint;
@@ -202,7 +219,42 @@ std::string dimsText(const std::vector<int64_t>& dims) {
   return text + ")";
 }
 
+uint64_t SavedTensor::bytes() const {
+  return elements(shape) * ops::dtypeBytes(dtype);
+}
+
+size_t savedWords(ops::DType dtype, uint64_t elements) {
+  return size_t((elements * ops::dtypeBytes(dtype) + 3) / 4);
+}
+
+namespace {
+
+std::vector<float> savedValues(const SavedTensor& t) {
+  return ops::ref::decode(
+      t.dtype, std::span(reinterpret_cast<const uint8_t*>(t.data.data()), size_t(t.bytes())));
+}
+
+}  // namespace
+
+SavedTensor convertSaved(const SavedTensor& t, ops::DType dtype) {
+  if (!ops::isFloat(t.dtype) || !ops::isFloat(dtype))
+    throw Error("tensor \"" + t.name + "\": " + ops::dtypeName(t.dtype) + " does not convert to " +
+                ops::dtypeName(dtype));
+  if (t.dtype == dtype) return t;
+  const std::vector<uint8_t> bytes = ops::ref::encode(dtype, savedValues(t));
+  SavedTensor out{t.name, dtype, t.shape, std::vector<uint32_t>(savedWords(dtype, elements(t.shape)))};
+  std::memcpy(out.data.data(), bytes.data(), bytes.size());
+  return out;
+}
+
 std::string nonFiniteText(const SavedTensor& t) {
+  if (t.dtype == ops::DType::F16 || t.dtype == ops::DType::BF16) {
+    const std::vector<float> v = savedValues(t);
+    const auto bad = std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+    if (bad == v.end()) return "";
+    return std::string("holds ") + (std::isnan(*bad) ? "NaN" : "inf") + " at element " +
+           std::to_string(bad - v.begin());
+  }
   if (t.dtype != ops::DType::F32) return "";
   const auto bad = std::find_if(t.data.begin(), t.data.end(), [](uint32_t bits) {
     return (bits & 0x7f800000u) == 0x7f800000u;  // all exponent bits: inf or NaN

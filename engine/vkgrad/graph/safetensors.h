@@ -23,12 +23,21 @@ namespace vkgrad::graph {
 
 struct SavedTensor {
   std::string name;
-  ops::DType dtype = ops::DType::F32;
+  ops::DType dtype = ops::DType::F32;  // F32, U32, F16 or BF16
   std::vector<int64_t> shape;
-  std::vector<uint32_t> data;  // 32-bit words, as the engine stores both dtypes
+  // 32-bit words: one element each (F32, U32), or two 16-bit elements each, the first in the
+  // low half (F16, BF16: the file's bytes; an odd count leaves the last high half 0).
+  std::vector<uint32_t> data;
+  uint64_t bytes() const;  // of the elements themselves: count * 4 or count * 2
 };
 
-// "" when every value of an f32 tensor is finite (u32 tensors always), else where the first
+// Words for `elements` values of dtype.
+size_t savedWords(ops::DType dtype, uint64_t elements);
+// t's values in another float format (F32, F16, BF16): widening is exact, narrowing rounds to
+// nearest even (ops/reference/half.h). Throws Error for U32.
+SavedTensor convertSaved(const SavedTensor& t, ops::DType dtype);
+
+// "" when every value of a float tensor is finite (u32 tensors always), else where the first
 // one that is not lies: "holds NaN at element 12" (or inf). A NaN weight or optimizer moment
 // would train or sample garbage without a word, so loading and saving check with this.
 std::string nonFiniteText(const SavedTensor& t);

@@ -76,6 +76,7 @@ std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
     config.lr = options_.schedule.at(0);
     c->state = addOptimizer(g, grads, config);
   }
+  applyPrecision(g, options_.precision);
   CompileOptions compile;
   compile.profile = train && options_.profile;
   c->exec = std::make_unique<Executor>(context_, g, compile);

@@ -18,6 +18,7 @@
 #include "vkgrad/graph/graph.h"
 #include "vkgrad/graph/lr_schedule.h"
 #include "vkgrad/graph/optimizer.h"
+#include "vkgrad/graph/precision.h"
 #include "vkgrad/graph/safetensors.h"
 
 namespace vkgrad::graph {
@@ -31,6 +32,9 @@ struct TrainerOptions {
   int64_t loss_every = 0;     // > 0: step() also reads the loss back every this many steps
   uint64_t dropout_seed = 0;  // the graph's generator (dropout, augment); evaluation: none
   bool profile = false;       // time every node of the training step (Executor::profile())
+  // The format of activations and their gradients in the training and evaluation graphs
+  // (graph/precision.h); parameters, gradients and optimizer state stay f32.
+  Precision precision = Precision::F32;
 };
 
 // Builds the model's loss (f32, shape (1)) from a batch: one tensor per dataset, its rows

@@ -154,11 +154,13 @@ namespace defs {
 const OpDef kAttention{.name = "attention",
                        .inputs = Attention::kInputs,
                        .outputs = Attention::kOutputs,
+                       .f32_outputs = 1u << Attention::lse,
                        .backward = backward,
                        .launch = launch};
 const OpDef kAttentionBackward{.name = "attentionBackward",
                                .inputs = AttentionBackward::kInputs,
                                .outputs = AttentionBackward::kOutputs,
+                               .f32_outputs = 1u << AttentionBackward::scratch,
                                .launch = launchBackward};
 }  // namespace defs
 

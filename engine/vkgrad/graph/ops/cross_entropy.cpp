@@ -60,6 +60,7 @@ namespace defs {
 const OpDef kCrossEntropy{.name = "crossEntropy",
                           .inputs = CrossEntropy::kInputs,
                           .outputs = CrossEntropy::kOutputs,
+                          .f32_outputs = (1u << CrossEntropy::mean) | (1u << CrossEntropy::rows) | (1u << CrossEntropy::saved),
                           .backward = backward,
                           .launch = launch};
 const OpDef kCrossEntropyBackward{.name = "crossEntropyBackward",

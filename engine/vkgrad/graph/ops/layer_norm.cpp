@@ -116,11 +116,13 @@ namespace defs {
 const OpDef kLayerNorm{.name = "layerNorm",
                        .inputs = LayerNorm::kInputs,
                        .outputs = LayerNorm::kOutputs,
+                       .f32_outputs = (1u << LayerNorm::mean) | (1u << LayerNorm::rstd),
                        .backward = backward,
                        .launch = launch};
 const OpDef kLayerNormBackward{.name = "layerNormBackward",
                                .inputs = LayerNormBackward::kInputs,
                                .outputs = LayerNormBackward::kOutputs,
+                               .f32_outputs = 1u << LayerNormBackward::scratch,
                                .launch = launchBackward};
 }  // namespace defs
 

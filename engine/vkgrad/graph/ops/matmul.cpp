@@ -208,6 +208,7 @@ const OpDef kMatmul{.name = "matmul",
 const OpDef kMatmulBackward{.name = "matmulBackward",
                             .inputs = MatmulBackward::kInputs,
                             .outputs = MatmulBackward::kOutputs,
+                            .f32_outputs = 1u << MatmulBackward::scratch,
                             .launch = launchBackward};
 }  // namespace defs
 

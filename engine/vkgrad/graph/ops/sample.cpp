@@ -63,6 +63,7 @@ namespace defs {
 const OpDef kTopKWeights{.name = "topKWeights",
                          .inputs = TopKWeights::kInputs,
                          .outputs = TopKWeights::kOutputs,
+                         .f32_outputs = 1u << TopKWeights::weights,
                          .launch = launchTopK};
 const OpDef kCategorical{.name = "categorical",
                          .inputs = Categorical::kInputs,

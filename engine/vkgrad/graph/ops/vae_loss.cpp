@@ -114,6 +114,7 @@ namespace defs {
 const OpDef kReconstructionLoss{.name = "reconstructionLoss",
                                 .inputs = ReconstructionLoss::kInputs,
                                 .outputs = ReconstructionLoss::kOutputs,
+                                .f32_outputs = (1u << ReconstructionLoss::mean) | (1u << ReconstructionLoss::rows),
                                 .backward = reconstructionBackward,
                                 .launch = launchReconstruction};
 const OpDef kReconstructionLossBackward{.name = "reconstructionLossBackward",
@@ -123,6 +124,7 @@ const OpDef kReconstructionLossBackward{.name = "reconstructionLossBackward",
 const OpDef kGaussianKl{.name = "gaussianKl",
                         .inputs = GaussianKl::kInputs,
                         .outputs = GaussianKl::kOutputs,
+                        .f32_outputs = (1u << GaussianKl::mean) | (1u << GaussianKl::rows),
                         .backward = klBackward,
                         .launch = launchKl};
 const OpDef kGaussianKlBackward{.name = "gaussianKlBackward",
