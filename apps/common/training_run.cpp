@@ -405,6 +405,15 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
                       {"precision", graph::precisionName(precision_)},
                       {"arena_bytes", trainer.executor().arenaBytes()}};
   if (loop.hooks.items_per_step > 0) json[loop.hooks.rate_key] = rate;
+  if (precision_ == graph::Precision::F16) {
+    const float scale = trainer.lossScale();
+    const int64_t skipped = trainer.skippedSteps();
+    std::printf("fp16 loss scaling: scale %g now, %lld of %lld steps skipped (overflow)\n",
+                double(scale), static_cast<long long>(skipped),
+                static_cast<long long>(trainer.steps()));
+    json["loss_scale"] = scale;
+    json["skipped_steps"] = skipped;
+  }
   std::vector<std::string> files = loop.saved;
   files.push_back(loop.hooks.curves_file);
   files.push_back(kTrainStateFile);

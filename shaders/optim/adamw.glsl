@@ -56,6 +56,7 @@ layout(set = 0, binding = 4) readonly buffer State {
   uint step;
   float beta1, beta2, bias1, bias2;
   float grad_scale;  // the clip factor, 1 without clipping (ops/optim.h)
+  uint skip;         // nonzero: this step changes nothing (an fp16 step that overflowed)
 } state;
 
 // One update of w, m, v from g: floats or vec4s, elementwise.
@@ -101,6 +102,8 @@ void updateTexels(uint first, uint stride, uint n, uint p_skip, uint g_skip, uin
 #endif
 
 void main() {
+  // The same for every invocation: the whole dispatch returns, before any write.
+  if (state.skip != 0u) return;
 #if ADAMW_MANY
   // The segment whose run of workgroups holds this one: the last with first_group <= it
   // (the same for the whole workgroup).

@@ -9,9 +9,12 @@ layout(set = 0, binding = 0) buffer State {
   float lr;
   uint step;
   float beta1, beta2, bias1, bias2;
+  float grad_scale;
+  uint skip;  // nonzero: this step does not count (an fp16 step that overflowed)
 } state;
 
 void main() {
+  if (state.skip != 0u) return;
   state.step += 1;
   state.bias1 = (1.0 - state.beta1) + state.beta1 * state.bias1;
   state.bias2 = (1.0 - state.beta2) + state.beta2 * state.bias2;

@@ -13,10 +13,12 @@ layout(set = 0, binding = 3) readonly buffer State {
   uint step;
   float beta1, beta2, bias1, bias2;
   float grad_scale;  // the clip factor, 1 without clipping (ops/optim.h)
+  uint skip;         // nonzero: this step changes nothing (an fp16 step that overflowed)
 } state;
 layout(push_constant) uniform Push { uint n; float momentum, weight_decay; uint nesterov; } p;
 
 void main() {
+  if (state.skip != 0u) return;  // the same for every invocation
   const float lr = state.lr;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const float w = param[i];

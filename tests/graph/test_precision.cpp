@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <vector>
 
 #include "common/random.h"
@@ -128,7 +129,7 @@ TEST_F(PrecisionTest, ATransformerBlockTrainsInBf16AndFp16AsInF32) {
   std::vector<uint32_t> all(static_cast<size_t>(rows));
   for (uint32_t i = 0; i < uint32_t(rows); ++i) all[i] = i;
   const uint64_t seed = rng_.seed();
-  auto train = [&](Precision precision) {
+  auto train = [&](Precision precision, float init_scale = 65536.0f) {
     graph::ParameterStore store(ctx());
     addTransformerParameters(store, config);
     store.initialize(seed);
@@ -137,6 +138,7 @@ TEST_F(PrecisionTest, ATransformerBlockTrainsInBf16AndFp16AsInF32) {
     options.optimizer.adamw.weight_decay = 0.0f;
     options.schedule = graph::Schedule::constant(2e-2f);
     options.precision = precision;
+    options.loss_scaling.init = init_scale;
     graph::Trainer trainer(
         ctx(), store, {&ids_data, &target_data},
         [&](Graph& g, std::span<const Tensor> batch) {
@@ -146,19 +148,33 @@ TEST_F(PrecisionTest, ATransformerBlockTrainsInBf16AndFp16AsInF32) {
     const float before = trainer.evaluate(all);
     for (const auto& b : batches) trainer.step(b);
     const float after = trainer.evaluate(all);
-    std::printf("%s: loss %.4f -> %.4f\n", graph::precisionName(precision), double(before),
-                double(after));
-    return std::pair(before, after);
+    const int64_t skipped = trainer.skippedSteps();
+    std::printf("%s: loss %.4f -> %.4f, loss scale %g, %lld steps skipped\n",
+                graph::precisionName(precision), double(before), double(after),
+                double(trainer.lossScale()), static_cast<long long>(skipped));
+    return std::tuple(before, after, skipped, trainer.lossScale());
   };
-  const auto f32 = train(Precision::F32);
-  EXPECT_LT(f32.second, 0.5f) << rng_.describe();
+  const auto [f32_before, f32_after, f32_skipped, f32_scale] = train(Precision::F32);
+  EXPECT_LT(f32_after, 0.5f) << rng_.describe();
+  EXPECT_EQ(f32_skipped, 0);
   for (Precision precision : {Precision::BF16, Precision::F16}) {
     SCOPED_TRACE(graph::precisionName(precision));
-    const auto half = train(precision);
-    EXPECT_NEAR(half.first, f32.first, 0.02 * f32.first) << rng_.describe();
-    EXPECT_LT(half.second, 0.5f) << rng_.describe();
-    EXPECT_NEAR(half.second, f32.second, 0.1 + 0.1 * f32.second) << rng_.describe();
+    const auto [before, after, skipped, scale] = train(precision);
+    EXPECT_NEAR(before, f32_before, 0.02 * f32_before) << rng_.describe();
+    EXPECT_LT(after, 0.5f) << rng_.describe();
+    EXPECT_NEAR(after, f32_after, 0.1 + 0.1 * f32_after) << rng_.describe();
+    // 60 steps: no growth (every 2,000), and these gradients never overflow at 2^16.
+    EXPECT_EQ(skipped, 0);
+    EXPECT_EQ(scale, precision == Precision::F16 ? 65536.0f : 1.0f);
   }
+  // Started at 2^24, the fp16 gradients overflow: 1/128 of the scale is already above
+  // fp16's largest number (65,504) in the logits' gradient. The scaler skips those steps,
+  // halves the scale each time, and the run then learns as before.
+  const auto [before, after, skipped, scale] = train(Precision::F16, 16777216.0f);
+  EXPECT_GE(skipped, 2) << rng_.describe();
+  EXPECT_LE(skipped, 12) << rng_.describe();
+  EXPECT_EQ(scale, std::ldexp(16777216.0f, -int(skipped)));
+  EXPECT_LT(after, 0.5f) << rng_.describe();
 }
 
 }  // namespace

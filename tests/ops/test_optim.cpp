@@ -558,5 +558,94 @@ TEST_F(ClipTest, RejectsBadArgumentsBeforeRecording) {
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
+// Dynamic loss scaling, step by step, with the norm written by hand: finite norms unscale
+// (and clip) through grad_scale and grow the scale every `interval` clean steps; inf and NaN
+// skip the step and halve the scale, down to min_scale; growth stops at max_scale.
+TEST_F(OptimTest, LossScaleGrowsShrinksAndSkipsOnTheDevice) {
+  ops::LossScaleOptions options;
+  options.init = 1024.0f;
+  options.interval = 3;
+  options.min_scale = 256.0f;
+  options.max_scale = 4096.0f;
+  auto state = stateBuffer(ops::OptimizerState::make(0.1f));
+  vk::Buffer norm = ctx().allocator().allocate(8), scale = ctx().allocator().allocate(4);
+  ctx().staging().upload(scale, 0, &options.init, 4);
+  const std::vector<uint32_t> zeros(3, 0);
+  vk::Buffer counters = uploadWords(ctx(), zeros);
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Step {
+    float norm;        // of the scaled gradients
+    float max_norm;    // clip (0: none)
+    float scale_used;  // the scale the step's gradients carry
+    bool skipped;
+    float scale_after;
+  };
+  const Step steps[] = {
+      {512.0f, 0.0f, 1024, false, 1024},  // clean 1
+      {512.0f, 0.0f, 1024, false, 1024},  // clean 2
+      {512.0f, 0.0f, 1024, false, 2048},  // clean 3: grows
+      {inf, 0.0f, 2048, true, 1024},      // overflow: skipped, halves
+      {std::nanf(""), 0.0f, 1024, true, 512},
+      {inf, 0.0f, 512, true, 256},
+      {inf, 0.0f, 256, true, 256},         // stays at min_scale
+      {2560.0f, 4.0f, 256, false, 256},    // unscaled norm 10, clipped to 4
+      {100.0f, 0.0f, 256, false, 256},     //
+      {100.0f, 0.0f, 256, false, 512},     // grows after 3 clean
+  };
+  uint32_t skipped = 0;
+  for (const Step& step : steps) {
+    SCOPED_TRACE(testing::Message() << "norm " << step.norm << " at scale " << step.scale_used);
+    const float values[2] = {step.norm, 0.0f};
+    ctx().staging().upload(norm, 0, values, 8);
+    vk::Recorder rec(ctx());
+    ops::updateLossScale(rec, ops::view(norm, {2}), ops::view(scale, {1}),
+                         ops::view(counters, {3}, 0, ops::DType::U32), stateView(state),
+                         step.max_norm, options);
+    rec.submit();
+    const ops::OptimizerState s = readState(state);
+    float now;
+    ctx().staging().download(scale, 0, &now, 4);
+    const auto words = downloadWords(ctx(), counters, 3);
+    skipped += step.skipped ? 1 : 0;
+    EXPECT_EQ(s.skip, step.skipped ? 1u : 0u);
+    EXPECT_EQ(now, step.scale_after);
+    EXPECT_EQ(words[1], skipped);
+    EXPECT_EQ(words[2], step.skipped ? 1u : 0u);
+    if (!step.skipped) {
+      const float clip = step.max_norm > 0 ? std::min(1.0f, step.max_norm / (step.norm / step.scale_used + 1e-6f)) : 1.0f;
+      EXPECT_FLOAT_EQ(s.grad_scale, clip / step.scale_used);
+    }
+  }
+}
+
+// A skipped step changes nothing: advanceStep keeps the step count and corrections, adamw and
+// sgd keep parameters and moments.
+TEST_F(OptimTest, ASkippedStepLeavesEverythingAsItWas) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  ops::OptimizerState init = ops::OptimizerState::make(0.1f);
+  init.skip = 1;
+  auto state = stateBuffer(init);
+  const int64_t n = 37;
+  const auto p0 = rng.uniform(n), g0 = rng.uniform(n), m0 = rng.uniform(n), v0 = rng.uniform(n, 0.1f, 1.0f);
+  auto p = upload(ctx(), {n}, p0), g = upload(ctx(), {n}, g0), m = upload(ctx(), {n}, m0);
+  auto v = upload(ctx(), {n}, v0), q = upload(ctx(), {n}, p0), vel = upload(ctx(), {n}, m0);
+  for (ops::AdamWVariant variant : {ops::AdamWVariant::Storage, ops::AdamWVariant::Texel}) {
+    vk::Recorder rec(ctx());
+    ops::advanceStep(rec, stateView(state));
+    ops::AdamWOptions options;
+    options.variant = variant;
+    ops::adamw(rec, p.view(), g.view(), m.view(), v.view(), stateView(state), options);
+    ops::sgd(rec, q.view(), g.view(), vel.view(), stateView(state));
+    rec.submit();
+  }
+  EXPECT_EQ(readState(state).step, 0u);
+  EXPECT_EQ(download(ctx(), p), p0);
+  EXPECT_EQ(download(ctx(), m), m0);
+  EXPECT_EQ(download(ctx(), v), v0);
+  EXPECT_EQ(download(ctx(), q), p0);
+  EXPECT_EQ(download(ctx(), vel), m0);
+}
+
 }  // namespace
 }  // namespace vkgrad::test

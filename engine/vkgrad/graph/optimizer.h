@@ -9,6 +9,15 @@
 
 namespace vkgrad::graph {
 
+// Dynamic loss scaling's device tensors (fp16 training, ops::updateLossScale): the scale, a
+// State (1) f32 that seeds backward() in place of 1, and its counters (kLossScaleCounters u32).
+struct LossScale {
+  Tensor scale, counters;
+  explicit operator bool() const { return bool(scale); }
+};
+// Adds both, the scale starting at options.init.
+LossScale addLossScale(Graph& g, const ops::LossScaleOptions& options);
+
 struct OptimizerConfig {
   enum class Kind { Sgd, AdamW };
   Kind kind = Kind::AdamW;
@@ -21,9 +30,15 @@ struct OptimizerConfig {
   // > 0: clip the gradients to a global norm of at most this. The updates scale each
   // gradient as they read it (ops::clipGradScale); the gradient tensors keep their values.
   float max_grad_norm = 0.0f;
+  // Set: the gradients were seeded with loss_scale.scale. The updates divide it out, a step
+  // whose gradients are not all finite is skipped (parameters, moments and the step count
+  // stay), and the scale adapts (loss_scaling), all on the device.
+  LossScale loss_scale;
+  ops::LossScaleOptions loss_scaling;
 };
 
-// Appends AdvanceStep, the optional ClipGradNorm and the updates of grads.parameters, with
+// Appends the optional LossScale, AdvanceStep, the optional ClipGradNorm (folded into
+// LossScale when both are on) and the updates of grads.parameters, with
 // zeroed moment buffers: one SGD node per parameter, or one AdamW node for them all (one
 // dispatch per parameter page when compiled: ops::adamwMany). Returns the optimizer state tensor (8
 // u32 words: ops::OptimizerState). Throws Error when grads has no parameters.

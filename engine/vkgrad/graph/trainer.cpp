@@ -18,6 +18,7 @@ namespace vkgrad::graph {
 struct Trainer::Compiled {
   Graph g;
   Tensor indices, loss, state;
+  LossScale loss_scale;         // fp16 training only
   std::vector<Tensor> metrics;  // what the loss function marked as outputs
   std::unique_ptr<Executor> exec;
 };
@@ -71,9 +72,15 @@ std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
   }
   g.markOutput(c->loss);
   if (train) {
-    const Gradients grads = backward(g, c->loss);
     OptimizerConfig config = options_.optimizer;
     config.lr = options_.schedule.at(0);
+    if (options_.precision == Precision::F16) {
+      c->loss_scale = addLossScale(g, options_.loss_scaling);
+      config.loss_scale = c->loss_scale;
+      config.loss_scaling = options_.loss_scaling;
+    }
+    const Gradients grads =
+        c->loss_scale ? backward(g, c->loss, c->loss_scale.scale) : backward(g, c->loss);
     c->state = addOptimizer(g, grads, config);
   }
   applyPrecision(g, options_.precision);
@@ -121,6 +128,16 @@ uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
 
 bool Trainer::busy() const {
   return train_->exec->busy();
+}
+
+float Trainer::lossScale() {
+  if (!train_->loss_scale) return 1.0f;
+  return train_->exec->readScalar(train_->loss_scale.scale);
+}
+
+int64_t Trainer::skippedSteps() {
+  if (!train_->loss_scale) return 0;
+  return train_->exec->readWords(train_->loss_scale.counters).at(1);
 }
 
 float Trainer::lastLoss() {

@@ -35,6 +35,8 @@ struct TrainerOptions {
   // The format of activations and their gradients in the training and evaluation graphs
   // (graph/precision.h); parameters, gradients and optimizer state stay f32.
   Precision precision = Precision::F32;
+  // fp16 only: dynamic loss scaling on the device (OptimizerConfig::loss_scale).
+  ops::LossScaleOptions loss_scaling;
 };
 
 // Builds the model's loss (f32, shape (1)) from a batch: one tensor per dataset, its rows
@@ -103,6 +105,10 @@ class Trainer {
   void loadState(const Checkpoint& checkpoint, const std::string& source);  // read elsewhere
 
   int64_t steps() const { return step_; }
+  // fp16 training's loss scale now and the steps it skipped so far (their gradients
+  // overflowed); 1 and 0 otherwise. Each reads the device (waits for the last step).
+  float lossScale();
+  int64_t skippedSteps();
   float learningRate() const { return options_.schedule.at(step_); }  // of the next step
   // GPU time of the last step (timestamp queries; 0 where the queue has none).
   double lastStepMilliseconds() const;

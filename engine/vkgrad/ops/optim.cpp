@@ -439,4 +439,38 @@ void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float m
   rec.dispatchGroups(rec.context().kernels().get("optim/set_scale"), args, nullptr, 0, 1);
 }
 
+void updateLossScale(vk::Recorder& rec, const TensorView& norm, const TensorView& scale,
+                     const TensorView& counters, const TensorView& state, float max_norm,
+                     const LossScaleOptions& options) {
+  const char* op = "updateLossScale";
+  checkState(op, state);
+  checkFits(op, "norm", norm);
+  checkFits(op, "scale", scale);
+  checkFits(op, "counters", counters, DType::U32);
+  if (norm.shape.numel() < 1 || scale.shape.numel() != 1 ||
+      counters.shape.numel() != kLossScaleCounters)
+    throw ShapeError(std::string(op) + ": norm " + norm.shape.str() + ", scale " +
+                     scale.shape.str() + " and counters " + counters.shape.str() +
+                     " must hold >= 1, 1 and " + std::to_string(kLossScaleCounters) + " elements");
+  if (!(options.growth >= 1.0f) || !(options.backoff > 0.0f && options.backoff <= 1.0f) ||
+      options.interval == 0 || !(options.min_scale > 0.0f) ||
+      !(options.max_scale >= options.min_scale) || !std::isfinite(options.max_scale) ||
+      !(max_norm >= 0.0f) || !std::isfinite(max_norm))
+    throw ShapeError(std::string(op) + ": growth >= 1, 0 < backoff <= 1, interval > 0, " +
+                     "0 < min_scale <= max_scale (finite) and a finite max_norm >= 0, please");
+  struct Push {
+    float max_norm, growth, backoff;
+    uint32_t interval;
+    float min_scale, max_scale;
+  } push{max_norm, options.growth, options.backoff, options.interval, options.min_scale,
+         options.max_scale};
+  static_assert(sizeof(Push) == 24);
+  const vk::Arg args[] = {{*norm.buffer, norm.offset, 4},
+                          {*scale.buffer, scale.offset, 4},
+                          {*counters.buffer, counters.offset, 4 * kLossScaleCounters},
+                          stateArg(state)};
+  rec.dispatchGroups(rec.context().kernels().get("optim/loss_scale"), args, &push, sizeof(push),
+                     1);
+}
+
 }  // namespace vkgrad::ops

@@ -30,9 +30,12 @@ struct OptimizerState {
   float bias1 = 0;  // 1 - beta1^step and 1 - beta2^step, kept by advanceStep()
   float bias2 = 0;
   // Every update multiplies the gradient it reads by this: 1, or the clip factor
-  // clipGradScale() last wrote. The gradient buffers themselves stay as they are.
+  // clipGradScale() last wrote (divided by the loss scale: updateLossScale()). The gradient
+  // buffers themselves stay as they are.
   float grad_scale = 1.0f;
-  uint32_t reserved = 0;
+  // Nonzero: advanceStep, sgd and adamw change nothing this step (updateLossScale() found
+  // the gradients overflowed).
+  uint32_t skip = 0;
   static OptimizerState make(float lr, float beta1 = 0.9f, float beta2 = 0.999f) {
     return {lr, 0, beta1, beta2, 0.0f, 0.0f, 1.0f, 0};
   }
@@ -112,5 +115,27 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
 void clipGradScale(vk::Recorder& rec, std::span<const TensorView> grads, float max_norm,
                    const TensorView& scratch, const TensorView& norm, const TensorView& state,
                    const TensorView& table = {});
+
+// Dynamic loss scaling (fp16 training): the loss's gradient is seeded with `scale` instead of
+// 1, so small gradients stay above fp16's smallest numbers; the updates divide it back out.
+// PyTorch's GradScaler defaults.
+struct LossScaleOptions {
+  float init = 65536.0f;  // 2^16
+  float growth = 2.0f;    // after `interval` finite steps in a row
+  float backoff = 0.5f;   // after a step whose gradients overflowed (which is skipped)
+  uint32_t interval = 2000;
+  float min_scale = 1.0f, max_scale = 16777216.0f;  // 2^24
+};
+// The u32 words of a loss-scale counters tensor: finite steps since the scale changed, steps
+// skipped in all, whether the last step was skipped.
+constexpr int64_t kLossScaleCounters = 3;
+// After gradNorm of the scaled gradients into norm: sets state.grad_scale = clip / scale
+// (clip from max_norm over the unscaled norm; max_norm 0: none) and state.skip = 0, or, on a
+// non-finite norm, state.skip = 1; then grows or shrinks scale ((1) f32) and updates counters
+// ((kLossScaleCounters) u32), on the device. Record it after the backward pass and before
+// advanceStep and the updates.
+void updateLossScale(vk::Recorder& rec, const TensorView& norm, const TensorView& scale,
+                     const TensorView& counters, const TensorView& state, float max_norm,
+                     const LossScaleOptions& options);
 
 }  // namespace vkgrad::ops

@@ -2,6 +2,7 @@
 // parameter or one AdamW update of every parameter (ops/optim.h). They update persistent
 // tensors in place, so they are never pruned, and addOptimizer is their only builder.
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "vkgrad/graph/launch.h"
@@ -22,6 +23,17 @@ struct ClipGradNorm {
   enum Out { table, kOutputs };               // u32: the segment table (ops/optim.h)
   struct Attrs {
     float max_norm = 0.0f;
+  };
+};
+
+// Variadic: the gradients first, then these. The norm of the scaled gradients, then
+// ops::updateLossScale.
+struct LossScaleUpdate {
+  enum In { scratch, norm, scale, counters, state, kInputs };
+  enum Out { table, kOutputs };  // u32: the segment table
+  struct Attrs {
+    float max_norm = 0.0f;  // 0: no clipping
+    ops::LossScaleOptions options;
   };
 };
 
@@ -55,6 +67,19 @@ void launchClip(const Launch& l) {
   ops::clipGradScale(l.rec, views, l.attr<ClipGradNorm::Attrs>().max_norm,
                      fixed(ClipGradNorm::scratch), fixed(ClipGradNorm::norm),
                      fixed(ClipGradNorm::state), l.out(ClipGradNorm::table));
+}
+
+void launchLossScale(const Launch& l) {
+  using U = LossScaleUpdate;
+  const size_t grads = l.node.inputs.size() - U::kInputs;
+  std::vector<ops::TensorView> views;
+  for (size_t i = 0; i < grads; ++i) views.push_back(l.view(l.node.inputs[i]));
+  auto fixed = [&](U::In slot) { return l.view(l.node.inputs[grads + slot]); };
+  const U::Attrs& at = l.attr<U::Attrs>();
+  ops::gradNorm(l.rec, views, fixed(U::scratch), fixed(U::norm),
+                std::numeric_limits<float>::infinity(), l.out(U::table));
+  ops::updateLossScale(l.rec, fixed(U::norm), fixed(U::scale), fixed(U::counters),
+                       fixed(U::state), at.max_norm, at.options);
 }
 
 void launchSgd(const Launch& l) {
@@ -93,15 +118,38 @@ int stateTensor(Graph& g, const std::string& name, const Shape& shape, DType dty
 
 }  // namespace
 
+LossScale addLossScale(Graph& g, const ops::LossScaleOptions& options) {
+  uint32_t bits;
+  std::memcpy(&bits, &options.init, 4);
+  return {Tensor{stateTensor(g, "loss_scale", {1}, DType::F32, {bits})},
+          Tensor{stateTensor(g, "loss_scale.counters", {ops::kLossScaleCounters}, DType::U32)}};
+}
+
 Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& config) {
   if (grads.parameters.empty()) throw Error("addOptimizer: no parameter has a gradient");
   const ops::OptimizerState init = ops::OptimizerState::make(config.lr, config.beta1, config.beta2);
   std::vector<uint32_t> words(8);
   std::memcpy(words.data(), &init, sizeof(init));
   const int state = stateTensor(g, "optimizer.state", {8}, DType::U32, std::move(words));
+  if (config.loss_scale) {
+    // Before AdvanceStep: a skipped step does not count.
+    std::vector<ops::TensorView> views;
+    Node update{OpKind::LossScaleUpdate, {}, {}, {}, LossScaleUpdate::Attrs{config.max_grad_norm, config.loss_scaling}};
+    for (const auto& [param, grad] : grads.parameters) {
+      views.push_back({nullptr, 0, g.shape(grad)});
+      update.inputs.push_back(grad.id);
+    }
+    const int scratch =
+        stateTensor(g, "loss_scale.norm_scratch", {ops::gradNormScratch(views)}, DType::F32);
+    const int norm = stateTensor(g, "loss_scale.norm", {2}, DType::F32);
+    for (int fixed : {scratch, norm, config.loss_scale.scale.id, config.loss_scale.counters.id, state})
+      update.inputs.push_back(fixed);
+    update.outputs = {tableTensor(g, grads.parameters.size())};
+    g.addNode(std::move(update));
+  }
   g.addNode({OpKind::AdvanceStep, {state}, {}});
 
-  if (config.max_grad_norm > 0) {
+  if (config.max_grad_norm > 0 && !config.loss_scale) {
     std::vector<ops::TensorView> views;  // shapes only: the scratch size depends on nothing else
     Node clip{OpKind::ClipGradNorm, {}, {}, {}, ClipGradNorm::Attrs{config.max_grad_norm}};
     for (const auto& [param, grad] : grads.parameters) {
@@ -156,6 +204,12 @@ const OpDef kClipGradNorm{.name = "clipGradNorm",
                           .variadic = true,
                           .side_effects = true,
                           .launch = launchClip};
+const OpDef kLossScaleUpdate{.name = "lossScale",
+                             .inputs = LossScaleUpdate::kInputs,
+                             .outputs = LossScaleUpdate::kOutputs,
+                             .variadic = true,
+                             .side_effects = true,
+                             .launch = launchLossScale};
 const OpDef kSgdUpdate{.name = "sgd",
                        .inputs = SgdUpdate::kInputs,
                        .outputs = SgdUpdate::kOutputs,
