@@ -73,7 +73,8 @@ void main() {
     const float top = floatOf(s_max_key);
     for (uint j = lid; j < p.cols; j += gl_WorkGroupSize.x) {
       const float l = LOAD(logits, p.l_skip + base + j);
-      STORE(w, p.w_skip + base + j, keyOf(l) >= threshold ? exp((l - top) * p.inv_temperature) : 0.0);
+      const float kept = keyOf(l) >= threshold ? exp((l - top) * p.inv_temperature) : 0.0;
+      STORE(w, p.w_skip + base + j, kept);
     }
     barrier();  // the shared state is reset for the next row
   }

@@ -45,7 +45,8 @@ void main() {
       argmax[p.argmax_skip + i] = at;
     } else {
       Kahan sum = kKahanZero;
-      for (uint n = begin; n < end; ++n) sum = kahanAdd(sum, LOAD(x, p.x_skip + n * p.features + f));
+      for (uint n = begin; n < end; ++n)
+        sum = kahanAdd(sum, LOAD(x, p.x_skip + n * p.features + f));
       float v = kahanValue(sum);
       if (KIND == 1u && end > begin) v /= float(end - begin);
       STORE(out_values, p.out_skip + i, v);
