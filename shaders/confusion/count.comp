@@ -1,10 +1,14 @@
 #version 450
 // counts[label][argmax of the row's logits] += 1 (ops/confusion.h): one row per invocation
 // step, grid-stride. argmax is the first maximum, and a NaN beats any number (numpy's rule);
-// a label >= C is counted nowhere. u32 atomics: exact, order-independent counts.
+// a label >= C is counted nowhere. u32 atomics: exact, order-independent counts. The logits
+// in any float format, compared as f32.
+#extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
+
 layout(local_size_x_id = 0) in;
 
-layout(set = 0, binding = 0) readonly buffer Logits { float logits[]; };  // (rows,C)
+FLOATS(0, logits, readonly)                                               // (rows,C)
 layout(set = 0, binding = 1) readonly buffer Labels { uint labels[]; };   // (rows)
 layout(set = 0, binding = 2) buffer Counts { uint counts[]; };            // (C,C), += only
 layout(push_constant) uniform Push {
@@ -19,10 +23,10 @@ void main() {
     if (label >= p.classes) continue;  // ignored: never index past the matrix
     const uint row = p.skip[0] + r * p.classes;
     uint arg = 0;
-    float best = logits[row];
+    float best = LOAD(logits, row);
     if (!isnan(best)) {
       for (uint j = 1; j < p.classes; ++j) {
-        const float v = logits[row + j];
+        const float v = LOAD(logits, row + j);
         if (isnan(v)) {
           arg = j;
           break;

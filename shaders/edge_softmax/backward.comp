@@ -2,9 +2,11 @@
 // dscores[e, h] (= or +=) alpha[e, h] (dalpha[e, h] - sum over e' of alpha[e', h] dalpha[e', h]),
 // e' over the incoming edges of e's destination (ops/edge_softmax.h). The layout of
 // forward.comp: one workgroup per node, lanes over its edges, Kahan sums per lane and a
-// fixed-order workgroup combine, heads one after another.
+// fixed-order workgroup combine, heads one after another. alpha, dalpha and dscores in any
+// float format; the dot product is f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kOneSubgroup = false;
@@ -14,9 +16,9 @@ layout(constant_id = 2) const bool kAccumulate = false;
 #include "common/reduce.glsl"
 
 layout(set = 0, binding = 0) readonly buffer Offsets { uint offsets[]; };  // (nodes + 1)
-layout(set = 0, binding = 1) readonly buffer Alpha { float alpha[]; };     // (E, H)
-layout(set = 0, binding = 2) readonly buffer DAlpha { float dalpha[]; };   // (E, H)
-layout(set = 0, binding = 3) buffer DScores { float dscores[]; };  // (E, H); read to accumulate
+FLOATS(1, alpha, readonly)   // (E, H)
+FLOATS(2, dalpha, readonly)  // (E, H)
+FLOATS(3, dscores, )         // (E, H); read to accumulate
 layout(push_constant) uniform Push {
   uint nodes, edges, heads;
   uint offsets_skip, alpha_skip, dalpha_skip, dscores_skip;
@@ -32,14 +34,14 @@ void main() {
       Kahan dot = kKahanZero;
       for (uint e = begin + gl_LocalInvocationID.x; e < end; e += gl_WorkGroupSize.x) {
         const uint i = e * p.heads + h;
-        dot = kahanAdd(dot, alpha[p.alpha_skip + i] * dalpha[p.dalpha_skip + i]);
+        dot = kahanAdd(dot, LOAD(alpha, p.alpha_skip + i) * LOAD(dalpha, p.dalpha_skip + i));
       }
       const float total = workgroupSum(kahanValue(dot));
       for (uint e = begin + gl_LocalInvocationID.x; e < end; e += gl_WorkGroupSize.x) {
         const uint i = e * p.heads + h;
-        float d = alpha[p.alpha_skip + i] * (dalpha[p.dalpha_skip + i] - total);
-        if (kAccumulate) d += dscores[p.dscores_skip + i];
-        dscores[p.dscores_skip + i] = d;
+        float d = LOAD(alpha, p.alpha_skip + i) * (LOAD(dalpha, p.dalpha_skip + i) - total);
+        if (kAccumulate) d += LOAD(dscores, p.dscores_skip + i);
+        STORE(dscores, p.dscores_skip + i, d);
       }
     }
   }

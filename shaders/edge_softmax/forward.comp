@@ -5,8 +5,10 @@
 // (max, sum) pair (common/online_softmax.glsl), combined in a fixed order
 // (common/reduce.glsl): the same bits every run, no atomics. Heads run one after another so
 // that a node's edge range is read from memory once per head, not once per lane and head.
+// scores and alpha in any float format; the max, the sum and the exponentials are f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kOneSubgroup = false;
@@ -14,8 +16,8 @@ layout(constant_id = 1) const bool kOneSubgroup = false;
 #include "common/reduce.glsl"
 
 layout(set = 0, binding = 0) readonly buffer Offsets { uint offsets[]; };  // (nodes + 1)
-layout(set = 0, binding = 1) readonly buffer Scores { float scores[]; };   // (E, H)
-layout(set = 0, binding = 2) writeonly buffer Alpha { float alpha[]; };    // (E, H)
+FLOATS(1, scores, readonly)  // (E, H)
+FLOATS(2, alpha, writeonly)  // (E, H)
 layout(push_constant) uniform Push {
   uint nodes, edges, heads;
   uint offsets_skip, scores_skip, alpha_skip;  // first elements inside the bindings
@@ -30,14 +32,14 @@ void main() {
     for (uint h = 0; h < p.heads; ++h) {
       MaxSumAcc acc = kMaxSumAccEmpty;
       for (uint e = begin + gl_LocalInvocationID.x; e < end; e += gl_WorkGroupSize.x)
-        acc = maxSumAccAdd(acc, scores[p.scores_skip + e * p.heads + h]);
+        acc = maxSumAccAdd(acc, LOAD(scores, p.scores_skip + e * p.heads + h));
       const MaxSum stats = workgroupMaxSum(maxSumAccResult(acc));
       // All -inf: zeros rather than exp(-inf + inf) / 0 = NaN (as ops/softmax.h).
       const float inv_sum = stats.m == kNegInf ? 0.0 : 1.0 / stats.s;
       for (uint e = begin + gl_LocalInvocationID.x; e < end; e += gl_WorkGroupSize.x) {
         const uint i = e * p.heads + h;
-        const float s = scores[p.scores_skip + i];
-        alpha[p.alpha_skip + i] = stats.m == kNegInf ? 0.0 : exp(s - stats.m) * inv_sum;
+        const float s = LOAD(scores, p.scores_skip + i);
+        STORE(alpha, p.alpha_skip + i, stats.m == kNegInf ? 0.0 : exp(s - stats.m) * inv_sum);
       }
     }
   }

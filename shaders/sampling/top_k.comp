@@ -3,11 +3,15 @@
 // l[r,j] is among the k largest of its row, else 0 (ties with the k-th largest all stay).
 // random/categorical then draws from w. One workgroup per row: the k-th largest is found by
 // a radix select over order-preserving keys (4 passes of 8 bits, a 256-bin histogram in
-// shared memory), so the cost is 5 passes over the row whatever k is.
+// shared memory), so the cost is 5 passes over the row whatever k is. logits and w in any
+// float format: the keys are those of the f32 values read.
+#extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
+
 layout(local_size_x = 256) in;
 
-layout(set = 0, binding = 0) readonly buffer L { float logits[]; };  // (R,V) from l_skip
-layout(set = 0, binding = 1) writeonly buffer W { float w[]; };      // (R,V) from w_skip
+FLOATS(0, logits, readonly)  // (R,V) from l_skip
+FLOATS(1, w, writeonly)      // (R,V) from w_skip
 layout(push_constant) uniform Push {
   uint rows, cols, k;  // 1 <= k <= cols
   uint l_skip, w_skip;
@@ -45,7 +49,7 @@ void main() {
       const uint prefix = s_prefix;
       uint local_max = 0u;
       for (uint j = lid; j < p.cols; j += gl_WorkGroupSize.x) {
-        const uint key = keyOf(logits[p.l_skip + base + j]);
+        const uint key = keyOf(LOAD(logits, p.l_skip + base + j));
         local_max = max(local_max, key);
         if ((key & fixed_mask) == prefix) atomicAdd(hist[(key >> shift) & 255u], 1u);
       }
@@ -68,8 +72,9 @@ void main() {
     const uint threshold = s_prefix;
     const float top = floatOf(s_max_key);
     for (uint j = lid; j < p.cols; j += gl_WorkGroupSize.x) {
-      const float l = logits[p.l_skip + base + j];
-      w[p.w_skip + base + j] = keyOf(l) >= threshold ? exp((l - top) * p.inv_temperature) : 0.0;
+      const float l = LOAD(logits, p.l_skip + base + j);
+      const float kept = keyOf(l) >= threshold ? exp((l - top) * p.inv_temperature) : 0.0;
+      STORE(w, p.w_skip + base + j, kept);
     }
     barrier();  // the shared state is reset for the next row
   }

@@ -3,7 +3,9 @@
 // one invocation per (n, f) finds the graph that owns node n by binary search over the
 // (clamped) segments, so every element of dx is written exactly once, with no atomics.
 //   Sum: dout[g, f]; Mean: dout[g, f] / count; Max: dout[g, f] if argmax[g, f] == n, else 0.
+// dout and dx in any float format; the arithmetic is f32.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KIND = 0;  // 0 Sum, 1 Mean, 2 Max
@@ -11,8 +13,8 @@ layout(constant_id = 2) const bool kAccumulate = false;
 
 layout(set = 0, binding = 0) readonly buffer Segments { uint segments[]; };  // (G + 1)
 layout(set = 0, binding = 1) readonly buffer Argmax { uint argmax[]; };      // (G, F); Max only
-layout(set = 0, binding = 2) readonly buffer DOut { float dout[]; };         // (G, F)
-layout(set = 0, binding = 3) buffer DX { float dx[]; };  // (N, F); read to accumulate
+FLOATS(2, dout, readonly)  // (G, F)
+FLOATS(3, dx, )            // (N, F); read to accumulate
 layout(push_constant) uniform Push {
   uint nodes, graphs, features;
   uint segments_skip, argmax_skip, dout_skip, dx_skip;
@@ -38,12 +40,12 @@ void main() {
       const uint begin = start(g), end = max(begin, start(g + 1));
       if (n < end) {  // else n lies after g's end: no graph owns it
         const uint o = g * p.features + f;
-        d = dout[p.dout_skip + o];
+        d = LOAD(dout, p.dout_skip + o);
         if (KIND == 1u) d /= float(end - begin);
         if (KIND == 2u && argmax[p.argmax_skip + o] != n) d = 0.0;
       }
     }
-    if (kAccumulate) d += dx[p.dx_skip + i];
-    dx[p.dx_skip + i] = d;
+    if (kAccumulate) d += LOAD(dx, p.dx_skip + i);
+    STORE(dx, p.dx_skip + i, d);
   }
 }

@@ -1,6 +1,7 @@
 #version 450
-// spmm's gather, one feature per invocation (any F, any offsets): see aggregate.glsl.
+// spmm's gather, one feature per invocation (any F, any offsets, x, y and the weights in any
+// float format): see aggregate.glsl.
 #extension GL_GOOGLE_include_directive : require
-#define VEC float
-#define WIDTH 1u
+#include "common/storage.glsl"
+#define SPMM_WIDTH 1
 #include "spmm/aggregate.glsl"

@@ -1,12 +1,14 @@
-// The body of spmm/aggregate (one float per invocation) and spmm/aggregate4 (a vec4 of
-// features per invocation), which define VEC as float or vec4 and WIDTH as 1 or 4 first:
+// The body of spmm/aggregate (one feature per invocation, every float tensor in any format
+// through common/storage.glsl) and spmm/aggregate4 (a vec4 of f32 features per invocation),
+// which define SPMM_WIDTH as 1 or 4 first:
 // y[j, f] (= or +=) sum over the edges k of row j, in increasing k, of w[e, h(f)] x[nodes[e], f]
 // (ops/spmm.h). The forward reads e = k and nodes = sources; the transposed pass (the
 // gradient of x) reads nodes = t_destinations in the same order as k, and, only when
 // weighted, e = edge_ids[k] (t_edges) for the weight.
 // Consecutive invocations take consecutive features of a row, so a subgroup gathers
 // contiguous x rows; each element is one sequential sum, the same bits every run without
-// atomics. A node with thousands of edges is a long loop in its own lanes only.
+// atomics. A node with thousands of edges is a long loop in its own lanes only. The sum is
+// f32 whatever x, w and y are stored in; only the store to y rounds.
 #ifndef VKGRAD_SPMM_AGGREGATE_GLSL
 #define VKGRAD_SPMM_AGGREGATE_GLSL
 
@@ -19,9 +21,26 @@ layout(constant_id = 3) const bool kAccumulate = false;
 layout(set = 0, binding = 0) readonly buffer Offsets { uint offsets[]; };   // (rows + 1)
 layout(set = 0, binding = 1) readonly buffer Nodes { uint nodes[]; };       // (E)
 layout(set = 0, binding = 2) readonly buffer EdgeIds { uint edge_ids[]; };  // (E)
-layout(set = 0, binding = 3) readonly buffer Weights { float w[]; };        // (E, heads)
-layout(set = 0, binding = 4) readonly buffer X { VEC x[]; };                // (rows, cols / WIDTH)
-layout(set = 0, binding = 5) buffer Y { VEC y[]; };  // (rows, cols / WIDTH); read to accumulate
+#if SPMM_WIDTH == 4
+#define VEC vec4
+layout(set = 0, binding = 3) readonly buffer Weights { float w[]; };  // (E, heads)
+layout(set = 0, binding = 4) readonly buffer X { vec4 x[]; };         // (rows, cols / 4)
+layout(set = 0, binding = 5) buffer Y { vec4 y[]; };  // (rows, cols / 4); read to accumulate
+#define LOAD_W(i) w[i]
+#define LOAD_X(i) x[i]
+#define LOAD_Y(i) y[i]
+#define STORE_Y(i, v) y[i] = (v)
+#else
+#define VEC float
+FLOATS(3, w, readonly)  // (E, heads)
+FLOATS(4, x, readonly)  // (rows, cols)
+FLOATS(5, y, )          // (rows, cols); read to accumulate
+#define LOAD_W(i) LOAD(w, i)
+#define LOAD_X(i) LOAD(x, i)
+#define LOAD_Y(i) LOAD(y, i)
+#define STORE_Y(i, v) STORE(y, i, v)
+#endif
+const uint WIDTH = SPMM_WIDTH;
 // x_skip and y_skip are in elements, multiples of WIDTH (ops/spmm.cpp); cols and head_cols too.
 layout(push_constant) uniform Push {
   uint rows, cols, head_cols, heads;
@@ -37,16 +56,16 @@ void main() {
     const uint begin = offsets[p.offsets_skip + j], end = offsets[p.offsets_skip + j + 1];
     VEC sum = VEC(0.0);
     for (uint k = begin; k < end; ++k) {
-      const VEC v = x[x_skip + nodes[p.nodes_skip + k] * vcols + c];
+      const VEC v = LOAD_X(x_skip + nodes[p.nodes_skip + k] * vcols + c);
       if (kWeighted) {
         const uint e = kIndirect ? edge_ids[p.edge_ids_skip + k] : k;
-        sum += w[p.w_skip + e * p.heads + h] * v;
+        sum += LOAD_W(p.w_skip + e * p.heads + h) * v;
       } else {
         sum += v;
       }
     }
-    if (kAccumulate) sum += y[y_skip + i];
-    y[y_skip + i] = sum;
+    if (kAccumulate) sum += LOAD_Y(y_skip + i);
+    STORE_Y(y_skip + i, sum);
   }
 }
 

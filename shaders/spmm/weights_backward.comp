@@ -1,15 +1,19 @@
 #version 450
 // dw[e, h] (= or +=) sum over f in head h, in increasing f, of dy[destinations[e], f]
 // x[sources[e], f] (ops/spmm.h): one invocation per (edge, head), a sequential dot product,
-// so the same bits every run without atomics.
+// so the same bits every run without atomics. x, dy and dw in any float format; the dot
+// product is f32.
+#extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kAccumulate = false;
 
 layout(set = 0, binding = 0) readonly buffer Sources { uint sources[]; };            // (E)
 layout(set = 0, binding = 1) readonly buffer Destinations { uint destinations[]; };  // (E)
-layout(set = 0, binding = 2) readonly buffer X { float x[]; };                        // (N, cols)
-layout(set = 0, binding = 3) readonly buffer DY { float dy[]; };                      // (N, cols)
-layout(set = 0, binding = 4) buffer DW { float dw[]; };  // (E, heads); read to accumulate
+FLOATS(2, x, readonly)   // (N, cols)
+FLOATS(3, dy, readonly)  // (N, cols)
+FLOATS(4, dw, )          // (E, heads); read to accumulate
 layout(push_constant) uniform Push {
   uint edges, cols, head_cols, heads;
   uint sources_skip, destinations_skip, x_skip, dy_skip, dw_skip;
@@ -22,8 +26,8 @@ void main() {
     const uint xs = p.x_skip + sources[p.sources_skip + e] * p.cols + h * p.head_cols;
     const uint ds = p.dy_skip + destinations[p.destinations_skip + e] * p.cols + h * p.head_cols;
     float sum = 0.0;
-    for (uint f = 0; f < p.head_cols; ++f) sum += dy[ds + f] * x[xs + f];
-    if (kAccumulate) sum += dw[p.dw_skip + i];
-    dw[p.dw_skip + i] = sum;
+    for (uint f = 0; f < p.head_cols; ++f) sum += LOAD(dy, ds + f) * LOAD(x, xs + f);
+    if (kAccumulate) sum += LOAD(dw, p.dw_skip + i);
+    STORE(dw, p.dw_skip + i, sum);
   }
 }

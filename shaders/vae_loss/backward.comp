@@ -5,8 +5,10 @@
 //   KIND 1 Mse, d/dl:        g / rows * 2 (s - t) s (1 - s),  s = sigmoid(l)
 //   KIND 2 Kl, d/dmu:        g / rows * mu
 //   KIND 3 Kl, d/dlog sigma: g / rows * (exp(2 log sigma) - 1)
-// out (= or +=) that, elementwise.
+// out (= or +=) that, elementwise. a, b, dmean and out in any float format; the arithmetic is
+// f32.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint KIND = 0;
@@ -14,19 +16,19 @@ layout(constant_id = 2) const bool kAccumulate = false;
 
 #include "common/ew_math.glsl"
 
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };      // (rows, D)
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };      // (rows, D)
-layout(set = 0, binding = 2) readonly buffer DMean { float dmean[]; };  // (1)
-layout(set = 0, binding = 3) buffer Out { float out_values[]; };   // (rows, D); read to accumulate
+FLOATS(0, a, readonly)      // (rows, D)
+FLOATS(1, b, readonly)      // (rows, D)
+FLOATS(2, dmean, readonly)  // (1)
+FLOATS(3, out_values, )     // (rows, D); read to accumulate
 layout(push_constant) uniform Push {
   uint n, rows;
   uint a_skip, b_skip, dmean_skip, out_skip;
 } p;
 
 void main() {
-  const float g = dmean[p.dmean_skip] / float(p.rows);
+  const float g = LOAD(dmean, p.dmean_skip) / float(p.rows);
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
-    const float x = a[p.a_skip + i], y = b[p.b_skip + i];
+    const float x = LOAD(a, p.a_skip + i), y = LOAD(b, p.b_skip + i);
     float d;
     if (KIND == 0u) {
       d = ewSigmoid(x) - y;
@@ -39,7 +41,7 @@ void main() {
       d = ewExpm1(2.0 * y);
     }
     d *= g;
-    if (kAccumulate) d += out_values[p.out_skip + i];
-    out_values[p.out_skip + i] = d;
+    if (kAccumulate) d += LOAD(out_values, p.out_skip + i);
+    STORE(out_values, p.out_skip + i, d);
   }
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "common/device_tensor.h"
@@ -10,6 +11,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/confusion.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -114,6 +116,38 @@ TEST_F(ConfusionTest, MatchesCpuWithTiesNanRowsAndIgnoredLabels) {
         }
       }
     }
+}
+
+// Logits in f16 and bf16, at odd element offsets (2-byte ones among them): the ties, NaN and
+// infinity rows of randomLogits (exact in 16 bits), and normal logits whose rounding makes
+// ties of their own; counts exact against the reference on the rounded logits.
+TEST_F(ConfusionTest, SixteenBitLogitsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const DType dtype : {DType::F16, DType::BF16})
+    for (const bool normal : {false, true})
+      for (const auto& [rows, classes, at] :
+           {std::tuple<int64_t, int64_t, int64_t>{37, 3, 3}, {4099, 10, 1}, {3, 257, 2}}) {
+        SCOPED_TRACE(testing::Message() << ops::dtypeName(dtype) << (normal ? " normal" : " ties")
+                                        << " (" << rows << "," << classes << ") at " << at);
+        const int64_t n = rows * classes, cells = classes * classes;
+        const auto logits = ops::ref::roundTo(
+            dtype, normal ? rng.normal(size_t(n), 0.0f, 2.0f) : randomLogits(rng, rows, classes));
+        const auto labels = randomLabels(rng, rows, classes);
+        std::vector<uint32_t> want(size_t(cells), 0);
+        ops::ref::confusion(logits.data(), labels.data(), want.data(), rows, classes, false);
+        std::vector<float> shifted(size_t(at), 1.0f);
+        shifted.insert(shifted.end(), logits.begin(), logits.end());
+        const DeviceTensor d_logits = upload(ctx(), {n + at}, shifted, dtype);
+        const vk::Buffer d_labels = words(labels.data(), rows, 0, rows);
+        const vk::Buffer d_counts = words(want.data(), cells, 0, cells);
+        vk::Recorder rec(ctx());
+        ops::confusion(rec, ops::view(d_logits.buffer, {rows, classes}, uint64_t(at) * 2, dtype),
+                       ops::view(d_labels, {rows}, 0, DType::U32),
+                       ops::view(d_counts, {classes, classes}, 0, DType::U32));
+        rec.submit();
+        EXPECT_EQ(readAll(d_counts, cells), want);
+      }
 }
 
 // The rules themselves, on rows small enough to read: first maximum, NaN first, ignored labels.

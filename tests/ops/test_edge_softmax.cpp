@@ -2,7 +2,7 @@
 // real one has: isolated nodes, self-loops, duplicate edges, a node of 3000 incoming edges,
 // for 1, 2 and 3 heads, at odd view offsets; the backward overwriting and accumulating; the
 // same bits on every run; scores of +-80 finite; offsets the host never checked kept in
-// bounds; bad shapes refused before anything is recorded.
+// bounds; f16 and bf16 tensors, mixed with f32; bad shapes refused before anything is recorded.
 #include "vkgrad/ops/edge_softmax.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/graph/sparse.h"
 #include "vkgrad/ops/reference/edge_softmax.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
@@ -196,6 +197,53 @@ TEST_F(EdgeSoftmaxTest, BackwardMatchesTheReference) {
   }
 }
 
+// Every tensor in f16 or bf16, and inputs and outputs in different formats, on the test graph
+// (isolated nodes, the hub) with 3 heads. The references run on the rounded inputs, and the
+// backward reads alpha as the forward stored it, as a training step does. The tolerances are
+// the f32 tests' (the sums stay f32; closeInFormat adds the one rounding of the store), over
+// the largest output rather than per node: the store's rounding is relative to each element.
+TEST_F(EdgeSoftmaxTest, SixteenBitTensorsMatchCpu) {
+  SCOPED_TRACE(rng_.describe());
+  const std::vector<uint32_t> offsets = testOffsets(rng_);
+  const vk::Buffer off = uploadWords(ctx(), offsets);
+  const ops::TensorView o = offsetsView(off, offsets.size());
+  const int64_t heads = 3;
+  const size_t n = offsets.back() * size_t(heads);
+  const Shape shape{int64_t(offsets.back()), heads};
+  struct Formats {
+    DType in, out;
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}}) {
+    SCOPED_TRACE(testing::Message() << ops::dtypeName(f.in) << " -> " << ops::dtypeName(f.out));
+    const std::vector<float> scores = ops::ref::roundTo(f.in, rng_.normal(n, 0.0f, 2.0f));
+    const std::vector<float> dalpha = ops::ref::roundTo(f.in, rng_.normal(n));
+    const std::vector<float> init = ops::ref::roundTo(f.out, rng_.normal(n));
+    // scores one element into its buffer: a 2-byte offset for a 16-bit view.
+    std::vector<float> shifted = {1.0f};
+    shifted.insert(shifted.end(), scores.begin(), scores.end());
+    const DeviceTensor s = upload(ctx(), {int64_t(n) + 1}, shifted, f.in);
+    const ops::TensorView sv = ops::view(s.buffer, shape, ops::dtypeBytes(f.in), f.in);
+    const DeviceTensor d = upload(ctx(), shape, dalpha, f.in), a = poisoned(ctx(), shape, f.out),
+                       ds = poisoned(ctx(), shape, f.out), acc = upload(ctx(), shape, init, f.out);
+    vk::Recorder rec(ctx());
+    ops::edgeSoftmax(rec, o, sv, a.view());
+    ops::edgeSoftmaxBackward(rec, o, a.view(), d.view(), ds.view());
+    ops::edgeSoftmaxBackward(rec, o, a.view(), d.view(), acc.view(), Write::Accumulate);
+    rec.submit();
+    const std::vector<float> alpha = download(ctx(), a);
+    EXPECT_TRUE(
+        closeInFormat(alpha, ops::ref::edgeSoftmax(offsets, scores, heads, nans(n)), f.out, 2e-6));
+    const std::vector<float> zeros(n, 0.0f);
+    EXPECT_TRUE(closeInFormat(download(ctx(), ds),
+                              ops::ref::edgeSoftmaxBackward(offsets, alpha, dalpha, heads, zeros),
+                              f.out, 2e-6));
+    EXPECT_TRUE(closeInFormat(download(ctx(), acc),
+                              ops::ref::edgeSoftmaxBackward(offsets, alpha, dalpha, heads, init),
+                              f.out, 2e-6));
+  }
+}
+
 // Offsets the host never saw: a first one above 0, one past E, decreasing ones. The kernels
 // clamp them (the header's contract, which the reference follows). Scores sit between NaN
 // pads, so a read outside them would bring NaN in; outputs sit between sentinels, so a write
@@ -242,7 +290,7 @@ TEST_F(EdgeSoftmaxTest, BadShapesAreShapeErrors) {
                      wrong = poisoned(ctx(), {5, 3}), flat = poisoned(ctx(), {10});
   expectShapeError(
       ctx(), [&](vk::Recorder& rec) { ops::edgeSoftmax(rec, o, s.view(), wrong.view()); },
-      "edgeSoftmax: alpha (5,3) f32 must be f32 shaped like (5,2)");
+      "edgeSoftmax: alpha (5,3) f32 must be f32, f16 or bf16 shaped like (5,2)");
   expectShapeError(
       ctx(), [&](vk::Recorder& rec) { ops::edgeSoftmax(rec, o, flat.view(), flat.view()); },
       "edgeSoftmax: offsets (3), scores (10): scores must be (edges, heads)");
@@ -257,7 +305,7 @@ TEST_F(EdgeSoftmaxTest, BadShapesAreShapeErrors) {
       [&](vk::Recorder& rec) {
         ops::edgeSoftmaxBackward(rec, o, a.view(), s.view(), wrong.view());
       },
-      "edgeSoftmaxBackward: dscores (5,3) f32 must be f32 shaped like (5,2)");
+      "edgeSoftmaxBackward: dscores (5,3) f32 must be f32, f16 or bf16 shaped like (5,2)");
 }
 
 }  // namespace

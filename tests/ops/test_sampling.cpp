@@ -1,5 +1,6 @@
-// ops::topKWeights against its CPU reference (odd row lengths, ties, any view offset), and
-// together with ops::categorical: top_k = 1 is greedy, and draws never leave the top k.
+// ops::topKWeights against its CPU reference (odd row lengths, ties, any view offset, f16 and
+// bf16 tensors), and together with ops::categorical: top_k = 1 is greedy, and draws never
+// leave the top k.
 #include "vkgrad/ops/sampling.h"
 
 #include <algorithm>
@@ -11,9 +12,10 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/random.h"
-#include "vkgrad/ops/reference/sampling.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/random.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/sampling.h"
 
 namespace vkgrad::test {
 namespace {
@@ -35,8 +37,8 @@ TEST_F(SamplingTest, TopKWeightsMatchCpu) {
   for (const auto& [rows, cols] : shapes) {
     for (int64_t k : {int64_t(0), int64_t(1), int64_t(5), cols, cols + 3}) {
       for (float temperature : {0.7f, 1.3f}) {
-        SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols << " k=" << k
-                                        << " T=" << temperature);
+        SCOPED_TRACE(testing::Message()
+                     << "rows=" << rows << " cols=" << cols << " k=" << k << " T=" << temperature);
         const auto l = logitsWithTies(rng, rows, cols);
         std::vector<float> want(l.size());
         ops::ref::topKWeights(l.data(), want.data(), rows, cols, temperature, k);
@@ -58,6 +60,41 @@ TEST_F(SamplingTest, TopKWeightsMatchCpu) {
       }
     }
   }
+}
+
+// Logits and weights in f16 or bf16, and in different formats, logits at a 2-byte offset: the
+// reference runs on the rounded logits (bf16's 8 significant bits make more ties at the k-th
+// largest), and the weights are held to the f32 test's 1e-5 plus their store's rounding.
+TEST_F(SamplingTest, SixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  struct Formats {
+    DType in, out;
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{3, 17}, {2, 1000}, {3, 4099}})
+      for (int64_t k : {int64_t(0), int64_t(1), int64_t(5)}) {
+        SCOPED_TRACE(testing::Message() << ops::dtypeName(f.in) << " -> " << ops::dtypeName(f.out)
+                                        << " rows=" << rows << " cols=" << cols << " k=" << k);
+        const int64_t n = rows * cols;
+        const auto l = ops::ref::roundTo(f.in, logitsWithTies(rng, rows, cols));
+        std::vector<float> want(l.size());
+        ops::ref::topKWeights(l.data(), want.data(), rows, cols, 0.7f, k);
+        std::vector<float> shifted = {1.0f};
+        shifted.insert(shifted.end(), l.begin(), l.end());
+        const DeviceTensor in = upload(ctx(), {n + 1}, shifted, f.in);
+        const DeviceTensor out = poisoned(ctx(), {rows, cols}, f.out);
+        vk::Recorder rec(ctx());
+        ops::topKWeights(rec, ops::view(in.buffer, {rows, cols}, ops::dtypeBytes(f.in), f.in),
+                         out.view(), {0.7f, k});
+        rec.submit();
+        const auto got = download(ctx(), out);
+        EXPECT_TRUE(closeInFormat(got, want, f.out, 1e-5));
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i] == 0.0f, want[i] == 0.0f) << "element " << i << " logit " << l[i];
+      }
 }
 
 // top_k = 1 picks the largest logit of every row whatever the draw; with top_k = 3 every draw

@@ -1,8 +1,8 @@
 // Segment pooling (ops/segment_pool.h) against the CPU reference: sum, mean and max over a
 // batch of graphs with empty ones and one of 3000 nodes, F not a multiple of 4, at odd view
 // offsets; max's ties (the first node wins) and NaNs; the backward overwriting and
-// accumulating; the same bits every run; segments the host never checked kept in bounds;
-// bad shapes refused before anything is recorded.
+// accumulating; f16 and bf16 tensors, mixed with f32; the same bits every run; segments the
+// host never checked kept in bounds; bad shapes refused before anything is recorded.
 #include "vkgrad/ops/segment_pool.h"
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/segment_pool.h"
 #include "vkgrad/vk/context.h"
 
@@ -152,6 +153,62 @@ TEST_F(SegmentPoolTest, BackwardMatchesTheReference) {
   }
 }
 
+// x, out, dout and dx in f16 or bf16, and inputs and outputs in different formats, on the
+// test batch (empty graphs, one of 3000 nodes) with F = 7: every kind forward and backward,
+// overwriting and accumulating, against the references on the rounded inputs. The backward
+// reads the device's argmax, as a training step does. 16-bit x ties often (bf16 has 8
+// significant bits), so max's first-node rule is tested hard. The tolerances are the f32
+// tests' (sums stay f32; closeInFormat adds the store's one rounding).
+TEST_F(SegmentPoolTest, SixteenBitTensorsMatchCpu) {
+  SCOPED_TRACE(rng_.describe());
+  const std::vector<uint32_t> segments = testSegments(rng_);
+  const int64_t graphs = int64_t(segments.size()) - 1, nodes = segments.back(), features = 7;
+  const size_t n = size_t(nodes * features), n_out = size_t(graphs * features);
+  const Shape x_shape{nodes, features}, out_shape{graphs, features};
+  const vk::Buffer seg = uploadWords(ctx(), segments);
+  struct Formats {
+    DType in, out;
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (Pool kind : kKinds) {
+      SCOPED_TRACE(testing::Message() << ops::poolName(kind) << " " << ops::dtypeName(f.in)
+                                      << " -> " << ops::dtypeName(f.out));
+      const std::vector<float> x = ops::ref::roundTo(f.in, rng_.normal(n, 0.5f, 1.0f));
+      const std::vector<float> dout = ops::ref::roundTo(f.in, rng_.normal(n_out));
+      const std::vector<float> init = ops::ref::roundTo(f.out, rng_.normal(n));
+      // x one element into its buffer: a 2-byte offset for a 16-bit view.
+      std::vector<float> shifted = {1.0f};
+      shifted.insert(shifted.end(), x.begin(), x.end());
+      const DeviceTensor px = upload(ctx(), {int64_t(n) + 1}, shifted, f.in);
+      const ops::TensorView xv = ops::view(px.buffer, x_shape, ops::dtypeBytes(f.in), f.in);
+      const DeviceTensor out = poisoned(ctx(), out_shape, f.out),
+                         d = upload(ctx(), out_shape, dout, f.in),
+                         dx = poisoned(ctx(), x_shape, f.out),
+                         acc = upload(ctx(), x_shape, init, f.out);
+      const vk::Buffer arg = uploadWords(ctx(), std::vector<uint32_t>(n_out, kPoison));
+      const ops::TensorView a = kind == Pool::Max ? words(arg, out_shape) : ops::TensorView{};
+      vk::Recorder rec(ctx());
+      ops::segmentPool(rec, kind, xv, words(seg, {graphs + 1}), out.view(), a);
+      ops::segmentPoolBackward(rec, kind, words(seg, {graphs + 1}), a, d.view(), dx.view());
+      ops::segmentPoolBackward(rec, kind, words(seg, {graphs + 1}), a, d.view(), acc.view(),
+                               Write::Accumulate);
+      rec.submit();
+      std::vector<uint32_t> want_arg;
+      const std::vector<float> want = ops::ref::segmentPool(kind, x, features, segments, &want_arg);
+      EXPECT_TRUE(closeInFormat(download(ctx(), out), want, f.out, kind == Pool::Max ? 0.0 : 1e-6));
+      if (kind == Pool::Max) {
+        EXPECT_EQ(downloadWords(ctx(), arg, n_out), want_arg);
+      }
+      const std::vector<float> want_dx =
+          ops::ref::segmentPoolBackward(kind, nodes, features, segments, want_arg, dout);
+      std::vector<float> want_acc(n);
+      for (size_t i = 0; i < n; ++i) want_acc[i] = want_dx[i] + init[i];
+      EXPECT_TRUE(closeInFormat(download(ctx(), dx), want_dx, f.out, 1e-6));
+      EXPECT_TRUE(closeInFormat(download(ctx(), acc), want_acc, f.out, 1e-6));
+    }
+}
+
 // The same inputs give the same bits (fixed-order sums, no atomics).
 TEST_F(SegmentPoolTest, RunsAreBitIdentical) {
   SCOPED_TRACE(rng_.describe());
@@ -229,7 +286,7 @@ TEST_F(SegmentPoolTest, BadShapesAreShapeErrors) {
   expectShapeError(
       ctx(),
       [&](vk::Recorder& rec) { ops::segmentPool(rec, Pool::Sum, x.view(), s, wrong.view()); },
-      "segmentPool: out (2,4) f32 must be f32 (2,3)");
+      "segmentPool: out (2,4) f32 must be f32, f16 or bf16 (2,3)");
   expectShapeError(
       ctx(),
       [&](vk::Recorder& rec) {
@@ -248,7 +305,7 @@ TEST_F(SegmentPoolTest, BadShapesAreShapeErrors) {
       [&](vk::Recorder& rec) {
         ops::segmentPoolBackward(rec, Pool::Mean, s, {}, wrong.view(), x.view());
       },
-      "segmentPoolBackward: dout (2,4) f32 must be f32 (2,3)");
+      "segmentPoolBackward: dout (2,4) f32 must be f32, f16 or bf16 (2,3)");
 }
 
 }  // namespace

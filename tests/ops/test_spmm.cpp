@@ -3,8 +3,8 @@
 // isolated nodes, self-loops, duplicate edges, a node with 3000 incoming and one with 3000
 // outgoing edges, and no edges at all; F = 1, 6, 7, 9 (not multiples of 4) with no weights
 // and H = 1, 2, 3, and F = 8, 12 with aligned views (the 4-features-per-invocation kernel);
-// views at odd element offsets. The results are the same bits on a second run; bad shapes
-// are refused before recording.
+// views at odd element offsets; every tensor in f16 or bf16, or mixed with f32. The results are
+// the same bits on a second run; bad shapes are refused before recording.
 #include "vkgrad/ops/spmm.h"
 
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/graph/sparse.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/spmm.h"
 
 namespace vkgrad::test {
@@ -229,6 +230,85 @@ TEST_F(SpmmTest, TwoRunsGiveTheSameBits) {
     ASSERT_EQ(first.size(), second.size());
     EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * 4), 0);
   }
+}
+
+// x, y, dy, dx, the weights and dw in f16 or bf16, and mixed with f32 (f32 weights with bf16
+// features; f32 features with bf16 weights, which also keeps an aligned F = 8 off the vec4
+// kernel), on the small graph (isolated nodes: empty rows) with no weights and H = 1, 2, 3:
+// every pass, overwriting and accumulating, against the references on the rounded inputs. x
+// sits one element into its buffer (a 2-byte offset in 16 bits). The tolerance is the f32
+// test's 1e-6 (the sums stay f32); closeInFormat adds the store's one rounding.
+TEST_F(SpmmTest, SixteenBitTensorsMatchCpu) {
+  SCOPED_TRACE(rng_.describe());
+  const GraphCase gc = smallGraph(rng_);
+  const DeviceGraph dg(ctx(), graph::csrFromEdges(gc.name, gc.nodes, gc.edges));
+  const int64_t n = gc.nodes, e = dg.csr.edges();
+  struct Formats {
+    DType x, w, out;  // x and dy; the weights and dw; y and dx
+  };
+  const Formats formats[] = {{DType::F16, DType::F16, DType::F16},
+                             {DType::BF16, DType::BF16, DType::BF16},
+                             {DType::BF16, DType::F32, DType::BF16},
+                             {DType::F32, DType::BF16, DType::F32}};
+  const std::pair<int64_t, int64_t> features[] = {{7, 0}, {6, 2}, {9, 3}, {8, 2}};  // F, H
+  for (const Formats f : formats)
+    for (const auto& [cols, heads] : features) {
+      SCOPED_TRACE(testing::Message()
+                   << "x " << ops::dtypeName(f.x) << ", w " << ops::dtypeName(f.w) << ", out "
+                   << ops::dtypeName(f.out) << ", F " << cols << ", H " << heads);
+      const Shape xs{n, cols};
+      const size_t nx = size_t(n * cols);
+      const bool weighted = heads > 0;
+      const int64_t h = weighted ? heads : 1;
+      const auto x = ops::ref::roundTo(f.x, rng_.normal(nx));
+      const auto dy = ops::ref::roundTo(f.x, rng_.normal(nx));
+      const auto init = ops::ref::roundTo(f.out, rng_.normal(nx));
+      const auto w = ops::ref::roundTo(f.w, rng_.uniform(size_t(e * h), -1.0f, 1.0f));
+      const auto dw_init = ops::ref::roundTo(f.w, rng_.normal(size_t(e * h)));
+      const float* wp = weighted ? w.data() : nullptr;
+      std::vector<float> shifted = {1.0f};
+      shifted.insert(shifted.end(), x.begin(), x.end());
+      const DeviceTensor tx = upload(ctx(), {int64_t(nx) + 1}, shifted, f.x);
+      const TensorView xv = ops::view(tx.buffer, xs, ops::dtypeBytes(f.x), f.x);
+      const DeviceTensor tdy = upload(ctx(), xs, dy, f.x), tw = upload(ctx(), {e, h}, w, f.w);
+      const DeviceTensor y = poisoned(ctx(), xs, f.out), y_acc = upload(ctx(), xs, init, f.out);
+      const DeviceTensor dx = poisoned(ctx(), xs, f.out), dx_acc = upload(ctx(), xs, init, f.out);
+      const DeviceTensor dw = poisoned(ctx(), {e, h}, f.w),
+                         dw_acc = upload(ctx(), {e, h}, dw_init, f.w);
+      const TensorView wv = weighted ? tw.view() : TensorView{};
+      vk::Recorder rec(ctx());
+      for (Write wr : {Write::Overwrite, Write::Accumulate}) {
+        const bool over = wr == Write::Overwrite;
+        ops::spmm(rec, dg.d_offsets.view(), dg.d_sources.view(), wv, xv,
+                  over ? y.view() : y_acc.view(), wr);
+        ops::spmmTransposed(rec, dg.d_t_offsets.view(), dg.d_t_edges.view(),
+                            dg.d_t_destinations.view(), wv, tdy.view(),
+                            over ? dx.view() : dx_acc.view(), wr);
+        if (weighted)
+          ops::spmmWeightsBackward(rec, dg.d_sources.view(), dg.d_destinations.view(), xv,
+                                   tdy.view(), over ? dw.view() : dw_acc.view(), wr);
+      }
+      rec.submit();
+      const auto plus = [](std::vector<float> a, const std::vector<float>& b) {
+        for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+        return a;
+      };
+      const auto want_y = ops::ref::spmm(dg.csr.offsets, dg.csr.sources, wp, h, x, cols);
+      const auto want_dx =
+          ops::ref::spmmTransposed(dg.csr.offsets, dg.csr.sources, wp, h, dy, cols);
+      EXPECT_TRUE(closeInFormat(download(ctx(), y), want_y, f.out, 1e-6)) << "y";
+      EXPECT_TRUE(closeInFormat(download(ctx(), y_acc), plus(want_y, init), f.out, 1e-6)) << "y +=";
+      EXPECT_TRUE(closeInFormat(download(ctx(), dx), want_dx, f.out, 1e-6)) << "dx";
+      EXPECT_TRUE(closeInFormat(download(ctx(), dx_acc), plus(want_dx, init), f.out, 1e-6))
+          << "dx +=";
+      if (weighted) {
+        const auto want_dw =
+            ops::ref::spmmWeightsBackward(dg.csr.offsets, dg.csr.sources, h, x, dy, cols);
+        EXPECT_TRUE(closeInFormat(download(ctx(), dw), want_dw, f.w, 1e-6)) << "dw";
+        EXPECT_TRUE(closeInFormat(download(ctx(), dw_acc), plus(want_dw, dw_init), f.w, 1e-6))
+            << "dw +=";
+      }
+    }
 }
 
 TEST_F(SpmmTest, RejectsBadShapesBeforeRecording) {

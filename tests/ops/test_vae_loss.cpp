@@ -1,6 +1,7 @@
 // The VAE's loss terms (ops/vae_loss.h) against the CPU reference: row sums and their mean
 // for both reconstruction kinds and the Gaussian KL, at odd shapes and odd view offsets, stable
-// for logits of +-100; their gradients overwriting and accumulating; bad shapes refused.
+// for logits of +-100; their gradients overwriting and accumulating; f16 and bf16 inputs and
+// gradients; bad shapes refused.
 #include "vkgrad/ops/vae_loss.h"
 
 #include <cmath>
@@ -12,11 +13,13 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/vae_loss.h"
 
 namespace vkgrad::test {
 namespace {
 
+using ops::DType;
 using ops::Shape;
 using ops::Write;
 
@@ -160,6 +163,67 @@ TEST_F(VaeLossTest, BackwardMatchesTheReference) {
   }
 }
 
+// The inputs (logits, targets, mu, log_sigma, dmean) and the gradients in f16 or bf16, and in
+// different formats, at odd shapes; the losses (rows, mean) stay f32. The references run on
+// the rounded inputs. The tolerances are the f32 tests' (the terms and sums stay f32;
+// closeInFormat adds the gradients' one rounding when stored).
+TEST_F(VaeLossTest, SixteenBitTensorsMatchCpu) {
+  SCOPED_TRACE(rng_.describe());
+  struct Formats {
+    DType in, out;
+  };
+  for (const Shape& shape : {Shape{3, 7}, Shape{5, 785}})
+    for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                            Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+      for (Term term : {Term::Bce, Term::Mse, Term::Kl}) {
+        SCOPED_TRACE(testing::Message() << shape.str() << " term " << int(term) << " "
+                                        << ops::dtypeName(f.in) << " -> " << ops::dtypeName(f.out));
+        const int64_t rows = shape[0], n = shape.numel(), cols = n / rows;
+        const bool kl = term == Term::Kl;
+        const std::vector<float> a = ops::ref::roundTo(
+            f.in, kl ? rng_.normal(size_t(n)) : rng_.normal(size_t(n), 0.0f, 3.0f));
+        const std::vector<float> b = ops::ref::roundTo(
+            f.in, kl ? rng_.uniform(size_t(n), -2.0f, 1.0f) : rng_.uniform(size_t(n), 0.0f, 1.0f));
+        const std::vector<float> init = ops::ref::roundTo(f.out, rng_.normal(size_t(n)));
+        const float dmean = ops::ref::roundTo(f.in, rng_.uniform(1, 0.5f, 2.0f)[0]);
+        // a one element into its buffer: a 2-byte offset for a 16-bit view.
+        std::vector<float> shifted = {1.0f};
+        shifted.insert(shifted.end(), a.begin(), a.end());
+        const DeviceTensor ta = upload(ctx(), {n + 1}, shifted, f.in);
+        const ops::TensorView av = ops::view(ta.buffer, shape, ops::dtypeBytes(f.in), f.in);
+        const DeviceTensor tb = upload(ctx(), shape, b, f.in),
+                           td = upload(ctx(), {1}, std::vector<float>{dmean}, f.in),
+                           tr = poisoned(ctx(), {rows}), tm = poisoned(ctx(), {1}),
+                           over = poisoned(ctx(), shape, f.out),
+                           acc = upload(ctx(), shape, init, f.out);
+        const auto kind = term == Term::Bce ? ops::Reconstruction::Bce : ops::Reconstruction::Mse;
+        vk::Recorder rec(ctx());
+        for (Write w : {Write::Overwrite, Write::Accumulate}) {
+          const ops::TensorView out = w == Write::Overwrite ? over.view() : acc.view();
+          if (kl)
+            ops::gaussianKlBackward(rec, ops::KlInput::LogSigma, av, tb.view(), td.view(), out, w);
+          else
+            ops::reconstructionLossBackward(rec, kind, av, tb.view(), td.view(), out, w);
+        }
+        if (kl)
+          ops::gaussianKl(rec, av, tb.view(), tr.view(), tm.view());
+        else
+          ops::reconstructionLoss(rec, kind, av, tb.view(), tr.view(), tm.view());
+        rec.submit();
+        std::vector<float> losses = download(ctx(), tr);
+        losses.push_back(download(ctx(), tm)[0]);
+        EXPECT_TRUE(closeInFormat(losses, reference(term, shape, a, b), DType::F32, 1e-5));
+        const std::vector<float> want =
+            kl ? ops::ref::gaussianKlBackward(ops::KlInput::LogSigma, a.data(), b.data(), rows,
+                                              cols, dmean)
+               : ops::ref::reconstructionLossBackward(kind, a.data(), b.data(), rows, cols, dmean);
+        std::vector<float> want_acc = want;
+        for (size_t i = 0; i < want_acc.size(); ++i) want_acc[i] += init[i];
+        EXPECT_TRUE(closeInFormat(download(ctx(), over), want, f.out, 1e-5));
+        EXPECT_TRUE(closeInFormat(download(ctx(), acc), want_acc, f.out, 1e-5));
+      }
+}
+
 TEST_F(VaeLossTest, RejectsBadShapesBeforeRecording) {
   auto a = poisoned(ctx(), {4, 3}), b = poisoned(ctx(), {4, 2}), rows = poisoned(ctx(), {4}),
        mean = poisoned(ctx(), {1}), two = poisoned(ctx(), {2});
@@ -187,6 +251,23 @@ TEST_F(VaeLossTest, RejectsBadShapesBeforeRecording) {
         ops::gaussianKlBackward(rec, ops::KlInput::Mu, a.view(), a.view(), mean.view(), b.view());
       },
       "gaussianKlBackward: dmu (4,2) must have the shape of mu (4,3)");
+  // A gradient in place of its input needs the input's dtype: the bf16 view of mu's first
+  // 24 bytes.
+  const ops::TensorView mu16 = ops::view(a.buffer, {4, 3}, 0, DType::BF16);
+  expectShapeError(
+      rec,
+      [&] {
+        ops::gaussianKlBackward(rec, ops::KlInput::Mu, a.view(), a.view(), mean.view(), mu16);
+      },
+      "gaussianKlBackward: dmu in place of an input needs its dtype");
+  auto counts = poisoned(ctx(), {4});
+  expectShapeError(
+      rec,
+      [&] {
+        ops::gaussianKl(rec, a.view(), a.view(), ops::view(counts.buffer, {4}, 0, DType::BF16),
+                        mean.view());
+      },
+      "gaussianKl: rows must be f32, got bf16");
   EXPECT_EQ(shapeErrorText([] {
               ops::rowLossShape("gaussianKl", "mu", {0, 3}, "log_sigma", {0, 3});
             }),

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
@@ -26,7 +27,7 @@ static_assert(sizeof(ConfusionPush) == 20);
 Shape confusionShape(const Shape& logits, DType logits_dtype, const Shape& labels,
                      DType labels_dtype) {
   const std::string at = "confusion: logits " + logits.str() + ", labels " + labels.str() + ": ";
-  if (logits_dtype != DType::F32) throw ShapeError(at + "logits must be f32, got u32");
+  if (!isFloat(logits_dtype)) throw ShapeError(at + "logits must be f32, f16 or bf16, got u32");
   if (labels_dtype != DType::U32) throw ShapeError(at + "labels must be u32, got f32");
   if (logits.rank() < 2 || logits.numel() == 0)
     throw ShapeError(at + "logits must be a non-empty (..., C) with at least 2 dims");
@@ -46,7 +47,7 @@ void confusion(vk::Recorder& rec, const TensorView& logits, const TensorView& la
   if (!(counts.shape == want))
     throw ShapeError(std::string(op) + ": logits " + logits.shape.str() + ": counts " +
                      counts.shape.str() + " must be " + want.str());
-  checkFits(op, "logits", logits, DType::F32);
+  checkFloat(op, "logits", logits);
   checkFits(op, "labels", labels, DType::U32);
   checkFits(op, "counts", counts, DType::U32);
   checkAlias(op, "counts", counts, "logits", logits, false);
@@ -59,8 +60,9 @@ void confusion(vk::Recorder& rec, const TensorView& logits, const TensorView& la
   // The recorder puts a barrier between the fill and the kernel's atomics (it writes counts).
   if (w == Write::Overwrite) rec.fill(*counts.buffer, 0u, counts.offset, counts.bytes());
   const vk::Arg args[] = {bl.arg, bt.arg, bc.arg};
-  rec.dispatchGroups(ctx.kernels().get("confusion/count", {{"local_size_x", kWorkgroup}}), args,
-                     &push, sizeof(push), gridGroups(rec.context(), push.rows, kWorkgroup));
+  rec.dispatchGroups(floatKernel(ctx, "confusion/count", {{"local_size_x", kWorkgroup}},
+                                 {{"logits_dtype", logits.dtype}}),
+                     args, &push, sizeof(push), gridGroups(rec.context(), push.rows, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

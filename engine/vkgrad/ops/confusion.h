@@ -12,15 +12,15 @@
 
 namespace vkgrad::ops {
 
-// The shape rule, Vulkan-free (the graph builder uses it too): logits (..., C) f32 with at
-// least 2 dims, labels u32 of logits' shape without C, C below 2^16, rows below 2^31. Returns
-// the counts' shape (C,C). Throws ShapeError
+// The shape rule, Vulkan-free (the graph builder uses it too): logits (..., C) f32, f16 or
+// bf16 (compared as f32; ops/storage.h) with at least 2 dims, labels u32 of logits' shape
+// without C, C below 2^16, rows below 2^31. Returns the counts' shape (C,C). Throws ShapeError
 // "confusion: logits (5,3), labels (4): labels must have the shape of logits without C".
 Shape confusionShape(const Shape& logits, DType logits_dtype, const Shape& labels,
                      DType labels_dtype);
 
-// logits: (..., C) f32; labels: (...) u32; counts: (C,C) u32. Overwrite zeroes counts first;
-// Accumulate adds to them (a running count over batches; u32, so below 2^32 per cell).
+// logits: (..., C) in a float format; labels: (...) u32; counts: (C,C) u32. Overwrite zeroes counts
+// first; Accumulate adds to them (a running count over batches; u32, so below 2^32 per cell).
 // counts must not overlap the inputs.
 void confusion(vk::Recorder& rec, const TensorView& logits, const TensorView& labels,
                const TensorView& counts, Write w = Write::Overwrite);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -48,9 +49,10 @@ int64_t checkEdges(const char* op, const TensorView& offsets, const TensorView& 
                    std::initializer_list<std::pair<const char*, const TensorView*>> others) {
   edgeSoftmaxShape(op, offsets.shape, offsets.dtype, like.shape, like.dtype);
   for (const auto& [name, t] : others)
-    if (!(t->shape == like.shape) || t->dtype != DType::F32)
+    if (!(t->shape == like.shape) || !isFloat(t->dtype))
       throw ShapeError(std::string(op) + ": " + name + " " + t->shape.str() + " " +
-                       dtypeName(t->dtype) + " must be f32 shaped like " + like.shape.str());
+                       dtypeName(t->dtype) + " must be f32, f16 or bf16 shaped like " +
+                       like.shape.str());
   checkFits(op, "offsets", offsets, DType::U32);
   return offsets.shape[0] - 1;
 }
@@ -62,7 +64,7 @@ Shape edgeSoftmaxShape(const char* op, const Shape& offsets, DType offsets_dtype
   const std::string at =
       std::string(op) + ": offsets " + offsets.str() + ", scores " + scores.str() + ": ";
   if (offsets_dtype != DType::U32) throw ShapeError(at + "offsets must be u32");
-  if (scores_dtype != DType::F32) throw ShapeError(at + "scores must be f32");
+  if (!isFloat(scores_dtype)) throw ShapeError(at + "scores must be f32, f16 or bf16");
   if (offsets.rank() != 1 || offsets[0] < 2)
     throw ShapeError(at + "offsets must be (nodes + 1) with at least one node");
   if (offsets[0] > int64_t(UINT32_MAX)) throw ShapeError(at + "2^32 or more nodes");
@@ -76,8 +78,8 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
                  const TensorView& alpha) {
   const char* op = "edgeSoftmax";
   const int64_t nodes = checkEdges(op, offsets, scores, {{"alpha", &alpha}});
-  checkOperand(op, "scores", scores);
-  checkOperand(op, "alpha", alpha);
+  checkFloatOperand(op, "scores", scores);
+  checkFloatOperand(op, "alpha", alpha);
   checkAlias(op, "alpha", alpha, "scores", scores, false);
   checkAlias(op, "alpha", alpha, "offsets", offsets, false);
   vk::Context& ctx = rec.context();
@@ -88,8 +90,9 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
       uint32_t(nodes), uint32_t(scores.shape[0]), uint32_t(scores.shape[1]), bo.skip, bs.skip,
       ba.skip};
   const vk::Arg args[] = {bo.arg, bs.arg, ba.arg};
-  rec.dispatchGroups(ctx.kernels().get("edge_softmax/forward", {{"local_size_x", l.group},
-                                                                {"kOneSubgroup", l.one_subgroup}}),
+  rec.dispatchGroups(floatKernel(ctx, "edge_softmax/forward",
+                                 {{"local_size_x", l.group}, {"kOneSubgroup", l.one_subgroup}},
+                                 {{"scores_dtype", scores.dtype}, {"alpha_dtype", alpha.dtype}}),
                      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 
@@ -98,9 +101,9 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
   const char* op = "edgeSoftmaxBackward";
   const int64_t nodes =
       checkEdges(op, offsets, alpha, {{"dalpha", &dalpha}, {"dscores", &dscores}});
-  checkOperand(op, "alpha", alpha);
-  checkOperand(op, "dalpha", dalpha);
-  checkOperand(op, "dscores", dscores);
+  checkFloatOperand(op, "alpha", alpha);
+  checkFloatOperand(op, "dalpha", dalpha);
+  checkFloatOperand(op, "dscores", dscores);
   checkAlias(op, "dscores", dscores, "alpha", alpha, false);
   checkAlias(op, "dscores", dscores, "dalpha", dalpha, false);
   checkAlias(op, "dscores", dscores, "offsets", offsets, false);
@@ -116,11 +119,14 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
                           bd.skip,
                           bs.skip};
   const vk::Arg args[] = {bo.arg, ba.arg, bd.arg, bs.arg};
-  rec.dispatchGroups(
-      ctx.kernels().get("edge_softmax/backward", {{"local_size_x", l.group},
-                                                  {"kOneSubgroup", l.one_subgroup},
-                                                  {"kAccumulate", w == Write::Accumulate}}),
-      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
+  rec.dispatchGroups(floatKernel(ctx, "edge_softmax/backward",
+                                 {{"local_size_x", l.group},
+                                  {"kOneSubgroup", l.one_subgroup},
+                                  {"kAccumulate", w == Write::Accumulate}},
+                                 {{"alpha_dtype", alpha.dtype},
+                                  {"dalpha_dtype", dalpha.dtype},
+                                  {"dscores_dtype", dscores.dtype}}),
+                     args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
 }
 
 }  // namespace vkgrad::ops

@@ -8,6 +8,9 @@
 //
 // A node with no incoming edges has nothing to normalise. Deterministic: each node's sums
 // are fixed-order per lane (Kahan) and then a fixed-order workgroup combine; no atomics.
+// scores, alpha, dalpha and dscores are each f32, f16 or bf16 (ops/storage.h), in any mix:
+// the max, the sums and the exponentials are f32, and a 16-bit output rounds once, when
+// stored (the backward reads alpha as the forward stored it).
 //
 // Offsets live on the device, so the host cannot check them: graph::uploadGraph validates
 // a graph once. Any others still read and write nothing out of bounds: each offset is
@@ -20,15 +23,16 @@
 namespace vkgrad::ops {
 
 // The shape rule, Vulkan-free (the graph builder uses it too): offsets (nodes + 1) u32 with
-// nodes >= 1, scores (E, H) f32 non-empty with E * H < 2^31. Returns scores' shape. Throws
-// ShapeError "edgeSoftmax: offsets (5), scores (7): scores must be (edges, heads)".
+// nodes >= 1, scores (E, H) f32, f16 or bf16, non-empty with E * H < 2^31. Returns scores'
+// shape. Throws ShapeError "edgeSoftmax: offsets (5), scores (7): scores must be (edges,
+// heads)".
 Shape edgeSoftmaxShape(const char* op, const Shape& offsets, DType offsets_dtype,
                        const Shape& scores, DType scores_dtype);
 
-// offsets: (nodes + 1) u32; scores, alpha: (E, H) f32. Outputs never overlap inputs.
+// offsets: (nodes + 1) u32; scores, alpha: (E, H). Outputs never overlap inputs.
 void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView& scores,
                  const TensorView& alpha);
-// offsets: (nodes + 1) u32; alpha (the forward's output), dalpha, dscores: (E, H) f32,
+// offsets: (nodes + 1) u32; alpha (the forward's output), dalpha, dscores: (E, H),
 // dscores (= or +=) the gradient above.
 void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const TensorView& alpha,
                          const TensorView& dalpha, const TensorView& dscores,

@@ -3,9 +3,10 @@
 #include <cmath>
 #include <string>
 
-#include "vkgrad/ops/binding.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -39,8 +40,8 @@ void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& 
                 " must be positive and finite");
   if (options.top_k < 0)
     throw Error("topKWeights: top_k " + std::to_string(options.top_k) + " must be >= 0");
-  checkOperand("topKWeights", "logits", logits);
-  checkOperand("topKWeights", "weights", weights);
+  checkFloatOperand("topKWeights", "logits", logits);
+  checkFloatOperand("topKWeights", "weights", weights);
   checkAlias("topKWeights", "weights", weights, "logits", logits, /*allow_same=*/false);
 
   vk::Context& ctx = rec.context();
@@ -50,7 +51,8 @@ void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& 
   const Bound bw = bindStorage(ctx, weights);
   const TopKPush push{uint32_t(logits.shape.rows()), uint32_t(cols), uint32_t(k), bl.skip, bw.skip,
                       1.0f / options.temperature};
-  const vk::Kernel& kernel = ctx.kernels().get("sampling/top_k");
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "sampling/top_k", {}, {{"logits_dtype", logits.dtype}, {"w_dtype", weights.dtype}});
   const vk::Arg args[] = {bl.arg, bw.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), std::min(push.rows, kMaxGroups));
 }

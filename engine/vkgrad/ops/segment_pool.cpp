@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -37,6 +38,14 @@ void checkShaped(const char* op, const char* name, const TensorView& t, const Sh
   checkFits(op, name, t, dtype);
 }
 
+// The same for a float tensor in any format (f32, f16 or bf16).
+void checkShapedFloat(const char* op, const char* name, const TensorView& t, const Shape& shape) {
+  if (!(t.shape == shape) || !isFloat(t.dtype))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " " +
+                     dtypeName(t.dtype) + " must be f32, f16 or bf16 " + shape.str());
+  checkFloat(op, name, t);
+}
+
 // Max reads and writes the argmax; the others bind a 4-byte stand-in the kernel never touches.
 Bound bindArgmax(const vk::Context& ctx, Pool kind, const TensorView& argmax, const Bound& other) {
   if (kind == Pool::Max) return bindStorage(ctx, argmax);
@@ -60,7 +69,7 @@ const char* poolName(Pool kind) {
 Shape segmentPoolShape(const char* op, const Shape& x, DType x_dtype, const Shape& segments,
                        DType segments_dtype) {
   const std::string at = std::string(op) + ": x " + x.str() + ", segments " + segments.str() + ": ";
-  if (x_dtype != DType::F32) throw ShapeError(at + "x must be f32");
+  if (!isFloat(x_dtype)) throw ShapeError(at + "x must be f32, f16 or bf16");
   if (segments_dtype != DType::U32) throw ShapeError(at + "segments must be u32");
   if (x.rank() != 2 || x.numel() == 0)
     throw ShapeError(at + "x must be (nodes, features), non-empty");
@@ -76,14 +85,14 @@ void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const Tensor
                  const TensorView& out, const TensorView& argmax) {
   const char* op = "segmentPool";
   const Shape shape = segmentPoolShape(op, x.shape, x.dtype, segments.shape, segments.dtype);
-  checkShaped(op, "out", out, shape, DType::F32);
+  checkShapedFloat(op, "out", out, shape);
   if (kind == Pool::Max) {
     checkShaped(op, "argmax", argmax, shape, DType::U32);
     checkAlias(op, "argmax", argmax, "x", x, false);
     checkAlias(op, "argmax", argmax, "segments", segments, false);
     checkAlias(op, "argmax", argmax, "out", out, false);
   }
-  checkOperand(op, "x", x);
+  checkFloatOperand(op, "x", x);
   checkFits(op, "segments", segments, DType::U32);
   checkAlias(op, "out", out, "x", x, false);
   checkAlias(op, "out", out, "segments", segments, false);
@@ -98,10 +107,11 @@ void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const Tensor
                          bo.skip,
                          ba.skip};
   const vk::Arg args[] = {bx.arg, bs.arg, bo.arg, ba.arg};
-  rec.dispatchGroups(
-      ctx.kernels().get("segment_pool/forward",
-                        {{"local_size_x", kWorkgroup}, {"KIND", kindConstant(kind)}}),
-      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(shape.numel()), kWorkgroup));
+  rec.dispatchGroups(floatKernel(ctx, "segment_pool/forward",
+                                 {{"local_size_x", kWorkgroup}, {"KIND", kindConstant(kind)}},
+                                 {{"x_dtype", x.dtype}, {"out_values_dtype", out.dtype}}),
+                     args, &push, sizeof(push),
+                     gridGroups(rec.context(), uint64_t(shape.numel()), kWorkgroup));
 }
 
 void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segments,
@@ -109,12 +119,12 @@ void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segment
                          Write w) {
   const char* op = "segmentPoolBackward";
   const Shape shape = segmentPoolShape(op, dx.shape, dx.dtype, segments.shape, segments.dtype);
-  checkShaped(op, "dout", dout, shape, DType::F32);
+  checkShapedFloat(op, "dout", dout, shape);
   if (kind == Pool::Max) {
     checkShaped(op, "argmax", argmax, shape, DType::U32);
     checkAlias(op, "dx", dx, "argmax", argmax, false);
   }
-  checkOperand(op, "dx", dx);
+  checkFloatOperand(op, "dx", dx);
   checkFits(op, "segments", segments, DType::U32);
   checkAlias(op, "dx", dx, "dout", dout, false);
   checkAlias(op, "dx", dx, "segments", segments, false);
@@ -129,11 +139,13 @@ void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segment
                           bd.skip,
                           bx.skip};
   const vk::Arg args[] = {bs.arg, ba.arg, bd.arg, bx.arg};
-  rec.dispatchGroups(
-      ctx.kernels().get("segment_pool/backward", {{"local_size_x", kWorkgroup},
-                                                  {"KIND", kindConstant(kind)},
-                                                  {"kAccumulate", w == Write::Accumulate}}),
-      args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(dx.shape.numel()), kWorkgroup));
+  rec.dispatchGroups(floatKernel(ctx, "segment_pool/backward",
+                                 {{"local_size_x", kWorkgroup},
+                                  {"KIND", kindConstant(kind)},
+                                  {"kAccumulate", w == Write::Accumulate}},
+                                 {{"dout_dtype", dout.dtype}, {"dx_dtype", dx.dtype}}),
+                     args, &push, sizeof(push),
+                     gridGroups(rec.context(), uint64_t(dx.shape.numel()), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

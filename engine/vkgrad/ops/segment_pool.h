@@ -10,7 +10,9 @@
 // An empty graph pools to 0 (the mean and the max of nothing are 0; its argmax is
 // kNoNode). Backward: Sum broadcasts dout[g] to g's nodes, Mean divides it by the count, Max
 // sends it to the argmax node only. One invocation per (g, f) sums its graph's nodes in node
-// order (Kahan), so results are the same bits every run; no atomics.
+// order (Kahan), so results are the same bits every run; no atomics. x, out, dout and dx are
+// each f32, f16 or bf16 (ops/storage.h), in any mix: sums and comparisons are f32, and a
+// 16-bit output rounds once, when stored; segments and argmax are u32.
 //
 // Segments live on the device, so the host cannot check them. Bad ones still read and write
 // nothing out of bounds: each offset is clamped to N, and a graph whose end is below its
@@ -32,18 +34,18 @@ const char* poolName(Pool kind);
 // The argmax of an empty graph: no node gets its gradient.
 constexpr uint32_t kNoNode = 0xffffffffu;
 
-// The shape rule, Vulkan-free (the graph builder uses it too): x (N, F) f32 non-empty with
+// The shape rule, Vulkan-free (the graph builder uses it too): x (N, F) non-empty float with
 // N * F < 2^31, segments (G + 1) u32 with G >= 1. Returns (G, F). Throws ShapeError
 // "segmentPool: x (6,3), segments (4,2): segments must be (graphs + 1)".
 Shape segmentPoolShape(const char* op, const Shape& x, DType x_dtype, const Shape& segments,
                        DType segments_dtype);
 
-// x: (N, F) f32; segments: (G + 1) u32; out: (G, F) f32; argmax: (G, F) u32 for Max, unused
+// x: (N, F); segments: (G + 1) u32; out: (G, F); argmax: (G, F) u32 for Max, unused
 // (an empty view) otherwise. Outputs never overlap inputs.
 void segmentPool(vk::Recorder& rec, Pool kind, const TensorView& x, const TensorView& segments,
                  const TensorView& out, const TensorView& argmax = {});
-// segments: (G + 1) u32; argmax: the forward's, for Max (else unused); dout: (G, F) f32;
-// dx: (N, F) f32, (= or +=) the gradient above.
+// segments: (G + 1) u32; argmax: the forward's, for Max (else unused); dout: (G, F);
+// dx: (N, F), (= or +=) the gradient above.
 void segmentPoolBackward(vk::Recorder& rec, Pool kind, const TensorView& segments,
                          const TensorView& argmax, const TensorView& dout, const TensorView& dx,
                          Write w = Write::Overwrite);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -67,11 +68,11 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
       spmmHeads(op, rows, edges, in.shape, weights.buffer ? &weights.shape : nullptr);
   if (!(out.shape == in.shape))
     throw ShapeError(at + ": " + out_name + " must have the shape of " + in_name);
-  checkOperand(op, in_name, in);
-  checkOperand(op, out_name, out);
+  checkFloatOperand(op, in_name, in);
+  checkFloatOperand(op, out_name, out);
   checkAlias(op, out_name, out, in_name, in, false);
   if (weights.buffer) {
-    checkOperand(op, "weights", weights);
+    checkFloatOperand(op, "weights", weights);
     checkAlias(op, out_name, out, "weights", weights, false);
   }
   vk::Context& ctx = rec.context();
@@ -86,13 +87,22 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
                            uint32_t(heads),
                            {bo.skip, bn.skip, be.skip, bw.skip, bx.skip, by.skip}};
   const vk::Arg args[] = {bo.arg, bn.arg, be.arg, bw.arg, bx.arg, by.arg};
-  // 4 features per invocation where they share a head and x, y start on whole vec4s.
-  const uint32_t width = push.head_cols % 4 == 0 && bx.skip % 4 == 0 && by.skip % 4 == 0 ? 4 : 1;
-  const vk::Kernel& kernel = ctx.kernels().get(width == 4 ? "spmm/aggregate4" : "spmm/aggregate",
-                                               {{"local_size_x", kWorkgroup},
-                                                {"kIndirect", indirect},
-                                                {"kWeighted", weights.buffer != nullptr},
-                                                {"kAccumulate", w == Write::Accumulate}});
+  // 4 features per invocation where they share a head, x, y start on whole vec4s and every
+  // float tensor is f32 (the vec4 kernel reads them as f32 words).
+  const TensorView& w_arg = weights.buffer ? weights : in;
+  const bool all_f32 =
+      in.dtype == DType::F32 && out.dtype == DType::F32 && w_arg.dtype == DType::F32;
+  const uint32_t width =
+      all_f32 && push.head_cols % 4 == 0 && bx.skip % 4 == 0 && by.skip % 4 == 0 ? 4 : 1;
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup},
+                                    {"kIndirect", indirect},
+                                    {"kWeighted", weights.buffer != nullptr},
+                                    {"kAccumulate", w == Write::Accumulate}};
+  const vk::Kernel& kernel =
+      width == 4
+          ? ctx.kernels().get("spmm/aggregate4", constants)
+          : floatKernel(ctx, "spmm/aggregate", constants,
+                        {{"w_dtype", w_arg.dtype}, {"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
   rec.dispatchGroups(
       kernel, args, &push, sizeof(push),
       gridGroups(rec.context(), uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
@@ -148,9 +158,9 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
   if (x.shape.rank() != 2) throw ShapeError(at + ": x must be (N, F)");
   const int64_t heads = spmmHeads(op, x.shape[0], edges, x.shape, &dw.shape);
   if (!(dy.shape == x.shape)) throw ShapeError(at + ": dy must have the shape of x");
-  checkOperand(op, "x", x);
-  checkOperand(op, "dy", dy);
-  checkOperand(op, "dw", dw);
+  checkFloatOperand(op, "x", x);
+  checkFloatOperand(op, "dy", dy);
+  checkFloatOperand(op, "dw", dw);
   checkAlias(op, "dw", dw, "x", x, false);
   checkAlias(op, "dw", dw, "dy", dy, false);
   vk::Context& ctx = rec.context();
@@ -164,8 +174,9 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
                          {bs.skip, bd.skip, bx.skip, bdy.skip, bw.skip}};
   const vk::Arg args[] = {bs.arg, bd.arg, bx.arg, bdy.arg, bw.arg};
   rec.dispatchGroups(
-      ctx.kernels().get("spmm/weights_backward",
-                        {{"local_size_x", kWorkgroup}, {"kAccumulate", w == Write::Accumulate}}),
+      floatKernel(ctx, "spmm/weights_backward",
+                  {{"local_size_x", kWorkgroup}, {"kAccumulate", w == Write::Accumulate}},
+                  {{"x_dtype", x.dtype}, {"dy_dtype", dy.dtype}, {"dw_dtype", dw.dtype}}),
       args, &push, sizeof(push),
       gridGroups(rec.context(), uint64_t(edges) * uint64_t(heads), kWorkgroup));
 }

@@ -7,9 +7,13 @@
 //                          of w[e, h(f)] dy[destinations[e], f]
 //   weights:    dw[e, h] = sum over f in head h of dy[destinations[e], f] x[sources[e], f]
 //
-// w: none (every weight 1), (E) or (E, H) f32 with H dividing F; head h(f) = f / (F / H)
+// w: none (every weight 1), (E) or (E, H) with H dividing F; head h(f) = f / (F / H)
 // weighs features [h F/H, (h+1) F/H). A node with no edges gets 0. The forward and the
 // transposed pass are one kernel: the transposed one reads its edges through t_edges.
+//
+// x, y, dy, dx, the weights and dw are each f32, f16 or bf16 (ops/storage.h), in any mix;
+// the index arrays are u32. Sums are f32 whatever the formats; a 16-bit output rounds once,
+// when stored.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +30,7 @@ int64_t spmmHeads(const char* op, int64_t nodes, int64_t edges, const Shape& x,
                   const Shape* weights);
 
 // offsets: (N+1) u32; sources: (E) u32, E >= offsets[N] (an edgeless graph passes one unused
-// word); weights: (E) or (E, H) f32, or an empty view (no buffer) for all-ones; x: (N, F);
+// word); weights: (E) or (E, H), or an empty view (no buffer) for all-ones; x: (N, F);
 // y: (N, F), (= or +=) A x.
 void spmm(vk::Recorder& rec, const TensorView& offsets, const TensorView& sources,
           const TensorView& weights, const TensorView& x, const TensorView& y,

@@ -4,6 +4,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/reduce.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -32,10 +33,13 @@ uint32_t reconstructionKind(Reconstruction kind) {
   return kind == Reconstruction::Bce ? kBce : kMse;
 }
 
-void checkScalar(const char* op, const char* name, const TensorView& t) {
+void checkScalar(const char* op, const char* name, const TensorView& t, bool any_float) {
   if (t.shape.numel() != 1)
     throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " must hold one float");
-  checkOperand(op, name, t);
+  if (any_float)
+    checkFloatOperand(op, name, t);
+  else
+    checkOperand(op, name, t);
 }
 
 // Row sums of term(kind, a, b) into rows, then their mean into mean.
@@ -47,9 +51,10 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
     throw ShapeError(std::string(op) + ": rows " + rows.shape.str() + " must hold " +
                      std::to_string(rows_shape.numel()) + " floats, one per row of " + a_name +
                      " " + a.shape.str());
-  checkScalar(op, "mean", mean);
-  checkOperand(op, a_name, a);
-  checkOperand(op, b_name, b);
+  // The losses stay f32 (meanRows reads rows as f32); the kernel follows rows' format.
+  checkScalar(op, "mean", mean, false);
+  checkFloatOperand(op, a_name, a);
+  checkFloatOperand(op, b_name, b);
   checkOperand(op, "rows", rows);
   checkAlias(op, "rows", rows, a_name, a, false);
   checkAlias(op, "rows", rows, b_name, b, false);
@@ -61,8 +66,9 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
                       br.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, br.arg};
   rec.dispatchGroups(
-      ctx.kernels().get("vae_loss/rows", {{"local_size_x", kRowWorkgroup}, {"KIND", kind}}), args,
-      &push, sizeof(push),
+      floatKernel(ctx, "vae_loss/rows", {{"local_size_x", kRowWorkgroup}, {"KIND", kind}},
+                  {{"a_dtype", a.dtype}, {"b_dtype", b.dtype}, {"rows_out_dtype", rows.dtype}}),
+      args, &push, sizeof(push),
       gridGroups(rec.context(), uint64_t(n_rows) * kRowWorkgroup, kRowWorkgroup));
   TensorView column = rows;
   column.shape = {n_rows, 1};
@@ -76,10 +82,12 @@ void recordBackward(vk::Recorder& rec, const char* op, uint32_t kind, const char
   if (!(out.shape == a.shape))
     throw ShapeError(std::string(op) + ": " + out_name + " " + out.shape.str() +
                      " must have the shape of " + a_name + " " + a.shape.str());
-  checkScalar(op, "dmean", dmean);
-  checkOperand(op, a_name, a);
-  checkOperand(op, b_name, b);
-  checkOperand(op, out_name, out);
+  checkScalar(op, "dmean", dmean, true);
+  checkFloatOperand(op, a_name, a);
+  checkFloatOperand(op, b_name, b);
+  checkFloatOperand(op, out_name, out);
+  if ((overlaps(out, a) && out.dtype != a.dtype) || (overlaps(out, b) && out.dtype != b.dtype))
+    throw ShapeError(std::string(op) + ": " + out_name + " in place of an input needs its dtype");
   checkAlias(op, out_name, out, a_name, a, true);
   checkAlias(op, out_name, out, b_name, b, true);
   checkAlias(op, out_name, out, "dmean", dmean, false);
@@ -90,9 +98,13 @@ void recordBackward(vk::Recorder& rec, const char* op, uint32_t kind, const char
   const BackwardPush push{uint32_t(n), uint32_t(rows_shape[0]), ba.skip, bb.skip, bd.skip, bo.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, bd.arg, bo.arg};
   rec.dispatchGroups(
-      ctx.kernels().get(
-          "vae_loss/backward",
-          {{"local_size_x", kWorkgroup}, {"KIND", kind}, {"kAccumulate", w == Write::Accumulate}}),
+      floatKernel(
+          ctx, "vae_loss/backward",
+          {{"local_size_x", kWorkgroup}, {"KIND", kind}, {"kAccumulate", w == Write::Accumulate}},
+          {{"a_dtype", a.dtype},
+           {"b_dtype", b.dtype},
+           {"dmean_dtype", dmean.dtype},
+           {"out_values_dtype", out.dtype}}),
       args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
 }
 

@@ -11,6 +11,10 @@
 //
 // Deterministic: fixed-order (Kahan, then workgroup-tree) sums, no atomics. exp and sigmoid
 // are the float-accurate helpers of shaders/common/ew_math.glsl.
+//
+// logits, targets, mu, log_sigma, dmean and the gradients are each f32, f16 or bf16
+// (ops/storage.h), in any mix; the terms and sums are f32, and a 16-bit gradient rounds once,
+// when stored. The losses, rows and mean, are f32.
 #pragma once
 
 #include "vkgrad/ops/tensor.h"
@@ -29,7 +33,7 @@ enum class Reconstruction {
 Shape rowLossShape(const char* op, const char* a_name, const Shape& a, const char* b_name,
                    const Shape& b);
 
-// logits, targets: (B, ...) f32, the same shape; rows: (B); mean: (1).
+// logits, targets: (B, ...), the same shape; rows: (B) f32; mean: (1) f32.
 //   rows[r] = the row's summed error, mean = sum(rows) / B.
 void reconstructionLoss(vk::Recorder& rec, Reconstruction kind, const TensorView& logits,
                         const TensorView& targets, const TensorView& rows, const TensorView& mean);
@@ -39,7 +43,7 @@ void reconstructionLossBackward(vk::Recorder& rec, Reconstruction kind, const Te
                                 const TensorView& targets, const TensorView& dmean,
                                 const TensorView& dlogits, Write w = Write::Overwrite);
 
-// mu, log_sigma: (B, ...) f32, the same shape; rows: (B); mean: (1).
+// mu, log_sigma: (B, ...), the same shape; rows: (B) f32; mean: (1) f32.
 void gaussianKl(vk::Recorder& rec, const TensorView& mu, const TensorView& log_sigma,
                 const TensorView& rows, const TensorView& mean);
 // Which input's gradient gaussianKlBackward writes.
