@@ -7,16 +7,18 @@
 //   dS_ij = P_ij (dO_i·v_j - rowdot_i),  dK_j += scale dS_ij q_i.
 // Each key's sums run over queries in order in one invocation: deterministic, no atomics.
 // Query tiles before the first query that sees the workgroup's first key are not visited.
+// Every tensor in any float format (LSE and the row dots too); the arithmetic is f32.
+#include "common/storage.glsl"
 #include "attention/common.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Qb { float q[]; };
-layout(set = 0, binding = 1) readonly buffer Kb { float k[]; };
-layout(set = 0, binding = 2) readonly buffer Vb { float v[]; };
-layout(set = 0, binding = 3) readonly buffer DOb { float dout[]; };
-layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
-layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
-layout(set = 0, binding = 6) buffer DKb { float dk[]; };
-layout(set = 0, binding = 7) buffer DVb { float dv[]; };
+FLOATS(0, q, readonly)
+FLOATS(1, k, readonly)
+FLOATS(2, v, readonly)
+FLOATS(3, dout, readonly)
+FLOATS(4, lse, readonly)
+FLOATS(5, rowdot, readonly)
+FLOATS(6, dk, )  // not writeonly: accumulate reads them
+FLOATS(7, dv, )
 
 shared float qs[TILE][D];
 shared float dos[TILE][D];
@@ -30,8 +32,8 @@ void main() {
 
   float kj[D], vj[D], gk[D], gv[D];
   for (uint d = 0; d < D; ++d) {
-    kj[d] = key ? k[at(K, b, j, p.Tk, h) + d] : 0.0;
-    vj[d] = key ? v[at(V, b, j, p.Tk, h) + d] : 0.0;
+    kj[d] = key ? LOAD(k, at(K, b, j, p.Tk, h) + d) : 0.0;
+    vj[d] = key ? LOAD(v, at(V, b, j, p.Tk, h) + d) : 0.0;
     gk[d] = 0.0;
     gv[d] = 0.0;
   }
@@ -42,13 +44,13 @@ void main() {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
       const uint r = e / D, d = e % D, i = i0 + r;
-      qs[r][d] = i < p.Tq ? q[at(Q, b, i, p.Tq, h) + d] : 0.0;
-      dos[r][d] = i < p.Tq ? dout[at(DO, b, i, p.Tq, h) + d] : 0.0;
+      qs[r][d] = i < p.Tq ? LOAD(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
+      dos[r][d] = i < p.Tq ? LOAD(dout, at(DO, b, i, p.Tq, h) + d) : 0.0;
     }
     {
       const uint i = i0 + gl_LocalInvocationID.x;
-      ls[gl_LocalInvocationID.x] = i < p.Tq ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
-      rs[gl_LocalInvocationID.x] = i < p.Tq ? rowdot[p.rowdot_skip + rowIndex(b, h, i)] : 0.0;
+      ls[gl_LocalInvocationID.x] = i < p.Tq ? LOAD(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
+      rs[gl_LocalInvocationID.x] = i < p.Tq ? LOAD(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
     }
     barrier();
     for (uint r = 0; r < TILE; ++r) {
@@ -71,7 +73,7 @@ void main() {
   const uint ki = at(DK, b, j, p.Tk, h), vi = at(DV, b, j, p.Tk, h);
   for (uint d = 0; d < D; ++d) {
     const float gkd = gk[d] * p.scale;
-    dk[ki + d] = p.accumulate != 0 ? dk[ki + d] + gkd : gkd;
-    dv[vi + d] = p.accumulate != 0 ? dv[vi + d] + gv[d] : gv[d];
+    STORE(dk, ki + d, p.accumulate != 0 ? LOAD(dk, ki + d) + gkd : gkd);
+    STORE(dv, vi + d, p.accumulate != 0 ? LOAD(dv, vi + d) + gv[d] : gv[d]);
   }
 }

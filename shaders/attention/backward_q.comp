@@ -4,16 +4,18 @@
 // invocation per row holding q, dO and dQ; key and value tiles pass through shared memory.
 //   P_ij = exp(scale q_i·k_j - LSE_i),  dS_ij = P_ij (dO_i·v_j - rowdot_i),
 //   dQ_i = scale sum_j dS_ij k_j.
-// Key tiles past the last one any row of the workgroup sees (causal) are not visited.
+// Key tiles past the last one any row of the workgroup sees (causal) are not visited. Every
+// tensor in any float format (LSE and the row dots too); the arithmetic is f32.
+#include "common/storage.glsl"
 #include "attention/common.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Qb { float q[]; };
-layout(set = 0, binding = 1) readonly buffer Kb { float k[]; };
-layout(set = 0, binding = 2) readonly buffer Vb { float v[]; };
-layout(set = 0, binding = 3) readonly buffer DOb { float dout[]; };
-layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
-layout(set = 0, binding = 5) readonly buffer Rb { float rowdot[]; };
-layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+FLOATS(0, q, readonly)
+FLOATS(1, k, readonly)
+FLOATS(2, v, readonly)
+FLOATS(3, dout, readonly)
+FLOATS(4, lse, readonly)
+FLOATS(5, rowdot, readonly)
+FLOATS(6, dq, )  // not writeonly: accumulate reads it
 
 shared float ks[TILE][D];
 shared float vs[TILE][D];
@@ -25,12 +27,12 @@ void main() {
 
   float qi[D], doi[D], g[D];
   for (uint d = 0; d < D; ++d) {
-    qi[d] = row ? q[at(Q, b, i, p.Tq, h) + d] : 0.0;
-    doi[d] = row ? dout[at(DO, b, i, p.Tq, h) + d] : 0.0;
+    qi[d] = row ? LOAD(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
+    doi[d] = row ? LOAD(dout, at(DO, b, i, p.Tq, h) + d) : 0.0;
     g[d] = 0.0;
   }
-  const float l = row ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
-  const float rd = row ? rowdot[p.rowdot_skip + rowIndex(b, h, i)] : 0.0;
+  const float l = row ? LOAD(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
+  const float rd = row ? LOAD(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
   // A row that sees no key has LSE = -inf and a zero gradient.
   const uint end = l == NEG_INF ? 0 : keyEnd(i);
   const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);
@@ -39,8 +41,8 @@ void main() {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
       const uint r = e / D, d = e % D, j = j0 + r;
-      ks[r][d] = j < p.Tk ? k[at(K, b, j, p.Tk, h) + d] : 0.0;
-      vs[r][d] = j < p.Tk ? v[at(V, b, j, p.Tk, h) + d] : 0.0;
+      ks[r][d] = j < p.Tk ? LOAD(k, at(K, b, j, p.Tk, h) + d) : 0.0;
+      vs[r][d] = j < p.Tk ? LOAD(v, at(V, b, j, p.Tk, h) + d) : 0.0;
     }
     barrier();
     const uint n = j0 < end ? min(TILE, end - j0) : 0;
@@ -58,6 +60,6 @@ void main() {
   const uint qi_at = at(DQ, b, i, p.Tq, h);
   for (uint d = 0; d < D; ++d) {
     const float gd = g[d] * p.scale;
-    dq[qi_at + d] = p.accumulate != 0 ? dq[qi_at + d] + gd : gd;
+    STORE(dq, qi_at + d, p.accumulate != 0 ? LOAD(dq, qi_at + d) + gd : gd);
   }
 }

@@ -4,14 +4,16 @@
 // Tq x Tk scores. A workgroup owns TILE query rows of one (batch, head), one invocation per
 // row holding q and its output accumulator; key and value tiles pass through shared memory,
 // and each tile updates the row's running max and sum (online softmax). Key tiles past the
-// last one any row of the workgroup sees (causal) are not visited.
+// last one any row of the workgroup sees (causal) are not visited. Every tensor in any float
+// format; the arithmetic, shared tiles included, is f32.
+#include "common/storage.glsl"
 #include "attention/common.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Qb { float q[]; };
-layout(set = 0, binding = 1) readonly buffer Kb { float k[]; };
-layout(set = 0, binding = 2) readonly buffer Vb { float v[]; };
-layout(set = 0, binding = 3) writeonly buffer Ob { float o[]; };
-layout(set = 0, binding = 4) writeonly buffer Lb { float lse[]; };
+FLOATS(0, q, readonly)
+FLOATS(1, k, readonly)
+FLOATS(2, v, readonly)
+FLOATS(3, o, writeonly)
+FLOATS(4, lse, writeonly)
 
 shared float ks[TILE][D];
 shared float vs[TILE][D];
@@ -23,7 +25,7 @@ void main() {
 
   float qi[D], acc[D], s[TILE];
   for (uint d = 0; d < D; ++d) {
-    qi[d] = row ? q[at(Q, b, i, p.Tq, h) + d] * p.scale : 0.0;
+    qi[d] = row ? LOAD(q, at(Q, b, i, p.Tq, h) + d) * p.scale : 0.0;
     acc[d] = 0.0;
   }
   float m = NEG_INF, l = 0.0;  // running max and sum of exp(s - m)
@@ -34,8 +36,8 @@ void main() {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
       const uint r = e / D, d = e % D, j = j0 + r;
-      ks[r][d] = j < p.Tk ? k[at(K, b, j, p.Tk, h) + d] : 0.0;
-      vs[r][d] = j < p.Tk ? v[at(V, b, j, p.Tk, h) + d] : 0.0;
+      ks[r][d] = j < p.Tk ? LOAD(k, at(K, b, j, p.Tk, h) + d) : 0.0;
+      vs[r][d] = j < p.Tk ? LOAD(v, at(V, b, j, p.Tk, h) + d) : 0.0;
     }
     barrier();
     const uint n = j0 < end ? min(TILE, end - j0) : 0;  // keys of this tile the row sees
@@ -62,6 +64,6 @@ void main() {
   // A row that sees no key (causal, Tq > Tk) gets O = 0 and LSE = -inf, never NaN.
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   const uint oi = at(O, b, i, p.Tq, h);
-  for (uint d = 0; d < D; ++d) o[oi + d] = acc[d] * inv;
-  lse[p.lse_skip + rowIndex(b, h, i)] = l > 0.0 ? m + log(l) : NEG_INF;
+  for (uint d = 0; d < D; ++d) STORE(o, oi + d, acc[d] * inv);
+  STORE(lse, p.lse_skip + rowIndex(b, h, i), l > 0.0 ? m + log(l) : NEG_INF);
 }

@@ -1,13 +1,17 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // dtable[v, d] (=|+=) sum of dout[j, d] over the positions j with ids[j] == v, in increasing
 // j. One invocation per (v, d) scans all of ids: O(V * n * D) work but no scratch and one
-// dispatch. Each sum has one owner and a fixed order, so the result is deterministic.
+// dispatch. Each sum has one owner and a fixed order, so the result is deterministic. dout and
+// dtable in any float format; the sum is f32.
+#include "common/storage.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kAccumulate = false;
 
 layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };     // (n) u32
-layout(set = 0, binding = 1) readonly buffer Dout { float dout[]; };  // (n,D)
-layout(set = 0, binding = 2) buffer Dtable { float dtable[]; };       // (V,D); read only to accumulate
+FLOATS(1, dout, readonly)  // (n,D)
+FLOATS(2, dtable, )        // (V,D); read only to accumulate
 layout(set = 0, binding = 3) buffer Status { uint status[]; };        // {flags, largest bad id}
 layout(push_constant) uniform Push {
   uint n, vocab, dim;
@@ -21,14 +25,14 @@ void main() {
     float sum = 0.0;
     for (uint j = 0; j < p.n; ++j) {
       const uint id = ids[p.skip[0] + j];
-      if (id == v) sum += dout[p.skip[1] + j * p.dim + d];
+      if (id == v) sum += LOAD(dout, p.skip[1] + j * p.dim + d);
       // Out-of-range ids match no row; the first invocation reports them.
       if (i == 0 && id >= p.vocab) {  // kEmbeddingBadId in ops/embedding.h
         atomicOr(status[p.skip[3] + 0], 1u);
         atomicMax(status[p.skip[3] + 1], id);
       }
     }
-    if (kAccumulate) dtable[p.skip[2] + i] += sum;
-    else dtable[p.skip[2] + i] = sum;
+    if (kAccumulate) STORE(dtable, p.skip[2] + i, LOAD(dtable, p.skip[2] + i) + sum);
+    else STORE(dtable, p.skip[2] + i, sum);
   }
 }

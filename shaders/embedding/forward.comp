@@ -1,16 +1,21 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // out[r, d] = table[ids[r], d]: one invocation per output element, grid-stride. Table row v
 // starts at v * row_stride (row_stride = dim for a dense table; below dim rows overlap, as the
 // windows of a token stream do). An id outside the table reads nothing: its row of out is 0
 // and the status buffer records it.
 // kVec4 (dim, row_stride and both views' skips multiples of 4): one invocation per 4 columns,
-// 16-byte loads and stores (a scalar storage access is a loop over the lanes on llvmpipe).
+// 16-byte loads and stores (a scalar storage access is a loop over the lanes on llvmpipe);
+// f32 tables and outputs only. table and out otherwise in any float format (a u32 table moves
+// through as f32 words, bits unchanged).
+#include "common/storage.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kVec4 = false;
 
 layout(set = 0, binding = 0) readonly buffer Ids { uint ids[]; };       // (n) u32
-layout(set = 0, binding = 1) readonly buffer Table { float table[]; };  // V rows of D
-layout(set = 0, binding = 2) writeonly buffer Out { float out_rows[]; };  // (n,D)
+FLOATS(1, table, readonly)      // V rows of D
+FLOATS(2, out_rows, writeonly)  // (n,D)
 layout(set = 0, binding = 3) buffer Status { uint status[]; };          // {flags, largest bad id}
 layout(set = 0, binding = 1) readonly buffer Table4 { vec4 table4[]; };     // the same two,
 layout(set = 0, binding = 2) writeonly buffer Out4 { vec4 out_rows4[]; };  // with kVec4
@@ -48,9 +53,9 @@ void main() {
     const uint r = i / p.dim, d = i - r * p.dim;
     const uint id = ids[p.skip[0] + r];
     if (id < p.vocab) {
-      out_rows[p.skip[2] + i] = table[p.skip[1] + id * p.row_stride + d];
+      STORE(out_rows, p.skip[2] + i, LOAD(table, p.skip[1] + id * p.row_stride + d));
     } else {  // never read past the table
-      out_rows[p.skip[2] + i] = 0.0;
+      STORE(out_rows, p.skip[2] + i, 0.0);
       if (d == 0) reportBadId(id);
     }
   }

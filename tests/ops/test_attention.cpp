@@ -1,9 +1,11 @@
 #include "vkgrad/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/compare.h"
@@ -13,6 +15,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/ops/reference/attention.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
@@ -306,6 +309,241 @@ TEST_F(AttentionTest, GradientsMatchFiniteDifferences) {
   rec.submit();
   const auto gq = download(ctx(), dq), gk = download(ctx(), dk), gv = download(ctx(), dv);
   EXPECT_TRUE(checkGradients(loss, {{"q", &q, gq}, {"k", &k, gk}, {"v", &v, gv}}, rng));
+}
+
+// The backward's formulas in double from the statistics as the forward stored them (LSE, and
+// the row dots as the rowdot pass stored them, each maybe rounded to 16 bits), the way the
+// kernels read them: P = exp(scale q·k - lse), dS = P (dO·v - rowdot). Packed (B,T,H,D)
+// tensors; dq, dk, dv overwritten.
+void backwardFromStats(const ops::ref::AttentionShape& s, const std::vector<float>& q,
+                       const std::vector<float>& k, const std::vector<float>& v,
+                       const std::vector<float>& dout, const std::vector<float>& lse,
+                       const std::vector<float>& rowdot, std::vector<float>& dq,
+                       std::vector<float>& dk, std::vector<float>& dv) {
+  const double scale = 1.0 / std::sqrt(double(s.d));
+  std::vector<double> gq(q.size()), gk(k.size()), gv(v.size());
+  auto at = [&](int64_t b, int64_t t, int64_t tt, int64_t h) {
+    return ((b * tt + t) * s.h + h) * s.d;
+  };
+  for (int64_t b = 0; b < s.b; ++b)
+    for (int64_t h = 0; h < s.h; ++h)
+      for (int64_t i = 0; i < s.tq; ++i) {
+        const int64_t row = (b * s.h + h) * s.tq + i;
+        if (std::isinf(lse[row])) continue;  // a query that sees no key
+        const int64_t end = s.causal ? std::clamp<int64_t>(i + s.tk - s.tq + 1, 0, s.tk) : s.tk;
+        const int64_t qi = at(b, i, s.tq, h);
+        for (int64_t j = 0; j < end; ++j) {
+          const int64_t kj = at(b, j, s.tk, h);
+          double dot = 0, dp = 0;
+          for (int64_t d = 0; d < s.d; ++d) {
+            dot += double(q[qi + d]) * k[kj + d];
+            dp += double(dout[qi + d]) * v[kj + d];
+          }
+          const double p = std::exp(scale * dot - lse[row]), ds = p * (dp - rowdot[row]);
+          for (int64_t d = 0; d < s.d; ++d) {
+            gq[qi + d] += scale * ds * k[kj + d];
+            gk[kj + d] += scale * ds * q[qi + d];
+            gv[kj + d] += p * dout[qi + d];
+          }
+        }
+      }
+  dq.assign(gq.begin(), gq.end());
+  dk.assign(gk.begin(), gk.end());
+  dv.assign(gv.begin(), gv.end());
+}
+
+// closeInFormat with the f32 tolerance taken on `scale` rather than on want's own largest
+// element, for sums that cancel: dQ and dK (on dV's scale, see check()), the row dots and the
+// logits inside LSE (on their terms' scale).
+::testing::AssertionResult closeOnScale(const std::vector<float>& got,
+                                        const std::vector<float>& want, ops::DType dtype,
+                                        double scale, double tolerance) {
+  double largest = 1e-30;  // closeInFormat's own scale: the largest finite |want|
+  for (float w : want)
+    if (std::isfinite(w)) largest = std::max(largest, double(std::fabs(w)));
+  return closeInFormat(got, want, dtype, tolerance * scale / largest);
+}
+
+// The largest scale sum_d |q_d k_d| over every query and key of a head: the scale of the f32
+// error of a logit, and so of LSE's (a row of one key has LSE = its logit, which may cancel);
+// plus log(Tk) it bounds |LSE|.
+double logitTerms(const Case& c, const std::vector<float>& q, const std::vector<float>& k) {
+  double worst = 0;
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.h; ++h)
+      for (int64_t i = 0; i < c.tq; ++i)
+        for (int64_t j = 0; j < c.tk; ++j) {
+          double sum = 0;
+          for (int64_t d = 0; d < c.d; ++d)
+            sum += std::fabs(double(q[((b * c.tq + i) * c.h + h) * c.d + d]) *
+                             k[((b * c.tk + j) * c.h + h) * c.d + d]);
+          worst = std::max(worst, sum / std::sqrt(double(c.d)));
+        }
+  return worst;
+}
+
+// (B, T, H, D) interleaved as one (B, T, 3, H, D) fused projection, and back.
+std::vector<float> fuse(const std::vector<float>& q, const std::vector<float>& k,
+                        const std::vector<float>& v, int64_t rows, int64_t hd) {
+  std::vector<float> qkv(size_t(3 * rows * hd));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t which = 0; which < 3; ++which) {
+      const std::vector<float>& x = which == 0 ? q : which == 1 ? k : v;
+      std::copy_n(x.begin() + r * hd, hd, qkv.begin() + (3 * r + which) * hd);
+    }
+  return qkv;
+}
+std::vector<float> unfuse(const std::vector<float>& qkv, int64_t which, int64_t rows, int64_t hd) {
+  std::vector<float> x(size_t(rows * hd));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(qkv.begin() + (3 * r + which) * hd, hd, x.begin() + r * hd);
+  return x;
+}
+
+// Every tensor in 16 bits, or some: q, k, v (and dO) in one format, o in one, dq, dk, dv in
+// one, LSE and the row dots in one. The references run on the rounded inputs: the forward's
+// (fp64) against o and LSE, the backward's (fp64, backwardFromStats) on the o and LSE the
+// forward stored, as a training step feeds them. Tolerances are the f32 tests' (kTolerance:
+// the f32 sums' own error) plus, through closeInFormat, the one rounding of each store.
+TEST_F(AttentionTest, SixteenBitTensorsMatchCpu) {
+  using ops::DType;
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  struct Formats {
+    DType inputs, o, grads, stats;
+  };
+  struct Shaped {
+    Case c;
+    bool fused = false;  // q, k, v and their gradients in one (B, T, 3*H*D) buffer each
+    bool accumulate = false;
+  };
+  // H*D = 99 in the fused case puts k and v an odd number of elements into their buffer, and
+  // there o and LSE sit one element in too: 2-byte offsets for 16-bit views.
+  const Shaped shapes[] = {
+      {{1, 1, 1, 1, 16, true}},     {{2, 3, 17, 17, 33, false}, true},
+      {{2, 2, 67, 67, 64, true}},   {{1, 3, 17, 67, 16, true}, false, true},
+      {{2, 2, 67, 17, 8, true}},  // the first 50 queries see no key: LSE -inf, zero gradients
+      {{1, 2, 17, 17, 128, false}},
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16, DType::F16, DType::F16},
+                          Formats{DType::BF16, DType::BF16, DType::BF16, DType::BF16},
+                          Formats{DType::BF16, DType::BF16, DType::BF16, DType::F32},
+                          Formats{DType::F32, DType::F16, DType::F32, DType::F32}})
+    for (const auto& [c, fused, accumulate] : shapes) {
+      SCOPED_TRACE(testing::Message()
+                   << describe(c) << (fused ? " fused" : "") << (accumulate ? " accumulate" : "")
+                   << ": q,k,v " << ops::dtypeName(f.inputs) << ", o " << ops::dtypeName(f.o)
+                   << ", grads " << ops::dtypeName(f.grads) << ", lse " << ops::dtypeName(f.stats));
+      const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.h * c.d;
+      const int64_t nrows = c.b * c.h * c.tq, hd = c.h * c.d;
+      const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.h, c.d};
+      const auto q = ops::ref::roundTo(f.inputs, rng.normal(nq)),
+                 k = ops::ref::roundTo(f.inputs, rng.normal(nk)),
+                 v = ops::ref::roundTo(f.inputs, rng.normal(nk)),
+                 dout = ops::ref::roundTo(f.o, rng.normal(nq));
+      const auto iq = ops::ref::roundTo(f.grads, rng.normal(nq)),
+                 ik = ops::ref::roundTo(f.grads, rng.normal(nk)),
+                 iv = ops::ref::roundTo(f.grads, rng.normal(nk));
+      std::vector<float> o(nq), lse(nrows);
+      ops::ref::attention(refShape(c), q.data(), k.data(), v.data(), o.data(), lse.data());
+
+      const uint64_t in_bytes = ops::dtypeBytes(f.inputs), grad_bytes = ops::dtypeBytes(f.grads);
+      DeviceTensor tqkv, tq, tk, tv, tgrad, tdq, tdk, tdv;
+      AttentionTensor aq, ak, av, adq, adk, adv;
+      if (fused) {
+        const int64_t row = 3 * hd;
+        tqkv = upload(ctx(), {3 * nq}, fuse(q, k, v, c.b * c.tq, hd), f.inputs);
+        tgrad = accumulate ? upload(ctx(), {3 * nq}, fuse(iq, ik, iv, c.b * c.tq, hd), f.grads)
+                           : poisoned(ctx(), {3 * nq}, f.grads);
+        auto part = [&](const DeviceTensor& t, int64_t which, uint64_t bytes) {
+          return AttentionTensor{ops::view(t.buffer, sq, which * hd * bytes, t.dtype), row};
+        };
+        aq = part(tqkv, 0, in_bytes), ak = part(tqkv, 1, in_bytes), av = part(tqkv, 2, in_bytes);
+        adq = part(tgrad, 0, grad_bytes), adk = part(tgrad, 1, grad_bytes),
+        adv = part(tgrad, 2, grad_bytes);
+      } else {
+        tq = upload(ctx(), sq, q, f.inputs), tk = upload(ctx(), sk, k, f.inputs),
+        tv = upload(ctx(), sk, v, f.inputs);
+        tdq = accumulate ? upload(ctx(), sq, iq, f.grads) : poisoned(ctx(), sq, f.grads);
+        tdk = accumulate ? upload(ctx(), sk, ik, f.grads) : poisoned(ctx(), sk, f.grads);
+        tdv = accumulate ? upload(ctx(), sk, iv, f.grads) : poisoned(ctx(), sk, f.grads);
+        aq = {tq.view()}, ak = {tk.view()}, av = {tv.view()};
+        adq = {tdq.view()}, adk = {tdk.view()}, adv = {tdv.view()};
+      }
+      const int64_t lead = fused ? 1 : 0;  // elements before o and LSE in their buffers
+      auto to = poisoned(ctx(), {nq + lead}, f.o), tlse = poisoned(ctx(), {nrows + lead}, f.stats);
+      const AttentionTensor ao{ops::view(to.buffer, sq, lead * ops::dtypeBytes(f.o), f.o)};
+      const ops::TensorView lse_view =
+          ops::view(tlse.buffer, {c.b, c.h, c.tq}, lead * ops::dtypeBytes(f.stats), f.stats);
+      auto tdout = upload(ctx(), sq, dout, f.o), scratch = poisoned(ctx(), {nrows}, f.stats);
+      const AttentionOptions options{c.causal};  // Auto: Texel only where every tensor is f32
+      vk::Recorder rec(ctx());
+      ops::attention(rec, aq, ak, av, ao, lse_view, options);
+      ops::attentionBackward(rec, aq, ak, av, ao, lse_view, {tdout.view()}, adq, adk, adv,
+                             scratch.view(), options,
+                             accumulate ? Write::Accumulate : Write::Overwrite);
+      rec.submit();
+
+      const auto o_got = download(ctx(), ao.view), lse_got = download(ctx(), lse_view);
+      EXPECT_TRUE(closeInFormat(o_got, o, f.o, kTolerance)) << "o";
+      EXPECT_TRUE(
+          closeOnScale(lse_got, lse, f.stats, logitTerms(c, q, k) + std::log(c.tk), kTolerance))
+          << "lse";
+      // The row dots dO·O of the stored O: D f32 products and sums, then one store. The sums
+      // cancel (one row of 16 terms of ~1 can sum to 0.01), so their f32 error is on the scale
+      // of the terms, sum |dO o|.
+      std::vector<float> rowdot(nrows);
+      double terms = 0;
+      for (int64_t b = 0; b < c.b; ++b)
+        for (int64_t h = 0; h < c.h; ++h)
+          for (int64_t i = 0; i < c.tq; ++i) {
+            double sum = 0, magnitude = 0;
+            for (int64_t d = 0; d < c.d; ++d) {
+              const int64_t at = ((b * c.tq + i) * c.h + h) * c.d + d;
+              sum += double(o_got[at]) * dout[at];
+              magnitude += std::fabs(double(o_got[at]) * dout[at]);
+            }
+            rowdot[(b * c.h + h) * c.tq + i] = float(sum);
+            terms = std::max(terms, magnitude);
+          }
+      const auto rowdot_got = download(ctx(), scratch);
+      EXPECT_TRUE(closeOnScale(rowdot_got, rowdot, f.stats, terms, kTolerance)) << "row dots";
+
+      std::vector<float> dq, dk, dv;
+      backwardFromStats(refShape(c), q, k, v, dout, lse_got, rowdot_got, dq, dk, dv);
+      const double dv_scale = maxAbs(dv);
+      if (accumulate)
+        for (auto [x, init] : {std::pair{&dq, &iq}, std::pair{&dk, &ik}, std::pair{&dv, &iv}})
+          for (size_t i = 0; i < x->size(); ++i) (*x)[i] += (*init)[i];
+      std::vector<float> dq_got, dk_got, dv_got;
+      if (fused) {
+        const auto grad = download(ctx(), tgrad);
+        dq_got = unfuse(grad, 0, c.b * c.tq, hd), dk_got = unfuse(grad, 1, c.b * c.tq, hd),
+        dv_got = unfuse(grad, 2, c.b * c.tq, hd);
+      } else {
+        dq_got = download(ctx(), tdq), dk_got = download(ctx(), tdk), dv_got = download(ctx(), tdv);
+      }
+      EXPECT_TRUE(closeInFormat(dv_got, dv, f.grads, kTolerance)) << "dv";
+      EXPECT_TRUE(closeOnScale(dq_got, dq, f.grads, dv_scale, kTolerance)) << "dq";
+      EXPECT_TRUE(closeOnScale(dk_got, dk, f.grads, dv_scale, kTolerance)) << "dk";
+    }
+}
+
+// The texel kernels read and write f32 only: asked for with a 16-bit tensor they refuse, and
+// Auto takes the shared-memory kernels (above).
+TEST_F(AttentionTest, TexelRefusesSixteenBitTensors) {
+  Rng rng;
+  auto q = upload(ctx(), {1, 8, 2, 16}, rng.uniform(256)),
+       o = poisoned(ctx(), {1, 8, 2, 16}, ops::DType::BF16), lse = poisoned(ctx(), {1, 2, 8});
+  vk::Recorder rec(ctx());
+  const AttentionTensor tq{q.view()};
+  try {
+    ops::attention(rec, tq, tq, tq, {o.view()}, lse.view(), {false, 0.0f, AttentionVariant::Texel});
+    ADD_FAILURE() << "texel wrote a bf16 o";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the texel variant needs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
 TEST_F(AttentionTest, RejectsBadShapesBeforeRecording) {

@@ -8,8 +8,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/embedding.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/embedding.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -237,6 +238,113 @@ TEST_F(EmbeddingTest, ViewsAtAnyWordOffsetWork) {
       EXPECT_EQ(words_after[status_at], 0u) << "no bad id was flagged";
     }
   }
+}
+
+// A view of n elements of `dtype` one element into a fresh buffer (at = 1: 2 bytes for a
+// 16-bit tensor), or at its start: filled with data, or poisoned.
+struct Shifted {
+  DeviceTensor tensor;
+  ops::Shape shape;
+  int64_t at;
+  ops::TensorView view() const {
+    return ops::view(tensor.buffer, shape, uint64_t(at) * ops::dtypeBytes(tensor.dtype),
+                     tensor.dtype);
+  }
+};
+Shifted shifted(vk::Context& context, ops::Shape shape, const std::vector<float>& data,
+                ops::DType dtype, int64_t at) {
+  std::vector<float> padded(size_t(at), 0.0f);
+  padded.insert(padded.end(), data.begin(), data.end());
+  return {data.empty() ? poisoned(context, {shape.numel() + at}, dtype)
+                       : upload(context, {shape.numel() + at}, padded, dtype),
+          shape, at};
+}
+
+// Tables, rows and gradients in 16 bits, or some. A gather moves values: a row in the same
+// format or a wider one is exact, a narrower one is the table's value rounded once. The
+// backward sums f32 values of the rounded dout (the f32 test's 1e-5) and rounds its store once
+// (closeInFormat); Bucket and Scan add in the same order, so they agree bit for bit. Views
+// start one element into their buffers on every other case (a 2-byte offset in 16 bits); the
+// others start on 16 bytes, where D = 64 would take the f32-only vec4 kernels.
+TEST_F(EmbeddingTest, SixteenBitTensorsMatchCpu) {
+  using ops::DType;
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  struct Formats {
+    DType table, rows;  // forward: table and out; backward: dtable and dout
+  };
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32},
+                          Formats{DType::F32, DType::F16}})
+    for (size_t which = 0; which < std::size(kCases); ++which) {
+      const auto [b, t, vocab, dim] = kCases[which];
+      const int64_t n = b * t, at = int64_t(which % 2);
+      SCOPED_TRACE(testing::Message() << "B=" << b << " T=" << t << " V=" << vocab << " D=" << dim
+                                      << " table " << ops::dtypeName(f.table) << ", rows "
+                                      << ops::dtypeName(f.rows) << ", offset " << at);
+      const auto ids = randomIds(rng, n, vocab);
+      const auto table = ops::ref::roundTo(f.table, rng.uniform(vocab * dim));
+      const auto dout = ops::ref::roundTo(f.rows, rng.uniform(n * dim));
+      const auto init = ops::ref::roundTo(f.table, rng.uniform(vocab * dim));
+      std::vector<float> want(n * dim), want_grad(vocab * dim), want_acc = init;
+      ops::ref::embedding(ids.data(), table.data(), want.data(), n, vocab, dim);
+      want = ops::ref::roundTo(f.rows, want);
+      ops::ref::embeddingBackward(ids.data(), dout.data(), want_grad.data(), n, vocab, dim, false);
+      ops::ref::embeddingBackward(ids.data(), dout.data(), want_acc.data(), n, vocab, dim, true);
+
+      auto d_ids = words(ids), status = zeroStatus();
+      auto scratch = words(std::vector<uint32_t>(ops::embeddingBackwardScratch(vocab, n)));
+      const auto v_ids = u32(d_ids, {b, t}), v_status = u32(status, {2}),
+                 v_scratch = u32(scratch, {ops::embeddingBackwardScratch(vocab, n)});
+      auto d_table = shifted(ctx(), {vocab, dim}, table, f.table, at);
+      auto out = shifted(ctx(), {b, t, dim}, {}, f.rows, at);
+      auto d_dout = shifted(ctx(), {b, t, dim}, dout, f.rows, at);
+      vk::Recorder rec(ctx());
+      ops::embedding(rec, v_ids, d_table.view(), out.view(), v_status);
+      std::vector<Shifted> grads;
+      for (auto variant :
+           {ops::EmbeddingBackwardVariant::Bucket, ops::EmbeddingBackwardVariant::Scan}) {
+        grads.push_back(shifted(ctx(), {vocab, dim}, {}, f.table, at));
+        ops::embeddingBackward(rec, v_ids, d_dout.view(), grads.back().view(), v_scratch, v_status,
+                               ops::Write::Overwrite, variant);
+        grads.push_back(shifted(ctx(), {vocab, dim}, init, f.table, at));
+        ops::embeddingBackward(rec, v_ids, d_dout.view(), grads.back().view(), v_scratch, v_status,
+                               ops::Write::Accumulate, variant);
+      }
+      rec.submit();
+      EXPECT_EQ(download(ctx(), out.view()), want);  // a gather: exact, or one rounding
+      std::vector<std::vector<float>> got;
+      for (const Shifted& g : grads) got.push_back(download(ctx(), g.view()));
+      EXPECT_TRUE(closeInFormat(got[0], want_grad, f.table, 1e-5)) << "bucket";
+      EXPECT_TRUE(closeInFormat(got[1], want_acc, f.table, 1e-5)) << "bucket, accumulated";
+      EXPECT_EQ(got[2], got[0]) << "scan and bucket differ";
+      EXPECT_EQ(got[3], got[1]) << "scan and bucket differ, accumulating";
+      EXPECT_EQ(readWords(status, 2), (std::vector<uint32_t>{0, 0}));
+    }
+}
+
+// A u32 table (labels) is gathered as words, bits unchanged, into u32 or f32 rows; its rows
+// cannot be 16-bit.
+TEST_F(EmbeddingTest, GathersU32TablesAsWords) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t n = 29, vocab = 13, dim = 3;
+  const auto ids = randomIds(rng, n, vocab);
+  std::vector<uint32_t> table(vocab * dim), want(n * dim);
+  for (uint32_t& x : table) x = rng.below(0xFFFFFFFFu);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t d = 0; d < dim; ++d) want[r * dim + d] = table[ids[r] * dim + d];
+  auto d_ids = words(ids), d_table = words(table), status = zeroStatus();
+  auto out = words(std::vector<uint32_t>(n * dim, 0xDEADBEEF));
+  auto half = poisoned(ctx(), {n, dim}, ops::DType::F16);
+  vk::Recorder rec(ctx());
+  ops::embedding(rec, u32(d_ids, {n}), u32(d_table, {vocab, dim}), u32(out, {n, dim}),
+                 u32(status, {2}));
+  EXPECT_THROW(ops::embedding(rec, u32(d_ids, {n}), u32(d_table, {vocab, dim}), half.view(),
+                              u32(status, {2})),
+               ShapeError);
+  rec.submit();
+  EXPECT_EQ(readWords(out, n * dim), want);
 }
 
 TEST_F(EmbeddingTest, CheckIdsNamesTheFirstBadIdAndItsPosition) {

@@ -4,9 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "vkgrad/ops/binding.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -48,14 +49,15 @@ void checkTensor(const char* op, const char* name, const AttentionTensor& t, int
     throw ShapeError(std::string(op) + ": " + name + " row stride " + std::to_string(stride) +
                      " is less than H*D = " + std::to_string(h * d));
   if (!t.view.buffer) throw ShapeError(std::string(op) + ": " + name + " has no buffer");
-  if (t.view.dtype != DType::F32)
-    throw ShapeError(std::string(op) + ": " + name + " must be f32, got " +
+  if (!isFloat(t.view.dtype))
+    throw ShapeError(std::string(op) + ": " + name + " must be f32, f16 or bf16, got " +
                      dtypeName(t.view.dtype));
   const uint64_t elements = uint64_t((b * tt - 1) * stride + h * d);
-  if (t.view.offset % 4 != 0 || t.view.offset + 4 * elements > t.view.buffer->size())
+  const uint64_t size = dtypeBytes(t.view.dtype);
+  if (t.view.offset % size != 0 || t.view.offset + size * elements > t.view.buffer->size())
     throw ShapeError(std::string(op) + ": " + name + " " + t.view.shape.str() +
                      " with row stride " + std::to_string(stride) + " needs " +
-                     std::to_string(4 * elements) + " bytes from offset " +
+                     std::to_string(size * elements) + " bytes from offset " +
                      std::to_string(t.view.offset) + ", its buffer has " +
                      std::to_string(t.view.buffer->size()));
   if (elements > (uint64_t(1) << 31))
@@ -74,7 +76,7 @@ Dims checkForward(const char* op, const AttentionTensor& q, const AttentionTenso
   if (!(lse.shape == lse_shape))
     throw ShapeError(std::string(op) + ": lse " + lse.shape.str() + " must be " + lse_shape.str() +
                      " (B,H,Tq)");
-  checkFits(op, "lse", lse);
+  checkFloat(op, "lse", lse);
   return dims;
 }
 
@@ -98,7 +100,8 @@ AttentionPush makePush(const Dims& dims, const AttentionOptions& options) {
 // t as one flat view over every element its rows span.
 TensorView spanView(const AttentionTensor& t) {
   const Shape& s = t.view.shape;
-  return {t.view.buffer, t.view.offset, Shape{(s[0] * s[1] - 1) * rowStride(t) + s[2] * s[3]}};
+  return {t.view.buffer, t.view.offset, Shape{(s[0] * s[1] - 1) * rowStride(t) + s[2] * s[3]},
+          t.view.dtype};
 }
 
 bool canShuffle(const vk::DeviceInfo& info) {
@@ -115,20 +118,24 @@ bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
 // faster (1.5-5x on an H100) and the backward's fully unrolled subgroup-wide tiles (32 lanes
 // there) did not finish (BENCHMARKS.md, attention on the GPU), so Texel is refused there. It
 // also needs D % 4 == 0, every fetched tensor readable as RGBA32F and the backward's LSE
-// and row dots as R32F.
+// and row dots as R32F, which also keeps 16-bit tensors out (the texel formats hold f32); the
+// tensors it writes through storage buffers must be f32 too.
 bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
               std::initializer_list<const AttentionTensor*> fetched,
-              std::initializer_list<const TensorView*> scalars = {}) {
+              std::initializer_list<const TensorView*> scalars,
+              std::initializer_list<const TensorView*> written) {
   const vk::DeviceInfo& info = context.info();
   bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
   for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
   for (const TensorView* t : scalars)
     possible = possible && texelFits(context, *t, vk::TexelFormat::R32f);
+  for (const TensorView* t : written) possible = possible && t->dtype == DType::F32;
   if (variant == AttentionVariant::Texel && !possible)
     throw Error(
         "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
-        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 floats, all "
-        "within the device's texel buffer limits (the backward's LSE and row dots too)");
+        "multiple of 4, f32 tensors, and q, k, v (and dout) with row strides and starts on 4 "
+        "floats, all within the device's texel buffer limits (the backward's LSE and row dots "
+        "too)");
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
@@ -188,7 +195,7 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                const AttentionOptions& options) {
   const Dims dims = checkForward("attention", q, k, v, o, lse);
   vk::Context& context = rec.context();
-  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v});
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {}, {&o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
   const Bound bl = bindStorage(context, lse);
@@ -201,7 +208,12 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                                      {"TILE", tile},
                                      {"ACCUMULATE", false},
                                      {"STORE4", rowsStartOnVec4(push, {kO})}})
-            : context.kernels().get("attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}});
+            : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                          {{"q_dtype", q.view.dtype},
+                           {"k_dtype", k.view.dtype},
+                           {"v_dtype", v.view.dtype},
+                           {"o_dtype", o.view.dtype},
+                           {"lse_dtype", lse.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -225,12 +237,13 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   if (scratch.shape.numel() < rows)
     throw ShapeError(std::string(op) + ": scratch " + scratch.shape.str() + " needs at least " +
                      std::to_string(rows) + " elements");
-  const TensorView rowdot{scratch.buffer, scratch.offset, Shape{rows}, DType::F32};
-  checkFits(op, "scratch", rowdot);
+  // The row dots are stored in the scratch's format.
+  const TensorView rowdot{scratch.buffer, scratch.offset, Shape{rows}, scratch.dtype};
+  checkFloat(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel =
-      useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o},
+                              {&lse, &rowdot}, {&dq.view, &dk.view, &dv.view});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
   AttentionPush push = makePush(dims, options);
@@ -265,15 +278,33 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
-  const vk::Kernel& kv = context.kernels().get("attention/backward_kv", spec);
+  const vk::Kernel& kv = floatKernel(context, "attention/backward_kv", spec,
+                                     {{"q_dtype", q.view.dtype},
+                                      {"k_dtype", k.view.dtype},
+                                      {"v_dtype", v.view.dtype},
+                                      {"dout_dtype", dout.view.dtype},
+                                      {"lse_dtype", lse.dtype},
+                                      {"rowdot_dtype", rowdot.dtype},
+                                      {"dk_dtype", dk.view.dtype},
+                                      {"dv_dtype", dv.view.dtype}});
   // The row dots first, then dK, dV and dQ.
   const vk::Arg rowdot_args[] = {ao, ado_read, br.arg};
-  rec.dispatchGroups(context.kernels().get("attention/backward_rowdot", spec), rowdot_args, &push,
-                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  rec.dispatchGroups(floatKernel(context, "attention/backward_rowdot", spec,
+                                 {{"o_dtype", o.view.dtype},
+                                  {"dout_dtype", dout.view.dtype},
+                                  {"rowdot_dtype", rowdot.dtype}}),
+                     rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
   rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
   const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
-  rec.dispatchGroups(context.kernels().get("attention/backward_q", spec), q_args, &push,
-                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  rec.dispatchGroups(floatKernel(context, "attention/backward_q", spec,
+                                 {{"q_dtype", q.view.dtype},
+                                  {"k_dtype", k.view.dtype},
+                                  {"v_dtype", v.view.dtype},
+                                  {"dout_dtype", dout.view.dtype},
+                                  {"lse_dtype", lse.dtype},
+                                  {"rowdot_dtype", rowdot.dtype},
+                                  {"dq_dtype", dq.view.dtype}}),
+                     q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
 }  // namespace vkgrad::ops

@@ -13,6 +13,13 @@
 // Causal: query i sees key j when j <= i + (Tk - Tq) (the last query sees every key; with
 // Tq = Tk the usual lower triangle). A query that sees no key gets O = 0, LSE = -inf and zero
 // gradients, never NaN. Key tiles no query of a workgroup sees are skipped, not computed.
+//
+// Precision: every tensor (Q, K, V, O, dO, the gradients, LSE and the backward's row dots)
+// may be stored in f32, f16 or bf16, each in its own (ops/storage.h); the Texel variant takes
+// f32 tensors only. The arithmetic is f32 whatever the storage: softmax statistics, the row
+// dots and the gradient sums are f32, and only a store rounds. LSE in bf16 is lossy (a
+// log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward
+// by up to 2%): keep it in f32 where the gradients matter.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +60,8 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
                const AttentionOptions& options = {});
 
-// f32 elements of scratch attentionBackward needs: B * H * Tq.
+// Elements of scratch attentionBackward needs: B * H * Tq (the row dots dO·O, stored in the
+// scratch view's float format).
 int64_t attentionBackwardScratch(const AttentionTensor& q);
 
 // Given dout (like o) and the forward's o and lse, dq, dk, dv (like q, k, v; strided the

@@ -4,9 +4,10 @@
 #include <initializer_list>
 #include <vector>
 
-#include "vkgrad/ops/binding.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -34,9 +35,11 @@ static_assert(sizeof(ForwardPush) == 32);
 // n, V, D after checking everything the kernels rely on. dense: the (n,D) tensor beside
 // ids (out or dout), named for the message.
 // table_stride: elements between table rows (the forward may overlap them; 0: D).
+// table_may_be_u32: the forward gathers u32 rows too; the backward's dtable is a float.
 EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorView& table,
                           const char* table_name, const TensorView& dense, const char* dense_name,
-                          const TensorView& status, int64_t table_stride = 0) {
+                          const TensorView& status, bool table_may_be_u32,
+                          int64_t table_stride = 0) {
   const std::string shapes = std::string(op) + ": ids " + ids.shape.str() + ", " + table_name +
                              " " + table.shape.str() + ", " + dense_name + " " + dense.shape.str();
   if (table.shape.rank() != 2 || table.shape.numel() == 0)
@@ -61,8 +64,15 @@ EmbeddingPush checkShapes(const char* op, const TensorView& ids, const TensorVie
   if (status.shape.numel() < 2)
     throw ShapeError(shapes + ": status " + status.shape.str() + " must hold 2 u32 words");
   checkFits(op, "ids", ids, DType::U32);
-  checkFits(op, table_name, TensorView{table.buffer, table.offset, Shape{extent}, table.dtype});
-  checkFits(op, dense_name, dense);
+  const TensorView spanned{table.buffer, table.offset, Shape{extent}, table.dtype};
+  if (table.dtype == DType::U32 && table_may_be_u32) {
+    // u32 rows are words moved without arithmetic: out holds them as u32 or as f32 bits.
+    checkFits(op, table_name, spanned, DType::U32);
+    checkFits(op, dense_name, dense, dense.dtype == DType::U32 ? DType::U32 : DType::F32);
+  } else {
+    checkFloat(op, table_name, spanned);
+    checkFloat(op, dense_name, dense);
+  }
   checkFits(op, "status", status, DType::U32);
   return {uint32_t(n), uint32_t(vocab), uint32_t(dim), {}};
 }
@@ -82,6 +92,11 @@ std::vector<vk::Arg> bindAll(const vk::Context& context, EmbeddingPush& push,
 // The first n words of t (the status pair, the used part of scratch).
 TensorView words(const TensorView& t, int64_t n) {
   return {t.buffer, t.offset, Shape{n}, DType::U32};
+}
+
+// The format a kernel reads a table or row tensor in: a u32 one as f32 words.
+DType wordsAsF32(DType dtype) {
+  return dtype == DType::U32 ? DType::F32 : dtype;
 }
 
 uint32_t groupsFor(uint64_t invocations) {
@@ -123,7 +138,7 @@ void checkIds(std::span<const uint32_t> ids, uint32_t vocab) {
 void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table,
                const TensorView& out, const TensorView& status, int64_t table_row_stride) {
   const EmbeddingPush shapes =
-      checkShapes("embedding", ids, table, "table", out, "out", status, table_row_stride);
+      checkShapes("embedding", ids, table, "table", out, "out", status, true, table_row_stride);
   const int64_t stride = table_row_stride > 0 ? table_row_stride : shapes.dim;
   const TensorView spanned{table.buffer, table.offset,
                            Shape{(shapes.vocab - 1) * stride + shapes.dim}, table.dtype};
@@ -134,11 +149,14 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
     push.skip[args.size()] = bound.skip;
     args.push_back(bound.arg);
   }
-  // 4 columns per invocation where every row of the table and of out starts on 16 bytes.
-  const bool vec4 = push.dim % 4 == 0 && push.row_stride % 4 == 0 && push.skip[1] % 4 == 0 &&
-                    push.skip[2] % 4 == 0;
-  const vk::Kernel& kernel = rec.context().kernels().get(
-      "embedding/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}});
+  // 4 columns per invocation where the table and out hold 32-bit words and every row of both
+  // starts on 16 bytes.
+  const DType table_dtype = wordsAsF32(table.dtype), out_dtype = wordsAsF32(out.dtype);
+  const bool vec4 = table_dtype == DType::F32 && out_dtype == DType::F32 && push.dim % 4 == 0 &&
+                    push.row_stride % 4 == 0 && push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
+  const vk::Kernel& kernel = floatKernel(
+      rec.context(), "embedding/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}},
+      {{"table_dtype", table_dtype}, {"out_rows_dtype", out_dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      groupsFor(uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
 }
@@ -167,7 +185,7 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
                        const TensorView& dtable, const TensorView& scratch,
                        const TensorView& status, Write write, EmbeddingBackwardVariant variant) {
   EmbeddingPush push =
-      checkShapes("embeddingBackward", ids, dtable, "dtable", dout, "dout", status);
+      checkShapes("embeddingBackward", ids, dtable, "dtable", dout, "dout", status, false);
   const bool accumulate = write == Write::Accumulate;
   vk::KernelCache& kernels = rec.context().kernels();
   // Auto and Bucket need the scratch, whichever kernel Auto then picks on this device, so
@@ -189,8 +207,10 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
       uint64_t(push.vocab) * push.dim * push.n <= kScanMaxWork)
     variant = EmbeddingBackwardVariant::Scan;
   if (variant == EmbeddingBackwardVariant::Scan) {
-    const vk::Kernel& kernel = kernels.get(
-        "embedding/backward_scan", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}});
+    const vk::Kernel& kernel =
+        floatKernel(rec.context(), "embedding/backward_scan",
+                    {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}},
+                    {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}});
     const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
                        groupsFor(uint64_t(push.vocab) * push.dim));
@@ -203,12 +223,15 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
       kernels.get("embedding/bucket", {{"local_size_x", bucketWorkgroup(rec.context())}}),
       bucket_args, &bucket_push, sizeof(bucket_push), 1);
   const auto sum_args = bindAll(rec.context(), push, {words(scratch, need), dout, dtable});
-  // vec4 loads need both views to start on a whole vec4 of their bindings.
-  const bool vec4 = push.dim % 4 == 0 && push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
-  rec.dispatchGroups(kernels.get(vec4 ? "embedding/backward_bucket4" : "embedding/backward_bucket",
-                                 {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}}),
-                     sum_args, &push, sizeof(push),
-                     groupsFor(uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
+  // vec4 loads need both views f32 and starting on a whole vec4 of their bindings.
+  const bool vec4 = dout.dtype == DType::F32 && dtable.dtype == DType::F32 && push.dim % 4 == 0 &&
+                    push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
+  const vk::SpecConstants sum_constants{{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}};
+  rec.dispatchGroups(
+      vec4 ? kernels.get("embedding/backward_bucket4", sum_constants)
+           : floatKernel(rec.context(), "embedding/backward_bucket", sum_constants,
+                         {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}}),
+      sum_args, &push, sizeof(push), groupsFor(uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
 }
 
 }  // namespace vkgrad::ops

@@ -33,7 +33,9 @@ Shape embeddingShape(const Shape& table, const Shape& ids, DType ids_dtype = DTy
                      const char* op = "embedding");
 
 // ids: (...) u32, n = ids.numel() positions; table: (V,D); out: (..., D) (ids' shape + D);
-// status: (>= 2) u32, see above.
+// status: (>= 2) u32, see above. table and out in any float format, each its own (a 16-bit
+// out rounds an f32 table's values once); a u32 table (labels) is copied as words, into a u32
+// or f32 out.
 // table_row_stride: elements from one table row to the next; 0 means D (a dense table).
 // A stride below D makes rows overlap: over a token stream of L words, table (L - T + 1, T)
 // with stride 1 has every window of T tokens as a row, stored once (graph::uploadWindows).
@@ -53,7 +55,9 @@ enum class EmbeddingBackwardVariant {
 int64_t embeddingBackwardScratch(int64_t vocab, int64_t n);
 
 // ids: (...) u32; dout: (..., D); dtable: (V,D), (=|+=) sum over positions j with ids[j] == v
-// of dout[j], added in increasing j, so every variant gives the same bits on a device.
+// of dout[j], added in increasing j, so every variant gives the same bits on a device. dout
+// and dtable in any float format (a 16-bit dout into an f32 parameter gradient, say); the sums
+// are f32 and only the store into a 16-bit dtable rounds, once.
 // scratch: (>= embeddingBackwardScratch(V, n)) u32, overwritten. status: as for embedding().
 void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorView& dout,
                        const TensorView& dtable, const TensorView& scratch,
