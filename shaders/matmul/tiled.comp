@@ -1,5 +1,6 @@
 #version 450
-// C = alpha·op(A)·op(B) + beta·C + bias, the classic GPU kernel: a workgroup stages a
+#extension GL_GOOGLE_include_directive : require
+// C = alpha·op(A)·op(B) + beta·C + bias (+ residual), the classic GPU kernel: a workgroup stages a
 // BM x BK tile of op(A) and a BK x BN tile of op(B) in shared memory, and each invocation
 // keeps a TM x TN block of C in registers. Every value loaded from global memory is reused
 // TN (A) or TM (B) times from shared memory, and every shared-memory value TM*TN times from
@@ -9,6 +10,9 @@
 // conflicts) and write neighbouring words of C (coalesced).
 // Transposes, batch strides (0 for a broadcast operand) and offsets are strides in the push
 // constants; the tile loads walk the operand along whichever axis is contiguous in memory.
+// Every tensor in any float format (common/storage.glsl): the tiles, the sums and the
+// epilogue are f32.
+#include "common/storage.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 layout(constant_id = 0) const uint WX = 16;  // invocations along N; BN = WX * TN
@@ -16,12 +20,15 @@ layout(constant_id = 1) const uint WY = 16;  // invocations along M; BM = WY * T
 layout(constant_id = 2) const uint BK = 16;  // depth of a shared tile
 layout(constant_id = 3) const uint TM = 4;   // rows of C per invocation
 layout(constant_id = 4) const uint TN = 4;   // columns of C per invocation
+// The residual (laid out as C, from epi_off) is added last, after the bias.
+layout(constant_id = 5) const bool RESIDUAL = false;
 const uint BM = WY * TM, BN = WX * TN, THREADS = WX * WY;
 
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N), contiguous
-layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+FLOATS(0, a, readonly)
+FLOATS(1, b, readonly)
+FLOATS(2, c, )  // (batch,M,N), contiguous
+FLOATS(3, bias, readonly)  // (N), if has_bias
+FLOATS(4, residual, readonly)  // like C, if RESIDUAL
 // op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk], op(B)[z][k][n] likewise; *_off include
 // the skip from the binding's aligned start to the tensor (ops/binding.h).
 layout(push_constant) uniform Push {
@@ -31,6 +38,9 @@ layout(push_constant) uniform Push {
   uint c_off;
   uint bias_off, has_bias;
   float alpha, beta;
+  uint k_chunk, colsum_off;  // unused here (ops::MatmulPush's layout)
+  float colsum_beta;         // unused here
+  uint epi_off;              // the residual's first element in its binding
 } p;
 
 // As is stored k-major (transposed) so the inner loop reads a column of the A tile as
@@ -58,13 +68,13 @@ void main() {
       const uint row = row0 + m, k = k0 + kk;
       // Past the last row or the last k the tile is zero-filled, so a partial tile adds
       // nothing to the sums (and never reads outside A).
-      As[kk * (BM + 1) + m] = (row < p.M && k < p.K) ? a[a0 + row * p.a_sm + k * p.a_sk] : 0.0;
+      As[kk * (BM + 1) + m] = (row < p.M && k < p.K) ? LOAD(a, a0 + row * p.a_sm + k * p.a_sk) : 0.0;
     }
     for (uint e = tid; e < BK * BN; e += THREADS) {
       const uint kk = b_along_n ? e / BN : e % BK, n = b_along_n ? e % BN : e / BK;
       const uint k = k0 + kk, col = col0 + n;
       // Zero past K or N, for the same reason.
-      Bs[kk * BN + n] = (k < p.K && col < p.N) ? b[b0 + k * p.b_sk + col * p.b_sn] : 0.0;
+      Bs[kk * BN + n] = (k < p.K && col < p.N) ? LOAD(b, b0 + k * p.b_sk + col * p.b_sn) : 0.0;
     }
     // The tiles must be complete before any invocation reads them.
     barrier();
@@ -86,11 +96,12 @@ void main() {
     for (uint j = 0; j < TN; ++j) {
       const uint col = col0 + tx + j * WX;
       if (col >= p.N) continue;  // ... and the last column tile over N
-      const uint at = p.c_off + (z * p.M + row) * p.N + col;
+      const uint e = (z * p.M + row) * p.N + col, at = p.c_off + e;
       float v = p.alpha * acc[i][j];
-      if (p.beta != 0.0) v += p.beta * c[at];  // beta == 0 must not read C: it may be NaN
-      if (p.has_bias != 0) v += bias[p.bias_off + col];
-      c[at] = v;
+      if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
+      if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+      if (RESIDUAL) v += LOAD(residual, p.epi_off + e);
+      STORE(c, at, v);
     }
   }
 }

@@ -1,5 +1,6 @@
 #version 450
-// C = alpha·op(A)·op(B) + beta·C + bias, tiled.comp's algorithm with vec4 data paths for GPUs:
+#extension GL_GOOGLE_include_directive : require
+// C = alpha·op(A)·op(B) + beta·C + bias (+ residual), tiled.comp's algorithm with vec4 data paths for GPUs:
 // a workgroup stages a BM x BK tile of op(A) and a BK x BN tile of op(B) in shared memory as
 // vec4s, and each invocation keeps a TM x TN block of C in registers as TM x TN/4 vec4s.
 // Per k step an invocation reads TM/4 + TN/4 vec4s from shared memory for TM·TN multiply-adds
@@ -13,6 +14,10 @@
 // Tile sizes come from specialization constants (ops::MatmulTiling), one batch entry per z.
 // Split-K (k_chunk > 0, ops/matmul.cpp): batch entry z is the slice of K from z·k_chunk, its
 // operands found through the batch strides as any batch's; z's depth is the rest of K if shorter.
+// Every tensor in any float format (common/storage.glsl); the tiles, the sums and the
+// epilogue are f32. The host asks for A_VEC / B_VEC only where that operand is f32: a 16-bit
+// one takes the one-element loads.
+#include "common/storage.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 layout(constant_id = 0) const uint WX = 16;  // invocations along N; BN = WX * TN
@@ -22,16 +27,20 @@ layout(constant_id = 3) const uint TM = 8;   // rows of C per invocation, a mult
 layout(constant_id = 4) const uint TN = 8;   // columns of C per invocation, a multiple of 4
 layout(constant_id = 5) const bool A_VEC = false;
 layout(constant_id = 6) const bool B_VEC = false;
+// The residual (laid out as C, from epi_off) is added last, after the bias.
+layout(constant_id = 7) const bool RESIDUAL = false;
 const uint BM = WY * TM, BN = WX * TN, THREADS = WX * WY;
 const uint BM4 = BM / 4, BN4 = BN / 4, TM4 = TM / 4, TN4 = TN / 4;
 
-// Two views of each input binding: floats for the general path, vec4s for A_VEC / B_VEC.
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+// Each input binding seen as elements in its format for the general path, and as f32 vec4s
+// for A_VEC / B_VEC.
+FLOATS(0, a, readonly)
 layout(set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };
+FLOATS(1, b, readonly)
 layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
-layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N), contiguous
-layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+FLOATS(2, c, )  // (batch,M,N), contiguous
+FLOATS(3, bias, readonly)  // (N), if has_bias
+FLOATS(4, residual, readonly)  // like C, if RESIDUAL
 // As tiled.comp: op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk], op(B) likewise.
 layout(push_constant) uniform Push {
   uint M, N, K;
@@ -41,6 +50,9 @@ layout(push_constant) uniform Push {
   uint bias_off, has_bias;
   float alpha, beta;
   uint k_chunk;  // 0: no split; each z runs over all of K
+  uint colsum_off;     // unused here (ops::MatmulPush's layout)
+  float colsum_beta;   // unused here
+  uint epi_off;        // the residual's first element in its binding
 } p;
 
 // As is k-major: As[kk * BM4 + m / 4][m % 4], so a k step reads a column of the A tile as
@@ -77,7 +89,7 @@ void main() {
         const uint m = a_along_k ? e / BK : e % BM, kk = a_along_k ? e % BK : e / BM;
         const uint row = row0 + m, k = k0 + kk;
         As[kk * BM4 + m / 4][m % 4] =
-            (row < p.M && k < K) ? a[a0 + row * p.a_sm + k * p.a_sk] : 0.0;
+            (row < p.M && k < K) ? LOAD(a, a0 + row * p.a_sm + k * p.a_sk) : 0.0;
       }
     }
     if (B_VEC) {
@@ -91,7 +103,7 @@ void main() {
         const uint kk = b_along_n ? e / BN : e % BK, n = b_along_n ? e % BN : e / BK;
         const uint k = k0 + kk, col = col0 + n;
         Bs[kk * BN4 + n / 4][n % 4] =
-            (k < K && col < p.N) ? b[b0 + k * p.b_sk + col * p.b_sn] : 0.0;
+            (k < K && col < p.N) ? LOAD(b, b0 + k * p.b_sk + col * p.b_sn) : 0.0;
       }
     }
     // The tiles must be complete before any invocation reads them.
@@ -117,11 +129,12 @@ void main() {
       for (uint q = 0; q < 4; ++q) {
         const uint col = col4 + q;
         if (col >= p.N) break;  // ... and the last column tile over N
-        const uint at = p.c_off + (z * p.M + row) * p.N + col;
+        const uint e = (z * p.M + row) * p.N + col, at = p.c_off + e;
         float v = p.alpha * acc[i][j][q];
-        if (p.beta != 0.0) v += p.beta * c[at];  // beta == 0 must not read C: it may be NaN
-        if (p.has_bias != 0) v += bias[p.bias_off + col];
-        c[at] = v;
+        if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
+        if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+        if (RESIDUAL) v += LOAD(residual, p.epi_off + e);
+        STORE(c, at, v);
       }
     }
   }

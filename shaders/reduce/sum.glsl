@@ -1,11 +1,12 @@
-// Body of reduce/sum.comp (storage buffers, one float per load: any device, any offset) and
-// sum_texel.comp (texel buffers: RGBA32F fetches of 4 floats when VEC4, else R32F; about 5x
+// Body of reduce/sum.comp (storage buffers, one element per load: any device, any offset, x, y
+// and out in any float format) and sum_texel.comp (texel buffers: RGBA32F fetches of 4 floats when VEC4, else R32F; about 5x
 // faster than storage loads on lavapipe). x is folded to (outer, kept, inner):
 //   out[m] (= or +=) alpha * sum over o < outer, k < inner of x[o][m][k] (* y[o][m][k])
 // Lavapipe stops every invocation after 65535 loop iterations in all (llvmpipe's
 // LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a shader), so on CPU devices the host
 // gives each output enough LANES (and a workgroup of up to 1024) that no lane loops longer.
 //
+// The sums are f32 whatever the tensors are stored in; only the store of out rounds.
 // In a fixed order for a given shape, so the same input gives the same bits: each of LANES
 // invocations sums a fixed strided share in sequence, compensated (Kahan), so that a long run
 // in one lane costs no accuracy; then a fixed shared-memory tree adds the LANES partials.
@@ -33,11 +34,16 @@ layout(push_constant) uniform Push {
 #if EW_TEXEL
 layout(set = 0, binding = 0) uniform samplerBuffer x_tex;  // (outer, kept, inner)
 layout(set = 0, binding = 1) uniform samplerBuffer y_tex;  // like x; a placeholder unless PRODUCT
+layout(set = 0, binding = 2) buffer Out { float result[]; };  // (kept); not writeonly: ACCUMULATE
+#define LOAD_RESULT(I) result[I]
+#define STORE_RESULT(I, V) result[I] = (V)
 #else
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };  // (outer, kept, inner)
-layout(set = 0, binding = 1) readonly buffer Y { float y[]; };  // like x; a placeholder unless PRODUCT
+FLOATS(0, x, readonly)  // (outer, kept, inner)
+FLOATS(1, y, readonly)  // like x; a placeholder unless PRODUCT
+FLOATS(2, result, )     // (kept); not writeonly: ACCUMULATE
+#define LOAD_RESULT(I) LOAD(result, I)
+#define STORE_RESULT(I, V) STORE(result, I, V)
 #endif
-layout(set = 0, binding = 2) buffer Out { float out_[]; };  // (kept); not writeonly: ACCUMULATE
 
 const uint kOuts = gl_WorkGroupSize.x / LANES;  // outputs per workgroup and block
 shared vec4 partial[gl_WorkGroupSize.x];
@@ -53,8 +59,8 @@ vec4 term(uint at) {
   float v = texelFetch(x_tex, int(p.x_skip + at)).r;
   if (PRODUCT) v *= texelFetch(y_tex, int(p.y_skip + at)).r;
 #else
-  float v = x[p.x_skip + at];
-  if (PRODUCT) v *= y[p.y_skip + at];
+  float v = LOAD(x, p.x_skip + at);
+  if (PRODUCT) v *= LOAD(y, p.y_skip + at);
 #endif
   return vec4(v, 0.0, 0.0, 0.0);
 }
@@ -111,12 +117,12 @@ void main() {
       if (vec4_units && COLUMN) {
         for (uint c = 0; c < 4; ++c) {  // four adjacent outputs per texel
           const uint at = p.out_skip + 4 * m + c;
-          out_[at] = p.alpha * acc[c] + (ACCUMULATE ? out_[at] : 0.0);
+          STORE_RESULT(at, p.alpha * acc[c] + (ACCUMULATE ? LOAD_RESULT(at) : 0.0));
         }
       } else {
         const float total = vec4_units ? (acc.x + acc.y) + (acc.z + acc.w) : acc.x;
         const uint at = p.out_skip + m;
-        out_[at] = p.alpha * total + (ACCUMULATE ? out_[at] : 0.0);
+        STORE_RESULT(at, p.alpha * total + (ACCUMULATE ? LOAD_RESULT(at) : 0.0));
       }
     }
     // Every lane has read its partner's slot (in the last tree step) before the next block

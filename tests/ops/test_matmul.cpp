@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -13,10 +14,11 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reference/activation.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::ops {
@@ -945,5 +947,313 @@ TEST_F(VkTest, MatmulActivationInTheTexelEpilogueHasTheBitsOfThePassAfter) {
     }
   }
 }
+
+// ---- 16-bit tensors (f16, bf16) on the storage-buffer variants ----
+
+// Each tensor's format: a, b and c; the bias and db take b's (a weight's), the residual, da
+// and the activation's x take a's (an activation's), dc takes c's.
+struct Formats {
+  ops::DType a, b, c;
+};
+const Formats kFormats[] = {
+    {ops::DType::F16, ops::DType::F16, ops::DType::F16},
+    {ops::DType::BF16, ops::DType::BF16, ops::DType::BF16},
+    {ops::DType::BF16, ops::DType::F32, ops::DType::BF16},  // f32 weights, bf16 activations
+    {ops::DType::F16, ops::DType::F16, ops::DType::F32},    // Coopmat's case under Auto
+    {ops::DType::F32, ops::DType::F32, ops::DType::BF16},   // only the output 16-bit
+};
+
+std::string str(const Formats& f) {
+  return std::string(ops::dtypeName(f.a)) + " x " + ops::dtypeName(f.b) + " -> " +
+         ops::dtypeName(f.c);
+}
+
+// A tensor `shift` elements into a buffer of its own (1: a 16-bit view starting 2 bytes into
+// a word), the elements before it NaN, which must stay so.
+struct Placed {
+  DeviceTensor whole;
+  ops::Shape shape;
+  int64_t shift = 0;
+  ops::TensorView view() const {
+    return ops::view(whole.buffer, shape, uint64_t(shift) * ops::dtypeBytes(whole.dtype),
+                     whole.dtype);
+  }
+};
+Placed place(vk::Context& context, const ops::Shape& shape, const std::vector<float>* values,
+             ops::DType dtype, int64_t shift) {
+  const ops::Shape whole_shape{shape.numel() + shift};
+  if (!values) return {poisoned(context, whole_shape, dtype), shape, shift};
+  std::vector<float> all(size_t(shape.numel() + shift), std::nanf(""));
+  std::copy(values->begin(), values->end(), all.begin() + shift);
+  return {upload(context, whole_shape, all, dtype), shape, shift};
+}
+
+// The elements before the view are untouched (NaN).
+::testing::AssertionResult guardKept(vk::Context& context, const Placed& p) {
+  const std::vector<float> all = download(context, p.whole);
+  for (int64_t i = 0; i < p.shift; ++i)
+    if (!std::isnan(all[i])) return ::testing::AssertionFailure() << "element " << i << " written";
+  return ::testing::AssertionSuccess();
+}
+
+// The tolerances: every input is rounded to its format on the host before the reference sees
+// it, so the kernels' f32 products and sums have the f32 variants' error (kTolerance: a
+// product of two 16-bit values is even exact in f32) and each output adds one rounding on its
+// store, which closeInFormat allows for (u·|want|). Where a value is stored and read back by
+// a later pass, that pass's reference reads the stored value (as a training step would).
+class MatmulSixteenBitTest : public VkTest,
+                             public ::testing::WithParamInterface<ops::MatmulVariant> {
+ protected:
+  // One forward product in formats f, each tensor `shift` elements into its buffer; c starts
+  // random (beta != 0) or poisoned. With `act`: c = act(product + bias), the product stored
+  // in act_pre (c's format) where c is 16-bit.
+  void expectForward(Rng& rng, const Case& cs, const Formats& f, int64_t shift = 0,
+                     std::optional<ops::Activation> act = std::nullopt) {
+    SCOPED_TRACE(cs.str() + " " + str(f) + " shift " + std::to_string(shift) +
+                 (act ? std::string(" ") + ops::activationName(*act) : ""));
+    const auto a = ops::ref::roundTo(f.a, rng.uniform(cs.shapeA().numel()));
+    const auto b = ops::ref::roundTo(f.b, rng.uniform(cs.shapeB().numel()));
+    const auto bias = ops::ref::roundTo(f.b, rng.uniform(cs.n));
+    const auto r = ops::ref::roundTo(f.a, rng.uniform(cs.shapeC().numel()));
+    const auto init = ops::ref::roundTo(f.c, rng.uniform(cs.shapeC().numel()));
+    std::vector<float> want = init;
+    ops::ref::matmul(a.data(), b.data(), cs.bias ? bias.data() : nullptr, want.data(), cs.ref());
+    if (cs.residual)
+      for (size_t i = 0; i < want.size(); ++i) want[i] += r[i];
+    const Placed ta = place(ctx(), cs.shapeA(), &a, f.a, shift);
+    const Placed tb = place(ctx(), cs.shapeB(), &b, f.b, shift);
+    const Placed tbias = place(ctx(), {cs.n}, &bias, f.b, shift);
+    const Placed tr = place(ctx(), cs.shapeC(), &r, f.a, shift);
+    const Placed tc = place(ctx(), cs.shapeC(), cs.beta != 0.0f ? &init : nullptr, f.c, shift);
+    const bool with_pre = act && f.c != ops::DType::F32;
+    const Placed tpre = place(ctx(), cs.shapeC(), nullptr, f.c, shift);
+    const ops::TensorView vbias = tbias.view(), vr = tr.view(), vpre = tpre.view();
+    ops::MatmulOptions o = cs.options(GetParam());
+    if (cs.bias) o.bias = &vbias;
+    if (cs.residual) o.residual = &vr;
+    if (act) o.act = *act, o.act_param = 0.1f;
+    if (with_pre) o.act_pre = &vpre;
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, ta.view(), tb.view(), tc.view(), o);
+    rec.submit();
+    const std::vector<float> got = download(ctx(), tc.view());
+    EXPECT_TRUE(guardKept(ctx(), tc)) << "c";
+    if (!act) {
+      EXPECT_TRUE(closeInFormat(got, want, f.c, kTolerance));
+      return;
+    }
+    // c = f(the product) in f32 (the product unrounded), or f(the stored pre).
+    std::vector<float> pre = want, want_c(want.size());
+    if (with_pre) {
+      pre = download(ctx(), vpre);
+      EXPECT_TRUE(closeInFormat(pre, want, f.c, kTolerance)) << "pre";
+      EXPECT_TRUE(guardKept(ctx(), tpre)) << "pre";
+    }
+    ops::ref::activation(*act, pre.data(), want_c.data(), int64_t(pre.size()), 0.1f);
+    EXPECT_TRUE(closeInFormat(got, want_c, f.c, kTolerance)) << "c";
+  }
+
+  // The gradients in their formats (Formats), overwritten (poisoned first) and accumulated
+  // (onto random ones in their formats). A broadcast operand's gradient whose batch does not
+  // fold into one product rounds once per batch entry (ops/matmul.h): up to `batch` roundings,
+  // each of a partial sum no larger than about the whole, so 2·batch·u more for those.
+  void expectBackward(Rng& rng, const Case& cs, const Formats& f) {
+    SCOPED_TRACE(cs.str() + " " + str(f));
+    const auto a = ops::ref::roundTo(f.a, rng.uniform(cs.shapeA().numel()));
+    const auto b = ops::ref::roundTo(f.b, rng.uniform(cs.shapeB().numel()));
+    const auto dc = ops::ref::roundTo(f.c, rng.uniform(cs.shapeC().numel()));
+    std::vector<float> want_a(a.size()), want_b(b.size()), want_bias(cs.n);
+    ops::ref::matmulBackward(a.data(), b.data(), dc.data(), want_a.data(), want_b.data(),
+                             want_bias.data(), cs.ref());
+    const auto init_a = ops::ref::roundTo(f.a, rng.uniform(a.size()));
+    const auto init_b = ops::ref::roundTo(f.b, rng.uniform(b.size()));
+    const auto init_bias = ops::ref::roundTo(f.b, rng.uniform(cs.n));
+    auto ta = upload(ctx(), cs.shapeA(), a, f.a), tb = upload(ctx(), cs.shapeB(), b, f.b);
+    auto tdc = upload(ctx(), cs.shapeC(), dc, f.c);
+    auto ga = poisoned(ctx(), cs.shapeA(), f.a), gb = poisoned(ctx(), cs.shapeB(), f.b);
+    auto gbias = poisoned(ctx(), {cs.n}, f.b);
+    auto acc_a = upload(ctx(), cs.shapeA(), init_a, f.a);
+    auto acc_b = upload(ctx(), cs.shapeB(), init_b, f.b);
+    auto acc_bias = upload(ctx(), {cs.n}, init_bias, f.b);
+    const ops::MatmulOptions options = cs.options(GetParam());
+    vk::Recorder rec(ctx());
+    const ops::TensorView va = ga.view(), vb = gb.view(), vbias = gbias.view();
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {&va, &vb, &vbias}, options);
+    const ops::TensorView aa = acc_a.view(), ab = acc_b.view(), abias = acc_bias.view();
+    ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {&aa, &ab, &abias}, options,
+                        ops::Write::Accumulate);
+    rec.submit();
+    const auto perEntry = [&](int64_t own_batch, ops::DType dtype) {
+      const bool summed = own_batch <= 1 && cs.batch() > 1;
+      return summed ? 2.0 * double(cs.batch()) * ops::ref::unitRoundoff(dtype) : 0.0;
+    };
+    const double tol_a = kTolerance + perEntry(cs.batch_a, f.a);
+    const double tol_b = kTolerance + perEntry(cs.batch_b, f.b);
+    const auto plus = [](std::vector<float> x, const std::vector<float>& y) {
+      for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
+      return x;
+    };
+    EXPECT_TRUE(closeInFormat(download(ctx(), ga), want_a, f.a, tol_a)) << "da";
+    EXPECT_TRUE(closeInFormat(download(ctx(), gb), want_b, f.b, tol_b)) << "db";
+    EXPECT_TRUE(closeInFormat(download(ctx(), gbias), want_bias, f.b, kTolerance)) << "dbias";
+    EXPECT_TRUE(closeInFormat(download(ctx(), acc_a), plus(want_a, init_a), f.a, tol_a));
+    EXPECT_TRUE(closeInFormat(download(ctx(), acc_b), plus(want_b, init_b), f.b, tol_b));
+    EXPECT_TRUE(
+        closeInFormat(download(ctx(), acc_bias), plus(want_bias, init_bias), f.b, kTolerance));
+  }
+};
+
+// Odd shapes (37x53x29 overhangs every tile, K % 4 != 0), a vec4-friendly one (the f32
+// operand of a mixed product takes Vector's vec4 loads beside a 16-bit one), transposes,
+// batches and broadcasts, every epilogue (alpha, beta: C read in its format, the bias, the
+// residual), and every view 2 bytes into a word once.
+TEST_P(MatmulSixteenBitTest, ForwardMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const Formats& f : kFormats) {
+    Case plain{37, 53, 29};
+    expectForward(rng, plain, f);
+    Case vec{8, 12, 16};
+    vec.bias = true;
+    expectForward(rng, vec, f);
+    Case both{37, 53, 29, 0, 0, true, true};
+    both.bias = both.residual = true, both.alpha = 0.5f, both.beta = 1.0f;
+    expectForward(rng, both, f);
+    Case batched{17, 33, 9, 3, 0, false, true};
+    batched.residual = true, batched.beta = -0.75f;
+    expectForward(rng, batched, f);
+    Case broadcast{9, 20, 13, 0, 3, true, false};
+    broadcast.bias = true;
+    expectForward(rng, broadcast, f);
+    Case shifted{37, 53, 29, 3, 0};
+    shifted.bias = shifted.residual = true, shifted.beta = 1.0f;
+    expectForward(rng, shifted, f, 1);
+  }
+}
+
+// c = f(alpha·op(A)·op(B) + bias), with the value before f stored beside in c's format where
+// c is 16-bit (the activation then reads that stored value, so c's reference does too).
+TEST_P(MatmulSixteenBitTest, AppliedActivationMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const Formats& f : kFormats) {
+    Case cs{37, 53, 29};
+    cs.bias = true;
+    expectForward(rng, cs, f, 0, ops::Activation::GeluTanh);
+    Case batched{17, 33, 9, 3, 0, true, false};
+    batched.alpha = 0.5f;
+    expectForward(rng, batched, f, 1, ops::Activation::LeakyRelu);
+  }
+}
+
+// da, db and dbias in their formats (db and dbias f32 beside bf16 activations in the mixed
+// case), 2-D with transposes, a batch over a shared weight (db one product over the folded
+// batch), and a broadcast a whose gradient sums one product per batch entry.
+TEST_P(MatmulSixteenBitTest, BackwardMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const Formats& f : kFormats) {
+    Case plain{37, 53, 29};
+    plain.alpha = 0.5f;
+    expectBackward(rng, plain, f);
+    expectBackward(rng, {37, 53, 29, 0, 0, true, true}, f);
+    expectBackward(rng, {17, 33, 9, 3, 0}, f);
+    expectBackward(rng, {7, 9, 5, 1, 3, false, true}, f);
+  }
+}
+
+// The activation gradient on da (f'(x) ⊙ dC·B̂ᵀ): the product is stored in da's format, then
+// scaled by f'(x) and stored again, two roundings of the same element (2u·|want|, so u of the
+// largest on top of closeInFormat's u·|want|).
+TEST_P(MatmulSixteenBitTest, BackwardActivationGradientMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const Formats& f : kFormats)
+    for (const Case& cs : {Case{37, 13, 21}, Case{5, 9, 7, 3, 0}}) {
+      SCOPED_TRACE(cs.str() + " " + str(f));
+      const auto a = ops::ref::roundTo(f.a, rng.uniform(cs.shapeA().numel()));
+      const auto b = ops::ref::roundTo(f.b, rng.uniform(cs.shapeB().numel()));
+      const auto dc = ops::ref::roundTo(f.c, rng.uniform(cs.shapeC().numel()));
+      const auto x = ops::ref::roundTo(f.a, rng.normal(a.size()));
+      std::vector<float> dy(a.size()), want(a.size());
+      ops::ref::matmulBackward(a.data(), b.data(), dc.data(), dy.data(), nullptr, nullptr,
+                               cs.ref());
+      ops::ref::activationBackward(ops::Activation::GeluTanh, x.data(), dy.data(), want.data(),
+                                   int64_t(want.size()), 0.0f);
+      auto ta = upload(ctx(), cs.shapeA(), a, f.a), tb = upload(ctx(), cs.shapeB(), b, f.b);
+      auto tdc = upload(ctx(), cs.shapeC(), dc, f.c), tx = upload(ctx(), cs.shapeA(), x, f.a);
+      auto ga = poisoned(ctx(), cs.shapeA(), f.a);
+      const ops::TensorView vga = ga.view(), vx = tx.view();
+      ops::MatmulGrads grads{&vga};
+      grads.da_act_x = &vx, grads.da_act = ops::Activation::GeluTanh;
+      vk::Recorder rec(ctx());
+      ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), grads, cs.options(GetParam()));
+      rec.submit();
+      EXPECT_TRUE(
+          closeInFormat(download(ctx(), ga), want, f.a, kTolerance + ops::ref::unitRoundoff(f.a)));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, MatmulSixteenBitTest,
+                         ::testing::Values(ops::MatmulVariant::Auto, ops::MatmulVariant::Naive,
+                                           ops::MatmulVariant::Tiled, ops::MatmulVariant::Vector),
+                         [](const auto& info) { return ops::matmulVariantName(info.param); });
+
+// Split-K with 16-bit tensors: the partial products in f32 scratch and their sum stored once
+// into a 16-bit C (overwritten, and accumulated with alpha); a residual with a 16-bit C or
+// itself 16-bit keeps the product whole, added in the kernel's epilogue with one rounding.
+TEST_F(VkTest, MatmulSplitKWithSixteenBitTensorsMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Shape3 s{37, 23, 5003};
+  auto scratch = poisoned(ctx(), {ops::matmulScratch(s.m, s.n, s.k, 1)});
+  const ops::TensorView vscratch = scratch.view();
+  for (const Formats& f : {kFormats[1], kFormats[2]})
+    for (const bool accumulate : {false, true})
+      for (const bool residual : {false, true}) {
+        Case cs{s.m, s.n, s.k};
+        if (accumulate) cs.alpha = 0.5f, cs.beta = 1.0f;
+        cs.residual = residual;
+        SCOPED_TRACE(cs.str() + " " + str(f));
+        const auto a = ops::ref::roundTo(f.a, rng.uniform(s.m * s.k));
+        const auto b = ops::ref::roundTo(f.b, rng.uniform(s.k * s.n));
+        const auto init = ops::ref::roundTo(f.c, rng.uniform(s.m * s.n));
+        const auto r = ops::ref::roundTo(f.a, rng.uniform(s.m * s.n));
+        std::vector<float> want = init;
+        ops::ref::matmul(a.data(), b.data(), nullptr, want.data(), cs.ref());
+        if (residual)
+          for (size_t i = 0; i < want.size(); ++i) want[i] += r[i];
+        auto ta = upload(ctx(), cs.shapeA(), a, f.a), tb = upload(ctx(), cs.shapeB(), b, f.b);
+        auto tr = upload(ctx(), cs.shapeC(), r, f.a);
+        auto tc =
+            accumulate ? upload(ctx(), cs.shapeC(), init, f.c) : poisoned(ctx(), cs.shapeC(), f.c);
+        const ops::TensorView vr = tr.view();
+        ops::MatmulOptions options = cs.options(ops::MatmulVariant::Vector);
+        options.scratch = &vscratch;
+        if (residual) options.residual = &vr;
+        vk::Recorder rec(ctx());
+        ops::matmul(rec, ta.view(), tb.view(), tc.view(), options);
+        EXPECT_EQ(rec.dispatchCount(), residual ? 1u : 2u);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), tc), want, f.c, kTolerance));
+      }
+}
+
+// The Texel variant reads and writes f32 only: named with a 16-bit tensor it refuses before
+// recording (Auto takes Tiled instead, MatmulSixteenBitTest).
+TEST_F(VkTest, MatmulTexelRefusesSixteenBitTensors) {
+  Rng rng;
+  auto a = upload(ctx(), {4, 8}, rng.uniform(32)), b = upload(ctx(), {8, 2}, rng.uniform(16));
+  auto a16 = upload(ctx(), {4, 8}, rng.uniform(32), ops::DType::BF16);
+  auto c = poisoned(ctx(), {4, 2}), c16 = poisoned(ctx(), {4, 2}, ops::DType::F16);
+  for (const auto& [ta, tc] : {std::pair{&a16, &c}, std::pair{&a, &c16}})
+    expectError(
+        ctx(),
+        [&](vk::Recorder& rec) {
+          ops::matmul(rec, ta->view(), b.view(), tc->view(), ops::MatmulVariant::Texel);
+        },
+        "the texel variant reads and writes f32 only");
+}
+
 }  // namespace
 }  // namespace vkgrad::test

@@ -1,7 +1,7 @@
 // The Coopmat matmul (cooperative matrices, fp16 inputs, fp32 sums) against the fp64 CPU
-// reference, and its refusals. On a device without cooperative matrices (lavapipe) every
-// test checks the refusal instead: the variant must fail before recording, naming what is
-// missing, never run a wrong kernel.
+// reference, and its refusals; f16 operands on the other variants. On a device without cooperative
+// matrices (lavapipe) every test checks the refusal instead: the variant must fail before
+// recording, naming what is missing, never run a wrong kernel.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -230,28 +230,39 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
       }
 }
 
-// f16 operands go to Coopmat or nowhere: any other variant refuses them, and so does Auto
-// on a device without cooperative matrices.
-TEST_F(MatmulCoopmatTest, F16OperandsNeedTheCoopmatVariant) {
+// f16 operands go to Coopmat under Auto where the device has it (b, f32 here, then rounded
+// to fp16 too), and run on the storage-buffer variants everywhere (Auto's choice without
+// cooperative matrices); Texel reads f32 only and refuses them. Coopmat's C is f32.
+TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
   Rng rng;
-  const Stored a = store(ctx(), {4, 8}, rng.uniform(32), true);
-  auto b = upload(ctx(), {8, 2}, rng.uniform(16));
-  auto c = poisoned(ctx(), {4, 2});
-  const auto refused = [&](MatmulVariant variant, const std::string& expected) {
-    expectError(
-        ctx(), [&](vk::Recorder& rec) { ops::matmul(rec, a.view, b.view(), c.view(), variant); },
-        expected);
-  };
+  SCOPED_TRACE(rng.describe());
+  const int64_t m = 37, n = 53, k = 29;
+  const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)), b = rng.uniform(k * n);
+  const Stored ta = store(ctx(), {m, k}, a, true);
+  DeviceTensor tb = upload(ctx(), {k, n}, b);
   for (const MatmulVariant v :
-       {MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Texel, MatmulVariant::Vector})
-    refused(v, std::string("f16 operands need the coopmat variant; ") + ops::matmulVariantName(v) +
-                   " reads f32");
-  if (!supported()) refused(MatmulVariant::Auto, "f16 operands need cooperative matrices");
-  // C is f32 on every path.
-  const Stored c16 = store(ctx(), {4, 2}, rng.uniform(8), true);
-  const Stored b32 = store(ctx(), {8, 2}, rng.uniform(16), false);
+       {MatmulVariant::Auto, MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Vector}) {
+    SCOPED_TRACE(ops::matmulVariantName(v));
+    const bool coopmat = v == MatmulVariant::Auto && supported();
+    const std::vector<float> b_seen = coopmat ? ops::ref::roundToHalf(b) : b;
+    std::vector<float> want(m * n);
+    ops::ref::matmul(a.data(), b_seen.data(), want.data(), m, n, k);
+    DeviceTensor tc = poisoned(ctx(), {m, n});
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, ta.view, tb.view(), tc.view(), v);
+    rec.submit();
+    EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance));
+  }
+  auto c = poisoned(ctx(), {m, n});
+  expectError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::matmul(rec, ta.view, tb.view(), c.view(), MatmulVariant::Texel);
+      },
+      "the texel variant reads and writes f32 only");
+  const Stored c16 = store(ctx(), {m, n}, rng.uniform(m * n), true);
   vk::Recorder rec(ctx());
-  EXPECT_THROW(ops::matmul(rec, a.view, b32.view, c16.view, MatmulVariant::Coopmat), ShapeError);
+  EXPECT_THROW(ops::matmul(rec, ta.view, tb.view(), c16.view, MatmulVariant::Coopmat), ShapeError);
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 

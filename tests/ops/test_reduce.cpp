@@ -6,13 +6,14 @@
 #include <functional>
 
 #include "common/compare.h"
-#include "common/expect.h"
 #include "common/device_tensor.h"
+#include "common/expect.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/reduce.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/reduce.h"
 
 namespace vkgrad::test {
 namespace {
@@ -269,6 +270,95 @@ TEST_F(ReduceTest, AnyOffsetOfWholeFloatsWorks) {
     }
 }
 
+// x (and y) in f16 or bf16 and out in any format, and mixed: a bf16 dy summed into an f32 or
+// bf16 bias gradient (sumRows), the last-axis sums and the general view with a product, over
+// odd shapes and a long column (a lane's Kahan run), in both write modes; x at an odd
+// element offset (2 bytes into a word) once. The reference runs on the rounded inputs, so
+// the f32 sums keep kTolerance and the store adds one rounding in out's format
+// (closeInFormat); Accumulate adds the stored init in f32 before that one rounding.
+TEST_F(ReduceTest, SixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  struct Formats {
+    DType x, out;
+  };
+  const Formats formats[] = {{DType::BF16, DType::F32},
+                             {DType::BF16, DType::BF16},
+                             {DType::F16, DType::F16},
+                             {DType::F32, DType::BF16},
+                             {DType::F16, DType::F32}};
+  const Shape shapes[] = {{37, 53}, {3, 5, 17}, {1000, 7}, {129}};
+  for (const Formats& f : formats)
+    for (Reduction r : {Reduction::SumRows, Reduction::SumLastAxis, Reduction::MeanRows})
+      for (const Shape& shape : shapes) {
+        if (shape.rank() == 1 && overRows(r)) continue;
+        SCOPED_TRACE(testing::Message() << name(r) << " " << shape.str() << " "
+                                        << ops::dtypeName(f.x) << " -> " << ops::dtypeName(f.out));
+        const auto x = ops::ref::roundTo(f.x, rng.uniform(shape.numel(), -0.5f, 1.5f));
+        const Shape out_shape = outShape(r, shape);
+        const auto want = reference(r, shape, x);
+        const auto init = ops::ref::roundTo(f.out, rng.uniform(want.size()));
+        auto tx = upload(ctx(), shape, x, f.x);
+        auto out = poisoned(ctx(), out_shape, f.out), acc = upload(ctx(), out_shape, init, f.out);
+        vk::Recorder rec(ctx());
+        forward(rec, r, tx.view(), out.view());
+        forward(rec, r, tx.view(), acc.view(), Write::Accumulate);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), out), want, f.out, kTolerance));
+        std::vector<float> want_acc = want;
+        for (size_t i = 0; i < want.size(); ++i) want_acc[i] += init[i];
+        EXPECT_TRUE(closeInFormat(download(ctx(), acc), want_acc, f.out, kTolerance));
+      }
+  // The general view with a product (the gradient of a broadcast factor), x and y in
+  // different formats.
+  for (const ops::KeptAxis f : {ops::KeptAxis{5, 7, 9}, ops::KeptAxis{300, 3, 1}}) {
+    const auto x = ops::ref::roundTo(DType::BF16, rng.uniform(f.numel(), -0.5f, 1.5f));
+    const auto y = ops::ref::roundTo(DType::F16, rng.uniform(f.numel(), 0.0f, 1.0f));
+    std::vector<float> want(f.kept);
+    ops::ref::sumOverKeptAxis(x.data(), y.data(), want.data(), f.outer, f.kept, f.inner, -0.5);
+    auto tx = upload(ctx(), {f.numel()}, x, DType::BF16);
+    auto ty = upload(ctx(), {f.numel()}, y, DType::F16);
+    auto out = poisoned(ctx(), {f.kept}, DType::BF16);
+    vk::Recorder rec(ctx());
+    const ops::TensorView y_view = ty.view();
+    ops::sumOverKeptAxis(rec, "test", tx.view(), &y_view, out.view(), f, -0.5f, Write::Overwrite);
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(download(ctx(), out), want, DType::BF16, kTolerance));
+  }
+  // x one element (2 bytes) into its buffer, the bf16 element before it a sentinel.
+  {
+    const Shape shape{9, 13};
+    const auto x = ops::ref::roundTo(DType::BF16, rng.uniform(shape.numel(), -0.5f, 1.5f));
+    std::vector<float> all(x.size() + 1, 3.0f);
+    std::copy(x.begin(), x.end(), all.begin() + 1);
+    auto whole = upload(ctx(), {int64_t(all.size())}, all, DType::BF16);
+    auto out = poisoned(ctx(), {13}, DType::BF16);
+    vk::Recorder rec(ctx());
+    ops::sumRows(rec, ops::view(whole.buffer, shape, 2, DType::BF16), out.view());
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(download(ctx(), out), reference(Reduction::SumRows, shape, x),
+                              DType::BF16, kTolerance));
+  }
+}
+
+// The texel kernel reads and writes f32 only: asked for with a 16-bit tensor it refuses
+// before recording.
+TEST_F(ReduceTest, TexelVariantRefusesSixteenBitTensors) {
+  Rng rng;
+  auto x = upload(ctx(), {4, 8}, rng.uniform(32), ops::DType::BF16);
+  auto x32 = upload(ctx(), {4, 8}, rng.uniform(32)), out = poisoned(ctx(), {8});
+  auto out16 = poisoned(ctx(), {8}, ops::DType::F16);
+  for (const auto& [in, to] : {std::pair{&x, &out}, std::pair{&x32, &out16}})
+    expectError(
+        ctx(),
+        [&](vk::Recorder& rec) {
+          ops::sumOverKeptAxis(rec, "test", in->view(), nullptr, to->view(), {4, 8, 1}, 1.0f,
+                               Write::Overwrite, ops::ReduceVariant::Texel);
+        },
+        "the texel variant reads and writes f32 only");
+}
+
 TEST_F(ReduceTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {
   Rng rng;
   auto x = upload(ctx(), {4, 8}, rng.uniform(32)), out4 = poisoned(ctx(), {4});
@@ -281,12 +371,12 @@ TEST_F(ReduceTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {
   expectShapeError(rec,
                    [&] { ops::sumLastAxis(rec, ops::view(empty.buffer, {4, 0}), out4.view()); },
                    "sumLastAxis: x (4,0): empty reduction");
-  expectShapeError(rec,
-                   [&] {
-                     ops::sumRows(rec, ops::view(x.buffer, {4, 8}, 0, ops::DType::U32),
-                                  out8.view());
-                   },
-                   "sumRows: x must be f32, got u32");
+  expectShapeError(
+      rec,
+      [&] {
+        ops::sumRows(rec, ops::view(x.buffer, {4, 8}, 0, ops::DType::U32), out8.view());
+      },
+      "sumRows: x must be f32, f16 or bf16, got u32");
   expectShapeError(rec,
                    [&] { ops::sumLastAxis(rec, x.view(), ops::view(x.buffer, {4}, 64)); },
                    "sumLastAxis: out (4) overlaps x (4,8)");

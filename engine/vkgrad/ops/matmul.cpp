@@ -17,6 +17,7 @@
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/reduce.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
@@ -141,6 +142,35 @@ bool isHalf(const TensorView& t) {
   return t.dtype == DType::F16;
 }
 
+// What a product's tensors are stored in, as far as the choice of kernel goes (resolve).
+struct Formats {
+  bool sixteen = false;  // some tensor is f16 or bf16: not for the Texel kernel (f32 only)
+  bool half = false;     // an operand is f16: Auto takes Coopmat where the device has it
+  bool coopmat = true;   // the Coopmat kernel takes them: operands f32 or f16, the rest f32
+};
+
+// operands: read as A or B of a product (the Coopmat kernel takes f16 there); outputs: the
+// tensors the Coopmat path writes or reads besides them (f32 only there); others: tensors
+// other kernels handle (any format). Null ones are skipped.
+Formats formatsOf(std::initializer_list<const TensorView*> operands,
+                  std::initializer_list<const TensorView*> outputs,
+                  std::initializer_list<const TensorView*> others = {}) {
+  Formats f;
+  for (const TensorView* t : operands) {
+    if (!t) continue;
+    f.sixteen = f.sixteen || t->dtype != DType::F32;
+    f.half = f.half || isHalf(*t);
+    f.coopmat = f.coopmat && (t->dtype == DType::F32 || isHalf(*t));
+  }
+  for (const TensorView* t : outputs) {
+    if (!t) continue;
+    f.sixteen = f.sixteen || t->dtype != DType::F32;
+    f.coopmat = f.coopmat && t->dtype == DType::F32;
+  }
+  for (const TensorView* t : others) f.sixteen = f.sixteen || (t && t->dtype != DType::F32);
+  return f;
+}
+
 std::string describe(const Shape& s, bool trans) {
   return s.str() + (trans ? "^T" : "");
 }
@@ -164,17 +194,10 @@ Dims checkShapes(const vk::Context& context, const TensorView& a, const TensorVi
   if (uint64_t(batch) > context.info().max_workgroup_count[2])
     fail("a batch of " + std::to_string(batch) + " is more than the device's " +
          std::to_string(context.info().max_workgroup_count[2]) + " workgroups along z");
-  // a and b may be f16 (resolve() sends those to the Coopmat kernel).
-  for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
-    if (!isHalf(*t)) {
-      checkOperand("matmul", name, *t);
-      continue;
-    }
-    checkFits("matmul", name, *t, DType::F16);
-    if (t->shape.numel() > (int64_t(1) << 31))
-      fail(std::string(name) + " has more than 2^31 elements");
-  }
-  checkOperand("matmul", c_name, c);
+  // Any float format (resolve() picks a kernel that reads it).
+  checkFloatOperand("matmul", "a", a);
+  checkFloatOperand("matmul", "b", b);
+  checkFloatOperand("matmul", c_name, c);
   const int r = want.rank();
   const int64_t k = o.trans_a ? a.shape[a.shape.rank() - 2] : a.shape[a.shape.rank() - 1];
   return {want[r - 2], want[r - 1], k, batch};
@@ -187,13 +210,14 @@ void checkGradient(const char* name, const TensorView* grad, bool shape_ok, cons
   if (!shape_ok)
     throw ShapeError(std::string("matmul backward: ") + name + " " + grad->shape.str() +
                      " must be " + want);
-  checkOperand("matmul backward", name, *grad);
+  checkFloatOperand("matmul backward", name, *grad);
   checkAlias("matmul backward", name, *grad, "a", a, false);
   checkAlias("matmul backward", name, *grad, "b", b, false);
   checkAlias("matmul backward", name, *grad, "dc", dc, false);
 }
 
-// Split-K's scratch must be f32 in its buffer and overlap no operand.
+// Split-K's scratch must be f32 (the partial products keep f32 sums) in its buffer and overlap
+// no operand.
 void checkScratch(const char* op, const TensorView* scratch,
                   std::initializer_list<std::pair<const char*, const TensorView*>> operands) {
   if (!scratch) return;
@@ -266,38 +290,43 @@ void checkTilingFor(const vk::Context& context, const Choice& choice) {
     checkTiling(context, choice.tiling);
 }
 
-// The variant to run with, Auto resolved; throws if Texel cannot read every operand, or
-// Coopmat cannot run, or f16 operands meet a variant other than Coopmat.
+// The variant to run with, Auto resolved; throws if Texel cannot read every operand (too
+// large for a texel view, or a tensor 16-bit), or Coopmat cannot run or take the formats.
+// Auto: Coopmat for an f16 operand (as for f32 ones where the Context allows fp16 products)
+// where the device has it and the formats suit it, else the device's f32 choice, with Tiled
+// for Texel where Texel cannot read them.
 MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
-                      std::initializer_list<const TensorView*> texel_operands) {
+                      std::initializer_list<const TensorView*> texel_operands, const Formats& f) {
   const vk::DeviceInfo& info = context.info();
-  bool half = false;
-  for (const TensorView* t : texel_operands) half = half || isHalf(*t);
-  const MatmulVariant asked = variant;
-  if (variant == MatmulVariant::Auto && (half || (context.fp16Matmul() && info.coopmat)))
-    variant = MatmulVariant::Coopmat;
-  if (variant == MatmulVariant::Coopmat) {
-    if (!info.coopmat)
-      throw Error(
-          std::string("matmul: ") + (half ? "f16 operands need" : "the coopmat variant needs") +
-          " cooperative matrices (VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + "
-          "fp32 subgroup shape, fp16 arithmetic, 16-bit storage, the Vulkan memory model "
-          "and a fixed subgroup size), which " +
-          info.name + " lacks" + (context.ownsDevice() ? "" : " or the engine did not create"));
-    return variant;
-  }
-  if (half)
-    throw Error(std::string("matmul: f16 operands need the coopmat variant; ") +
-                matmulVariantName(asked) + " reads f32");
   // R32F views are the Texel variant's largest.
   bool fit = true;
   for (const TensorView* t : texel_operands)
     fit = fit && texelFits(context, *t, vk::TexelFormat::R32f);
   if (variant == MatmulVariant::Auto) {
+    if (info.coopmat && f.coopmat && (f.half || context.fp16Matmul()))
+      return MatmulVariant::Coopmat;
     variant = matmulVariantFor(context);
-    if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
+    if (variant == MatmulVariant::Coopmat) variant = MatmulVariant::Vector;
+    if (variant == MatmulVariant::Texel && (!fit || f.sixteen)) variant = MatmulVariant::Tiled;
+  }
+  if (variant == MatmulVariant::Coopmat) {
+    if (!f.coopmat)
+      throw ShapeError(
+          "matmul: the coopmat variant reads a and b in f32 or f16 and every other tensor in "
+          "f32; the naive, tiled and vector variants take bf16 and 16-bit outputs");
+    if (!info.coopmat)
+      throw Error(
+          "matmul: the coopmat variant needs cooperative matrices (VK_NV_cooperative_matrix "
+          "with a 16x16x16 fp16 x fp16 + fp32 subgroup shape, fp16 arithmetic, 16-bit storage, "
+          "the Vulkan memory model and a fixed subgroup size), which " +
+          info.name + " lacks" + (context.ownsDevice() ? "" : " or the engine did not create"));
+    return variant;
   }
   if (variant != MatmulVariant::Texel) return variant;
+  if (f.sixteen)
+    throw Error(
+        "matmul: the texel variant reads and writes f32 only; a 16-bit tensor takes the naive, "
+        "tiled or vector variant");
   if (!canShuffle(info))
     throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
                 info.name + " lacks");
@@ -311,9 +340,9 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
 // given with Auto is Vector's: where Auto resolves to Coopmat (fp16 products allowed) it is
 // left out rather than read as a Coopmat tile.
 Choice choose(const vk::Context& context, const MatmulOptions& o,
-              std::initializer_list<const TensorView*> operands) {
+              std::initializer_list<const TensorView*> operands, const Formats& formats) {
   const bool automatic = o.variant == MatmulVariant::Auto;
-  Choice choice{resolve(context, o.variant, operands), o.tiling, 0, automatic};
+  Choice choice{resolve(context, o.variant, operands, formats), o.tiling, 0, automatic};
   if (automatic && choice.variant == MatmulVariant::Coopmat) choice.tiling = {};
   checkTilingFor(context, choice);
   return choice;
@@ -337,9 +366,11 @@ void record(vk::Recorder& rec, Product p, const Choice& choice);
 
 // Split-K for the Vector variant (ops/matmul.h): the slices of K as a batch of partial products
 // into scratch, then their sum in order. False (nothing recorded) where the product does not
-// split: no scratch or too little, a batch, a bias, or a beta other than 0 and 1.
+// split: no scratch or too little, a batch, a bias, or a beta other than 0 and 1; or a
+// residual with C or itself 16-bit, which the kernel's epilogue adds with one rounding.
 bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   if (!p.scratch || p.batch != 1 || p.bias || (p.beta != 0.0f && p.beta != 1.0f)) return false;
+  if (p.residual && (p.c.dtype != DType::F32 || p.residual->dtype != DType::F32)) return false;
   const int64_t m = p.a.rows, n = p.b.cols, k = p.a.cols;
   const Split split = splitFor(m, n, k, 1);
   if (split.parts < 2 || p.scratch->shape.numel() < split.parts * m * n) return false;
@@ -352,7 +383,7 @@ bool recordSplit(vk::Recorder& rec, const Product& p, const Choice& choice) {
   part.c = partials;
   part.alpha = 1.0f, part.beta = 0.0f;
   part.scratch = nullptr;
-  part.residual = nullptr;  // added to C after the sum (record)
+  part.residual = nullptr;  // added to C after the sum (the caller)
   Choice sliced = choice;
   sliced.k_chunk = uint32_t(split.chunk);
   record(rec, part, sliced);
@@ -500,28 +531,46 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
 }
 
+// A storage-buffer kernel (naive, tiled, vector) for p: its constants, the residual's, and
+// every tensor's format (the stand-ins' for a bias or residual not given).
+const vk::Kernel& storageKernel(vk::Context& context, const char* name, vk::SpecConstants constants,
+                                const Product& p, const TensorView& bias,
+                                const TensorView& residual) {
+  constants.push_back({"RESIDUAL", p.residual != nullptr});
+  return floatKernel(context, name, std::move(constants),
+                     {{"a_dtype", p.a.view.dtype},
+                      {"b_dtype", p.b.view.dtype},
+                      {"c_dtype", p.c.dtype},
+                      {"bias_dtype", bias.dtype},
+                      {"residual_dtype", residual.dtype}});
+}
+
 // The Vector kernel over one product (no split-K): the tile given or the device's choice.
+// args: a, b, c, the bias and the residual (or their stand-ins, bias and residual).
 void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, const MatmulPush& push,
-                  std::span<const vk::Arg> args) {
+                  std::span<const vk::Arg> args, const TensorView& bias,
+                  const TensorView& residual) {
   vk::Context& context = rec.context();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const MatmulTiling t =
       choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
-  // Whole-vec4 loads along k (A) or n (B) where that axis is contiguous, its length a
-  // multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+  // Whole-vec4 loads along k (A) or n (B) where the operand is f32, that axis is contiguous,
+  // its length a multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
   MatmulPush vpush = push;
   vpush.k_chunk = choice.k_chunk;
-  const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
-                     p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
-  const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
-                     push.b_off % 4 == 0;
-  const vk::Kernel& kernel = context.kernels().get("matmul/vector", {{"WX", t.wx},
-                                                                     {"WY", t.wy},
-                                                                     {"BK", t.bk},
-                                                                     {"TM", t.tm},
-                                                                     {"TN", t.tn},
-                                                                     {"A_VEC", a_vec},
-                                                                     {"B_VEC", b_vec}});
+  const bool a_vec = p.a.view.dtype == DType::F32 && p.a.s_col == 1 && p.a.cols % 4 == 0 &&
+                     p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
+  const bool b_vec = p.b.view.dtype == DType::F32 && p.b.s_col == 1 && n % 4 == 0 &&
+                     p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
+  const vk::Kernel& kernel = storageKernel(context, "matmul/vector",
+                                           {{"WX", t.wx},
+                                            {"WY", t.wy},
+                                            {"BK", t.bk},
+                                            {"TM", t.tm},
+                                            {"TN", t.tn},
+                                            {"A_VEC", a_vec},
+                                            {"B_VEC", b_vec}},
+                                           p, bias, residual);
   rec.dispatchGroups(kernel, args, &vpush, sizeof(vpush), vk::divUp(n, t.wx * t.tn),
                      vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
 }
@@ -534,12 +583,14 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
-  // Without a bias the kernels' bias binding still needs a buffer: 4 bytes of b, which it
-  // reads anyway and the kernels never index (has_bias = 0); of C where b is f16 (its last
-  // element may be the last 2 bytes of its buffer).
-  const TensorView stand_in = isHalf(p.b.view) ? view(*c.buffer, {1}, c.offset)
-                                               : view(*p.b.view.buffer, {1}, p.b.view.offset);
-  const Bound bias = bindStorage(context, p.bias ? *p.bias : stand_in);
+  // Without a bias (or residual) the kernels' binding still needs a buffer: 4 bytes of b,
+  // which it reads anyway and the kernels never index (has_bias = 0, RESIDUAL false); of C
+  // where b is 16-bit (its last element may be the last 2 bytes of its buffer), in C's format.
+  const TensorView stand_in = p.b.view.dtype == DType::F32
+                                  ? view(*p.b.view.buffer, {1}, p.b.view.offset)
+                                  : view(*c.buffer, {1}, c.offset, c.dtype);
+  const TensorView& bias_view = p.bias ? *p.bias : stand_in;
+  const Bound bias = bindStorage(context, bias_view);
 
   if (variant == MatmulVariant::Texel) {
     recordTexel(rec, p, bias);
@@ -548,19 +599,21 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
 
   const Bound ba = bindStorage(context, p.a.view), bb = bindStorage(context, p.b.view),
               bc = bindStorage(context, c);
-  const MatmulPush push =
+  // The naive, tiled and vector kernels add the residual in their epilogue, after the bias.
+  const TensorView& residual_view = p.residual ? *p.residual : stand_in;
+  const Bound residual = bindStorage(context, residual_view);
+  MatmulPush push =
       pushFor(p, ba.skip + uint32_t(p.a.start), bb.skip + uint32_t(p.b.start), bc.skip, bias.skip);
+  push.epi_off = residual.skip;
+  const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, residual.arg};
   switch (variant) {
     case MatmulVariant::Naive: {
       // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
       const uint32_t rows = info.max_workgroup_invocations >= 256 ? 16 : 8;
       const vk::Kernel& kernel =
-          context.kernels().get("matmul/naive", {{"local_size_x", 16u}, {"local_size_y", rows}});
-      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg};
+          storageKernel(context, "matmul/naive", {{"local_size_x", 16u}, {"local_size_y", rows}}, p,
+                        bias_view, residual_view);
       rec.dispatch(kernel, args, &push, sizeof(push), n, m, uint64_t(p.batch));
-      // The naive kernel keeps three bindings, so its bias is a second pass; the recorder puts
-      // the barrier between them.
-      if (p.bias) sumRowsBackward(rec, *p.bias, c, Write::Accumulate);
       break;
     }
     case MatmulVariant::Tiled: {
@@ -568,31 +621,35 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       // where the device allows fewer than 256 invocations per workgroup (the minimum is 128).
       const uint32_t threads = info.max_workgroup_invocations >= 256 ? 16 : 8;
       const uint32_t per_thread = 64 / threads;
-      const vk::Kernel& kernel = context.kernels().get(
-          "matmul/tiled",
-          {{"WX", threads}, {"WY", threads}, {"BK", 16u}, {"TM", per_thread}, {"TN", per_thread}});
-      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      const vk::Kernel& kernel = storageKernel(
+          context, "matmul/tiled",
+          {{"WX", threads}, {"WY", threads}, {"BK", 16u}, {"TM", per_thread}, {"TN", per_thread}},
+          p, bias_view, residual_view);
       rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64),
                          uint32_t(p.batch));
       break;
     }
     case MatmulVariant::Vector: {
-      if (recordSplit(rec, p, choice)) break;
-      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      recordVector(rec, p, choice, push, args);
+      if (recordSplit(rec, p, choice)) {
+        // c + r after the sum of the partials, f32 (the barrier comes from the recorder).
+        if (p.residual) add(rec, c, *p.residual, c);
+        break;
+      }
+      recordVector(rec, p, choice, push, args, bias_view, residual_view);
       break;
     }
     case MatmulVariant::Coopmat: {
-      const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      recordCoopmat(rec, p, choice, push, args);
+      const vk::Arg coopmat_args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
+      recordCoopmat(rec, p, choice, push, coopmat_args);
+      // c + r, the order of the Texel kernel's epilogue; f32 (the barrier comes from the
+      // recorder).
+      if (p.residual) add(rec, c, *p.residual, c);
       break;
     }
     case MatmulVariant::Texel:
     case MatmulVariant::Auto:
       break;  // handled above
   }
-  // c + r, the order of the Texel kernel's epilogue (the barrier comes from the recorder).
-  if (p.residual) add(rec, c, *p.residual, c);
 }
 
 // out = alpha·X·Y over a batch of `batch`, where out has `out_batch` entries (batch or 1) and
@@ -771,7 +828,7 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
   const Dims d = checkShapes(context, a, b, c, options, "c");
   if (options.bias) {
     const TensorView& bias = *options.bias;
-    checkOperand("matmul", "bias", bias);
+    checkFloatOperand("matmul", "bias", bias);
     checkAlias("matmul", "c", c, "bias", bias, false);
   }
   checkAlias("matmul", "c", c, "a", a, false);
@@ -781,7 +838,7 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     if (!(t.shape == c.shape))
       throw ShapeError(std::string("matmul: ") + said + " " + t.shape.str() +
                        " must be shaped like c " + c.shape.str());
-    checkOperand("matmul", name, t);
+    checkFloatOperand("matmul", name, t);
     checkAlias("matmul", "c", c, name, t, false);
   };
   if (options.residual) checkLikeC("the residual", "residual", *options.residual);
@@ -805,7 +862,8 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
                 {"act_pre", options.act_pre}});
   // The Texel kernel reads the residual through a texel view too.
   const Choice variant =
-      choose(context, options, {&a, &b, options.residual ? options.residual : &a});
+      choose(context, options, {&a, &b, options.residual ? options.residual : &a},
+             formatsOf({&a, &b}, {&c, options.bias, options.residual, options.act_pre}));
   Product p{operand(a, options.trans_a), operand(b, options.trans_b), c, d.batch};
   p.bias = options.bias, p.alpha = options.alpha, p.beta = options.beta;
   p.scratch = options.scratch;
@@ -854,7 +912,7 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
     if (forward.trans_a || w != Write::Overwrite || !activationBackwardReadsX(grads.da_act))
       throw ShapeError(what + " needs a not transposed, da overwritten and a kind that reads x (" +
                        activationName(grads.da_act) + ")");
-    checkOperand("matmul backward", "x", *grads.da_act_x);
+    checkFloatOperand("matmul backward", "x", *grads.da_act_x);
     checkAlias("matmul backward", "da", *grads.da, "x", *grads.da_act_x, false);
   }
   for (const TensorView* g : {grads.da, grads.db})
@@ -867,7 +925,9 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                 {"da", grads.da},
                 {"db", grads.db},
                 {"dbias", grads.dbias}});
-  const Choice variant = choose(context, forward, {&a, &b, &dc});
+  const Choice variant =
+      choose(context, forward, {&a, &b, &dc},
+             formatsOf({&a, &b, &dc}, {grads.da, grads.db}, {grads.dbias, grads.da_act_x}));
 
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};

@@ -1,6 +1,8 @@
-// Matrix multiply, row-major, fp32 results: C = alpha·op(A)·op(B) + beta·C + bias, with op a
+// Matrix multiply, row-major, fp32 sums: C = alpha·op(A)·op(B) + beta·C + bias, with op a
 // transpose or not per operand, optionally batched; and its backward. Several kernel
 // variants; the fastest shape differs by device (see docs/DESIGN.md), so Auto picks one per device.
+// Every tensor may be stored in f32, f16 or bf16 (ops/storage.h) on the Naive, Tiled and Vector
+// variants: the products, sums and epilogue are f32 and each output rounds once, on its store.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +15,17 @@
 namespace vkgrad::ops {
 
 enum class MatmulVariant {
-  Auto,    // picked per device by matmulVariantFor()
-  Naive,   // one invocation per output; storage buffers
-  Tiled,   // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
-  Texel,   // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs (lavapipe)
-  Vector,  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs
+  Auto,   // picked per device by matmulVariantFor(), or by the tensors' formats (below)
+  Naive,  // one invocation per output; storage buffers; any float formats
+  Tiled,  // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
+  Texel,  // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs; f32 only
+  // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs. A 16-bit
+  // operand takes the one-element loads.
+  Vector,
   // Cooperative matrices (tensor cores, VK_NV_cooperative_matrix): inputs rounded to fp16
-  // (or stored as f16), sums in fp32. Only where DeviceInfo::coopmat; Auto takes it for f16
-  // operands, and for f32 ones where the Context allows fp16 products (fp16Matmul()).
+  // (or stored as f16), sums in fp32; a and b f32 or f16, every other tensor f32. Only where
+  // DeviceInfo::coopmat; Auto takes it for f16 operands, and for f32 ones where the Context
+  // allows fp16 products (fp16Matmul()), where the other tensors are f32.
   Coopmat,
 };
 
@@ -47,8 +52,9 @@ MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64
 const char* matmulVariantName(MatmulVariant variant);
 // The variant Auto resolves to on this device for f32 operands: Texel on CPU devices with
 // subgroup shuffle, Coopmat where the device has it and the Context allows fp16 products,
-// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view, and
-// Vector's split-K for a Coopmat product too small to fill the GPU.)
+// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view or a
+// 16-bit tensor where that would be Texel, Vector for one Coopmat cannot take (bf16, or a
+// 16-bit output), and Vector's split-K for a Coopmat product too small to fill the GPU.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
 struct MatmulOptions {
@@ -58,9 +64,9 @@ struct MatmulOptions {
   float beta = 0.0f;     // 0: c is only written (its old contents, NaN included, are ignored)
   const TensorView* bias = nullptr;  // (N), added to every row of C
   // Shaped like C and added to it after the bias: a residual connection's add (x + proj(h)),
-  // in the Texel kernel's epilogue (before beta·C) instead of a pass of its own; the other
-  // variants add it in a pass after the product (after beta·C: the same within rounding). It
-  // may not overlap C.
+  // in the kernel's epilogue instead of a pass of its own: Texel's before beta·C, Naive's,
+  // Tiled's and Vector's after it (the same within rounding); Coopmat and a split-K product
+  // add it in a pass after (f32 only there). It may not overlap C.
   const TensorView* residual = nullptr;
   // An activation applied on the way out (an MLP's hidden layer): c = f(alpha·op(A)·op(B) +
   // bias), and, where act_pre is given (shaped like c, not overlapping it), the value before f
@@ -104,13 +110,17 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // a: (M,K) or (Ba,M,K), b: (K,N) or (Bb,K,N) (the last two dims swapped where transposed),
 // c: (M,N) when both are 2-D, else (B,M,N) with Ba, Bb each B or 1; a 2-D operand or a batch of
 // 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
-// Any M,N,K >= 1 and any offsets that are multiples of 4 bytes; c may not overlap a, b or bias.
-// a and b are f32, or f16 for the Coopmat variant (which Auto then picks); c is f32.
+// Any M,N,K >= 1 and any offsets that are multiples of 4 bytes (2 for a 16-bit view); c may not
+// overlap a, b or bias. a, b, c, bias, the residual and act_pre are each f32, f16 or bf16 on the
+// Naive, Tiled and Vector variants (a 16-bit one needs the device's 16-bit storage); Texel is
+// f32 only; Coopmat takes f16 a and b and f32 for the rest (Auto picks it for f16 operands
+// where the device has it and the rest is f32, else a storage variant). scratch is f32.
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
-// before recording anything if the shapes disagree or a buffer is too small; Error if Texel
-// is asked for on a device without subgroup shuffle, or with an operand larger than a texel
-// view may be; if Coopmat is asked for (or f16 operands given) on a device without
-// cooperative matrices, or f16 operands meet another variant; if a tiling cannot run.
+// before recording anything if the shapes disagree or a buffer is too small, or if Coopmat is
+// asked for with formats it does not take; Error if Texel is asked for on a device without
+// subgroup shuffle, with an operand larger than a texel view may be, or with a 16-bit
+// tensor; if Coopmat is asked for on a device without cooperative matrices; if a tiling
+// cannot run; if a 16-bit tensor meets a device without 16-bit storage.
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             const MatmulOptions& options = {});
 // The plain product C = A·B (2-D or batched as above) with a chosen variant.
@@ -136,9 +146,12 @@ struct MatmulGrads {
 //   dÂ = alpha·dC·B̂ᵀ, dB̂ = alpha·Âᵀ·dC (stored transposed where op is), dbias = Σ rows of dC;
 // a broadcast operand's gradient sums over the batch. The same kernels as the forward, with
 // transpose flags; forward.bias and forward.beta do not matter here. Accumulate adds to the
-// gradients. With db and dbias both asked for, the Texel variant sums dbias in db's dispatch
-// (b not transposed, db one product); otherwise dbias is a pass of its own. Same shape rules and
-// errors as matmul; gradients may not overlap any input.
+// gradients. Every tensor in any float format as for matmul (dc is an operand here, da and db
+// outputs): sums in f32, one rounding per store, except a broadcast operand's gradient whose
+// batch does not fold into one product: one accumulating product per batch entry, so a 16-bit
+// gradient rounds once per entry. With db and dbias both asked for, the Texel variant sums
+// dbias in db's dispatch (b not transposed, db one product); otherwise dbias is a pass of its
+// own. Same shape rules and errors as matmul; gradients may not overlap any input.
 void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                     const TensorView& dc, const MatmulGrads& grads,
                     const MatmulOptions& forward = {}, Write w = Write::Overwrite);

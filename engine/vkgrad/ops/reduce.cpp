@@ -4,10 +4,11 @@
 #include <bit>
 #include <string>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/elementwise.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -167,9 +168,9 @@ void rowsBackward(vk::Recorder& rec, const char* op, const TensorView& dout, con
 
 void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
                const TensorView& out, KeptAxis f, float alpha, Write w, ReduceVariant variant) {
-  checkOperand(op, "x", x);
-  if (y) checkOperand(op, "y", *y);
-  checkOperand(op, "out", out);
+  checkFloatOperand(op, "x", x);
+  if (y) checkFloatOperand(op, "y", *y);
+  checkFloatOperand(op, "out", out);
   if (x.shape.numel() != f.numel() || (y && y->shape.numel() != f.numel()) ||
       out.shape.numel() != f.kept)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + " -> out " + out.shape.str() +
@@ -184,13 +185,17 @@ void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, con
   if (f.kept == 1) f = {1, 1, f.outer * f.inner};
   const bool column = f.inner == 1 && f.outer > 1;
   const int64_t run = column ? f.kept : f.inner;  // the contiguous axis
+  // The texel kernel reads f32 (texelFits refuses 16-bit views) and writes an f32 out.
   const auto fits = [&](vk::TexelFormat format) {
     return texelFits(ctx, x, format) && (!y || texelFits(ctx, *y, format));
   };
-  bool texel = variant != ReduceVariant::Storage && fits(vk::TexelFormat::R32f);
+  const bool f32 =
+      x.dtype == DType::F32 && (!y || y->dtype == DType::F32) && out.dtype == DType::F32;
+  bool texel = variant != ReduceVariant::Storage && f32 && fits(vk::TexelFormat::R32f);
   if (variant == ReduceVariant::Texel && !texel)
     throw Error(std::string(op) + ": x " + x.shape.str() +
-                " does not fit the device's texel-buffer limits");
+                (f32 ? " does not fit the device's texel-buffer limits"
+                     : ": the texel variant reads and writes f32 only"));
   const bool vec4 = texel && run % 4 == 0 && fits(vk::TexelFormat::Rgba32f);
   const vk::TexelFormat format = vec4 ? vk::TexelFormat::Rgba32f : vk::TexelFormat::R32f;
   const auto bind = [&](const TensorView& t) {
@@ -203,13 +208,18 @@ void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, con
   if (vec4) (column ? push.kept : push.inner) /= 4;
 
   const Launch launch = launchFor(op, ctx.info(), column, push.outer, push.kept, push.inner);
-  const vk::Kernel& kernel = ctx.kernels().get(texel ? "reduce/sum_texel" : "reduce/sum",
-                                               {{"local_size_x", launch.workgroup},
-                                                {"LANES", launch.lanes},
-                                                {"COLUMN", column},
-                                                {"PRODUCT", y != nullptr},
-                                                {"ACCUMULATE", w == Write::Accumulate},
-                                                {"VEC4", vec4}});
+  const vk::SpecConstants constants{{"local_size_x", launch.workgroup},
+                                    {"LANES", launch.lanes},
+                                    {"COLUMN", column},
+                                    {"PRODUCT", y != nullptr},
+                                    {"ACCUMULATE", w == Write::Accumulate},
+                                    {"VEC4", vec4}};
+  // Without y its binding is x's, so it takes x's format.
+  const vk::Kernel& kernel = texel ? ctx.kernels().get("reduce/sum_texel", constants)
+                                   : floatKernel(ctx, "reduce/sum", constants,
+                                                 {{"x_dtype", x.dtype},
+                                                  {"y_dtype", y ? y->dtype : x.dtype},
+                                                  {"result_dtype", out.dtype}});
   const vk::Arg args[] = {bx.arg, by.arg, bout.arg};
   const uint32_t outs_per_group = launch.workgroup / launch.lanes;
   const uint64_t blocks = (push.kept + outs_per_group - 1) / outs_per_group;
