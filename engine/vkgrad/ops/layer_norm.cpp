@@ -8,6 +8,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/softmax.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
@@ -134,7 +135,8 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
   if (texels)
     for (const TensorView* t : texel_views)
       if (!fitsTexels(context, *t))
-        throw ShapeError(op + ": too many elements for the device's maxTexelBufferElements (" +
+        throw ShapeError(op + ": the texel variants read f32 views of at most the device's " +
+                         "maxTexelBufferElements (" +
                          std::to_string(info.max_texel_buffer_elements) + ")");
   if (!info.subgroup_arithmetic)
     throw Error(op + ": " + info.name + " has no subgroup arithmetic in compute shaders");
@@ -148,12 +150,14 @@ void checkArgs(const vk::Context& context, const TensorView& x, const TensorView
   checkLikeX(op, "y", y, x.shape);
   checkStats(op, "mean", mean, x.shape);
   checkStats(op, "rstd", rstd, x.shape);
-  checkFits("layerNorm", "x", x);
-  checkFits("layerNorm", "gamma", gamma);
-  checkFits("layerNorm", "beta", beta);
-  checkFits("layerNorm", "y", y);
-  checkFits("layerNorm", "mean", mean);
-  checkFits("layerNorm", "rstd", rstd);
+  checkFloat("layerNorm", "x", x);
+  checkFloat("layerNorm", "gamma", gamma);
+  checkFloat("layerNorm", "beta", beta);
+  checkFloat("layerNorm", "y", y);
+  checkFloat("layerNorm", "mean", mean);
+  checkFloat("layerNorm", "rstd", rstd);
+  if (y.dtype != x.dtype && overlaps(y, x))
+    throw ShapeError(op + ": y in place of x needs x's dtype");
   checkDevice(context, op, x, {&x, &gamma, &beta}, usesTexels(variant));
 }
 
@@ -271,8 +275,14 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
   const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
   vk::SpecConstants spec = layout.spec();
   spec.push_back({"kVec4", vec4});
-  spec.push_back({"kStore4", vec4 && by.skip % 4 == 0});
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", spec);
+  spec.push_back({"kStore4", vec4 && vec4Storable(context, y)});
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/forward", spec,
+                                         {{"x_dtype", x.dtype},
+                                          {"gamma_dtype", gamma.dtype},
+                                          {"beta_dtype", beta.dtype},
+                                          {"y_dtype", y.dtype},
+                                          {"mean_out_dtype", mean.dtype},
+                                          {"rstd_out_dtype", rstd.dtype}});
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, texels, format),
@@ -348,8 +358,8 @@ std::string checkBackwardShapes(const TensorView& x, const TensorView& gamma,
   return op;
 }
 
-// Every view an f32 operand; no output overlaps an input or another output. op:
-// checkBackwardShapes' prefix.
+// Formats and aliasing: float tensors in any format, scratch f32; no output overlaps an input
+// or another output. op: checkBackwardShapes' prefix.
 void checkBackwardOperands(const std::string& op, const TensorView& x, const TensorView& gamma,
                            const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                            const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
@@ -357,19 +367,22 @@ void checkBackwardOperands(const std::string& op, const TensorView& x, const Ten
   const char* name = "layerNormBackward";
   const std::pair<const char*, const TensorView*> inputs[] = {
       {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
-  for (auto [in_name, in] : inputs) checkOperand(name, in_name, *in);
+  for (auto [in_name, in] : inputs) checkFloatOperand(name, in_name, *in);
   std::vector<std::pair<const char*, const TensorView*>> outputs = {{"dx", &dx}};
   if (dgamma.buffer) outputs.push_back({"dgamma", &dgamma});
   if (dbeta.buffer) outputs.push_back({"dbeta", &dbeta});
   if (dgamma.buffer || dbeta.buffer) outputs.push_back({"scratch", &scratch});
   if (dx_addend) {
     checkLikeX(op, "dx_addend", *dx_addend, x.shape);
-    checkOperand(name, "dx_addend", *dx_addend);
+    checkFloatOperand(name, "dx_addend", *dx_addend);
     for (size_t i = 0; i < outputs.size(); ++i)
       checkAlias(name, outputs[i].first, *outputs[i].second, "dx_addend", *dx_addend, false);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    checkOperand(name, outputs[i].first, *outputs[i].second);
+    if (outputs[i].second == &scratch)
+      checkOperand(name, outputs[i].first, *outputs[i].second);  // f32 partial sums
+    else
+      checkFloatOperand(name, outputs[i].first, *outputs[i].second);
     for (auto [in_name, in] : inputs)
       checkAlias(name, outputs[i].first, *outputs[i].second, in_name, *in, false);
     for (size_t j = 0; j < i; ++j)
@@ -410,10 +423,12 @@ void reduceBlocks(const BackwardJob& job, const Bound& partials, uint32_t blocks
   const ReducePush reduce{uint32_t(job.n), blocks,       gamma_first,
                           beta_first,      bdgamma.skip, bdbeta.skip};
   const vk::Kernel& reducer =
-      context.kernels().get("layer_norm/backward_reduce", {{"local_size_x", job.group},
-                                                           {"kAccumulate", job.accumulate},
-                                                           {"kGamma", job.want_gamma},
-                                                           {"kBeta", job.want_beta}});
+      floatKernel(context, "layer_norm/backward_reduce",
+                  {{"local_size_x", job.group},
+                   {"kAccumulate", job.accumulate},
+                   {"kGamma", job.want_gamma},
+                   {"kBeta", job.want_beta}},
+                  {{"dgamma_dtype", job.out_gamma.dtype}, {"dbeta_dtype", job.out_beta.dtype}});
   const vk::Arg reduce_args[] = {partials.arg, bdgamma.arg, bdbeta.arg};
   job.rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
                          gridGroups(context, uint64_t(job.n), job.group));
@@ -442,13 +457,19 @@ ParamsPush recordColumnSums(const BackwardJob& job, bool blocked) {
                         job.bx.skip,        job.bdy.skip,
                         job.bmean.skip,     job.brstd.skip,
                         bgamma_out.skip,    beta_first};
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/backward_params",
-                                                   {{"local_size_x", job.group},
-                                                    {"kTexelInput", texels},
-                                                    {"kAccumulate", job.accumulate && !blocked},
-                                                    {"kGamma", job.want_gamma},
-                                                    {"kBeta", job.want_beta},
-                                                    {"kVec4", vec4}});
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward_params",
+                                         {{"local_size_x", job.group},
+                                          {"kTexelInput", texels},
+                                          {"kAccumulate", job.accumulate && !blocked},
+                                          {"kGamma", job.want_gamma},
+                                          {"kBeta", job.want_beta},
+                                          {"kVec4", vec4}},
+                                         {{"x_dtype", job.x.dtype},
+                                          {"dy_dtype", job.dy.dtype},
+                                          {"mean_dtype", job.mean.dtype},
+                                          {"rstd_dtype", job.rstd.dtype},
+                                          {"out_gamma_dtype", gamma_out.dtype},
+                                          {"out_beta_dtype", beta_out.dtype}});
   const vk::Arg args[] = {job.bx.arg,     texelArg(context, job.x, texels, format),
                           job.bdy.arg,    texelArg(context, job.dy, texels, format),
                           job.bmean.arg,  job.brstd.arg,
@@ -492,6 +513,7 @@ BackwardPush recordDx(const BackwardJob& job, const DxArgs& a, const Bound* part
   // Without an addend its binding is a stand-in, dy's, never read; without WithDx the
   // partials' binding is dx's, never written.
   const Bound baddend = a.addend ? bindStorage(context, *a.addend) : job.bdy;
+  const TensorView& addend = a.addend ? *a.addend : job.dy;
   const uint32_t blocks = uint32_t((job.rows + kBlockRows - 1) / kBlockRows);
   const Bound bpartials = partials ? *partials : bdx;
   BackwardPush push{uint32_t(job.rows), uint32_t(job.n), job.bx.skip, job.bdy.skip, bgamma.skip,
@@ -506,7 +528,14 @@ BackwardPush recordDx(const BackwardJob& job, const DxArgs& a, const Bound* part
   spec.push_back({"kAddend", a.addend != nullptr});
   spec.push_back({"kWithParams", partials != nullptr});
   spec.push_back({"kLaneVec4s", partials ? a.lane_vec4s : 1u});
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward", spec,
+                                         {{"x_dtype", job.x.dtype},
+                                          {"dy_dtype", job.dy.dtype},
+                                          {"gamma_dtype", a.gamma.dtype},
+                                          {"mean_dtype", job.mean.dtype},
+                                          {"rstd_dtype", job.rstd.dtype},
+                                          {"dx_dtype", a.dx.dtype},
+                                          {"addend_dtype", addend.dtype}});
   const bool texels = a.layout.texels;
   const vk::Arg args[] = {job.bx.arg,    texelArg(context, job.x, texels, format),
                           job.bdy.arg,   texelArg(context, job.dy, texels, format),
