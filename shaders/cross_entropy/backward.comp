@@ -6,19 +6,21 @@
 // Rows whose target is ignore_index or out of range get 0 (forward reported bad ones), and
 // so does everything when count is 0. A row whose max is -inf (all logits -inf) has p = 0.
 // No reduction: the row layout (softmax/rows.glsl) just lets the logits be read like forward's.
+// Float tensors in any format (common/storage.glsl); the arithmetic is f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(constant_id = 4) const bool kAccumulate = false;
 
 #include "softmax/rows.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Logits { float logits[]; };   // (rows, C)
-layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;           // if kTexelInput
+FLOATS(0, logits, readonly)                                                // (rows, C)
+layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;  // if kTexelInput (f32)
 layout(set = 0, binding = 2) readonly buffer Targets { uint targets[]; };  // (rows) u32
-layout(set = 0, binding = 3) readonly buffer Saved { float saved[]; };     // (2 rows + 1)
-layout(set = 0, binding = 4) readonly buffer DMean { float dmean[]; };     // (1)
-layout(set = 0, binding = 5) buffer DLogits { float dlogits[]; };  // (rows, C); kAccumulate reads
+FLOATS(3, saved, readonly)                                                 // (2 rows + 1)
+FLOATS(4, dmean, readonly)                                                 // (1)
+FLOATS(5, dlogits, )  // (rows, C); not writeonly: kAccumulate reads it
 layout(push_constant) uniform Push {
   uint rows;
   uint classes;  // C >= 1
@@ -29,23 +31,24 @@ layout(push_constant) uniform Push {
 
 float loadLogit(uint i) {
   return kTexelInput ? texelFetch(logit_texels, int(p.logits_skip + i)).x
-                     : logits[p.logits_skip + i];
+                     : LOAD(logits, p.logits_skip + i);
 }
 
 void processRow(uint row, uint first, uint step) {
   const uint base = row * p.classes;
   const uint t = targets[p.targets_skip + row];
-  const float count = saved[p.saved_skip + 2 * p.rows];
+  const float count = LOAD(saved, p.saved_skip + 2 * p.rows);
   const bool used = t < p.classes && t != p.ignore_index && count > 0.0;
-  const float g = used ? dmean[p.dmean_skip] / count : 0.0;
-  const float m = saved[p.saved_skip + 2 * row], log_s = saved[p.saved_skip + 2 * row + 1];
+  const float g = used ? LOAD(dmean, p.dmean_skip) / count : 0.0;
+  const float m = LOAD(saved, p.saved_skip + 2 * row);
+  const float log_s = LOAD(saved, p.saved_skip + 2 * row + 1);
   for (uint i = first; i < p.classes; i += step) {
     precise const float centred = loadLogit(base + i) - m;  // precise: no reassociation
     // The guard keeps exp(-inf - (-inf)) = NaN out of an all -inf row.
     const float prob = m == kNegInf ? 0.0 : exp(centred - log_s);
     float d = used ? (prob - (i == t ? 1.0 : 0.0)) * g : 0.0;
-    if (kAccumulate) d += dlogits[p.dlogits_skip + base + i];
-    dlogits[p.dlogits_skip + base + i] = d;
+    if (kAccumulate) d += LOAD(dlogits, p.dlogits_skip + base + i);
+    STORE(dlogits, p.dlogits_skip + base + i, d);
   }
 }
 

@@ -11,17 +11,19 @@
 //
 // A target that is neither < C nor ignore_index is never used as an index: its row counts
 // as ignored and status records it (kCrossEntropyBadTarget in ops/cross_entropy.h).
-// Layouts: softmax/rows.glsl.
+// Layouts: softmax/rows.glsl. logits, losses and saved in any float format
+// (common/storage.glsl), each as its view says; the statistics are computed in f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 #include "softmax/rows.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Logits { float logits[]; };   // (rows, C)
-layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;           // if kTexelInput
+FLOATS(0, logits, readonly)                                                // (rows, C)
+layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;  // if kTexelInput (f32)
 layout(set = 0, binding = 2) readonly buffer Targets { uint targets[]; };  // (rows) u32
-layout(set = 0, binding = 3) writeonly buffer Losses { float losses[]; };  // (rows)
-layout(set = 0, binding = 4) writeonly buffer Saved { float saved[]; };    // (2 rows + 1)
+FLOATS(3, losses, writeonly)                                               // (rows)
+FLOATS(4, saved, writeonly)                                                // (2 rows + 1)
 layout(set = 0, binding = 5) buffer Status { uint status[]; };             // {flags, max bad}
 layout(push_constant) uniform Push {
   uint rows;
@@ -33,7 +35,7 @@ layout(push_constant) uniform Push {
 
 float loadLogit(uint i) {
   return kTexelInput ? texelFetch(logit_texels, int(p.logits_skip + i)).x
-                     : logits[p.logits_skip + i];
+                     : LOAD(logits, p.logits_skip + i);
 }
 
 void processRow(uint row, uint first, uint step) {
@@ -55,9 +57,9 @@ void processRow(uint row, uint first, uint step) {
     atomicOr(status[p.status_skip], 1u);
     atomicMax(status[p.status_skip + 1], t);
   }
-  losses[p.losses_skip + row] = loss;
-  saved[p.saved_skip + 2 * row] = stats.m;
-  saved[p.saved_skip + 2 * row + 1] = log_s;
+  STORE(losses, p.losses_skip + row, loss);
+  STORE(saved, p.saved_skip + 2 * row, stats.m);
+  STORE(saved, p.saved_skip + 2 * row + 1, log_s);
 }
 
 void main() { forEachRow(p.rows); }

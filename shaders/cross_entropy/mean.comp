@@ -3,18 +3,20 @@
 // count is 0. count is also stored (as a float, exact below 2^24) after the (max, log-sum)
 // pairs in saved, for backward. One workgroup: each lane sums a fixed strided slice (Kahan), then a
 // fixed-order workgroup combine (common/reduce.glsl): the same bits every run, no atomics.
+// losses, mean and saved in any float format (common/storage.glsl); the sums are f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 const bool kOneSubgroup = false;  // any workgroup size on any device
 
 #include "common/reduce.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Losses { float losses[]; };   // (rows)
+FLOATS(0, losses, readonly)                                                // (rows)
 layout(set = 0, binding = 1) readonly buffer Targets { uint targets[]; };  // (rows) u32
-layout(set = 0, binding = 2) writeonly buffer Mean { float mean_out[]; };  // (1)
-layout(set = 0, binding = 3) writeonly buffer Saved { float saved[]; };    // (2 rows + 1)
+FLOATS(2, mean, writeonly)                                                 // (1)
+FLOATS(3, saved, writeonly)                                                // (2 rows + 1)
 layout(push_constant) uniform Push {
   uint rows;
   uint classes;
@@ -30,7 +32,7 @@ void main() {
   float infinite = 0.0;
   float count = 0.0;  // integers below 2^24 (checked on the host): exact in any order
   for (uint r = gl_LocalInvocationID.x; r < p.rows; r += gl_WorkGroupSize.x) {
-    const float loss = losses[p.losses_skip + r];  // ignored rows hold 0
+    const float loss = LOAD(losses, p.losses_skip + r);  // ignored rows hold 0
     if (isinf(loss)) infinite += loss;
     else sum = kahanAdd(sum, loss);
     const uint t = targets[p.targets_skip + r];
@@ -39,7 +41,7 @@ void main() {
   const float total = workgroupSum(kahanValue(sum) + infinite);
   const float counted = workgroupSum(count);
   if (gl_LocalInvocationID.x == 0) {
-    mean_out[p.mean_skip] = counted == 0.0 ? 0.0 : total / counted;
-    saved[p.saved_skip + 2 * p.rows] = counted;
+    STORE(mean, p.mean_skip, counted == 0.0 ? 0.0 : total / counted);
+    STORE(saved, p.saved_skip + 2 * p.rows, counted);
   }
 }

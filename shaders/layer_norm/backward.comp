@@ -14,9 +14,12 @@
 // views are 16-byte aligned, so skips are multiples of 4). Every
 // binding starts at the device's alignment at or below its view, and `*_skip` elements
 // into it is the view's first element (ops/binding.h).
+// The storage bindings but the partials hold any float format (common/storage.glsl), each as
+// its view says; texels and partials are f32, and so is every sum.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -37,17 +40,17 @@ layout(constant_id = 8) const uint kLaneVec4s = 1;
 #include "common/reduce.glsl"
 #include "layer_norm/kahan4.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };          // (rows, N)
-layout(set = 0, binding = 1) uniform samplerBuffer x_texels;            // (rows, N)
-layout(set = 0, binding = 2) readonly buffer Dy { float dy[]; };        // (rows, N)
-layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;           // (rows, N)
-layout(set = 0, binding = 4) readonly buffer Gamma { float gamma[]; };  // (N)
-layout(set = 0, binding = 5) uniform samplerBuffer gamma_texels;        // (N)
-layout(set = 0, binding = 6) readonly buffer Mean { float mean[]; };    // (rows)
-layout(set = 0, binding = 7) readonly buffer Rstd { float rstd[]; };    // (rows)
-layout(set = 0, binding = 8) buffer Dx { float dx[]; };  // (rows, N); read when kAccumulate
+FLOATS(0, x, readonly)                                            // (rows, N)
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)
+FLOATS(2, dy, readonly)                                           // (rows, N)
+layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;     // (rows, N)
+FLOATS(4, gamma, readonly)                                        // (N)
+layout(set = 0, binding = 5) uniform samplerBuffer gamma_texels;  // (N)
+FLOATS(6, mean, readonly)                                         // (rows)
+FLOATS(7, rstd, readonly)                                         // (rows)
+FLOATS(8, dx, )  // (rows, N); not writeonly: read when kAccumulate
 // (rows, N) with kAddend; otherwise a stand-in never read.
-layout(set = 0, binding = 9) readonly buffer Addend { float addend[]; };
+FLOATS(9, addend, readonly)
 // kWithParams' partial sums (a stand-in otherwise, never written).
 layout(set = 0, binding = 10) writeonly buffer Partials { float partials[]; };
 layout(push_constant) uniform Push {
@@ -59,23 +62,23 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadX(uint i) {
-  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : LOAD(x, p.x_skip + i);
 }
 float loadDy(uint i) {
-  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : dy[p.dy_skip + i];
+  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : LOAD(dy, p.dy_skip + i);
 }
 float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
-                     : gamma[p.gamma_skip + i];
+                     : LOAD(gamma, p.gamma_skip + i);
 }
 // dx (and the x̂ it reads) are precise: no multiply-add may be fused, which NVIDIA's compiler
 // does otherwise and differently per specialization, so that v + addend rounds v first, as
 // storing v and adding the addend later does: the bits kAddend promises (lavapipe never fuses).
 void store(uint i, float v) {
   precise float sum = v;
-  if (kAddend) sum += addend[p.addend_skip + i];
-  if (kAccumulate) sum += dx[p.dx_skip + i];
-  dx[p.dx_skip + i] = sum;
+  if (kAddend) sum += LOAD(addend, p.addend_skip + i);
+  if (kAccumulate) sum += LOAD(dx, p.dx_skip + i);
+  STORE(dx, p.dx_skip + i, sum);
 }
 
 vec4 fetchX4(uint t) { return texelFetch(x_texels, int(p.x_skip / 4 + t)); }
@@ -113,7 +116,7 @@ void blockWithParams(uint block, uint lane, uint step, float inv_n) {
     gamma4[i] = lane + i * step < n4 ? fetchGamma4(lane + i * step) : vec4(0.0);
   }
   for (uint row = begin; row < end; ++row) {
-    const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+    const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
     const uint base4 = row * n4;
     Kahan4 sum_g = kKahan4Zero, sum_gx = kKahan4Zero;
     [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
@@ -155,7 +158,7 @@ void main() {
     // row < rows: the grid is rounded up to whole workgroups (no barriers on this path).
     for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += stride) {
       const uint base = row * p.n;
-      const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+      const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
       Kahan sum_g = kKahanZero, sum_gx = kKahanZero;
       for (uint i = 0; i < p.n; ++i) {
         const float g = loadDy(base + i) * loadGamma(i);
@@ -179,7 +182,7 @@ void main() {
     // The row loop is the same for the whole workgroup, so the barriers inside
     // workgroupSum stay in uniform control flow.
     for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
-      const float mu = mean[p.mean_skip + row], rs = rstd[p.rstd_skip + row];
+      const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
       if (kVec4) {
         row4(row, lane, step, inv_n, mu, rs);
         continue;

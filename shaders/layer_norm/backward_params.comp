@@ -13,7 +13,10 @@
 // (N % 4 == 0 and both views 16-byte aligned: skips are multiples of 4). kGamma, kBeta: whether that output is wanted (an unwanted one is
 // bound to a placeholder and never written). Every binding starts at the device's alignment
 // at or below its view, and `*_skip` elements into it is the view's first element.
+// The storage bindings hold any float format (common/storage.glsl), each as its view says
+// (the scratch partials are f32); texels are f32, and every sum is.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kTexelInput = false;
@@ -25,15 +28,15 @@ layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput
 #include "common/kahan.glsl"
 #include "layer_norm/kahan4.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };        // (rows, N)
-layout(set = 0, binding = 1) uniform samplerBuffer x_texels;          // (rows, N)
-layout(set = 0, binding = 2) readonly buffer Dy { float dy[]; };      // (rows, N)
-layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;         // (rows, N)
-layout(set = 0, binding = 4) readonly buffer Mean { float mean[]; };  // (rows)
-layout(set = 0, binding = 5) readonly buffer Rstd { float rstd[]; };  // (rows)
+FLOATS(0, x, readonly)                                         // (rows, N)
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;   // (rows, N)
+FLOATS(2, dy, readonly)                                        // (rows, N)
+layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;  // (rows, N)
+FLOATS(4, mean, readonly)                                      // (rows)
+FLOATS(5, rstd, readonly)                                      // (rows)
 // (blocks, N) each; not writeonly: kAccumulate reads them.
-layout(set = 0, binding = 6) buffer OutGamma { float out_gamma[]; };
-layout(set = 0, binding = 7) buffer OutBeta { float out_beta[]; };
+FLOATS(6, out_gamma, )
+FLOATS(7, out_beta, )
 layout(push_constant) uniform Push {
   uint rows;        // numel / N
   uint n;           // columns
@@ -43,20 +46,20 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadX(uint i) {
-  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : LOAD(x, p.x_skip + i);
 }
 float loadDy(uint i) {
-  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : dy[p.dy_skip + i];
+  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : LOAD(dy, p.dy_skip + i);
 }
 
 void store(uint at, float gx, float g) {
   if (kGamma) {
-    if (kAccumulate) gx += out_gamma[p.gamma_skip + at];
-    out_gamma[p.gamma_skip + at] = gx;
+    if (kAccumulate) gx += LOAD(out_gamma, p.gamma_skip + at);
+    STORE(out_gamma, p.gamma_skip + at, gx);
   }
   if (kBeta) {
-    if (kAccumulate) g += out_beta[p.beta_skip + at];
-    out_beta[p.beta_skip + at] = g;
+    if (kAccumulate) g += LOAD(out_beta, p.beta_skip + at);
+    STORE(out_beta, p.beta_skip + at, g);
   }
 }
 
@@ -75,8 +78,9 @@ void main() {
         Kahan4 sum_gx = kKahan4Zero, sum_g = kKahan4Zero;
         for (uint r = begin; r < end; ++r) {
           const vec4 d = texelFetch(dy_texels, int(dy4 + r * n4 + c));
-          const vec4 xhat = (texelFetch(x_texels, int(x4 + r * n4 + c)) - mean[p.mean_skip + r]) *
-                            rstd[p.rstd_skip + r];
+          const vec4 xhat = (texelFetch(x_texels, int(x4 + r * n4 + c)) -
+                             LOAD(mean, p.mean_skip + r)) *
+                            LOAD(rstd, p.rstd_skip + r);
           sum_gx = kahan4Add(sum_gx, d * xhat);
           sum_g = kahan4Add(sum_g, d);
         }
@@ -90,7 +94,8 @@ void main() {
       Kahan sum_gx = kKahanZero, sum_g = kKahanZero;
       for (uint r = begin; r < end; ++r) {
         const float d = loadDy(r * p.n + c);
-        const float xhat = (loadX(r * p.n + c) - mean[p.mean_skip + r]) * rstd[p.rstd_skip + r];
+        const float xhat =
+            (loadX(r * p.n + c) - LOAD(mean, p.mean_skip + r)) * LOAD(rstd, p.rstd_skip + r);
         sum_gx = kahanAdd(sum_gx, d * xhat);
         sum_g = kahanAdd(sum_g, d);
       }

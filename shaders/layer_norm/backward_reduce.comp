@@ -2,7 +2,9 @@
 // Second pass of the blocked parameter gradients (backward_params.comp): sums the per-block
 // partials of each column in block order, compensated, into dgamma and dbeta (= or += with
 // kAccumulate). One invocation per column; adjacent invocations read adjacent partials.
+// dgamma and dbeta in any float format (common/storage.glsl); the partials and sums are f32.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kAccumulate = false;
@@ -14,8 +16,8 @@ layout(constant_id = 3) const bool kBeta = true;
 // dgamma partials (blocks, N) at gamma_partials, dbeta partials (blocks, N) at beta_partials.
 layout(set = 0, binding = 0) readonly buffer Partials { float partials[]; };
 // (N) each; an unwanted one is bound to a placeholder and never written.
-layout(set = 0, binding = 1) buffer Dgamma { float dgamma[]; };
-layout(set = 0, binding = 2) buffer Dbeta { float dbeta[]; };
+FLOATS(1, dgamma, )
+FLOATS(2, dbeta, )
 layout(push_constant) uniform Push {
   uint n, blocks;
   uint gamma_partials, beta_partials;  // where each set of partials starts in the binding
@@ -34,13 +36,13 @@ void main() {
   for (uint c = gl_GlobalInvocationID.x; c < p.n; c += stride) {
     if (kGamma) {
       float v = sumColumn(p.gamma_partials, c);
-      if (kAccumulate) v += dgamma[p.dgamma_skip + c];
-      dgamma[p.dgamma_skip + c] = v;
+      if (kAccumulate) v += LOAD(dgamma, p.dgamma_skip + c);
+      STORE(dgamma, p.dgamma_skip + c, v);
     }
     if (kBeta) {
       float v = sumColumn(p.beta_partials, c);
-      if (kAccumulate) v += dbeta[p.dbeta_skip + c];
-      dbeta[p.dbeta_skip + c] = v;
+      if (kAccumulate) v += LOAD(dbeta, p.dbeta_skip + c);
+      STORE(dbeta, p.dbeta_skip + c, v);
     }
   }
 }

@@ -18,8 +18,13 @@
 // the fetches, and with kStore4 (y's skip a multiple of 4 too) y stored 16 bytes at a time.
 // Every binding starts at the device's alignment at or below its view, and `*_skip`
 // elements into it is the view's first element (ops/binding.h).
+//
+// The storage bindings hold any float format (common/storage.glsl), each as its view says;
+// the texels (kTexelInput, kVec4, kStore4) are f32 only, and the statistics are f32 whatever
+// mean and rstd are stored in.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -31,16 +36,16 @@ layout(constant_id = 5) const bool kStore4 = false;  // only with kVec4
 #include "common/reduce.glsl"
 #include "layer_norm/kahan4.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };            // (rows, N)
-layout(set = 0, binding = 1) uniform samplerBuffer x_texels;              // (rows, N)
-layout(set = 0, binding = 2) readonly buffer Gamma { float gamma[]; };    // (N)
-layout(set = 0, binding = 3) uniform samplerBuffer gamma_texels;          // (N)
-layout(set = 0, binding = 4) readonly buffer Beta { float beta[]; };      // (N)
-layout(set = 0, binding = 5) uniform samplerBuffer beta_texels;           // (N)
-layout(set = 0, binding = 6) writeonly buffer Y { float y[]; };           // (rows, N)
-layout(set = 0, binding = 6) writeonly buffer Y4 { vec4 y4[]; };          // the same, kStore4
-layout(set = 0, binding = 7) writeonly buffer Mean { float mean_out[]; };  // (rows)
-layout(set = 0, binding = 8) writeonly buffer Rstd { float rstd_out[]; };  // (rows)
+FLOATS(0, x, readonly)                                            // (rows, N)
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)
+FLOATS(2, gamma, readonly)                                        // (N)
+layout(set = 0, binding = 3) uniform samplerBuffer gamma_texels;  // (N)
+FLOATS(4, beta, readonly)                                         // (N)
+layout(set = 0, binding = 5) uniform samplerBuffer beta_texels;   // (N)
+FLOATS(6, y, writeonly)                                           // (rows, N)
+layout(set = 0, binding = 6) writeonly buffer Y4 { vec4 y4[]; };  // the same, kStore4 (f32)
+FLOATS(7, mean_out, writeonly)                                    // (rows)
+FLOATS(8, rstd_out, writeonly)                                    // (rows)
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // length of the last axis, >= 1
@@ -50,19 +55,20 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadX(uint i) {
-  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : LOAD(x, p.x_skip + i);
 }
 float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
-                     : gamma[p.gamma_skip + i];
+                     : LOAD(gamma, p.gamma_skip + i);
 }
 float loadBeta(uint i) {
-  return kTexelInput ? texelFetch(beta_texels, int(p.beta_skip + i)).x : beta[p.beta_skip + i];
+  return kTexelInput ? texelFetch(beta_texels, int(p.beta_skip + i)).x
+                     : LOAD(beta, p.beta_skip + i);
 }
-void store(uint row, uint i, float v) { y[p.y_skip + row * p.n + i] = v; }
+void store(uint row, uint i, float v) { STORE(y, p.y_skip + row * p.n + i, v); }
 void storeStats(uint row, float mean, float rstd) {
-  mean_out[p.mean_skip + row] = mean;
-  rstd_out[p.rstd_skip + row] = rstd;
+  STORE(mean_out, p.mean_skip + row, mean);
+  STORE(rstd_out, p.rstd_skip + row, rstd);
 }
 
 // 1/sqrt rather than inversesqrt: the latter may be a low-precision estimate.

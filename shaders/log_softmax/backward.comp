@@ -2,19 +2,21 @@
 // Log-softmax backward from the saved output y: dx (= or +=) dy - exp(y) * sum(dy) along
 // each row (exp(y) is the softmax; exp(-inf) = 0, so masked entries pass dy through).
 // Each row of dy is read twice, y once. Layouts: softmax/rows.glsl. dx may be exactly y
-// or dy: every element is read before the invocation that reads it last writes it.
+// or dy: every element is read before the invocation that reads it last writes it. Tensors
+// in any float format (common/storage.glsl): the sum and the arithmetic are f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 layout(constant_id = 4) const bool kAccumulate = false;
 
 #include "softmax/rows.glsl"
 
-layout(set = 0, binding = 0) readonly buffer Y { float y[]; };    // (rows, N) from y_skip
-layout(set = 0, binding = 1) uniform samplerBuffer y_texels;      // the same, if kTexelInput
-layout(set = 0, binding = 2) readonly buffer DY { float dy[]; };  // (rows, N) from dy_skip
-layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;     // the same, if kTexelInput
-layout(set = 0, binding = 4) buffer DX { float dx[]; };  // (rows, N); kAccumulate reads it
+FLOATS(0, y, readonly)                                           // (rows, N) from y_skip
+layout(set = 0, binding = 1) uniform samplerBuffer y_texels;      // the same, if kTexelInput (f32)
+FLOATS(2, dy, readonly)                                          // (rows, N) from dy_skip
+layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;     // the same, if kTexelInput (f32)
+FLOATS(4, dx, )  // (rows, N); not writeonly: kAccumulate reads it
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // >= 1
@@ -22,10 +24,10 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadY(uint i) {
-  return kTexelInput ? texelFetch(y_texels, int(p.y_skip + i)).x : y[p.y_skip + i];
+  return kTexelInput ? texelFetch(y_texels, int(p.y_skip + i)).x : LOAD(y, p.y_skip + i);
 }
 float loadDy(uint i) {
-  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : dy[p.dy_skip + i];
+  return kTexelInput ? texelFetch(dy_texels, int(p.dy_skip + i)).x : LOAD(dy, p.dy_skip + i);
 }
 
 void processRow(uint row, uint first, uint step) {
@@ -35,8 +37,8 @@ void processRow(uint row, uint first, uint step) {
   const float s = rowSum(kahanValue(sum));
   for (uint i = first; i < p.n; i += step) {
     float d = loadDy(base + i) - exp(loadY(base + i)) * s;
-    if (kAccumulate) d += dx[p.dx_skip + base + i];
-    dx[p.dx_skip + base + i] = d;
+    if (kAccumulate) d += LOAD(dx, p.dx_skip + base + i);
+    STORE(dx, p.dx_skip + base + i, d);
   }
 }
 

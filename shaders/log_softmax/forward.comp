@@ -2,15 +2,17 @@
 // y = x - lse, lse = max + log(sum(exp(x - max))), along each row, with the (max, sum) pair
 // gathered online (common/online_softmax.glsl): each row is read twice. -inf entries give
 // -inf (log of softmax's 0); a row that is all -inf gives all -inf, where x - lse would be
-// -inf - (-inf) = NaN. Layouts: softmax/rows.glsl.
+// -inf - (-inf) = NaN. Layouts: softmax/rows.glsl. x and y in any float format
+// (common/storage.glsl): the arithmetic is f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 #include "softmax/rows.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };   // (rows, N) from x_skip
-layout(set = 0, binding = 1) uniform samplerBuffer x_texels;     // the same, if kTexelInput
-layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };  // (rows, N) from y_skip
+FLOATS(0, x, readonly)                                          // (rows, N) from x_skip
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;     // the same, if kTexelInput (f32)
+FLOATS(2, y, writeonly)                                         // (rows, N) from y_skip
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // >= 1
@@ -18,7 +20,7 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadX(uint i) {
-  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : LOAD(x, p.x_skip + i);
 }
 
 void processRow(uint row, uint first, uint step) {
@@ -33,7 +35,7 @@ void processRow(uint row, uint first, uint step) {
   const float log_s = log(stats.s);
   for (uint i = first; i < p.n; i += step) {
     precise const float centred = loadX(base + i) - stats.m;  // precise: no reassociation
-    y[p.y_skip + base + i] = masked ? kNegInf : centred - log_s;
+    STORE(y, p.y_skip + base + i, masked ? kNegInf : centred - log_s);
   }
 }
 

@@ -1,15 +1,17 @@
 #version 450
 // Row-wise softmax over the last axis: y = exp(x - max) / sum(exp(x - max)), with the
 // (max, sum) pair gathered online so each row is read twice (statistics, then output),
-// not three times. A row that is all -inf gives zeros. Layouts: softmax/rows.glsl.
+// not three times. A row that is all -inf gives zeros. Layouts: softmax/rows.glsl. x and y in
+// any float format (common/storage.glsl): the arithmetic is f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/storage.glsl"
 
 #include "softmax/rows.glsl"
 
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };   // (rows, N) from x_skip
-layout(set = 0, binding = 1) uniform samplerBuffer x_texels;     // the same, if kTexelInput
-layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };  // (rows, N) from y_skip
+FLOATS(0, x, readonly)                                          // (rows, N) from x_skip
+layout(set = 0, binding = 1) uniform samplerBuffer x_texels;     // the same, if kTexelInput (f32)
+FLOATS(2, y, writeonly)                                         // (rows, N) from y_skip
 layout(push_constant) uniform Push {
   uint rows;    // numel / N
   uint n;       // length of the last axis, >= 1
@@ -18,7 +20,7 @@ layout(push_constant) uniform Push {
 } p;
 
 float loadX(uint i) {
-  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : x[p.x_skip + i];
+  return kTexelInput ? texelFetch(x_texels, int(p.x_skip + i)).x : LOAD(x, p.x_skip + i);
 }
 
 void processRow(uint row, uint first, uint step) {
@@ -30,12 +32,12 @@ void processRow(uint row, uint first, uint step) {
   const MaxSum stats = rowMaxSum(maxSumAccResult(acc));
   if (stats.m == kNegInf) {
     // All -inf (s = 0): zeros, where exp(x - m) / s would be NaN.
-    for (uint i = first; i < p.n; i += step) y[p.y_skip + base + i] = 0.0;
+    for (uint i = first; i < p.n; i += step) STORE(y, p.y_skip + base + i, 0.0);
     return;
   }
   const float inv_sum = 1.0 / stats.s;
   for (uint i = first; i < p.n; i += step)
-    y[p.y_skip + base + i] = exp(loadX(base + i) - stats.m) * inv_sum;
+    STORE(y, p.y_skip + base + i, exp(loadX(base + i) - stats.m) * inv_sum);
 }
 
 void main() { forEachRow(p.rows); }

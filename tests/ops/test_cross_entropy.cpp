@@ -1,8 +1,10 @@
 #include "vkgrad/ops/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
@@ -10,8 +12,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/cross_entropy.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/cross_entropy.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -268,6 +271,161 @@ TEST_F(VkTest, CrossEntropyBackwardPassesGradCheck) {
     const auto grad = download(ctx(), dlogits);
     EXPECT_TRUE(checkGradients(mean, {{"logits", &p.logits, grad}}, rng));
   }
+}
+
+// One 16-bit case: the logits' and dlogits' formats, and the losses' (loss_rows, loss_mean,
+// dmean) and saved's.
+struct SixteenBitCase {
+  ops::DType logits, dlogits, losses, saved;
+};
+
+// x padded with `pad` ones at each end, in `dtype`; the view of x starts `pad` elements in.
+DeviceTensor paddedIn(vk::Context& context, const std::vector<float>& x, int64_t pad,
+                      ops::DType dtype) {
+  std::vector<float> all(x.size() + 2 * pad, 1.0f);
+  std::copy(x.begin(), x.end(), all.begin() + pad);
+  return upload(context, {int64_t(all.size())}, all, dtype);
+}
+
+// Per row the max logit and log(sum(exp(logits - max))), in double, then the count: saved's
+// contents as the forward computes them (finite logits).
+std::vector<float> referenceSaved(const std::vector<float>& logits, int64_t rows, int64_t c,
+                                  int64_t count) {
+  std::vector<float> saved;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * c;
+    const double m = *std::max_element(row, row + c);
+    double sum = 0.0;
+    for (int64_t i = 0; i < c; ++i) sum += std::exp(row[i] - m);
+    saved.push_back(float(m));
+    saved.push_back(float(std::log(sum)));
+  }
+  saved.push_back(float(count));
+  return saved;
+}
+
+// The backward from saved as stored (what the kernel reads): (exp((x - m) - l) - onehot) * g /
+// count, in double.
+std::vector<float> backwardFromSaved(const std::vector<float>& logits,
+                                     const std::vector<uint32_t>& targets,
+                                     const std::vector<float>& saved, float g, int64_t rows,
+                                     int64_t c) {
+  std::vector<float> d(logits.size(), 0.0f);
+  const double count = saved[2 * rows];
+  for (int64_t r = 0; r < rows; ++r) {
+    if (targets[r] == kIgnore || count == 0) continue;
+    for (int64_t i = 0; i < c; ++i) {
+      const double p = std::exp((double(logits[r * c + i]) - saved[2 * r]) - saved[2 * r + 1]);
+      d[r * c + i] = float((p - (uint32_t(i) == targets[r] ? 1.0 : 0.0)) * g / count);
+    }
+  }
+  return d;
+}
+
+// Logits and dlogits in f16 or bf16 with f32 losses and saved (a training step's usual mix),
+// also bf16 logits with an f32 gradient, and every float tensor 16-bit. Each 16-bit view sits
+// an odd number of elements (2 bytes) into its buffer. The references run on the rounded
+// logits; the mean is that of the losses as stored, and the backward's reference reads the
+// saved statistics as stored, as a training step feeds them. The arithmetic is f32, so each
+// output keeps the f32 test's tolerance plus the one rounding of its store (closeInFormat).
+TEST_F(VkTest, CrossEntropySixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  const SixteenBitCase cases[] = {{DType::F16, DType::F16, DType::F32, DType::F32},
+                                  {DType::BF16, DType::BF16, DType::F32, DType::F32},
+                                  {DType::BF16, DType::F32, DType::F32, DType::F32},
+                                  {DType::F16, DType::F16, DType::F16, DType::F16},
+                                  {DType::BF16, DType::BF16, DType::BF16, DType::BF16}};
+  // At most 256 rows: a bf16 saved holds the count exactly up to there.
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {3, 7}, {17, 129}, {3, 1000}, {40, 65}};
+  const int64_t pad = 1;
+  for (const SixteenBitCase& f : cases)
+    for (const SoftmaxVariant variant : {SoftmaxVariant::Auto, SoftmaxVariant::WorkgroupStorage})
+      for (auto [rows, c] : shapes) {
+        SCOPED_TRACE(testing::Message()
+                     << "logits " << ops::dtypeName(f.logits) << ", dlogits "
+                     << ops::dtypeName(f.dlogits) << ", losses " << ops::dtypeName(f.losses)
+                     << ", saved " << ops::dtypeName(f.saved) << " "
+                     << ops::softmaxVariantName(variant) << " (" << rows << "," << c << ")");
+        Problem p = randomProblem(rng, rows, c, pad, 3.0f);
+        p.logits = ops::ref::roundTo(f.logits, p.logits);
+        std::vector<float> want_rows(rows);
+        int64_t count = 0;
+        ops::ref::crossEntropy(p.logits.data(), p.targets.data(), want_rows.data(), rows, c,
+                               kIgnore, &count);
+        const auto stored_rows = ops::ref::roundTo(f.losses, want_rows);
+        double total = 0.0;
+        for (float l : stored_rows) total += l;
+        const float want_mean = count == 0 ? 0.0f : float(total / double(count));
+        const int64_t saved_n = ops::crossEntropySavedSize(rows);
+        const auto bytes = [&](DType t) { return pad * int64_t(ops::dtypeBytes(t)); };
+        auto tlogits = paddedIn(ctx(), p.logits, pad, f.logits);
+        vk::Buffer targets = words(ctx(), p.targets, 0);
+        auto loss_rows = poisoned(ctx(), {rows}, f.losses),
+             loss_mean = poisoned(ctx(), {1}, f.losses);
+        auto saved = poisoned(ctx(), {saved_n + 2 * pad}, f.saved);
+        vk::Buffer status = uploadWords(ctx(), std::vector<uint32_t>{0, 0});
+        const auto logits_view = ops::view(tlogits.buffer, {rows, c}, bytes(f.logits), f.logits);
+        const auto saved_view = ops::view(saved.buffer, {saved_n}, bytes(f.saved), f.saved);
+        const auto targets_view = ops::view(targets, {rows}, 0, DType::U32);
+        vk::Recorder rec(ctx());
+        ops::crossEntropy(rec, logits_view, targets_view, loss_rows.view(), loss_mean.view(),
+                          saved_view, ops::view(status, {2}, 0, DType::U32), kIgnore, variant);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), loss_rows), want_rows, f.losses, kLossTolerance))
+            << "loss_rows";
+        EXPECT_TRUE(closeInFormat(download(ctx(), loss_mean), std::vector<float>{want_mean},
+                                  f.losses, kLossTolerance))
+            << "loss_mean";
+        const auto saved_all = download(ctx(), saved);
+        const auto got_saved = unpadded(saved_all, pad);
+        EXPECT_TRUE(padsUntouched(saved_all, pad));
+        EXPECT_TRUE(closeInFormat(got_saved, referenceSaved(p.logits, rows, c, count), f.saved,
+                                  kLossTolerance))
+            << "saved";
+
+        const float g = ops::ref::roundTo(f.losses, rng.uniform(1, 0.5f, 2.0f)[0]);
+        auto dmean = upload(ctx(), {1}, std::vector<float>{g}, f.losses);
+        const auto want = backwardFromSaved(p.logits, p.targets, got_saved, g, rows, c);
+        const auto old = ops::ref::roundTo(f.dlogits, rng.normal(rows * c));
+        auto want_acc = want;
+        for (size_t i = 0; i < want.size(); ++i) want_acc[i] += old[i];
+        auto dlogits = poisoned(ctx(), {rows * c + 2 * pad}, f.dlogits);
+        auto acc = paddedIn(ctx(), old, pad, f.dlogits);
+        const auto at = [&](const DeviceTensor& t) {
+          return ops::view(t.buffer, {rows, c}, bytes(f.dlogits), f.dlogits);
+        };
+        vk::Recorder brec(ctx());
+        ops::crossEntropyBackward(brec, logits_view, targets_view, saved_view, dmean.view(),
+                                  at(dlogits), kIgnore, Write::Overwrite, variant);
+        ops::crossEntropyBackward(brec, logits_view, targets_view, saved_view, dmean.view(),
+                                  at(acc), kIgnore, Write::Accumulate, variant);
+        brec.submit();
+        const auto got = download(ctx(), dlogits);
+        EXPECT_TRUE(closeInFormat(unpadded(got, pad), want, f.dlogits, kGradTolerance))
+            << "dlogits";
+        EXPECT_TRUE(padsUntouched(got, pad));
+        EXPECT_TRUE(
+            closeInFormat(unpadded(download(ctx(), acc), pad), want_acc, f.dlogits, kGradTolerance))
+            << "dlogits accumulated";
+      }
+}
+
+// dlogits in place of the logits needs their format.
+TEST_F(VkTest, CrossEntropyBackwardInPlaceNeedsTheLogitsFormat) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Problem p = randomProblem(rng, 4, 9, 0, 1.0f);
+  DeviceProblem d(ctx(), p);
+  auto dmean = upload(ctx(), {1}, std::vector<float>{1.0f});
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::crossEntropyBackward(rec, d.logitsView(), d.targetsView(), d.savedView(), dmean.view(),
+                                  ops::view(d.logits.buffer, {4, 9}, 0, ops::DType::BF16));
+      },
+      "crossEntropyBackward: dlogits in place of logits needs logits' dtype");
 }
 
 TEST_F(VkTest, CrossEntropyRejectsBadShapesBeforeRecording) {

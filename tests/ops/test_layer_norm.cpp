@@ -14,8 +14,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/layer_norm.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/layer_norm.h"
 
 namespace vkgrad::test {
 namespace {
@@ -650,6 +651,214 @@ TEST_F(LayerNormBackward, ForwardAndBackwardTakeAnyOffset) {
                        kBackwardTolerance, b);
       read(scratch);
     }
+}
+
+// Formats of one 16-bit case: x and dy; y and dx; gamma, beta, dgamma and dbeta; mean and rstd.
+struct SixteenBitCase {
+  ops::DType in, out, params, stats;
+};
+using ops::DType;
+constexpr SixteenBitCase kSixteenBitCases[] = {
+    {DType::F16, DType::F16, DType::F16, DType::F16},
+    {DType::BF16, DType::BF16, DType::BF16, DType::BF16},
+    {DType::BF16, DType::BF16, DType::F32, DType::F32},  // f32 parameters, bf16 activations
+    {DType::F32, DType::BF16, DType::F32, DType::BF16},  // f32 inputs (texels), 16-bit outputs
+    {DType::F16, DType::F32, DType::BF16, DType::F32}};
+
+std::string describe(const SixteenBitCase& f) {
+  return std::string("x ") + ops::dtypeName(f.in) + ", y " + ops::dtypeName(f.out) + ", params " +
+         ops::dtypeName(f.params) + ", stats " + ops::dtypeName(f.stats);
+}
+
+// closeInFormat with the f32 tolerance relative to at least `scale` (appended to both sides,
+// as meanClose does): for sums whose terms are larger than the result.
+::testing::AssertionResult closeOnScale(std::vector<float> got, std::vector<float> want,
+                                        DType dtype, float scale, double tolerance) {
+  got.push_back(scale);
+  want.push_back(scale);
+  return closeInFormat(got, want, dtype, tolerance);
+}
+
+// Every tensor in f16 or bf16, and mixed with f32 (f32 parameters with bf16 activations, f32
+// inputs with 16-bit outputs), rows of 1 to 1000 columns. The reference runs on the rounded
+// inputs; the arithmetic and the statistics are f32, so each output keeps the f32 test's
+// tolerance plus the one rounding of its store (closeInFormat), the mean on the scale of x as
+// in the f32 tests.
+TEST_F(VkTest, LayerNormSixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {17, 129}, {5, 1000}, {2, 3, 17}, {9, 68}};
+  for (const SixteenBitCase& f : kSixteenBitCases)
+    for (const auto variant : {ops::LayerNormVariant::Auto, ops::LayerNormVariant::WorkgroupStorage,
+                               ops::LayerNormVariant::SubgroupStorage})
+      for (const ops::Shape& shape : shapes) {
+        SCOPED_TRACE(testing::Message() << describe(f) << " " << ops::layerNormVariantName(variant)
+                                        << " " << shape.str());
+        Inputs in = randomInputs(rng, shape, 0.3f, 1.5f);
+        in.x = ops::ref::roundTo(f.in, in.x);
+        in.gamma = ops::ref::roundTo(f.params, in.gamma);
+        in.beta = ops::ref::roundTo(f.params, in.beta);
+        const Outputs want = reference(in);
+        auto x = upload(ctx(), shape, in.x, f.in);
+        auto gamma = upload(ctx(), {in.n()}, in.gamma, f.params);
+        auto beta = upload(ctx(), {in.n()}, in.beta, f.params);
+        auto y = poisoned(ctx(), shape, f.out);
+        auto mean = poisoned(ctx(), {in.rows()}, f.stats),
+             rstd = poisoned(ctx(), {in.rows()}, f.stats);
+        vk::Recorder rec(ctx());
+        ops::layerNorm(rec, x.view(), gamma.view(), beta.view(), y.view(), mean.view(), rstd.view(),
+                       kEps, variant);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), y), want.y, f.out, kTolerance)) << "y";
+        EXPECT_TRUE(
+            closeOnScale(download(ctx(), mean), want.mean, f.stats, maxAbs(in.x), kTolerance))
+            << "mean";
+        EXPECT_TRUE(closeInFormat(download(ctx(), rstd), want.rstd, f.stats, kTolerance)) << "rstd";
+      }
+}
+
+// The backward in the same formats, every parameter-sum strategy (WithDx where x, dy and gamma
+// are f32 texels, else Blocked in its place), both write modes. It is fed the statistics as
+// the forward stores them (rounded to their format), as a training step would, and so is the
+// reference. dx and the parameter sums keep the f32 test's tolerance on the scale of their
+// terms, plus the rounding of their store.
+TEST_F(VkTest, LayerNormBackwardSixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {17, 129}, {2, 1000}, {65, 68}};
+  for (const SixteenBitCase& f : kSixteenBitCases)
+    for (const ops::Shape& shape : shapes) {
+      BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
+      Inputs& in = b.in;
+      in.x = ops::ref::roundTo(f.in, in.x);
+      in.gamma = ops::ref::roundTo(f.params, in.gamma);
+      b.dy = ops::ref::roundTo(f.in, b.dy);
+      const Outputs stats = reference(in);
+      b.mean = ops::ref::roundTo(f.stats, stats.mean);
+      b.rstd = ops::ref::roundTo(f.stats, stats.rstd);
+      const Grads want = referenceGrads(b);
+      const Grads init{ops::ref::roundTo(f.out, rng.normal(shape.numel())),
+                       ops::ref::roundTo(f.params, rng.normal(in.n())),
+                       ops::ref::roundTo(f.params, rng.normal(in.n()))};
+      auto x = upload(ctx(), shape, in.x, f.in), dy = upload(ctx(), shape, b.dy, f.in);
+      auto gamma = upload(ctx(), {in.n()}, in.gamma, f.params);
+      auto mean = upload(ctx(), {in.rows()}, b.mean, f.stats);
+      auto rstd = upload(ctx(), {in.rows()}, b.rstd, f.stats);
+      auto scratch = poisoned(ctx(), {ops::layerNormBackwardScratch(in.rows(), in.n())});
+      for (const auto params :
+           {ops::LayerNormParamsVariant::Auto, ops::LayerNormParamsVariant::Columns,
+            ops::LayerNormParamsVariant::Blocked, ops::LayerNormParamsVariant::WithDx})
+        for (const ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
+          const bool acc = w == ops::Write::Accumulate;
+          SCOPED_TRACE(testing::Message() << describe(f) << " " << shape.str() << " "
+                                          << ops::layerNormParamsVariantName(params)
+                                          << (acc ? " accumulate" : " overwrite"));
+          auto dx = acc ? upload(ctx(), shape, init.dx, f.out) : poisoned(ctx(), shape, f.out);
+          auto dgamma = acc ? upload(ctx(), {in.n()}, init.dgamma, f.params)
+                            : poisoned(ctx(), {in.n()}, f.params);
+          auto dbeta = acc ? upload(ctx(), {in.n()}, init.dbeta, f.params)
+                           : poisoned(ctx(), {in.n()}, f.params);
+          vk::Recorder rec(ctx());
+          ops::layerNormBackward(rec, x.view(), gamma.view(), mean.view(), rstd.view(), dy.view(),
+                                 dx.view(), dgamma.view(), dbeta.view(), scratch.view(), w, w,
+                                 ops::LayerNormVariant::Auto, params);
+          rec.submit();
+          Grads expect = want;
+          if (acc)
+            for (auto [e, i] :
+                 {std::pair{&expect.dx, &init.dx}, std::pair{&expect.dgamma, &init.dgamma},
+                  std::pair{&expect.dbeta, &init.dbeta}})
+              for (size_t k = 0; k < e->size(); ++k) (*e)[k] += (*i)[k];
+          const float dx_scale = std::max(dxTerm(b), acc ? maxAbs(init.dx) : 0.0f);
+          const float sum_scale = std::max(
+              {maxAbs(b.dy), acc ? maxAbs(init.dgamma) : 0.0f, acc ? maxAbs(init.dbeta) : 0.0f});
+          EXPECT_TRUE(
+              closeOnScale(download(ctx(), dx), expect.dx, f.out, dx_scale, kBackwardTolerance))
+              << "dx";
+          EXPECT_TRUE(closeOnScale(download(ctx(), dgamma), expect.dgamma, f.params, sum_scale,
+                                   kBackwardTolerance))
+              << "dgamma";
+          EXPECT_TRUE(closeOnScale(download(ctx(), dbeta), expect.dbeta, f.params, sum_scale,
+                                   kBackwardTolerance))
+              << "dbeta";
+        }
+    }
+}
+
+// bf16 views an odd number of elements (2 bytes) into their buffers, forward and backward, and
+// y over x; an output in place of an input of another format is refused.
+TEST_F(VkTest, LayerNormSixteenBitAtOddOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shape{5, 33};
+  BackwardInputs b = randomBackwardInputs(rng, shape, 0.3f, 1.5f);
+  Inputs& in = b.in;
+  in.x = ops::ref::roundTo(DType::BF16, in.x);
+  b.dy = ops::ref::roundTo(DType::BF16, b.dy);
+  const Outputs want = reference(in);
+  // v 1 element into its buffer, between two `pad`s.
+  auto padded = [&](const std::vector<float>& v, float pad = 1.0f) {
+    std::vector<float> all(v.size() + 2, pad);
+    std::copy(v.begin(), v.end(), all.begin() + 1);
+    return upload(ctx(), {int64_t(all.size())}, all, DType::BF16);
+  };
+  auto at = [&](const DeviceTensor& t, ops::Shape s) {
+    return ops::view(t.buffer, s, 2, DType::BF16);
+  };
+  auto x = padded(in.x), y = padded(std::vector<float>(shape.numel()), std::nanf(""));
+  auto gamma = upload(ctx(), {in.n()}, in.gamma), beta = upload(ctx(), {in.n()}, in.beta);
+  auto mean = padded(std::vector<float>(in.rows(), std::nanf("")));
+  auto rstd = upload(ctx(), {in.rows()}, std::vector<float>(in.rows(), std::nanf("")));
+  vk::Recorder rec(ctx());
+  ops::layerNorm(rec, at(x, shape), gamma.view(), beta.view(), at(y, shape), at(mean, {in.rows()}),
+                 rstd.view(), kEps);
+  rec.submit();
+  const auto y_all = download(ctx(), y), mean_all = download(ctx(), mean);
+  EXPECT_TRUE(closeInFormat(unpadded(y_all, 1), want.y, DType::BF16, kTolerance)) << "y";
+  EXPECT_TRUE(padsUntouched(y_all, 1));
+  EXPECT_TRUE(closeOnScale(unpadded(mean_all, 1), want.mean, DType::BF16, maxAbs(in.x), kTolerance))
+      << "mean";
+  EXPECT_TRUE(closeInFormat(download(ctx(), rstd), want.rstd, DType::F32, kTolerance)) << "rstd";
+
+  b.mean = ops::ref::roundTo(DType::BF16, unpadded(mean_all, 1));
+  b.rstd = download(ctx(), rstd);
+  const Grads grads = referenceGrads(b);
+  auto dy = padded(b.dy), dx = padded(std::vector<float>(shape.numel()), std::nanf(""));
+  auto dgamma = poisoned(ctx(), {in.n()}), dbeta = poisoned(ctx(), {in.n()});
+  auto scratch = poisoned(ctx(), {ops::layerNormBackwardScratch(in.rows(), in.n())});
+  vk::Recorder brec(ctx());
+  ops::layerNormBackward(brec, at(x, shape), gamma.view(), at(mean, {in.rows()}), rstd.view(),
+                         at(dy, shape), at(dx, shape), dgamma.view(), dbeta.view(), scratch.view());
+  brec.submit();
+  const auto dx_all = download(ctx(), dx);
+  EXPECT_TRUE(
+      closeOnScale(unpadded(dx_all, 1), grads.dx, DType::BF16, dxTerm(b), kBackwardTolerance))
+      << "dx";
+  EXPECT_TRUE(padsUntouched(dx_all, 1));
+  EXPECT_TRUE(closeOnScale(download(ctx(), dgamma), grads.dgamma, DType::F32, maxAbs(b.dy),
+                           kBackwardTolerance))
+      << "dgamma";
+  EXPECT_TRUE(closeOnScale(download(ctx(), dbeta), grads.dbeta, DType::F32, maxAbs(b.dy),
+                           kBackwardTolerance))
+      << "dbeta";
+
+  vk::Recorder irec(ctx());  // y over x
+  ops::layerNorm(irec, at(x, shape), gamma.view(), beta.view(), at(x, shape), at(mean, {in.rows()}),
+                 rstd.view(), kEps);
+  irec.submit();
+  EXPECT_TRUE(closeInFormat(unpadded(download(ctx(), x), 1), want.y, DType::BF16, kTolerance));
+  vk::Recorder bad(ctx());
+  try {
+    ops::layerNorm(bad, at(x, shape), gamma.view(), beta.view(),
+                   ops::view(x.buffer, shape, 2, DType::F16), at(mean, {in.rows()}), rstd.view(),
+                   kEps);
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("layerNorm: x (5,33): y in place of x needs x's dtype"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(bad.dispatchCount(), 0u);
 }
 
 TEST_F(LayerNormBackward, RejectsBadShapesBeforeRecording) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
@@ -10,8 +11,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/log_softmax.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/log_softmax.h"
 
 namespace vkgrad::test {
 namespace {
@@ -173,6 +175,87 @@ INSTANTIATE_TEST_SUITE_P(Variants, LogSoftmaxTest,
                          ::testing::Values(SoftmaxVariant::Auto, SoftmaxVariant::WorkgroupStorage),
                          [](const auto& info) { return ops::softmaxVariantName(info.param); });
 
+// x and y (forward), y, dy and dx (backward, both write modes) in f16 or bf16, and mixed with
+// f32, with some -inf (masked) entries. The references run on the rounded inputs; the backward
+// is fed the forward's output as stored (rounded to the input format), as a training step
+// would. The arithmetic is f32, so each output keeps the f32 test's tolerance plus the one
+// rounding of its store (closeInFormat).
+TEST_F(VkTest, LogSoftmaxSixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  struct Formats {
+    DType in, out;
+  };
+  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {5, 129}, {4, 1000}, {2, 3, 17}};
+  for (const Formats f : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                          Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (const SoftmaxVariant variant :
+         {SoftmaxVariant::Auto, SoftmaxVariant::WorkgroupStorage, SoftmaxVariant::SubgroupStorage})
+      for (const ops::Shape& shape : shapes) {
+        SCOPED_TRACE(testing::Message()
+                     << ops::dtypeName(f.in) << " -> " << ops::dtypeName(f.out) << " "
+                     << ops::softmaxVariantName(variant) << " " << shape.str());
+        const int64_t n = shape.numel();
+        auto x = rng.normal(n, 0.0f, 3.0f);
+        for (float& v : x)
+          if (rng.below(7) == 0) v = -kInf;
+        x = ops::ref::roundTo(f.in, x);
+        const auto y = reference(shape, x);
+        const auto y_in = ops::ref::roundTo(f.in, y);
+        const auto dy = ops::ref::roundTo(f.in, rng.normal(n));
+        const auto old = ops::ref::roundTo(f.out, rng.normal(n));
+        const auto want_dx = referenceBackward(shape, y_in, dy);
+        std::vector<float> want_acc(want_dx);
+        for (int64_t i = 0; i < n; ++i) want_acc[i] += old[i];
+        auto tx = upload(ctx(), shape, x, f.in), ty = poisoned(ctx(), shape, f.out);
+        auto ty_in = upload(ctx(), shape, y_in, f.in), tdy = upload(ctx(), shape, dy, f.in);
+        auto tdx = poisoned(ctx(), shape, f.out), tacc = upload(ctx(), shape, old, f.out);
+        vk::Recorder rec(ctx());
+        ops::logSoftmax(rec, tx.view(), ty.view(), variant);
+        ops::logSoftmaxBackward(rec, ty_in.view(), tdy.view(), tdx.view(), ops::Write::Overwrite,
+                                variant);
+        ops::logSoftmaxBackward(rec, ty_in.view(), tdy.view(), tacc.view(), ops::Write::Accumulate,
+                                variant);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), ty), y, f.out, kTolerance)) << "y";
+        EXPECT_TRUE(closeInFormat(download(ctx(), tdx), want_dx, f.out, kBackwardTolerance))
+            << "dx";
+        EXPECT_TRUE(closeInFormat(download(ctx(), tacc), want_acc, f.out, kBackwardTolerance))
+            << "dx accumulated";
+      }
+}
+
+// f16 views at an odd element (2 bytes into their buffers), y over x; an output in place of an
+// input of another format is refused.
+TEST_F(VkTest, LogSoftmaxSixteenBitAtOddOffsetInPlace) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  const ops::Shape shape{5, 33};
+  const int64_t n = shape.numel();
+  const auto x = ops::ref::roundTo(DType::F16, rng.normal(n, 0.0f, 2.0f));
+  std::vector<float> padded(n + 2, 1.0f);
+  std::copy(x.begin(), x.end(), padded.begin() + 1);
+  auto tx = upload(ctx(), {n + 2}, padded, DType::F16);
+  const auto in_place = ops::view(tx.buffer, shape, 2, DType::F16);
+  vk::Recorder rec(ctx());
+  ops::logSoftmax(rec, in_place, in_place);
+  rec.submit();
+  const auto got = download(ctx(), tx);
+  EXPECT_TRUE(closeInFormat(unpadded(got, 1), reference(shape, x), DType::F16, kTolerance));
+  EXPECT_EQ(got.front(), 1.0f);
+  EXPECT_EQ(got.back(), 1.0f);
+  auto y = upload(ctx(), shape, x);
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& r) {
+        ops::logSoftmaxBackward(r, y.view(), ops::view(y.buffer, shape, 0, DType::BF16),
+                                ops::view(y.buffer, shape, 0, DType::BF16));
+      },
+      "logSoftmaxBackward: dx in place of y needs y's dtype");
+}
+
 // loss = sum_i w_i logSoftmax(x)_i with the GPU forward; the analytic gradient is the GPU
 // backward with dy = w, fed the GPU forward's y.
 TEST_F(VkTest, LogSoftmaxBackwardPassesGradCheck) {
@@ -224,7 +307,7 @@ TEST_F(VkTest, LogSoftmaxRejectsBadShapesBeforeRecording) {
                    "logSoftmax: x (4,0), y (4,0): x is empty");
   expectShapeError(ctx(), fwd(x.view(), ops::view(small.buffer, {4, 7})), "logSoftmax: y (4,7)");
   expectShapeError(ctx(), fwd(x.view(), ops::view(y.buffer, {4, 7}, 0, ops::DType::U32)),
-                   "logSoftmax: y must be f32");
+                   "logSoftmax: y must be f32, f16 or bf16, got u32");
   expectShapeError(ctx(), fwd(ops::view(big.buffer, {2, 7}), ops::view(big.buffer, {2, 7}, 4)),
                    "logSoftmax: y (2,7) overlaps x (2,7)");
   expectShapeError(ctx(), bwd(x.view(), x.view(), y.view()),
@@ -232,7 +315,7 @@ TEST_F(VkTest, LogSoftmaxRejectsBadShapesBeforeRecording) {
   expectShapeError(
       ctx(),
       bwd(x.view(), ops::view(x.buffer, {4, 7}, 0, ops::DType::U32), ops::view(y.buffer, {4, 7})),
-      "logSoftmaxBackward: dy must be f32");
+      "logSoftmaxBackward: dy must be f32, f16 or bf16, got u32");
   expectShapeError(ctx(),
                    bwd(ops::view(big.buffer, {2, 7}), ops::view(big.buffer, {2, 7}, 64),
                        ops::view(big.buffer, {2, 7}, 68)),

@@ -1,7 +1,9 @@
 #include "vkgrad/ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
@@ -9,8 +11,9 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/softmax.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/softmax.h"
 
 namespace vkgrad::test {
 namespace {
@@ -259,6 +262,112 @@ INSTANTIATE_TEST_SUITE_P(Variants, SoftmaxTest,
                                            ops::SoftmaxVariant::SubgroupTexel),
                          [](const auto& info) { return ops::softmaxVariantName(info.param); });
 
+// Input and output formats of one 16-bit case: every tensor 16-bit, or mixed with f32.
+struct Formats {
+  ops::DType in, out;
+};
+constexpr Formats kSixteenBitFormats[] = {{ops::DType::F16, ops::DType::F16},
+                                          {ops::DType::BF16, ops::DType::BF16},
+                                          {ops::DType::F32, ops::DType::BF16},
+                                          {ops::DType::BF16, ops::DType::F32}};
+// The storage layouts (the texel ones read f32 only): Auto takes them for 16-bit inputs.
+constexpr ops::SoftmaxVariant kStorageVariants[] = {ops::SoftmaxVariant::Auto,
+                                                    ops::SoftmaxVariant::WorkgroupStorage,
+                                                    ops::SoftmaxVariant::SubgroupStorage};
+
+// x and y (forward), y, dy and dx (backward, both write modes) in f16 or bf16, and mixed with
+// f32. The references run on the rounded inputs; the backward is fed the forward's output as
+// stored (rounded to the input format), as a training step would. The arithmetic is f32, so
+// each output keeps the f32 test's tolerance plus the one rounding of its store (closeInFormat).
+TEST_F(VkTest, SoftmaxSixteenBitTensorsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {5, 129}, {4, 1000}, {2, 3, 17}};
+  for (const Formats f : kSixteenBitFormats)
+    for (const ops::SoftmaxVariant variant : kStorageVariants)
+      for (const ops::Shape& shape : shapes) {
+        SCOPED_TRACE(testing::Message()
+                     << ops::dtypeName(f.in) << " -> " << ops::dtypeName(f.out) << " "
+                     << ops::softmaxVariantName(variant) << " " << shape.str());
+        const int64_t n = shape.numel();
+        const auto x = ops::ref::roundTo(f.in, rng.normal(n, 0.5f, 3.0f));
+        const auto y = reference(shape, x);
+        const auto y_in = ops::ref::roundTo(f.in, y);
+        const auto dy = ops::ref::roundTo(f.in, rng.normal(n));
+        const auto old = ops::ref::roundTo(f.out, rng.normal(n));
+        const auto want_dx = referenceBackward(shape, y_in, dy);
+        std::vector<float> want_acc(want_dx);
+        for (int64_t i = 0; i < n; ++i) want_acc[i] += old[i];
+        auto tx = upload(ctx(), shape, x, f.in), ty = poisoned(ctx(), shape, f.out);
+        auto ty_in = upload(ctx(), shape, y_in, f.in), tdy = upload(ctx(), shape, dy, f.in);
+        auto tdx = poisoned(ctx(), shape, f.out), tacc = upload(ctx(), shape, old, f.out);
+        vk::Recorder rec(ctx());
+        ops::softmax(rec, tx.view(), ty.view(), variant);
+        ops::softmaxBackward(rec, ty_in.view(), tdy.view(), tdx.view(), ops::Write::Overwrite,
+                             variant);
+        ops::softmaxBackward(rec, ty_in.view(), tdy.view(), tacc.view(), ops::Write::Accumulate,
+                             variant);
+        rec.submit();
+        EXPECT_TRUE(closeInFormat(download(ctx(), ty), y, f.out, kTolerance)) << "y";
+        EXPECT_TRUE(closeInFormat(download(ctx(), tdx), want_dx, f.out, kBackwardTolerance))
+            << "dx";
+        EXPECT_TRUE(closeInFormat(download(ctx(), tacc), want_acc, f.out, kBackwardTolerance))
+            << "dx accumulated";
+      }
+}
+
+// bf16 views at an odd element (2 bytes into their buffers), in place of each other where the
+// formats agree; an output in place of an input of another format is refused.
+TEST_F(VkTest, SoftmaxSixteenBitAtOddOffsetsAndInPlace) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  const ops::Shape shape{3, 77};
+  const int64_t n = shape.numel();
+  const auto x = ops::ref::roundTo(DType::BF16, rng.normal(n, 0.0f, 2.0f));
+  const auto y = reference(shape, x);
+  std::vector<float> padded(n + 2, 1.0f);
+  std::copy(x.begin(), x.end(), padded.begin() + 1);
+  auto tx = upload(ctx(), {n + 2}, padded, DType::BF16);
+  auto ty = poisoned(ctx(), {n + 2}, DType::BF16);
+  {
+    vk::Recorder rec(ctx());
+    ops::softmax(rec, ops::view(tx.buffer, shape, 2, DType::BF16),
+                 ops::view(ty.buffer, shape, 2, DType::BF16));
+    rec.submit();
+    const auto got = download(ctx(), ty);
+    EXPECT_TRUE(closeInFormat(unpadded(got, 1), y, DType::BF16, kTolerance));
+    EXPECT_TRUE(padsUntouched(got, 1));
+  }
+  {  // y over x
+    const auto in_place = ops::view(tx.buffer, shape, 2, DType::BF16);
+    vk::Recorder rec(ctx());
+    ops::softmax(rec, in_place, in_place);
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(unpadded(download(ctx(), tx), 1), y, DType::BF16, kTolerance));
+  }
+  {  // dx over y, y at the odd offset
+    const auto y_in = ops::ref::roundTo(DType::BF16, y);
+    const auto dy = ops::ref::roundTo(DType::BF16, rng.normal(n));
+    std::copy(y_in.begin(), y_in.end(), padded.begin() + 1);
+    auto tpy = upload(ctx(), {n + 2}, padded, DType::BF16),
+         tdy = upload(ctx(), shape, dy, DType::BF16);
+    const auto in_place = ops::view(tpy.buffer, shape, 2, DType::BF16);
+    vk::Recorder rec(ctx());
+    ops::softmaxBackward(rec, in_place, tdy.view(), in_place);
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(unpadded(download(ctx(), tpy), 1), referenceBackward(shape, y_in, dy),
+                              DType::BF16, kBackwardTolerance));
+  }
+  auto wide = poisoned(ctx(), shape);
+  test::expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::softmax(rec, ops::view(wide.buffer, shape, 0, DType::F16), wide.view());
+      },
+      "softmax: y in place of x needs x's dtype");
+}
+
 // The op throws a ShapeError containing `expected` and records nothing.
 void expectShapeError(vk::Context& context, const ops::TensorView& x, const ops::TensorView& y,
                       const std::string& expected) {
@@ -279,7 +388,7 @@ TEST_F(VkTest, SoftmaxRejectsBadShapesBeforeRecording) {
   // Right shape, but the buffer behind y holds only 4x6 floats.
   expectShapeError(ctx(), x.view(), ops::view(small.buffer, {4, 7}), "softmax: y (4,7)");
   expectShapeError(ctx(), x.view(), ops::view(y.buffer, {4, 7}, 0, ops::DType::U32),
-                   "softmax: y must be f32");
+                   "softmax: y must be f32, f16 or bf16, got u32");
 }
 
 // loss = sum_i w_i softmax(x)_i with the GPU forward; the analytic gradient is the GPU
@@ -331,7 +440,7 @@ TEST_F(VkTest, SoftmaxBackwardRejectsBadShapesBeforeRecording) {
   expect(y.view(), ops::view(dy.buffer, {7, 4}), ops::view(dx.buffer, {4, 7}),
          "dy must be shaped like y");
   expect(y.view(), ops::view(dy.buffer, {4, 7}, 0, ops::DType::U32), ops::view(dx.buffer, {4, 7}),
-         "softmaxBackward: dy must be f32");
+         "softmaxBackward: dy must be f32, f16 or bf16, got u32");
   expect(ops::view(empty.buffer, {0, 7}), ops::view(empty.buffer, {0, 7}),
          ops::view(empty.buffer, {0, 7}),
          "softmaxBackward: y (0,7), dy (0,7), dx (0,7): y is empty");

@@ -7,6 +7,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/row_kernels.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
@@ -70,7 +71,8 @@ Shape crossEntropyShape(const Shape& logits, const Shape& targets, DType targets
       targets.rank() == std::max(1, logits.rank() - 1) && targets.numel() == logits.rows();
   for (int i = 0; same_rows && i + 1 < logits.rank(); ++i) same_rows = targets[i] == logits[i];
   if (!same_rows) throw ShapeError(at + "targets must have the shape of logits without C");
-  if (targets_dtype != DType::U32) throw ShapeError(at + "targets must be u32, got f32");
+  if (targets_dtype != DType::U32)
+    throw ShapeError(at + "targets must be u32, got " + dtypeName(targets_dtype));
   if (logits.back() >= int64_t(UINT32_MAX)) throw ShapeError(at + "C must be below 2^32 - 1");
   if (logits.rows() >= kMaxRows) throw ShapeError(at + "more than 2^24 rows");
   return targets;
@@ -90,11 +92,11 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
   checkSaved(op, shapes, saved, rows);
   if (status.shape.numel() < 2)
     throw ShapeError(std::string(op) + ": status " + status.shape.str() + " must hold 2 u32 words");
-  checkRowOperand(op, "logits", ctx, logits);
+  checkRowFloatOperand(op, "logits", ctx, logits);
   checkRowOperand(op, "targets", ctx, targets, DType::U32);
-  checkRowOperand(op, "loss_rows", ctx, loss_rows);
-  checkRowOperand(op, "loss_mean", ctx, loss_mean);
-  checkRowOperand(op, "saved", ctx, saved);
+  checkRowFloatOperand(op, "loss_rows", ctx, loss_rows);
+  checkRowFloatOperand(op, "loss_mean", ctx, loss_mean);
+  checkRowFloatOperand(op, "saved", ctx, saved);
   checkRowOperand(op, "status", ctx, status, DType::U32);
   const std::pair<const char*, const TensorView*> outs[] = {
       {"loss_rows", &loss_rows}, {"loss_mean", &loss_mean}, {"saved", &saved}, {"status", &status}};
@@ -115,14 +117,21 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
   const CrossEntropyPush push{uint32_t(rows), classes,    ignore_index, bl.skip,
                               bt.skip,        bloss.skip, bsaved.skip,  bstatus.skip};
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bloss.arg, bsaved.arg, bstatus.arg};
-  rec.dispatchGroups(ctx.kernels().get("cross_entropy/forward", rowsSpec(l)), args, &push,
-                     sizeof(push), l.groups);
+  const vk::Kernel& forward = floatKernel(ctx, "cross_entropy/forward", rowsSpec(l),
+                                          {{"logits_dtype", logits.dtype},
+                                           {"losses_dtype", loss_rows.dtype},
+                                           {"saved_dtype", saved.dtype}});
+  rec.dispatchGroups(forward, args, &push, sizeof(push), l.groups);
 
   const CrossEntropyMeanPush mean_push{uint32_t(rows), classes,    ignore_index, bloss.skip,
                                        bt.skip,        bmean.skip, bsaved.skip};
   const vk::Arg mean_args[] = {bloss.arg, bt.arg, bmean.arg, bsaved.arg};
-  rec.dispatchGroups(ctx.kernels().get("cross_entropy/mean", {{"local_size_x", kMeanWorkgroup}}),
-                     mean_args, &mean_push, sizeof(mean_push), 1);
+  const vk::Kernel& mean =
+      floatKernel(ctx, "cross_entropy/mean", {{"local_size_x", kMeanWorkgroup}},
+                  {{"losses_dtype", loss_rows.dtype},
+                   {"mean_dtype", loss_mean.dtype},
+                   {"saved_dtype", saved.dtype}});
+  rec.dispatchGroups(mean, mean_args, &mean_push, sizeof(mean_push), 1);
 }
 
 void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const TensorView& targets,
@@ -137,11 +146,12 @@ void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const Ten
   checkRowShapes(op, shapes, "logits", logits, "dlogits", dlogits);
   checkSaved(op, shapes, saved, rows);
   checkScalar(op, shapes, "dmean", dmean);
-  checkRowOperand(op, "logits", ctx, logits);
+  checkRowFloatOperand(op, "logits", ctx, logits);
   checkRowOperand(op, "targets", ctx, targets, DType::U32);
-  checkRowOperand(op, "saved", ctx, saved);
-  checkRowOperand(op, "dmean", ctx, dmean);
-  checkRowOperand(op, "dlogits", ctx, dlogits);
+  checkRowFloatOperand(op, "saved", ctx, saved);
+  checkRowFloatOperand(op, "dmean", ctx, dmean);
+  checkRowFloatOperand(op, "dlogits", ctx, dlogits);
+  checkInPlaceDtype(op, "dlogits", dlogits, "logits", logits);
   checkAlias(op, "dlogits", dlogits, "logits", logits, true);
   checkAlias(op, "dlogits", dlogits, "targets", targets, false);
   checkAlias(op, "dlogits", dlogits, "saved", saved, false);
@@ -157,8 +167,12 @@ void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const Ten
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bsaved.arg, bdmean.arg, bdl.arg};
   vk::SpecConstants spec = rowsSpec(l);
   spec.push_back({"kAccumulate", w == Write::Accumulate});
-  rec.dispatchGroups(ctx.kernels().get("cross_entropy/backward", spec), args, &push, sizeof(push),
-                     l.groups);
+  const vk::Kernel& kernel = floatKernel(ctx, "cross_entropy/backward", spec,
+                                         {{"logits_dtype", logits.dtype},
+                                          {"saved_dtype", saved.dtype},
+                                          {"dmean_dtype", dmean.dtype},
+                                          {"dlogits_dtype", dlogits.dtype}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
 }
 
 }  // namespace vkgrad::ops

@@ -25,7 +25,7 @@ constexpr uint32_t kCrossEntropyBadTarget = 1u << 0;
 // ignores nothing but targets equal to it, which are ignored rather than flagged.
 constexpr uint32_t kCrossEntropyNoIgnore = UINT32_MAX;
 
-// f32 elements of the saved buffer for `rows` rows: per row its max logit m and
+// Elements of the saved buffer for `rows` rows: per row its max logit m and
 // log(sum(exp(logits - m))) (kept apart for precision: logsumexp = their sum), then the
 // number of counted rows (as a float; rows < 2^24 is checked).
 inline int64_t crossEntropySavedSize(int64_t rows) {
@@ -39,8 +39,13 @@ inline int64_t crossEntropySavedSize(int64_t rows) {
 Shape crossEntropyShape(const Shape& logits, const Shape& targets, DType targets_dtype = DType::U32,
                         const char* op = "crossEntropy");
 
-// logits: (..., C); targets: (...) u32, logits' shape without C; loss_rows: targets' shape,
-// f32; loss_mean: (1); saved: (>= crossEntropySavedSize(rows)); status: (>= 2) u32.
+// logits: (..., C); targets: (...) u32, logits' shape without C; loss_rows: targets' shape;
+// loss_mean: (1); saved: (>= crossEntropySavedSize(rows)); status: (>= 2) u32. The float
+// tensors may each be f32, f16 or bf16 as their views say (16-bit ones need the device's
+// 16-bit storage; say bf16 logits with f32 losses); the arithmetic is f32 and a 16-bit store
+// rounds once. A 16-bit saved rounds m, the log-sum and count (exact up to 2048 rows in f16,
+// 256 in bf16), and the backward's probabilities carry that rounding (exp of ulp(m)): keep
+// saved f32 unless memory says otherwise.
 //   loss_rows[r] = logsumexp(logits[r, :]) - logits[r, t]   (0 for ignored or bad targets)
 //   loss_mean    = sum(loss_rows) / count, count = rows with a valid, non-ignored target;
 //                  0 (not NaN) when every row is ignored.
@@ -58,7 +63,8 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
 // gradient of loss_mean, read on the device so a recorded step can replay; dlogits: like
 // logits. dlogits (= or +=) (softmax(logits) - onehot(target)) * dmean / count, zero rows
 // for ignored or bad targets (only crossEntropy flags those), all zero when count is 0.
-// Finite for any finite or -inf logits. dlogits may be exactly logits; other overlaps throw.
+// Finite for any finite or -inf logits. dlogits may be exactly logits (of its dtype); other
+// overlaps throw. Float tensors in any format, as for crossEntropy.
 void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const TensorView& targets,
                           const TensorView& saved, const TensorView& dmean,
                           const TensorView& dlogits, uint32_t ignore_index = kCrossEntropyNoIgnore,

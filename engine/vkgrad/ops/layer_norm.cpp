@@ -8,6 +8,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/softmax.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
@@ -134,7 +135,8 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
   if (texels)
     for (const TensorView* t : texel_views)
       if (!fitsTexels(context, *t))
-        throw ShapeError(op + ": too many elements for the device's maxTexelBufferElements (" +
+        throw ShapeError(op + ": the texel variants read f32 views of at most the device's " +
+                         "maxTexelBufferElements (" +
                          std::to_string(info.max_texel_buffer_elements) + ")");
   if (!info.subgroup_arithmetic)
     throw Error(op + ": " + info.name + " has no subgroup arithmetic in compute shaders");
@@ -148,12 +150,14 @@ void checkArgs(const vk::Context& context, const TensorView& x, const TensorView
   checkLikeX(op, "y", y, x.shape);
   checkStats(op, "mean", mean, x.shape);
   checkStats(op, "rstd", rstd, x.shape);
-  checkFits("layerNorm", "x", x);
-  checkFits("layerNorm", "gamma", gamma);
-  checkFits("layerNorm", "beta", beta);
-  checkFits("layerNorm", "y", y);
-  checkFits("layerNorm", "mean", mean);
-  checkFits("layerNorm", "rstd", rstd);
+  checkFloat("layerNorm", "x", x);
+  checkFloat("layerNorm", "gamma", gamma);
+  checkFloat("layerNorm", "beta", beta);
+  checkFloat("layerNorm", "y", y);
+  checkFloat("layerNorm", "mean", mean);
+  checkFloat("layerNorm", "rstd", rstd);
+  if (y.dtype != x.dtype && overlaps(y, x))
+    throw ShapeError(op + ": y in place of x needs x's dtype");
   checkDevice(context, op, x, {&x, &gamma, &beta}, usesTexels(variant));
 }
 
@@ -271,8 +275,14 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
   const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
   vk::SpecConstants spec = layout.spec();
   spec.push_back({"kVec4", vec4});
-  spec.push_back({"kStore4", vec4 && by.skip % 4 == 0});
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/forward", spec);
+  spec.push_back({"kStore4", vec4 && vec4Storable(context, y)});
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/forward", spec,
+                                         {{"x_dtype", x.dtype},
+                                          {"gamma_dtype", gamma.dtype},
+                                          {"beta_dtype", beta.dtype},
+                                          {"y_dtype", y.dtype},
+                                          {"mean_out_dtype", mean.dtype},
+                                          {"rstd_out_dtype", rstd.dtype}});
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, texels, format),
@@ -309,6 +319,246 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                     LayerNormVariant::Auto, LayerNormParamsVariant::Auto);
 }
 
+namespace {
+
+// What the backward's kernels share: the inputs, their bindings and where dgamma and dbeta go.
+struct BackwardJob {
+  vk::Recorder& rec;
+  const TensorView &x, &dy, &mean, &rstd;
+  Bound bx, bdy, bmean, brstd;
+  int64_t rows, n;
+  bool want_gamma, want_beta;
+  // An unwanted output is bound to the wanted one and never written.
+  const TensorView &out_gamma, &out_beta;
+  bool accumulate;      // dgamma, dbeta (params_write)
+  uint32_t group;       // columnGroup
+  TensorView partials;  // scratch as (layerNormBackwardScratch) f32, when params are wanted
+};
+
+// The views and shapes layerNormBackward takes; returns the message prefix "layerNormBackward:
+// x (4,7)".
+std::string checkBackwardShapes(const TensorView& x, const TensorView& gamma,
+                                const TensorView& mean, const TensorView& rstd,
+                                const TensorView& dy, const TensorView& dx,
+                                const TensorView& dgamma, const TensorView& dbeta,
+                                const TensorView& scratch) {
+  const std::string op = checkX("layerNormBackward", x);
+  const int64_t n = x.shape.back();
+  checkVector(op, "gamma", gamma, n);
+  checkStats(op, "mean", mean, x.shape);
+  checkStats(op, "rstd", rstd, x.shape);
+  checkLikeX(op, "dy", dy, x.shape);
+  checkLikeX(op, "dx", dx, x.shape);
+  if (dgamma.buffer) checkVector(op, "dgamma", dgamma, n);
+  if (dbeta.buffer) checkVector(op, "dbeta", dbeta, n);
+  const int64_t scratch_need = layerNormBackwardScratch(x.shape.rows(), n);
+  if ((dgamma.buffer || dbeta.buffer) && scratch.shape.numel() < scratch_need)
+    throw ShapeError(op + " needs scratch of " + std::to_string(scratch_need) +
+                     " floats (layerNormBackwardScratch), got " + scratch.shape.str());
+  return op;
+}
+
+// Formats and aliasing: float tensors in any format, scratch f32; no output overlaps an input
+// or another output. op: checkBackwardShapes' prefix.
+void checkBackwardOperands(const std::string& op, const TensorView& x, const TensorView& gamma,
+                           const TensorView& mean, const TensorView& rstd, const TensorView& dy,
+                           const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,
+                           const TensorView& scratch, const TensorView* dx_addend) {
+  const char* name = "layerNormBackward";
+  const std::pair<const char*, const TensorView*> inputs[] = {
+      {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
+  for (auto [in_name, in] : inputs) checkFloatOperand(name, in_name, *in);
+  std::vector<std::pair<const char*, const TensorView*>> outputs = {{"dx", &dx}};
+  if (dgamma.buffer) outputs.push_back({"dgamma", &dgamma});
+  if (dbeta.buffer) outputs.push_back({"dbeta", &dbeta});
+  if (dgamma.buffer || dbeta.buffer) outputs.push_back({"scratch", &scratch});
+  if (dx_addend) {
+    checkLikeX(op, "dx_addend", *dx_addend, x.shape);
+    checkFloatOperand(name, "dx_addend", *dx_addend);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      checkAlias(name, outputs[i].first, *outputs[i].second, "dx_addend", *dx_addend, false);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].second == &scratch)
+      checkOperand(name, outputs[i].first, *outputs[i].second);  // f32 partial sums
+    else
+      checkFloatOperand(name, outputs[i].first, *outputs[i].second);
+    for (auto [in_name, in] : inputs)
+      checkAlias(name, outputs[i].first, *outputs[i].second, in_name, *in, false);
+    for (size_t j = 0; j < i; ++j)
+      checkAlias(name, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
+                 false);
+  }
+}
+
+// Auto resolved (layerNormParamsVariant's comment), WithDx where it does not fit made Blocked,
+// and the loop limits of CPU devices checked when dgamma or dbeta is wanted.
+LayerNormParamsVariant pickParams(const vk::Context& context, const std::string& op,
+                                  LayerNormParamsVariant params, bool with_dx_fits, int64_t rows,
+                                  bool want_params) {
+  const bool cpu = context.info().isCpu();
+  if (params == LayerNormParamsVariant::Auto)
+    params = cpu && with_dx_fits                   ? LayerNormParamsVariant::WithDx
+             : cpu && rows <= kColumnsMaxRowsOnCpu ? LayerNormParamsVariant::Columns
+                                                   : LayerNormParamsVariant::Blocked;
+  if (params == LayerNormParamsVariant::WithDx && !with_dx_fits)
+    params = LayerNormParamsVariant::Blocked;  // as documented: where the layout allows
+  if (want_params && params == LayerNormParamsVariant::Columns && cpu &&
+      rows > kColumnsMaxRowsOnCpu)
+    throw ShapeError(op + ": the columns variant takes at most " +
+                     std::to_string(kColumnsMaxRowsOnCpu) + " rows on CPU devices");
+  // The sum over blocks loops over every block in one invocation (the loop limit again).
+  if (want_params && cpu && rows > kColumnsMaxRowsOnCpu * kBlockRows)
+    throw ShapeError(op + ": more than " + std::to_string(kColumnsMaxRowsOnCpu * kBlockRows) +
+                     " rows for dgamma and dbeta on a CPU device");
+  return params;
+}
+
+// The sum over blocks of partials (blocks, N) at gamma_first and beta_first of `partials`.
+void reduceBlocks(const BackwardJob& job, const Bound& partials, uint32_t blocks,
+                  uint32_t gamma_first, uint32_t beta_first) {
+  vk::Context& context = job.rec.context();
+  const Bound bdgamma = bindStorage(context, job.out_gamma),
+              bdbeta = bindStorage(context, job.out_beta);
+  const ReducePush reduce{uint32_t(job.n), blocks,       gamma_first,
+                          beta_first,      bdgamma.skip, bdbeta.skip};
+  const vk::Kernel& reducer =
+      floatKernel(context, "layer_norm/backward_reduce",
+                  {{"local_size_x", job.group},
+                   {"kAccumulate", job.accumulate},
+                   {"kGamma", job.want_gamma},
+                   {"kBeta", job.want_beta}},
+                  {{"dgamma_dtype", job.out_gamma.dtype}, {"dbeta_dtype", job.out_beta.dtype}});
+  const vk::Arg reduce_args[] = {partials.arg, bdgamma.arg, bdbeta.arg};
+  job.rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
+                         gridGroups(context, uint64_t(job.n), job.group));
+}
+
+// backward_params.comp over `blocks` blocks of rows: one block straight into dgamma and dbeta,
+// several into the partials. Returns its push constants (where the partials went).
+ParamsPush recordColumnSums(const BackwardJob& job, bool blocked) {
+  vk::Context& context = job.rec.context();
+  const uint32_t n = uint32_t(job.n);
+  // x and dy as texels wherever they fit, whatever the dx layout; 4 columns per invocation
+  // where the rows and views allow RGBA32F fetches.
+  const bool texels = fitsTexels(context, job.x) && fitsTexels(context, job.dy);
+  const bool vec4 = texels && n % 4 == 0 && texelFits(context, job.x, kRgba32f) &&
+                    texelFits(context, job.dy, kRgba32f);
+  const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
+  const uint32_t blocks = blocked ? uint32_t((job.rows + kBlockRows - 1) / kBlockRows) : 1;
+  const TensorView& gamma_out = blocked ? job.partials : job.out_gamma;
+  const TensorView& beta_out = blocked ? job.partials : job.out_beta;
+  const Bound bgamma_out = bindStorage(context, gamma_out),
+              bbeta_out = bindStorage(context, beta_out);
+  const uint32_t block_rows = uint32_t(blocked ? kBlockRows : job.rows);
+  const uint32_t beta_first = bbeta_out.skip + (blocked ? blocks * n : 0);
+  const ParamsPush push{uint32_t(job.rows), n,
+                        block_rows,         blocks,
+                        job.bx.skip,        job.bdy.skip,
+                        job.bmean.skip,     job.brstd.skip,
+                        bgamma_out.skip,    beta_first};
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward_params",
+                                         {{"local_size_x", job.group},
+                                          {"kTexelInput", texels},
+                                          {"kAccumulate", job.accumulate && !blocked},
+                                          {"kGamma", job.want_gamma},
+                                          {"kBeta", job.want_beta},
+                                          {"kVec4", vec4}},
+                                         {{"x_dtype", job.x.dtype},
+                                          {"dy_dtype", job.dy.dtype},
+                                          {"mean_dtype", job.mean.dtype},
+                                          {"rstd_dtype", job.rstd.dtype},
+                                          {"out_gamma_dtype", gamma_out.dtype},
+                                          {"out_beta_dtype", beta_out.dtype}});
+  const vk::Arg args[] = {job.bx.arg,     texelArg(context, job.x, texels, format),
+                          job.bdy.arg,    texelArg(context, job.dy, texels, format),
+                          job.bmean.arg,  job.brstd.arg,
+                          bgamma_out.arg, bbeta_out.arg};
+  const uint32_t max_y = context.info().max_workgroup_count[1];
+  job.rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                         gridGroups(context, uint64_t(vec4 ? n / 4 : n), job.group),
+                         std::min(blocks, max_y));
+  return push;
+}
+
+// Columns: one invocation per column sums every row into dgamma and dbeta, one dispatch.
+void paramsByColumns(const BackwardJob& job) {
+  recordColumnSums(job, false);
+}
+
+// Blocked: partial sums per block of rows into scratch, then the sum over blocks.
+void paramsByBlocks(const BackwardJob& job) {
+  const ParamsPush push = recordColumnSums(job, true);
+  reduceBlocks(job, bindStorage(job.rec.context(), job.partials), push.blocks, push.gamma_skip,
+               push.beta_skip);
+}
+
+// The dx kernel (backward.comp) and what it needs besides the job.
+struct DxArgs {
+  const TensorView& gamma;
+  const TensorView& dx;
+  const TensorView* addend;  // or null
+  const RowLayout& layout;
+  bool vec4;        // RGBA32F texels
+  bool accumulate;  // dx_write
+  uint32_t lane_vec4s;
+};
+
+// dx; with `partials` (WithDx) the kernel also writes each block's parameter sums there.
+// Returns its push constants (where the partials went).
+BackwardPush recordDx(const BackwardJob& job, const DxArgs& a, const Bound* partials) {
+  vk::Context& context = job.rec.context();
+  const vk::TexelFormat format = a.vec4 ? kRgba32f : kR32f;
+  const Bound bgamma = bindStorage(context, a.gamma), bdx = bindStorage(context, a.dx);
+  // Without an addend its binding is a stand-in, dy's, never read; without WithDx the
+  // partials' binding is dx's, never written.
+  const Bound baddend = a.addend ? bindStorage(context, *a.addend) : job.bdy;
+  const TensorView& addend = a.addend ? *a.addend : job.dy;
+  const uint32_t blocks = uint32_t((job.rows + kBlockRows - 1) / kBlockRows);
+  const Bound bpartials = partials ? *partials : bdx;
+  BackwardPush push{uint32_t(job.rows), uint32_t(job.n), job.bx.skip, job.bdy.skip, bgamma.skip,
+                    job.bmean.skip,     job.brstd.skip,  bdx.skip,    baddend.skip};
+  if (partials) {
+    push.block_rows = uint32_t(kBlockRows), push.blocks = blocks;
+    push.gamma_first = bpartials.skip, push.beta_first = bpartials.skip + blocks * uint32_t(job.n);
+  }
+  vk::SpecConstants spec = a.layout.spec();
+  spec.push_back({"kAccumulate", a.accumulate});
+  spec.push_back({"kVec4", a.vec4});
+  spec.push_back({"kAddend", a.addend != nullptr});
+  spec.push_back({"kWithParams", partials != nullptr});
+  spec.push_back({"kLaneVec4s", partials ? a.lane_vec4s : 1u});
+  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward", spec,
+                                         {{"x_dtype", job.x.dtype},
+                                          {"dy_dtype", job.dy.dtype},
+                                          {"gamma_dtype", a.gamma.dtype},
+                                          {"mean_dtype", job.mean.dtype},
+                                          {"rstd_dtype", job.rstd.dtype},
+                                          {"dx_dtype", a.dx.dtype},
+                                          {"addend_dtype", addend.dtype}});
+  const bool texels = a.layout.texels;
+  const vk::Arg args[] = {job.bx.arg,    texelArg(context, job.x, texels, format),
+                          job.bdy.arg,   texelArg(context, job.dy, texels, format),
+                          bgamma.arg,    texelArg(context, a.gamma, texels, format),
+                          job.bmean.arg, job.brstd.arg,
+                          bdx.arg,       baddend.arg,
+                          bpartials.arg};
+  const uint32_t groups =
+      partials ? std::min(blocks, context.info().max_workgroup_count[0]) : a.layout.groups;
+  job.rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
+  return push;
+}
+
+// WithDx: the dx kernel sums each block's parameter gradients as it goes (x and dy read once),
+// then the sum over blocks.
+void paramsWithDx(const BackwardJob& job, const DxArgs& a) {
+  const Bound partials = bindStorage(job.rec.context(), job.partials);
+  const BackwardPush push = recordDx(job, a, &partials);
+  reduceBlocks(job, partials, push.blocks, push.gamma_first, push.beta_first);
+}
+
+}  // namespace
+
 // lavapipe (2 cores shared with other jobs, so medians of 15 runs, 4 sets), x (4096, 768),
 // whole backward in ms by timestamps:
 //   dx only (subgroup per row, vec4 texels)              12.6-13.1
@@ -330,163 +580,58 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
                        LayerNormVariant variant, LayerNormParamsVariant params,
                        const TensorView* dx_addend) {
   vk::Context& context = rec.context();
-  const char* name = "layerNormBackward";
-  const std::string op = checkX(name, x);
-  const int64_t n = x.shape.back(), rows = x.shape.rows();
-  checkVector(op, "gamma", gamma, n);
-  checkStats(op, "mean", mean, x.shape);
-  checkStats(op, "rstd", rstd, x.shape);
-  checkLikeX(op, "dy", dy, x.shape);
-  checkLikeX(op, "dx", dx, x.shape);
-  const bool want_gamma = dgamma.buffer != nullptr, want_beta = dbeta.buffer != nullptr;
-  if (want_gamma) checkVector(op, "dgamma", dgamma, n);
-  if (want_beta) checkVector(op, "dbeta", dbeta, n);
-  const bool want_params = want_gamma || want_beta;
-  const int64_t scratch_need = layerNormBackwardScratch(rows, n);
-  if (want_params && scratch.shape.numel() < scratch_need)
-    throw ShapeError(op + " needs scratch of " + std::to_string(scratch_need) +
-                     " floats (layerNormBackwardScratch), got " + scratch.shape.str());
-  const std::pair<const char*, const TensorView*> inputs[] = {
-      {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
-  for (auto [in_name, in] : inputs) checkOperand(name, in_name, *in);
-  std::vector<std::pair<const char*, const TensorView*>> outputs = {{"dx", &dx}};
-  if (want_gamma) outputs.push_back({"dgamma", &dgamma});
-  if (want_beta) outputs.push_back({"dbeta", &dbeta});
-  if (want_params) outputs.push_back({"scratch", &scratch});
-  if (dx_addend) {
-    checkLikeX(op, "dx_addend", *dx_addend, x.shape);
-    checkOperand(name, "dx_addend", *dx_addend);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      checkAlias(name, outputs[i].first, *outputs[i].second, "dx_addend", *dx_addend, false);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    checkOperand(name, outputs[i].first, *outputs[i].second);
-    for (auto [in_name, in] : inputs)
-      checkAlias(name, outputs[i].first, *outputs[i].second, in_name, *in, false);
-    for (size_t j = 0; j < i; ++j)
-      checkAlias(name, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
-                 false);
-  }
+  const std::string op = checkBackwardShapes(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch);
+  checkBackwardOperands(op, x, gamma, mean, rstd, dy, dx, dgamma, dbeta, scratch, dx_addend);
   checkDevice(context, op, x, {&x, &gamma, &dy}, usesTexels(variant));
+  const int64_t n = x.shape.back(), rows = x.shape.rows();
   if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, dy);
   const RowLayout layout = rowLayout(context, variant, x.shape);
-  const bool row_per_invocation = layout.row_per_invocation, one_subgroup = layout.one_subgroup;
   // 4 columns per fetch where rows of a workgroup and the views allow RGBA32F texels.
-  const bool dx_vec4 = layout.texels && !row_per_invocation && n % 4 == 0 &&
+  const bool dx_vec4 = layout.texels && !layout.row_per_invocation && n % 4 == 0 &&
                        texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f) &&
                        texelFits(context, gamma, kRgba32f);
   // WithDx: the dx kernel's RGBA32F layout, one subgroup per row, each lane's vec4 columns
   // held in registers.
   const uint32_t sg = std::max(1u, context.info().subgroup_size);
   const uint32_t lane_vec4s = uint32_t((n / 4 + sg - 1) / sg);
-  const bool with_dx_fits = dx_vec4 && one_subgroup && lane_vec4s <= kWithDxMaxLaneVec4s;
-  if (params == LayerNormParamsVariant::Auto)
-    params = context.info().isCpu() && with_dx_fits ? LayerNormParamsVariant::WithDx
-             : context.info().isCpu() && rows <= kColumnsMaxRowsOnCpu
-                 ? LayerNormParamsVariant::Columns
-                 : LayerNormParamsVariant::Blocked;
-  if (params == LayerNormParamsVariant::WithDx && !with_dx_fits)
-    params = LayerNormParamsVariant::Blocked;  // as documented: where the layout allows
-  if (want_params && params == LayerNormParamsVariant::Columns && context.info().isCpu() &&
-      rows > kColumnsMaxRowsOnCpu)
-    throw ShapeError(op + ": the columns variant takes at most " +
-                     std::to_string(kColumnsMaxRowsOnCpu) + " rows on CPU devices");
-  // The sum over blocks loops over every block in one invocation (the loop limit again).
-  if (want_params && context.info().isCpu() && rows > kColumnsMaxRowsOnCpu * kBlockRows)
-    throw ShapeError(op + ": more than " + std::to_string(kColumnsMaxRowsOnCpu * kBlockRows) +
-                     " rows for dgamma and dbeta on a CPU device");
-
-  const bool accumulate = params_write == Write::Accumulate;  // dgamma, dbeta
-  const bool dx_accumulate = dx_write == Write::Accumulate;
-  const Bound bx = bindStorage(context, x), bdy = bindStorage(context, dy),
-              bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
-  const uint32_t group = columnGroup(context);
-  // An unwanted output is bound to the wanted one and never written.
-  const TensorView& out_gamma = want_gamma ? dgamma : dbeta;
-  const TensorView& out_beta = want_beta ? dbeta : dgamma;
-  // The sum over blocks of partials (blocks, N) at gamma_first and beta_first of `partials`.
-  auto reduceBlocks = [&](const Bound& partials, uint32_t blocks, uint32_t gamma_first,
-                          uint32_t beta_first) {
-    const Bound bdgamma = bindStorage(context, out_gamma), bdbeta = bindStorage(context, out_beta);
-    const ReducePush reduce{uint32_t(n), blocks,       gamma_first,
-                            beta_first,  bdgamma.skip, bdbeta.skip};
-    const vk::Kernel& reducer =
-        context.kernels().get("layer_norm/backward_reduce", {{"local_size_x", group},
-                                                             {"kAccumulate", accumulate},
-                                                             {"kGamma", want_gamma},
-                                                             {"kBeta", want_beta}});
-    const vk::Arg reduce_args[] = {partials.arg, bdgamma.arg, bdbeta.arg};
-    rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
-                       gridGroups(rec.context(), uint64_t(n), group));
-  };
-  const bool with_dx = want_params && params == LayerNormParamsVariant::WithDx;
-  // Otherwise dgamma and dbeta first: they only read, so nothing orders them after dx.
-  if (want_params && !with_dx) {
-    // x and dy as texels wherever they fit, whatever the dx layout; 4 columns per invocation
-    // where the rows and views allow RGBA32F fetches.
-    const bool texels = fitsTexels(context, x) && fitsTexels(context, dy);
-    const bool vec4 =
-        texels && n % 4 == 0 && texelFits(context, x, kRgba32f) && texelFits(context, dy, kRgba32f);
-    const vk::TexelFormat format = vec4 ? kRgba32f : kR32f;
-    const bool blocked = params == LayerNormParamsVariant::Blocked;
-    const uint32_t blocks = blocked ? uint32_t((rows + kBlockRows - 1) / kBlockRows) : 1;
-    const TensorView partials =
-        blocked ? view(*scratch.buffer, {scratch_need}, scratch.offset) : TensorView{};
-    const Bound bgamma_out = bindStorage(context, blocked ? partials : out_gamma);
-    const Bound bbeta_out = bindStorage(context, blocked ? partials : out_beta);
-    const uint32_t block_rows = uint32_t(blocked ? kBlockRows : rows);
-    const uint32_t beta_first = bbeta_out.skip + (blocked ? blocks * uint32_t(n) : 0);
-    const ParamsPush push{uint32_t(rows), uint32_t(n), block_rows, blocks,          bx.skip,
-                          bdy.skip,       bmean.skip,  brstd.skip, bgamma_out.skip, beta_first};
-    const vk::Kernel& kernel = context.kernels().get("layer_norm/backward_params",
-                                                     {{"local_size_x", group},
-                                                      {"kTexelInput", texels},
-                                                      {"kAccumulate", accumulate && !blocked},
-                                                      {"kGamma", want_gamma},
-                                                      {"kBeta", want_beta},
-                                                      {"kVec4", vec4}});
-    const vk::Arg args[] = {bx.arg,         texelArg(context, x, texels, format),
-                            bdy.arg,        texelArg(context, dy, texels, format),
-                            bmean.arg,      brstd.arg,
-                            bgamma_out.arg, bbeta_out.arg};
-    const uint32_t max_y = context.info().max_workgroup_count[1];
-    rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       gridGroups(rec.context(), uint64_t(vec4 ? n / 4 : n), group),
-                       std::min(blocks, max_y));
-    if (blocked) reduceBlocks(bgamma_out, blocks, push.gamma_skip, push.beta_skip);
+  const bool with_dx_fits = dx_vec4 && layout.one_subgroup && lane_vec4s <= kWithDxMaxLaneVec4s;
+  const bool want_gamma = dgamma.buffer != nullptr, want_beta = dbeta.buffer != nullptr;
+  const bool want_params = want_gamma || want_beta;
+  params = pickParams(context, op, params, with_dx_fits, rows, want_params);
+  const BackwardJob job{
+      rec,
+      x,
+      dy,
+      mean,
+      rstd,
+      bindStorage(context, x),
+      bindStorage(context, dy),
+      bindStorage(context, mean),
+      bindStorage(context, rstd),
+      rows,
+      n,
+      want_gamma,
+      want_beta,
+      want_gamma ? dgamma : dbeta,
+      want_beta ? dbeta : dgamma,
+      params_write == Write::Accumulate,
+      columnGroup(context),
+      want_params ? view(*scratch.buffer, {layerNormBackwardScratch(rows, n)}, scratch.offset)
+                  : TensorView{}};
+  const DxArgs dx_args{gamma,     dx, dx_addend, layout, dx_vec4, dx_write == Write::Accumulate,
+                       lane_vec4s};
+  // Columns and Blocked first: they only read, so nothing orders them after dx.
+  if (!want_params) {
+    recordDx(job, dx_args, nullptr);
+  } else if (params == LayerNormParamsVariant::WithDx) {
+    paramsWithDx(job, dx_args);
+  } else {
+    if (params == LayerNormParamsVariant::Columns)
+      paramsByColumns(job);
+    else
+      paramsByBlocks(job);
+    recordDx(job, dx_args, nullptr);
   }
-
-  const vk::TexelFormat format = dx_vec4 ? kRgba32f : kR32f;
-  const Bound bgamma = bindStorage(context, gamma), bdx = bindStorage(context, dx);
-  // Without an addend its binding is a stand-in, dy's, never read; without WithDx the
-  // partials' binding is dx's, never written.
-  const Bound baddend = dx_addend ? bindStorage(context, *dx_addend) : bdy;
-  const uint32_t blocks = uint32_t((rows + kBlockRows - 1) / kBlockRows);
-  const Bound bpartials =
-      with_dx ? bindStorage(context, view(*scratch.buffer, {scratch_need}, scratch.offset)) : bdx;
-  BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip,  bdy.skip,    bgamma.skip,
-                    bmean.skip,     brstd.skip,  bdx.skip, baddend.skip};
-  if (with_dx) {
-    push.block_rows = uint32_t(kBlockRows), push.blocks = blocks;
-    push.gamma_first = bpartials.skip, push.beta_first = bpartials.skip + blocks * uint32_t(n);
-  }
-  vk::SpecConstants spec = layout.spec();
-  spec.push_back({"kAccumulate", dx_accumulate});
-  spec.push_back({"kVec4", dx_vec4});
-  spec.push_back({"kAddend", dx_addend != nullptr});
-  spec.push_back({"kWithParams", with_dx});
-  spec.push_back({"kLaneVec4s", with_dx ? lane_vec4s : 1u});
-  const vk::Kernel& kernel = context.kernels().get("layer_norm/backward", spec);
-  const vk::Arg args[] = {bx.arg,       texelArg(context, x, layout.texels, format),
-                          bdy.arg,      texelArg(context, dy, layout.texels, format),
-                          bgamma.arg,   texelArg(context, gamma, layout.texels, format),
-                          bmean.arg,    brstd.arg,
-                          bdx.arg,      baddend.arg,
-                          bpartials.arg};
-  const uint32_t groups =
-      with_dx ? std::min(blocks, context.info().max_workgroup_count[0]) : layout.groups;
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
-  if (with_dx) reduceBlocks(bpartials, blocks, push.gamma_first, push.beta_first);
 }
 
 }  // namespace vkgrad::ops

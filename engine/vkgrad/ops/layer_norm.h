@@ -1,5 +1,10 @@
 // Layer norm over the last axis: the forward saves each row's mean and 1/std, the backward
-// uses them for dx, dgamma and dbeta. Any view offset that is a multiple of 4 bytes works.
+// uses them for dx, dgamma and dbeta. Every tensor but the backward's scratch (f32) may be
+// f32, f16 or bf16, each as its view says (mixed freely: f32 gamma and beta with bf16
+// activations, say); the arithmetic and the statistics are f32 whatever they are stored in,
+// and a 16-bit store rounds once, to nearest even. 16-bit tensors need the device's 16-bit
+// storage and take the storage-buffer layouts (the *Texel variants read f32 only). Any view
+// offset that is a multiple of its element size works.
 #pragma once
 
 #include "vkgrad/ops/tensor.h"
@@ -11,7 +16,7 @@ namespace vkgrad::ops {
 enum class LayerNormVariant {
   Auto,              // layerNormVariantFor()
   WorkgroupStorage,  // 128 invocations per row, combined in shared memory; storage loads
-  WorkgroupTexel,    // the same, x, gamma and beta read through R32F texel buffers
+  WorkgroupTexel,    // the same, x, gamma and beta read through R32F texel buffers (f32)
   // One subgroup per row: no shared memory, no barriers. Only for devices that run a
   // workgroup of subgroupSize invocations as one subgroup (CPU drivers); elsewhere the
   // output is NaN, never silently wrong.
@@ -36,9 +41,9 @@ Shape layerNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta,
 // leading dims, e.g. (B,T) for x (B,T,C), are accepted too).
 // y = (x - mean) * rstd * gamma + beta, rstd = 1 / sqrt(var + eps), var the biased (1/N)
 // variance, computed in two passes so a large common offset does not cost precision.
-// y may be x itself (in place); other overlaps are undefined. Throws ShapeError naming the
-// shapes before recording anything on mismatched shapes, N or rows 0 or beyond 32 bits,
-// eps < 0, or a buffer too small.
+// y may be x itself (in place, then of x's dtype); other overlaps are undefined. Throws
+// ShapeError naming the shapes before recording anything on mismatched shapes, N or rows 0 or
+// beyond 32 bits, eps < 0, or a buffer too small.
 void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
                const TensorView& rstd, float eps = 1e-5f);
@@ -72,8 +77,9 @@ int64_t layerNormBackwardScratch(int64_t rows, int64_t n);
 // dbeta is computed. Outputs may not overlap each other or any input. Throws ShapeError naming
 // the shapes before recording anything (also for dgamma or dbeta of more than 2^20 rows on a
 // CPU device: loop limit).
-// Precision: xhat uses the saved fp32 mean, so when |mean| >> std it inherits the mean's
-// rounding, ulp(mean) / 2 * rstd: ~3e-5 of dx and dgamma for x = 1000 + N(0,1).
+// Precision: xhat uses the saved mean, so when |mean| >> std it inherits the mean's rounding,
+// ulp(mean) / 2 * rstd: ~3e-5 of dx and dgamma for x = 1000 + N(0,1) with an f32 mean, 2^-9
+// or 2^-12 of |mean| * rstd with a bf16 or f16 one (keep mean and rstd f32 for offset data).
 void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
                        const TensorView& dx, const TensorView& dgamma, const TensorView& dbeta,

@@ -44,9 +44,17 @@ void checkRowShapes(const char* op, const std::string& shapes, const char* x_nam
 // also keeps every element index of the kernels below 2^32.
 void checkRowOperand(const char* op, const char* name, const vk::Context& context,
                      const TensorView& t, DType dtype = DType::F32);
+// The same for a float tensor the kernels take in any format (f32, f16 or bf16).
+void checkRowFloatOperand(const char* op, const char* name, const vk::Context& context,
+                          const TensorView& t);
+// Throws ShapeError unless an output that may sit on an input's elements (out exactly in)
+// has the input's dtype: "softmax: y in place of x needs x's dtype".
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in);
 // The whole launch of an elementwise-per-row map of this family, y = f(x row) (kernel with
 // bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
-// y texel, dy, dy texel, dx; kAccumulate): checks, layout, bindings, dispatch.
+// y texel, dy, dy texel, dx; kAccumulate): checks, layout, bindings, dispatch. Every tensor in
+// any float format (the 16-bit ones take the kernel's ".s16" build, storage loads only).
 // softmax and log-softmax differ only in the kernel.
 void rowMap(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& x,
             const TensorView& y, SoftmaxVariant variant);

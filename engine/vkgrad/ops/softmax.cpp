@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/row_kernels.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
@@ -81,7 +83,7 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
                             uint64_t rows, uint64_t n, bool texels_fit) {
   if (usesTexels(variant) && !texels_fit)
     throw ShapeError(std::string(op) + ": " + softmaxVariantName(variant) +
-                     ": an input does not fit an R32F texel view (maxTexelBufferElements " +
+                     ": an input does not fit an R32F texel view (f32, maxTexelBufferElements " +
                      std::to_string(context.info().max_texel_buffer_elements) + ")");
   if (!context.info().subgroup_arithmetic)
     throw Error(std::string(op) + ": " + context.info().name +
@@ -118,9 +120,11 @@ void checkRowShapes(const char* op, const std::string& shapes, const char* x_nam
     throw ShapeError(at + "rows and N must fit 32 bits");
 }
 
-void checkRowOperand(const char* op, const char* name, const vk::Context& context,
-                     const TensorView& t, DType dtype) {
-  checkFits(op, name, t, dtype);
+namespace {
+
+// checkRowOperand's limits, past the dtype check.
+void checkRowRange(const char* op, const char* name, const vk::Context& context,
+                   const TensorView& t) {
   if (t.shape.numel() > (int64_t(1) << 31))
     throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() +
                      " has more than 2^31 elements");
@@ -129,6 +133,27 @@ void checkRowOperand(const char* op, const char* name, const vk::Context& contex
     throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + ": " +
                      std::to_string(bound) + " bytes exceed the device's maxStorageBufferRange (" +
                      std::to_string(context.info().max_storage_buffer_range) + ")");
+}
+
+}  // namespace
+
+void checkRowOperand(const char* op, const char* name, const vk::Context& context,
+                     const TensorView& t, DType dtype) {
+  checkFits(op, name, t, dtype);
+  checkRowRange(op, name, context, t);
+}
+
+void checkRowFloatOperand(const char* op, const char* name, const vk::Context& context,
+                          const TensorView& t) {
+  checkFloat(op, name, t);
+  checkRowRange(op, name, context, t);
+}
+
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in) {
+  if (out.dtype != in.dtype && overlaps(out, in))
+    throw ShapeError(std::string(op) + ": " + out_name + " in place of " + in_name + " needs " +
+                     in_name + (std::string_view(in_name).ends_with('s') ? "'" : "'s") + " dtype");
 }
 
 vk::SpecConstants rowsSpec(const SoftmaxLayout& l) {
@@ -142,12 +167,14 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
             const TensorView& y, SoftmaxVariant variant) {
   vk::Context& ctx = rec.context();
   checkRowShapes(op, "x " + x.shape.str() + ", y " + y.shape.str(), "x", x, "y", y);
-  checkRowOperand(op, "x", ctx, x);
-  checkRowOperand(op, "y", ctx, y);
+  checkRowFloatOperand(op, "x", ctx, x);
+  checkRowFloatOperand(op, "y", ctx, y);
+  checkInPlaceDtype(op, "y", y, "x", x);
   checkAlias(op, "y", y, "x", x, true);
   const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
                                         uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
-  const vk::Kernel& kernel = ctx.kernels().get(kernel_name, rowsSpec(l));
+  const vk::Kernel& kernel =
+      floatKernel(ctx, kernel_name, rowsSpec(l), {{"x_dtype", x.dtype}, {"y_dtype", y.dtype}});
   const RowInput bx = bindRowInput(ctx, x, l.texel);
   const Bound by = bindStorage(ctx, y);
   const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
@@ -162,9 +189,11 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
       "y " + y.shape.str() + ", dy " + dy.shape.str() + ", dx " + dx.shape.str();
   checkRowShapes(op, shapes, "y", y, "dy", dy);
   checkRowShapes(op, shapes, "y", y, "dx", dx);
-  checkRowOperand(op, "y", ctx, y);
-  checkRowOperand(op, "dy", ctx, dy);
-  checkRowOperand(op, "dx", ctx, dx);
+  checkRowFloatOperand(op, "y", ctx, y);
+  checkRowFloatOperand(op, "dy", ctx, dy);
+  checkRowFloatOperand(op, "dx", ctx, dx);
+  checkInPlaceDtype(op, "dx", dx, "y", y);
+  checkInPlaceDtype(op, "dx", dx, "dy", dy);
   checkAlias(op, "dx", dx, "y", y, true);
   checkAlias(op, "dx", dx, "dy", dy, true);
   const SoftmaxLayout l =
@@ -172,7 +201,9 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
                     texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
   vk::SpecConstants spec = rowsSpec(l);
   spec.push_back({"kAccumulate", w == Write::Accumulate});
-  const vk::Kernel& kernel = ctx.kernels().get(kernel_name, spec);
+  const vk::Kernel& kernel =
+      floatKernel(ctx, kernel_name, spec,
+                  {{"y_dtype", y.dtype}, {"dy_dtype", dy.dtype}, {"dx_dtype", dx.dtype}});
   const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
   const Bound bdx = bindStorage(ctx, dx);
   const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,

@@ -15,7 +15,7 @@ namespace vkgrad::ops {
 enum class SoftmaxVariant {
   Auto,              // softmaxVariantFor()
   WorkgroupStorage,  // 128 invocations per row, combined in shared memory; storage loads
-  WorkgroupTexel,    // the same, inputs read through R32F texel buffers
+  WorkgroupTexel,    // the same, inputs read through R32F texel buffers (f32 inputs only)
   // One subgroup per row: no shared memory, no barriers. Only for devices that run a
   // workgroup of subgroupSize invocations as one subgroup (CPU drivers); elsewhere the
   // output is NaN, never silently wrong.
@@ -35,8 +35,10 @@ SoftmaxVariant softmaxVariantFor(const vk::Context& context, const TensorView& x
 
 // x: (..., N), y: same shape. y = exp(x - max) / sum(exp(x - max)) along each row.
 // -inf entries give 0 (masked); a row that is entirely -inf gives all zeros, never NaN.
-// +inf or NaN inputs give NaN. y may be x itself (in place); other overlaps throw.
-// Views may start at any multiple of 4 bytes. Throws ShapeError naming the shapes before
+// +inf or NaN inputs give NaN. y may be x itself (in place, of x's dtype); other overlaps
+// throw. x and y in any float format (f32, f16, bf16; 16-bit needs the device's 16-bit
+// storage): the arithmetic is f32 and a 16-bit y is rounded once. Views may start at any
+// multiple of their element size. Throws ShapeError naming the shapes before
 // recording anything if y's shape differs, N or the row count is 0 or does not fit 32 bits,
 // or a buffer is too small.
 void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y,
@@ -44,7 +46,8 @@ void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y,
 
 // y: (..., N) softmax's output, dy: (..., N) upstream gradient, dx: (..., N).
 // dx (= or +=) y * (dy - sum(dy * y)) along each row; masked entries (y = 0) get 0.
-// dx may be exactly y or dy; other overlaps throw.
+// dx may be exactly y or dy (of its dtype); other overlaps throw. Any float formats, f32
+// arithmetic, as for softmax.
 void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
                      const TensorView& dx, Write w = Write::Overwrite,
                      SoftmaxVariant variant = SoftmaxVariant::Auto);
