@@ -5,13 +5,15 @@
 // then shift: out[y][x] = in[sy][flip ? W-1-sx : sx] at (sy, sx) = (y+dy, x+dx), `fill`
 // where (sy, sx) falls outside. One invocation per output pixel, grid-stride; an invocation
 // draws the block again only when its image changes (10 Philox rounds per pixel would cost
-// more than the copy).
+// more than the copy). images and out in any float format (common/storage.glsl): a value
+// (or the fill) is rounded once, as out stores it.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 #include "common/philox.glsl"
 layout(local_size_x_id = 0) in;
 
-layout(set = 0, binding = 0) readonly buffer Images { float images[]; };  // (B,H,W)
-layout(set = 0, binding = 1) writeonly buffer Out { float out_[]; };      // (B,H,W)
+FLOATS(0, images, readonly)    // (B,H,W)
+FLOATS(1, augmented, writeonly)  // (B,H,W)
 layout(set = 0, binding = 2) readonly buffer Rng { uint rng[]; };  // {seed_lo, seed_hi, offset_lo, offset_hi}
 layout(push_constant) uniform Push {
   uint n;          // B*H*W
@@ -53,8 +55,8 @@ void main() {
     // Outside the image: the zero-padded (fill-padded) border the crop reaches into.
     if (sy >= 0 && sy < int(p.height) && sx >= 0 && sx < int(p.width)) {
       const uint cx = mirror ? p.width - 1u - uint(sx) : uint(sx);
-      v = images[p.images_skip + b * per_image + uint(sy) * p.width + cx];
+      v = LOAD(images, p.images_skip + b * per_image + uint(sy) * p.width + cx);
     }
-    out_[p.out_skip + e] = v;
+    STORE(augmented, p.out_skip + e, v);
   }
 }

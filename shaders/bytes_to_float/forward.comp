@@ -1,12 +1,16 @@
 #version 450
 // out[4w + k] = float(byte k of words[w]) * scale + shift (ops/bytes_to_float.h): one word per
 // invocation step, grid-stride. Bytes are little-endian in a word: byte k is bits 8k..8k+7.
+// out in any float format (common/storage.glsl), each value rounded once as it is stored.
+#extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 layout(local_size_x_id = 0) in;
-// out starts on a whole vec4 of its binding: one 16-byte store per word (the host's choice).
+// out is f32 and starts on a whole vec4 of its binding: one 16-byte store per word (the
+// host's choice).
 layout(constant_id = 1) const bool kVec4 = false;
 
 layout(set = 0, binding = 0) readonly buffer Words { uint words[]; };  // (n/4) u32
-layout(set = 0, binding = 1) writeonly buffer Out { float out_values[]; };  // (n) f32
+FLOATS(1, out_values, writeonly)                                       // (n)
 // The same binding as 16-byte words (out_skip % 4 == 0 when kVec4).
 layout(set = 0, binding = 1) writeonly buffer Out4 { vec4 out4[]; };
 layout(push_constant) uniform Push {
@@ -26,10 +30,7 @@ void main() {
       out4[p.out_skip / 4 + w] = v;
     } else {
       const uint o = p.out_skip + 4 * w;
-      out_values[o] = v.x;
-      out_values[o + 1] = v.y;
-      out_values[o + 2] = v.z;
-      out_values[o + 3] = v.w;
+      for (uint k = 0; k < 4; ++k) STORE(out_values, o + k, v[k]);
     }
   }
 }

@@ -1,7 +1,8 @@
 // Body of elementwise/binary.comp and binary_texel.comp:
 //   out (= or +=) op(a, b), where element i of a meets b[(i / div) % nb]
 // (ops/elementwise.h says which shapes give which nb and div). The storage variant reads
-// one float per step from storage buffers: any device, any offset. The texel variant reads
+// one element per step from storage buffers: any device, any offset, every tensor in any
+// float format (common/storage.glsl; the arithmetic is f32). The texel variant reads
 // four floats per step through RGBA32F texel buffers and stores them 16 bytes at a time: on
 // lavapipe storage-buffer loads are scalarised per lane and about 5x slower than texel
 // fetches.
@@ -28,9 +29,9 @@ layout(set = 0, binding = 1) uniform samplerBuffer b_tex;    // RGBA32F if BCAST
 layout(set = 0, binding = 2) uniform samplerBuffer acc_tex;  // RGBA32F over out; read if ACCUMULATE
 layout(set = 0, binding = 3) writeonly buffer Out { float out_[]; };
 #else
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(set = 0, binding = 2) buffer Out { float out_[]; };  // not writeonly: ACCUMULATE reads it
+FLOATS(0, a, readonly)
+FLOATS(1, b, readonly)
+FLOATS(2, result, )  // out; not writeonly: ACCUMULATE reads it
 #endif
 // a or b is a placeholder where OP does not read it. out may be a, or b when BCAST == 0:
 // every step reads its inputs before it writes the same elements of out.
@@ -84,11 +85,11 @@ void main() {
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    const float av = OP != 3 ? a[p.a_skip + i] : 0.0;
-    const float bv = OP != 2 ? b[p.b_skip + bIndex(i)] : 0.0;
+    const float av = OP != 3 ? LOAD(a, p.a_skip + i) : 0.0;
+    const float bv = OP != 2 ? LOAD(b, p.b_skip + bIndex(i)) : 0.0;
     float r = combine(av, bv);
-    if (ACCUMULATE) r += out_[p.out_skip + i];
-    out_[p.out_skip + i] = r;
+    if (ACCUMULATE) r += LOAD(result, p.out_skip + i);
+    STORE(result, p.out_skip + i, r);
   }
 #endif
 }

@@ -1,5 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// elementwise/binary_backward.glsl through storage buffers, one float per step: any device, any offset.
+// elementwise/binary_backward.glsl through storage buffers, one element per step: any device,
+// any offset, every tensor in any float format.
+#include "common/storage.glsl"
 #define EW_TEXEL 0
 #include "elementwise/binary_backward.glsl"

@@ -1,4 +1,5 @@
-// Body of elementwise/binary_backward.comp (storage buffers, one float per step) and
+// Body of elementwise/binary_backward.comp (storage buffers, one element per step, any float
+// format; f32 arithmetic) and
 // binary_backward_texel.comp (RGBA32F texel inputs, 16-byte stores): both gradients of a
 // same-shape binary op in one pass over dout.
 //   OP 0 (out = alpha a + beta b): da = alpha dout,   db = beta dout
@@ -26,12 +27,12 @@ layout(set = 0, binding = 4) uniform samplerBuffer db_tex;    // db itself; read
 layout(set = 0, binding = 5) writeonly buffer DA { float da[]; };
 layout(set = 0, binding = 6) writeonly buffer DB { float db[]; };
 #else
-layout(set = 0, binding = 0) readonly buffer DOut { float dout[]; };
-layout(set = 0, binding = 1) readonly buffer A { float a[]; };  // placeholder for OP 0
-layout(set = 0, binding = 2) readonly buffer B { float b[]; };  // placeholder for OP 0
+FLOATS(0, dout, readonly)
+FLOATS(1, a, readonly)  // placeholder for OP 0
+FLOATS(2, b, readonly)  // placeholder for OP 0
 // Not writeonly: ACCUMULATE_* reads them.
-layout(set = 0, binding = 3) buffer DA { float da[]; };
-layout(set = 0, binding = 4) buffer DB { float db[]; };
+FLOATS(3, da, )
+FLOATS(4, db, )
 #endif
 // da and db may each be one of the inputs (every step reads before it writes the same
 // elements), but not each other.
@@ -76,16 +77,16 @@ void main() {
 #else
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    const float g = dout[p.dout_skip + i];
+    const float g = LOAD(dout, p.dout_skip + i);
     float ga = p.alpha * g, gb = p.beta * g;
     if (OP == 1) {
-      ga = p.alpha * g * b[p.b_skip + i];
-      gb = p.alpha * g * a[p.a_skip + i];
+      ga = p.alpha * g * LOAD(b, p.b_skip + i);
+      gb = p.alpha * g * LOAD(a, p.a_skip + i);
     }
-    if (ACCUMULATE_A) ga += da[p.da_skip + i];
-    if (ACCUMULATE_B) gb += db[p.db_skip + i];
-    da[p.da_skip + i] = ga;
-    db[p.db_skip + i] = gb;
+    if (ACCUMULATE_A) ga += LOAD(da, p.da_skip + i);
+    if (ACCUMULATE_B) gb += LOAD(db, p.db_skip + i);
+    STORE(da, p.da_skip + i, ga);
+    STORE(db, p.db_skip + i, gb);
   }
 #endif
 }

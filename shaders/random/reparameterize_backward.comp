@@ -2,18 +2,23 @@
 // The gradient of z = mu + exp(log_sigma) * eps with respect to log_sigma:
 //   dlog_sigma[i] (= or +=) dz[i] * ewExp(log_sigma[i]) * eps_i
 // with eps drawn again from the forward pass's state and stream (mu's gradient is dz itself,
-// passed on by the graph without a kernel of its own).
+// passed on by the graph without a kernel of its own). Every tensor in any float format
+// (common/storage.glsl): f32 arithmetic, dlog_sigma rounded once as stored.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage.glsl"
 #include "common/ew_math.glsl"
 #include "common/normal.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kAccumulate = false;
 
-layout(set = 0, binding = 0) readonly buffer DZ { float dz[]; };              // (n)
-layout(set = 0, binding = 1) readonly buffer LogSigma { float log_sigma[]; };  // (n)
-layout(set = 0, binding = 2) buffer DLogSigma { float dlog_sigma[]; };  // (n); read to accumulate
+FLOATS(0, dz, readonly)         // (n)
+FLOATS(1, log_sigma, readonly)  // (n)
+FLOATS(2, dlog_sigma, )         // (n); read to accumulate
 layout(set = 0, binding = 3) readonly buffer Rng { uint rng[]; };
-layout(push_constant) uniform Push { uint n, stream; } p;
+layout(push_constant) uniform Push {
+  uint n, stream;
+  uint skip[3];  // first elements of dz, log_sigma, dlog_sigma inside their bindings
+} p;
 
 void main() {
   const uvec4 state = uvec4(rng[0], rng[1], rng[2], rng[3]);
@@ -23,9 +28,9 @@ void main() {
     for (uint k = 0; k < 4; ++k) {
       const uint i = 4 * b + k;
       if (i >= p.n) break;
-      const float d = dz[i] * ewExp(log_sigma[i]) * eps[k];
-      if (kAccumulate) dlog_sigma[i] += d;
-      else dlog_sigma[i] = d;
+      const float d = LOAD(dz, p.skip[0] + i) * ewExp(LOAD(log_sigma, p.skip[1] + i)) * eps[k];
+      const uint to = p.skip[2] + i;
+      STORE(dlog_sigma, to, kAccumulate ? LOAD(dlog_sigma, to) + d : d);
     }
   }
 }

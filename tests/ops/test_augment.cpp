@@ -9,8 +9,10 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/shifted_view.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/ops/reference/augment.h"
+#include "vkgrad/ops/reference/half.h"
 
 namespace vkgrad::test {
 namespace {
@@ -76,6 +78,38 @@ TEST_F(AugmentTest, MatchesTheReferenceExactly) {
     EXPECT_TRUE(allClose(readPlaced(ctx(), tx), x, 0.0)) << "images changed";
     at = (at + 3) % 7;
   }
+}
+
+// Images and out in f16 or bf16, or one of them f32: the same draws as in f32 (the reference
+// runs on the rounded images), each value, and the fill, rounded at most once into out's
+// format: closeInFormat with no f32 tolerance. Views 2 bytes into their buffers.
+TEST_F(AugmentTest, SixteenBitImagesMatchTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  using ops::DType;
+  struct Formats {
+    DType images, out;
+  };
+  for (const Formats fm : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                           Formats{DType::F32, DType::BF16}, Formats{DType::F16, DType::F32}})
+    for (const Case& c : {kCases[0], kCases[3]}) {
+      SCOPED_TRACE(testing::Message() << "images (" << c.batch << "," << c.height << "," << c.width
+                                      << ") pad " << c.pad << ", " << ops::dtypeName(fm.images)
+                                      << " -> " << ops::dtypeName(fm.out));
+      const Shape shape{c.batch, c.height, c.width};
+      const int64_t n = shape.numel();
+      const ops::ref::Stream s = randomStream();
+      const float fill = rng_.uniform(1, -3.0f, 3.0f)[0];
+      const auto x = ops::ref::roundTo(fm.images, rng_.normal(size_t(n)));
+      std::vector<float> want(static_cast<size_t>(n));
+      ops::ref::augment(s, x.data(), want.data(), c.batch, c.height, c.width, c.pad, c.flip, fill);
+      auto tx = shiftedUpload(ctx(), shape, x, fm.images);
+      auto ty = shiftedPoisoned(ctx(), shape, fm.out);
+      const vk::Buffer state = stateBuffer(s);
+      vk::Recorder rec(ctx());
+      ops::augment(rec, tx.view, ty.view, c.pad, c.flip, stateView(state), s.stream, fill);
+      rec.submit();
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), ty), want, fm.out, 0.0));
+    }
 }
 
 // Pearson's chi-square of counts against equal expected counts.

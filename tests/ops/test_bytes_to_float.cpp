@@ -9,6 +9,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/shifted_view.h"
 #include "vkgrad/ops/reference/bytes_to_float.h"
 #include "vkgrad/vk/staging.h"
 
@@ -83,6 +84,33 @@ TEST_F(BytesToFloatTest, BytesCopiedIntoWordsComeBackInOrder) {
   rec.submit();
   const auto got = download(ctx(), out);
   for (size_t i = 0; i < bytes.size(); ++i) ASSERT_EQ(got[i], float(bytes[i])) << "byte " << i;
+}
+
+// out in f16 or bf16: the f32 value of the test above (1e-6 of the largest) rounded once as
+// it is stored (closeInFormat), out 2 bytes into its buffer (an odd element skip); and pixel
+// values with scale 1 exact in both (0..255 need 8 significant bits: bf16 has them).
+TEST_F(BytesToFloatTest, SixteenBitOutputsMatchCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(ops::dtypeName(dtype));
+    const int64_t rows = 7, row_words = 49, n_words = rows * row_words;
+    const auto data = rng.below(size_t(n_words), 0xFFFFFFFFu);
+    const float scale = rng.uniform(1, 0.001f, 0.1f)[0], shift = rng.uniform(1)[0];
+    std::vector<float> want(size_t(4 * n_words)), bytes(size_t(4 * n_words));
+    ops::ref::bytesToFloat(data.data(), want.data(), n_words, scale, shift);
+    ops::ref::bytesToFloat(data.data(), bytes.data(), n_words, 1.0f, 0.0f);
+    const vk::Buffer w = words(data, 1, n_words + 1);
+    const auto words_view = ops::view(w, {rows, row_words}, 4, DType::U32);
+    auto out = shiftedPoisoned(ctx(), {rows, 4 * row_words}, dtype);
+    auto pixels = poisoned(ctx(), {rows, 4 * row_words}, dtype);
+    vk::Recorder rec(ctx());
+    ops::bytesToFloat(rec, words_view, out.view, scale, shift);
+    ops::bytesToFloat(rec, words_view, pixels.view(), 1.0f);
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), out), want, dtype, 1e-6));
+    EXPECT_TRUE(allClose(download(ctx(), pixels), bytes, 0.0));
+  }
 }
 
 TEST_F(BytesToFloatTest, BadShapesThrowBeforeRecording) {

@@ -91,7 +91,47 @@ TEST_F(CopyTest, CopiesU32WordsExactly) {
   EXPECT_EQ(readWords(dst, n), data);
 }
 
-void expectError(vk::Recorder& rec, const std::function<void()>& record, const std::string& message) {
+// 16-bit elements (f16 or bf16, src and dst of one dtype) are copied as their bits: NaN
+// payloads, subnormals and infinities too, nothing rounded; at every offset in halves (odd
+// ones start 2 bytes into a word), with odd lengths, and nothing outside dst changes.
+TEST_F(CopyTest, CopiesSixteenBitElementsBitForBit) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::DType dtype : {ops::DType::F16, ops::DType::BF16})
+    for (CopyVariant variant : {CopyVariant::Auto, CopyVariant::Storage})
+      for (int64_t n : {1, 2, 17, 1001})
+        for (int64_t src_at : {0, 1, 2, 3, 8}) {
+          const int64_t dst_at = (src_at + 3) % 9, total = n + 9;  // in halves
+          SCOPED_TRACE(testing::Message()
+                       << ops::dtypeName(dtype) << ", " << ops::copyVariantName(variant) << ", n "
+                       << n << ", src at " << src_at << ", dst at " << dst_at);
+          std::vector<uint16_t> data(n);
+          for (auto& h : data) h = uint16_t(rng.below(1u << 16));
+          data[0] = dtype == ops::DType::F16 ? 0x7c01 : 0x7f81;  // a signalling NaN's bits
+          if (n > 1) data[1] = 0x0001;                           // the smallest subnormal
+          std::vector<uint16_t> all((total + 1) / 2 * 2, 0xbeef);
+          std::copy(data.begin(), data.end(), all.begin() + src_at);
+          vk::Buffer src = ctx().allocator().allocate(all.size() * 2);
+          vk::Buffer dst = ctx().allocator().allocate(all.size() * 2);
+          ctx().staging().upload(src, 0, all.data(), all.size() * 2);
+          std::vector<uint16_t> sentinel(all.size(), 0xbeef);
+          ctx().staging().upload(dst, 0, sentinel.data(), sentinel.size() * 2);
+          vk::Recorder rec(ctx());
+          ops::copy(rec, ops::view(src, {n}, uint64_t(src_at) * 2, dtype),
+                    ops::view(dst, {1, n}, uint64_t(dst_at) * 2, dtype), variant);
+          rec.submit();
+          std::vector<uint16_t> got(all.size());
+          ctx().staging().download(dst, 0, got.data(), got.size() * 2);
+          for (int64_t i = 0; i < int64_t(got.size()); ++i) {
+            const bool inside = i >= dst_at && i < dst_at + n;
+            const uint16_t want = inside ? data[i - dst_at] : uint16_t(0xbeef);
+            ASSERT_EQ(got[i], want) << "half " << i << (inside ? "" : " (outside dst)");
+          }
+        }
+}
+
+void expectError(vk::Recorder& rec, const std::function<void()>& record,
+                 const std::string& message) {
   try {
     record();
     ADD_FAILURE() << "no error, expected: " << message;
@@ -104,20 +144,48 @@ void expectError(vk::Recorder& rec, const std::function<void()>& record, const s
 TEST_F(CopyTest, RejectsBadArgumentsBeforeRecording) {
   vk::Buffer a = ctx().allocator().allocate(64 * 4), b = ctx().allocator().allocate(64 * 4);
   vk::Recorder rec(ctx());
-  expectError(rec, [&] { ops::copy(rec, ops::view(a, {4, 8}), ops::view(b, {33})); },
-              "copy: src (4,8) and dst (33) differ in element count");
-  expectError(rec, [&] { ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 0, ops::DType::U32)); },
-              "copy: src is f32, dst is u32");
-  expectError(rec, [&] { ops::copy(rec, ops::view(a, {65}), ops::view(b, {65})); }, "copy: src");
-  expectError(rec, [&] { ops::copy(rec, ops::view(a, {16}), ops::view(a, {16}, 32)); },
-              "copy: dst (16) overlaps src (16)");
-  expectError(rec, [&] {
-    ops::copy(rec, ops::view(a, {8}, 0, ops::DType::U32), ops::view(b, {8}, 0, ops::DType::U32),
-              CopyVariant::Texel);
-  }, "cannot be read through an RGBA32F texel view");
-  expectError(rec, [&] {
-    ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 4), CopyVariant::Texel);
-  }, "dst cannot take 16-byte stores");
+  expectError(
+      rec,
+      [&] {
+        ops::copy(rec, ops::view(a, {4, 8}), ops::view(b, {33}));
+      },
+      "copy: src (4,8) and dst (33) differ in element count");
+  expectError(
+      rec, [&] { ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 0, ops::DType::U32)); },
+      "copy: src is f32, dst is u32");
+  expectError(
+      rec, [&] { ops::copy(rec, ops::view(a, {65}), ops::view(b, {65})); }, "copy: src");
+  expectError(
+      rec, [&] { ops::copy(rec, ops::view(a, {16}), ops::view(a, {16}, 32)); },
+      "copy: dst (16) overlaps src (16)");
+  expectError(
+      rec,
+      [&] {
+        ops::copy(rec, ops::view(a, {8}, 0, ops::DType::U32), ops::view(b, {8}, 0, ops::DType::U32),
+                  CopyVariant::Texel);
+      },
+      "cannot be read through an RGBA32F texel view");
+  expectError(
+      rec, [&] { ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 4), CopyVariant::Texel); },
+      "dst cannot take 16-byte stores");
+  // Between float formats a copy would have to round: that is ops::convert.
+  expectError(
+      rec, [&] { ops::copy(rec, ops::view(a, {8}), ops::view(b, {8}, 0, ops::DType::BF16)); },
+      "copy: src is f32, dst is bf16 (ops::convert changes a float format)");
+  expectError(
+      rec,
+      [&] {
+        ops::copy(rec, ops::view(a, {8}, 0, ops::DType::F16),
+                  ops::view(b, {8}, 0, ops::DType::BF16));
+      },
+      "copy: src is f16, dst is bf16 (ops::convert");
+  expectError(
+      rec,
+      [&] {
+        ops::copy(rec, ops::view(a, {8}, 0, ops::DType::F16), ops::view(b, {8}, 0, ops::DType::F16),
+                  CopyVariant::Texel);
+      },
+      "cannot be read through an RGBA32F texel view");
 }
 
 }  // namespace

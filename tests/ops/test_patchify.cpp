@@ -8,6 +8,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/shifted_view.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/patchify.h"
 
 namespace vkgrad::test {
@@ -47,7 +49,8 @@ TEST_F(PatchifyTest, MatchesTheReferenceBothWays) {
     const int64_t n = images.numel();
     const auto x = rng_.normal(size_t(n)), dy = rng_.normal(size_t(n)),
                init = rng_.normal(size_t(n));
-    std::vector<float> want(static_cast<size_t>(n)), want_dx(static_cast<size_t>(n)), want_acc = init;
+    std::vector<float> want(static_cast<size_t>(n)), want_dx(static_cast<size_t>(n)),
+        want_acc = init;
     ops::ref::patchify(x.data(), want.data(), c.batch, c.height, c.width, c.patch);
     ops::ref::patchifyBackward(dy.data(), want_dx.data(), c.batch, c.height, c.width, c.patch,
                                false);
@@ -83,6 +86,51 @@ TEST_F(PatchifyTest, BackwardInvertsForward) {
   ops::patchifyBackward(rec, ty.view(), back.view(), 4);
   rec.submit();
   EXPECT_TRUE(allClose(download(ctx(), back), x, 0.0));
+}
+
+// Images and patches in f16 or bf16, or one of them f32: a move rounds at most once, into the
+// output's format, and an accumulation adds in f32 and rounds once, so closeInFormat with no
+// f32 tolerance. Every view starts one element into its buffer (2 bytes for 16-bit ones).
+TEST_F(PatchifyTest, SixteenBitTensorsMatchTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  using ops::DType;
+  struct Formats {
+    DType images, patches;
+  };
+  for (const Formats fm : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                           Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (const Case& c : {kCases[0], kCases[3]}) {
+      SCOPED_TRACE(testing::Message() << "images (" << c.batch << "," << c.height << "," << c.width
+                                      << ") patch " << c.patch << ", " << ops::dtypeName(fm.images)
+                                      << " images, " << ops::dtypeName(fm.patches) << " patches");
+      const Shape images{c.batch, c.height, c.width};
+      const Shape patches = ops::patchifyShape(images, c.patch);
+      const int64_t n = images.numel();
+      const auto x = ops::ref::roundTo(fm.images, rng_.normal(size_t(n)));
+      const auto dy = ops::ref::roundTo(fm.patches, rng_.normal(size_t(n)));
+      const auto init = ops::ref::roundTo(fm.images, rng_.normal(size_t(n)));
+      std::vector<float> want(static_cast<size_t>(n)), want_dx(static_cast<size_t>(n)),
+          want_acc = init;
+      ops::ref::patchify(x.data(), want.data(), c.batch, c.height, c.width, c.patch);
+      ops::ref::patchifyBackward(dy.data(), want_dx.data(), c.batch, c.height, c.width, c.patch,
+                                 false);
+      ops::ref::patchifyBackward(dy.data(), want_acc.data(), c.batch, c.height, c.width, c.patch,
+                                 true);
+      auto tx = shiftedUpload(ctx(), images, x, fm.images);
+      auto ty = shiftedPoisoned(ctx(), patches, fm.patches);
+      auto tdy = shiftedUpload(ctx(), patches, dy, fm.patches);
+      auto tdx = shiftedPoisoned(ctx(), images, fm.images);
+      auto tacc = shiftedUpload(ctx(), images, init, fm.images);
+      vk::Recorder rec(ctx());
+      ops::patchify(rec, tx.view, ty.view, c.patch);
+      ops::patchifyBackward(rec, tdy.view, tdx.view, c.patch);
+      ops::patchifyBackward(rec, tdy.view, tacc.view, c.patch, Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), ty), want, fm.patches, 0.0)) << "patches";
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), tdx), want_dx, fm.images, 0.0)) << "dimages";
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), tacc), want_acc, fm.images, 0.0))
+          << "dimages accumulated";
+    }
 }
 
 TEST_F(PatchifyTest, RejectsBadShapesBeforeRecording) {

@@ -10,8 +10,10 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/permute.h"
+#include "ops/shifted_view.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/permute.h"
 
 namespace vkgrad::test {
 namespace {
@@ -22,10 +24,14 @@ class PermuteTest : public VkTest {};
 
 Shape shapeOf(const std::vector<int64_t>& dims) {
   switch (dims.size()) {
-    case 1: return {dims[0]};
-    case 2: return {dims[0], dims[1]};
-    case 3: return {dims[0], dims[1], dims[2]};
-    default: return {dims[0], dims[1], dims[2], dims[3]};
+    case 1:
+      return {dims[0]};
+    case 2:
+      return {dims[0], dims[1]};
+    case 3:
+      return {dims[0], dims[1], dims[2]};
+    default:
+      return {dims[0], dims[1], dims[2], dims[3]};
   }
 }
 
@@ -75,6 +81,31 @@ TEST_F(PermuteTest, HeadsRoundTripAtOffsets) {
   EXPECT_TRUE(allClose(download(ctx(), back), x, 0.0));
 }
 
+// f16 and bf16 tensors move as their bits (exact, so tolerance 0), on odd sizes and with
+// views 2 bytes into their buffers (an odd element skip).
+TEST_F(PermuteTest, SixteenBitTensorsMoveExactlyAtOddOffsets) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const std::vector<int64_t> dims = {3, 5, 7};
+  const std::vector<int64_t> out_dims = {7, 3, 5};
+  const int perm[] = {2, 0, 1};
+  for (const ops::DType dtype : {ops::DType::F16, ops::DType::BF16}) {
+    SCOPED_TRACE(ops::dtypeName(dtype));
+    const auto x = ops::ref::roundTo(dtype, rng.normal(105));
+    std::vector<float> want(105);
+    ops::ref::permute(x.data(), want.data(), dims, perm);
+    auto src = shiftedUpload(ctx(), shapeOf(dims), x, dtype);
+    auto dst = shiftedPoisoned(ctx(), shapeOf(out_dims), dtype);
+    auto aligned = poisoned(ctx(), shapeOf(out_dims), dtype);
+    vk::Recorder rec(ctx());
+    ops::permute(rec, src.view, dst.view, perm);
+    ops::permute(rec, src.view, aligned.view(), perm);
+    rec.submit();
+    EXPECT_TRUE(allClose(downloadShifted(ctx(), dst), want, 0.0));
+    EXPECT_TRUE(allClose(download(ctx(), aligned), want, 0.0));
+  }
+}
+
 TEST_F(PermuteTest, RejectsBadArgumentsBeforeRecording) {
   auto a = poisoned(ctx(), {2, 3, 4}), b = poisoned(ctx(), {2, 3, 4});
   vk::Recorder rec(ctx());
@@ -87,14 +118,26 @@ TEST_F(PermuteTest, RejectsBadArgumentsBeforeRecording) {
     }
   };
   const int swap[] = {0, 2, 1}, twice[] = {0, 0, 1}, short_perm[] = {1, 0};
-  expectError([&] { ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), swap); },
-              "permute: src (2,3,4), dst (2,3,4), perm (0,2,1): dst axis 1 must have size 4");
-  expectError([&] { ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), twice); },
-              "not a permutation");
-  expectError([&] { ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), short_perm); },
-              "perm and dst need src's rank");
-  expectError([&] { ops::permute(rec, a.view(), ops::view(a.buffer, {2, 4, 3}), swap); },
-              "overlaps");
+  expectError(
+      [&] {
+        ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), swap);
+      },
+      "permute: src (2,3,4), dst (2,3,4), perm (0,2,1): dst axis 1 must have size 4");
+  expectError(
+      [&] {
+        ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), twice);
+      },
+      "not a permutation");
+  expectError(
+      [&] {
+        ops::permute(rec, a.view(), ops::view(b.buffer, {2, 3, 4}), short_perm);
+      },
+      "perm and dst need src's rank");
+  expectError(
+      [&] {
+        ops::permute(rec, a.view(), ops::view(a.buffer, {2, 4, 3}), swap);
+      },
+      "overlaps");
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 

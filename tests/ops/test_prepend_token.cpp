@@ -9,6 +9,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/shifted_view.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/prepend_token.h"
 
 namespace vkgrad::test {
@@ -110,6 +112,65 @@ TEST_F(PrependTokenTest, BackwardMatchesTheReferenceAndRepeats) {
         EXPECT_EQ(std::memcmp(got_dt[0].data(), got_dt[1].data(), dt0.size() * 4), 0);
         at = (at + 1) % 5;
       }
+}
+
+// x, token and out in f16 or bf16, or an f32 token (a learned parameter) with 16-bit
+// activations: the forward moves values, rounding at most once into out's format; dx moves
+// (and adds in f32) likewise; dtoken is an f32 sum over the batch (kTokenTolerance of the
+// test above) rounded once. The gradients take the forward's formats, dout out's, as in a
+// training step. Every view starts one element into its buffer (2 bytes for 16-bit ones).
+TEST_F(PrependTokenTest, SixteenBitTensorsMatchTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  constexpr double kTokenTolerance = 1e-5;
+  using ops::DType;
+  struct Formats {
+    DType x, token, out;
+  };
+  for (const Formats fm :
+       {Formats{DType::F16, DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16, DType::BF16},
+        Formats{DType::BF16, DType::F32, DType::BF16}, Formats{DType::F16, DType::F32, DType::F32}})
+    for (const Case& c : {kCases[0], kCases[2], kCases[3]})
+      for (int wanted : {3, 1, 2})  // bit 0: dx, bit 1: dtoken
+        for (Write w : {Write::Overwrite, Write::Accumulate}) {
+          const bool has_dx = wanted & 1, has_token = wanted & 2, acc = w == Write::Accumulate;
+          SCOPED_TRACE(testing::Message()
+                       << "x (" << c.batch << "," << c.rows << "," << c.dim << ") "
+                       << ops::dtypeName(fm.x) << ", token " << ops::dtypeName(fm.token) << ", out "
+                       << ops::dtypeName(fm.out) << ", dx " << has_dx << " dtoken " << has_token
+                       << " accumulate " << acc);
+          const Shape xs{c.batch, c.rows, c.dim}, ys{c.batch, c.rows + 1, c.dim};
+          const auto x = ops::ref::roundTo(fm.x, rng_.normal(size_t(xs.numel())));
+          const auto token = ops::ref::roundTo(fm.token, rng_.normal(size_t(c.dim)));
+          const auto dy = ops::ref::roundTo(fm.out, rng_.normal(size_t(ys.numel())));
+          const auto dx_init =
+              acc ? ops::ref::roundTo(fm.x, rng_.normal(size_t(xs.numel()))) : nans(xs.numel());
+          const auto dt_init =
+              acc ? ops::ref::roundTo(fm.token, rng_.normal(size_t(c.dim))) : nans(c.dim);
+          std::vector<float> want(size_t(ys.numel())), want_dx = dx_init, want_dt = dt_init;
+          ops::ref::prependToken(x.data(), token.data(), want.data(), c.batch, c.rows, c.dim);
+          ops::ref::prependTokenBackward(dy.data(), want_dx.data(), want_dt.data(), c.batch, c.rows,
+                                         c.dim, acc, acc);
+          auto tx = shiftedUpload(ctx(), xs, x, fm.x);
+          auto tt = shiftedUpload(ctx(), {c.dim}, token, fm.token);
+          auto ty = shiftedPoisoned(ctx(), ys, fm.out);
+          auto tdy = shiftedUpload(ctx(), ys, dy, fm.out);
+          auto tdx = shiftedUpload(ctx(), xs, dx_init, fm.x);
+          auto tdt = shiftedUpload(ctx(), {c.dim}, dt_init, fm.token);
+          vk::Recorder rec(ctx());
+          ops::prependToken(rec, tx.view, tt.view, ty.view);
+          ops::prependTokenBackward(rec, tdy.view, has_dx ? tdx.view : ops::TensorView{},
+                                    has_token ? tdt.view : ops::TensorView{}, w, w);
+          rec.submit();
+          EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), ty), want, fm.out, 0.0)) << "out";
+          if (has_dx) {
+            EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), tdx), want_dx, fm.x, 0.0)) << "dx";
+          }
+          if (has_token) {
+            EXPECT_TRUE(
+                closeInFormat(downloadShifted(ctx(), tdt), want_dt, fm.token, kTokenTolerance))
+                << "dtoken";
+          }
+        }
 }
 
 TEST_F(PrependTokenTest, RejectsBadShapesBeforeRecording) {

@@ -9,8 +9,10 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/reference/random.h"
+#include "ops/shifted_view.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/half.h"
+#include "vkgrad/ops/reference/random.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -270,6 +272,68 @@ TEST_F(RandomTest, ReparameterizeMatchesCpuAndItsBackwardRedrawsEps) {
       "reparameterize: mu (4,3) and log_sigma (3,4) must have the same shape");
 }
 
+// In f16 or bf16, or mixed with f32 (f32 parameters, a bf16 z): the same eps as the f32 path
+// on the same (rounded) inputs, each output that f32 result rounded once (closeInFormat; 1e-6
+// of the largest covers the f32 kernels' own last-bit differences, e.g. a fused multiply-add
+// in one build and not the other). Views 2 bytes into their buffers.
+TEST_F(RandomTest, ReparameterizeInSixteenBitsDrawsTheSameEpsAsF32) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  constexpr double kTolerance = 1e-6;
+  struct Formats {
+    DType params, z;  // mu, log_sigma and dlog_sigma; z and dz
+  };
+  for (const Formats fm : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                           Formats{DType::F32, DType::BF16}, Formats{DType::BF16, DType::F32}})
+    for (int64_t n : {17, 4099}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " " << ops::dtypeName(fm.params)
+                                      << " parameters, " << ops::dtypeName(fm.z) << " z");
+      const ops::ref::Stream s = randomStream(rng);
+      const auto mu = ops::ref::roundTo(fm.params, rng.normal(n));
+      const auto log_sigma = ops::ref::roundTo(fm.params, rng.uniform(n, -2.0f, 1.0f));
+      const auto dz = ops::ref::roundTo(fm.z, rng.uniform(n));
+      const auto init = ops::ref::roundTo(fm.params, rng.uniform(n));
+      auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+      // The f32 path on the same values.
+      auto mu32 = upload(ctx(), {n}, mu), ls32 = upload(ctx(), {n}, log_sigma);
+      auto dz32 = upload(ctx(), {n}, dz), z32 = poisoned(ctx(), {n});
+      auto d32 = poisoned(ctx(), {n}), acc32 = upload(ctx(), {n}, init);
+      auto mu16 = shiftedUpload(ctx(), {n}, mu, fm.params);
+      auto ls16 = shiftedUpload(ctx(), {n}, log_sigma, fm.params);
+      auto dz16 = shiftedUpload(ctx(), {n}, dz, fm.z), z16 = shiftedPoisoned(ctx(), {n}, fm.z);
+      auto d16 = shiftedPoisoned(ctx(), {n}, fm.params);
+      auto acc16 = shiftedUpload(ctx(), {n}, init, fm.params);
+      vk::Recorder rec(ctx());
+      ops::reparameterize(rec, mu32.view(), ls32.view(), z32.view(), stateView(state), s.stream);
+      ops::reparameterizeBackward(rec, dz32.view(), ls32.view(), d32.view(), stateView(state),
+                                  s.stream);
+      ops::reparameterizeBackward(rec, dz32.view(), ls32.view(), acc32.view(), stateView(state),
+                                  s.stream, ops::Write::Accumulate);
+      ops::reparameterize(rec, mu16.view, ls16.view, z16.view, stateView(state), s.stream);
+      ops::reparameterizeBackward(rec, dz16.view, ls16.view, d16.view, stateView(state), s.stream);
+      ops::reparameterizeBackward(rec, dz16.view, ls16.view, acc16.view, stateView(state), s.stream,
+                                  ops::Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(
+          closeInFormat(downloadShifted(ctx(), z16), download(ctx(), z32), fm.z, kTolerance));
+      EXPECT_TRUE(
+          closeInFormat(downloadShifted(ctx(), d16), download(ctx(), d32), fm.params, kTolerance));
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), acc16), download(ctx(), acc32), fm.params,
+                                kTolerance));
+    }
+  // z over mu's bytes in another format would read and write them differently.
+  auto a = upload(ctx(), {8}, rng.uniform(8), DType::F16), b = poisoned(ctx(), {8}, DType::F16);
+  auto state = stateBuffer(ops::RngState::make(1));
+  expectShapeError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::reparameterize(rec, a.view(), b.view(), ops::view(a.buffer, {8}, 0, DType::BF16),
+                            stateView(state));
+      },
+      "reparameterize: z (bf16) in place of mu (f16) needs its dtype");
+}
+
 TEST_F(RandomTest, CategoricalMatchesCpuAndFrequencies) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -414,6 +478,51 @@ TEST_F(DropoutTest, BackwardRegeneratesTheForwardMask) {
   }
 }
 
+// In f16 or bf16, or mixed with f32: the same mask as the f32 path on the same (rounded)
+// inputs, and each output that f32 result rounded once: bit for bit overwriting (one multiply,
+// or an exact 0), to one rounding accumulating (dx0 + dy * scale may be fused in one build and
+// not the other). Views 2 bytes into their buffers; y in place of x in one format.
+TEST_F(DropoutTest, SixteenBitTensorsDrawTheSameMaskAsF32) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  using ops::DType;
+  const float p = 0.35f;
+  struct Formats {
+    DType in, out;
+  };
+  for (const Formats fm : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                           Formats{DType::BF16, DType::F32}, Formats{DType::F32, DType::BF16}})
+    for (int64_t n : {17, 4099}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " " << ops::dtypeName(fm.in) << " -> "
+                                      << ops::dtypeName(fm.out));
+      const ops::ref::Stream s = randomStream(rng);
+      const auto x = ops::ref::roundTo(fm.in, rng.uniform(n));
+      const auto dx0 = ops::ref::roundTo(fm.out, rng.uniform(n));
+      auto state = stateBuffer(ops::RngState::make(s.seed, s.offset));
+      auto x32 = upload(ctx(), {n}, x), y32 = poisoned(ctx(), {n}), acc32 = upload(ctx(), {n}, dx0);
+      auto x16 = shiftedUpload(ctx(), {n}, x, fm.in), y16 = shiftedPoisoned(ctx(), {n}, fm.out);
+      auto dx16 = shiftedPoisoned(ctx(), {n}, fm.out);
+      auto acc16 = shiftedUpload(ctx(), {n}, dx0, fm.out);
+      auto inplace = upload(ctx(), {n}, x, fm.in);
+      vk::Recorder rec(ctx());
+      ops::dropout(rec, x32.view(), y32.view(), p, stateView(state), s.stream);
+      ops::dropoutBackward(rec, x32.view(), acc32.view(), p, stateView(state), s.stream,
+                           ops::Write::Accumulate);
+      ops::dropout(rec, x16.view, y16.view, p, stateView(state), s.stream);
+      ops::dropoutBackward(rec, x16.view, dx16.view, p, stateView(state), s.stream);
+      ops::dropoutBackward(rec, x16.view, acc16.view, p, stateView(state), s.stream,
+                           ops::Write::Accumulate);
+      ops::dropout(rec, inplace.view(), inplace.view(), p, stateView(state), s.stream);
+      rec.submit();
+      const auto want = download(ctx(), y32);
+      EXPECT_EQ(downloadShifted(ctx(), y16), ops::ref::roundTo(fm.out, want));
+      EXPECT_EQ(downloadShifted(ctx(), dx16), ops::ref::roundTo(fm.out, want));
+      EXPECT_EQ(download(ctx(), inplace), ops::ref::roundTo(fm.in, want));
+      EXPECT_TRUE(
+          closeInFormat(downloadShifted(ctx(), acc16), download(ctx(), acc32), fm.out, 1e-6));
+    }
+}
+
 TEST_F(DropoutTest, GradientMatchesFiniteDifferences) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -466,6 +575,20 @@ TEST_F(DropoutTest, RejectsBadArgumentsBeforeRecording) {
   expectShapeError(
       rec, [&] { ops::dropout(rec, x.view(), y.view(), 0.5f, ops::view(state, {4})); },
       "rng must be u32");
+  expectShapeError(
+      rec,
+      [&] {
+        ops::dropout(rec, ops::view(x.buffer, {4, 8}, 0, ops::DType::U32), y.view(), 0.5f,
+                     stateView(state));
+      },
+      "dropout: x must be f32, f16 or bf16, got u32");
+  expectShapeError(
+      rec,
+      [&] {
+        ops::dropout(rec, x.view(), ops::view(x.buffer, {4, 8}, 0, ops::DType::BF16), 0.5f,
+                     stateView(state));
+      },
+      "dropout: y (bf16) in place of x (f32) needs its dtype");
   expectShapeError(
       rec, [&] { ops::uniform(rec, ops::view(y.buffer, {64}), 0, 1, stateView(state)); },
       "needs 256 bytes");

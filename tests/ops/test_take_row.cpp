@@ -8,6 +8,8 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/shifted_view.h"
+#include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/take_row.h"
 
 namespace vkgrad::test {
@@ -63,6 +65,44 @@ TEST_F(TakeRowTest, MatchesTheReferenceBothWays) {
     EXPECT_TRUE(allClose(readPlaced(ctx(), tacc), want_acc, 0.0)) << "dx accumulated";
     at = (at + 3) % 7;
   }
+}
+
+// x and out (dout and dx) in f16 or bf16, or one side f32: a move rounds at most once into
+// the output's format and an accumulation adds in f32 and rounds once, so closeInFormat with
+// no f32 tolerance. Every view starts one element into its buffer (2 bytes for 16-bit ones).
+TEST_F(TakeRowTest, SixteenBitTensorsMatchTheReference) {
+  SCOPED_TRACE(rng_.describe());
+  using ops::DType;
+  struct Formats {
+    DType x, rows;
+  };
+  for (const Formats fm : {Formats{DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16},
+                           Formats{DType::BF16, DType::F32}, Formats{DType::F32, DType::F16}})
+    for (const Case& c : {kCases[1], kCases[3]}) {
+      SCOPED_TRACE(testing::Message()
+                   << "x (" << c.batch << "," << c.rows << "," << c.dim << ") index " << c.index
+                   << ", " << ops::dtypeName(fm.x) << " x, " << ops::dtypeName(fm.rows) << " rows");
+      const Shape xs{c.batch, c.rows, c.dim}, rows = ops::takeRowShape(xs, c.index);
+      const auto x = ops::ref::roundTo(fm.x, rng_.normal(size_t(xs.numel())));
+      const auto dy = ops::ref::roundTo(fm.rows, rng_.normal(size_t(rows.numel())));
+      const auto init = ops::ref::roundTo(fm.x, rng_.normal(size_t(xs.numel())));
+      std::vector<float> want(size_t(rows.numel())), want_dx(size_t(xs.numel())), want_acc = init;
+      ops::ref::takeRow(x.data(), want.data(), c.batch, c.rows, c.dim, c.index);
+      ops::ref::takeRowBackward(dy.data(), want_dx.data(), c.batch, c.rows, c.dim, c.index, false);
+      ops::ref::takeRowBackward(dy.data(), want_acc.data(), c.batch, c.rows, c.dim, c.index, true);
+      auto tx = shiftedUpload(ctx(), xs, x, fm.x), ty = shiftedPoisoned(ctx(), rows, fm.rows);
+      auto tdy = shiftedUpload(ctx(), rows, dy, fm.rows), tdx = shiftedPoisoned(ctx(), xs, fm.x);
+      auto tacc = shiftedUpload(ctx(), xs, init, fm.x);
+      vk::Recorder rec(ctx());
+      ops::takeRow(rec, tx.view, ty.view, c.index);
+      ops::takeRowBackward(rec, tdy.view, tdx.view, c.index);
+      ops::takeRowBackward(rec, tdy.view, tacc.view, c.index, Write::Accumulate);
+      rec.submit();
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), ty), want, fm.rows, 0.0)) << "rows";
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), tdx), want_dx, fm.x, 0.0)) << "dx";
+      EXPECT_TRUE(closeInFormat(downloadShifted(ctx(), tacc), want_acc, fm.x, 0.0))
+          << "dx accumulated";
+    }
 }
 
 TEST_F(TakeRowTest, RejectsBadShapesBeforeRecording) {

@@ -5,6 +5,7 @@
 
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/random.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -45,8 +46,8 @@ void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out,
   if (!(out.shape == want))
     throw ShapeError("augment: images " + images.shape.str() + ": out " + out.shape.str() +
                      " must be " + want.str());
-  checkOperand("augment", "images", images);
-  checkOperand("augment", "out", out);
+  checkFloatOperand("augment", "images", images);
+  checkFloatOperand("augment", "out", out);
   checkAlias("augment", "out", out, "images", images, false);
   checkRngState("augment", rng);
 
@@ -61,7 +62,9 @@ void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out,
                          fill,
                          bi.skip,
                          bo.skip};
-  const vk::Kernel& kernel = ctx.kernels().get("augment/forward", {{"local_size_x", kWorkgroup}});
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "augment/forward", {{"local_size_x", kWorkgroup}},
+                  {{"images_dtype", images.dtype}, {"augmented_dtype", out.dtype}});
   // The state's 4 words, as the random kernels bind it.
   const vk::Arg args[] = {bi.arg, bo.arg, {*rng.buffer, rng.offset, 16}};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),

@@ -25,7 +25,8 @@ namespace vkgrad::ops {
 // ShapeError "augment: images (2,28,28) with pad 28: the pad must be in [0, 28)".
 Shape augmentShape(const Shape& images, int64_t pad);
 
-// images, out: (B,H,W) f32, disjoint; rng: the generator's state (ops/random.h, 4 u32 words).
+// images, out: (B,H,W), disjoint, each f32, f16 or bf16 (out rounds a wider value, and the
+// fill, once as it stores them); rng: the generator's state (ops/random.h, 4 u32 words).
 // Throws ShapeError before recording anything on bad shapes or views.
 void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out, int64_t pad,
              bool flip, const TensorView& rng, uint32_t stream = 0, float fill = 0.0f);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -40,17 +41,19 @@ void bytesToFloat(vk::Recorder& rec, const TensorView& words, const TensorView& 
   const char* op = "bytesToFloat";
   bytesToFloatShape(words.shape, words.dtype, out.shape);
   checkFits(op, "words", words, DType::U32);
-  checkFits(op, "out", out, DType::F32);
+  checkFloat(op, "out", out);
   checkAlias(op, "out", out, "words", words, false);
   vk::Context& ctx = rec.context();
   const Bound bw = bindStorage(ctx, words), bo = bindStorage(ctx, out);
-  // 16-byte stores where out starts on a whole vec4 of its binding.
-  const bool vec4 = bo.skip % 4 == 0;
+  // 16-byte stores where out is f32 and starts on a whole vec4 of its binding.
+  const bool vec4 = vec4Storable(ctx, out);
   const BytesToFloatPush push{uint32_t(words.shape.numel()), bw.skip, bo.skip, scale, shift};
   const vk::Arg args[] = {bw.arg, bo.arg};
-  rec.dispatchGroups(
-      ctx.kernels().get("bytes_to_float/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}}),
-      args, &push, sizeof(push), gridGroups(rec.context(), push.n_words, kWorkgroup));
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "bytes_to_float/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}},
+                  {{"out_values_dtype", out.dtype}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n_words, kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

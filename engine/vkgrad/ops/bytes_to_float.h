@@ -15,8 +15,9 @@ namespace vkgrad::ops {
 // "bytesToFloat: words (3,5), out (3,19): out must hold 4 x 15 = 60 elements".
 Shape bytesToFloatShape(const Shape& words, DType words_dtype, const Shape& out);
 
-// words: (..., n/4) u32; out: (..., n) f32 (the rule above), out = bytes * scale + shift.
-// Any 4-byte view offsets; the views must not overlap.
+// words: (..., n/4) u32; out: (..., n) f32, f16 or bf16 (the rule above), out = bytes * scale
+// + shift computed in f32 and rounded once, as it is stored. Any view offsets that are
+// multiples of the element size; the views must not overlap.
 void bytesToFloat(vk::Recorder& rec, const TensorView& words, const TensorView& out, float scale,
                   float shift = 0.0f);
 

@@ -2,9 +2,10 @@
 
 #include <string>
 
-#include "vkgrad/ops/binding.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -15,8 +16,8 @@ namespace {
 constexpr uint32_t kWorkgroup = 256;
 
 struct CopyPush {
-  uint32_t n;                   // 32-bit words
-  uint32_t src_skip, dst_skip;  // first words inside the bindings
+  uint32_t n;                   // elements: 32-bit words, or 16-bit values
+  uint32_t src_skip, dst_skip;  // first elements inside the bindings
 };
 static_assert(sizeof(CopyPush) == 12);
 
@@ -44,8 +45,9 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
     throw ShapeError(std::string(op) + ": src " + src.shape.str() + " and dst " + dst.shape.str() +
                      " differ in element count");
   if (src.dtype != dst.dtype)
-    throw ShapeError(std::string(op) + ": src is " + dtypeName(src.dtype) + ", dst is " +
-                     dtypeName(dst.dtype));
+    throw ShapeError(
+        std::string(op) + ": src is " + dtypeName(src.dtype) + ", dst is " + dtypeName(dst.dtype) +
+        (isFloat(src.dtype) && isFloat(dst.dtype) ? " (ops::convert changes a float format)" : ""));
   checkFits(op, "src", src, src.dtype);
   checkFits(op, "dst", dst, dst.dtype);
   if (src.shape.numel() > (int64_t(1) << 31))
@@ -63,8 +65,13 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
                 ") cannot be read through an RGBA32F texel view, or dst cannot take 16-byte "
                 "stores (u32, a start that is not 16-byte aligned, or too many elements)");
   const bool texel = variant == CopyVariant::Texel;
-  const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "copy/copy_texel" : "copy/copy", {{"local_size_x", kWorkgroup}});
+  // 16-bit elements take copy/copy's 16-bit build, which copies their bits.
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}};
+  const vk::Kernel& kernel = texel ? ctx.kernels().get("copy/copy_texel", constants)
+                             : dtypeBytes(src.dtype) == 2
+                                 ? floatKernel(ctx, "copy/copy", constants,
+                                               {{"src_dtype", src.dtype}, {"dst_dtype", dst.dtype}})
+                                 : ctx.kernels().get("copy/copy", constants);
   const Bound bs = texel ? bindTexel(ctx, src, vk::TexelFormat::Rgba32f) : bindStorage(ctx, src);
   const Bound bd = bindStorage(ctx, dst);
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};

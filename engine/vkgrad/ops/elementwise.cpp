@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <string>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/reduce.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -42,6 +43,15 @@ std::string shapesOf(const TensorView& a, const char* symbol, const TensorView& 
   return a.shape.str() + " " + symbol + " " + b.shape.str() + " -> " + out.shape.str();
 }
 
+// An output on an input's bytes (exactly the same elements: checkAlias) must read and write
+// them in one format: f16 and bf16 views of the same bytes pass checkAlias's range test.
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in) {
+  if (overlaps(out, in) && out.dtype != in.dtype)
+    throw ShapeError(std::string(op) + ": " + out_name + " (" + dtypeName(out.dtype) +
+                     ") in place of " + in_name + " (" + dtypeName(in.dtype) + ") needs its dtype");
+}
+
 // out (= or +=) op(a, b), b broadcast over a as f. a is not read by ScaleB, b not by ScaleA.
 void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const TensorView& b,
                   const TensorView& out, KeptAxis f, float alpha, float beta, Write w) {
@@ -60,11 +70,16 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   const TensorView& a_arg = reads_a ? a : b;
   const TensorView& b_arg = reads_b ? b : a;
   BinaryPush push{uint32_t(n), uint32_t(f.kept), uint32_t(f.inner), alpha, beta, 0, 0, 0};
-  const vk::Kernel& kernel = ctx.kernels().get(
-      texel ? "elementwise/binary_texel" : "elementwise/binary", {{"local_size_x", kWorkgroup},
-                                                                  {"OP", uint32_t(op)},
-                                                                  {"BCAST", bcast},
-                                                                  {"ACCUMULATE", accumulate}});
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup},
+                                    {"OP", uint32_t(op)},
+                                    {"BCAST", bcast},
+                                    {"ACCUMULATE", accumulate}};
+  const vk::Kernel& kernel =
+      texel
+          ? ctx.kernels().get("elementwise/binary_texel", constants)
+          : floatKernel(
+                ctx, "elementwise/binary", constants,
+                {{"a_dtype", a_arg.dtype}, {"b_dtype", b_arg.dtype}, {"result_dtype", out.dtype}});
   if (texel) {
     const auto ta = bindTexel(ctx, a_arg, reads_a ? kRgba : b_format);
     const auto tb = bindTexel(ctx, b_arg, reads_b ? b_format : kRgba);
@@ -93,15 +108,21 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
   const auto fits = [&](const TensorView& t) { return texelFits(ctx, t, kRgba); };
   const bool texel = fits(dout) && (!is_mul || (fits(a) && fits(b))) && (!acc_a || fits(da)) &&
                      (!acc_b || fits(db)) && vec4Storable(ctx, da) && vec4Storable(ctx, db);
-  const vk::Kernel& kernel =
-      ctx.kernels().get(texel ? "elementwise/binary_backward_texel" : "elementwise/binary_backward",
-                        {{"local_size_x", kWorkgroup},
-                         {"OP", is_mul ? 1u : 0u},
-                         {"ACCUMULATE_A", acc_a},
-                         {"ACCUMULATE_B", acc_b}});
-  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   const TensorView& a_arg = is_mul ? a : dout;
   const TensorView& b_arg = is_mul ? b : dout;
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup},
+                                    {"OP", is_mul ? 1u : 0u},
+                                    {"ACCUMULATE_A", acc_a},
+                                    {"ACCUMULATE_B", acc_b}};
+  const vk::Kernel& kernel = texel
+                                 ? ctx.kernels().get("elementwise/binary_backward_texel", constants)
+                                 : floatKernel(ctx, "elementwise/binary_backward", constants,
+                                               {{"dout_dtype", dout.dtype},
+                                                {"a_dtype", a_arg.dtype},
+                                                {"b_dtype", b_arg.dtype},
+                                                {"da_dtype", da.dtype},
+                                                {"db_dtype", db.dtype}});
+  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   if (texel) {
     const auto td = bindTexel(ctx, dout, kRgba), ta = bindTexel(ctx, a_arg, kRgba),
                tb = bindTexel(ctx, b_arg, kRgba);
@@ -131,11 +152,13 @@ void binaryForward(vk::Recorder& rec, const char* op, const char* symbol, Binary
     throw ShapeError(std::string(op) + ": " + shapesOf(a, symbol, b, out) +
                      ": out must have a's shape");
   const KeptAxis f = broadcastAxes(op, a.shape, b.shape);
-  checkOperand(op, "a", a);
-  checkOperand(op, "b", b);
-  checkOperand(op, "out", out);
+  checkFloatOperand(op, "a", a);
+  checkFloatOperand(op, "b", b);
+  checkFloatOperand(op, "out", out);
   checkAlias(op, "out", out, "a", a, true);
   checkAlias(op, "out", out, "b", b, true);  // same range only if b has a's shape
+  checkInPlaceDtype(op, "out", out, "a", a);
+  checkInPlaceDtype(op, "out", out, "b", b);
   recordBinary(rec, kind, a, b, out, f, 1.0f, beta, w);
 }
 
@@ -150,13 +173,13 @@ void binaryBackward(vk::Recorder& rec, const char* op, BinaryOp kind, const Tens
                     const TensorView& db, KeptAxis f, float beta, Write wa, Write wb) {
   const bool want_a = wanted(da), want_b = wanted(db);
   const bool is_mul = kind == BinaryOp::Mul;
-  checkOperand(op, "dout", dout);
+  checkFloatOperand(op, "dout", dout);
   if (is_mul) {
-    checkOperand(op, "a", a);
-    checkOperand(op, "b", b);
+    checkFloatOperand(op, "a", a);
+    checkFloatOperand(op, "b", b);
   }
-  if (want_a) checkOperand(op, "da", da);
-  if (want_b) checkOperand(op, "db", db);
+  if (want_a) checkFloatOperand(op, "da", da);
+  if (want_b) checkFloatOperand(op, "db", db);
   const bool broadcast_b = f.kept != f.numel();
   if (want_a && want_b) checkAlias(op, "da", da, "db", db, false);
   struct Grad {
@@ -168,9 +191,12 @@ void binaryBackward(vk::Recorder& rec, const char* op, BinaryOp kind, const Tens
   for (const Grad& g : {Grad{"da", &da, true}, Grad{"db", &db, !broadcast_b}}) {
     if (!wanted(*g.view)) continue;
     checkAlias(op, g.name, *g.view, "dout", dout, g.same_ok);
+    checkInPlaceDtype(op, g.name, *g.view, "dout", dout);
     if (is_mul) {
       checkAlias(op, g.name, *g.view, "a", a, g.same_ok);
       checkAlias(op, g.name, *g.view, "b", b, g.same_ok);
+      checkInPlaceDtype(op, g.name, *g.view, "a", a);
+      checkInPlaceDtype(op, g.name, *g.view, "b", b);
     }
   }
   if (f.numel() == 0) return;
@@ -260,21 +286,23 @@ void scale(vk::Recorder& rec, const TensorView& x, const TensorView& y, float al
   if (!(x.shape == y.shape))
     throw ShapeError("scale: x " + x.shape.str() + " and y " + y.shape.str() +
                      " must have the same shape");
-  checkOperand("scale", "x", x);
-  checkOperand("scale", "y", y);
+  checkFloatOperand("scale", "x", x);
+  checkFloatOperand("scale", "y", y);
   checkAlias("scale", "y", y, "x", x, true);
+  checkInPlaceDtype("scale", "y", y, "x", x);
   recordBinary(rec, BinaryOp::ScaleA, x, x, y, {1, x.shape.numel(), 1}, alpha, 0.0f, w);
 }
 
-void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, KeptAxis f, float alpha,
-               Write w) {
+void broadcast(vk::Recorder& rec, const TensorView& b, const TensorView& out, KeptAxis f,
+               float alpha, Write w) {
   if (b.shape.numel() != f.kept || out.shape.numel() != f.numel())
     throw ShapeError("broadcast: b " + b.shape.str() + " -> out " + out.shape.str() +
                      " does not match the view (" + std::to_string(f.outer) + "," +
                      std::to_string(f.kept) + "," + std::to_string(f.inner) + ")");
-  checkOperand("broadcast", "b", b);
-  checkOperand("broadcast", "out", out);
+  checkFloatOperand("broadcast", "b", b);
+  checkFloatOperand("broadcast", "out", out);
   checkAlias("broadcast", "out", out, "b", b, true);
+  checkInPlaceDtype("broadcast", "out", out, "b", b);
   recordBinary(rec, BinaryOp::ScaleB, b, b, out, f, 0.0f, alpha, w);
 }
 
@@ -310,9 +338,10 @@ void scaleBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& dx
   if (!(dx.shape == dy.shape))
     throw ShapeError("scaleBackward: dy " + dy.shape.str() + " and dx " + dx.shape.str() +
                      " must have the same shape");
-  checkOperand("scaleBackward", "dy", dy);
-  checkOperand("scaleBackward", "dx", dx);
+  checkFloatOperand("scaleBackward", "dy", dy);
+  checkFloatOperand("scaleBackward", "dx", dx);
   checkAlias("scaleBackward", "dx", dx, "dy", dy, true);
+  checkInPlaceDtype("scaleBackward", "dx", dx, "dy", dy);
   recordBinary(rec, BinaryOp::ScaleA, dy, dy, dx, {1, dy.shape.numel(), 1}, alpha, 0.0f, w);
 }
 

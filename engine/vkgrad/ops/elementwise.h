@@ -1,5 +1,7 @@
 // Binary elementwise ops (add, sub, mul) with a broadcast second operand, and scale;
-// forward and backward side by side. All f32.
+// forward and backward side by side. Every tensor may be stored in f32, f16 or bf16, each
+// in its own (ops/storage.h); the arithmetic is f32 and each output is rounded once, as it
+// is stored. A broadcast b's gradient is a sum (reduce.h) accumulated in f32.
 //
 // Broadcast rule: out has a's shape; b is numpy-broadcast against a (right-aligned, extra
 // leading 1s of b dropped), with one restriction: the axes where b has a's size (> 1) must
@@ -14,12 +16,14 @@
 //
 // Kernels: inputs are read through RGBA32F texel buffers where the views fit the device's
 // texel limits (on lavapipe about 5x faster than storage-buffer loads), else through storage
-// buffers. Any view offset that is a multiple of 4 bytes works.
+// buffers (16-bit tensors always take these). Any view offset that is a multiple of the
+// element size works.
 //
 // In place: out may be exactly a, or exactly b when b has a's shape (each element is read
-// before it is written); any other overlap is a ShapeError. Backward: each gradient may be
-// exactly a same-shape input (dout, a or b), but gradients may not overlap each other, and
-// a broadcast b's gradient may not overlap any input. An empty view (no buffer) as da or db
+// before it is written), in that input's dtype; any other overlap is a ShapeError.
+// Backward: each gradient may be exactly a same-shape input (dout, a or b) of its dtype, but
+// gradients may not overlap each other, and a broadcast b's gradient may not overlap any
+// input. An empty view (no buffer) as da or db
 // skips that gradient.
 #pragma once
 
@@ -27,7 +31,6 @@
 #include "vkgrad/ops/tensor.h"
 
 namespace vkgrad::ops {
-
 
 // out = a + b, a - b, a * b (or +=, with Write::Accumulate). a, out: (...); b broadcasts.
 void add(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& out,

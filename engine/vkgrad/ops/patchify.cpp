@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -33,8 +34,8 @@ void record(const char* op, vk::Recorder& rec, const TensorView& images, const c
     throw ShapeError(std::string(op) + ": " + images_name + " " + images.shape.str() +
                      " with patch " + std::to_string(patch) + ": " + patches_name + " " +
                      patches.shape.str() + " must be " + want.str());
-  checkOperand(op, images_name, images);
-  checkOperand(op, patches_name, patches);
+  checkFloatOperand(op, images_name, images);
+  checkFloatOperand(op, patches_name, patches);
   if (backward)
     checkAlias(op, images_name, images, patches_name, patches, false);
   else
@@ -51,9 +52,11 @@ void record(const char* op, vk::Recorder& rec, const TensorView& images, const c
                           bp.skip};
   const vk::Kernel& kernel =
       backward
-          ? ctx.kernels().get("patchify/backward", {{"local_size_x", kWorkgroup},
-                                                    {"kAccumulate", write == Write::Accumulate}})
-          : ctx.kernels().get("patchify/forward", {{"local_size_x", kWorkgroup}});
+          ? floatKernel(ctx, "patchify/backward",
+                        {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
+                        {{"dimages_dtype", images.dtype}, {"dpatches_dtype", patches.dtype}})
+          : floatKernel(ctx, "patchify/forward", {{"local_size_x", kWorkgroup}},
+                        {{"images_dtype", images.dtype}, {"patches_dtype", patches.dtype}});
   const vk::Arg args[] = {bi.arg, bp.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      gridGroups(rec.context(), push.n, kWorkgroup));

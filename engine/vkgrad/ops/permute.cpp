@@ -2,9 +2,10 @@
 
 #include <string>
 
-#include "vkgrad/ops/binding.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -65,9 +66,15 @@ void permute(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
     push.dims[slot] = uint32_t(dst.shape[i]);
     push.strides[slot] = uint32_t(src_strides[perm[i]]);
   }
+  // 16-bit elements take the kernel's 16-bit build, which moves their bits.
+  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}};
+  const vk::Kernel& kernel = dtypeBytes(src.dtype) == 2
+                                 ? floatKernel(ctx, "permute/permute", constants,
+                                               {{"src_dtype", src.dtype}, {"dst_dtype", dst.dtype}})
+                                 : ctx.kernels().get("permute/permute", constants);
   const vk::Arg args[] = {bs.arg, bd.arg};
-  rec.dispatchGroups(ctx.kernels().get("permute/permute", {{"local_size_x", kWorkgroup}}), args,
-                     &push, sizeof(push), gridGroups(rec.context(), uint64_t(n), kWorkgroup));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), uint64_t(n), kWorkgroup));
 }
 
 }  // namespace vkgrad::ops

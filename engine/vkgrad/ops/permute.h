@@ -1,6 +1,7 @@
 // Axis permutation (a transpose in general): dst = src with dst axis i = src axis perm[i].
 // The layout changes a model needs without strided kernels, e.g. (B,T,H,D) -> (B,H,T,D) for
-// per-head matmuls. Contiguous src and dst; 32-bit elements (f32 or u32).
+// per-head matmuls. Contiguous src and dst of one dtype: f32, u32, or 16-bit floats (f16,
+// bf16), whose bits are moved unchanged.
 #pragma once
 
 #include <span>

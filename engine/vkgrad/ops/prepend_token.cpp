@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -45,9 +46,9 @@ void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& toke
   if (!(out.shape == want))
     throw ShapeError(describe(op, "x", x.shape, "token", token.shape, "out", out.shape) +
                      ": out must be " + want.str());
-  checkOperand(op, "x", x);
-  checkOperand(op, "token", token);
-  checkOperand(op, "out", out);
+  checkFloatOperand(op, "x", x);
+  checkFloatOperand(op, "token", token);
+  checkFloatOperand(op, "out", out);
   checkAlias(op, "out", out, "x", x, false);
   checkAlias(op, "out", out, "token", token, false);
 
@@ -59,8 +60,11 @@ void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& toke
                               uint32_t(x.shape[2]),
                               {bx.skip, bt.skip, bo.skip}};
   const vk::Arg args[] = {bx.arg, bt.arg, bo.arg};
-  rec.dispatchGroups(ctx.kernels().get("prepend_token/forward", {{"local_size_x", kWorkgroup}}),
-                     args, &push, sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "prepend_token/forward", {{"local_size_x", kWorkgroup}},
+      {{"x_dtype", x.dtype}, {"token_dtype", token.dtype}, {"out_rows_dtype", out.dtype}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 // One kernel for both gradients rather than a copy and a column sum. lavapipe, T = 49,
@@ -84,21 +88,23 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
   if (want_dx && !(dx.shape == x_shape)) throw ShapeError(shapes + ": dx must be " + x_shape.str());
   if (want_token && !(dtoken.shape == Shape{dout.shape[2]}))
     throw ShapeError(shapes + ": dtoken must be (" + std::to_string(dout.shape[2]) + ")");
-  checkOperand(op, "dout", dout);
+  checkFloatOperand(op, "dout", dout);
   if (want_dx) {
-    checkOperand(op, "dx", dx);
+    checkFloatOperand(op, "dx", dx);
     checkAlias(op, "dx", dx, "dout", dout, false);
   }
   if (want_token) {
-    checkOperand(op, "dtoken", dtoken);
+    checkFloatOperand(op, "dtoken", dtoken);
     checkAlias(op, "dtoken", dtoken, "dout", dout, false);
   }
   if (want_dx && want_token) checkAlias(op, "dtoken", dtoken, "dx", dx, false);
 
   vk::Context& ctx = rec.context();
   // An output not wanted is switched off in the kernel; its binding takes the other's view.
-  const Bound bo = bindStorage(ctx, dout), bx = bindStorage(ctx, want_dx ? dx : dtoken),
-              bt = bindStorage(ctx, want_token ? dtoken : dx);
+  const TensorView& dx_arg = want_dx ? dx : dtoken;
+  const TensorView& dtoken_arg = want_token ? dtoken : dx;
+  const Bound bo = bindStorage(ctx, dout), bx = bindStorage(ctx, dx_arg),
+              bt = bindStorage(ctx, dtoken_arg);
   const int64_t c = dout.shape[2];
   // Without dx only the C invocations that own dtoken's sums have work.
   const PrependTokenPush push{uint32_t(want_dx ? dx.shape.numel() : c),
@@ -106,12 +112,14 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
                               uint32_t(x_shape[1]),
                               uint32_t(c),
                               {bo.skip, bx.skip, bt.skip}};
-  const vk::Kernel& kernel = ctx.kernels().get(
-      "prepend_token/backward", {{"local_size_x", kWorkgroup},
-                                 {"kDx", want_dx},
-                                 {"kDtoken", want_token},
-                                 {"kAccumulateDx", dx_write == Write::Accumulate},
-                                 {"kAccumulateDtoken", dtoken_write == Write::Accumulate}});
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "prepend_token/backward",
+      {{"local_size_x", kWorkgroup},
+       {"kDx", want_dx},
+       {"kDtoken", want_token},
+       {"kAccumulateDx", dx_write == Write::Accumulate},
+       {"kAccumulateDtoken", dtoken_write == Write::Accumulate}},
+      {{"dy_dtype", dout.dtype}, {"dx_dtype", dx_arg.dtype}, {"dtoken_dtype", dtoken_arg.dtype}});
   const vk::Arg args[] = {bo.arg, bx.arg, bt.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      gridGroups(rec.context(), push.n, kWorkgroup));

@@ -13,13 +13,15 @@ namespace vkgrad::ops {
 // (B,T+1,C). Throws ShapeError "prependToken: x (2,4,8), token (7): token must be (C) = (8)".
 Shape prependTokenShape(const Shape& x, const Shape& token);
 
-// x: (B,T,C), token: (C), out: (B,T+1,C), all f32; out must not overlap x or token.
+// x: (B,T,C), token: (C), out: (B,T+1,C), each f32, f16 or bf16 (out rounds a wider input
+// once, as it is stored); out must not overlap x or token.
 void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& token,
                   const TensorView& out);
 
 // dout: (B,T+1,C); dx: (B,T,C) and dtoken: (C), each (=|+=) under its own write mode, either
 // one an empty view (no buffer) when not wanted. One dispatch: dtoken's sums over b run in a
-// fixed order, one owner each, so the result is deterministic without atomics.
+// fixed order, one owner each, so the result is deterministic without atomics. Any float
+// formats; the sums and accumulations are f32, rounded once as they are stored.
 void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx,
                           const TensorView& dtoken, Write dx_write = Write::Overwrite,
                           Write dtoken_write = Write::Overwrite);

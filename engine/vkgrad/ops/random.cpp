@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -30,10 +32,17 @@ static_assert(sizeof(UniformPush) == 16);
 
 struct DropoutPush {
   uint32_t n, stream;
-  uint32_t threshold;  // keep iff stream word >= threshold
-  float scale;         // 1 / (1 - p)
+  uint32_t threshold;       // keep iff stream word >= threshold
+  float scale;              // 1 / (1 - p)
+  uint32_t x_skip, y_skip;  // first elements inside the bindings
 };
-static_assert(sizeof(DropoutPush) == 16);
+static_assert(sizeof(DropoutPush) == 24);
+
+struct ReparameterizePush {
+  uint32_t n, stream;
+  uint32_t skip[3];  // first elements of the three float views inside their bindings
+};
+static_assert(sizeof(ReparameterizePush) == 20);
 
 struct CategoricalPush {
   uint32_t rows, cols, stream;
@@ -72,14 +81,25 @@ void checkP(const char* op, float p) {
                      " is outside [0, 1)");
 }
 
+// An output on its input's bytes reads and writes each element in one format.
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in) {
+  if (overlaps(out, in) && out.dtype != in.dtype)
+    throw ShapeError(std::string(op) + ": " + out_name + " (" + dtypeName(out.dtype) +
+                     ") in place of " + in_name + " (" + dtypeName(in.dtype) + ") needs its dtype");
+}
+
 void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& out, float p,
                    const TensorView& rng, uint32_t stream, Write write) {
-  const vk::Kernel& kernel = rec.context().kernels().get(
-      "random/dropout",
-      {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}});
-  const DropoutPush push{uint32_t(in.shape.numel()), stream, dropoutThreshold(p),
-                         float(1.0 / (1.0 - double(p)))};
-  const vk::Arg args[] = {arg(in), arg(out), rngArg(rng)};
+  vk::Context& ctx = rec.context();
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "random/dropout",
+                  {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
+                  {{"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
+  const Bound bi = bindStorage(ctx, in), bo = bindStorage(ctx, out);
+  const DropoutPush push{uint32_t(in.shape.numel()),     stream,  dropoutThreshold(p),
+                         float(1.0 / (1.0 - double(p))), bi.skip, bo.skip};
+  const vk::Arg args[] = {bi.arg, bo.arg, rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(push.n, 4)));
 }
 
@@ -149,8 +169,9 @@ void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float 
              const TensorView& rng, uint32_t stream) {
   checkSameShape("dropout", "x", x, "y", y);
   streamElements("dropout", "x", x);
-  checkFits("dropout", "x", x);
-  checkFits("dropout", "y", y);
+  checkFloat("dropout", "x", x);
+  checkFloat("dropout", "y", y);
+  checkInPlaceDtype("dropout", "y", y, "x", x);
   checkRngState("dropout", rng);
   checkP("dropout", p);
   recordDropout(rec, x, y, p, rng, stream, Write::Overwrite);
@@ -160,8 +181,9 @@ void dropoutBackward(vk::Recorder& rec, const TensorView& dy, const TensorView& 
                      const TensorView& rng, uint32_t stream, Write write) {
   checkSameShape("dropoutBackward", "dy", dy, "dx", dx);
   streamElements("dropoutBackward", "dy", dy);
-  checkFits("dropoutBackward", "dy", dy);
-  checkFits("dropoutBackward", "dx", dx);
+  checkFloat("dropoutBackward", "dy", dy);
+  checkFloat("dropoutBackward", "dx", dx);
+  checkInPlaceDtype("dropoutBackward", "dx", dx, "dy", dy);
   checkRngState("dropoutBackward", rng);
   checkP("dropoutBackward", p);
   recordDropout(rec, dy, dx, p, rng, stream, write);
@@ -173,14 +195,19 @@ void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& l
   checkSameShape(op, "mu", mu, "log_sigma", log_sigma);
   checkSameShape(op, "mu", mu, "z", z);
   const uint32_t n = streamElements(op, "mu", mu);
-  checkFits(op, "mu", mu);
-  checkFits(op, "log_sigma", log_sigma);
-  checkFits(op, "z", z);
+  checkFloat(op, "mu", mu);
+  checkFloat(op, "log_sigma", log_sigma);
+  checkFloat(op, "z", z);
+  checkInPlaceDtype(op, "z", z, "mu", mu);
+  checkInPlaceDtype(op, "z", z, "log_sigma", log_sigma);
   checkRngState(op, rng);
-  const vk::Kernel& kernel =
-      rec.context().kernels().get("random/reparameterize", {{"local_size_x", kWorkgroup}});
-  const StreamPush push{n, stream};
-  const vk::Arg args[] = {arg(mu), arg(log_sigma), arg(z), rngArg(rng)};
+  vk::Context& ctx = rec.context();
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "random/reparameterize", {{"local_size_x", kWorkgroup}},
+      {{"mu_dtype", mu.dtype}, {"log_sigma_dtype", log_sigma.dtype}, {"z_dtype", z.dtype}});
+  const Bound bm = bindStorage(ctx, mu), bl = bindStorage(ctx, log_sigma), bz = bindStorage(ctx, z);
+  const ReparameterizePush push{n, stream, {bm.skip, bl.skip, bz.skip}};
+  const vk::Arg args[] = {bm.arg, bl.arg, bz.arg, rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
 }
 
@@ -191,15 +218,23 @@ void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const Tenso
   checkSameShape(op, "dz", dz, "log_sigma", log_sigma);
   checkSameShape(op, "dz", dz, "dlog_sigma", dlog_sigma);
   const uint32_t n = streamElements(op, "dz", dz);
-  checkFits(op, "dz", dz);
-  checkFits(op, "log_sigma", log_sigma);
-  checkFits(op, "dlog_sigma", dlog_sigma);
+  checkFloat(op, "dz", dz);
+  checkFloat(op, "log_sigma", log_sigma);
+  checkFloat(op, "dlog_sigma", dlog_sigma);
+  checkInPlaceDtype(op, "dlog_sigma", dlog_sigma, "dz", dz);
+  checkInPlaceDtype(op, "dlog_sigma", dlog_sigma, "log_sigma", log_sigma);
   checkRngState(op, rng);
-  const vk::Kernel& kernel = rec.context().kernels().get(
-      "random/reparameterize_backward",
-      {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}});
-  const StreamPush push{n, stream};
-  const vk::Arg args[] = {arg(dz), arg(log_sigma), arg(dlog_sigma), rngArg(rng)};
+  vk::Context& ctx = rec.context();
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "random/reparameterize_backward",
+                  {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
+                  {{"dz_dtype", dz.dtype},
+                   {"log_sigma_dtype", log_sigma.dtype},
+                   {"dlog_sigma_dtype", dlog_sigma.dtype}});
+  const Bound bd = bindStorage(ctx, dz), bl = bindStorage(ctx, log_sigma),
+              bg = bindStorage(ctx, dlog_sigma);
+  const ReparameterizePush push{n, stream, {bd.skip, bl.skip, bg.skip}};
+  const vk::Arg args[] = {bd.arg, bl.arg, bg.arg, rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
 }
 

@@ -41,6 +41,11 @@ void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const
 void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
             const TensorView& rng, uint32_t stream = 0);
 
+// Dropout and the reparameterisation take float tensors in f32, f16 or bf16, each in its own
+// (ops/storage.h): the draws are the same whatever the formats, the arithmetic is f32, and an
+// output is rounded once as it is stored. An output on its input's bytes needs its dtype.
+// uniform and normal write f32.
+
 // x, y: same shape. y = x * mask / (1 - p), 0 <= p < 1; element i is kept iff stream word i
 // >= round(p * 2^32), so the keep rate is 1 - p to within 2^-33. Dropped elements are 0
 // even where x is inf or NaN. The mask is not stored: dropoutBackward recomputes it, so

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/recorder.h"
@@ -31,8 +32,8 @@ TakeRowPush check(const char* op, const char* x_name, const TensorView& x, const
     throw ShapeError(std::string(op) + ": " + x_name + " " + x.shape.str() + " with index " +
                      std::to_string(index) + ": " + rows_name + " " + rows.shape.str() +
                      " must be " + want.str());
-  checkOperand(op, x_name, x);
-  checkOperand(op, rows_name, rows);
+  checkFloatOperand(op, x_name, x);
+  checkFloatOperand(op, rows_name, rows);
   checkAlias(op, rows_name, rows, x_name, x, false);
   return {0, uint32_t(x.shape[1]), uint32_t(x.shape[2]), uint32_t(index), {}};
 }
@@ -55,8 +56,10 @@ void takeRow(vk::Recorder& rec, const TensorView& x, const TensorView& out, int6
   push.n = uint32_t(out.shape.numel());
   push.skip[0] = bx.skip, push.skip[1] = bo.skip;
   const vk::Arg args[] = {bx.arg, bo.arg};
-  rec.dispatchGroups(ctx.kernels().get("take_row/forward", {{"local_size_x", kWorkgroup}}), args,
-                     &push, sizeof(push), gridGroups(rec.context(), push.n, kWorkgroup));
+  const vk::Kernel& kernel = floatKernel(ctx, "take_row/forward", {{"local_size_x", kWorkgroup}},
+                                         {{"x_dtype", x.dtype}, {"out_rows_dtype", out.dtype}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(rec.context(), push.n, kWorkgroup));
 }
 
 void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, int64_t index,
@@ -70,8 +73,9 @@ void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView
   push.n = uint32_t(accumulate ? dout.shape.numel() : dx.shape.numel());
   push.skip[0] = bd.skip, push.skip[1] = bx.skip;
   const vk::Arg args[] = {bd.arg, bx.arg};
-  const vk::Kernel& kernel = ctx.kernels().get(
-      "take_row/backward", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}});
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "take_row/backward", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}},
+      {{"dy_dtype", dout.dtype}, {"dx_dtype", dx.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      gridGroups(rec.context(), push.n, kWorkgroup));
 }

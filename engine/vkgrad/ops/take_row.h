@@ -15,11 +15,13 @@ namespace vkgrad::ops {
 // (B,C). Throws ShapeError "takeRow: x (2,4,8) with index 4: index must be in [0, 4)".
 Shape takeRowShape(const Shape& x, int64_t index);
 
-// x: (B,T,C), out: (B,C), f32; out must not overlap x.
+// x: (B,T,C), out: (B,C), each f32, f16 or bf16 (out rounds a wider x once, as it is
+// stored); out must not overlap x.
 void takeRow(vk::Recorder& rec, const TensorView& x, const TensorView& out, int64_t index);
 
 // dout: (B,C); dx: (B,T,C). Overwrite writes all of dx (zeros outside row index), so dx needs
-// no zeroing first; Accumulate adds dout into row index and leaves the other rows alone.
+// no zeroing first; Accumulate adds dout into row index (in f32, rounded once) and leaves the
+// other rows alone. Any float formats, as in takeRow.
 void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, int64_t index,
                      Write write = Write::Overwrite);
 
