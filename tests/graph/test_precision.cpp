@@ -149,7 +149,7 @@ TEST_F(PrecisionTest, ATransformerBlockTrainsInBf16AndFp16AsInF32) {
     for (const auto& b : batches) trainer.step(b);
     const float after = trainer.evaluate(all);
     const int64_t skipped = trainer.skippedSteps();
-    std::printf("%s: loss %.4f -> %.4f, loss scale %g, %lld steps skipped\n",
+    std::printf("%s: loss %.6f -> %.6f, loss scale %g, %lld steps skipped\n",
                 graph::precisionName(precision), double(before), double(after),
                 double(trainer.lossScale()), static_cast<long long>(skipped));
     return std::tuple(before, after, skipped, trainer.lossScale());

@@ -144,8 +144,8 @@ void lastAxisBackward(vk::Recorder& rec, const char* op, const TensorView& dout,
   if (!isLastAxisReduced(dx.shape, dout.shape))
     throw ShapeError(std::string(op) + ": dout " + dout.shape.str() + " -> dx " + dx.shape.str() +
                      ": dout must be dx's shape without its last axis");
-  checkOperand(op, "dout", dout);
-  checkOperand(op, "dx", dx);
+  checkFloatOperand(op, "dout", dout);
+  checkFloatOperand(op, "dx", dx);
   checkAlias(op, "dx", dx, "dout", dout, false);
   const int64_t n = dx.shape.back();
   broadcast(rec, dout, dx, {1, leadingNumel(dx.shape), n}, mean ? 1.0f / float(n) : 1.0f, w);
@@ -157,8 +157,8 @@ void rowsBackward(vk::Recorder& rec, const char* op, const TensorView& dout, con
   if (!isRowsReduced(dx.shape, dout.shape))
     throw ShapeError(std::string(op) + ": dout " + dout.shape.str() + " -> dx " + dx.shape.str() +
                      ": dout must be (N) with N = dx's last axis");
-  checkOperand(op, "dout", dout);
-  checkOperand(op, "dx", dx);
+  checkFloatOperand(op, "dout", dout);
+  checkFloatOperand(op, "dx", dx);
   checkAlias(op, "dx", dx, "dout", dout, false);
   const int64_t r = leadingNumel(dx.shape);
   broadcast(rec, dout, dx, {r, dx.shape.back(), 1}, mean ? 1.0f / float(r) : 1.0f, w);

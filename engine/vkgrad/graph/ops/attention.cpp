@@ -38,7 +38,7 @@ ops::AttentionTensor operand(ops::TensorView t, const Attention::Attrs& at, int 
   a.view = t;
   a.view.shape = {t.shape[0], t.shape[1], h, d};
   if (at.fused && part >= 0) {
-    a.view.offset += uint64_t(part * h * d) * 4;
+    a.view.offset += uint64_t(part * h * d) * ops::dtypeBytes(t.dtype);
     a.row_stride = 3 * h * d;
   }
   return a;

@@ -50,7 +50,6 @@ void launch(const Launch& l) {
   table.shape = {table.shape[0], row};
   ids.shape = {ids.shape.numel()};
   rows.shape = {ids.shape[0], row};
-  table.dtype = rows.dtype = DType::F32;
   ops::embedding(l.rec, ids, table, rows, l.in(Gather::status), l.attr<Gather::Attrs>().row_stride);
 }
 
