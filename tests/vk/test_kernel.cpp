@@ -46,15 +46,26 @@ TEST_F(KernelTest, UnknownNameThrowsListingTheKnownKernels) {
   }
 }
 
+// matmul/naive's constants: its workgroup (x, y), and the rest at their f32 defaults.
+vk::SpecConstants naiveSpec(uint32_t x, uint32_t y, bool y_first = false) {
+  vk::SpecConstants spec{{"RESIDUAL", false}, {"a_dtype", 0u},    {"b_dtype", 0u},
+                         {"c_dtype", 0u},     {"bias_dtype", 0u}, {"residual_dtype", 0u}};
+  if (y_first) {
+    spec.insert(spec.begin(), {{"local_size_y", y}, {"local_size_x", x}});
+  } else {
+    spec.insert(spec.begin(), {{"local_size_x", x}, {"local_size_y", y}});
+  }
+  return spec;
+}
+
 TEST_F(KernelTest, OnePipelinePerNameAndSpecConstants) {
   vk::KernelCache& cache = ctx().kernels();
   const size_t before = cache.size();
-  const vk::Kernel& a = cache.get("matmul/naive", {{"local_size_x", 16u}, {"local_size_y", 4u}});
+  const vk::Kernel& a = cache.get("matmul/naive", naiveSpec(16, 4));
   // The order of the names is not part of the key.
-  const vk::Kernel& again =
-      cache.get("matmul/naive", {{"local_size_y", 4u}, {"local_size_x", 16u}});
+  const vk::Kernel& again = cache.get("matmul/naive", naiveSpec(16, 4, true));
   EXPECT_EQ(&a, &again);
-  const vk::Kernel& b = cache.get("matmul/naive", {{"local_size_x", 8u}, {"local_size_y", 8u}});
+  const vk::Kernel& b = cache.get("matmul/naive", naiveSpec(8, 8));
   EXPECT_NE(&a, &b);
   EXPECT_NE(a.pipeline(), b.pipeline());
   EXPECT_LE(cache.size(), before + 2);
@@ -65,7 +76,7 @@ TEST_F(KernelTest, OnePipelinePerNameAndSpecConstants) {
   EXPECT_EQ(a.localSize(1), 4u);
   EXPECT_EQ(a.localSize(2), 1u);
   EXPECT_EQ(b.localSize(0), 8u);
-  ASSERT_EQ(a.bindings().size(), 3u);
+  ASSERT_EQ(a.bindings().size(), 5u);
   EXPECT_FALSE(a.bindings()[0].writes);
   EXPECT_FALSE(a.bindings()[1].writes);
   EXPECT_TRUE(a.bindings()[2].writes);
@@ -77,7 +88,7 @@ TEST_F(KernelTest, WorkgroupLargerThanTheDeviceAllowsThrows) {
   const uint32_t too_wide = ctx().info().max_workgroup_size[0] + 1;
   const size_t before = ctx().kernels().size();
   try {
-    ctx().kernels().get("matmul/naive", {{"local_size_x", too_wide}, {"local_size_y", 1u}});
+    ctx().kernels().get("matmul/naive", naiveSpec(too_wide, 1));
     FAIL() << "no Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("exceeds the device limit"), std::string::npos)
@@ -91,7 +102,17 @@ TEST_F(KernelTest, WorkgroupLargerThanTheDeviceAllowsThrows) {
 // = 0 and local_size_y_id = 1, which share WX's and WY's ids.
 TEST_F(KernelTest, ConstantsReachTheirNamedIdsInAnyOrder) {
   const vk::Kernel& k = ctx().kernels().get(
-      "matmul/tiled", {{"TN", 2u}, {"TM", 4u}, {"BK", 8u}, {"WY", 4u}, {"WX", 16u}});
+      "matmul/tiled", {{"TN", 2u},
+                       {"TM", 4u},
+                       {"BK", 8u},
+                       {"WY", 4u},
+                       {"WX", 16u},
+                       {"RESIDUAL", false},
+                       {"a_dtype", 0u},
+                       {"b_dtype", 0u},
+                       {"c_dtype", 0u},
+                       {"bias_dtype", 0u},
+                       {"residual_dtype", 0u}});
   EXPECT_EQ(k.localSize(0), 16u);
   EXPECT_EQ(k.localSize(1), 4u);
   EXPECT_EQ(k.localSize(2), 1u);

@@ -174,21 +174,25 @@ TEST_F(RecorderTest, TimestampsIncrease) {
 
 TEST_F(RecorderTest, DispatchArgumentsAreCheckedBeforeRecording) {
   Matrix a = random(6, 6), b = random(6, 6), c = empty(6, 6);
-  const vk::Kernel& kernel =
-      ctx().kernels().get("matmul/naive", {{"local_size_x", 8u}, {"local_size_y", 8u}});
+  const vk::Kernel& kernel = ctx().kernels().get(
+      "matmul/naive", {{"local_size_x", 8u}, {"local_size_y", 8u}, {"RESIDUAL", false},
+                       {"a_dtype", 0u}, {"b_dtype", 0u}, {"c_dtype", 0u}, {"bias_dtype", 0u},
+                       {"residual_dtype", 0u}});
   const uint32_t push[33] = {6, 6, 6};  // the contents do not matter: nothing is recorded
   vk::Recorder rec(ctx());
   const vk::Arg two[] = {a.buffer, b.buffer};
   EXPECT_THROW(rec.dispatch(kernel, two, push, 12, 6, 6), Error);
-  const vk::Arg three[] = {a.buffer, b.buffer, c.buffer};
-  EXPECT_THROW(rec.dispatch(kernel, three, push, sizeof(push), 6, 6), Error);  // 132 bytes
-  EXPECT_THROW(rec.dispatch(kernel, three, push, 12, 0, 6), Error);            // no threads
+  // a, b, c, then bias and residual (any valid buffer: nothing runs).
+  const vk::Arg five[] = {a.buffer, b.buffer, c.buffer, a.buffer, a.buffer};
+  EXPECT_THROW(rec.dispatch(kernel, five, push, sizeof(push), 6, 6), Error);  // 132 bytes
+  EXPECT_THROW(rec.dispatch(kernel, five, push, 12, 0, 6), Error);            // no threads
   const uint64_t too_many = uint64_t(ctx().info().max_workgroup_count[0]) + 1;
-  EXPECT_THROW(rec.dispatch(kernel, three, push, 12, too_many * kernel.localSize(0), 6), Error);
-  EXPECT_THROW(rec.dispatchGroups(kernel, three, push, 12, 1, 0), Error);
-  const vk::Arg overrun[] = {a.buffer, b.buffer, {c.buffer, 0, c.buffer.size() + 4}};
+  EXPECT_THROW(rec.dispatch(kernel, five, push, 12, too_many * kernel.localSize(0), 6), Error);
+  EXPECT_THROW(rec.dispatchGroups(kernel, five, push, 12, 1, 0), Error);
+  const vk::Arg overrun[] = {a.buffer, b.buffer, {c.buffer, 0, c.buffer.size() + 4}, a.buffer,
+                             a.buffer};
   EXPECT_THROW(rec.dispatch(kernel, overrun, push, 12, 6, 6), Error);
-  const vk::Arg misaligned[] = {a.buffer, b.buffer, {c.buffer, 2, 16}};
+  const vk::Arg misaligned[] = {a.buffer, b.buffer, {c.buffer, 2, 16}, a.buffer, a.buffer};
   EXPECT_THROW(rec.dispatch(kernel, misaligned, push, 12, 6, 6), Error);
   EXPECT_EQ(rec.dispatchCount(), 0u);
   EXPECT_EQ(rec.barrierCount(), 0u);

@@ -33,14 +33,19 @@ std::vector<std::string> namesOf(const vk::ShaderLayout& layout) {
 
 TEST(SpirvReflect, RealKernelBindingsAndWrites) {
   const vk::ShaderLayout layout = reflectEmbedded("matmul/naive");
-  ASSERT_EQ(layout.bindings.size(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(layout.bindings.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) {
     EXPECT_EQ(layout.bindings[i].binding, i);
     EXPECT_EQ(layout.bindings[i].kind, BindingKind::StorageBuffer);
   }
   EXPECT_FALSE(layout.bindings[0].writes);  // readonly A
   EXPECT_FALSE(layout.bindings[1].writes);  // readonly B
-  EXPECT_TRUE(layout.bindings[2].writes);   // writeonly C
+  EXPECT_TRUE(layout.bindings[2].writes);   // C (read too: beta)
+  EXPECT_FALSE(layout.bindings[3].writes);  // readonly bias
+  EXPECT_FALSE(layout.bindings[4].writes);  // readonly residual
+  // The 16-bit build declares each binding twice (f32 and uint16_t), one binding each.
+  const vk::ShaderLayout half = reflectEmbedded("matmul/naive.s16");
+  EXPECT_EQ(half.bindings.size(), 5u);
 }
 
 // A bare local_size_x_id / local_size_y_id (no named constant, default 1) is named after its
@@ -51,8 +56,10 @@ TEST(SpirvReflect, RealKernelWorkgroupSizeConstantsAreNamedByAxis) {
             (std::vector<uint32_t>{1, 1, 1}));
   EXPECT_EQ(std::vector<uint32_t>(layout.local_size_id, layout.local_size_id + 3),
             (std::vector<uint32_t>{0, 1, vk::kNoSpecId}));
-  ASSERT_EQ(layout.spec_constants.size(), 2u);
-  EXPECT_EQ(namesOf(layout), (std::vector<std::string>{"local_size_x", "local_size_y"}));
+  ASSERT_EQ(layout.spec_constants.size(), 8u);
+  EXPECT_EQ(namesOf(layout),
+            (std::vector<std::string>{"local_size_x", "local_size_y", "RESIDUAL", "a_dtype",
+                                      "b_dtype", "c_dtype", "bias_dtype", "residual_dtype"}));
   for (uint32_t i = 0; i < 2; ++i) {
     EXPECT_EQ(layout.spec_constants[i].id, i);
     EXPECT_EQ(layout.spec_constants[i].type, SpecType::Uint);
