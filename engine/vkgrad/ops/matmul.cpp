@@ -293,8 +293,8 @@ void checkTilingFor(const vk::Context& context, const Choice& choice) {
 // The variant to run with, Auto resolved; throws if Texel cannot read every operand (too
 // large for a texel view, or a tensor 16-bit), or Coopmat cannot run or take the formats.
 // Auto: Coopmat for an f16 operand (as for f32 ones where the Context allows fp16 products)
-// where the device has it and the formats suit it, else the device's f32 choice, with Tiled
-// for Texel where Texel cannot read them.
+// where the device has it and the formats suit it, else the device's f32 choice, with Vector
+// for Texel where a tensor is 16-bit and Tiled where an f32 one is too large for a texel view.
 MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
                       std::initializer_list<const TensorView*> texel_operands, const Formats& f) {
   const vk::DeviceInfo& info = context.info();
@@ -307,7 +307,10 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
       return MatmulVariant::Coopmat;
     variant = matmulVariantFor(context);
     if (variant == MatmulVariant::Coopmat) variant = MatmulVariant::Vector;
-    if (variant == MatmulVariant::Texel && (!fit || f.sixteen)) variant = MatmulVariant::Tiled;
+    // A 16-bit tensor: Vector, its scalar loads (on lavapipe 3x Tiled's rate at the GPT's
+    // shapes: shared memory and barriers are what a CPU does worst).
+    if (variant == MatmulVariant::Texel && f.sixteen) variant = MatmulVariant::Vector;
+    if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
   }
   if (variant == MatmulVariant::Coopmat) {
     if (!f.coopmat)

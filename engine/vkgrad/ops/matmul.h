@@ -52,9 +52,10 @@ MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64
 const char* matmulVariantName(MatmulVariant variant);
 // The variant Auto resolves to on this device for f32 operands: Texel on CPU devices with
 // subgroup shuffle, Coopmat where the device has it and the Context allows fp16 products,
-// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view or a
-// 16-bit tensor where that would be Texel, Vector for one Coopmat cannot take (bf16, or a
-// 16-bit output), and Vector's split-K for a Coopmat product too small to fill the GPU.)
+// Vector elsewhere. (Auto also takes Tiled for an f32 operand too large for a texel view,
+// Vector for a 16-bit tensor where that would be Texel, Vector for one Coopmat cannot take
+// (bf16, or a 16-bit output), and Vector's split-K for a Coopmat product too small to fill
+// the GPU.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
 struct MatmulOptions {
