@@ -17,7 +17,7 @@ mkdir -p "$out"
 case "$model" in
   gpt) args=(train --data /usr/share/common-licenses/GPL-3 --layers 2 --heads 4 --width 64
              --context 64 --batch 16 --steps 600 --lr 3e-3 --seed 1)
-       curves=("train loss" "val loss") ;;
+       curves=("train loss" "validation") ;;
   vit) args=(train --seed 1); curves=("train loss" "test accuracy") ;;
   vae) args=(train --seed 1); curves=("train loss" "test loss") ;;
   gnn) args=(train --data karate --model gcn --seed 1 --log-every 50 --eval-every 50)

@@ -34,7 +34,7 @@ int run(int argc, char** argv) {
           "Draws one curve of several training runs in one picture: each RUN is LABEL=DIR,\n"
           "DIR a run's --out directory. Example:\n"
           "  vkgrad-curves --curve \"val loss\" --out gpt-precision.png fp32=a bf16=b fp16=c");
-  cli.positional("RUN", "LABEL=DIR, one or more");
+  cli.positional("RUN...", "LABEL=DIR, one or more");
   cli.option("curve", "the curve's name as the run's picture labels it (e.g. \"train loss\")",
              "train loss");
   cli.option("out", "the picture (PNG)", "curves.png");
