@@ -17,11 +17,11 @@ mkdir -p "$out"
 case "$model" in
   gpt) args=(train --data /usr/share/common-licenses/GPL-3 --layers 2 --heads 4 --width 64
              --context 64 --batch 16 --steps 600 --lr 3e-3 --seed 1)
-       curves=("train loss" "validation") ;;
-  vit) args=(train --seed 1); curves=("train loss" "test accuracy") ;;
-  vae) args=(train --seed 1); curves=("train loss" "test loss") ;;
+       curves=("train loss" "validation") unit=step ;;
+  vit) args=(train --seed 1); curves=("train loss" "test error %") unit=epoch ;;
+  vae) args=(train --seed 1); curves=("train loss" "test reconstruction") unit=epoch ;;
   gnn) args=(train --data karate --model gcn --seed 1 --log-every 50 --eval-every 50)
-       curves=("train loss") ;;
+       curves=("train loss") unit=epoch ;;
   *) echo "usage: $0 gpt|vit|vae|gnn OUT [options]" >&2; exit 2 ;;
 esac
 for precision in fp32 bf16 fp16; do
@@ -31,6 +31,6 @@ for precision in fp32 bf16 fp16; do
 done
 for curve in "${curves[@]}"; do
   "$build/apps/vkgrad-curves" --curve "$curve" --out "$out/${curve// /-}.png" \
-    --title "vkgrad-$model: $curve, fp32 / bf16 / fp16" \
+    --title "vkgrad-$model: $curve, fp32 / bf16 / fp16" --x-label "$unit" \
     fp32="$out/fp32" bf16="$out/bf16" fp16="$out/fp16" || true
 done

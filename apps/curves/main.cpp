@@ -39,6 +39,7 @@ int run(int argc, char** argv) {
              "train loss");
   cli.option("out", "the picture (PNG)", "curves.png");
   cli.option("title", "the picture's title (default: the curve's name)", "");
+  cli.option("x-label", "the x axis's label", "step or epoch");
   cli.flag("log-y", "y on a log axis");
   cli.parse(argc, argv);
   if (cli.positionals().empty()) cli.fail("no RUN given");
@@ -70,7 +71,7 @@ int run(int argc, char** argv) {
   }
   PlotOptions plot;
   plot.title = cli.get("title").empty() ? curve : cli.get("title");
-  plot.x_label = "step or epoch";
+  plot.x_label = cli.get("x-label");
   plot.y_label = curve;
   plot.log_y = cli.has("log-y");
   writeLinePlot(cli.get("out"), series, plot);
