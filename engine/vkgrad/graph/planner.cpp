@@ -246,7 +246,8 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
         isPersistent(g.tensor(int(t))))
       continue;
     plan.arena_roots.push_back(int(t));
-    plan.lifetimes.push_back({g.tensor(int(t)).bytes(), first[t], last[t]});
+    // Whole words: a 16-bit tensor of odd length is zeroed (vkCmdFillBuffer) a word at a time.
+    plan.lifetimes.push_back({(g.tensor(int(t)).bytes() + 3) / 4 * 4, first[t], last[t]});
   }
   plan.memory = planMemory(plan.lifetimes, alignment, reuse);
   // The naive layout gives every tensor its own range, in-place outputs included.
