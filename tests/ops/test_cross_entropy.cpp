@@ -425,7 +425,7 @@ TEST_F(VkTest, CrossEntropyBackwardInPlaceNeedsTheLogitsFormat) {
         ops::crossEntropyBackward(rec, d.logitsView(), d.targetsView(), d.savedView(), dmean.view(),
                                   ops::view(d.logits.buffer, {4, 9}, 0, ops::DType::BF16));
       },
-      "crossEntropyBackward: dlogits in place of logits needs logits' dtype");
+      "crossEntropyBackward: dlogits (bf16) in place of logits (f32) needs its dtype");
 }
 
 TEST_F(VkTest, CrossEntropyRejectsBadShapesBeforeRecording) {

@@ -253,7 +253,7 @@ TEST_F(VkTest, LogSoftmaxSixteenBitAtOddOffsetInPlace) {
         ops::logSoftmaxBackward(r, y.view(), ops::view(y.buffer, shape, 0, DType::BF16),
                                 ops::view(y.buffer, shape, 0, DType::BF16));
       },
-      "logSoftmaxBackward: dx in place of y needs y's dtype");
+      "logSoftmaxBackward: dx (bf16) in place of y (f32) needs its dtype");
 }
 
 // loss = sum_i w_i logSoftmax(x)_i with the GPU forward; the analytic gradient is the GPU

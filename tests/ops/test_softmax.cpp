@@ -365,7 +365,7 @@ TEST_F(VkTest, SoftmaxSixteenBitAtOddOffsetsAndInPlace) {
       [&](vk::Recorder& rec) {
         ops::softmax(rec, ops::view(wide.buffer, shape, 0, DType::F16), wide.view());
       },
-      "softmax: y in place of x needs x's dtype");
+      "softmax: y (f32) in place of x (f16) needs its dtype");
 }
 
 // The op throws a ShapeError containing `expected` and records nothing.

@@ -85,6 +85,13 @@ void checkFloatOperand(const char* op, const char* name, const TensorView& t) {
                      " has more than 2^31 elements");
 }
 
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in) {
+  if (out.dtype != in.dtype && overlaps(out, in))
+    throw ShapeError(std::string(op) + ": " + out_name + " (" + dtypeName(out.dtype) +
+                     ") in place of " + in_name + " (" + dtypeName(in.dtype) + ") needs its dtype");
+}
+
 void checkAlias(const char* op, const char* out_name, const TensorView& out, const char* in_name,
                 const TensorView& in, bool allow_same) {
   if (!overlaps(out, in) || (allow_same && sameRange(out, in))) return;

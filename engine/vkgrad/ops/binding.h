@@ -42,6 +42,11 @@ bool sameRange(const TensorView& x, const TensorView& y);
 void checkOperand(const char* op, const char* name, const TensorView& t);
 // The same for a kernel that takes any float format (ops/storage.h): f32, f16 or bf16.
 void checkFloatOperand(const char* op, const char* name, const TensorView& t);
+// Throws ShapeError when out sits on in's bytes in another format (f16 and bf16 views of the
+// same bytes pass checkAlias's range test): "add: out (bf16) in place of a (f16) needs its
+// dtype". An in-place kernel reads and writes each element in one format.
+void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
+                       const char* in_name, const TensorView& in);
 // Throws unless out and in are disjoint, or (if allow_same) exactly the same elements.
 void checkAlias(const char* op, const char* out_name, const TensorView& out, const char* in_name,
                 const TensorView& in, bool allow_same);

@@ -43,15 +43,6 @@ std::string shapesOf(const TensorView& a, const char* symbol, const TensorView& 
   return a.shape.str() + " " + symbol + " " + b.shape.str() + " -> " + out.shape.str();
 }
 
-// An output on an input's bytes (exactly the same elements: checkAlias) must read and write
-// them in one format: f16 and bf16 views of the same bytes pass checkAlias's range test.
-void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
-                       const char* in_name, const TensorView& in) {
-  if (overlaps(out, in) && out.dtype != in.dtype)
-    throw ShapeError(std::string(op) + ": " + out_name + " (" + dtypeName(out.dtype) +
-                     ") in place of " + in_name + " (" + dtypeName(in.dtype) + ") needs its dtype");
-}
-
 // out (= or +=) op(a, b), b broadcast over a as f. a is not read by ScaleB, b not by ScaleA.
 void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const TensorView& b,
                   const TensorView& out, KeptAxis f, float alpha, float beta, Write w) {

@@ -81,14 +81,6 @@ void checkP(const char* op, float p) {
                      " is outside [0, 1)");
 }
 
-// An output on its input's bytes reads and writes each element in one format.
-void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
-                       const char* in_name, const TensorView& in) {
-  if (overlaps(out, in) && out.dtype != in.dtype)
-    throw ShapeError(std::string(op) + ": " + out_name + " (" + dtypeName(out.dtype) +
-                     ") in place of " + in_name + " (" + dtypeName(in.dtype) + ") needs its dtype");
-}
-
 void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& out, float p,
                    const TensorView& rng, uint32_t stream, Write write) {
   vk::Context& ctx = rec.context();

@@ -47,10 +47,6 @@ void checkRowOperand(const char* op, const char* name, const vk::Context& contex
 // The same for a float tensor the kernels take in any format (f32, f16 or bf16).
 void checkRowFloatOperand(const char* op, const char* name, const vk::Context& context,
                           const TensorView& t);
-// Throws ShapeError unless an output that may sit on an input's elements (out exactly in)
-// has the input's dtype: "softmax: y in place of x needs x's dtype".
-void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
-                       const char* in_name, const TensorView& in);
 // The whole launch of an elementwise-per-row map of this family, y = f(x row) (kernel with
 // bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
 // y texel, dy, dy texel, dx; kAccumulate): checks, layout, bindings, dispatch. Every tensor in

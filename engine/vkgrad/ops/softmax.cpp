@@ -149,13 +149,6 @@ void checkRowFloatOperand(const char* op, const char* name, const vk::Context& c
   checkRowRange(op, name, context, t);
 }
 
-void checkInPlaceDtype(const char* op, const char* out_name, const TensorView& out,
-                       const char* in_name, const TensorView& in) {
-  if (out.dtype != in.dtype && overlaps(out, in))
-    throw ShapeError(std::string(op) + ": " + out_name + " in place of " + in_name + " needs " +
-                     in_name + (std::string_view(in_name).ends_with('s') ? "'" : "'s") + " dtype");
-}
-
 vk::SpecConstants rowsSpec(const SoftmaxLayout& l) {
   return {{"local_size_x", l.group},
           {"kRowPerInvocation", l.row_per_invocation},
