@@ -8,8 +8,8 @@
 #include "common/device_tensor.h"
 #include "common/expect.h"
 #include "common/random.h"
+#include "common/shifted_view.h"
 #include "common/vk_test.h"
-#include "ops/shifted_view.h"
 #include "vkgrad/ops/reference/bytes_to_float.h"
 #include "vkgrad/vk/staging.h"
 

@@ -7,8 +7,8 @@
 #include "common/device_tensor.h"
 #include "common/expect.h"
 #include "common/random.h"
+#include "common/shifted_view.h"
 #include "common/vk_test.h"
-#include "ops/shifted_view.h"
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/take_row.h"
 

@@ -1,7 +1,6 @@
 // A float tensor one element into its buffer, for the 16-bit offset checks of the ops tests:
 // in f16 or bf16 that is a 2-byte offset, which no 32-bit view can have, so the kernel's
-// element skip is odd. (A helper of the tests that convert ops to 16-bit storage; its place
-// is tests/common/device_tensor.h once those files are open to change.)
+// element skip is odd.
 #pragma once
 
 #include <cmath>
