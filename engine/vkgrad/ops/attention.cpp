@@ -217,6 +217,32 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
+// The texel kernels of attentionBackward: dQ first (its kernel also writes each row's dO · O),
+// then dK and dV, which read the row dots and the LSE through R32F texels. args: q, k, v,
+// dout (texel views), dq, dk, dv; lse and rowdot: their storage bindings.
+void recordBackwardTexel(vk::Recorder& rec, AttentionPush push, const vk::Arg (&args)[7],
+                         const vk::Arg& lse_arg, const vk::Arg& rowdot_arg,
+                         const AttentionTensor& o, const TensorView& lse, const TensorView& rowdot,
+                         uint32_t tile, const Dims& dims, Write w) {
+  vk::Context& context = rec.context();
+  const auto& [aq, ak, av, ado, adq, adk, adv] = args;
+  const vk::SpecConstants spec = {{"D", uint32_t(dims.d)},
+                                  {"TILE", tile},
+                                  {"ACCUMULATE", w == Write::Accumulate},
+                                  {"STORE4", rowsStartOnVec4(push, {kDQ, kDK, kDV})}};
+  const vk::Arg q_args[] = {aq,      ak,         av,  ado,
+                            lse_arg, rowdot_arg, adq, bind(context, push, kO, o, true)};
+  rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", spec), q_args, &push,
+                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const Bound tl = bindTexel(context, lse, vk::TexelFormat::R32f),
+              tr = bindTexel(context, rowdot, vk::TexelFormat::R32f);
+  push.lse_skip = tl.skip;
+  push.rowdot_skip = tr.skip;
+  const vk::Arg kv_args[] = {aq, ak, av, ado, tl.arg, tr.arg, adk, adv};
+  rec.dispatchGroups(context.kernels().get("attention/backward_kv_texel", spec), kv_args, &push,
+                     sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+}
+
 int64_t attentionBackwardScratch(const AttentionTensor& q) {
   const Shape& s = q.view.shape;
   return s.rank() == 4 ? s[0] * s[2] * s[1] : 0;
@@ -257,24 +283,8 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                 av = bind(context, push, kV, v, texel),
                 ado_read = bind(context, push, kDO, dout, texel);
   if (texel) {
-    const vk::SpecConstants texel_spec = {{"D", uint32_t(dims.d)},
-                                          {"TILE", tile},
-                                          {"ACCUMULATE", w == Write::Accumulate},
-                                          {"STORE4", rowsStartOnVec4(push, {kDQ, kDK, kDV})}};
-    // dQ first: its kernel also writes each row's dO · O, which the dK, dV pass reads (through
-    // R32F texels, as it reads the LSE).
-    const vk::Arg q_args[] = {aq,     ak,     av,  ado_read,
-                              bl.arg, br.arg, adq, bind(context, push, kO, o, true)};
-    rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", texel_spec), q_args,
-                       &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-    const Bound tl = bindTexel(context, lse, vk::TexelFormat::R32f),
-                tr = bindTexel(context, rowdot, vk::TexelFormat::R32f);
-    AttentionPush kv_push = push;
-    kv_push.lse_skip = tl.skip;
-    kv_push.rowdot_skip = tr.skip;
-    const vk::Arg kv_args[] = {aq, ak, av, ado_read, tl.arg, tr.arg, adk, adv};
-    rec.dispatchGroups(context.kernels().get("attention/backward_kv_texel", texel_spec), kv_args,
-                       &kv_push, sizeof(kv_push), vk::divUp(push.tk, tile), push.h, push.b);
+    recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg, o, lse,
+                        rowdot, tile, dims, w);
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
