@@ -36,11 +36,17 @@ std::string findXvfbRun() {
   return "";
 }
 
-// `xvfb-run -a vkgrad-play args...` with a 24-bit screen.
-AppRun runPlayUnderXvfb(const std::string& xvfb_run, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"-a", "-s", "-screen 0 640x480x24", appPath("play")};
+// `xvfb-run -a -f AUTH vkgrad-play args...` with a 24-bit screen. The X authority file lives in
+// the test's own folder: without -f, xvfb-run makes a temporary folder of its own and exits 5
+// ("problem while cleaning up temporary directory"), hiding the app's status, when removing
+// it races the X server's shutdown, which the sanitizer suite met once under load.
+AppRun runPlayUnderXvfb(const std::string& xvfb_run, const fs::path& auth,
+                        const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  std::vector<std::string> argv{"-a",           "-f", auth.string(), "-s", "-screen 0 640x480x24",
+                                appPath("play")};
   argv.insert(argv.end(), args.begin(), args.end());
-  return runProgram(xvfb_run, argv);
+  return runProgram(xvfb_run, argv, env);
 }
 
 struct Picture {
@@ -91,10 +97,11 @@ TEST_F(PlayApp, TrainingChangesThePictureWithValidationOn) {
   const int frames[2] = {3, 60};
   for (int i = 0; i < 2; ++i) {
     const fs::path png = dir_ / ("frame" + std::to_string(frames[i]) + ".png");
-    const AppRun run = runPlayUnderXvfb(
-        xvfb_run, {"--validation", "--frames", std::to_string(frames[i]), "--screenshot",
-                   png.string(), "--width", std::to_string(kWidth), "--height",
-                   std::to_string(kHeight), "--grid", "64", "--seed", "7"});
+    const AppRun run =
+        runPlayUnderXvfb(xvfb_run, dir_ / "Xauthority",
+                         {"--validation", "--frames", std::to_string(frames[i]), "--screenshot",
+                          png.string(), "--width", std::to_string(kWidth), "--height",
+                          std::to_string(kHeight), "--grid", "64", "--seed", "7"});
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     EXPECT_FALSE(contains(run.err, "validation")) << run.err;
     EXPECT_TRUE(contains(run.out, std::to_string(frames[i]) + " frames")) << run.out;
@@ -122,15 +129,16 @@ TEST_F(PlayApp, WithoutADisplaySaysToUseXvfb) {
 TEST_F(PlayApp, TakesTheDeviceOptionAndVariable) {
   const std::string xvfb_run = findXvfbRun();
   ASSERT_FALSE(xvfb_run.empty()) << "xvfb-run is not on PATH (Debian: xvfb xauth)";
-  const AppRun named = runPlayUnderXvfb(xvfb_run, {"--frames", "2", "--device", "0"});
+  const AppRun named =
+      runPlayUnderXvfb(xvfb_run, dir_ / "Xauthority", {"--frames", "2", "--device", "0"});
   EXPECT_EQ(named.exit_code, 0) << named.err;
   const AppRun none =
-      runProgram(xvfb_run, {"-a", "-s", "-screen 0 640x480x24", appPath("play"), "--frames", "2"},
-                 {{"VKGRAD_DEVICE", "99"}});
+      runPlayUnderXvfb(xvfb_run, dir_ / "Xauthority", {"--frames", "2"}, {{"VKGRAD_DEVICE", "99"}});
   EXPECT_EQ(none.exit_code, 1) << none.out;
   EXPECT_TRUE(contains(none.err, "VKGRAD_DEVICE='99' matches no Vulkan device")) << none.err;
-  const AppRun blank = runPlayUnderXvfb(xvfb_run, {"--frames", "2", "--device", " "});
-  EXPECT_EQ(blank.exit_code, 1);
+  const AppRun blank =
+      runPlayUnderXvfb(xvfb_run, dir_ / "Xauthority", {"--frames", "2", "--device", " "});
+  EXPECT_EQ(blank.exit_code, 1) << blank.err;
   EXPECT_TRUE(contains(blank.err, "is blank")) << blank.err;
   const AppRun tall = runApp("play", {"--grid", "1024", "--width", "16", "--height", "8192"});
   EXPECT_EQ(tall.exit_code, 2);
