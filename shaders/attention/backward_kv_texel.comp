@@ -3,18 +3,19 @@
 // Flash attention backward, dK and dV, for SIMD CPUs (see attention/texel.glsl;
 // backward_kv.comp has the algorithm): each lane owns one key row; per query tile every lane
 // fetches one query's q and dO rows, LSE and row dot, and the shuffles share them.
+#include "common/storage.glsl"
 #include "attention/texel.glsl"
 
-layout(set = 0, binding = 0) uniform samplerBuffer Qt;
-layout(set = 0, binding = 1) uniform samplerBuffer Kt;
-layout(set = 0, binding = 2) uniform samplerBuffer Vt;
-layout(set = 0, binding = 3) uniform samplerBuffer DOt;
+TEXELS(0, Qt)
+TEXELS(1, Kt)
+TEXELS(2, Vt)
+TEXELS(3, DOt)
 // LSE and the row dots as R32F texels: each lane fetches its query's per tile, and a
 // storage load at a lane's own address is a scalar loop on llvmpipe.
-layout(set = 0, binding = 4) uniform samplerBuffer Lt;
-layout(set = 0, binding = 5) uniform samplerBuffer Rt;
-layout(set = 0, binding = 6) buffer DKb { float dk[]; };
-layout(set = 0, binding = 7) buffer DVb { float dv[]; };
+TEXELS(4, Lt)
+TEXELS(5, Rt)
+FLOATS(6, dk, )
+FLOATS(7, dv, )
 layout(set = 0, binding = 6) buffer DKb4 { vec4 dk4[]; };  // the same two, with STORE4
 layout(set = 0, binding = 7) buffer DVb4 { vec4 dv4[]; };
 
@@ -28,8 +29,8 @@ void main() {
   vec4 kv[D4], vv[D4], gk[D4], gv[D4];
   const int kbase = texelAt(K, b, jc, p.Tk, h), vbase = texelAt(V, b, jc, p.Tk, h);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
-    kv[c] = texelFetch(Kt, kbase + int(c)) * p.scale;
-    vv[c] = texelFetch(Vt, vbase + int(c));
+    kv[c] = FETCH(Kt, kbase + int(c)) * p.scale;
+    vv[c] = FETCH(Vt, vbase + int(c));
     gk[c] = vec4(0.0);
     gv[c] = vec4(0.0);
   }
@@ -39,14 +40,14 @@ void main() {
   for (uint i0 = tile_begin; i0 < p.Tq; i0 += TILE) {
     const uint mine = min(i0 + lane, p.Tq - 1);  // the query row this lane fetches for all
     const int qbase = texelAt(Q, b, mine, p.Tq, h), dbase = texelAt(DO, b, mine, p.Tq, h);
-    const float l_mine = texelFetch(Lt, int(p.lse_skip + rowIndex(b, h, mine))).x;
+    const float l_mine = FETCH(Lt, int(p.lse_skip + rowIndex(b, h, mine))).x;
     const float my_l = i0 + lane < p.Tq ? l_mine : NEG_INF;
-    const float my_rd = texelFetch(Rt, int(p.rowdot_skip + rowIndex(b, h, mine))).x;
+    const float my_rd = FETCH(Rt, int(p.rowdot_skip + rowIndex(b, h, mine))).x;
     float s[TILE], dp[TILE];
     vec4 qrow[D4], drow[D4];  // this lane's fetched rows, reused by the update below
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 qc = texelFetch(Qt, qbase + int(c)), dc = texelFetch(DOt, dbase + int(c));
+      const vec4 qc = FETCH(Qt, qbase + int(c)), dc = FETCH(DOt, dbase + int(c));
       qrow[c] = qc, drow[c] = dc;
       [[unroll]] for (uint r = 0; r < TILE; ++r) {
         s[r] += dot(kv[c], subgroupShuffle(qc, r));
@@ -84,8 +85,8 @@ void main() {
     }
     [[unroll]] for (uint e = 0; e < 4; ++e) {
       const uint xk = at_k + 4 * c + e, xv = at_v + 4 * c + e;
-      dk[xk] = ACCUMULATE ? dk[xk] + gkd[e] : gkd[e];
-      dv[xv] = ACCUMULATE ? dv[xv] + gvd[e] : gvd[e];
+      STORE(dk, xk, ACCUMULATE ? LOAD(dk, xk) + gkd[e] : gkd[e]);
+      STORE(dv, xv, ACCUMULATE ? LOAD(dv, xv) + gvd[e] : gvd[e]);
     }
   }
 }

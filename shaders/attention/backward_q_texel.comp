@@ -5,17 +5,18 @@
 // value row and the shuffles share them. Each lane first computes its row's dO · O itself and
 // writes it for backward_kv_texel, which runs after this (a separate backward_rowdot pass of
 // 8-row workgroups cost about as much as this whole kernel on lavapipe at T = 64).
+#include "common/storage.glsl"
 #include "attention/texel.glsl"
 
-layout(set = 0, binding = 0) uniform samplerBuffer Qt;
-layout(set = 0, binding = 1) uniform samplerBuffer Kt;
-layout(set = 0, binding = 2) uniform samplerBuffer Vt;
-layout(set = 0, binding = 3) uniform samplerBuffer DOt;
-layout(set = 0, binding = 4) readonly buffer Lb { float lse[]; };
-layout(set = 0, binding = 5) writeonly buffer Rb { float rowdot[]; };
-layout(set = 0, binding = 6) buffer DQb { float dq[]; };
+TEXELS(0, Qt)
+TEXELS(1, Kt)
+TEXELS(2, Vt)
+TEXELS(3, DOt)
+FLOATS(4, lse, readonly)
+FLOATS(5, rowdot, writeonly)
+FLOATS(6, dq, )
 layout(set = 0, binding = 6) buffer DQb4 { vec4 dq4[]; };  // the same, with STORE4
-layout(set = 0, binding = 7) uniform samplerBuffer Ot;
+TEXELS(7, Ot)
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -29,13 +30,15 @@ void main() {
             obase = texelAt(O, b, ic, p.Tq, h);
   float rd = 0.0;  // dO_i · O_i
   [[unroll]] for (uint c = 0; c < D4; ++c) {
-    qv[c] = texelFetch(Qt, qbase + int(c)) * p.scale;
-    dov[c] = texelFetch(DOt, dbase + int(c));
-    rd += dot(dov[c], texelFetch(Ot, obase + int(c)));
+    qv[c] = FETCH(Qt, qbase + int(c)) * p.scale;
+    dov[c] = FETCH(DOt, dbase + int(c));
+    rd += dot(dov[c], FETCH(Ot, obase + int(c)));
     g[c] = vec4(0.0);
   }
-  if (row) rowdot[p.rowdot_skip + rowIndex(b, h, i)] = rd;
-  const float l = row ? lse[p.lse_skip + rowIndex(b, h, i)] : NEG_INF;
+  if (row) STORE(rowdot, p.rowdot_skip + rowIndex(b, h, i), rd);
+  // dQ uses the row dot as stored, as backward_kv_texel reads it (and the storage kernels do).
+  rd = roundToFormat(rd, rowdot_dtype);
+  const float l = row ? LOAD(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
   const uint end = l == NEG_INF ? 0 : keyEnd(i);  // a row that sees no key: zero gradient
   const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);  // uniform
 
@@ -45,7 +48,7 @@ void main() {
     float s[TILE], dp[TILE];
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0, dp[r] = 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 kc = texelFetch(Kt, kbase + int(c)), vc = texelFetch(Vt, vbase + int(c));
+      const vec4 kc = FETCH(Kt, kbase + int(c)), vc = FETCH(Vt, vbase + int(c));
       [[unroll]] for (uint r = 0; r < TILE; ++r) {
         s[r] += dot(qv[c], subgroupShuffle(kc, r));
         dp[r] += dot(dov[c], subgroupShuffle(vc, r));
@@ -55,7 +58,7 @@ void main() {
     [[unroll]] for (uint r = 0; r < TILE; ++r)
       ds[r] = j0 + r < end ? exp(s[r] - l) * (dp[r] - rd) : 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 kc = texelFetch(Kt, kbase + int(c));
+      const vec4 kc = FETCH(Kt, kbase + int(c));
       vec4 a = g[c];
       [[unroll]] for (uint r = 0; r < TILE; ++r) a += ds[r] * subgroupShuffle(kc, r);
       g[c] = a;
@@ -72,7 +75,7 @@ void main() {
     }
     [[unroll]] for (uint e = 0; e < 4; ++e) {
       const uint x = at_q + 4 * c + e;
-      dq[x] = ACCUMULATE ? dq[x] + gd[e] : gd[e];
+      STORE(dq, x, ACCUMULATE ? LOAD(dq, x) + gd[e] : gd[e]);
     }
   }
 }

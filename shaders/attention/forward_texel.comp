@@ -3,14 +3,15 @@
 // Flash attention forward for SIMD CPUs (see attention/texel.glsl; forward.comp has the
 // algorithm): each lane owns one query row, TILE = the subgroup size; per key tile every
 // lane fetches one key (and value) row and the shuffles share them.
+#include "common/storage.glsl"
 #include "attention/texel.glsl"
 
-layout(set = 0, binding = 0) uniform samplerBuffer Qt;
-layout(set = 0, binding = 1) uniform samplerBuffer Kt;
-layout(set = 0, binding = 2) uniform samplerBuffer Vt;
-layout(set = 0, binding = 3) writeonly buffer Ob { float o[]; };
+TEXELS(0, Qt)
+TEXELS(1, Kt)
+TEXELS(2, Vt)
+FLOATS(3, o, writeonly)
 layout(set = 0, binding = 3) writeonly buffer Ob4 { vec4 o4[]; };  // the same, with STORE4
-layout(set = 0, binding = 4) writeonly buffer Lb { float lse[]; };
+FLOATS(4, lse, writeonly)
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
@@ -21,7 +22,7 @@ void main() {
   vec4 qv[D4], acc[D4];
   const int qbase = texelAt(Q, b, min(i, p.Tq - 1), p.Tq, h);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
-    qv[c] = texelFetch(Qt, qbase + int(c)) * p.scale;
+    qv[c] = FETCH(Qt, qbase + int(c)) * p.scale;
     acc[c] = vec4(0.0);
   }
   float m = NEG_INF, l = 0.0;
@@ -34,7 +35,7 @@ void main() {
     float s[TILE];
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 kc = texelFetch(Kt, kbase + int(c));
+      const vec4 kc = FETCH(Kt, kbase + int(c));
       [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] += dot(qv[c], subgroupShuffle(kc, r));
     }
     float tile_max = NEG_INF;
@@ -54,7 +55,7 @@ void main() {
     }
     l = l * correction + sum;
     [[unroll]] for (uint c = 0; c < D4; ++c) {
-      const vec4 vc = texelFetch(Vt, vbase + int(c));
+      const vec4 vc = FETCH(Vt, vbase + int(c));
       vec4 a = acc[c] * correction;
       [[unroll]] for (uint r = 0; r < TILE; ++r) a += pr[r] * subgroupShuffle(vc, r);
       acc[c] = a;
@@ -70,7 +71,7 @@ void main() {
       o4[oi / 4 + c] = r;
       continue;
     }
-    o[oi + 4 * c] = r.x, o[oi + 4 * c + 1] = r.y, o[oi + 4 * c + 2] = r.z, o[oi + 4 * c + 3] = r.w;
+    [[unroll]] for (uint e = 0; e < 4; ++e) STORE(o, oi + 4 * c + e, r[e]);
   }
-  lse[p.lse_skip + rowIndex(b, h, i)] = l > 0.0 ? m + log(l) : NEG_INF;
+  STORE(lse, p.lse_skip + rowIndex(b, h, i), l > 0.0 ? m + log(l) : NEG_INF);
 }

@@ -6,10 +6,16 @@
 //                                 x_dtype (0 f32, 1 f16, 2 bf16; ops/storage.h gives it)
 //   LOAD(x, i)                    element i of x as a float
 //   STORE(y, i, v)                element i of y = v, rounded to y's format
+//   TEXELS(1, k)                  declares binding 1 as a uniform texel buffer over the float
+//                                 tensor k, and k_dtype
+//   FETCH(k, i)                   texel i of k as a vec4 (a one-component view's value in .x)
 //
 // A kernel that includes this file is compiled twice (cmake/Shaders.cmake): as itself, for
 // f32 tensors only, and as "<name>.s16" with STORAGE16 defined, which also declares each
-// binding as uint16_t[] and so needs the device's storageBuffer16BitAccess. The host picks
+// binding as uint16_t[] and so needs the device's storageBuffer16BitAccess. There a TEXELS
+// binding is an unsigned view whatever the tensor's format (R32UI/RGBA32UI over f32, the
+// bits; R16UI/RGBA16UI over f16 and bf16) and FETCH widens it; the f32 build's views are
+// R32F/RGBA32F. The host picks
 // the variant (ops/storage.h), so a module declares the 16-bit capability only where a
 // 16-bit tensor is bound. Both read and write 16-bit values through integer bits, so no
 // fp16 arithmetic feature is needed, and the roundings are the same on every device (the
@@ -58,6 +64,11 @@ uint narrow16(float v, uint dtype) {
   return dtype == kF16 ? narrowF16(v) : narrowBf16(v);
 }
 
+// v as a tensor of that format would hold it: what a later pass reads back.
+float roundToFormat(float v, uint dtype) {
+  return dtype == kF32 ? v : widen16(narrow16(v, dtype), dtype);
+}
+
 #ifdef STORAGE16
 #define FLOATS(BINDING, NAME, QUALIFIERS)                                                   \
   layout(constant_id = 100 + BINDING) const uint NAME##_dtype = kF32;                      \
@@ -66,6 +77,14 @@ uint narrow16(float v, uint dtype) {
 // Spec-constant conditions: the driver's compiler keeps one side.
 #define LOAD(NAME, I) \
   (NAME##_dtype == kF32 ? NAME[I] : widen16(uint(NAME##_16[I]), NAME##_dtype))
+vec4 widenTexel(uvec4 t, uint dtype) {
+  if (dtype == kF32) return uintBitsToFloat(t);
+  return vec4(widen16(t.x, dtype), widen16(t.y, dtype), widen16(t.z, dtype), widen16(t.w, dtype));
+}
+#define TEXELS(BINDING, NAME)                                                 \
+  layout(constant_id = 100 + BINDING) const uint NAME##_dtype = kF32;        \
+  layout(set = 0, binding = BINDING) uniform usamplerBuffer NAME;
+#define FETCH(NAME, I) widenTexel(texelFetch(NAME, I), NAME##_dtype)
 #define STORE(NAME, I, V)                                  \
   do {                                                     \
     const float v_ = (V);                                  \
@@ -80,6 +99,10 @@ uint narrow16(float v, uint dtype) {
   layout(set = 0, binding = BINDING) QUALIFIERS buffer NAME##_f32 { float NAME[]; };
 #define LOAD(NAME, I) NAME[I]
 #define STORE(NAME, I, V) NAME[I] = (V)
+#define TEXELS(BINDING, NAME)                                                 \
+  layout(constant_id = 100 + BINDING) const uint NAME##_dtype = kF32;        \
+  layout(set = 0, binding = BINDING) uniform samplerBuffer NAME;
+#define FETCH(NAME, I) texelFetch(NAME, I)
 #endif
 
 #endif  // COMMON_STORAGE_GLSL

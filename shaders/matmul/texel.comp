@@ -49,10 +49,19 @@
 // hidden layer), with the value before f stored to pre (binding 6, laid out as C) as well
 // where ACT_FWD == 2 (f's backward reads it). activate() is the activation kernel's own, so
 // the bits are those of the product followed by that pass. Overwrite only, no residual.
+//
+// 16-bit tensors (the ".s16" build, common/storage.glsl): A, B and the epilogue's operand are
+// then read through unsigned views whatever their format (R32UI/RGBA32UI for f32, the bits;
+// R16UI/RGBA16UI for f16 and bf16, widened exactly: a shift for bf16), one spec constant per
+// operand picking the widening, and C, the bias, the column sums and pre are FLOATS bindings
+// stored with one rounding each. A vec4 of a 16-bit operand is one 8-byte texel, so every
+// fetch pattern above holds; 16-byte stores (C_VEC4) stay f32 only.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_GOOGLE_include_directive : require
+
+#include "common/storage.glsl"
 
 #define ACTIVATION_KIND_ID 8  // KIND: the activation of ACT_GRAD or ACT_FWD
 #include "activation/activation.glsl"
@@ -85,20 +94,21 @@ const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the ti
 const uint BK = 4;   // k per step of the main loop: one RGBA32F texel of A
 const uint SLOTS = (TM + SG - 1) / SG;  // rows of A each lane fetches
 
-layout(set = 0, binding = 0) uniform samplerBuffer A;
-layout(set = 0, binding = 1) uniform samplerBuffer B;
-layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N) from element c_off
-layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4
-layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+TEXELS(0, A)
+TEXELS(1, B)
+FLOATS(2, c, )  // (batch,M,N) from element c_off
+layout(set = 0, binding = 2) buffer C4 { vec4 c4[]; };  // the same, with C_VEC4 (f32)
+FLOATS(3, bias, readonly)                               // (N), if has_bias
 // (N) from colsum_off, with COLSUM; otherwise a stand-in never touched.
-layout(set = 0, binding = 4) buffer ColSum { float colsum[]; };
+FLOATS(4, colsum, )
 // The epilogue's operand, x of ACT_GRAD or r of RESIDUAL (R32F or, with EPI_VEC4, RGBA32F;
 // laid out as C from epi_off); otherwise a stand-in never fetched.
-layout(set = 0, binding = 5) uniform samplerBuffer Epi;
+TEXELS(5, Epi)
 // ACT_FWD == 2: the value before the activation, laid out as C from pre_off (16-byte stores
 // with C_VEC4: the host asks both to allow them); otherwise a stand-in never touched.
-layout(set = 0, binding = 6) writeonly buffer Pre { float pre[]; };
+FLOATS(6, pre, writeonly)
 layout(set = 0, binding = 6) writeonly buffer Pre4 { vec4 pre4[]; };
+
 layout(push_constant) uniform Push {
   uint M, N, K;
   uint a_off, a_sm, a_sk, a_sb;
@@ -155,19 +165,19 @@ void main() {
     vec4 b[BK][TN4];
     [[unroll]] for (uint s = 0; s < SLOTS; ++s) {
       if (A_MVEC4) {
-        a[s] = texelFetch(A, int((a_group[s] + k * p.a_sk) / 4));
+        a[s] = FETCH(A, int((a_group[s] + k * p.a_sk) / 4));
       } else if (A_VEC4) {
-        a[s] = texelFetch(A, int((a_first[s] + k) / 4));
+        a[s] = FETCH(A, int((a_first[s] + k) / 4));
       } else {
         const uint at = a_first[s] + k * p.a_sk;
-        a[s] = vec4(texelFetch(A, int(at)).x, texelFetch(A, int(at + p.a_sk)).x,
-                    texelFetch(A, int(at + 2 * p.a_sk)).x, texelFetch(A, int(at + 3 * p.a_sk)).x);
+        a[s] = vec4(FETCH(A, int(at)).x, FETCH(A, int(at + p.a_sk)).x,
+                    FETCH(A, int(at + 2 * p.a_sk)).x, FETCH(A, int(at + 3 * p.a_sk)).x);
       }
     }
     if (B_KVEC4) {
       [[unroll]] for (uint j = 0; j < TN4; ++j)
         [[unroll]] for (uint i = 0; i < 4; ++i) {
-          const vec4 column = texelFetch(B, int((b_first[j][i] + k) / 4));
+          const vec4 column = FETCH(B, int((b_first[j][i] + k) / 4));
           [[unroll]] for (uint kk = 0; kk < BK; ++kk) b[kk][j][i] = column[kk];
         }
     } else {
@@ -175,12 +185,12 @@ void main() {
         const uint row = (k + kk) * p.b_sk;
         [[unroll]] for (uint j = 0; j < TN4; ++j) {
           if (B_VEC4) {
-            b[kk][j] = texelFetch(B, int((b_first[j][0] + row) / 4));
+            b[kk][j] = FETCH(B, int((b_first[j][0] + row) / 4));
           } else {
-            b[kk][j] = vec4(texelFetch(B, int(b_first[j][0] + row)).x,
-                            texelFetch(B, int(b_first[j][1] + row)).x,
-                            texelFetch(B, int(b_first[j][2] + row)).x,
-                            texelFetch(B, int(b_first[j][3] + row)).x);
+            b[kk][j] = vec4(FETCH(B, int(b_first[j][0] + row)).x,
+                            FETCH(B, int(b_first[j][1] + row)).x,
+                            FETCH(B, int(b_first[j][2] + row)).x,
+                            FETCH(B, int(b_first[j][3] + row)).x);
           }
         }
       }
@@ -212,20 +222,20 @@ void main() {
     vec4 b[TN4];
     [[unroll]] for (uint s = 0; s < SLOTS; ++s) {
       const uint at = a_first[s] + k * p.a_sk;
-      a[s] = A_VEC4 || A_MVEC4 ? texelFetch(A, int(at / 4))[at % 4] : texelFetch(A, int(at)).x;
+      a[s] = A_VEC4 || A_MVEC4 ? FETCH(A, int(at / 4))[at % 4] : FETCH(A, int(at)).x;
     }
     const uint row = k * p.b_sk;
     [[unroll]] for (uint j = 0; j < TN4; ++j) {
       if (B_VEC4) {
-        b[j] = texelFetch(B, int((b_first[j][0] + row) / 4));
+        b[j] = FETCH(B, int((b_first[j][0] + row) / 4));
       } else if (B_KVEC4) {  // never taken: B_KVEC4 needs K % 4 == 0
         [[unroll]] for (uint i = 0; i < 4; ++i)
-          b[j][i] = texelFetch(B, int((b_first[j][i] + k) / 4))[(b_first[j][i] + k) % 4];
+          b[j][i] = FETCH(B, int((b_first[j][i] + k) / 4))[(b_first[j][i] + k) % 4];
       } else {
-        b[j] = vec4(texelFetch(B, int(b_first[j][0] + row)).x,
-                    texelFetch(B, int(b_first[j][1] + row)).x,
-                    texelFetch(B, int(b_first[j][2] + row)).x,
-                    texelFetch(B, int(b_first[j][3] + row)).x);
+        b[j] = vec4(FETCH(B, int(b_first[j][0] + row)).x,
+                    FETCH(B, int(b_first[j][1] + row)).x,
+                    FETCH(B, int(b_first[j][2] + row)).x,
+                    FETCH(B, int(b_first[j][3] + row)).x);
       }
     }
     if (COLSUM)
@@ -243,7 +253,8 @@ void main() {
         const uint col = col0 + 4 * j + i;
         if (col >= p.N) continue;
         const uint at = p.colsum_off + col;
-        colsum[at] = p.colsum_beta != 0.0 ? csum[j][i] + p.colsum_beta * colsum[at] : csum[j][i];
+        STORE(colsum, at,
+              p.colsum_beta != 0.0 ? csum[j][i] + p.colsum_beta * LOAD(colsum, at) : csum[j][i]);
       }
 
   // The bias of this lane's columns, loaded once for all TM rows. Without a bias the binding
@@ -253,7 +264,7 @@ void main() {
   [[unroll]] for (uint j = 0; j < TN4; ++j)
     [[unroll]] for (uint i = 0; i < 4; ++i) {
       const uint col = p.has_bias != 0 ? min(col0 + 4 * j + i, p.N - 1) : 0;
-      const float value = bias[p.bias_off + col];
+      const float value = LOAD(bias, p.bias_off + col);
       bias4[j][i] = p.has_bias != 0 ? value : 0.0;
     }
 
@@ -269,28 +280,33 @@ void main() {
         if (ACT_FWD == 2 && C_VEC4 && col < p.N) pre4[pre_at / 4] = v;
         if (ACT_FWD == 2 && !C_VEC4)
           [[unroll]] for (uint i = 0; i < 4; ++i)
-            if (col + i < p.N) pre[pre_at + i] = v[i];
-        [[unroll]] for (uint i = 0; i < 4; ++i) v[i] = activate(v[i], p.act_param);
+            if (col + i < p.N) STORE(pre, pre_at + i, v[i]);
+        // f reads the value as stored (pre, else C, where the pass after runs in place).
+        const uint stored = ACT_FWD == 2 ? pre_dtype : c_dtype;
+        [[unroll]] for (uint i = 0; i < 4; ++i)
+          v[i] = activate(roundToFormat(v[i], stored), p.act_param);
       }
       // Only columns inside N are fetched (a clamped one would read past the operand's rows).
       const uint e_at = p.epi_off + (z * p.M + row) * p.N + col;
       if (ACT_GRAD) {
+        // f'(x) scales the product as stored in C, as the pass after would read it.
+        [[unroll]] for (uint i = 0; i < 4; ++i) v[i] = roundToFormat(v[i], c_dtype);
         if (EPI_VEC4 && col < p.N) {
-          const vec4 x = texelFetch(Epi, int(e_at / 4));
+          const vec4 x = FETCH(Epi, int(e_at / 4));
           [[unroll]] for (uint i = 0; i < 4; ++i)
             v[i] = activationGrad(x[i], 0.0, v[i], p.act_param);
         } else if (!EPI_VEC4) {
           [[unroll]] for (uint i = 0; i < 4; ++i)
             if (col + i < p.N)
-              v[i] = activationGrad(texelFetch(Epi, int(e_at + i)).x, 0.0, v[i], p.act_param);
+              v[i] = activationGrad(FETCH(Epi, int(e_at + i)).x, 0.0, v[i], p.act_param);
         }
       }
       if (RESIDUAL) {
         if (EPI_VEC4 && col < p.N) {
-          v += texelFetch(Epi, int(e_at / 4));
+          v += FETCH(Epi, int(e_at / 4));
         } else if (!EPI_VEC4) {
           [[unroll]] for (uint i = 0; i < 4; ++i)
-            if (col + i < p.N) v[i] += texelFetch(Epi, int(e_at + i)).x;
+            if (col + i < p.N) v[i] += FETCH(Epi, int(e_at + i)).x;
         }
       }
       if (C_VEC4) {
@@ -301,7 +317,7 @@ void main() {
       [[unroll]] for (uint i = 0; i < 4; ++i) {
         if (col + i >= p.N) continue;  // columns past N were clamped copies
         // Without ACCUMULATE (beta == 0) C is not read: it may hold anything, NaN included.
-        c[at + i] = ACCUMULATE ? v[i] + p.beta * c[at + i] : v[i];
+        STORE(c, at + i, ACCUMULATE ? v[i] + p.beta * LOAD(c, at + i) : v[i]);
       }
     }
   }

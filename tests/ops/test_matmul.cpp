@@ -154,8 +154,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, MatmulTest,
 TEST_F(VkTest, MatmulAutoPicksTexelOnCpusAndVectorOnGpus) {
   const vk::DeviceInfo& info = ctx().info();
   const bool texel = info.isCpu() && info.subgroup_compute && info.subgroup_shuffle;
-  const ops::MatmulVariant gpu = info.coopmat && ctx().fp16Matmul() ? ops::MatmulVariant::Coopmat
-                                                                   : ops::MatmulVariant::Vector;
+  const ops::MatmulVariant gpu =
+      info.coopmat && ctx().fp16Matmul() ? ops::MatmulVariant::Coopmat : ops::MatmulVariant::Vector;
   EXPECT_EQ(ops::matmulVariantFor(ctx()), texel ? ops::MatmulVariant::Texel : gpu) << info.name;
 }
 
@@ -1196,7 +1196,8 @@ TEST_P(MatmulSixteenBitTest, BackwardActivationGradientMatchesCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, MatmulSixteenBitTest,
                          ::testing::Values(ops::MatmulVariant::Auto, ops::MatmulVariant::Naive,
-                                           ops::MatmulVariant::Tiled, ops::MatmulVariant::Vector),
+                                           ops::MatmulVariant::Tiled, ops::MatmulVariant::Vector,
+                                           ops::MatmulVariant::Texel),
                          [](const auto& info) { return ops::matmulVariantName(info.param); });
 
 // Split-K with 16-bit tensors: the partial products in f32 scratch and their sum stored once
@@ -1237,22 +1238,6 @@ TEST_F(VkTest, MatmulSplitKWithSixteenBitTensorsMatchesCpu) {
         rec.submit();
         EXPECT_TRUE(closeInFormat(download(ctx(), tc), want, f.c, kTolerance));
       }
-}
-
-// The Texel variant reads and writes f32 only: named with a 16-bit tensor it refuses before
-// recording (Auto takes Tiled instead, MatmulSixteenBitTest).
-TEST_F(VkTest, MatmulTexelRefusesSixteenBitTensors) {
-  Rng rng;
-  auto a = upload(ctx(), {4, 8}, rng.uniform(32)), b = upload(ctx(), {8, 2}, rng.uniform(16));
-  auto a16 = upload(ctx(), {4, 8}, rng.uniform(32), ops::DType::BF16);
-  auto c = poisoned(ctx(), {4, 2}), c16 = poisoned(ctx(), {4, 2}, ops::DType::F16);
-  for (const auto& [ta, tc] : {std::pair{&a16, &c}, std::pair{&a, &c16}})
-    expectError(
-        ctx(),
-        [&](vk::Recorder& rec) {
-          ops::matmul(rec, ta->view(), b.view(), tc->view(), ops::MatmulVariant::Texel);
-        },
-        "the texel variant reads and writes f32 only");
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
@@ -201,8 +201,8 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
   for (const bool trans_a : {false, true})
     for (const bool trans_b : {false, true})
       for (const bool half : {false, true}) {
-        SCOPED_TRACE(testing::Message() << "transA " << trans_a << " transB " << trans_b
-                                        << (half ? " f16" : " f32"));
+        SCOPED_TRACE(testing::Message()
+                     << "transA " << trans_a << " transB " << trans_b << (half ? " f16" : " f32"));
         const ops::Shape a_shape = stored(1, m, k, trans_a), b_shape = stored(1, k, n, trans_b);
         const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)),
                                  b = ops::ref::roundToHalf(rng.uniform(k * n)),
@@ -231,8 +231,8 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
 }
 
 // f16 operands go to Coopmat under Auto where the device has it (b, f32 here, then rounded
-// to fp16 too), and run on the storage-buffer variants everywhere (Auto's choice without
-// cooperative matrices); Texel reads f32 only and refuses them. Coopmat's C is f32.
+// to fp16 too), and run on every other variant as they are (Auto's choice without
+// cooperative matrices). Coopmat's C is f32.
 TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -240,8 +240,8 @@ TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
   const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)), b = rng.uniform(k * n);
   const Stored ta = store(ctx(), {m, k}, a, true);
   DeviceTensor tb = upload(ctx(), {k, n}, b);
-  for (const MatmulVariant v :
-       {MatmulVariant::Auto, MatmulVariant::Naive, MatmulVariant::Tiled, MatmulVariant::Vector}) {
+  for (const MatmulVariant v : {MatmulVariant::Auto, MatmulVariant::Naive, MatmulVariant::Tiled,
+                                MatmulVariant::Vector, MatmulVariant::Texel}) {
     SCOPED_TRACE(ops::matmulVariantName(v));
     const bool coopmat = v == MatmulVariant::Auto && supported();
     const std::vector<float> b_seen = coopmat ? ops::ref::roundToHalf(b) : b;
@@ -253,13 +253,6 @@ TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
     rec.submit();
     EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance));
   }
-  auto c = poisoned(ctx(), {m, n});
-  expectError(
-      ctx(),
-      [&](vk::Recorder& rec) {
-        ops::matmul(rec, ta.view, tb.view(), c.view(), MatmulVariant::Texel);
-      },
-      "the texel variant reads and writes f32 only");
   const Stored c16 = store(ctx(), {m, n}, rng.uniform(m * n), true);
   vk::Recorder rec(ctx());
   EXPECT_THROW(ops::matmul(rec, ta.view, tb.view(), c16.view, MatmulVariant::Coopmat), ShapeError);
@@ -302,8 +295,8 @@ TEST(MatmulCoopmatAuto, Fp16ProductsTakeCoopmatAndHandSmallOnesToSplitK) {
     const std::vector<float> a16 = ops::ref::roundToHalf(a), b16 = ops::ref::roundToHalf(b);
     const bool rounded = half || (coopmat && ops::matmulSplitK(m, n, k, 1) == 1);
     std::vector<float> want(m * n);
-    ops::ref::matmul(rounded ? a16.data() : a.data(), rounded ? b16.data() : b.data(),
-                     want.data(), m, n, k);
+    ops::ref::matmul(rounded ? a16.data() : a.data(), rounded ? b16.data() : b.data(), want.data(),
+                     m, n, k);
     const Stored da = store(context, {m, k}, half ? a16 : a, half);
     const Stored db = store(context, {k, n}, half ? b16 : b, half);
     DeviceTensor dc = poisoned(context, {m, n});

@@ -67,17 +67,20 @@ TEST(SpirvReflect, RealKernelWorkgroupSizeConstantsAreNamedByAxis) {
   }
 }
 
-// The 13 constants of the matmul kernel the issue was about, by their GLSL names; SG shares
-// constant_id 0 with the workgroup size, so the id is SG's, and KIND comes from
-// activation.glsl through a macro.
+// The constants of the matmul kernel the issue was about, by their GLSL names; SG shares
+// constant_id 0 with the workgroup size, so the id is SG's, KIND comes from activation.glsl
+// through a macro, and the seven formats from storage.glsl's TEXELS and FLOATS (100 + the
+// binding).
 TEST(SpirvReflect, RealKernelConstantsByGlslName) {
   const vk::ShaderLayout layout = reflectEmbedded("matmul/texel");
-  EXPECT_EQ(namesOf(layout),
-            (std::vector<std::string>{"SG", "A_VEC4", "B_VEC4", "B_KVEC4", "A_MVEC4", "ACCUMULATE",
-                                      "C_VEC4", "COLSUM", "KIND", "ACT_GRAD", "EPI_VEC4",
-                                      "RESIDUAL", "ACT_FWD"}));
+  EXPECT_EQ(
+      namesOf(layout),
+      (std::vector<std::string>{
+          "SG",      "A_VEC4",  "B_VEC4",     "B_KVEC4",      "A_MVEC4",   "ACCUMULATE", "C_VEC4",
+          "COLSUM",  "KIND",    "ACT_GRAD",   "EPI_VEC4",     "RESIDUAL",  "ACT_FWD",    "A_dtype",
+          "B_dtype", "c_dtype", "bias_dtype", "colsum_dtype", "Epi_dtype", "pre_dtype"}));
   for (uint32_t i = 0; i < layout.spec_constants.size(); ++i)
-    EXPECT_EQ(layout.spec_constants[i].id, i);
+    EXPECT_EQ(layout.spec_constants[i].id, i < 13 ? i : 100 + (i - 13));
   EXPECT_EQ(layout.local_size_id[0], 0u);
   const vk::SpecConstantInfo& sg = layout.spec_constants[0];
   EXPECT_EQ(sg.type, SpecType::Uint);

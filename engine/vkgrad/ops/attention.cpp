@@ -108,51 +108,58 @@ bool canShuffle(const vk::DeviceInfo& info) {
   return info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
 }
 
-// Whether t can be read as RGBA32F texels: whole vec4 rows at vec4-aligned starts.
+// Whether t can be read as 4-element texels: whole vec4 rows at vec4-aligned starts.
 bool texelReadable(const vk::Context& context, const AttentionTensor& t) {
-  return rowStride(t) % 4 == 0 && texelFits(context, spanView(t), vk::TexelFormat::Rgba32f);
+  return rowStride(t) % 4 == 0 &&
+         texelFits(context, spanView(t), texelFormat(t.view.dtype, true, false));
+}
+
+// Whether any of the tensors is 16-bit: the texel kernels' ".s16" build.
+bool anySixteen(std::initializer_list<const TensorView*> tensors) {
+  bool s16 = false;
+  for (const TensorView* t : tensors) s16 = s16 || t->dtype != DType::F32;
+  return s16;
 }
 
 // Texel is for CPU devices: a workgroup of subgroup-size invocations is one subgroup there,
 // and SIMD lanes share the fetched rows through shuffles. On a GPU the shared-memory tiles are
 // faster (1.5-5x on an H100) and the backward's fully unrolled subgroup-wide tiles (32 lanes
 // there) did not finish (BENCHMARKS.md, attention on the GPU), so Texel is refused there. It
-// also needs D % 4 == 0, every fetched tensor readable as RGBA32F and the backward's LSE
-// and row dots as R32F, which also keeps 16-bit tensors out (the texel formats hold f32); the
-// tensors it writes through storage buffers must be f32 too.
+// also needs D % 4 == 0, every fetched tensor readable as 4-element texels and the
+// backward's LSE and row dots as 1-element ones, in any float format (a 16-bit tensor is
+// fetched as 16-bit words and widened).
 bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant variant,
               std::initializer_list<const AttentionTensor*> fetched,
-              std::initializer_list<const TensorView*> scalars,
-              std::initializer_list<const TensorView*> written) {
+              std::initializer_list<const TensorView*> scalars) {
   const vk::DeviceInfo& info = context.info();
   bool possible = info.isCpu() && canShuffle(info) && dims.d % 4 == 0;
   for (const AttentionTensor* t : fetched) possible = possible && texelReadable(context, *t);
   for (const TensorView* t : scalars)
-    possible = possible && texelFits(context, *t, vk::TexelFormat::R32f);
-  for (const TensorView* t : written) possible = possible && t->dtype == DType::F32;
+    possible = possible && texelFits(context, *t, texelFormat(t->dtype, false, false));
   if (variant == AttentionVariant::Texel && !possible)
     throw Error(
         "attention: the texel variant needs a CPU device with subgroup shuffle, D a "
-        "multiple of 4, f32 tensors, and q, k, v (and dout) with row strides and starts on 4 "
-        "floats, all within the device's texel buffer limits (the backward's LSE and row dots "
-        "too)");
+        "multiple of 4, and q, k, v (and dout) with row strides and starts on 4 elements, "
+        "all within the device's texel buffer limits (the backward's LSE and row dots too)");
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
-// Binds t (storage, or an RGBA32F texel view) and records its skip and stride in slot.
+// Binds t (storage, or a 4-element texel view for the texel kernels' build: s16 or not) and
+// records its skip and stride in slot.
 vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const AttentionTensor& t,
-             bool texel = false) {
-  const Bound bound = texel ? bindTexel(context, spanView(t), vk::TexelFormat::Rgba32f)
+             bool texel = false, bool s16 = false) {
+  const Bound bound = texel ? bindTexel(context, spanView(t), texelFormat(t.view.dtype, true, s16))
                             : bindStorage(context, spanView(t));
   push.skip[slot] = bound.skip;
   push.stride[slot] = uint32_t(rowStride(t));
   return bound.arg;
 }
 
-// Whether every row of the tensors in slots starts on 16 bytes of its binding (the texel
-// kernels' STORE4), once they are bound.
-bool rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots) {
-  bool aligned = true;
+// Whether the tensors in slots are f32 and every row of them starts on 16 bytes of its
+// binding (the texel kernels' STORE4), once they are bound.
+bool rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slots,
+                     std::initializer_list<const TensorView*> tensors) {
+  bool aligned = !anySixteen(tensors);
   for (Slot slot : slots)
     aligned = aligned && push.skip[slot] % 4 == 0 && push.stride[slot] % 4 == 0;
   return aligned;
@@ -195,19 +202,26 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                const AttentionOptions& options) {
   const Dims dims = checkForward("attention", q, k, v, o, lse);
   vk::Context& context = rec.context();
-  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {}, {&o.view, &lse});
+  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {});
+  const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
   const Bound bl = bindStorage(context, lse);
   push.lse_skip = bl.skip;
-  const vk::Arg args[] = {bind(context, push, kQ, q, texel), bind(context, push, kK, k, texel),
-                          bind(context, push, kV, v, texel), bind(context, push, kO, o), bl.arg};
+  const vk::Arg args[] = {
+      bind(context, push, kQ, q, texel, s16), bind(context, push, kK, k, texel, s16),
+      bind(context, push, kV, v, texel, s16), bind(context, push, kO, o), bl.arg};
   const vk::Kernel& kernel =
-      texel ? context.kernels().get("attention/forward_texel",
-                                    {{"D", uint32_t(dims.d)},
-                                     {"TILE", tile},
-                                     {"ACCUMULATE", false},
-                                     {"STORE4", rowsStartOnVec4(push, {kO})}})
+      texel ? floatKernel(context, "attention/forward_texel",
+                          {{"D", uint32_t(dims.d)},
+                           {"TILE", tile},
+                           {"ACCUMULATE", false},
+                           {"STORE4", rowsStartOnVec4(push, {kO}, {&o.view})}},
+                          {{"Qt_dtype", q.view.dtype},
+                           {"Kt_dtype", k.view.dtype},
+                           {"Vt_dtype", v.view.dtype},
+                           {"o_dtype", o.view.dtype},
+                           {"lse_dtype", lse.dtype}})
             : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
                           {{"q_dtype", q.view.dtype},
                            {"k_dtype", k.view.dtype},
@@ -217,30 +231,54 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
+// attentionBackward's tensors, as the texel kernels read and write them.
+struct BackwardTensors {
+  const AttentionTensor &q, &k, &v, &o, &dout, &dq, &dk, &dv;
+  const TensorView &lse, &rowdot;
+};
+
 // The texel kernels of attentionBackward: dQ first (its kernel also writes each row's dO · O),
-// then dK and dV, which read the row dots and the LSE through R32F texels. args: q, k, v,
-// dout (texel views), dq, dk, dv; lse and rowdot: their storage bindings.
+// then dK and dV, which read the row dots and the LSE through one-element texels. args: q, k,
+// v, dout (texel views), dq, dk, dv; lse and rowdot: their storage bindings; s16: some
+// tensor is 16-bit (the kernels' ".s16" builds).
 void recordBackwardTexel(vk::Recorder& rec, AttentionPush push, const vk::Arg (&args)[7],
                          const vk::Arg& lse_arg, const vk::Arg& rowdot_arg,
-                         const AttentionTensor& o, const TensorView& lse, const TensorView& rowdot,
-                         uint32_t tile, const Dims& dims, Write w) {
+                         const BackwardTensors& t, bool s16, uint32_t tile, const Dims& dims,
+                         Write w) {
   vk::Context& context = rec.context();
   const auto& [aq, ak, av, ado, adq, adk, adv] = args;
-  const vk::SpecConstants spec = {{"D", uint32_t(dims.d)},
-                                  {"TILE", tile},
-                                  {"ACCUMULATE", w == Write::Accumulate},
-                                  {"STORE4", rowsStartOnVec4(push, {kDQ, kDK, kDV})}};
+  const vk::SpecConstants spec = {
+      {"D", uint32_t(dims.d)},
+      {"TILE", tile},
+      {"ACCUMULATE", w == Write::Accumulate},
+      {"STORE4", rowsStartOnVec4(push, {kDQ, kDK, kDV}, {&t.dq.view, &t.dk.view, &t.dv.view})}};
   const vk::Arg q_args[] = {aq,      ak,         av,  ado,
-                            lse_arg, rowdot_arg, adq, bind(context, push, kO, o, true)};
-  rec.dispatchGroups(context.kernels().get("attention/backward_q_texel", spec), q_args, &push,
-                     sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  const Bound tl = bindTexel(context, lse, vk::TexelFormat::R32f),
-              tr = bindTexel(context, rowdot, vk::TexelFormat::R32f);
+                            lse_arg, rowdot_arg, adq, bind(context, push, kO, t.o, true, s16)};
+  rec.dispatchGroups(floatKernel(context, "attention/backward_q_texel", spec,
+                                 {{"Qt_dtype", t.q.view.dtype},
+                                  {"Kt_dtype", t.k.view.dtype},
+                                  {"Vt_dtype", t.v.view.dtype},
+                                  {"DOt_dtype", t.dout.view.dtype},
+                                  {"lse_dtype", t.lse.dtype},
+                                  {"rowdot_dtype", t.rowdot.dtype},
+                                  {"dq_dtype", t.dq.view.dtype},
+                                  {"Ot_dtype", t.o.view.dtype}}),
+                     q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const Bound tl = bindTexel(context, t.lse, texelFormat(t.lse.dtype, false, s16)),
+              tr = bindTexel(context, t.rowdot, texelFormat(t.rowdot.dtype, false, s16));
   push.lse_skip = tl.skip;
   push.rowdot_skip = tr.skip;
   const vk::Arg kv_args[] = {aq, ak, av, ado, tl.arg, tr.arg, adk, adv};
-  rec.dispatchGroups(context.kernels().get("attention/backward_kv_texel", spec), kv_args, &push,
-                     sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+  rec.dispatchGroups(floatKernel(context, "attention/backward_kv_texel", spec,
+                                 {{"Qt_dtype", t.q.view.dtype},
+                                  {"Kt_dtype", t.k.view.dtype},
+                                  {"Vt_dtype", t.v.view.dtype},
+                                  {"DOt_dtype", t.dout.view.dtype},
+                                  {"Lt_dtype", t.lse.dtype},
+                                  {"Rt_dtype", t.rowdot.dtype},
+                                  {"dk_dtype", t.dk.view.dtype},
+                                  {"dv_dtype", t.dv.view.dtype}}),
+                     kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
 }
 
 int64_t attentionBackwardScratch(const AttentionTensor& q) {
@@ -268,8 +306,10 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFloat(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o},
-                              {&lse, &rowdot}, {&dq.view, &dk.view, &dv.view});
+  const bool texel =
+      useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
+  const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &dout.view, &dq.view, &dk.view,
+                               &dv.view, &lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
   AttentionPush push = makePush(dims, options);
@@ -279,12 +319,13 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   push.rowdot_skip = br.skip;
   const vk::Arg ao = bind(context, push, kO, o), adq = bind(context, push, kDQ, dq),
                 adk = bind(context, push, kDK, dk), adv = bind(context, push, kDV, dv);
-  const vk::Arg aq = bind(context, push, kQ, q, texel), ak = bind(context, push, kK, k, texel),
-                av = bind(context, push, kV, v, texel),
-                ado_read = bind(context, push, kDO, dout, texel);
+  const vk::Arg aq = bind(context, push, kQ, q, texel, s16),
+                ak = bind(context, push, kK, k, texel, s16),
+                av = bind(context, push, kV, v, texel, s16),
+                ado_read = bind(context, push, kDO, dout, texel, s16);
   if (texel) {
-    recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg, o, lse,
-                        rowdot, tile, dims, w);
+    recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg,
+                        {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, s16, tile, dims, w);
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};

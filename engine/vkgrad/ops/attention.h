@@ -15,9 +15,10 @@
 // gradients, never NaN. Key tiles no query of a workgroup sees are skipped, not computed.
 //
 // Precision: every tensor (Q, K, V, O, dO, the gradients, LSE and the backward's row dots)
-// may be stored in f32, f16 or bf16, each in its own (ops/storage.h); the Texel variant takes
-// f32 tensors only. The arithmetic is f32 whatever the storage: softmax statistics, the row
-// dots and the gradient sums are f32, and only a store rounds. LSE in bf16 is lossy (a
+// may be stored in f32, f16 or bf16, each in its own (ops/storage.h), on either variant
+// (Texel fetches a 16-bit tensor as 16-bit words). The arithmetic is f32 whatever the
+// storage: softmax statistics, the row dots and the gradient sums are f32, and only a store
+// rounds. LSE in bf16 is lossy (a
 // log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward
 // by up to 2%): keep it in f32 where the gradients matter.
 #pragma once

@@ -5,8 +5,8 @@
 #include <string>
 #include <thread>
 
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 
@@ -28,18 +28,25 @@ Bound bindStorage(const vk::Context& context, const TensorView& t) {
 
 Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
   const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
-  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes(), format), uint32_t(lead / 4)};
+  return {vk::Arg(*t.buffer, t.offset - lead, lead + t.bytes(), format),
+          uint32_t(lead / dtypeBytes(t.dtype))};
 }
 
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
-  // The texel formats hold f32 (or u32) words: a 16-bit tensor takes the storage variants.
-  if (dtypeBytes(t.dtype) != 4) return false;
+  // One component per element: 32-bit formats for f32 and u32, 16-bit ones for f16 and bf16.
+  if (dtypeBytes(t.dtype) != vk::texelComponentBytes(format)) return false;
   const uint64_t lead = (t.buffer->offset() + t.offset) % bindingAlignment(context);
   const uint64_t texel = vk::texelBytes(format);
   if (lead % texel != 0) return false;
   // texelFetch takes an int, whatever maxTexelBufferElements allows.
   const uint64_t limit = std::min<uint64_t>(context.info().max_texel_buffer_elements, INT32_MAX);
   return (lead + t.bytes() + texel - 1) / texel <= limit;
+}
+
+vk::TexelFormat texelFormat(DType dtype, bool vec4, bool s16) {
+  if (dtype != DType::F32) return vec4 ? vk::TexelFormat::Rgba16u : vk::TexelFormat::R16u;
+  if (s16) return vec4 ? vk::TexelFormat::Rgba32u : vk::TexelFormat::R32u;
+  return vec4 ? vk::TexelFormat::Rgba32f : vk::TexelFormat::R32f;
 }
 
 bool vec4Storable(const vk::Context& context, const TensorView& t) {

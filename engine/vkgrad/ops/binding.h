@@ -23,10 +23,14 @@ Bound bindStorage(const vk::Context& context, const TensorView& t);
 // Where bindings may start: the device's storage and texel offset alignments, at least 16.
 uint64_t bindingAlignment(const vk::Context& context);
 Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
-// Whether t can be read through a texel view of that format: t holds 32-bit words (a 16-bit
-// tensor never does), RGBA32F needs t's first element on a 16-byte boundary; both need the
-// view within maxTexelBufferElements.
+// Whether t can be read through a texel view of that format: its components are t's element
+// size (a 16-bit tensor fits only R16u and Rgba16u), a 4-component format needs t's first
+// element on a texel boundary; every view must be within maxTexelBufferElements.
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format);
+// How a kernel's TEXELS binding (shaders/common/storage.glsl) views a tensor of this dtype:
+// in the f32 build R32F (or RGBA32F for vec4 fetches); in the ".s16" build, which any 16-bit
+// tensor of the dispatch selects, unsigned words of the element's size, widened in the kernel.
+vk::TexelFormat texelFormat(DType dtype, bool vec4, bool s16);
 // Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): t is
 // f32 and its first element is a multiple of 4 elements into its binding.
 bool vec4Storable(const vk::Context& context, const TensorView& t);

@@ -144,7 +144,7 @@ bool isHalf(const TensorView& t) {
 
 // What a product's tensors are stored in, as far as the choice of kernel goes (resolve).
 struct Formats {
-  bool sixteen = false;  // some tensor is f16 or bf16: not for the Texel kernel (f32 only)
+  bool sixteen = false;  // some tensor is f16 or bf16: the kernels' ".s16" builds
   bool half = false;     // an operand is f16: Auto takes Coopmat where the device has it
   bool coopmat = true;   // the Coopmat kernel takes them: operands f32 or f16, the rest f32
 };
@@ -291,25 +291,22 @@ void checkTilingFor(const vk::Context& context, const Choice& choice) {
 }
 
 // The variant to run with, Auto resolved; throws if Texel cannot read every operand (too
-// large for a texel view, or a tensor 16-bit), or Coopmat cannot run or take the formats.
-// Auto: Coopmat for an f16 operand (as for f32 ones where the Context allows fp16 products)
-// where the device has it and the formats suit it, else the device's f32 choice, with Vector
-// for Texel where a tensor is 16-bit and Tiled where an f32 one is too large for a texel view.
+// large for a texel view), or Coopmat cannot run or take the formats. Auto: Coopmat for an
+// f16 operand (as for f32 ones where the Context allows fp16 products) where the device has
+// it and the formats suit it, else the device's choice, with Tiled for Texel where an
+// operand is too large for a texel view.
 MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
                       std::initializer_list<const TensorView*> texel_operands, const Formats& f) {
   const vk::DeviceInfo& info = context.info();
-  // R32F views are the Texel variant's largest.
+  // One-component views are the Texel variant's largest.
   bool fit = true;
   for (const TensorView* t : texel_operands)
-    fit = fit && texelFits(context, *t, vk::TexelFormat::R32f);
+    fit = fit && texelFits(context, *t, texelFormat(t->dtype, false, f.sixteen));
   if (variant == MatmulVariant::Auto) {
     if (info.coopmat && f.coopmat && (f.half || context.fp16Matmul()))
       return MatmulVariant::Coopmat;
     variant = matmulVariantFor(context);
     if (variant == MatmulVariant::Coopmat) variant = MatmulVariant::Vector;
-    // A 16-bit tensor: Vector, its scalar loads (on lavapipe 3x Tiled's rate at the GPT's
-    // shapes: shared memory and barriers are what a CPU does worst).
-    if (variant == MatmulVariant::Texel && f.sixteen) variant = MatmulVariant::Vector;
     if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
   }
   if (variant == MatmulVariant::Coopmat) {
@@ -326,10 +323,6 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
     return variant;
   }
   if (variant != MatmulVariant::Texel) return variant;
-  if (f.sixteen)
-    throw Error(
-        "matmul: the texel variant reads and writes f32 only; a 16-bit tensor takes the naive, "
-        "tiled or vector variant");
   if (!canShuffle(info))
     throw Error("matmul: the texel variant needs subgroup shuffle in compute shaders, which " +
                 info.name + " lacks");
@@ -406,18 +399,40 @@ Product withBatchAsRows(Product p) {
   return p;
 }
 
-// The Texel kernel (one subgroup per workgroup, texel fetches, its own epilogues), all of p.
-void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
+// The Texel kernel (one subgroup per workgroup, texel fetches, its own epilogues), all of p;
+// bias is bias_view bound (the real bias or its stand-in).
+void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_view,
+                 const Bound& bias) {
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
-  Bound ba = bindTexel(context, p.a.view, vk::TexelFormat::R32f);
-  Bound bb = bindTexel(context, p.b.view, vk::TexelFormat::R32f);
+  if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
+  if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
+    throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
+  if (p.act_fwd && (p.beta != 0.0f || p.residual))
+    throw std::logic_error("matmul: an applied activation with beta or a residual");
+  // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
+  // without either the binding is a stand-in, A's view, never fetched.
+  const TensorView* epi_view = p.act ? p.act->x : p.residual;
+  // An applied activation's input, laid out as C; without one the binding is a stand-in,
+  // C's view, never written.
+  const TensorView& pre_view = p.act_fwd && p.act_fwd->pre ? *p.act_fwd->pre : c;
+  // Without column sums the binding is a stand-in: C's first element, written anyway.
+  const TensorView colsum_view = p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset, c.dtype);
+  const TensorView& epi_or_a = epi_view ? *epi_view : p.a.view;
+  // Any 16-bit tensor selects the ".s16" build, which reads all three operands as words.
+  bool s16 = false;
+  for (const TensorView* t :
+       {&p.a.view, &p.b.view, &c, &bias_view, &colsum_view, &epi_or_a, &pre_view})
+    s16 = s16 || t->dtype != DType::F32;
+
+  Bound ba = bindTexel(context, p.a.view, texelFormat(p.a.view.dtype, false, s16));
+  Bound bb = bindTexel(context, p.b.view, texelFormat(p.b.view.dtype, false, s16));
   const Bound bc = bindStorage(context, c);
   const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
   // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
-  // 16-byte texel; otherwise that operand is read through an R32F view, four scalar
+  // texel; otherwise that operand is read through a one-component view, four scalar
   // fetches per vec4 (see texel.comp).
   const bool a_vec4 =
       p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
@@ -429,49 +444,45 @@ void recordTexel(vk::Recorder& rec, const Product& p, const Bound& bias) {
   // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
   const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
                        a_off % 4 == 0 && m % 4 == 0;
-  if (a_vec4 || a_mvec4) ba.arg.texel = vk::TexelFormat::Rgba32f;
-  if (b_vec4 || b_kvec4) bb.arg.texel = vk::TexelFormat::Rgba32f;
+  if (a_vec4 || a_mvec4) ba.arg.texel = texelFormat(p.a.view.dtype, true, s16);
+  if (b_vec4 || b_kvec4) bb.arg.texel = texelFormat(p.b.view.dtype, true, s16);
   // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
   // and no subgroup-size-control flags, compute runs with the reported subgroupSize.
   const uint32_t sg = info.subgroup_size;
-  // An applied activation's input, laid out as C; without one the binding is a stand-in,
-  // C's view, never written.
-  const TensorView* pre_view = p.act_fwd ? p.act_fwd->pre : nullptr;
-  const Bound pre = bindStorage(context, pre_view ? *pre_view : c);
-  // 16-byte stores of C (and pre) where every row of it starts on 4 elements of its binding.
-  const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0;
-  if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
-  // Without column sums the binding is a stand-in: C's first element, written anyway.
-  const Bound colsum = bindStorage(context, p.colsum ? *p.colsum : view(*c.buffer, {1}, c.offset));
-  if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
-    throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
-  if (p.act_fwd && (p.beta != 0.0f || p.residual))
-    throw std::logic_error("matmul: an applied activation with beta or a residual");
-  // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
-  // without either the binding is a stand-in, A's view, never fetched.
-  const TensorView* epi_view = p.act ? p.act->x : p.residual;
-  Bound epi = epi_view ? bindTexel(context, *epi_view, vk::TexelFormat::R32f) : ba;
+  const Bound pre = bindStorage(context, pre_view);
+  // 16-byte stores of C (and pre) where both are f32 and every row starts on 4 elements.
+  const bool c_vec4 = n % 4 == 0 && bc.skip % 4 == 0 && pre.skip % 4 == 0 &&
+                      c.dtype == DType::F32 && pre_view.dtype == DType::F32;
+  const Bound colsum = bindStorage(context, colsum_view);
+  Bound epi = bindTexel(context, epi_or_a, texelFormat(epi_or_a.dtype, false, s16));
   const uint32_t act_kind = p.act       ? uint32_t(p.act->kind)
                             : p.act_fwd ? uint32_t(p.act_fwd->kind)
                                         : 0u;
-  const uint32_t act_fwd = !p.act_fwd ? 0u : pre_view ? 2u : 1u;
+  const uint32_t act_fwd = !p.act_fwd ? 0u : p.act_fwd->pre ? 2u : 1u;
   // 16-byte fetches where C's vec4 columns start on 4 elements of the operand too.
   const bool epi_vec4 = epi_view && n % 4 == 0 && epi.skip % 4 == 0;
-  if (epi_vec4) epi.arg.texel = vk::TexelFormat::Rgba32f;
-  const vk::Kernel& kernel =
-      context.kernels().get("matmul/texel", {{"SG", sg},
-                                             {"A_VEC4", a_vec4},
-                                             {"B_VEC4", b_vec4},
-                                             {"B_KVEC4", b_kvec4},
-                                             {"A_MVEC4", a_mvec4},
-                                             {"ACCUMULATE", p.beta != 0.0f},
-                                             {"C_VEC4", c_vec4},
-                                             {"COLSUM", p.colsum != nullptr},
-                                             {"KIND", act_kind},
-                                             {"ACT_GRAD", p.act != nullptr},
-                                             {"EPI_VEC4", epi_vec4},
-                                             {"RESIDUAL", p.residual != nullptr},
-                                             {"ACT_FWD", act_fwd}});
+  if (epi_vec4) epi.arg.texel = texelFormat(epi_view->dtype, true, s16);
+  const vk::Kernel& kernel = floatKernel(context, "matmul/texel",
+                                         {{"SG", sg},
+                                          {"A_VEC4", a_vec4},
+                                          {"B_VEC4", b_vec4},
+                                          {"B_KVEC4", b_kvec4},
+                                          {"A_MVEC4", a_mvec4},
+                                          {"ACCUMULATE", p.beta != 0.0f},
+                                          {"C_VEC4", c_vec4},
+                                          {"COLSUM", p.colsum != nullptr},
+                                          {"KIND", act_kind},
+                                          {"ACT_GRAD", p.act != nullptr},
+                                          {"EPI_VEC4", epi_vec4},
+                                          {"RESIDUAL", p.residual != nullptr},
+                                          {"ACT_FWD", act_fwd}},
+                                         {{"A_dtype", p.a.view.dtype},
+                                          {"B_dtype", p.b.view.dtype},
+                                          {"c_dtype", c.dtype},
+                                          {"bias_dtype", bias_view.dtype},
+                                          {"colsum_dtype", colsum_view.dtype},
+                                          {"Epi_dtype", epi_or_a.dtype},
+                                          {"pre_dtype", pre_view.dtype}});
   MatmulPush push = pushFor(p, a_off, b_off, bc.skip, bias.skip);
   push.colsum_off = colsum.skip, push.colsum_beta = p.colsum_beta;
   if (epi_view) push.epi_off = epi.skip;
@@ -596,7 +607,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const Bound bias = bindStorage(context, bias_view);
 
   if (variant == MatmulVariant::Texel) {
-    recordTexel(rec, p, bias);
+    recordTexel(rec, p, bias_view, bias);
     return;
   }
 

@@ -18,7 +18,9 @@ enum class MatmulVariant {
   Auto,   // picked per device by matmulVariantFor(), or by the tensors' formats (below)
   Naive,  // one invocation per output; storage buffers; any float formats
   Tiled,  // shared-memory tiles + register blocking, scalar loads: the classic GPU kernel
-  Texel,  // texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs; f32 only
+  // Texel-buffer fetches, subgroup shuffles, no shared memory: SIMD CPUs. 16-bit operands
+  // are fetched as 16-bit words and widened in the kernel.
+  Texel,
   // Tiled with vec4 loads and vec4 shared reads, tile sizes by MatmulTiling: GPUs. A 16-bit
   // operand takes the one-element loads.
   Vector,
@@ -52,10 +54,9 @@ MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64
 const char* matmulVariantName(MatmulVariant variant);
 // The variant Auto resolves to on this device for f32 operands: Texel on CPU devices with
 // subgroup shuffle, Coopmat where the device has it and the Context allows fp16 products,
-// Vector elsewhere. (Auto also takes Tiled for an f32 operand too large for a texel view,
-// Vector for a 16-bit tensor where that would be Texel, Vector for one Coopmat cannot take
-// (bf16, or a 16-bit output), and Vector's split-K for a Coopmat product too small to fill
-// the GPU.)
+// Vector elsewhere. (Auto also takes Tiled for an operand too large for a texel view,
+// Vector for tensors Coopmat cannot take (bf16, or a 16-bit output), and Vector's split-K
+// for a Coopmat product too small to fill the GPU.)
 MatmulVariant matmulVariantFor(const vk::Context& context);
 
 struct MatmulOptions {
@@ -113,14 +114,13 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // 1 is broadcast over the batch (e.g. activations (B,T,C) x a shared weight (C,N)).
 // Any M,N,K >= 1 and any offsets that are multiples of 4 bytes (2 for a 16-bit view); c may not
 // overlap a, b or bias. a, b, c, bias, the residual and act_pre are each f32, f16 or bf16 on the
-// Naive, Tiled and Vector variants (a 16-bit one needs the device's 16-bit storage); Texel is
-// f32 only; Coopmat takes f16 a and b and f32 for the rest (Auto picks it for f16 operands
-// where the device has it and the rest is f32, else a storage variant). scratch is f32.
+// Naive, Tiled, Vector and Texel variants (a 16-bit one needs the device's 16-bit storage);
+// Coopmat takes f16 a and b and f32 for the rest (Auto picks it for f16 operands where the
+// device has it and the rest is f32, else the device's variant). scratch is f32.
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small, or if Coopmat is
 // asked for with formats it does not take; Error if Texel is asked for on a device without
-// subgroup shuffle, with an operand larger than a texel view may be, or with a 16-bit
-// tensor; if Coopmat is asked for on a device without cooperative matrices; if a tiling
+// subgroup shuffle or with an operand larger than a texel view may be; if Coopmat is asked for on a device without cooperative matrices; if a tiling
 // cannot run; if a 16-bit tensor meets a device without 16-bit storage.
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             const MatmulOptions& options = {});

@@ -32,23 +32,51 @@ std::string mib(VkDeviceSize bytes) {
   return text;
 }
 
+// Every one of these is a format Vulkan requires uniform texel buffers to support.
 VkFormat vkFormat(TexelFormat format) {
-  return format == TexelFormat::R32f ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+  switch (format) {
+    case TexelFormat::R32f:
+      return VK_FORMAT_R32_SFLOAT;
+    case TexelFormat::Rgba32f:
+      return VK_FORMAT_R32G32B32A32_SFLOAT;
+    case TexelFormat::R32u:
+      return VK_FORMAT_R32_UINT;
+    case TexelFormat::Rgba32u:
+      return VK_FORMAT_R32G32B32A32_UINT;
+    case TexelFormat::R16u:
+      return VK_FORMAT_R16_UINT;
+    case TexelFormat::Rgba16u:
+      return VK_FORMAT_R16G16B16A16_UINT;
+  }
+  return VK_FORMAT_UNDEFINED;
 }
 
 }  // namespace
 
 const char* useName(Use use) {
   switch (use) {
-    case Use::Parameters: return "parameters";
-    case Use::Datasets: return "datasets";
-    case Use::Activations: return "activations (graph arenas)";
-    case Use::GraphState: return "graph state (optimizer moments, inputs, gradients)";
-    default: return "other";
+    case Use::Parameters:
+      return "parameters";
+    case Use::Datasets:
+      return "datasets";
+    case Use::Activations:
+      return "activations (graph arenas)";
+    case Use::GraphState:
+      return "graph state (optimizer moments, inputs, gradients)";
+    default:
+      return "other";
   }
 }
 
-uint32_t texelBytes(TexelFormat format) { return format == TexelFormat::R32f ? 4 : 16; }
+uint32_t texelComponentBytes(TexelFormat format) {
+  return format == TexelFormat::R16u || format == TexelFormat::Rgba16u ? 2 : 4;
+}
+
+uint32_t texelBytes(TexelFormat format) {
+  const bool four = format == TexelFormat::Rgba32f || format == TexelFormat::Rgba32u ||
+                    format == TexelFormat::Rgba16u;
+  return texelComponentBytes(format) * (four ? 4 : 1);
+}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -128,9 +156,9 @@ Allocator::Allocator(Context& context, VkDeviceSize block_bytes)
   const DeviceInfo& info = context.info();
   // One alignment serves every binding kind, and is at least a vec4 so that
   // RGBA32F views over float arrays of any length stay inside the range.
-  alignment_ = std::max<VkDeviceSize>({256, info.min_storage_offset_alignment,
-                                       info.min_texel_offset_alignment,
-                                       info.min_uniform_offset_alignment});
+  alignment_ =
+      std::max<VkDeviceSize>({256, info.min_storage_offset_alignment,
+                              info.min_texel_offset_alignment, info.min_uniform_offset_alignment});
 }
 
 Allocator::~Allocator() {
@@ -148,8 +176,8 @@ uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
       throwVulkanError("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY,
                        "a " + std::to_string(request) + "-byte buffer needs a " + mib(bytes) +
                            " block; " + mib(in_use_) + " in use (" + usageText() + ") and " +
-                           mib(reserved) + " reserved of the " + mib(limit_) +
-                           " memory limit on " + context_.info().name);
+                           mib(reserved) + " reserved of the " + mib(limit_) + " memory limit on " +
+                           context_.info().name);
   }
   Block block;
   block.bytes = bytes;
@@ -241,7 +269,8 @@ void Allocator::release(uint32_t b, VkDeviceSize offset, VkDeviceSize bytes, Use
   in_use_by_[size_t(use)] -= bytes;
   auto [it, inserted] = block.free.emplace(offset, bytes);
   // Coalesce with the free neighbours on both sides.
-  if (auto next = std::next(it); next != block.free.end() && it->first + it->second == next->first) {
+  if (auto next = std::next(it);
+      next != block.free.end() && it->first + it->second == next->first) {
     it->second += next->second;
     block.free.erase(next);
   }
@@ -253,7 +282,8 @@ void Allocator::release(uint32_t b, VkDeviceSize offset, VkDeviceSize bytes, Use
     }
   }
   // Dedicated blocks are returned to the device as soon as they are empty.
-  if (block.bytes != block_bytes_ && block.free.size() == 1 && block.free.begin()->second == block.bytes) {
+  if (block.bytes != block_bytes_ && block.free.size() == 1 &&
+      block.free.begin()->second == block.bytes) {
     context_.vk().vkDestroyBuffer(context_.device(), block.buffer, nullptr);
     context_.vk().vkFreeMemory(context_.device(), block.memory, nullptr);
     block = Block{};

@@ -27,9 +27,12 @@ enum class Use : uint8_t {
 };
 const char* useName(Use use);
 
-// Texel formats a buffer may be viewed as by a uniform texel buffer binding.
-enum class TexelFormat { R32f, Rgba32f };
+// Texel formats a buffer may be viewed as by a uniform texel buffer binding: f32 values, and
+// unsigned 32- and 16-bit words (a kernel's 16-bit build reads every float format as bits).
+enum class TexelFormat { R32f, Rgba32f, R32u, Rgba32u, R16u, Rgba16u };
 uint32_t texelBytes(TexelFormat format);
+// The bytes of one component: 4, or 2 for R16u and Rgba16u.
+uint32_t texelComponentBytes(TexelFormat format);
 
 // A device-local range; move-only, returned to its block on destruction.
 class Buffer {
@@ -43,7 +46,7 @@ class Buffer {
 
   VkBuffer handle() const { return handle_; }
   VkDeviceSize offset() const { return offset_; }  // into handle()
-  VkDeviceSize size() const { return size_; }       // bytes asked for
+  VkDeviceSize size() const { return size_; }      // bytes asked for
   // Bytes that may be addressed: size() rounded up to the allocator's alignment (>= 16),
   // so a vec4 view over a float array of any length stays in bounds.
   VkDeviceSize capacity() const { return capacity_; }
