@@ -111,6 +111,8 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
     std::printf("    storage buffer   %s per binding, offsets aligned to %llu\n",
                 bytesText(d.max_storage_buffer_range).c_str(),
                 (unsigned long long)d.min_storage_offset_alignment);
+    std::printf("    allocation       %s per vkAllocateMemory\n",
+                bytesText(d.max_allocation_bytes).c_str());
     std::printf("    texel buffer     %llu elements per view\n",
                 (unsigned long long)d.max_texel_buffer_elements);
     std::printf("    push constants   %u bytes\n", d.max_push_constants);
@@ -178,6 +180,7 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
         {"max_workgroup_invocations", d.max_workgroup_invocations},
         {"max_workgroup_count", d.max_workgroup_count},
         {"max_storage_buffer_range_bytes", d.max_storage_buffer_range},
+        {"max_allocation_bytes", d.max_allocation_bytes},
         {"max_texel_buffer_elements", d.max_texel_buffer_elements},
         {"min_storage_offset_alignment", d.min_storage_offset_alignment},
         {"min_texel_offset_alignment", d.min_texel_offset_alignment},

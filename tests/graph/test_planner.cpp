@@ -8,11 +8,11 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "graph/transformer_block.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
-#include "graph/transformer_block.h"
-#include "vkgrad/core/error.h"
 
 namespace vkgrad::test {
 namespace {
@@ -77,6 +77,50 @@ TEST(PlannerTest, RandomLifetimesGiveValidPlansSmallerThanTheNaiveSum) {
     EXPECT_EQ(naive.arena_bytes, naive.naive_bytes);
     ASSERT_NO_THROW(graph::checkPlan(items, naive, alignment));
   }
+}
+
+// An arena in chunks (one allocation each): random lifetimes up to a chunk in size are placed
+// with none crossing a chunk boundary (checkPlan's rule), reused or not; the plan is no larger
+// than the naive sum plus what the boundaries skip; an item larger than a chunk is refused.
+TEST(PlannerTest, ChunkedArenasKeepEveryItemInsideOneChunk) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (int trial = 0; trial < 50; ++trial) {
+    const uint64_t alignment = uint64_t(16) << rng.below(4);
+    const uint64_t chunk = alignment * (1 + rng.below(64));
+    std::vector<Lifetime> items(1 + rng.below(60));
+    for (auto& item : items) {
+      item.first = int(rng.below(40));
+      item.last = item.first + int(rng.below(8));
+      item.bytes = 1 + rng.below(chunk);
+    }
+    for (const bool reuse : {true, false}) {
+      const graph::MemoryPlan plan = graph::planMemory(items, alignment, reuse, chunk);
+      EXPECT_EQ(plan.chunk_bytes, chunk);
+      ASSERT_NO_THROW(graph::checkPlan(items, plan, alignment));
+      // At most one item's worth skipped per chunk.
+      const uint64_t chunks = (plan.arena_bytes + chunk - 1) / chunk;
+      EXPECT_LE(plan.arena_bytes, plan.naive_bytes + chunks * chunk);
+    }
+  }
+  const std::vector<Lifetime> items = {{100, 0, 2}, {300, 1, 3}};
+  try {
+    graph::planMemory(items, 64, true, 256);
+    ADD_FAILURE() << "a 300-byte item placed in 256-byte chunks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("item 1 of 300 bytes is larger than a chunk (256 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+  // Two 160-byte items live together in 256-byte chunks: the second starts the next chunk.
+  const std::vector<Lifetime> pair = {{160, 0, 1}, {160, 0, 1}};
+  const graph::MemoryPlan plan = graph::planMemory(pair, 32, true, 256);
+  EXPECT_EQ(plan.offsets[0], 0u);
+  EXPECT_EQ(plan.offsets[1], 256u);
+  EXPECT_EQ(plan.arena_bytes, 416u);
+  graph::MemoryPlan crossing = plan;
+  crossing.offsets[1] = 160;
+  EXPECT_THROW(graph::checkPlan(pair, crossing, 32), Error);
 }
 
 TEST(PlannerTest, CheckPlanCatchesOverlapsAndMisalignment) {

@@ -13,8 +13,10 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/parameters.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/graph/planner.h"
+#include "vkgrad/vk/context.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
@@ -215,6 +217,92 @@ TEST_F(GptTest, RejectsBadConfigurations) {
   }
   const std::vector<uint32_t> few(size_t(kContext), 0);
   EXPECT_THROW(gpt::uploadTokenWindows(ctx(), few, kContext), Error);
+}
+
+// Past the device's limits, forced low (ContextOptions::limits): with one allocation capped
+// at 128 KiB, the activation arena spans several chunks and the optimizer's state several
+// buffers, and training takes the same bits, step for step, as on the shared Context where
+// each is one allocation (the kernels, their variants and the sums' order are the same; only
+// where the tensors live differs).
+TEST_F(GptTest, TrainsTheSameBitsOverManySmallAllocations) {
+  const GptConfig c = config(nn::Norm::Pre, false);
+  const int steps = 12;
+  std::vector<std::vector<uint32_t>> batches;
+  for (int s = 0; s < steps; ++s) batches.push_back(randomBatch());
+  const auto curve = [&](vk::Context& context, const gpt::TokenWindows& win, bool split) {
+    graph::ParameterStore store(context);
+    gpt::declareGpt(store, c);
+    store.initialize(rng_.seed());
+    graph::Trainer trainer(context, store, {&win.ids, &win.targets}, gpt::gptLossFn(store, c),
+                           options(40));
+    const graph::MemoryPlan& memory = trainer.executor().plan().memory;
+    const uint64_t most = context.info().max_allocation_bytes;
+    if (split) {
+      EXPECT_EQ(most, uint64_t(128) << 10);
+      EXPECT_EQ(memory.chunk_bytes, most);
+      EXPECT_GT(memory.arena_bytes, 2 * most) << "the arena should span 3 or more chunks";
+      EXPECT_GT(context.allocator().bytesInUse(vk::Use::GraphState), 2 * most)
+          << "the state should span 3 or more buffers";
+    } else {
+      EXPECT_LT(memory.arena_bytes, memory.chunk_bytes) << "one chunk on the shared context";
+    }
+    std::vector<float> losses;
+    for (const auto& b : batches) losses.push_back(*trainer.step(b, /*read_loss=*/true));
+    return losses;
+  };
+  const std::vector<float> whole = curve(ctx(), win_, false);
+  vk::ContextOptions limited;
+  limited.validation = true;
+  limited.limits.max_allocation_bytes = uint64_t(128) << 10;
+  vk::Context small(limited);
+  const gpt::TokenWindows win = gpt::uploadTokenWindows(small, data_.tokens, kContext);
+  const std::vector<float> split = curve(small, win, true);
+  ASSERT_EQ(split.size(), whole.size());
+  EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.size() * 4), 0) << rng_.describe();
+  EXPECT_TRUE(small.validationMessages().empty());
+}
+
+// A tensor larger than one binding or one allocation may be is refused before anything runs,
+// with its name, its size and the limit: an activation too large for a binding when the step
+// is recorded, one too large for an allocation when the arena is planned, a parameter too
+// large for either when it is declared.
+TEST_F(GptTest, RefusesATensorPastALimitNamingIt) {
+  const GptConfig c = config(nn::Norm::Pre, false);  // the fused q,k,v of a block: (8,32,96) f32
+  const auto build = [&](const vk::DeviceLimits& limits) -> std::string {
+    vk::ContextOptions limited;
+    limited.validation = true;
+    limited.limits = limits;
+    vk::Context context(limited);
+    const gpt::TokenWindows win = gpt::uploadTokenWindows(context, data_.tokens, kContext);
+    graph::ParameterStore store(context);
+    try {
+      gpt::declareGpt(store, c);
+      store.initialize(1);
+      graph::Trainer trainer(context, store, {&win.ids, &win.targets}, gpt::gptLossFn(store, c),
+                             options(40));
+    } catch (const Error& e) {
+      EXPECT_TRUE(context.validationMessages().empty());
+      return e.what();
+    }
+    return "(no error)";
+  };
+  vk::DeviceLimits binding;
+  binding.max_storage_buffer_range = 64 << 10;
+  std::string e = build(binding);
+  EXPECT_NE(e.find("h0.attn.qkv.w (32,96)"), std::string::npos) << e;  // the node's tensors
+  EXPECT_NE(e.find("98304 bytes exceed the device's maxStorageBufferRange (65536)"),
+            std::string::npos)
+      << e;
+  vk::DeviceLimits allocation;
+  allocation.max_allocation_bytes = 64 << 10;
+  e = build(allocation);
+  EXPECT_NE(e.find("(8,32,96) is 98304 bytes, more than one allocation may hold (65536 bytes"),
+            std::string::npos)
+      << e;
+  binding.max_storage_buffer_range = 8 << 10;  // below the attention's (32,96) weights: 12 KiB
+  e = build(binding);
+  EXPECT_NE(e.find("\"h0.attn.qkv.w\" (32,96) is 12288 bytes, more than"), std::string::npos) << e;
+  EXPECT_NE(e.find("maxStorageBufferRange 8192 bytes"), std::string::npos) << e;
 }
 
 // The windows hold the stream once, ids from the first token and targets from the second,

@@ -216,6 +216,57 @@ TEST(MemoryLimit, ParsesSizesAndNamesABadOne) {
   }
 }
 
+// Lowered limits (ContextOptions::limits, VKGRAD_LIMITS) are what the engine believes: the
+// Context's DeviceInfo reports them, a buffer larger than one allocation is refused naming
+// the limit, and the shared blocks and the staging buffer shrink to fit under it.
+TEST(DeviceLimits, LoweredLimitsAreWhatTheEngineSees) {
+  const vk::DeviceLimits parsed = vk::parseDeviceLimits("allocation=1M,storage=64K", "x");
+  EXPECT_EQ(parsed.max_allocation_bytes, kMiB);
+  EXPECT_EQ(parsed.max_storage_buffer_range, VkDeviceSize(64) << 10);
+  for (const char* bad : {"", "alloc=1M", "storage", "storage=1M,", "allocation=1.5M"}) {
+    try {
+      vk::parseDeviceLimits(bad, "VKGRAD_LIMITS");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("VKGRAD_LIMITS"), std::string::npos) << e.what();
+    }
+  }
+  vk::ContextOptions options;
+  options.validation = true;
+  options.limits = parsed;
+  vk::Context context(options);
+  EXPECT_EQ(context.info().max_allocation_bytes, kMiB);
+  EXPECT_EQ(context.info().max_storage_buffer_range, VkDeviceSize(64) << 10);
+  vk::Allocator& allocator = context.allocator();
+  try {
+    allocator.allocate(kMiB + 1, vk::Use::Activations);
+    ADD_FAILURE() << "a buffer past one allocation";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1048577-byte buffer (activations (graph arenas)) is "
+                                         "larger than one allocation"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("maxMemoryAllocationSize 1048576 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(allocator.bytesInUse(), 0u);
+  // Three buffers of 600 KiB: each shared block is at most 1 MiB, so three blocks.
+  std::vector<vk::Buffer> held;
+  for (int i = 0; i < 3; ++i) held.push_back(allocator.allocate(600 << 10));
+  EXPECT_EQ(allocator.blockCount(), 3u);
+  EXPECT_LE(allocator.bytesReserved(), 3 * kMiB);
+  // A whole allocation's worth goes through the staging buffer and back.
+  vk::Buffer whole = allocator.allocate(kMiB);
+  Rng rng;
+  const std::vector<float> data = rng.uniform(kMiB / 4);
+  context.staging().upload(whole, 0, data.data(), kMiB);
+  std::vector<float> back(data.size());
+  context.staging().download(whole, 0, back.data(), kMiB);
+  EXPECT_EQ(back, data);
+  EXPECT_TRUE(context.validationMessages().empty());
+}
+
 TEST_F(MemoryTest, ZeroBytesThrows) {
   EXPECT_THROW(ctx().allocator().allocate(0), Error);
 }

@@ -4,12 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/launch.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
+#include "vkgrad/vk/error.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
 
@@ -27,11 +28,29 @@ uint64_t arenaAlignment(const vk::Context& context) {
   return pow2;
 }
 
+// "matmul (x (4,64), w (64,256) -> h (4,256))": a node and its tensors, for errors.
+std::string nodeText(const Graph& g, const Node& node) {
+  const auto list = [&](const std::vector<int>& ids) {
+    std::string text;
+    for (int id : ids)
+      if (id >= 0)
+        text += (text.empty() ? "" : ", ") + g.tensor(id).name + " " + g.tensor(id).shape.str();
+    return text;
+  };
+  return std::string(opName(node.op)) + " (" + list(node.inputs) + " -> " + list(node.outputs) +
+         ")";
+}
+
 Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
                     const void* values, size_t count) {
   if (shape.numel() <= 0 || int64_t(count) != shape.numel())
     throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
                      " values");
+  const uint64_t most = context.info().max_allocation_bytes;
+  if (most && count * 4 > most)
+    throw ShapeError("dataset " + name + " " + shape.str() + " is " + std::to_string(count * 4) +
+                     " bytes, more than one allocation on " + context.info().name +
+                     " may be (maxMemoryAllocationSize " + std::to_string(most) + " bytes)");
   Dataset d{
       name, shape, dtype,
       std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
@@ -65,49 +84,68 @@ Dataset uploadWindows(vk::Context& context, const std::string& name,
 
 Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
     : context_(context), graph_(graph) {
-  plan_ = planGraph(graph, arenaAlignment(context), options.reuse_memory);
+  // The arena in chunks of at most one allocation (one chunk on most devices and models).
+  const uint64_t align = arenaAlignment(context);
+  const uint64_t most = context.info().max_allocation_bytes / align * align;
+  plan_ = planGraph(graph, align, options.reuse_memory, most);
   const size_t n = graph.tensors().size();
   buffer_.assign(n, nullptr);
   offset_.assign(n, 0);
-  owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
 
-  const uint64_t align = arenaAlignment(context);
-  const vk::Buffer* arena = nullptr;
-  if (plan_.memory.arena_bytes) {
-    owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes, vk::Use::Activations));
-    arena = &owned_.back();
-  }
   // The graph's own persistent tensors (inputs, constants, optimizer state, parameter
-  // gradients) share one flat buffer, in tensor order, each on the binding alignment: the
-  // optimizer then updates all of them in one dispatch (ops::adamwMany), and a gradient norm
-  // reads them in one.
-  uint64_t state_bytes = 0;
-  std::vector<size_t> owned_tensors;
+  // gradients) share flat buffers, in tensor order, each on the binding alignment: the
+  // optimizer then updates all of a buffer's in one dispatch (ops::adamwMany), and a
+  // gradient norm reads them in one. One buffer, unless that would be more than one
+  // allocation may be: then as few as fit.
+  std::vector<uint64_t> state_bytes;                // per state buffer
+  std::vector<std::pair<size_t, size_t>> state_of;  // tensor, its state buffer
+  for (size_t t = 0; t < n; ++t) {
+    const TensorInfo& info = graph.tensor(int(t));
+    if (info.root != int(t) || !plan_.used[t] || !isPersistent(info) ||
+        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
+      continue;
+    const uint64_t bytes = (info.bytes() + align - 1) / align * align;
+    if (most && bytes > most)
+      throw ShapeError("executor: " + info.name + " " + info.shape.str() + " is " +
+                       std::to_string(info.bytes()) + " bytes, more than one allocation on " +
+                       context.info().name + " may be (maxMemoryAllocationSize " +
+                       std::to_string(most) + " bytes)");
+    if (state_bytes.empty() || (most && state_bytes.back() + bytes > most))
+      state_bytes.push_back(0);
+    offset_[t] = state_bytes.back();
+    state_bytes.back() += bytes;
+    state_of.emplace_back(t, state_bytes.size() - 1);
+  }
+  const uint64_t chunk = plan_.memory.chunk_bytes, arena_bytes = plan_.memory.arena_bytes;
+  const size_t chunks = !arena_bytes ? 0 : chunk ? (arena_bytes + chunk - 1) / chunk : 1;
+  owned_.reserve(chunks + state_bytes.size());  // pointers into owned_ are kept
+  for (size_t c = 0; c < chunks; ++c) {
+    const uint64_t bytes = chunk ? std::min(chunk, arena_bytes - c * chunk) : arena_bytes;
+    owned_.push_back(context.allocator().allocate(bytes, vk::Use::Activations));
+  }
+  const size_t first_state = owned_.size();
+  for (const uint64_t bytes : state_bytes)
+    owned_.push_back(context.allocator().allocate(bytes, vk::Use::GraphState));
+
   for (size_t t = 0; t < n; ++t) {
     const TensorInfo& info = graph.tensor(int(t));
     if (info.root != int(t) || !plan_.used[t]) continue;
     if (!isPersistent(info)) {
-      buffer_[t] = arena;
-      offset_[t] = uint64_t(plan_.offset[t]);
+      const uint64_t at = uint64_t(plan_.offset[t]);
+      buffer_[t] = &owned_[chunk ? at / chunk : 0];
+      offset_[t] = chunk ? at % chunk : at;
     } else if (info.kind == TensorKind::Parameter) {
       buffer_[t] = info.parameter->buffer.get();
       offset_[t] = info.parameter->offset;
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
-    } else {
-      offset_[t] = state_bytes;
-      state_bytes += (info.bytes() + align - 1) / align * align;
-      owned_tensors.push_back(t);
     }
   }
-  if (state_bytes) {
-    owned_.push_back(context.allocator().allocate(state_bytes, vk::Use::GraphState));
-    for (size_t t : owned_tensors) {
-      const TensorInfo& info = graph.tensor(int(t));
-      buffer_[t] = &owned_.back();
-      if (!info.data.empty())
-        context.staging().upload(owned_.back(), offset_[t], info.data.data(), info.data.size() * 4);
-    }
+  for (const auto& [t, b] : state_of) {
+    const TensorInfo& info = graph.tensor(int(t));
+    buffer_[t] = &owned_[first_state + b];
+    if (!info.data.empty())
+      context.staging().upload(*buffer_[t], offset_[t], info.data.data(), info.data.size() * 4);
   }
   for (size_t t = 0; t < n; ++t) {
     const size_t r = size_t(graph.tensor(int(t)).root);
@@ -117,9 +155,9 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   rec_ = std::make_unique<vk::Recorder>(context);
   timed_ = context.info().timestamp_valid_bits != 0;
   profiled_ = timed_ && options.profile;
-  if (arena) {
+  if (chunks) {
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
-    rec_->fill(*arena, 0x7fc00000u);
+    for (size_t c = 0; c < chunks; ++c) rec_->fill(owned_[c], 0x7fc00000u);
     rec_->submit();
     rec_->reset();
   }
@@ -134,9 +172,17 @@ void Executor::record() {
   node_ts_.clear();
   for (int n : plan_.order) {
     const Node& node = graph_.nodes()[size_t(n)];
-    if (const auto launch = node.def().launch)
-      launch(Launch{*rec_, node,
-                    [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); }});
+    // An op's refusal (a tensor too large for one binding, say) names the node's tensors.
+    if (const auto launch = node.def().launch) try {
+        launch(Launch{*rec_, node,
+                      [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); }});
+      } catch (const VulkanError&) {
+        throw;
+      } catch (const ShapeError& e) {
+        throw ShapeError(nodeText(graph_, node) + ": " + e.what());
+      } catch (const Error& e) {
+        throw Error(nodeText(graph_, node) + ": " + e.what());
+      }
     if (profiled_) node_ts_.emplace_back(n, rec_->timestamp());
   }
   // After every use in the step (forward and backward masks agree): the next replay draws anew.
@@ -158,7 +204,9 @@ void Executor::step() {
   stepped_ = true;
 }
 
-uint64_t Executor::submit() { return submit({}, {}); }
+uint64_t Executor::submit() {
+  return submit({}, {});
+}
 
 uint64_t Executor::submit(std::span<const vk::SemaphoreWait> waits,
                           std::span<const vk::SemaphoreSignal> signals) {
@@ -167,13 +215,16 @@ uint64_t Executor::submit(std::span<const vk::SemaphoreWait> waits,
   return value;
 }
 
-bool Executor::busy() const { return rec_->busy(); }
+bool Executor::busy() const {
+  return rec_->busy();
+}
 
-void Executor::wait() { rec_->wait(); }
+void Executor::wait() {
+  rec_->wait();
+}
 
 double Executor::gpuMilliseconds() const {
-  return timed_ && stepped_ && rec_->hasTimestamps() ? rec_->milliseconds(ts_begin_, ts_end_)
-                                                     : 0.0;
+  return timed_ && stepped_ && rec_->hasTimestamps() ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
 }
 
 std::vector<NodeTime> Executor::profile() const {

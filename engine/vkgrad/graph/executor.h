@@ -124,7 +124,7 @@ class Executor {
   vk::Context& context_;
   const Graph& graph_;
   GraphPlan plan_;
-  std::vector<vk::Buffer> owned_;          // persistent tensors and the arena
+  std::vector<vk::Buffer> owned_;          // the arena's chunks, then the state buffers
   std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
   std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
   std::unique_ptr<vk::Recorder> rec_;

@@ -38,6 +38,11 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
                      std::to_string(bytes) + " bytes, more than " + context_.info().name +
                      " can bind at once (maxStorageBufferRange " +
                      std::to_string(context_.info().max_storage_buffer_range) + " bytes)");
+  if (const uint64_t most = context_.info().max_allocation_bytes; most && bytes > most)
+    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
+                     std::to_string(bytes) + " bytes, more than one allocation on " +
+                     context_.info().name + " may be (maxMemoryAllocationSize " +
+                     std::to_string(most) + " bytes)");
   auto p = std::make_unique<Parameter>();
   p->name = name;
   p->shape = shape;

@@ -14,6 +14,13 @@ uint64_t alignUp(uint64_t x, uint64_t a) {
   return (x + a - 1) / a * a;
 }
 
+// The first offset at or after `from` where `size` bytes (at most a chunk) lie inside one
+// chunk of the arena; chunk 0: the arena is one piece.
+uint64_t insideChunk(uint64_t from, uint64_t size, uint64_t chunk) {
+  if (!chunk || from / chunk == (from + size - 1) / chunk) return from;
+  return (from / chunk + 1) * chunk;
+}
+
 // Free ranges of the arena, offset -> size, adjacent ranges merged.
 class FreeList {
  public:
@@ -33,29 +40,36 @@ class FreeList {
     ranges_[offset] = size;
   }
 
-  // The smallest free range that holds size bytes; else the free range ending at the arena's
-  // end, grown; else fresh bytes at the end.
-  uint64_t take(uint64_t size, uint64_t& arena_end) {
+  // The smallest free range that holds size bytes inside one chunk; else the free range
+  // ending at the arena's end, grown; else fresh bytes at the end. What a chunk boundary
+  // skips stays free.
+  uint64_t take(uint64_t size, uint64_t& arena_end, uint64_t chunk) {
     auto best = ranges_.end();
     for (auto it = ranges_.begin(); it != ranges_.end(); ++it)
-      if (it->second >= size && (best == ranges_.end() || it->second < best->second)) best = it;
+      if (insideChunk(it->first, size, chunk) + size <= it->first + it->second &&
+          (best == ranges_.end() || it->second < best->second))
+        best = it;
     if (best != ranges_.end()) {
-      const uint64_t offset = best->first, left = best->second - size;
+      const uint64_t begin = best->first, end = best->first + best->second;
+      const uint64_t offset = insideChunk(begin, size, chunk);
       ranges_.erase(best);
-      if (left) ranges_[offset + size] = left;
+      if (offset > begin) ranges_[begin] = offset - begin;
+      if (offset + size < end) ranges_[offset + size] = end - offset - size;
       return offset;
     }
     if (!ranges_.empty()) {
       auto last = std::prev(ranges_.end());
       if (last->first + last->second == arena_end) {
-        const uint64_t offset = last->first;
+        const uint64_t begin = last->first, offset = insideChunk(begin, size, chunk);
         ranges_.erase(last);
+        if (offset > begin) ranges_[begin] = offset - begin;
         arena_end = offset + size;
         return offset;
       }
     }
-    const uint64_t offset = arena_end;
-    arena_end += size;
+    const uint64_t offset = insideChunk(arena_end, size, chunk);
+    if (offset > arena_end) release(arena_end, offset - arena_end);
+    arena_end = offset + size;
     return offset;
   }
 
@@ -65,10 +79,20 @@ class FreeList {
 
 }  // namespace
 
-MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool reuse) {
+MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool reuse,
+                      uint64_t chunk_bytes) {
   if (alignment == 0 || (alignment & (alignment - 1)))
     throw Error("planMemory: alignment " + std::to_string(alignment) + " is not a power of two");
   MemoryPlan plan;
+  plan.chunk_bytes = chunk_bytes / alignment * alignment;
+  if (chunk_bytes && !plan.chunk_bytes)
+    throw Error("planMemory: chunks of " + std::to_string(chunk_bytes) +
+                " bytes are smaller than the alignment " + std::to_string(alignment));
+  for (size_t i = 0; i < items.size(); ++i)
+    if (plan.chunk_bytes && alignUp(items[i].bytes, alignment) > plan.chunk_bytes)
+      throw Error("planMemory: item " + std::to_string(i) + " of " +
+                  std::to_string(items[i].bytes) + " bytes is larger than a chunk (" +
+                  std::to_string(plan.chunk_bytes) + " bytes)");
   plan.offsets.assign(items.size(), 0);
   std::vector<size_t> by_first(items.size());
   std::iota(by_first.begin(), by_first.end(), size_t(0));
@@ -84,8 +108,8 @@ MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool 
     const uint64_t size = alignUp(std::max<uint64_t>(items[i].bytes, 1), alignment);
     plan.naive_bytes += size;
     if (!reuse) {
-      plan.offsets[i] = end;
-      end += size;
+      plan.offsets[i] = insideChunk(end, size, plan.chunk_bytes);
+      end = plan.offsets[i] + size;
       continue;
     }
     // Ranges of tensors dead before this one starts are free again.
@@ -94,7 +118,7 @@ MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool 
       free.release(plan.offsets[j], alignUp(std::max<uint64_t>(items[j].bytes, 1), alignment));
       return true;
     });
-    plan.offsets[i] = free.take(size, end);
+    plan.offsets[i] = free.take(size, end, plan.chunk_bytes);
     live.push_back(i);
   }
   plan.arena_bytes = end;
@@ -108,6 +132,10 @@ void checkPlan(std::span<const Lifetime> items, const MemoryPlan& plan, uint64_t
       throw Error("checkPlan: item " + std::to_string(i) + " at a misaligned offset");
     if (plan.offsets[i] + items[i].bytes > plan.arena_bytes)
       throw Error("checkPlan: item " + std::to_string(i) + " runs past the arena");
+    if (plan.chunk_bytes && items[i].bytes &&
+        plan.offsets[i] / plan.chunk_bytes !=
+            (plan.offsets[i] + items[i].bytes - 1) / plan.chunk_bytes)
+      throw Error("checkPlan: item " + std::to_string(i) + " crosses a chunk boundary");
     for (size_t j = 0; j < i; ++j) {
       const bool together = items[i].first <= items[j].last && items[j].first <= items[i].last;
       const bool share = plan.offsets[i] < plan.offsets[j] + items[j].bytes &&
@@ -196,7 +224,7 @@ std::vector<int> inPlaceHosts(const Graph& g, const std::vector<int>& order,
 
 }  // namespace
 
-GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
+GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse, uint64_t chunk_bytes) {
   const auto& nodes = g.nodes();
   const size_t tensors = g.tensors().size();
   auto root = [&](int t) { return g.tensor(t).root; };
@@ -249,7 +277,16 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
     // Whole words: a 16-bit tensor of odd length is zeroed (vkCmdFillBuffer) a word at a time.
     plan.lifetimes.push_back({(g.tensor(int(t)).bytes() + 3) / 4 * 4, first[t], last[t]});
   }
-  plan.memory = planMemory(plan.lifetimes, alignment, reuse);
+  // A tensor larger than a chunk (one allocation) cannot be placed: name it.
+  const uint64_t chunk = chunk_bytes / alignment * alignment;
+  for (size_t i = 0; i < plan.arena_roots.size(); ++i)
+    if (chunk && (plan.lifetimes[i].bytes + alignment - 1) / alignment * alignment > chunk) {
+      const TensorInfo& t = g.tensor(plan.arena_roots[i]);
+      throw ShapeError("planGraph: " + t.name + " " + t.shape.str() + " is " +
+                       std::to_string(t.bytes()) + " bytes, more than one allocation may hold (" +
+                       std::to_string(chunk) + " bytes, maxMemoryAllocationSize)");
+    }
+  plan.memory = planMemory(plan.lifetimes, alignment, reuse, chunk);
   // The naive layout gives every tensor its own range, in-place outputs included.
   for (size_t t = 0; t < tensors; ++t)
     if (int(t) == root(int(t)) && host[t] != int(t))

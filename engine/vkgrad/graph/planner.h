@@ -5,9 +5,11 @@
 // that input is last used there, the output takes the input's range (in place).
 // Persistent tensors (inputs, parameters, constants, state, parameter gradients) are not in
 // the arena. No Vulkan here: the executor allocates what the plan says.
-// The arena is one buffer, never split: kernels bind each tensor as its own range (offset,
-// size), so only a single tensor above the device's maxStorageBufferRange is a problem, and
-// the op launchers reject that with a ShapeError when the graph is compiled.
+// The arena may span several allocations (chunks of at most maxMemoryAllocationSize): no
+// tensor crosses a chunk boundary, so each lies wholly in one buffer. Kernels bind each
+// tensor as its own range (offset, size), so only a single tensor above the device's
+// maxStorageBufferRange (or one allocation) is a problem: the planner names one larger than
+// a chunk, and the op launchers reject one larger than a binding when the graph is compiled.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +30,17 @@ struct MemoryPlan {
   std::vector<uint64_t> offsets;  // per Lifetime, multiples of the alignment
   uint64_t arena_bytes = 0;       // the arena's size
   uint64_t naive_bytes = 0;       // the sum of all (aligned) sizes: one buffer each
+  uint64_t chunk_bytes = 0;       // the arena's allocations: this many bytes each; 0: one
 };
 
 // Best-fit placement. alignment: a power of two (offsets and sizes are rounded to it).
 // reuse false gives every item its own range (the naive layout, for comparisons).
-MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool reuse = true);
+// chunk_bytes > 0 (rounded down to the alignment): no item crosses a multiple of it, so the
+// arena can be allocated as chunks of that size; throws Error for an item larger than one.
+MemoryPlan planMemory(std::span<const Lifetime> items, uint64_t alignment, bool reuse = true,
+                      uint64_t chunk_bytes = 0);
 // Throws Error naming both items when two whose lifetimes intersect share a byte, or when an
-// offset is misaligned or an item runs past the arena.
+// offset is misaligned, an item runs past the arena or crosses a chunk boundary.
 void checkPlan(std::span<const Lifetime> items, const MemoryPlan& plan, uint64_t alignment);
 
 // Whether a tensor lives outside the arena (see the file comment).
@@ -53,6 +59,8 @@ struct GraphPlan {
 // state, are dropped. Outputs live to
 // the end of the step so they can be read back. Throws Error if a node reads a tensor that
 // nothing before it wrote (an activation used before it is produced).
-GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse = true);
+// chunk_bytes as planMemory's; a tensor larger than a chunk is a ShapeError naming it.
+GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse = true,
+                    uint64_t chunk_bytes = 0);
 
 }  // namespace vkgrad::graph

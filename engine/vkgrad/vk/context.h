@@ -20,6 +20,12 @@ class Allocator;
 class Staging;
 class KernelCache;
 
+// Device limits to lower (ContextOptions::limits); 0 leaves the device's.
+struct DeviceLimits {
+  uint64_t max_allocation_bytes = 0;      // maxMemoryAllocationSize
+  uint64_t max_storage_buffer_range = 0;  // maxStorageBufferRange
+};
+
 struct ContextOptions {
   bool validation = false;  // Khronos validation layer + debug messenger
   // Device index or case-insensitive name substring. Empty: the VKGRAD_DEVICE environment
@@ -39,11 +45,21 @@ struct ContextOptions {
   // (like autocast fp16 without a GradScaler, unlike bf16). Off: fp32 products keep fp32
   // inputs. Also on where the VKGRAD_MATMUL environment variable is "fp16".
   bool fp16_matmul = false;
+  // Limits below the device's, so that the paths past them (an activation arena over several
+  // allocations, a tensor too large for one binding) run and are tested on any device: the
+  // Context's DeviceInfo reports the lower value and everything in the engine obeys it.
+  // 0: the device's own. Also from VKGRAD_LIMITS (parseDeviceLimits).
+  DeviceLimits limits;
 };
 
 // "512M" / "2G" / "1048576" (K, M, G, T: powers of 1024) in bytes; throws Error naming
 // `source` for anything else, or 0.
 uint64_t parseMemorySize(const std::string& text, const std::string& source);
+
+// "allocation=1M,storage=64K": comma-separated limits to lower (sizes as parseMemorySize's;
+// storage is maxStorageBufferRange, allocation maxMemoryAllocationSize). Throws Error naming
+// `source` for an unknown name or a bad size.
+DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source);
 
 // The selector these options give selectDevice, as Context applies it: options.device, else
 // VKGRAD_DEVICE, else none. For showing the choice without creating a device (vkgrad-info).

@@ -175,6 +175,9 @@ void readHeaps(VkPhysicalDevice device, DeviceInfo& info) {
 DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maintenance3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  subgroup.pNext = &maintenance3;
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -230,6 +233,7 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
   info.subgroup_arithmetic =
       info.subgroup_compute && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   readLimits(props.properties.limits, info);
+  info.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
 
   readHeaps(device, info);
 

@@ -39,6 +39,7 @@ struct DeviceInfo {
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_count[3] = {};
   uint64_t max_storage_buffer_range = 0;   // bytes one storage binding may span
+  uint64_t max_allocation_bytes = 0;       // bytes one vkAllocateMemory may take
   uint64_t max_texel_buffer_elements = 0;  // texels one buffer view may span
   uint64_t min_storage_offset_alignment = 0;
   uint64_t min_texel_offset_alignment = 0;

@@ -154,6 +154,7 @@ bool Buffer::grow(VkDeviceSize bytes) {
 Allocator::Allocator(Context& context, VkDeviceSize block_bytes)
     : context_(context), block_bytes_(block_bytes) {
   const DeviceInfo& info = context.info();
+  if (info.max_allocation_bytes) block_bytes_ = std::min(block_bytes_, info.max_allocation_bytes);
   // One alignment serves every binding kind, and is at least a vec4 so that
   // RGBA32F views over float arrays of any length stay inside the range.
   alignment_ =
@@ -230,6 +231,11 @@ Buffer Allocator::allocate(VkDeviceSize bytes, Use use) {
   if (bytes == 0) throw Error("cannot allocate a buffer of 0 bytes");
   context_.checkNotLost("vkAllocateMemory");
   const VkDeviceSize need = alignUp(bytes, alignment_);
+  const VkDeviceSize most = context_.info().max_allocation_bytes;
+  if (most && need > most)
+    throw Error("a " + std::to_string(bytes) + "-byte buffer (" + useName(use) +
+                ") is larger than one allocation on " + context_.info().name +
+                " may be (maxMemoryAllocationSize " + std::to_string(most) + " bytes)");
   auto take = [&](uint32_t b) -> Buffer {
     auto& free = blocks_[b].free;
     for (auto it = free.begin(); it != free.end(); ++it) {

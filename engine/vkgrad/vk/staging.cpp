@@ -39,10 +39,13 @@ void fullBarrier(const VolkDeviceTable& vk, VkCommandBuffer cmd) {
 }  // namespace
 
 Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), bytes_(bytes) {
+  // Transfers go through it in pieces, so it can be as small as one allocation may be.
+  if (context.info().max_allocation_bytes)
+    bytes_ = std::min(bytes_, context.info().max_allocation_bytes);
   const VolkDeviceTable& vk = context.vk();
   VkDevice device = context.device();
   VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  buffer_info.size = bytes;
+  buffer_info.size = bytes_;
   buffer_info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   VK_CHECK(vk.vkCreateBuffer(device, &buffer_info, nullptr, &buffer_));
   VkMemoryRequirements req;
