@@ -110,6 +110,12 @@ TrainingRun::TrainingRun(Cli& cli, const RunDefaults& defaults)
   cli.option("weight-decay", "AdamW's decoupled weight decay (matrices only)",
              defaults.weight_decay);
   cli.option("clip", "clip the gradients to this global norm (0: no clipping)", defaults.clip);
+  if (defaults.rows != Rows::All)
+    cli.option("accumulate",
+               "micro-batches of --batch rows per optimizer step, their gradients summed on the "
+               "device: the step of a batch this many times larger, with one micro-batch's "
+               "activation memory",
+               "1");
   cli.option("seed", "initialisation, data order and dropout seed", "1");
   cli.option("precision",
              "activations and their gradients in fp32, bf16 or fp16 (parameters, their "
@@ -134,6 +140,10 @@ TrainingRun::TrainingRun(Cli& cli, const RunDefaults& defaults)
 
 TrainingRun::~TrainingRun() = default;
 
+int64_t TrainingRun::itemsPerStep(const Loop& loop) const {
+  return loop.hooks.items_per_step * accumulate_;
+}
+
 const char* TrainingRun::unit() const {
   return defaults_.rows == Rows::Random ? "step" : "epoch";
 }
@@ -141,6 +151,7 @@ const char* TrainingRun::unit() const {
 void TrainingRun::parsed(const std::vector<const char*>& fixed) {
   fixed_ = fixed;
   fixed_.insert(fixed_.end(), std::begin(kSharedFixed), std::end(kSharedFixed));
+  if (defaults_.rows != Rows::All) fixed_.push_back("accumulate");
   const char* length = lengthOption(defaults_.rows);
   resumed_ = resumeRun(cli_, {fixed_, {length, "eval-every", "log-every", "save-every"}},
                        defaults_.program);
@@ -151,6 +162,8 @@ void TrainingRun::parsed(const std::vector<const char*>& fixed) {
   if (schedule != "cosine" && schedule != "constant")
     cli_.fail("--schedule must be cosine or constant");
   for (const char* every : {"eval-every", "save-every"}) cli_.getInt(every, 0, int64_t(1) << 40);
+  if (defaults_.rows != Rows::All)
+    accumulate_ = cli_.getInt("accumulate", 1, graph::Trainer::kMaxAccumulate);
   cli_.getInt("log-every", 1, int64_t(1) << 40);
   out_ = cli_.get("out");
   // Checked here, before the device or the data: a typo costs nothing.
@@ -172,20 +185,23 @@ vk::Context& TrainingRun::device() {
 }
 
 graph::TrainerOptions TrainingRun::trainerOptions(int64_t batch, int64_t rows) {
-  // An epoch needs a batch's rows; random draws (with replacement) do not.
-  if (defaults_.rows == Rows::Shuffled && rows < batch)
-    cli_.fail("--batch " + std::to_string(batch) + " is more than the " + std::to_string(rows) +
-              " training rows");
+  // An epoch needs a step's rows (batch times its micro-batches); random draws (with
+  // replacement) do not.
+  if (defaults_.rows == Rows::Shuffled && rows < batch * accumulate_)
+    cli_.fail("--batch " + std::to_string(batch) +
+              (accumulate_ > 1 ? " times --accumulate " + std::to_string(accumulate_) : "") +
+              " is more than the " + std::to_string(rows) + " training rows");
   rows_ = rows;
-  batch_ = defaults_.rows == Rows::All ? rows : batch;
-  steps_per_unit_ = defaults_.rows == Rows::Shuffled ? rows / batch : 1;
+  batch_ = defaults_.rows == Rows::All ? rows : batch * accumulate_;
+  steps_per_unit_ = defaults_.rows == Rows::Shuffled ? rows / batch_ : 1;
   if (rows <= 0 || batch_ <= 0 || steps_per_unit_ <= 0)
     throw Error("a batch of " + std::to_string(batch_) + " from " + std::to_string(rows) +
                 " rows: nothing to train on");
   const int64_t steps = units_ * steps_per_unit_;
   const float lr = lr_;
   graph::TrainerOptions options;
-  options.batch = batch_;
+  options.batch = batch_ / accumulate_;
+  options.accumulate = accumulate_;
   options.optimizer.adamw.weight_decay = float(cli_.getDouble("weight-decay", 0.0, 10.0));
   options.optimizer.max_grad_norm = float(cli_.getDouble("clip", 0.0, 1e6));
   options.dropout_seed = seed_;
@@ -313,7 +329,7 @@ void TrainingRun::trainUnit(graph::Trainer& trainer, Loop& loop, int64_t unit, b
       ++loop.reads;
     }
     if (progress)
-      progress->update(s, s * loop.hooks.items_per_step,
+      progress->update(s, s * itemsPerStep(loop),
                        statsText(loop.means(), loop.hooks.metrics), secondsSince(start));
   }
   loop.train_seconds += secondsSince(start);
@@ -342,7 +358,7 @@ void TrainingRun::logUnit(graph::Trainer& trainer, Loop& loop, int64_t unit, boo
               static_cast<long long>(unit), static_cast<long long>(units_),
               statsText(stats, loop.hooks.metrics).c_str(), evaluated.c_str(), ms);
   if (loop.hooks.items_per_step > 0)
-    std::printf("  %.0f %s/s", double(loop.hooks.items_per_step) * 1000.0 / ms, loop.hooks.items);
+    std::printf("  %.0f %s/s", double(itemsPerStep(loop)) * 1000.0 / ms, loop.hooks.items);
   std::printf("  lr %.2e  (%s)", double(trainer.learningRate()),
               duration(secondsSince(loop.start)).c_str());
   if (cli_.has("log-memory"))
@@ -384,7 +400,7 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
   vk::Context& context = device();
   const double seconds = secondsSince(loop.start);
   const double ms_per_step = 1000.0 * loop.train_seconds / double(loop.steps);
-  const double rate = double(loop.hooks.items_per_step * loop.steps) / loop.train_seconds;
+  const double rate = double(itemsPerStep(loop) * loop.steps) / loop.train_seconds;
   const uint64_t peak = context.allocator().peakBytesInUse();
   std::printf("done: %lld %ss in %s (training %.1f ms/step", static_cast<long long>(units_), unit(),
               duration(seconds).c_str(), ms_per_step);
@@ -403,6 +419,7 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
                       {"gpu_ms_per_step", loop.gpu_ms / double(loop.steps)},
                       {"peak_device_bytes", peak},
                       {"precision", graph::precisionName(precision_)},
+                      {"accumulate", accumulate_},
                       {"arena_bytes", trainer.executor().arenaBytes()}};
   if (loop.hooks.items_per_step > 0) json[loop.hooks.rate_key] = rate;
   if (precision_ == graph::Precision::F16) {

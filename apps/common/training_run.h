@@ -114,6 +114,7 @@ class TrainingRun {
   float peakLr() const { return lr_; }
   const char* unit() const;  // "epoch" or "step"
   int64_t units() const { return units_; }
+  int64_t accumulate() const { return accumulate_; }  // --accumulate (1 where not offered)
   const std::filesystem::path& out() const { return out_; }
   float lastLoss() const { return last_loss_; }  // NaN before the first read
   graph::Precision precision() const { return precision_; }
@@ -140,6 +141,9 @@ class TrainingRun {
   RunDefaults defaults_;
   std::optional<graph::Checkpoint> resumed_;
   std::vector<const char*> fixed_;
+  int64_t accumulate_ = 1;  // --accumulate: micro-batches per step
+  // The items (images, tokens) a step trains on: the app's per micro-batch, times them.
+  int64_t itemsPerStep(const Loop& loop) const;
   std::unique_ptr<vk::Context> context_;
   std::filesystem::path out_;
   uint64_t seed_ = 0;

@@ -82,7 +82,9 @@ int train(int argc, char** argv) {
   graph::Trainer trainer(context, store, {&train_w.ids, &train_w.targets}, loss, options);
   // Validation: the same model over held-out windows, through a trainer that never steps.
   graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, options);
-  const std::vector<uint32_t> val_rows = validationRows(val_w.count, ctx, batch);
+  // Sized by the step's rows, so --batch 4 --accumulate 4 validates as --batch 16 does.
+  const std::vector<uint32_t> val_rows =
+      validationRows(val_w.count, ctx, batch * run.accumulate());
   const double unigram = unigramEntropy(tokens, config.vocab);
   printHeader(context, cli, tokens.size(), train_w.count, val_rows.size(), store.elements(), config,
               unigram);

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -362,6 +364,90 @@ TEST_F(TrainerTest, MarkedScalarsComeBackWithTheLossOnly) {
     ADD_FAILURE() << "a (16,2) metric was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("a metric the loss function marks"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Gradient accumulation: 3 micro-batches of 16 rows train like one batch of the same 48 rows
+// (SGD, so the parameters follow the gradients linearly): every step's loss and metric, and
+// the parameters after 6 steps, agree to f32 rounding (the sums run in another order), with
+// the activation arena of one micro-batch. Bad counts are refused before any GPU work.
+TEST_F(TrainerTest, AccumulatedMicroBatchesTrainLikeOneLargeBatch) {
+  const auto with_metric = [](const graph::LossFn& base) -> graph::LossFn {
+    return [base](Graph& g, std::span<const Tensor> batch) {
+      const Tensor loss = base(g, batch);
+      g.markOutput(g.add(loss, loss));
+      return loss;
+    };
+  };
+  const int steps = 6;
+  std::vector<std::vector<uint32_t>> batches;
+  for (int s = 0; s < steps; ++s) batches.push_back(randomBatch(rng_, 48, 192));
+  struct Run {
+    std::vector<float> losses, metrics;
+    std::vector<graph::SavedTensor> initial, parameters;
+    uint64_t arena = 0;
+  };
+  const auto run = [&](int64_t batch, int64_t accumulate) {
+    graph::ParameterStore store(ctx());
+    addMlp(store, 32);
+    store.initialize(rng_.seed());
+    graph::TrainerOptions options;
+    options.batch = batch;
+    options.accumulate = accumulate;
+    options.optimizer.kind = graph::OptimizerConfig::Kind::Sgd;
+    options.schedule = graph::Schedule::constant(0.5f);
+    graph::Trainer trainer(ctx(), store, {&x_, &y_}, with_metric(mlpLoss(store)), options);
+    Run r;
+    r.initial = store.download();
+    r.arena = trainer.executor().arenaBytes();
+    for (const auto& b : batches) {
+      r.losses.push_back(*trainer.step(b, true));
+      r.metrics.push_back(trainer.metrics().at(0));
+    }
+    r.parameters = store.download();
+    return r;
+  };
+  const Run whole = run(48, 1), micro = run(16, 3);
+  for (int s = 0; s < steps; ++s) {
+    EXPECT_NEAR(micro.losses[size_t(s)], whole.losses[size_t(s)], 1e-6) << "step " << s;
+    EXPECT_NEAR(micro.metrics[size_t(s)], 2 * whole.losses[size_t(s)], 2e-6) << "step " << s;
+  }
+  const auto largestChange = [](const graph::SavedTensor& x, const graph::SavedTensor& y) {
+    double worst = 0;
+    for (size_t i = 0; i < x.data.size(); ++i)
+      worst = std::max(worst, double(std::abs(std::bit_cast<float>(x.data[i]) -
+                                              std::bit_cast<float>(y.data.at(i)))));
+    return worst;
+  };
+  ASSERT_EQ(micro.parameters.size(), whole.parameters.size());
+  for (size_t p = 0; p < whole.parameters.size(); ++p) {
+    // Each weight matrix moved, and both runs moved it alike.
+    if (whole.parameters[p].name.ends_with(".w")) {
+      EXPECT_GT(largestChange(whole.parameters[p], whole.initial[p]), 1e-3);
+    }
+    EXPECT_LT(largestChange(whole.parameters[p], micro.parameters[p]), 1e-5)
+        << whole.parameters[p].name << " " << rng_.describe();
+  }
+  EXPECT_LT(micro.arena, whole.arena);
+
+  graph::ParameterStore store(ctx());
+  addMlp(store, 8);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 16;
+  for (const int64_t bad : {int64_t(0), graph::Trainer::kMaxAccumulate + 1}) {
+    options.accumulate = bad;
+    EXPECT_THROW(graph::Trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options), ShapeError);
+  }
+  options.accumulate = 2;
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  try {
+    trainer.step(randomBatch(rng_, 16, 192));
+    ADD_FAILURE() << "16 indices for 2 micro-batches of 16";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("16 indices for a batch of 16 times 2 micro-batches"),
+              std::string::npos)
         << e.what();
   }
 }

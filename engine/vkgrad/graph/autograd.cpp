@@ -12,6 +12,14 @@ class Autograd {
  public:
   Autograd(Graph& g, Tensor loss) : b_(g), loss_(loss.id) {}
 
+  // The parameters' gradients of `into` take this backward's contributions, all added.
+  void accumulateInto(const Gradients& into) {
+    for (const auto& [parameter, grad] : into.parameters) {
+      b_.grad_[parameter.id] = grad.id;
+      b_.contributions_[b_.g_.tensor(grad).root] = 1;
+    }
+  }
+
   // seed: the gradient of loss_ (-1: a constant 1 for a scalar loss).
   Gradients run(int seed) {
     Graph& g = b_.g_;
@@ -232,7 +240,10 @@ Gradients backward(Graph& g, Tensor loss) {
   return Autograd(g, loss).run(-1);
 }
 
-Gradients backward(Graph& g, Tensor output, Tensor output_grad) {
+namespace {
+
+// output_grad must be an f32 gradient of output's shape, and not output itself.
+void checkOutputGrad(const Graph& g, Tensor output, Tensor output_grad) {
   const TensorInfo& o = g.tensor(output);
   const TensorInfo& d = g.tensor(output_grad);
   if (o.dtype != DType::F32 || d.dtype != DType::F32 || !(o.shape == d.shape))
@@ -240,7 +251,20 @@ Gradients backward(Graph& g, Tensor output, Tensor output_grad) {
                      " and its gradient " + d.shape.str() + " " + ops::dtypeName(d.dtype) +
                      " must be f32 of the same shape");
   if (output_grad == output) throw Error("backward: an output cannot be its own gradient");
+}
+
+}  // namespace
+
+Gradients backward(Graph& g, Tensor output, Tensor output_grad) {
+  checkOutputGrad(g, output, output_grad);
   return Autograd(g, output).run(output_grad.id);
+}
+
+Gradients backward(Graph& g, Tensor output, Tensor output_grad, const Gradients& into) {
+  checkOutputGrad(g, output, output_grad);
+  Autograd autograd(g, output);
+  autograd.accumulateInto(into);
+  return autograd.run(output_grad.id);
 }
 
 }  // namespace vkgrad::graph

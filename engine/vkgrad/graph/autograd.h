@@ -43,5 +43,11 @@ Gradients backward(Graph& g, Tensor loss);
 // sum(output ∘ output_grad). output may be a reshape of what a node wrote, not a slice.
 // Throws ShapeError on mismatched shapes, Error when no parameter reaches output.
 Gradients backward(Graph& g, Tensor output, Tensor output_grad);
+// Gradient accumulation over micro-batches built into one graph: as backward(g, output,
+// output_grad), but the parameter gradients of `into` (an earlier backward on this graph) are
+// this one's too, and every contribution adds to them, so after both run their bytes hold the
+// sum. Nodes run in the order they were added, so each micro-batch's activations die before
+// the next one's forward begins and the arena holds one micro-batch's (graph/trainer.h).
+Gradients backward(Graph& g, Tensor output, Tensor output_grad, const Gradients& into);
 
 }  // namespace vkgrad::graph

@@ -99,8 +99,10 @@ Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
 }
 
 Tensor Graph::parameter(const Parameter& p) {
-  for (const TensorInfo& t : tensors_)
-    if (t.parameter == &p) throw Error("graph: parameter " + p.name + " added twice");
+  // One tensor per parameter: a model built twice into one graph (the Trainer's micro-batches)
+  // shares its weights and their gradient.
+  for (size_t t = 0; t < tensors_.size(); ++t)
+    if (tensors_[t].parameter == &p) return {int(t)};
   TensorInfo info{p.name, p.shape, DType::F32, TensorKind::Parameter};
   info.parameter = &p;
   return {newTensor(std::move(info))};

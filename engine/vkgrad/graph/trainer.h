@@ -27,6 +27,13 @@ class ParameterStore;
 
 struct TrainerOptions {
   int64_t batch = 32;
+  // Gradient accumulation: each step takes batch * accumulate indices, runs them as this many
+  // micro-batches of `batch` rows one after another (forward and backward each, their
+  // parameter gradients summed on the device, graph/autograd.h) and updates once: the
+  // gradient of the mean loss over all of them, with the activation memory of one
+  // micro-batch. The step's loss and metrics are the micro-batches' means. The loss function
+  // is called once per micro-batch. evaluate() takes batches of `batch`.
+  int64_t accumulate = 1;
   OptimizerConfig optimizer;  // its lr is ignored: the schedule gives every step's
   Schedule schedule = Schedule::constant(1e-3f);
   int64_t loss_every = 0;     // > 0: step() also reads the loss back every this many steps
@@ -58,6 +65,7 @@ int64_t loadTrainingState(const Checkpoint& checkpoint, const std::string& sourc
 
 class Trainer {
  public:
+  static constexpr int64_t kMaxAccumulate = 1024;  // the graph holds every micro-batch's nodes
   // datasets: (N, ...) each with the same N. They and the store must outlive the trainer; the
   // store's parameters are trained as they are (initialize() or load() it first). Throws Error
   // (ShapeError for shapes) on a bad configuration, before any step runs.
