@@ -80,8 +80,11 @@ int train(int argc, char** argv) {
   const graph::TrainerOptions options = run.trainerOptions(batch, train_w.count);
   const graph::LossFn loss = gpt::gptLossFn(store, config);
   graph::Trainer trainer(context, store, {&train_w.ids, &train_w.targets}, loss, options);
-  // Validation: the same model over held-out windows, through a trainer that never steps.
-  graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, options);
+  // Validation: the same model over held-out windows, through a trainer that only evaluates
+  // (no gradients, optimizer state or training arena of its own: 1.6 GB at gpt2-small).
+  graph::TrainerOptions val_options = options;
+  val_options.evaluate_only = true;
+  graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, val_options);
   // Sized by the step's rows, so --batch 4 --accumulate 4 validates as --batch 16 does.
   const std::vector<uint32_t> val_rows =
       validationRows(val_w.count, ctx, batch * run.accumulate());

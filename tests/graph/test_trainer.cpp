@@ -23,6 +23,7 @@
 #include "graph/transformer_block.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/parameters.h"
+#include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {
@@ -449,6 +450,34 @@ TEST_F(TrainerTest, AccumulatedMicroBatchesTrainLikeOneLargeBatch) {
     EXPECT_NE(std::string(e.what()).find("16 indices for a batch of 16 times 2 micro-batches"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// An evaluation-only trainer (a validation set's) builds no training graph: it holds no
+// gradients or optimizer state, evaluates what a training one does, and refuses to step.
+TEST_F(TrainerTest, EvaluationOnlyHoldsNoTrainingState) {
+  graph::ParameterStore store(ctx());
+  addMlp(store, 32);
+  store.initialize(rng_.seed());
+  graph::TrainerOptions options;
+  options.batch = 16;
+  vk::Allocator& allocator = ctx().allocator();
+  const VkDeviceSize before = allocator.bytesInUse(vk::Use::GraphState);
+  graph::Trainer trainer(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  const VkDeviceSize training = allocator.bytesInUse(vk::Use::GraphState) - before;
+  options.evaluate_only = true;
+  graph::Trainer evaluator(ctx(), store, {&x_, &y_}, mlpLoss(store), options);
+  const VkDeviceSize evaluating = allocator.bytesInUse(vk::Use::GraphState) - before - training;
+  // Gradients and two AdamW moments of the 1,251 parameters, at least: 15 KB.
+  EXPECT_GT(training, evaluating + 3 * 4 * 1251u);
+  const std::vector<uint32_t> rows = iota(64);
+  EXPECT_EQ(evaluator.evaluate(rows), trainer.evaluate(rows));
+  EXPECT_FALSE(evaluator.busy());
+  try {
+    evaluator.step(randomBatch(rng_, 16, 192));
+    ADD_FAILURE() << "an evaluation-only trainer stepped";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("evaluation only"), std::string::npos) << e.what();
   }
 }
 

@@ -49,11 +49,21 @@ Trainer::Trainer(vk::Context& context, ParameterStore& store, std::vector<const 
                        std::to_string(rows_));
   }
   if (rows_ > int64_t(UINT32_MAX)) throw ShapeError("trainer: datasets exceed 2^32 rows");
-  train_ = build(true);
-  written_lr_ = options_.schedule.at(0);  // what build() put in the state
+  if (options_.evaluate_only) {
+    eval_ = build(false);
+  } else {
+    train_ = build(true);
+    written_lr_ = options_.schedule.at(0);  // what build() put in the state
+  }
 }
 
 Trainer::~Trainer() = default;
+
+Trainer::Compiled& Trainer::training() const {
+  if (!train_)
+    throw Error("trainer: built for evaluation only (TrainerOptions::evaluate_only): no step");
+  return *train_;
+}
 
 namespace {
 
@@ -152,12 +162,12 @@ void Trainer::prepareStep(std::span<const uint32_t> indices) {
                           ? " times " + std::to_string(options_.accumulate) + " micro-batches"
                           : std::string()));
   checkIndices(indices, "step");
-  Executor& exec = *train_->exec;
-  exec.setInput(train_->indices, indices);
+  Executor& exec = *training().exec;
+  exec.setInput(training().indices, indices);
   // Uploaded only when it changes: a constant schedule costs no transfer per step.
   const float lr = options_.schedule.at(step_);
   if (std::bit_cast<uint32_t>(lr) != std::bit_cast<uint32_t>(written_lr_)) {
-    exec.setLearningRate(train_->state, lr);
+    exec.setLearningRate(training().state, lr);
     written_lr_ = lr;
   }
 }
@@ -170,40 +180,40 @@ uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
                             std::span<const vk::SemaphoreWait> waits,
                             std::span<const vk::SemaphoreSignal> signals) {
   prepareStep(indices);
-  const uint64_t value = train_->exec->submit(waits, signals);
+  const uint64_t value = training().exec->submit(waits, signals);
   ++step_;
   return value;
 }
 
 bool Trainer::busy() const {
-  return train_->exec->busy();
+  return train_ && train_->exec->busy();
 }
 
 float Trainer::lossScale() {
-  if (!train_->loss_scale) return 1.0f;
-  return train_->exec->readScalar(train_->loss_scale.scale);
+  if (!training().loss_scale) return 1.0f;
+  return training().exec->readScalar(training().loss_scale.scale);
 }
 
 int64_t Trainer::skippedSteps() {
-  if (!train_->loss_scale) return 0;
-  return train_->exec->readWords(train_->loss_scale.counters).at(1);
+  if (!training().loss_scale) return 0;
+  return training().exec->readWords(training().loss_scale.counters).at(1);
 }
 
 float Trainer::lastLoss() {
   if (step_ == 0) throw Error("trainer: lastLoss() before any step");
-  return train_->exec->readScalar(train_->loss);
+  return training().exec->readScalar(training().loss);
 }
 
 std::optional<float> Trainer::step(std::span<const uint32_t> indices, bool read_loss) {
   prepareStep(indices);
-  Executor& exec = *train_->exec;
+  Executor& exec = *training().exec;
   exec.step();
   ++step_;
   const bool read = read_loss || (options_.loss_every > 0 && step_ % options_.loss_every == 0);
   if (!read) return std::nullopt;
   metrics_.clear();
-  for (const Tensor m : train_->metrics) metrics_.push_back(exec.readScalar(m));
-  return exec.readScalar(train_->loss);
+  for (const Tensor m : training().metrics) metrics_.push_back(exec.readScalar(m));
+  return exec.readScalar(training().loss);
 }
 
 float Trainer::evaluate(std::span<const uint32_t> indices) {
@@ -333,7 +343,7 @@ int64_t loadTrainingState(const Checkpoint& checkpoint, const std::string& where
 
 void Trainer::saveState(const std::filesystem::path& path,
                         const std::map<std::string, std::string>& metadata) {
-  saveTrainingState(path, store_, train_->g, *train_->exec, step_, metadata);
+  saveTrainingState(path, store_, training().g, *training().exec, step_, metadata);
 }
 
 std::map<std::string, std::string> Trainer::loadState(const std::filesystem::path& path) {
@@ -343,21 +353,21 @@ std::map<std::string, std::string> Trainer::loadState(const std::filesystem::pat
 }
 
 void Trainer::loadState(const Checkpoint& checkpoint, const std::string& where) {
-  step_ = loadTrainingState(checkpoint, where, store_, train_->g, *train_->exec);
+  step_ = loadTrainingState(checkpoint, where, store_, training().g, *training().exec);
   // The learning rate now in the device state is the saved one.
-  written_lr_ = std::bit_cast<float>(train_->exec->readWords(train_->state).at(0));
+  written_lr_ = std::bit_cast<float>(training().exec->readWords(training().state).at(0));
 }
 
 double Trainer::lastStepMilliseconds() const {
-  return train_->exec->gpuMilliseconds();
+  return training().exec->gpuMilliseconds();
 }
 
 const Executor& Trainer::executor() const {
-  return *train_->exec;
+  return *training().exec;
 }
 
 const Graph& Trainer::graph() const {
-  return train_->g;
+  return training().g;
 }
 
 }  // namespace vkgrad::graph

@@ -34,6 +34,9 @@ struct TrainerOptions {
   // micro-batch. The step's loss and metrics are the micro-batches' means. The loss function
   // is called once per micro-batch. evaluate() takes batches of `batch`.
   int64_t accumulate = 1;
+  // Only evaluate() is used (a validation set's trainer): no training graph is built, so no
+  // gradients, optimizer state or training arena are allocated; step() throws Error.
+  bool evaluate_only = false;
   OptimizerConfig optimizer;  // its lr is ignored: the schedule gives every step's
   Schedule schedule = Schedule::constant(1e-3f);
   int64_t loss_every = 0;     // > 0: step() also reads the loss back every this many steps
@@ -126,6 +129,7 @@ class Trainer {
  private:
   struct Compiled;
   std::unique_ptr<Compiled> build(bool train) const;
+  Compiled& training() const;  // the training graph; throws Error when evaluate_only
   void checkIndices(std::span<const uint32_t> indices, const char* what) const;
   void prepareStep(std::span<const uint32_t> indices);  // checks, uploads indices and lr
 
