@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/trainer.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {
 namespace {
@@ -137,6 +139,45 @@ TEST_F(PrecisionTest, ASliceOfAnOddLengthActivationHasItsGradientZeroed) {
 // activation to 8 (bf16) or 11 (fp16) bits perturbs every step, so the trajectories part,
 // but not by more than the f32 run's own noise across seeds. fp16 needs no loss scaling
 // here: this block's gradients stay far above fp16's smallest normal.
+// A device without 16-bit storage buffers (imposed: VKGRAD_LIMITS=storage16=off) refuses a
+// 16-bit run when it is built, naming the feature, and trains the same model in f32.
+TEST(PrecisionWithout16BitStorage, RefusesA16BitRunNamingTheFeature) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.limits = vk::parseDeviceLimits("storage16=off", "test");
+  vk::Context context(options);
+  EXPECT_FALSE(context.info().storage_16bit);
+  const TinyTransformer config;
+  Rng rng;
+  std::vector<uint32_t> ids(size_t(8 * config.seq));
+  for (uint32_t& id : ids) id = rng.below(11);
+  const graph::Dataset data = graph::uploadDataset(context, "ids", {8, config.seq}, ids);
+  graph::ParameterStore store(context);
+  addTransformerParameters(store, config);
+  store.initialize(rng.seed());
+  graph::TrainerOptions trainer_options;
+  trainer_options.batch = 4;
+  const graph::LossFn loss = [&](Graph& g, std::span<const Tensor> batch) {
+    return transformerLoss(g, store, config, batch[0], batch[1]);
+  };
+  for (const Precision precision : {Precision::BF16, Precision::F16}) {
+    trainer_options.precision = precision;
+    try {
+      graph::Trainer trainer(context, store, {&data, &data}, loss, trainer_options);
+      ADD_FAILURE() << graph::precisionName(precision) << " built without 16-bit storage";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("16-bit tensors need storageBuffer16BitAccess, "
+                                           "which"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  trainer_options.precision = Precision::F32;
+  graph::Trainer trainer(context, store, {&data, &data}, loss, trainer_options);
+  EXPECT_TRUE(std::isfinite(*trainer.step(std::vector<uint32_t>{0, 3, 5, 7}, true)));
+  EXPECT_TRUE(context.validationMessages().empty());
+}
+
 TEST_F(PrecisionTest, ATransformerBlockTrainsInBf16AndFp16AsInF32) {
   const TinyTransformer config;
   const int64_t rows = 64, seq = config.seq;

@@ -53,12 +53,18 @@ DeviceLimits parseDeviceLimits(const std::string& text, const std::string& sourc
     const std::string item = text.substr(begin, end - begin);
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
+    if (name == "storage16" && eq != std::string::npos && item.substr(eq + 1) == "off") {
+      limits.no_storage_16bit = true;
+      begin = end + 1;
+      continue;
+    }
     uint64_t* slot = name == "allocation" ? &limits.max_allocation_bytes
                      : name == "storage"  ? &limits.max_storage_buffer_range
                                           : nullptr;
     if (!slot || eq == std::string::npos)
       throw Error(source + "='" + text + "': '" + item +
-                  "' is not allocation=SIZE or storage=SIZE (e.g. allocation=1M,storage=64K)");
+                  "' is not allocation=SIZE, storage=SIZE or storage16=off (e.g. "
+                  "allocation=1M,storage=64K)");
     *slot = parseMemorySize(item.substr(eq + 1), source + " " + name);
     begin = end + 1;
   }
@@ -71,14 +77,17 @@ namespace {
 // 256 bytes, as every binding offset is.
 void lowerLimits(DeviceInfo& info, const DeviceLimits& option) {
   DeviceLimits limits = option;
-  if (const char* env = std::getenv("VKGRAD_LIMITS");
-      env && *env && !limits.max_allocation_bytes && !limits.max_storage_buffer_range)
+  if (const char* env = std::getenv("VKGRAD_LIMITS"); env && *env && !limits.any())
     limits = parseDeviceLimits(env, "VKGRAD_LIMITS");
   const auto lower = [](uint64_t& value, uint64_t to, uint64_t granule) {
     if (to) value = std::min(value, std::max(granule, to / granule * granule));
   };
   lower(info.max_allocation_bytes, limits.max_allocation_bytes, 1 << 16);
   lower(info.max_storage_buffer_range, limits.max_storage_buffer_range, 256);
+  if (limits.no_storage_16bit) {
+    info.storage_16bit = false;
+    info.coopmat = false;  // its kernel reads 16-bit buffers
+  }
 }
 
 // options.memory_limit, else VKGRAD_MEMORY_LIMIT, else 0 (none).

@@ -24,6 +24,10 @@ class KernelCache;
 struct DeviceLimits {
   uint64_t max_allocation_bytes = 0;      // maxMemoryAllocationSize
   uint64_t max_storage_buffer_range = 0;  // maxStorageBufferRange
+  bool no_storage_16bit = false;          // as a device without storageBuffer16BitAccess
+  bool any() const {
+    return max_allocation_bytes || max_storage_buffer_range || no_storage_16bit;
+  }
 };
 
 struct ContextOptions {
@@ -46,9 +50,9 @@ struct ContextOptions {
   // inputs. Also on where the VKGRAD_MATMUL environment variable is "fp16".
   bool fp16_matmul = false;
   // Limits below the device's, so that the paths past them (an activation arena over several
-  // allocations, a tensor too large for one binding) run and are tested on any device: the
-  // Context's DeviceInfo reports the lower value and everything in the engine obeys it.
-  // 0: the device's own. Also from VKGRAD_LIMITS (parseDeviceLimits).
+  // allocations, a tensor too large for one binding, no 16-bit storage) run and are tested on
+  // any device: the Context's DeviceInfo reports the lower value and everything in the engine
+  // obeys it. 0: the device's own. Also from VKGRAD_LIMITS (parseDeviceLimits).
   DeviceLimits limits;
 };
 
@@ -56,9 +60,10 @@ struct ContextOptions {
 // `source` for anything else, or 0.
 uint64_t parseMemorySize(const std::string& text, const std::string& source);
 
-// "allocation=1M,storage=64K": comma-separated limits to lower (sizes as parseMemorySize's;
-// storage is maxStorageBufferRange, allocation maxMemoryAllocationSize). Throws Error naming
-// `source` for an unknown name or a bad size.
+// "allocation=1M,storage=64K,storage16=off": comma-separated limits to lower (sizes as
+// parseMemorySize's; storage is maxStorageBufferRange, allocation maxMemoryAllocationSize;
+// storage16=off takes 16-bit storage buffers away). Throws Error naming `source` for an
+// unknown name or a bad value.
 DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source);
 
 // The selector these options give selectDevice, as Context applies it: options.device, else
