@@ -58,6 +58,41 @@ Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& 
   return d;
 }
 
+// The graph's own persistent tensors (inputs, constants, optimizer state, parameter
+// gradients) share flat buffers, in tensor order, each on the binding alignment: the optimizer
+// then updates all of a buffer's in one dispatch (ops::adamwMany), and a gradient norm reads
+// them in one. One buffer, unless that would be more than one allocation (`most`, 0: no
+// limit) may be: then as few as fit. A tensor larger than one allocation is a ShapeError.
+struct StateLayout {
+  std::vector<uint64_t> bytes;  // per state buffer
+  struct Place {
+    size_t tensor, buffer;
+    uint64_t offset;
+  };
+  std::vector<Place> tensors;
+};
+StateLayout layOutState(const Graph& graph, const GraphPlan& plan, uint64_t align, uint64_t most,
+                        const std::string& device) {
+  StateLayout layout;
+  for (size_t t = 0; t < graph.tensors().size(); ++t) {
+    const TensorInfo& info = graph.tensor(int(t));
+    if (info.root != int(t) || !plan.used[t] || !isPersistent(info) ||
+        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
+      continue;
+    const uint64_t bytes = (info.bytes() + align - 1) / align * align;
+    if (most && bytes > most)
+      throw ShapeError("executor: " + info.name + " " + info.shape.str() + " is " +
+                       std::to_string(info.bytes()) + " bytes, more than one allocation on " +
+                       device + " may be (maxMemoryAllocationSize " + std::to_string(most) +
+                       " bytes)");
+    if (layout.bytes.empty() || (most && layout.bytes.back() + bytes > most))
+      layout.bytes.push_back(0);
+    layout.tensors.push_back({t, layout.bytes.size() - 1, layout.bytes.back()});
+    layout.bytes.back() += bytes;
+  }
+  return layout;
+}
+
 }  // namespace
 
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
@@ -92,30 +127,9 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   buffer_.assign(n, nullptr);
   offset_.assign(n, 0);
 
-  // The graph's own persistent tensors (inputs, constants, optimizer state, parameter
-  // gradients) share flat buffers, in tensor order, each on the binding alignment: the
-  // optimizer then updates all of a buffer's in one dispatch (ops::adamwMany), and a
-  // gradient norm reads them in one. One buffer, unless that would be more than one
-  // allocation may be: then as few as fit.
-  std::vector<uint64_t> state_bytes;                // per state buffer
-  std::vector<std::pair<size_t, size_t>> state_of;  // tensor, its state buffer
-  for (size_t t = 0; t < n; ++t) {
-    const TensorInfo& info = graph.tensor(int(t));
-    if (info.root != int(t) || !plan_.used[t] || !isPersistent(info) ||
-        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
-      continue;
-    const uint64_t bytes = (info.bytes() + align - 1) / align * align;
-    if (most && bytes > most)
-      throw ShapeError("executor: " + info.name + " " + info.shape.str() + " is " +
-                       std::to_string(info.bytes()) + " bytes, more than one allocation on " +
-                       context.info().name + " may be (maxMemoryAllocationSize " +
-                       std::to_string(most) + " bytes)");
-    if (state_bytes.empty() || (most && state_bytes.back() + bytes > most))
-      state_bytes.push_back(0);
-    offset_[t] = state_bytes.back();
-    state_bytes.back() += bytes;
-    state_of.emplace_back(t, state_bytes.size() - 1);
-  }
+  const StateLayout state = layOutState(graph, plan_, align, most, context.info().name);
+  const std::vector<uint64_t>& state_bytes = state.bytes;
+  for (const auto& [t, b, at] : state.tensors) offset_[t] = at;
   const uint64_t chunk = plan_.memory.chunk_bytes, arena_bytes = plan_.memory.arena_bytes;
   const size_t chunks = !arena_bytes ? 0 : chunk ? (arena_bytes + chunk - 1) / chunk : 1;
   owned_.reserve(chunks + state_bytes.size());  // pointers into owned_ are kept
@@ -141,7 +155,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       buffer_[t] = info.dataset->buffer.get();
     }
   }
-  for (const auto& [t, b] : state_of) {
+  for (const auto& [t, b, at] : state.tensors) {
     const TensorInfo& info = graph.tensor(int(t));
     buffer_[t] = &owned_[first_state + b];
     if (!info.data.empty())

@@ -399,6 +399,37 @@ Product withBatchAsRows(Product p) {
   return p;
 }
 
+// The epilogues the Texel kernel combines (logic errors: the callers never ask for others).
+void checkTexelEpilogue(const Product& p) {
+  if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
+  if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
+    throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
+  if (p.act_fwd && (p.beta != 0.0f || p.residual))
+    throw std::logic_error("matmul: an applied activation with beta or a residual");
+}
+
+// How the Texel kernel fetches A and B (its A_VEC4, B_VEC4, B_KVEC4, A_MVEC4), with their first
+// elements a_off and b_off into their bindings. Whole-vec4 fetches need 4 contiguous elements
+// per fetch and every row to start on a texel; otherwise that operand is read through a
+// one-component view, four scalar fetches per vec4 (see texel.comp).
+struct FetchModes {
+  bool a_vec4, b_vec4, b_kvec4, a_mvec4;
+};
+FetchModes fetchModes(const Product& p, uint32_t a_off, uint32_t b_off) {
+  const int64_t m = p.a.rows, n = p.b.cols;
+  FetchModes f{};
+  f.a_vec4 = p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
+  f.b_vec4 =
+      p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0 && n % 4 == 0;
+  // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
+  f.b_kvec4 =
+      !f.b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
+  // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
+  f.a_mvec4 = !f.a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
+              a_off % 4 == 0 && m % 4 == 0;
+  return f;
+}
+
 // The Texel kernel (one subgroup per workgroup, texel fetches, its own epilogues), all of p;
 // bias is bias_view bound (the real bias or its stand-in).
 void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_view,
@@ -407,11 +438,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
-  if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
-  if (p.act && (p.beta != 0.0f || p.bias || p.residual || p.act_fwd))
-    throw std::logic_error("matmul: an activation gradient with beta, a bias or a residual");
-  if (p.act_fwd && (p.beta != 0.0f || p.residual))
-    throw std::logic_error("matmul: an applied activation with beta or a residual");
+  checkTexelEpilogue(p);
   // The epilogue's operand, laid out as C: the activation gradient's x or the residual;
   // without either the binding is a stand-in, A's view, never fetched.
   const TensorView* epi_view = p.act ? p.act->x : p.residual;
@@ -431,19 +458,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
   Bound bb = bindTexel(context, p.b.view, texelFormat(p.b.view.dtype, false, s16));
   const Bound bc = bindStorage(context, c);
   const uint32_t a_off = ba.skip + uint32_t(p.a.start), b_off = bb.skip + uint32_t(p.b.start);
-  // Whole-vec4 fetches need 4 contiguous elements per fetch and every row to start on a
-  // texel; otherwise that operand is read through a one-component view, four scalar
-  // fetches per vec4 (see texel.comp).
-  const bool a_vec4 =
-      p.a.s_col == 1 && p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && a_off % 4 == 0;
-  const bool b_vec4 =
-      p.b.s_col == 1 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0 && n % 4 == 0;
-  // A transposed B with K % 4 == 0: whole-vec4 fetches along k instead.
-  const bool b_kvec4 =
-      !b_vec4 && p.b.s_row == 1 && p.b.s_col % 4 == 0 && p.b.s_batch % 4 == 0 && b_off % 4 == 0;
-  // A transposed A with M % 4 == 0: whole-vec4 fetches along m.
-  const bool a_mvec4 = !a_vec4 && p.a.s_row == 1 && p.a.s_col % 4 == 0 && p.a.s_batch % 4 == 0 &&
-                       a_off % 4 == 0 && m % 4 == 0;
+  const auto [a_vec4, b_vec4, b_kvec4, a_mvec4] = fetchModes(p, a_off, b_off);
   if (a_vec4 || a_mvec4) ba.arg.texel = texelFormat(p.a.view.dtype, true, s16);
   if (b_vec4 || b_kvec4) bb.arg.texel = texelFormat(p.b.view.dtype, true, s16);
   // The workgroup is exactly one subgroup. For SPIR-V below 1.6 (ours is 1.5, Vulkan 1.2)
