@@ -38,9 +38,11 @@ void declare(Cli& cli) {
              "for coopmat subgroups and 16x16 fragments, e.g. 2x2x32x4x4)",
              "auto");
   cli.option("inputs",
-             "matmul: how A and B are stored: f32, or f16 (rounded on the host; the coopmat "
-             "variant only, and the check uses the rounded values)",
+             "matmul: how A and B are stored: f32, f16 or bf16 (rounded on the host, and the "
+             "check uses the rounded values; the coopmat variant reads f32 and f16)",
              "f32");
+  cli.option("output",
+             "matmul: how C is stored: f32, f16 or bf16 (the check allows its rounding)", "f32");
   cli.option("batch", "matmul: batch B: A (B,M,K) and B (B,K,N), no broadcast", "1");
   cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
   cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
@@ -262,14 +264,23 @@ struct Problem {
   bool trans_a = false, trans_b = false;
   std::vector<ops::MatmulVariant> variants;
   ops::MatmulTiling tiling;   // empty: the library's choice per variant
-  std::string inputs;         // "f32", or "f16": A and B stored as halves
+  std::string inputs;         // "f32", "f16" or "bf16": how A and B are stored
+  std::string output;         // how C is stored, likewise
   bool half = false;          // inputs == "f16"
   int64_t scratch_numel = 0;  // split-K scratch floats; 0: --split off, or no split
   int64_t parts = 1;          // the parts that scratch splits K into
   bool full_check = false;    // every element against the CPU reference, else sampled
   bool all_variants = false;  // --variant all: leave out what the device cannot run
 
-  ops::DType inDtype() const { return half ? ops::DType::F16 : ops::DType::F32; }
+  ops::DType inDtype() const { return dtypeNamed(inputs); }
+  ops::DType outDtype() const { return dtypeNamed(output); }
+  static ops::DType dtypeNamed(const std::string& name) {
+    return name == "f16" ? ops::DType::F16 : name == "bf16" ? ops::DType::BF16 : ops::DType::F32;
+  }
+  // The check's bound: fp32 sums' and the inputs' rounding, and C's own rounding.
+  double tolerance() const {
+    return std::max(kCheckTolerance, 2.0 * ops::ref::unitRoundoff(outDtype()));
+  }
   double flop() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
   // Stored shapes; a batch of 1 stays 2-D.
   ops::Shape aShape() const { return shape(trans_a ? k : m, trans_a ? m : k); }
@@ -288,7 +299,8 @@ Problem parseProblem(const Cli& cli, const BenchOptions& options) {
   p.variants = parseVariants(cli);
   p.all_variants = cli.get("variant") == "all";
   p.tiling = parseTiling(cli);
-  p.inputs = parseChoice(cli, "inputs", {"f32", "f16"});
+  p.inputs = parseChoice(cli, "inputs", {"f32", "f16", "bf16"});
+  p.output = parseChoice(cli, "output", {"f32", "f16", "bf16"});
   p.half = p.inputs == "f16";
   p.scratch_numel = parseSplit(cli) ? ops::matmulScratch(p.m, p.n, p.k, p.batch) : 0;
   p.parts = p.scratch_numel > 0 ? ops::matmulSplitK(p.m, p.n, p.k, p.batch) : 1;
@@ -308,12 +320,12 @@ void printHeader(const vk::Context& context, const BenchOptions& options, const 
   std::printf(
       "work     2*B*M*N*K = %.3f GFLOP; A, B and C hold %.1f MB\n", p.flop() * 1e-9,
       1e-6 * double(p.batch * ((p.m * p.k + p.k * p.n) * int64_t(ops::dtypeBytes(p.inDtype())) +
-                               4 * p.m * p.n)));
+                               p.m * p.n * int64_t(ops::dtypeBytes(p.outDtype())))));
   std::printf("timing   median of %d dispatches after %d warm-up, GPU timestamps\n", options.iters,
               options.warmup);
 }
 
-// The device buffers and the host values A and B hold (rounded to half with --inputs f16).
+// The device buffers and the host values A and B hold (rounded to --inputs' format).
 struct Operands {
   vk::Buffer da, db, dc, dscratch;
   std::vector<float> a, b;
@@ -328,23 +340,20 @@ Operands makeOperands(vk::Context& context, const Problem& p) {
   Operands o;
   o.da = context.allocator().allocate(a_numel * ops::dtypeBytes(p.inDtype()));
   o.db = context.allocator().allocate(b_numel * ops::dtypeBytes(p.inDtype()));
-  o.dc = context.allocator().allocate(c_numel * sizeof(float));
+  o.dc = context.allocator().allocate(c_numel * ops::dtypeBytes(p.outDtype()));
   o.dscratch = context.allocator().allocate(std::max<int64_t>(p.scratch_numel, 1) * sizeof(float));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   o.a.resize(a_numel), o.b.resize(b_numel);
   for (float& x : o.a) x = uniform(rng);
   for (float& x : o.b) x = uniform(rng);
-  if (p.half) {
-    // Stored as halves, and checked against the values the kernel reads.
-    o.a = ops::ref::roundToHalf(o.a), o.b = ops::ref::roundToHalf(o.b);
-    const std::vector<uint16_t> ah = ops::ref::toHalf(o.a), bh = ops::ref::toHalf(o.b);
-    context.staging().upload(o.da, 0, ah.data(), ah.size() * 2);
-    context.staging().upload(o.db, 0, bh.data(), bh.size() * 2);
-  } else {
-    context.staging().upload(o.da, 0, o.a.data(), o.a.size() * sizeof(float));
-    context.staging().upload(o.db, 0, o.b.data(), o.b.size() * sizeof(float));
-  }
+  // Stored in their format, and checked against the values the kernel reads.
+  o.a = ops::ref::roundTo(p.inDtype(), std::move(o.a));
+  o.b = ops::ref::roundTo(p.inDtype(), std::move(o.b));
+  const std::vector<uint8_t> ab = ops::ref::encode(p.inDtype(), o.a),
+                             bb = ops::ref::encode(p.inDtype(), o.b);
+  context.staging().upload(o.da, 0, ab.data(), ab.size());
+  context.staging().upload(o.db, 0, bb.data(), bb.size());
   return o;
 }
 
@@ -361,9 +370,8 @@ bool runnable(const vk::Context& context, const Problem& p, ops::MatmulVariant v
                  context.info().name.c_str());
     return false;
   }
-  if (p.half && variant != ops::MatmulVariant::Coopmat) {
-    std::fprintf(stderr, "vkgrad-bench: skipping %s: it reads f32 only\n",
-                 ops::matmulVariantName(variant));
+  if (variant == ops::MatmulVariant::Coopmat && p.inDtype() == ops::DType::BF16) {
+    std::fprintf(stderr, "vkgrad-bench: skipping coopmat: it reads f32 and f16 inputs only\n");
     return false;
   }
   return true;
@@ -374,14 +382,15 @@ std::string tileText(const vk::Context& context, const Problem& p, ops::MatmulVa
   const bool split = p.parts > 1;
   if (variant == ops::MatmulVariant::Vector)
     return ops::matmulTilingText(
-               p.tiling.empty() ? ops::matmulTilingFor(context, p.m, p.n, split ? p.parts : p.batch)
+               p.tiling.empty() ? ops::matmulTilingFor(context, p.m, p.n, split ? p.parts : p.batch,
+                                                       p.inputs != "f32" || p.output != "f32")
                                 : p.tiling) +
            (split ? " split " + std::to_string(p.parts) : "");
   if (variant == ops::MatmulVariant::Coopmat)
     return ops::matmulTilingText(p.tiling.empty()
                                      ? ops::matmulCoopmatTilingFor(context, p.m, p.n, p.batch)
                                      : p.tiling) +
-           (p.half ? " f16 inputs" : " f32 inputs");
+           " " + p.inputs + " inputs";
   return "";
 }
 
@@ -401,8 +410,9 @@ double resultError(vk::Context& context, const Problem& p, Operands& o) {
                        o.want.data() + z * m * n, m, n, k);
     }
   }
-  std::vector<float> got(p.batch * m * n);
-  context.staging().download(o.dc, 0, got.data(), got.size() * sizeof(float));
+  std::vector<uint8_t> bytes(size_t(p.batch * m * n) * ops::dtypeBytes(p.outDtype()));
+  context.staging().download(o.dc, 0, bytes.data(), bytes.size());
+  const std::vector<float> got = ops::ref::decode(p.outDtype(), bytes);
   return p.full_check ? normalisedError(got, o.want)
                       : sampledError(o.a, o.b, got, p.batch, m, n, k, p.trans_a, p.trans_b);
 }
@@ -432,6 +442,7 @@ void printResult(const vk::Context& context, const BenchOptions& options, const 
                    {"variant", name},
                    {"tiling", r.tile_text},
                    {"inputs", p.inputs},
+                   {"output", p.output},
                    {"split", split ? p.parts : 1},
                    {"requested", ops::matmulVariantName(r.requested)},
                    {"ms", t.median},
@@ -449,7 +460,7 @@ void printResult(const vk::Context& context, const BenchOptions& options, const 
   } else {
     char verdict[80];
     std::snprintf(verdict, sizeof(verdict), "%s %.2g%s", p.full_check ? "error" : "sampled error",
-                  r.error, r.error <= kCheckTolerance ? "" : "  WRONG");
+                  r.error, r.error <= p.tolerance() ? "" : "  WRONG");
     std::printf(
         "matmul %lldx%lldx%lld%s%s%s  %-6s%s%s  %9.3f ms  %8.2f GFLOP/s  (min %.3f, max %.3f; "
         "cpu %.3f ms)  %s\n",
@@ -469,11 +480,12 @@ int runVariant(vk::Context& context, const BenchOptions& options, const Problem&
   const char* name = ops::matmulVariantName(variant);
   const int64_t c_numel = p.batch * p.m * p.n;
   // Poisoned, so a kernel that skips outputs fails the check.
-  context.staging().upload(o.dc, 0, std::vector<float>(c_numel, NAN).data(),
-                           c_numel * sizeof(float));
+  const std::vector<uint8_t> poison =
+      ops::ref::encode(p.outDtype(), std::vector<float>(size_t(c_numel), NAN));
+  context.staging().upload(o.dc, 0, poison.data(), poison.size());
   const ops::TensorView va = ops::view(o.da, p.aShape(), 0, p.inDtype()),
                         vb = ops::view(o.db, p.bShape(), 0, p.inDtype()),
-                        vc = ops::view(o.dc, p.cShape()),
+                        vc = ops::view(o.dc, p.cShape(), 0, p.outDtype()),
                         vscratch = ops::view(o.dscratch, {std::max<int64_t>(p.scratch_numel, 1)});
   ops::MatmulOptions matmul_options;
   matmul_options.trans_a = p.trans_a, matmul_options.trans_b = p.trans_b;
@@ -484,7 +496,7 @@ int runVariant(vk::Context& context, const BenchOptions& options, const Problem&
     ops::matmul(rec, va, vb, vc, matmul_options);
   });
   const double error = resultError(context, p, o);
-  const int wrong = failIfWrong("matmul " + std::string(name), error, kCheckTolerance,
+  const int wrong = failIfWrong("matmul " + std::string(name), error, p.tolerance(),
                                 p.full_check ? "normalised error" : "sampled error");
   printResult(context, options, p,
               {variant, requested, tileText(context, p, variant), timing, error});
@@ -497,9 +509,11 @@ int run(const Cli& cli, vk::Context& context, const BenchOptions& options) {
     return runStepProducts(cli, context, options);
   }
   const Problem p = parseProblem(cli, options);
-  // Auto takes Coopmat for f16 operands (ops::matmul's rule), else the device's f32 choice.
-  const ops::MatmulVariant automatic =
-      p.half ? ops::MatmulVariant::Coopmat : ops::matmulVariantFor(context);
+  // Auto takes Coopmat for f16 operands where the device has it (ops::matmul's rule), else
+  // the device's choice.
+  const ops::MatmulVariant automatic = p.half && context.info().coopmat
+                                           ? ops::MatmulVariant::Coopmat
+                                           : ops::matmulVariantFor(context);
   printHeader(context, options, p, automatic);
   Operands operands = makeOperands(context, p);
   int exit_code = 0;

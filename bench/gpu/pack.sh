@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine needs to run this build (see bench/gpu/README.md) into .gpu/:
-# the test binary, its ctest files and the apps of build/ (build first), libstb (Debian's,
-# which the machine's image lacks), Debian's validation layer, the Fashion-MNIST files and the GPT's corpus (Debian's licenses).
+# the test binary, its ctest files and the apps of build/ (build first), the Debian libraries
+# they link (cairo, libstb, ...) and DejaVu, Debian's validation layer, the Fashion-MNIST files
+# and the GPT's corpus (Debian's licenses).
 # The loader and GL dispatch libraries go to .gl/ as the device tool's README says.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +19,16 @@ tar -C "$build" -cJf .gpu/build.tar.xz \
   CTestTestfile.cmake tests/CTestTestfile.cmake tests/vkgrad_tests \
   "tests/vkgrad_tests[1]_include.cmake" "tests/vkgrad_tests[1]_tests.cmake" \
   $(cd "$build" && ls apps/vkgrad-*)
-cp -L /lib/x86_64-linux-gnu/libstb.so.0 .gpu/
+# The Debian libraries the binaries link (cairo and what it needs, libstb) that a bare image may
+# lack; glibc, libstdc++ and the Vulkan loader stay the machine's (setup.sh installs only the
+# ones it does not have), and the font files cairo draws with.
+rm -rf .gpu/lib && mkdir -p .gpu/lib
+ldd "$build"/tests/vkgrad_tests "$build"/apps/vkgrad-* 2>/dev/null | awk '$3 ~ /^\// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libvulkan|ld-linux[^/]*)\.so' | xargs -I{} cp -L {} .gpu/lib/
+if ! ls .gpu/fonts-dejavu-core_*.deb .gpu/fontconfig-config_*.deb >/dev/null 2>&1; then
+  o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+  (cd .gpu && apt-get $o download fonts-dejavu-core fontconfig-config)
+fi
 # The GPT's corpus, as here: the machine's own license texts differ from Debian's.
 cat $(find /usr/share/common-licenses -type f | sort) > .gpu/licenses.txt
 mkdir -p .gpu/fashion-mnist

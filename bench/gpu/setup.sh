@@ -9,7 +9,12 @@ if [[ "$(cat /tmp/vkgrad-gpu-setup 2>/dev/null)" != "$stamp" ]]; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
   mkdir -p /opt/vkgrad-vl && dpkg -x .gpu/vulkan-validationlayers_*.deb /opt/vkgrad-vl
-  cp .gpu/libstb.so.0 /usr/local/lib/ && ldconfig
+  for f in .gpu/lib/*; do  # only what the image lacks: its own copies stay in use
+    ldconfig -p | grep -q "^[[:space:]]*$(basename "$f") " || cp "$f" /usr/local/lib/
+  done
+  ldconfig
+  [[ -e /etc/fonts/fonts.conf ]] || dpkg -x .gpu/fontconfig-config_*.deb /
+  ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 || dpkg -x .gpu/fonts-dejavu-core_*.deb /
   mkdir -p /usr/share/datasets && ln -sfn "$PWD/.gpu/fashion-mnist" /usr/share/datasets/fashion-mnist
   cp .gpu/licenses.txt /tmp/licenses.txt
   mkdir -p "$VKGRAD_BUILD" && tar -C "$VKGRAD_BUILD" -xJf .gpu/build.tar.xz

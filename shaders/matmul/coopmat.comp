@@ -23,12 +23,15 @@
 // barrier per BK step separates writing a buffer from reading it.
 // Rows of the shared tiles are padded by 8 halves (16 bytes) so that the 16-byte rows a
 // fragment load reads at a time fall in different banks.
+#extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
+// C and the bias in any float format (LOAD / STORE); compiled also as matmul/coopmat.s16.
+#include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -68,8 +71,8 @@ layout(set = 0, binding = 1) readonly buffer B { float b[]; };
 layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(set = 0, binding = 1) readonly buffer BH { float16_t bh[]; };
 layout(set = 0, binding = 1) readonly buffer BH4 { f16vec4 bh4[]; };
-layout(set = 0, binding = 2) buffer C { float c[]; };  // (batch,M,N), contiguous
-layout(set = 0, binding = 3) readonly buffer Bias { float bias[]; };  // (N), if has_bias
+FLOATS(2, c, )                // (batch,M,N), contiguous
+FLOATS(3, bias, readonly)     // (N), if has_bias
 // The Vector kernel's push constants (ops::MatmulPush's first fields): op(A)[z][m][k] =
 // a[a_off + z*a_sb + m*a_sm + k*a_sk], in elements of the operand's own type; op(B) likewise.
 layout(push_constant) uniform Push {
@@ -242,9 +245,9 @@ void main() {
         if (row >= p.M || col >= p.N) continue;  // the last tiles may hang over M and N
         const uint at = p.c_off + (z * p.M + row) * p.N + col;
         float v = p.alpha * Cs[cs + e];
-        if (p.beta != 0.0) v += p.beta * c[at];  // beta == 0 must not read C: it may be NaN
-        if (p.has_bias != 0) v += bias[p.bias_off + col];
-        c[at] = v;
+        if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
+        if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+        STORE(c, at, v);
       }
       // Every invocation has read its part before the next fragment overwrites Cs.
       subgroupBarrier();

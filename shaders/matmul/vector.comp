@@ -15,8 +15,9 @@
 // Split-K (k_chunk > 0, ops/matmul.cpp): batch entry z is the slice of K from z·k_chunk, its
 // operands found through the batch strides as any batch's; z's depth is the rest of K if shorter.
 // Every tensor in any float format (common/storage.glsl); the tiles, the sums and the
-// epilogue are f32. The host asks for A_VEC / B_VEC only where that operand is f32: a 16-bit
-// one takes the one-element loads.
+// epilogue are f32. A_VEC / B_VEC read four elements at a time in every format: 16 bytes of
+// f32, or 8 bytes of a 16-bit operand widened in registers (the binding starts on 16 bytes,
+// so the element offsets the host checks are the byte alignment too).
 #include "common/storage.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
@@ -38,6 +39,18 @@ FLOATS(0, a, readonly)
 layout(set = 0, binding = 0) readonly buffer A4 { vec4 a4[]; };
 FLOATS(1, b, readonly)
 layout(set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
+#ifdef STORAGE16
+layout(set = 0, binding = 0) readonly buffer A8 { uvec2 a8[]; };
+layout(set = 0, binding = 1) readonly buffer B8 { uvec2 b8[]; };
+// Four 16-bit elements (little-endian halves of two words) as floats.
+vec4 widen4(uvec2 w, uint dtype) {
+  if (dtype == kF16) return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+  return uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+}
+#define QUAD(NAME, I) (NAME##_dtype == kF32 ? NAME##4[I] : widen4(NAME##8[I], NAME##_dtype))
+#else
+#define QUAD(NAME, I) NAME##4[I]
+#endif
 FLOATS(2, c, )  // (batch,M,N), contiguous
 FLOATS(3, bias, readonly)  // (N), if has_bias
 FLOATS(4, residual, readonly)  // like C, if RESIDUAL
@@ -81,7 +94,7 @@ void main() {
       for (uint e = tid; e < BM * BK / 4; e += THREADS) {
         const uint m = e / (BK / 4), kq = (e % (BK / 4)) * 4;
         const uint row = row0 + m, k = k0 + kq;
-        const vec4 v = (row < p.M && k < K) ? a4[(a0 + row * p.a_sm + k) / 4] : vec4(0.0);
+        const vec4 v = (row < p.M && k < K) ? QUAD(a, (a0 + row * p.a_sm + k) / 4) : vec4(0.0);
         for (uint q = 0; q < 4; ++q) As[(kq + q) * BM4 + m / 4][m % 4] = v[q];
       }
     } else {
@@ -96,7 +109,7 @@ void main() {
       for (uint e = tid; e < BK * BN4; e += THREADS) {
         const uint kk = e / BN4, n4 = e % BN4;
         const uint k = k0 + kk, col = col0 + n4 * 4;
-        Bs[kk * BN4 + n4] = (k < K && col < p.N) ? b4[(b0 + k * p.b_sk + col) / 4] : vec4(0.0);
+        Bs[kk * BN4 + n4] = (k < K && col < p.N) ? QUAD(b, (b0 + k * p.b_sk + col) / 4) : vec4(0.0);
       }
     } else {
       for (uint e = tid; e < BK * BN; e += THREADS) {

@@ -434,7 +434,7 @@ TEST_F(AttentionTest, SixteenBitTensorsMatchCpu) {
                           Formats{DType::BF16, DType::BF16, DType::BF16, DType::F32},
                           Formats{DType::F32, DType::F16, DType::F32, DType::F32}})
     for (const auto& [c, fused, accumulate] : shapes)
-      for (const AttentionVariant variant : {AttentionVariant::Shared, AttentionVariant::Texel}) {
+      for (const AttentionVariant variant : deviceVariants()) {
         if (variant == AttentionVariant::Texel && (fused || c.d % 4 != 0)) continue;
         SCOPED_TRACE(testing::Message()
                      << ops::attentionVariantName(variant) << " " << describe(c)

@@ -1004,6 +1004,22 @@ Placed place(vk::Context& context, const ops::Shape& shape, const std::vector<fl
 class MatmulSixteenBitTest : public VkTest,
                              public ::testing::WithParamInterface<ops::MatmulVariant> {
  protected:
+  // Whether Auto runs a product of these operands on Coopmat (an f16 one, no bf16 one, a
+  // device with cooperative matrices), which reads an f32 operand rounded to fp16.
+  bool onCoopmat(std::initializer_list<ops::DType> operands) const {
+    if (GetParam() != ops::MatmulVariant::Auto || !ctx().info().coopmat) return false;
+    bool half = false;
+    for (const ops::DType d : operands) {
+      if (d == ops::DType::BF16) return false;
+      half = half || d == ops::DType::F16;
+    }
+    return half;
+  }
+  // x as the kernel reads it.
+  static std::vector<float> asRead(const std::vector<float>& x, bool coopmat) {
+    return coopmat ? ops::ref::roundToHalf(x) : x;
+  }
+
   // One forward product in formats f, each tensor `shift` elements into its buffer; c starts
   // random (beta != 0) or poisoned. With `act`: c = act(product + bias), the product stored
   // in act_pre (c's format) where c is 16-bit.
@@ -1017,7 +1033,11 @@ class MatmulSixteenBitTest : public VkTest,
     const auto r = ops::ref::roundTo(f.a, rng.uniform(cs.shapeC().numel()));
     const auto init = ops::ref::roundTo(f.c, rng.uniform(cs.shapeC().numel()));
     std::vector<float> want = init;
-    ops::ref::matmul(a.data(), b.data(), cs.bias ? bias.data() : nullptr, want.data(), cs.ref());
+    const bool coopmat = onCoopmat({f.a, f.b});
+    ops::ref::matmul(asRead(a, coopmat).data(), asRead(b, coopmat).data(),
+                     cs.bias ? bias.data() : nullptr, want.data(), cs.ref());
+    // Coopmat stores the product (rounded), then adds the residual (ops/matmul.h).
+    if (cs.residual && coopmat) want = ops::ref::roundTo(f.c, want);
     if (cs.residual)
       for (size_t i = 0; i < want.size(); ++i) want[i] += r[i];
     const Placed ta = place(ctx(), cs.shapeA(), &a, f.a, shift);
@@ -1065,6 +1085,12 @@ class MatmulSixteenBitTest : public VkTest,
     std::vector<float> want_a(a.size()), want_b(b.size()), want_bias(cs.n);
     ops::ref::matmulBackward(a.data(), b.data(), dc.data(), want_a.data(), want_b.data(),
                              want_bias.data(), cs.ref());
+    if (onCoopmat({f.a, f.b, f.c})) {  // the bias's gradient still sums dc as stored
+      std::vector<float> unused(cs.n);
+      ops::ref::matmulBackward(asRead(a, true).data(), asRead(b, true).data(),
+                               asRead(dc, true).data(), want_a.data(), want_b.data(),
+                               unused.data(), cs.ref());
+    }
     const auto init_a = ops::ref::roundTo(f.a, rng.uniform(a.size()));
     const auto init_b = ops::ref::roundTo(f.b, rng.uniform(b.size()));
     const auto init_bias = ops::ref::roundTo(f.b, rng.uniform(cs.n));
@@ -1116,6 +1142,9 @@ TEST_P(MatmulSixteenBitTest, ForwardMatchesCpu) {
     Case vec{8, 12, 16};
     vec.bias = true;
     expectForward(rng, vec, f);
+    Case vec_tiles{70, 68, 52};  // four-element loads over several k steps and row tiles
+    vec_tiles.bias = true, vec_tiles.beta = 0.5f;
+    expectForward(rng, vec_tiles, f);
     Case both{37, 53, 29, 0, 0, true, true};
     both.bias = both.residual = true, both.alpha = 0.5f, both.beta = 1.0f;
     expectForward(rng, both, f);

@@ -232,7 +232,7 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
 
 // f16 operands go to Coopmat under Auto where the device has it (b, f32 here, then rounded
 // to fp16 too), and run on every other variant as they are (Auto's choice without
-// cooperative matrices). Coopmat's C is f32.
+// cooperative matrices). Coopmat's C may be f32, f16 or bf16; its operands f32 or f16.
 TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -253,9 +253,32 @@ TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
     rec.submit();
     EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance));
   }
-  const Stored c16 = store(ctx(), {m, n}, rng.uniform(m * n), true);
+  // C in f16 or bf16 too (one rounding on the store), or refused on a device without
+  // cooperative matrices; a bf16 operand is refused on any device, before recording.
+  for (const ops::DType c_dtype : {ops::DType::F16, ops::DType::BF16}) {
+    SCOPED_TRACE(ops::dtypeName(c_dtype));
+    DeviceTensor tc = poisoned(ctx(), {m, n}, c_dtype);
+    if (!supported()) {
+      expectError(
+          ctx(),
+          [&](vk::Recorder& rec) {
+            ops::matmul(rec, ta.view, tb.view(), tc.view(), MatmulVariant::Coopmat);
+          },
+          kMissing);
+      continue;
+    }
+    std::vector<float> want(m * n);
+    ops::ref::matmul(a.data(), ops::ref::roundToHalf(b).data(), want.data(), m, n, k);
+    vk::Recorder rec(ctx());
+    ops::matmul(rec, ta.view, tb.view(), tc.view(), MatmulVariant::Coopmat);
+    rec.submit();
+    EXPECT_TRUE(closeInFormat(download(ctx(), tc), want, c_dtype, kTolerance));
+  }
+  DeviceTensor b16 = upload(ctx(), {k, n}, ops::ref::roundTo(ops::DType::BF16, b), ops::DType::BF16);
+  DeviceTensor tc = poisoned(ctx(), {m, n});
   vk::Recorder rec(ctx());
-  EXPECT_THROW(ops::matmul(rec, ta.view, tb.view(), c16.view, MatmulVariant::Coopmat), ShapeError);
+  EXPECT_THROW(ops::matmul(rec, ta.view, b16.view(), tc.view(), MatmulVariant::Coopmat),
+               ShapeError);
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 

@@ -146,26 +146,20 @@ bool isHalf(const TensorView& t) {
 struct Formats {
   bool sixteen = false;  // some tensor is f16 or bf16: the kernels' ".s16" builds
   bool half = false;     // an operand is f16: Auto takes Coopmat where the device has it
-  bool coopmat = true;   // the Coopmat kernel takes them: operands f32 or f16, the rest f32
+  bool coopmat = true;   // the Coopmat kernel takes them: operands f32 or f16
 };
 
-// operands: read as A or B of a product (the Coopmat kernel takes f16 there); outputs: the
-// tensors the Coopmat path writes or reads besides them (f32 only there); others: tensors
-// other kernels handle (any format). Null ones are skipped.
+// operands: read as A or B of a product (the Coopmat kernel takes f32 or f16 there); others:
+// the tensors written or read besides them (every kernel takes any format). Null ones are
+// skipped.
 Formats formatsOf(std::initializer_list<const TensorView*> operands,
-                  std::initializer_list<const TensorView*> outputs,
-                  std::initializer_list<const TensorView*> others = {}) {
+                  std::initializer_list<const TensorView*> others) {
   Formats f;
   for (const TensorView* t : operands) {
     if (!t) continue;
     f.sixteen = f.sixteen || t->dtype != DType::F32;
     f.half = f.half || isHalf(*t);
     f.coopmat = f.coopmat && (t->dtype == DType::F32 || isHalf(*t));
-  }
-  for (const TensorView* t : outputs) {
-    if (!t) continue;
-    f.sixteen = f.sixteen || t->dtype != DType::F32;
-    f.coopmat = f.coopmat && t->dtype == DType::F32;
   }
   for (const TensorView* t : others) f.sixteen = f.sixteen || (t && t->dtype != DType::F32);
   return f;
@@ -312,8 +306,8 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
   if (variant == MatmulVariant::Coopmat) {
     if (!f.coopmat)
       throw ShapeError(
-          "matmul: the coopmat variant reads a and b in f32 or f16 and every other tensor in "
-          "f32; the naive, tiled and vector variants take bf16 and 16-bit outputs");
+          "matmul: the coopmat variant reads a and b in f32 or f16; the naive, tiled, vector "
+          "and texel variants take bf16 operands");
     if (!info.coopmat)
       throw Error(
           "matmul: the coopmat variant needs cooperative matrices (VK_NV_cooperative_matrix "
@@ -511,7 +505,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
 // The Coopmat kernel (tensor cores), or under Auto Vector's split-K for a product too small
 // to fill the GPU. args: a, b, c and the bias (or its stand-in), bound as for Vector.
 void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
-                   const MatmulPush& push, const vk::Arg (&args)[4]) {
+                   const MatmulPush& push, const vk::Arg (&args)[4], const TensorView& bias) {
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
@@ -543,7 +537,7 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
   const bool b_vec = quads(p.b, b_ncontig, push.b_off);
   const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
   const vk::Kernel& kernel =
-      context.kernels().get("matmul/coopmat", {{"THREADS", threads},
+      floatKernel(context, "matmul/coopmat", {{"THREADS", threads},
                                                {"SG", sg},
                                                {"WM", t.wy},
                                                {"WN", t.wx},
@@ -555,7 +549,8 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
                                                {"A_VEC", a_vec},
                                                {"B_VEC", b_vec},
                                                {"A_HALF", isHalf(p.a.view)},
-                                               {"B_HALF", isHalf(p.b.view)}});
+                                               {"B_HALF", isHalf(p.b.view)}},
+                  {{"c_dtype", p.c.dtype}, {"bias_dtype", bias.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
 }
@@ -574,6 +569,13 @@ const vk::Kernel& storageKernel(vk::Context& context, const char* name, vk::Spec
                       {"residual_dtype", residual.dtype}});
 }
 
+// Whether the product's kernel is a .s16 build: some tensor it binds is f16 or bf16.
+bool sixteenBit(const Product& p, const TensorView& bias, const TensorView& residual) {
+  for (const TensorView* t : {&p.a.view, &p.b.view, &p.c, &bias, &residual})
+    if (t->dtype != DType::F32) return true;
+  return false;
+}
+
 // The Vector kernel over one product (no split-K): the tile given or the device's choice.
 // args: a, b, c, the bias and the residual (or their stand-ins, bias and residual).
 void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, const MatmulPush& push,
@@ -582,15 +584,17 @@ void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, con
   vk::Context& context = rec.context();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const MatmulTiling t =
-      choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch) : choice.tiling;
-  // Whole-vec4 loads along k (A) or n (B) where the operand is f32, that axis is contiguous,
-  // its length a multiple of 4 and every row (and batch) starts on 16 bytes of the binding.
+      choice.tiling.empty() ? matmulTilingFor(context, m, n, p.batch, sixteenBit(p, bias, residual))
+                            : choice.tiling;
+  // Four-element loads along k (A) or n (B) where that axis is contiguous, its length a
+  // multiple of 4 and every row (and batch) starts on 4 elements of the binding (16 bytes of
+  // f32, 8 of a 16-bit format).
   MatmulPush vpush = push;
   vpush.k_chunk = choice.k_chunk;
-  const bool a_vec = p.a.view.dtype == DType::F32 && p.a.s_col == 1 && p.a.cols % 4 == 0 &&
-                     p.a.s_row % 4 == 0 && p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
-  const bool b_vec = p.b.view.dtype == DType::F32 && p.b.s_col == 1 && n % 4 == 0 &&
-                     p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
+  const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
+                     p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
+  const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
+                     p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
   const vk::Kernel& kernel = storageKernel(context, "matmul/vector",
                                            {{"WX", t.wx},
                                             {"WY", t.wy},
@@ -669,7 +673,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
     }
     case MatmulVariant::Coopmat: {
       const vk::Arg coopmat_args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
-      recordCoopmat(rec, p, choice, push, coopmat_args);
+      recordCoopmat(rec, p, choice, push, coopmat_args, bias_view);
       // c + r, the order of the Texel kernel's epilogue; f32 (the barrier comes from the
       // recorder).
       if (p.residual) add(rec, c, *p.residual, c);
@@ -779,7 +783,8 @@ std::string matmulTilingText(const MatmulTiling& t) {
          std::to_string(t.tm) + "x" + std::to_string(t.tn);
 }
 
-MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch) {
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch,
+                             bool sixteen) {
   const vk::DeviceInfo& info = context.info();
   const auto groups = [&](int64_t rows, int64_t cols) {
     return ((m + rows - 1) / rows) * ((n + cols - 1) / cols) * batch;
@@ -788,8 +793,10 @@ MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, i
   // invocation reach 36.6 TFLOP/s at 4096³ (8x8 per invocation spills and runs at 2); the
   // GPT's 768-row products run fastest with 32x64 tiles, which give them enough workgroups.
   // A device without 256 invocations per workgroup (the minimum is 128) takes 32x64.
+  // With a 16-bit tensor the .s16 build's 4x8 tile spills on the H100: 2.0 TFLOP/s against
+  // 31.1 for 4x4 (bf16, 8192x3072x768; f32's 4x8 36.2), so 16-bit products take 4x4.
   if (info.max_workgroup_invocations >= 256) {
-    if (groups(64, 128) >= kWorkgroupsToFill) return {16, 16, 16, 4, 8};
+    if (!sixteen && groups(64, 128) >= kWorkgroupsToFill) return {16, 16, 16, 4, 8};
     if (groups(64, 64) >= kWorkgroupsToFill) return {16, 16, 16, 4, 4};
   }
   return {16, 8, 16, 4, 4};
@@ -956,7 +963,7 @@ void matmulBackward(vk::Recorder& rec, const TensorView& a, const TensorView& b,
                 {"dbias", grads.dbias}});
   const Choice variant =
       choose(context, forward, {&a, &b, &dc},
-             formatsOf({&a, &b, &dc}, {grads.da, grads.db}, {grads.dbias, grads.da_act_x}));
+             formatsOf({&a, &b, &dc}, {grads.da, grads.db, grads.dbias, grads.da_act_x}));
 
   const Operand oa = operand(a, forward.trans_a), ob = operand(b, forward.trans_b);
   const Operand odc{dc, 0, d.m, d.n, d.n, 1, d.batch > 1 ? d.m * d.n : 0};

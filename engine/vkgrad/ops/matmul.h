@@ -44,8 +44,10 @@ struct MatmulTiling {
 std::string matmulTilingText(const MatmulTiling& t);
 // The Vector tile for an (M,N) product of `batch` entries on this device: the largest of
 // 64x128 (16x16 invocations of 4x8), 64x64 (16x16 of 4x4) and 32x64 (16x8 of 4x4) whose
-// workgroups still fill a large GPU (BENCHMARKS.md, matmul on the GPU).
-MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch);
+// workgroups still fill a large GPU (BENCHMARKS.md, matmul on the GPU). `sixteen`: some
+// tensor of the product is f16 or bf16 (the kernel's .s16 build), which never takes 4x8.
+MatmulTiling matmulTilingFor(const vk::Context& context, int64_t m, int64_t n, int64_t batch,
+                             bool sixteen = false);
 // The Coopmat tile for such a product: 128x128 where that still makes a workgroup per
 // multiprocessor of a large GPU, else 64x64.
 MatmulTiling matmulCoopmatTilingFor(const vk::Context& context, int64_t m, int64_t n,
@@ -68,7 +70,8 @@ struct MatmulOptions {
   // Shaped like C and added to it after the bias: a residual connection's add (x + proj(h)),
   // in the kernel's epilogue instead of a pass of its own: Texel's before beta·C, Naive's,
   // Tiled's and Vector's after it (the same within rounding); Coopmat and a split-K product
-  // add it in a pass after (f32 only there). It may not overlap C.
+  // add it in a pass after (split-K with f32 C and residual only; Coopmat then rounds a
+  // 16-bit C twice, the product's store and the sum's). It may not overlap C.
   const TensorView* residual = nullptr;
   // An activation applied on the way out (an MLP's hidden layer): c = f(alpha·op(A)·op(B) +
   // bias), and, where act_pre is given (shaped like c, not overlapping it), the value before f
@@ -115,8 +118,9 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // Any M,N,K >= 1 and any offsets that are multiples of 4 bytes (2 for a 16-bit view); c may not
 // overlap a, b or bias. a, b, c, bias, the residual and act_pre are each f32, f16 or bf16 on the
 // Naive, Tiled, Vector and Texel variants (a 16-bit one needs the device's 16-bit storage);
-// Coopmat takes f16 a and b and f32 for the rest (Auto picks it for f16 operands where the
-// device has it and the rest is f32, else the device's variant). scratch is f32.
+// Coopmat takes f32 or f16 a and b (rounding f32 ones to fp16) and any format for the rest
+// (Auto picks it where an operand is f16, none is bf16 and the device has it, else the
+// device's variant). scratch is f32.
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small, or if Coopmat is
 // asked for with formats it does not take; Error if Texel is asked for on a device without
