@@ -1205,8 +1205,9 @@ TEST_P(MatmulSixteenBitTest, BackwardActivationGradientMatchesCpu) {
       const auto dc = ops::ref::roundTo(f.c, rng.uniform(cs.shapeC().numel()));
       const auto x = ops::ref::roundTo(f.a, rng.normal(a.size()));
       std::vector<float> dy(a.size()), want(a.size());
-      ops::ref::matmulBackward(a.data(), b.data(), dc.data(), dy.data(), nullptr, nullptr,
-                               cs.ref());
+      const bool coopmat = onCoopmat({f.a, f.b, f.c});
+      ops::ref::matmulBackward(asRead(a, coopmat).data(), asRead(b, coopmat).data(),
+                               asRead(dc, coopmat).data(), dy.data(), nullptr, nullptr, cs.ref());
       ops::ref::activationBackward(ops::Activation::GeluTanh, x.data(), dy.data(), want.data(),
                                    int64_t(want.size()), 0.0f);
       auto ta = upload(ctx(), cs.shapeA(), a, f.a), tb = upload(ctx(), cs.shapeB(), b, f.b);
