@@ -100,14 +100,11 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       owned_tensors.push_back(t);
     }
   }
+  const vk::Buffer* state = nullptr;
   if (state_bytes) {
     owned_.push_back(context.allocator().allocate(state_bytes, vk::Use::GraphState));
-    for (size_t t : owned_tensors) {
-      const TensorInfo& info = graph.tensor(int(t));
-      buffer_[t] = &owned_.back();
-      if (!info.data.empty())
-        context.staging().upload(owned_.back(), offset_[t], info.data.data(), info.data.size() * 4);
-    }
+    state = &owned_.back();
+    for (size_t t : owned_tensors) buffer_[t] = state;
   }
   for (size_t t = 0; t < n; ++t) {
     const size_t r = size_t(graph.tensor(int(t)).root);
@@ -117,11 +114,18 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   rec_ = std::make_unique<vk::Recorder>(context);
   timed_ = context.info().timestamp_valid_bits != 0;
   profiled_ = timed_ && options.profile;
-  if (arena) {
+  if (arena || state) {
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
-    rec_->fill(*arena, 0x7fc00000u);
+    if (arena) rec_->fill(*arena, 0x7fc00000u);
+    // State starts at zero unless the graph gives its words: optimizer moments have no host
+    // copy (a large model's would be gigabytes of zeros).
+    if (state) rec_->fill(*state, 0u);
     rec_->submit();
     rec_->reset();
+  }
+  for (size_t t : owned_tensors) {
+    const std::vector<uint32_t>& data = graph.tensor(int(t)).data;
+    if (!data.empty()) context.staging().upload(*state, offset_[t], data.data(), data.size() * 4);
   }
   record();
 }

@@ -81,7 +81,7 @@ struct TensorInfo {
   bool differentiable = true;            // false for ids, targets, masks, state
   bool persistent = false;               // a Gradient kept outside the arena (a parameter's)
   const Parameter* parameter = nullptr;  // Parameter kind
-  std::vector<uint32_t> data;            // Constant and State: initial words
+  std::vector<uint32_t> data;            // Constant and State: initial words (State: none, zeros)
   const Dataset* dataset = nullptr;      // Dataset kind
   uint64_t offset = 0;                   // bytes into the root's (a slice view's start)
   uint64_t bytes() const { return uint64_t(shape.numel()) * ops::dtypeBytes(dtype); }
