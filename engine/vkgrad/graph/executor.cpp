@@ -71,17 +71,13 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   offset_.assign(n, 0);
   owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
 
-  const uint64_t align = arenaAlignment(context);
   const vk::Buffer* arena = nullptr;
   if (plan_.memory.arena_bytes) {
     owned_.push_back(context.allocator().allocate(plan_.memory.arena_bytes, vk::Use::Activations));
     arena = &owned_.back();
   }
-  // The graph's own persistent tensors (inputs, constants, optimizer state, parameter
-  // gradients) share one flat buffer, in tensor order, each on the binding alignment: the
-  // optimizer then updates all of them in one dispatch (ops::adamwMany), and a gradient norm
-  // reads them in one.
-  uint64_t state_bytes = 0;
+  // The graph's own persistent tensors share the plan's state buffer; parameters and datasets
+  // are read where their owners put them.
   std::vector<size_t> owned_tensors;
   for (size_t t = 0; t < n; ++t) {
     const TensorInfo& info = graph.tensor(int(t));
@@ -95,14 +91,13 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
     } else {
-      offset_[t] = state_bytes;
-      state_bytes += (info.bytes() + align - 1) / align * align;
+      offset_[t] = uint64_t(plan_.state_offset[t]);
       owned_tensors.push_back(t);
     }
   }
   const vk::Buffer* state = nullptr;
-  if (state_bytes) {
-    owned_.push_back(context.allocator().allocate(state_bytes, vk::Use::GraphState));
+  if (plan_.state_bytes) {
+    owned_.push_back(context.allocator().allocate(plan_.state_bytes, vk::Use::GraphState));
     state = &owned_.back();
     for (size_t t : owned_tensors) buffer_[t] = state;
   }

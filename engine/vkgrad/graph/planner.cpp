@@ -260,6 +260,17 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse) {
     plan.offset[t] = plan.offset[size_t(host[size_t(root(int(t)))])];
     plan.used[t] = plan.used[size_t(root(int(t)))];
   }
+  plan.state_offset.assign(tensors, -1);
+  for (size_t t = 0; t < tensors; ++t) {
+    const TensorInfo& info = g.tensor(int(t));
+    if (int(t) != info.root || !plan.used[t] || !isPersistent(info) ||
+        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
+      continue;
+    plan.state_offset[t] = int64_t(plan.state_bytes);
+    plan.state_bytes += alignUp(info.bytes(), alignment);
+  }
+  for (size_t t = 0; t < tensors; ++t)
+    plan.state_offset[t] = plan.state_offset[size_t(root(int(t)))];
   return plan;
 }
 

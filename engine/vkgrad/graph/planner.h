@@ -4,7 +4,9 @@
 // op may write its output over an input (activations, add, an activation's dx over dy) and
 // that input is last used there, the output takes the input's range (in place).
 // Persistent tensors (inputs, parameters, constants, state, parameter gradients) are not in
-// the arena. No Vulkan here: the executor allocates what the plan says.
+// the arena; those the graph owns (all but parameters and datasets) are packed into one state
+// buffer. No Vulkan here: the executor allocates what the plan says, and a memory estimate
+// (graph/memory_estimate.h) reads the same plan.
 // The arena is one buffer, never split: kernels bind each tensor as its own range (offset,
 // size), so only a single tensor above the device's maxStorageBufferRange is a problem, and
 // the op launchers reject that with a ShapeError when the graph is compiled.
@@ -47,6 +49,11 @@ struct GraphPlan {
   MemoryPlan memory;
   std::vector<int64_t> offset;  // per tensor id: its root's arena offset; -1 if not in the arena
   std::vector<bool> used;       // per tensor id: some node that runs touches its root
+  // The graph's own persistent tensors (inputs, constants, state, parameter gradients) that a
+  // node uses, in tensor order, each on the alignment: one buffer, so the optimizer updates all
+  // of them in one dispatch (ops::adamwMany) and a gradient norm reads them in one.
+  std::vector<int64_t> state_offset;  // per tensor id: its root's offset there; -1 if not there
+  uint64_t state_bytes = 0;           // that buffer's size
 };
 
 // Nodes that lead neither to a marked output nor to a parameter's gradient, and update no
