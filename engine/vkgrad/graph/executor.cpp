@@ -16,8 +16,36 @@
 namespace vkgrad::graph {
 namespace {
 
-// Arena offsets: the device's storage and texel binding alignments (ops bind any multiple of
-// 4 bytes, but aligned views need no skip and allow RGBA32F texel fetches).
+void checkCount(const Shape& shape, const std::string& name, size_t count) {
+  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
+    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
+                     " values");
+}
+
+// Gives a declared dataset its device copy of values.
+Dataset uploadWords(vk::Context& context, Dataset d, const void* values, size_t count) {
+  d.buffer =
+      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets));
+  context.staging().upload(*d.buffer, 0, values, count * 4);
+  return d;
+}
+
+// A parameter of a planning store or a declared dataset: shapes without device memory.
+void checkHasMemory(const TensorInfo& info) {
+  const bool planned = (info.kind == TensorKind::Parameter && !info.parameter->buffer) ||
+                       (info.kind == TensorKind::Dataset && !*info.dataset->buffer);
+  if (planned)
+    throw Error("executor: " + std::string(tensorKindName(info.kind)) + " " + info.name + " " +
+                info.shape.str() +
+                " has no device memory (a planning ParameterStore or a declared dataset, for "
+                "estimates and dry runs); compile with allocated ones");
+}
+
+}  // namespace
+
+// Offsets in the arena and the state buffer: the device's storage and texel binding alignments
+// (ops bind any multiple of 4 bytes, but aligned views need no skip and allow RGBA32F texel
+// fetches).
 uint64_t arenaAlignment(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
   uint64_t a =
@@ -27,40 +55,39 @@ uint64_t arenaAlignment(const vk::Context& context) {
   return pow2;
 }
 
-Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
-                    const void* values, size_t count) {
-  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
-    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
-                     " values");
-  Dataset d{
-      name, shape, dtype,
-      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
-  context.staging().upload(*d.buffer, 0, values, count * 4);
+Dataset declareDataset(const std::string& name, const Shape& shape, DType dtype) {
+  if (shape.numel() <= 0) throw ShapeError("dataset " + name + " " + shape.str() + ": no values");
+  return {name, shape, dtype, std::make_shared<vk::Buffer>()};
+}
+
+Dataset declareWindows(const std::string& name, int64_t stream_size, int64_t length) {
+  if (length <= 0 || stream_size < length)
+    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
+                     " need a stream of at least that many values, got " +
+                     std::to_string(stream_size));
+  Dataset d = declareDataset(name, {stream_size - length + 1, length}, DType::U32);
+  d.row_stride = 1;
   return d;
 }
 
-}  // namespace
-
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const float> values) {
-  return uploadWords(context, name, shape, DType::F32, values.data(), values.size());
+  checkCount(shape, name, values.size());
+  return uploadWords(context, declareDataset(name, shape, DType::F32), values.data(),
+                     values.size());
 }
 
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const uint32_t> values) {
-  return uploadWords(context, name, shape, DType::U32, values.data(), values.size());
+  checkCount(shape, name, values.size());
+  return uploadWords(context, declareDataset(name, shape, DType::U32), values.data(),
+                     values.size());
 }
 
 Dataset uploadWindows(vk::Context& context, const std::string& name,
                       std::span<const uint32_t> stream, int64_t length) {
-  const int64_t n = int64_t(stream.size());
-  if (length <= 0 || n < length)
-    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
-                     " need a stream of at least that many values, got " + std::to_string(n));
-  Dataset d = uploadWords(context, name, {n}, DType::U32, stream.data(), stream.size());
-  d.shape = {n - length + 1, length};
-  d.row_stride = 1;
-  return d;
+  return uploadWords(context, declareWindows(name, int64_t(stream.size()), length), stream.data(),
+                     stream.size());
 }
 
 Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
@@ -70,6 +97,8 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   buffer_.assign(n, nullptr);
   offset_.assign(n, 0);
   owned_.reserve(n + 1);  // pointers into owned_ are kept: no reallocation
+  for (size_t t = 0; t < n; ++t)
+    if (graph.tensor(int(t)).root == int(t) && plan_.used[t]) checkHasMemory(graph.tensor(int(t)));
 
   const vk::Buffer* arena = nullptr;
   if (plan_.memory.arena_bytes) {
@@ -90,6 +119,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       offset_[t] = info.parameter->offset;
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
+      offset_[t] = info.dataset->offset;
     } else {
       offset_[t] = uint64_t(plan_.state_offset[t]);
       owned_tensors.push_back(t);
