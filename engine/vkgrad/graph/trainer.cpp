@@ -15,13 +15,47 @@
 namespace vkgrad::graph {
 
 // A graph and its executor; the executor refers to the graph, so both live here, in place.
-struct Trainer::Compiled {
-  Graph g;
-  Tensor indices, loss, state;
-  LossScale loss_scale;         // fp16 training only
-  std::vector<Tensor> metrics;  // what the loss function marked as outputs
+struct Trainer::Compiled : TrainerGraph {
   std::unique_ptr<Executor> exec;
 };
+
+TrainerGraph buildTrainerGraph(std::span<const Dataset* const> datasets, const LossFn& loss_fn,
+                               const TrainerOptions& options, bool train) {
+  TrainerGraph c;
+  Graph& g = c.g;
+  g.setTraining(train);
+  g.setSeed(options.dropout_seed);
+  c.indices = g.input("batch.indices", {options.batch}, DType::U32);
+  std::vector<Tensor> batch;
+  for (const Dataset* d : datasets) batch.push_back(g.gather(g.dataset(*d), c.indices));
+  c.loss = loss_fn(g, batch);
+  const TensorInfo& loss = g.tensor(c.loss);
+  if (!(loss.shape == Shape{1}) || loss.dtype != DType::F32)
+    throw Error("trainer: the loss function must return an f32 tensor of shape (1), got " +
+                loss.shape.str());
+  for (const int id : g.outputs()) {
+    const TensorInfo& m = g.tensor(id);
+    if (!(m.shape == Shape{1}) || m.dtype != DType::F32)
+      throw Error("trainer: a metric the loss function marks must be an f32 tensor of shape (1), " +
+                  m.name + " is " + m.shape.str());
+    c.metrics.push_back(Tensor{id});
+  }
+  g.markOutput(c.loss);
+  if (train) {
+    OptimizerConfig config = options.optimizer;
+    config.lr = options.schedule.at(0);
+    if (options.precision == Precision::F16) {
+      c.loss_scale = addLossScale(g, options.loss_scaling);
+      config.loss_scale = c.loss_scale;
+      config.loss_scaling = options.loss_scaling;
+    }
+    const Gradients grads =
+        c.loss_scale ? backward(g, c.loss, c.loss_scale.scale) : backward(g, c.loss);
+    c.state = addOptimizer(g, grads, config);
+  }
+  applyPrecision(g, options.precision);
+  return c;
+}
 
 Trainer::Trainer(vk::Context& context, ParameterStore& store, std::vector<const Dataset*> datasets,
                  LossFn loss, const TrainerOptions& options)
@@ -52,41 +86,10 @@ Trainer::~Trainer() = default;
 
 std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
   auto c = std::make_unique<Compiled>();
-  Graph& g = c->g;
-  g.setTraining(train);
-  g.setSeed(options_.dropout_seed);
-  c->indices = g.input("batch.indices", {options_.batch}, DType::U32);
-  std::vector<Tensor> batch;
-  for (const Dataset* d : datasets_) batch.push_back(g.gather(g.dataset(*d), c->indices));
-  c->loss = loss_(g, batch);
-  const TensorInfo& loss = g.tensor(c->loss);
-  if (!(loss.shape == Shape{1}) || loss.dtype != DType::F32)
-    throw Error("trainer: the loss function must return an f32 tensor of shape (1), got " +
-                loss.shape.str());
-  for (const int id : g.outputs()) {
-    const TensorInfo& m = g.tensor(id);
-    if (!(m.shape == Shape{1}) || m.dtype != DType::F32)
-      throw Error("trainer: a metric the loss function marks must be an f32 tensor of shape (1), " +
-                  m.name + " is " + m.shape.str());
-    c->metrics.push_back(Tensor{id});
-  }
-  g.markOutput(c->loss);
-  if (train) {
-    OptimizerConfig config = options_.optimizer;
-    config.lr = options_.schedule.at(0);
-    if (options_.precision == Precision::F16) {
-      c->loss_scale = addLossScale(g, options_.loss_scaling);
-      config.loss_scale = c->loss_scale;
-      config.loss_scaling = options_.loss_scaling;
-    }
-    const Gradients grads =
-        c->loss_scale ? backward(g, c->loss, c->loss_scale.scale) : backward(g, c->loss);
-    c->state = addOptimizer(g, grads, config);
-  }
-  applyPrecision(g, options_.precision);
+  static_cast<TrainerGraph&>(*c) = buildTrainerGraph(datasets_, loss_, options_, train);
   CompileOptions compile;
   compile.profile = train && options_.profile;
-  c->exec = std::make_unique<Executor>(context_, g, compile);
+  c->exec = std::make_unique<Executor>(context_, c->g, compile);
   return c;
 }
 
