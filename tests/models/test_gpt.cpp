@@ -16,6 +16,7 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/memory_estimate.h"
 #include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/attention.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 
@@ -202,6 +203,17 @@ TEST_F(GptTest, RejectsBadConfigurations) {
   c = config(nn::Norm::Pre, false);
   c.vocab = 0;
   EXPECT_THROW(gpt::declareGpt(store, c), Error);
+  // Heads wider than the attention kernels take: named with the limit, before any parameter.
+  c = config(nn::Norm::Pre, false);
+  c.heads = 2;
+  c.width = 2 * (ops::kMaxHeadDim + 4);
+  try {
+    gpt::declareGpt(store, c);
+    ADD_FAILURE() << "no error for a head dimension of " << c.width / c.heads;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("above the attention kernels' 256"), std::string::npos)
+        << e.what();
+  }
   EXPECT_TRUE(store.all().empty());
 
   c = config(nn::Norm::Pre, false);

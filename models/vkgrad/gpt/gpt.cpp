@@ -4,6 +4,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/attention.h"
 
 namespace vkgrad::gpt {
 
@@ -25,6 +26,11 @@ void GptConfig::validate() const {
   if (width % heads != 0)
     fail("width " + std::to_string(width) + " must be a multiple of heads " +
          std::to_string(heads));
+  if (width / heads > ops::kMaxHeadDim)
+    fail("width " + std::to_string(width) + " over " + std::to_string(heads) +
+         " heads is a head dimension of " + std::to_string(width / heads) +
+         ", above the attention kernels' " + std::to_string(ops::kMaxHeadDim) +
+         " (ops/attention.h): more heads");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
 }
 
