@@ -153,14 +153,13 @@ void checkMemoryFits(vk::Context& context, const MemoryEstimate& e) {
   std::string over;
   if (limit && need > limit)
     over = "the " + sizeText(limit) +
-           " memory limit (VKGRAD_MEMORY_LIMIT, or the Context's "
-           "memory_limit option)";
+           " memory limit (ContextOptions::memory_limit or VKGRAD_MEMORY_LIMIT)";
   else if (heap && need > heap)
     over = context.info().name + "'s largest device-local heap (" + sizeText(heap) + ")";
   if (over.empty()) return;
-  throw Error("this needs " + sizeText(e.peak()) + " of device memory" +
-              (held ? " besides the " + sizeText(held) + " already in use" : "") + ", more than " +
-              over + "; nothing was allocated for it. Predicted:\n" + memoryTable(e));
+  throw Error("the predicted peak, " + sizeText(e.peak()) + " of device memory" +
+              (held ? " besides the " + sizeText(held) + " already in use" : "") +
+              ", is more than " + over + "; nothing was allocated for it:\n" + memoryTable(e));
 }
 
 }  // namespace vkgrad::graph
