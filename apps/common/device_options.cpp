@@ -9,6 +9,9 @@ void declareDeviceOptions(Cli& cli) {
              "device index or part of its name (default: VKGRAD_DEVICE, else discrete > "
              "integrated > any)");
   cli.flag("validation", "enable the Khronos validation layer; any message fails the run");
+  cli.option("memory-limit",
+             "device memory the engine may take (512M, 2G or bytes; default: VKGRAD_MEMORY_LIMIT, "
+             "else none)");
 }
 
 vk::ContextOptions contextOptions(const Cli& cli) {
@@ -16,6 +19,13 @@ vk::ContextOptions contextOptions(const Cli& cli) {
   options.device = cli.get("device");
   options.device_source = "--device";
   options.validation = cli.has("validation");
+  if (const std::string limit = cli.get("memory-limit"); !limit.empty()) {
+    try {
+      options.memory_limit = vk::parseMemorySize(limit, "--memory-limit");
+    } catch (const Error& e) {
+      cli.fail(e.what());
+    }
+  }
   return options;
 }
 

@@ -1,4 +1,5 @@
-// vkgrad-gpt: trains a character-level (byte-level) GPT on a text file and samples from it.
+// vkgrad-gpt: trains a character-level (byte-level) GPT on a text file (or a directory of
+// them) and samples from it.
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <span>
 #include <sstream>
 #include <string>
@@ -17,6 +19,7 @@
 #include "common/plot.h"
 #include "common/resume.h"
 #include "common/training_run.h"
+#include "gpt/corpus.h"
 #include "gpt/options.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
@@ -24,6 +27,7 @@
 #include "vkgrad/gpt/sampler.h"
 #include "vkgrad/gpt/vocab.h"
 #include "vkgrad/graph/json_io.h"
+#include "vkgrad/graph/memory_estimate.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/trainer.h"
 #include "vkgrad/vk/context.h"
@@ -53,9 +57,10 @@ const RunDefaults kDefaults{.program = "vkgrad-gpt",
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
-          "Trains a byte-level GPT on a text file (the first 90% trains, the rest validates)\n"
-          "and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png and\n"
-          "DIR/train_state.safetensors (what --resume continues from).");
+          "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
+          "the rest validates) and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png\n"
+          "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
+          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.");
   cli.positional("train", "the command");
   declareModelOptions(cli);
   TrainingRun run(cli, kDefaults);
@@ -63,34 +68,43 @@ int train(int argc, char** argv) {
   applyPreset(cli);  // before the run reads its options: a preset sets --lr too
   run.parsed(kFixed);
 
-  const std::string text = readText(cli.get("data"));
+  const Corpus corpus = readCorpus(cli.get("data"));
+  const std::string& text = corpus.text;
   const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(text);
   const gpt::GptConfig config = configFromCli(cli, vocab.size());
   const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
   const std::vector<uint32_t> tokens = vocab.encode(text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
+  // The windows of the whole text, stored once: training draws those whose targets lie in the
+  // first 90%, validation reads windows that start after it.
+  const int64_t train_windows = int64_t(train_part.size()) - ctx;
+  // Validation rows come in whole steps, so --batch 4 --accumulate 4 validates as --batch 16.
+  std::vector<uint32_t> val_rows =
+      validationRows(int64_t(val_part.size()) - ctx, ctx, batch * run.accumulate());
+  for (uint32_t& r : val_rows) r += uint32_t(train_part.size());
+  const graph::TrainerOptions options = run.trainerOptions(batch, train_windows);
 
-  vk::Context& context = run.device();
-  // Every window of the text, stored once on the device as the token stream.
-  const gpt::TokenWindows train_w = gpt::uploadTokenWindows(context, train_part, ctx);
-  const gpt::TokenWindows val_w = gpt::uploadTokenWindows(context, val_part, ctx);
+  // Known before any of it is spent: a dry run reports it, a run that cannot fit stops here.
+  std::unique_ptr<vk::Context> dry_device;
+  if (cli.has("dry-run")) dry_device = std::make_unique<vk::Context>(contextOptions(cli));
+  vk::Context& context = dry_device ? *dry_device : run.device();
+  const graph::MemoryEstimate memory =
+      gpt::estimateTraining(context, config, int64_t(tokens.size()), options);
+  const double unigram = unigramEntropy(tokens, config.vocab);
+  printHeader(context, cli, corpus.files, tokens.size(), train_windows, val_rows.size(),
+              memory.parameter_count, config, unigram);
+  if (dry_device) {
+    printDryRun(context, cli, memory);
+    return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
+  }
+  graph::checkMemoryFits(context, memory);
+
+  const gpt::TokenWindows windows = gpt::uploadTokenWindows(context, tokens, ctx);
   graph::ParameterStore store(context);
   gpt::declareGpt(store, config);
   store.initialize(run.seed());
-  const graph::TrainerOptions options = run.trainerOptions(batch, train_w.count);
   const graph::LossFn loss = gpt::gptLossFn(store, config);
-  graph::Trainer trainer(context, store, {&train_w.ids, &train_w.targets}, loss, options);
-  // Validation: the same model over held-out windows, through a trainer that only evaluates
-  // (no gradients, optimizer state or training arena of its own: 1.6 GB at gpt2-small).
-  graph::TrainerOptions val_options = options;
-  val_options.evaluate_only = true;
-  graph::Trainer validator(context, store, {&val_w.ids, &val_w.targets}, loss, val_options);
-  // Sized by the step's rows, so --batch 4 --accumulate 4 validates as --batch 16 does.
-  const std::vector<uint32_t> val_rows =
-      validationRows(val_w.count, ctx, batch * run.accumulate());
-  const double unigram = unigramEntropy(tokens, config.vocab);
-  printHeader(context, cli, tokens.size(), train_w.count, val_rows.size(), store.elements(), config,
-              unigram);
+  graph::Trainer trainer(context, store, {&windows.ids, &windows.targets}, loss, options);
 
   Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
   float val = NAN;
@@ -105,7 +119,7 @@ int train(int argc, char** argv) {
       .title = "vkgrad-gpt: loss", .x_label = "step", .y_label = "cross-entropy loss (nats)"};
   hooks.evaluate_first = true;
   hooks.evaluate = [&](int64_t step, const TrainStats&) {
-    val = validator.evaluate(val_rows);
+    val = trainer.evaluate(val_rows);
     val_curve.x.push_back(double(step));
     val_curve.y.push_back(val);
     char text[32];
@@ -184,9 +198,10 @@ int sample(int argc, char** argv) {
 }
 
 const char* const kUsage =
-    "usage: vkgrad-gpt train --data FILE [--layers N --heads N --width N --context N --batch N\n"
-    "                        --steps N --lr X --seed N --out DIR --norm pre|post --device NAME "
-    "--json]\n"
+    "usage: vkgrad-gpt train --data FILE|DIR [--preset gpt2-small|mid --layers N --heads N\n"
+    "                        --width N --context N --batch N --steps N --lr X --seed N --out DIR\n"
+    "                        --norm pre|post --precision fp32|bf16|fp16 --device NAME --json\n"
+    "                        --dry-run]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
     "--top-k N --seed N]\n"
     "`vkgrad-gpt train --help` and `vkgrad-gpt sample --help` list every option.\n";

@@ -3,19 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/input_file.h"
+#include "vkgrad/graph/json_io.h"
 
 namespace vkgrad::apps {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::vector<uint32_t> evenlySpaced(int64_t count, int64_t want) {
   std::vector<uint32_t> out;
@@ -79,7 +74,9 @@ void declareModelOptions(Cli& cli) {
   std::string about = "a model size; options given on the command line win:";
   for (const Preset& p : presets()) about += std::string(" ") + p.name + " (" + p.about + ");";
   cli.option("preset", about);
-  cli.option("data", "the text file to train on (required)");
+  cli.option("data",
+             "the text to train on (required): a file, or a directory whose files are read in "
+             "name order (not symlinks, hidden files or *.dat)");
   cli.option("layers", "transformer blocks", "2");
   cli.option("heads", "attention heads per block", "4");
   cli.option("width", "model width (a multiple of heads)", "64");
@@ -88,14 +85,9 @@ void declareModelOptions(Cli& cli) {
   cli.option("dropout", "dropout probability", "0");
   cli.option("norm", "pre (GPT-2) or post (the original transformer)", "pre");
   cli.flag("tie", "tie the output head to the token embedding");
-}
-
-std::string readText(const std::string& path) {
-  if (path.empty()) throw Error("no --data file given");
-  // 1 GiB: each byte becomes a 4-byte token on the device, 4 GiB of token stream.
-  std::string text = graph::readInputFile(path, "a text file", uint64_t(1) << 30);
-  if (text.empty()) throw Error(path + ": the file is empty");
-  return text;
+  cli.flag("dry-run",
+           "print the device memory the run would take (parameters, gradients, optimizer state, "
+           "activations, data) and exit without allocating it");
 }
 
 std::pair<std::span<const uint32_t>, std::span<const uint32_t>> splitText(
@@ -150,18 +142,41 @@ std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch
   return rows;
 }
 
-void printHeader(const vk::Context& context, const Cli& cli, size_t bytes, int64_t windows,
-                 size_t val_windows, int64_t parameters, const gpt::GptConfig& config,
-                 double unigram) {
+void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_t bytes,
+                 int64_t windows, size_t val_windows, int64_t parameters,
+                 const gpt::GptConfig& config, double unigram) {
+  const std::string from = files > 1 ? " (" + std::to_string(files) + " files)" : "";
   std::fprintf(stderr,
-               "device: %s\ndata: %s, %zu bytes, vocab %lld; %lld training windows, %zu "
+               "device: %s\ndata: %s%s, %zu bytes, vocab %lld; %lld training windows, %zu "
                "validation windows\nmodel: %lld parameters; %lld layers, %lld heads, width "
                "%lld, context %lld, %s-norm\nunigram entropy of the text: %.3f nats\n",
-               context.info().name.c_str(), cli.get("data").c_str(), bytes,
+               context.info().name.c_str(), cli.get("data").c_str(), from.c_str(), bytes,
                static_cast<long long>(config.vocab), static_cast<long long>(windows), val_windows,
                static_cast<long long>(parameters), static_cast<long long>(config.layers),
                static_cast<long long>(config.heads), static_cast<long long>(config.width),
                static_cast<long long>(config.context), cli.get("norm").c_str(), unigram);
+}
+
+void printDryRun(const vk::Context& context, const Cli& cli, const graph::MemoryEstimate& e) {
+  std::printf("device memory of this run on %s, %s activations (predicted; nothing allocated):\n%s",
+              context.info().name.c_str(), cli.get("precision").c_str(),
+              graph::memoryTable(e).c_str());
+  if (!cli.has("json")) return;
+  const graph::Json json = {{"command", "train"},
+                            {"dry_run", true},
+                            {"device", context.info().name},
+                            {"precision", cli.get("precision")},
+                            {"parameters", e.parameter_count},
+                            {"parameter_bytes", e.parameters},
+                            {"gradient_bytes", e.gradients},
+                            {"optimizer_bytes", e.optimizer},
+                            {"activation_bytes", e.activations},
+                            {"dataset_bytes", e.datasets},
+                            {"other_bytes", e.other},
+                            {"peak_device_bytes", e.peak()},
+                            // The training graph's planned arena, as a real run reports it.
+                            {"arena_bytes", e.arenas.at(0)}};
+  std::printf("%s\n", graph::dumpJson(json).c_str());
 }
 
 }  // namespace vkgrad::apps

@@ -1,6 +1,7 @@
-// --device and --validation (apps/common/device_options.h) as every program takes them: the
-// same help, a run on the device the option names with the validation layer clean, and an
-// unknown device failing with a message that names the option and lists the devices.
+// --device, --validation and --memory-limit (apps/common/device_options.h) as every program
+// takes them: the same help, a run on the device the option names with the validation layer
+// clean, and an unknown device failing with a message that names the option and lists the
+// devices.
 #include "common/device_options.h"
 
 #include <unistd.h>
@@ -79,7 +80,7 @@ TEST(DeviceOptions, EveryProgramDeclaresBothWithTheSameHelp) {
   for (const auto& [program, args] : helps) {
     const AppRun help = runApp(program, args);
     EXPECT_EQ(help.exit_code, 0) << program << help.err;
-    for (const char* name : {"device", "validation"}) {
+    for (const char* name : {"device", "validation", "memory-limit"}) {
       EXPECT_FALSE(helpOf(usage, name).empty()) << name;
       EXPECT_EQ(helpOf(help.out, name), helpOf(usage, name)) << program << " --" << name;
     }

@@ -14,8 +14,10 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/memory_estimate.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/planner.h"
+#include "vkgrad/ops/attention.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
@@ -203,6 +205,17 @@ TEST_F(GptTest, RejectsBadConfigurations) {
   c = config(nn::Norm::Pre, false);
   c.vocab = 0;
   EXPECT_THROW(gpt::declareGpt(store, c), Error);
+  // Heads wider than the attention kernels take: named with the limit, before any parameter.
+  c = config(nn::Norm::Pre, false);
+  c.heads = 2;
+  c.width = 2 * (ops::kMaxHeadDim + 4);
+  try {
+    gpt::declareGpt(store, c);
+    ADD_FAILURE() << "no error for a head dimension of " << c.width / c.heads;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("above the attention kernels' 256"), std::string::npos)
+        << e.what();
+  }
   EXPECT_TRUE(store.all().empty());
 
   c = config(nn::Norm::Pre, false);
@@ -305,20 +318,37 @@ TEST_F(GptTest, RefusesATensorPastALimitNamingIt) {
   EXPECT_NE(e.find("maxStorageBufferRange 8192 bytes"), std::string::npos) << e;
 }
 
-// The windows hold the stream once, ids from the first token and targets from the second,
-// with one window per start that still has a next token.
+// The windows hold the stream once, in one upload: ids from the first token and targets from
+// the second, with one window per start that still has a next token. Declared windows have the
+// same shapes without device memory, and an estimate counts the upload they would make.
 TEST_F(GptTest, TokenWindowsPairEachIdWithTheNextToken) {
   const size_t n = data_.tokens.size();
   EXPECT_EQ(win_.count, int64_t(n) - kContext);
   EXPECT_EQ(win_.ids.shape, (ops::Shape{win_.count, kContext}));
   EXPECT_EQ(win_.targets.shape, win_.ids.shape);
-  std::vector<uint32_t> ids(n - 1), targets(n - 1);
-  ASSERT_EQ(win_.ids.buffer->size(), ids.size() * 4);
-  ASSERT_EQ(win_.targets.buffer->size(), targets.size() * 4);
-  ctx().staging().download(*win_.ids.buffer, 0, ids.data(), ids.size() * 4);
-  ctx().staging().download(*win_.targets.buffer, 0, targets.data(), targets.size() * 4);
-  EXPECT_EQ(ids, std::vector<uint32_t>(data_.tokens.begin(), data_.tokens.end() - 1));
-  EXPECT_EQ(targets, std::vector<uint32_t>(data_.tokens.begin() + 1, data_.tokens.end()));
+  ASSERT_EQ(win_.ids.buffer, win_.targets.buffer);
+  EXPECT_EQ(win_.ids.offset, 0u);
+  EXPECT_EQ(win_.targets.offset, 4u);
+  // The last target is the last token: both end inside the stream.
+  EXPECT_EQ(win_.ids.extent(), int64_t(n) - 1);
+  EXPECT_EQ(win_.targets.offset / 4 + uint64_t(win_.targets.extent()), n);
+  std::vector<uint32_t> stream(n);
+  ASSERT_EQ(win_.ids.buffer->size(), n * 4);
+  ctx().staging().download(*win_.ids.buffer, 0, stream.data(), n * 4);
+  EXPECT_EQ(stream, data_.tokens);
+
+  const gpt::TokenWindows declared = gpt::declareTokenWindows(int64_t(n), kContext);
+  EXPECT_EQ(declared.count, win_.count);
+  EXPECT_EQ(declared.ids.shape, win_.ids.shape);
+  EXPECT_EQ(declared.targets.offset, win_.targets.offset);
+  ASSERT_EQ(declared.ids.buffer, declared.targets.buffer);
+  EXPECT_FALSE(*declared.ids.buffer) << "a declared dataset holds device memory";
+  const graph::Dataset* real[] = {&win_.ids, &win_.targets};
+  const graph::Dataset* planned[] = {&declared.ids, &declared.targets};
+  EXPECT_EQ(graph::estimateDatasets(ctx(), planned).datasets,
+            graph::estimateDatasets(ctx(), real).datasets);
+  EXPECT_EQ(graph::estimateDatasets(ctx(), real).datasets, win_.ids.buffer->capacity());
+  EXPECT_THROW(gpt::declareTokenWindows(kContext, kContext), Error);
 }
 
 }  // namespace

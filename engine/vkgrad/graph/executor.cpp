@@ -17,8 +17,42 @@
 namespace vkgrad::graph {
 namespace {
 
-// Arena offsets: the device's storage and texel binding alignments (ops bind any multiple of
-// 4 bytes, but aligned views need no skip and allow RGBA32F texel fetches).
+void checkCount(const Shape& shape, const std::string& name, size_t count) {
+  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
+    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
+                     " values");
+}
+
+// Gives a declared dataset its device copy of values: one allocation.
+Dataset uploadWords(vk::Context& context, Dataset d, const void* values, size_t count) {
+  const uint64_t most = context.info().max_allocation_bytes;
+  if (most && count * 4 > most)
+    throw ShapeError("dataset " + d.name + " " + d.shape.str() + " is " +
+                     std::to_string(count * 4) + " bytes, more than one allocation on " +
+                     context.info().name + " may be (maxMemoryAllocationSize " +
+                     std::to_string(most) + " bytes)");
+  d.buffer =
+      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets));
+  context.staging().upload(*d.buffer, 0, values, count * 4);
+  return d;
+}
+
+// A parameter of a planning store or a declared dataset: shapes without device memory.
+void checkHasMemory(const TensorInfo& info) {
+  const bool planned = (info.kind == TensorKind::Parameter && !info.parameter->buffer) ||
+                       (info.kind == TensorKind::Dataset && !*info.dataset->buffer);
+  if (planned)
+    throw Error("executor: " + std::string(tensorKindName(info.kind)) + " " + info.name + " " +
+                info.shape.str() +
+                " has no device memory (a planning ParameterStore or a declared dataset, for "
+                "estimates and dry runs); compile with allocated ones");
+}
+
+}  // namespace
+
+// Offsets in the arena and the state buffer: the device's storage and texel binding alignments
+// (ops bind any multiple of 4 bytes, but aligned views need no skip and allow RGBA32F texel
+// fetches).
 uint64_t arenaAlignment(const vk::Context& context) {
   const vk::DeviceInfo& info = context.info();
   uint64_t a =
@@ -27,6 +61,8 @@ uint64_t arenaAlignment(const vk::Context& context) {
   while (pow2 < a) pow2 <<= 1;
   return pow2;
 }
+
+namespace {
 
 // "matmul (x (4,64), w (64,256) -> h (4,256))": a node and its tensors, for errors.
 std::string nodeText(const Graph& g, const Node& node) {
@@ -41,80 +77,41 @@ std::string nodeText(const Graph& g, const Node& node) {
          ")";
 }
 
-Dataset uploadWords(vk::Context& context, const std::string& name, const Shape& shape, DType dtype,
-                    const void* values, size_t count) {
-  if (shape.numel() <= 0 || int64_t(count) != shape.numel())
-    throw ShapeError("dataset " + name + " " + shape.str() + ": got " + std::to_string(count) +
-                     " values");
-  const uint64_t most = context.info().max_allocation_bytes;
-  if (most && count * 4 > most)
-    throw ShapeError("dataset " + name + " " + shape.str() + " is " + std::to_string(count * 4) +
-                     " bytes, more than one allocation on " + context.info().name +
-                     " may be (maxMemoryAllocationSize " + std::to_string(most) + " bytes)");
-  Dataset d{
-      name, shape, dtype,
-      std::make_shared<vk::Buffer>(context.allocator().allocate(count * 4, vk::Use::Datasets))};
-  context.staging().upload(*d.buffer, 0, values, count * 4);
+}  // namespace
+
+Dataset declareDataset(const std::string& name, const Shape& shape, DType dtype) {
+  if (shape.numel() <= 0) throw ShapeError("dataset " + name + " " + shape.str() + ": no values");
+  return {name, shape, dtype, std::make_shared<vk::Buffer>()};
+}
+
+Dataset declareWindows(const std::string& name, int64_t stream_size, int64_t length) {
+  if (length <= 0 || stream_size < length)
+    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
+                     " need a stream of at least that many values, got " +
+                     std::to_string(stream_size));
+  Dataset d = declareDataset(name, {stream_size - length + 1, length}, DType::U32);
+  d.row_stride = 1;
   return d;
 }
 
-// The graph's own persistent tensors (inputs, constants, optimizer state, parameter
-// gradients) share flat buffers, in tensor order, each on the binding alignment: the optimizer
-// then updates all of a buffer's in one dispatch (ops::adamwMany), and a gradient norm reads
-// them in one. One buffer, unless that would be more than one allocation (`most`, 0: no
-// limit) may be: then as few as fit. A tensor larger than one allocation is a ShapeError.
-struct StateLayout {
-  std::vector<uint64_t> bytes;  // per state buffer
-  struct Place {
-    size_t tensor, buffer;
-    uint64_t offset;
-  };
-  std::vector<Place> tensors;
-};
-StateLayout layOutState(const Graph& graph, const GraphPlan& plan, uint64_t align, uint64_t most,
-                        const std::string& device) {
-  StateLayout layout;
-  for (size_t t = 0; t < graph.tensors().size(); ++t) {
-    const TensorInfo& info = graph.tensor(int(t));
-    if (info.root != int(t) || !plan.used[t] || !isPersistent(info) ||
-        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
-      continue;
-    const uint64_t bytes = (info.bytes() + align - 1) / align * align;
-    if (most && bytes > most)
-      throw ShapeError("executor: " + info.name + " " + info.shape.str() + " is " +
-                       std::to_string(info.bytes()) + " bytes, more than one allocation on " +
-                       device + " may be (maxMemoryAllocationSize " + std::to_string(most) +
-                       " bytes)");
-    if (layout.bytes.empty() || (most && layout.bytes.back() + bytes > most))
-      layout.bytes.push_back(0);
-    layout.tensors.push_back({t, layout.bytes.size() - 1, layout.bytes.back()});
-    layout.bytes.back() += bytes;
-  }
-  return layout;
-}
-
-}  // namespace
-
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const float> values) {
-  return uploadWords(context, name, shape, DType::F32, values.data(), values.size());
+  checkCount(shape, name, values.size());
+  return uploadWords(context, declareDataset(name, shape, DType::F32), values.data(),
+                     values.size());
 }
 
 Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape& shape,
                       std::span<const uint32_t> values) {
-  return uploadWords(context, name, shape, DType::U32, values.data(), values.size());
+  checkCount(shape, name, values.size());
+  return uploadWords(context, declareDataset(name, shape, DType::U32), values.data(),
+                     values.size());
 }
 
 Dataset uploadWindows(vk::Context& context, const std::string& name,
                       std::span<const uint32_t> stream, int64_t length) {
-  const int64_t n = int64_t(stream.size());
-  if (length <= 0 || n < length)
-    throw ShapeError("dataset " + name + ": windows of " + std::to_string(length) +
-                     " need a stream of at least that many values, got " + std::to_string(n));
-  Dataset d = uploadWords(context, name, {n}, DType::U32, stream.data(), stream.size());
-  d.shape = {n - length + 1, length};
-  d.row_stride = 1;
-  return d;
+  return uploadWords(context, declareWindows(name, int64_t(stream.size()), length), stream.data(),
+                     stream.size());
 }
 
 Executor::Executor(vk::Context& context, const Graph& graph, const CompileOptions& options)
@@ -127,20 +124,21 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   buffer_.assign(n, nullptr);
   offset_.assign(n, 0);
 
-  const StateLayout state = layOutState(graph, plan_, align, most, context.info().name);
-  const std::vector<uint64_t>& state_bytes = state.bytes;
-  for (const auto& [t, b, at] : state.tensors) offset_[t] = at;
+  // The arena in the plan's chunks, the state in its buffers; parameters and datasets are
+  // read where their owners put them.
   const uint64_t chunk = plan_.memory.chunk_bytes, arena_bytes = plan_.memory.arena_bytes;
   const size_t chunks = !arena_bytes ? 0 : chunk ? (arena_bytes + chunk - 1) / chunk : 1;
-  owned_.reserve(chunks + state_bytes.size());  // pointers into owned_ are kept
+  owned_.reserve(chunks + plan_.state_bytes.size());  // pointers into owned_ are kept
+  for (size_t t = 0; t < n; ++t)
+    if (graph.tensor(int(t)).root == int(t) && plan_.used[t]) checkHasMemory(graph.tensor(int(t)));
   for (size_t c = 0; c < chunks; ++c) {
     const uint64_t bytes = chunk ? std::min(chunk, arena_bytes - c * chunk) : arena_bytes;
     owned_.push_back(context.allocator().allocate(bytes, vk::Use::Activations));
   }
   const size_t first_state = owned_.size();
-  for (const uint64_t bytes : state_bytes)
+  for (const uint64_t bytes : plan_.state_bytes)
     owned_.push_back(context.allocator().allocate(bytes, vk::Use::GraphState));
-
+  std::vector<size_t> owned_tensors;
   for (size_t t = 0; t < n; ++t) {
     const TensorInfo& info = graph.tensor(int(t));
     if (info.root != int(t) || !plan_.used[t]) continue;
@@ -153,13 +151,12 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
       offset_[t] = info.parameter->offset;
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
+      offset_[t] = info.dataset->offset;
+    } else {
+      buffer_[t] = &owned_[first_state + size_t(plan_.state_buffer[t])];
+      offset_[t] = uint64_t(plan_.state_offset[t]);
+      owned_tensors.push_back(t);
     }
-  }
-  for (const auto& [t, b, at] : state.tensors) {
-    const TensorInfo& info = graph.tensor(int(t));
-    buffer_[t] = &owned_[first_state + b];
-    if (!info.data.empty())
-      context.staging().upload(*buffer_[t], offset_[t], info.data.data(), info.data.size() * 4);
   }
   for (size_t t = 0; t < n; ++t) {
     const size_t r = size_t(graph.tensor(int(t)).root);
@@ -169,11 +166,19 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   rec_ = std::make_unique<vk::Recorder>(context);
   timed_ = context.info().timestamp_valid_bits != 0;
   profiled_ = timed_ && options.profile;
-  if (chunks) {
+  if (!owned_.empty()) {
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
     for (size_t c = 0; c < chunks; ++c) rec_->fill(owned_[c], 0x7fc00000u);
+    // State starts at zero unless the graph gives its words: optimizer moments have no host
+    // copy (a large model's would be gigabytes of zeros).
+    for (size_t b = first_state; b < owned_.size(); ++b) rec_->fill(owned_[b], 0u);
     rec_->submit();
     rec_->reset();
+  }
+  for (size_t t : owned_tensors) {
+    const std::vector<uint32_t>& data = graph.tensor(int(t)).data;
+    if (!data.empty())
+      context.staging().upload(*buffer_[t], offset_[t], data.data(), data.size() * 4);
   }
   record();
 }

@@ -38,6 +38,16 @@ Dataset uploadDataset(vk::Context& context, const std::string& name, const Shape
 // is shorter than one window.
 Dataset uploadWindows(vk::Context& context, const std::string& name,
                       std::span<const uint32_t> stream, int64_t length);
+// The Datasets the two calls above would make, shapes only: their buffer is an empty
+// vk::Buffer, no device memory. Graphs read them like uploaded ones, memory estimates
+// (graph/memory_estimate.h) count what their upload would take, and an Executor refuses them.
+// The same ShapeErrors as the uploads.
+Dataset declareDataset(const std::string& name, const Shape& shape, DType dtype);
+Dataset declareWindows(const std::string& name, int64_t stream_size, int64_t length);
+
+// The alignment of every tensor in an Executor's arena and state buffer (a power of two): the
+// device's storage and texel binding alignments, at least 16.
+uint64_t arenaAlignment(const vk::Context& context);
 
 struct CompileOptions {
   bool reuse_memory = true;  // false: every activation gets its own range (for comparisons)

@@ -122,10 +122,13 @@ Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<
 Tensor Graph::dataset(const Dataset& d) {
   for (size_t i = 0; i < tensors_.size(); ++i)  // read in place: one tensor per dataset
     if (tensors_[i].dataset == &d) return {int(i)};
-  if (d.shape.numel() <= 0 || d.row_stride < 0 || !d.buffer ||
-      d.buffer->size() < uint64_t(d.extent()) * 4)
+  // A declared dataset (an empty buffer, for estimates) has no bytes to check yet.
+  const bool declared = d.buffer && !*d.buffer;
+  if (d.shape.numel() <= 0 || d.row_stride < 0 || d.offset % 4 != 0 || !d.buffer ||
+      (!declared && d.buffer->size() < d.offset + uint64_t(d.extent()) * 4))
     throw ShapeError("dataset " + d.name + " " + d.shape.str() + " (row stride " +
-                     std::to_string(d.row_stride) + "): empty, or its buffer holds " +
+                     std::to_string(d.row_stride) + ", offset " + std::to_string(d.offset) +
+                     "): empty, or its buffer holds " +
                      std::to_string(d.buffer ? d.buffer->size() : 0) + " bytes");
   TensorInfo info{d.name, d.shape, d.dtype, TensorKind::Dataset};
   info.differentiable = false;

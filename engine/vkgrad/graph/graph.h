@@ -41,11 +41,17 @@ struct Dataset {
   std::string name;
   Shape shape;
   DType dtype = DType::F32;
-  std::shared_ptr<vk::Buffer> buffer;  // shared: keeps this header free of Vulkan
+  // Shared: keeps this header free of Vulkan, and lets datasets share one upload. An empty
+  // vk::Buffer (no device memory) is a declared dataset (declareWindows): graphs and memory
+  // estimates read its shape, an Executor refuses it.
+  std::shared_ptr<vk::Buffer> buffer;
   // Elements from the start of one row (first axis) to the next; 0: dense rows. Below the
   // row size, rows overlap: uploadWindows stores a token stream once and serves every window
   // of it as a row. A strided dataset is read only through gather(), as its table.
   int64_t row_stride = 0;
+  // Bytes into buffer where element 0 lies (a multiple of 4): a token stream's targets are
+  // its ids one token on, in the same upload.
+  uint64_t offset = 0;
   int64_t rowSize() const { return shape.numel() / shape[0]; }
   // Elements the rows span: (rows - 1) * stride + row size, or numel() when dense.
   int64_t extent() const {
@@ -81,7 +87,7 @@ struct TensorInfo {
   bool differentiable = true;            // false for ids, targets, masks, state
   bool persistent = false;               // a Gradient kept outside the arena (a parameter's)
   const Parameter* parameter = nullptr;  // Parameter kind
-  std::vector<uint32_t> data;            // Constant and State: initial words
+  std::vector<uint32_t> data;            // Constant and State: initial words (State: none, zeros)
   const Dataset* dataset = nullptr;      // Dataset kind
   uint64_t offset = 0;                   // bytes into the root's (a slice view's start)
   uint64_t bytes() const { return uint64_t(shape.numel()) * ops::dtypeBytes(dtype); }

@@ -10,6 +10,7 @@
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/vk/context.h"
+#include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
 
@@ -24,7 +25,15 @@ double fanSum(const ops::Shape& shape) {
 
 }  // namespace
 
-ParameterStore::ParameterStore(vk::Context& context) : context_(context) {}
+ParameterStore::ParameterStore(vk::Context& context, StoreMemory memory)
+    : context_(context), memory_(memory) {}
+
+void ParameterStore::checkDevice(const char* what) const {
+  if (planning())
+    throw Error(std::string("ParameterStore: ") + what + " needs device memory; this store (" +
+                std::to_string(params_.size()) + " parameters, " + std::to_string(elements()) +
+                " elements) is for planning only (StoreMemory::Planning)");
+}
 
 const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& shape, Init init) {
   if (name.empty()) throw Error("ParameterStore: a parameter needs a name");
@@ -49,7 +58,7 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->init = init;
   const uint64_t align = ops::bindingAlignment(context_);
   const uint64_t need = (bytes + align - 1) / align * align;
-  if (!page_ || !page_->grow(page_used_ + need)) {
+  if (!planning() && (!page_ || !page_->grow(page_used_ + need))) {
     page_ = std::make_shared<vk::Buffer>(context_.allocator().allocate(need, vk::Use::Parameters));
     page_used_ = 0;
   }
@@ -77,7 +86,23 @@ int64_t ParameterStore::elements() const {
   return n;
 }
 
+uint64_t ParameterStore::deviceBytes() const {
+  if (planning()) {
+    const uint64_t align = context_.allocator().alignment();
+    return (page_used_ + align - 1) / align * align;
+  }
+  uint64_t bytes = 0;
+  const vk::Buffer* last = nullptr;  // parameters fill one page after another
+  for (const auto& p : params_)
+    if (p->buffer.get() != last) {
+      last = p->buffer.get();
+      bytes += last->capacity();
+    }
+  return bytes;
+}
+
 void ParameterStore::initialize(uint64_t seed) {
+  checkDevice("initialize()");
   const vk::Buffer rng = context_.allocator().allocate(sizeof(ops::RngState));
   const ops::RngState state = ops::RngState::make(seed);
   context_.staging().upload(rng, 0, &state, sizeof(state));
@@ -120,6 +145,7 @@ void ParameterStore::initialize(uint64_t seed) {
 }
 
 std::vector<SavedTensor> ParameterStore::download() const {
+  checkDevice("download() (or save())");
   std::vector<SavedTensor> out;
   for (const auto& p : params_) {
     SavedTensor t{p->name, ops::DType::F32, savedDims(p->shape),
@@ -139,6 +165,7 @@ void ParameterStore::save(const std::filesystem::path& path,
 }
 
 std::map<std::string, std::string> ParameterStore::load(const std::filesystem::path& path) {
+  checkDevice("load()");
   const Checkpoint checkpoint = loadSafetensors(path);
   std::vector<const SavedTensor*> tensors;
   for (const SavedTensor& t : checkpoint.tensors) tensors.push_back(&t);
@@ -148,6 +175,7 @@ std::map<std::string, std::string> ParameterStore::load(const std::filesystem::p
 
 void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
                             const std::string& source) {
+  checkDevice("upload() (or load())");
   // Check everything first; upload only tensors that match completely.
   std::string problems;
   std::vector<const SavedTensor*> from(params_.size(), nullptr);

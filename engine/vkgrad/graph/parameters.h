@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/safetensors.h"
 #include "vkgrad/ops/tensor.h"
 
@@ -37,11 +38,22 @@ struct Parameter {
   ops::Shape shape;
   Init init;
   // The store's page this parameter lies in, from `offset` bytes on (shared: keeps this header
-  // free of Vulkan).
+  // free of Vulkan). Null in a planning store.
   std::shared_ptr<vk::Buffer> buffer;
   uint64_t offset = 0;
-  ops::TensorView view() const { return ops::view(*buffer, shape, offset); }
+  ops::TensorView view() const {
+    if (!buffer)
+      throw Error("parameter \"" + name +
+                  "\" belongs to a planning ParameterStore: no device memory");
+    return ops::view(*buffer, shape, offset);
+  }
 };
+
+// Where a store's parameters live. A Planning store checks and packs them as a Device one
+// does, without allocating: a model of any size can be declared to estimate its memory
+// (graph/memory_estimate.h) before any of it is spent. Anything that would touch its values
+// (initialize, save, load, download, upload, an Executor) throws Error.
+enum class StoreMemory { Device, Planning };
 
 // Parameters are packed one after another into as few buffers (pages) as the allocator
 // allows, each on the device's binding alignment: a page grows in place while the memory after
@@ -49,7 +61,8 @@ struct Parameter {
 // (ops::adamwMany).
 class ParameterStore {
  public:
-  explicit ParameterStore(vk::Context& context);
+  explicit ParameterStore(vk::Context& context, StoreMemory memory = StoreMemory::Device);
+  bool planning() const { return memory_ == StoreMemory::Planning; }
 
   // Throws Error on a duplicate or empty name or an empty shape; OutOfMemoryError when the
   // device is full. Contents are undefined until initialize() or load().
@@ -58,6 +71,10 @@ class ParameterStore {
   const Parameter& at(const std::string& name) const;  // throws Error naming the missing one
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
   int64_t elements() const;
+  // The device memory the parameters take (vk::Use::Parameters): the pages' allocations, or
+  // for a planning store one page holding them all. A device store spread over several pages
+  // takes up to one allocator alignment more per page than the planning store says.
+  uint64_t deviceBytes() const;
 
   // Runs every initialiser on the device; the i-th parameter added draws from stream i of
   // the counter-based generator (ops/random.h) seeded with `seed`, so the same seed gives the
@@ -82,11 +99,14 @@ class ParameterStore {
   void upload(std::span<const SavedTensor* const> tensors, const std::string& source);
 
  private:
+  void checkDevice(const char* what) const;  // Error on a planning store
+
   vk::Context& context_;
+  StoreMemory memory_;
   std::vector<std::unique_ptr<Parameter>> params_;  // in the order added
   std::unordered_map<std::string, size_t> index_;   // name -> position in params_
   std::shared_ptr<vk::Buffer> page_;                // the page parameters are added to
-  uint64_t page_used_ = 0;                          // bytes of it taken
+  uint64_t page_used_ = 0;  // bytes of it taken (a planning store: of its one virtual page)
 };
 
 }  // namespace vkgrad::graph

@@ -4,7 +4,9 @@
 // op may write its output over an input (activations, add, an activation's dx over dy) and
 // that input is last used there, the output takes the input's range (in place).
 // Persistent tensors (inputs, parameters, constants, state, parameter gradients) are not in
-// the arena. No Vulkan here: the executor allocates what the plan says.
+// the arena; those the graph owns (all but parameters and datasets) are packed into its state
+// (GraphPlan::state_offset). No Vulkan here: the executor allocates what the plan says, and a
+// memory estimate (graph/memory_estimate.h) reads the same plan.
 // The arena may span several allocations (chunks of at most maxMemoryAllocationSize): no
 // tensor crosses a chunk boundary, so each lies wholly in one buffer. Kernels bind each
 // tensor as its own range (offset, size), so only a single tensor above the device's
@@ -53,13 +55,21 @@ struct GraphPlan {
   MemoryPlan memory;
   std::vector<int64_t> offset;  // per tensor id: its root's arena offset; -1 if not in the arena
   std::vector<bool> used;       // per tensor id: some node that runs touches its root
+  // The graph's own persistent tensors (inputs, constants, state, parameter gradients) that a
+  // node uses, in tensor order, each on the alignment: one buffer, so the optimizer updates all
+  // of them in one dispatch (ops::adamwMany) and a gradient norm reads them in one; or, where
+  // that would be more than a chunk, as few buffers of at most a chunk as hold them.
+  std::vector<int> state_buffer;      // per tensor id: its root's state buffer; -1 if none
+  std::vector<int64_t> state_offset;  // per tensor id: its root's offset there; -1 if none
+  std::vector<uint64_t> state_bytes;  // per state buffer, its size
 };
 
 // Nodes that lead neither to a marked output nor to a parameter's gradient, and update no
 // state, are dropped. Outputs live to
 // the end of the step so they can be read back. Throws Error if a node reads a tensor that
 // nothing before it wrote (an activation used before it is produced).
-// chunk_bytes as planMemory's; a tensor larger than a chunk is a ShapeError naming it.
+// chunk_bytes as planMemory's, for the arena and the state buffers; a tensor larger than a
+// chunk is a ShapeError naming it.
 GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse = true,
                     uint64_t chunk_bytes = 0);
 

@@ -16,13 +16,88 @@
 namespace vkgrad::graph {
 
 // A graph and its executor; the executor refers to the graph, so both live here, in place.
-struct Trainer::Compiled {
-  Graph g;
-  Tensor indices, loss, state;
-  LossScale loss_scale;         // fp16 training only
-  std::vector<Tensor> metrics;  // what the loss function marked as outputs
+struct Trainer::Compiled : TrainerGraph {
   std::unique_ptr<Executor> exec;
 };
+
+namespace {
+
+// The loss must be an f32 (1); so must every metric the loss function marks.
+void checkScalar(const Graph& g, Tensor t, const char* what) {
+  const TensorInfo& info = g.tensor(t);
+  if (!(info.shape == Shape{1}) || info.dtype != DType::F32)
+    throw Error(std::string("trainer: ") + what + " must be an f32 tensor of shape (1), " +
+                info.name + " is " + info.shape.str());
+}
+
+// (t_0 + ... + t_{n-1}) / n, in the graph; t_0 itself for one.
+Tensor mean(Graph& g, const std::vector<Tensor>& ts) {
+  Tensor sum = ts.at(0);
+  for (size_t k = 1; k < ts.size(); ++k) sum = g.add(sum, ts[k]);
+  if (ts.size() == 1) return sum;
+  return g.mul(sum, g.constant("trainer.1/n", {1}, {1.0f / float(ts.size())}));
+}
+
+}  // namespace
+
+TrainerGraph buildTrainerGraph(std::span<const Dataset* const> datasets, const LossFn& loss_fn,
+                               const TrainerOptions& options, bool train) {
+  TrainerGraph c;
+  Graph& g = c.g;
+  g.setTraining(train);
+  g.setSeed(options.dropout_seed);
+  // Micro-batches (options.accumulate): each a slice of the step's indices, its forward and
+  // backward added in turn, all adding to the same parameter gradients.
+  const int64_t micro = train ? options.accumulate : 1, b = options.batch;
+  c.indices = g.input("batch.indices", {b * micro}, DType::U32);
+  OptimizerConfig config = options.optimizer;
+  config.lr = options.schedule.at(0);
+  if (train && options.precision == Precision::F16) {
+    c.loss_scale = addLossScale(g, options.loss_scaling);
+    config.loss_scale = c.loss_scale;
+    config.loss_scaling = options.loss_scaling;
+  }
+  std::vector<Tensor> losses;
+  std::vector<std::vector<Tensor>> metrics;  // [metric][micro-batch]
+  std::optional<Gradients> grads;
+  std::optional<Tensor> seed;  // with micro-batches: the gradient each one's loss starts from
+  for (int64_t k = 0; k < micro; ++k) {
+    const Tensor ids = micro == 1 ? c.indices : g.slice(c.indices, k * b, (k + 1) * b);
+    std::vector<Tensor> batch;
+    for (const Dataset* d : datasets) batch.push_back(g.gather(g.dataset(*d), ids));
+    const size_t marked = g.outputs().size();
+    const Tensor loss = loss_fn(g, batch);
+    checkScalar(g, loss, "the loss function's loss");
+    metrics.resize(g.outputs().size() - marked);
+    for (size_t i = marked; i < g.outputs().size(); ++i) {
+      checkScalar(g, Tensor{g.outputs()[i]}, "a metric the loss function marks");
+      metrics[i - marked].push_back(Tensor{g.outputs()[i]});
+    }
+    losses.push_back(loss);
+    if (!train) continue;
+    if (micro == 1) {
+      grads = c.loss_scale ? backward(g, loss, c.loss_scale.scale) : backward(g, loss);
+      continue;
+    }
+    // Each micro-batch's mean loss weighs 1/micro: the gradient of the whole step's mean.
+    if (!seed) {
+      const Tensor share = g.constant("trainer.1/micro", {1}, {1.0f / float(micro)});
+      seed = c.loss_scale ? g.mul(c.loss_scale.scale, share) : share;
+    }
+    grads = k == 0 ? backward(g, loss, *seed) : backward(g, loss, *seed, *grads);
+  }
+  c.loss = mean(g, losses);
+  for (const std::vector<Tensor>& m : metrics) {
+    if (m.size() != losses.size())
+      throw Error("trainer: the loss function marked a different number of metrics per call");
+    c.metrics.push_back(mean(g, m));
+    if (micro > 1) g.markOutput(c.metrics.back());
+  }
+  g.markOutput(c.loss);
+  if (train) c.state = addOptimizer(g, *grads, config);
+  applyPrecision(g, options.precision);
+  return c;
+}
 
 Trainer::Trainer(vk::Context& context, ParameterStore& store, std::vector<const Dataset*> datasets,
                  LossFn loss, const TrainerOptions& options)
@@ -65,84 +140,12 @@ Trainer::Compiled& Trainer::training() const {
   return *train_;
 }
 
-namespace {
-
-// The loss must be an f32 (1); so must every metric the loss function marks.
-void checkScalar(const Graph& g, Tensor t, const char* what) {
-  const TensorInfo& info = g.tensor(t);
-  if (!(info.shape == Shape{1}) || info.dtype != DType::F32)
-    throw Error(std::string("trainer: ") + what + " must be an f32 tensor of shape (1), " +
-                info.name + " is " + info.shape.str());
-}
-
-// (t_0 + ... + t_{n-1}) / n, in the graph; t_0 itself for one.
-Tensor mean(Graph& g, const std::vector<Tensor>& ts) {
-  Tensor sum = ts.at(0);
-  for (size_t k = 1; k < ts.size(); ++k) sum = g.add(sum, ts[k]);
-  if (ts.size() == 1) return sum;
-  return g.mul(sum, g.constant("trainer.1/n", {1}, {1.0f / float(ts.size())}));
-}
-
-}  // namespace
-
 std::unique_ptr<Trainer::Compiled> Trainer::build(bool train) const {
   auto c = std::make_unique<Compiled>();
-  Graph& g = c->g;
-  g.setTraining(train);
-  g.setSeed(options_.dropout_seed);
-  // Micro-batches (options_.accumulate): each a slice of the step's indices, its forward and
-  // backward added in turn, all adding to the same parameter gradients.
-  const int64_t micro = train ? options_.accumulate : 1, b = options_.batch;
-  c->indices = g.input("batch.indices", {b * micro}, DType::U32);
-  OptimizerConfig config = options_.optimizer;
-  config.lr = options_.schedule.at(0);
-  if (train && options_.precision == Precision::F16) {
-    c->loss_scale = addLossScale(g, options_.loss_scaling);
-    config.loss_scale = c->loss_scale;
-    config.loss_scaling = options_.loss_scaling;
-  }
-  std::vector<Tensor> losses;
-  std::vector<std::vector<Tensor>> metrics;  // [metric][micro-batch]
-  std::optional<Gradients> grads;
-  std::optional<Tensor> seed;  // with micro-batches: the gradient each one's loss starts from
-  for (int64_t k = 0; k < micro; ++k) {
-    const Tensor ids = micro == 1 ? c->indices : g.slice(c->indices, k * b, (k + 1) * b);
-    std::vector<Tensor> batch;
-    for (const Dataset* d : datasets_) batch.push_back(g.gather(g.dataset(*d), ids));
-    const size_t marked = g.outputs().size();
-    const Tensor loss = loss_(g, batch);
-    checkScalar(g, loss, "the loss function's loss");
-    metrics.resize(g.outputs().size() - marked);
-    for (size_t i = marked; i < g.outputs().size(); ++i) {
-      checkScalar(g, Tensor{g.outputs()[i]}, "a metric the loss function marks");
-      metrics[i - marked].push_back(Tensor{g.outputs()[i]});
-    }
-    losses.push_back(loss);
-    if (!train) continue;
-    if (micro == 1) {
-      grads = c->loss_scale ? backward(g, loss, c->loss_scale.scale) : backward(g, loss);
-      continue;
-    }
-    // Each micro-batch's mean loss weighs 1/micro: the gradient of the whole step's mean.
-    if (!seed) {
-      const Tensor share = g.constant("trainer.1/micro", {1}, {1.0f / float(micro)});
-      seed = c->loss_scale ? g.mul(c->loss_scale.scale, share) : share;
-    }
-    grads = k == 0 ? backward(g, loss, *seed) : backward(g, loss, *seed, *grads);
-  }
-  c->loss = mean(g, losses);
-  for (const std::vector<Tensor>& m : metrics) {
-    if (m.size() != losses.size())
-      throw Error("trainer: the loss function marked a different number of metrics per call");
-    c->metrics.push_back(mean(g, m));
-    if (micro > 1) g.markOutput(c->metrics.back());
-  }
-  g.markOutput(c->loss);
-  if (train) c->state = addOptimizer(g, *grads, config);
-  applyPrecision(g, options_.precision);
+  static_cast<TrainerGraph&>(*c) = buildTrainerGraph(datasets_, loss_, options_, train);
   CompileOptions compile;
   compile.profile = train && options_.profile;
-  c->exec = std::make_unique<Executor>(context_, g, compile);
+  c->exec = std::make_unique<Executor>(context_, c->g, compile);
   return c;
 }
 

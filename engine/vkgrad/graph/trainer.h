@@ -55,6 +55,20 @@ struct TrainerOptions {
 // its parameters from the store (Graph::parameter(store.at(...))), not add them.
 using LossFn = std::function<Tensor(Graph& g, std::span<const Tensor> batch)>;
 
+// A Trainer's graph before it is compiled: the batch's rows gathered from the datasets, the
+// loss (and the metrics it marks) and, with `train`, the backward pass, the optimizer and
+// (fp16) the loss scale; every tensor in the options' precision. What a Trainer compiles, and
+// what estimateTrainer (graph/memory_estimate.h) plans without allocating. Throws Error when
+// the loss or a metric is not an f32 (1).
+struct TrainerGraph {
+  Graph g;
+  Tensor indices, loss, state;  // state: the optimizer's (train only)
+  LossScale loss_scale;         // fp16 training only
+  std::vector<Tensor> metrics;  // what the loss function marked as outputs
+};
+TrainerGraph buildTrainerGraph(std::span<const Dataset* const> datasets, const LossFn& loss,
+                               const TrainerOptions& options, bool train);
+
 // The training state of any compiled training graph (Trainer's, or a model's own): the store's
 // parameters, every State tensor of `graph` as `exec` holds it (optimizer moments and step, the
 // generator), the step count and the caller's metadata, in one safetensors file. Loading checks

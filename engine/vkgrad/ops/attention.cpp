@@ -15,8 +15,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kMaxHeadDim = 256;
-
 // Mirrors shaders/attention/common.glsl.
 enum Slot : uint32_t { kQ, kK, kV, kO, kDO, kDQ, kDK, kDV };
 struct AttentionPush {

@@ -49,6 +49,10 @@ struct AttentionOptions {
   AttentionVariant variant = AttentionVariant::Auto;
 };
 
+// The largest head dimension D: each invocation keeps rows of D floats in registers (q and
+// the output's sum; q, dO and dQ in the backward).
+constexpr int64_t kMaxHeadDim = 256;
+
 // The shape rule of attention, Vulkan-free (the graph builder uses it too): q (B,Tq,H,D),
 // k and v (B,Tk,H,D), D at most 256; returns the shape of lse, (B,H,Tq) (o is shaped like q).
 // Throws ShapeError "attention: v (1,8,2,16) must be (1,9,2,16) (B,T,H,D)".

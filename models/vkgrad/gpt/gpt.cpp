@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/graph/parameters.h"
+#include "vkgrad/ops/attention.h"
 
 namespace vkgrad::gpt {
 
@@ -24,6 +26,11 @@ void GptConfig::validate() const {
   if (width % heads != 0)
     fail("width " + std::to_string(width) + " must be a multiple of heads " +
          std::to_string(heads));
+  if (width / heads > ops::kMaxHeadDim)
+    fail("width " + std::to_string(width) + " over " + std::to_string(heads) +
+         " heads is a head dimension of " + std::to_string(width / heads) +
+         ", above the attention kernels' " + std::to_string(ops::kMaxHeadDim) +
+         " (ops/attention.h): more heads");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
 }
 
@@ -82,17 +89,47 @@ graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& con
   };
 }
 
+namespace {
+
+void checkLength(int64_t tokens, int64_t length) {
+  if (length <= 0) throw Error("uploadTokenWindows: the window length must be positive");
+  if (tokens < length + 1)
+    throw Error("uploadTokenWindows: " + std::to_string(tokens) +
+                " tokens, need at least context + 1 = " + std::to_string(length + 1));
+}
+
+// Every window of the stream (the last has no next token) as ids, and the same windows one
+// token on as targets, over one buffer.
+TokenWindows split(const graph::Dataset& windows, int64_t length) {
+  TokenWindows w{windows, windows, windows.shape[0] - 1};
+  w.ids.name = "ids";
+  w.targets.name = "targets";
+  w.ids.shape = w.targets.shape = {w.count, length};
+  w.targets.offset = windows.offset + 4;
+  return w;
+}
+
+}  // namespace
+
 TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
                                 int64_t length) {
-  if (length <= 0) throw Error("uploadTokenWindows: the window length must be positive");
-  if (int64_t(tokens.size()) < length + 1)
-    throw Error("uploadTokenWindows: " + std::to_string(tokens.size()) +
-                " tokens, need at least context + 1 = " + std::to_string(length + 1));
-  TokenWindows w;
-  w.ids = graph::uploadWindows(context, "ids", tokens.first(tokens.size() - 1), length);
-  w.targets = graph::uploadWindows(context, "targets", tokens.subspan(1), length);
-  w.count = w.ids.shape[0];
-  return w;
+  checkLength(int64_t(tokens.size()), length);
+  return split(graph::uploadWindows(context, "tokens", tokens, length), length);
+}
+
+TokenWindows declareTokenWindows(int64_t tokens, int64_t length) {
+  checkLength(tokens, length);
+  return split(graph::declareWindows("tokens", tokens, length), length);
+}
+
+graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
+                                       int64_t tokens, const graph::TrainerOptions& options) {
+  graph::ParameterStore store(context, graph::StoreMemory::Planning);
+  declareGpt(store, config);
+  const TokenWindows windows = declareTokenWindows(tokens, config.context);
+  const graph::Dataset* datasets[] = {&windows.ids, &windows.targets};
+  return graph::estimateTrainer(context, store, datasets, gptLossFn(store, config), options,
+                                /*evaluation=*/true);
 }
 
 }  // namespace vkgrad::gpt

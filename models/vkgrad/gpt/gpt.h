@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "vkgrad/graph/memory_estimate.h"
 #include "vkgrad/graph/trainer.h"
 #include "vkgrad/nn/transformer.h"
 
@@ -55,13 +56,25 @@ graph::LossFn gptLossFn(const graph::ParameterStore& store, const GptConfig& con
 
 // The training data of a token stream, on the device: ids row i is tokens[i, i + length),
 // targets row i the same shifted by one token; count = tokens - length rows each. Both are
-// windows datasets (graph::uploadWindows), so they take the stream's memory, not
-// count * length. Throws Error when there are fewer than length + 1 tokens.
+// windows (graph::uploadWindows) of one upload of the stream, the targets one token on, so
+// they take the stream's memory once, not count * length. Throws Error when there are fewer
+// than length + 1 tokens.
 struct TokenWindows {
   graph::Dataset ids, targets;
   int64_t count = 0;
 };
 TokenWindows uploadTokenWindows(vk::Context& context, std::span<const uint32_t> tokens,
                                 int64_t length);
+// The same for a stream of `tokens` tokens, declared without device memory
+// (graph::declareWindows): for memory estimates and dry runs.
+TokenWindows declareTokenWindows(int64_t tokens, int64_t length);
+
+// The device memory of training this model with a graph::Trainer on the windows of a stream of
+// `tokens` tokens (context-long, uploadTokenWindows) and evaluating it on the same windows: the
+// parameters, the stream, the training graph and the evaluation graph
+// (graph::estimateTrainer). Computed from a planning store and declared windows: nothing is
+// allocated, whatever the size. Throws what declaring or building the model throws.
+graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
+                                       int64_t tokens, const graph::TrainerOptions& options);
 
 }  // namespace vkgrad::gpt

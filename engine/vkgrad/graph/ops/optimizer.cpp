@@ -106,13 +106,14 @@ int tableTensor(Graph& g, size_t tensors) {
       {"optimizer.table", {ops::segmentTableWords(tensors)}, DType::U32, TensorKind::Activation});
 }
 
-// A persistent tensor set once when compiled: zeros unless data is given.
+// A persistent tensor set once when compiled: zeros unless data is given (the Executor zeroes
+// state on the device: moments get no host copy).
 int stateTensor(Graph& g, const std::string& name, const Shape& shape, DType dtype,
                 std::vector<uint32_t> data = {}) {
   TensorInfo info{name, shape, dtype, TensorKind::State};
   info.differentiable = false;
   info.data = std::move(data);
-  info.data.resize(size_t(shape.numel()), 0u);
+  if (!info.data.empty()) info.data.resize(size_t(shape.numel()), 0u);
   return g.newTensor(std::move(info));
 }
 
