@@ -116,6 +116,11 @@ TrainingRun::TrainingRun(Cli& cli, const RunDefaults& defaults)
                "device: the step of a batch this many times larger, with one micro-batch's "
                "activation memory",
                "1");
+  if (defaults.blocks)
+    cli.flag("recompute",
+             "keep only each block's input between the forward and the backward pass and run "
+             "the block again for its gradients: less activation memory, one more forward pass "
+             "of the blocks, the same results");
   cli.option("seed", "initialisation, data order and dropout seed", "1");
   cli.option("precision",
              "activations and their gradients in fp32, bf16 or fp16 (parameters, their "
@@ -206,6 +211,7 @@ graph::TrainerOptions TrainingRun::trainerOptions(int64_t batch, int64_t rows) {
   options.optimizer.max_grad_norm = float(cli_.getDouble("clip", 0.0, 1e6));
   options.dropout_seed = seed_;
   options.profile = cli_.has("profile");
+  options.recompute = defaults_.blocks && cli_.has("recompute");
   options.precision = precision_;
   if (cli_.get("schedule") == "cosine") {
     const int64_t warmup = std::min(cli_.getInt("warmup", 0, int64_t(1) << 40), steps);
@@ -420,6 +426,7 @@ int TrainingRun::finish(graph::Trainer& trainer, Loop& loop) {
                       {"peak_device_bytes", peak},
                       {"precision", graph::precisionName(precision_)},
                       {"accumulate", accumulate_},
+                      {"recompute", defaults_.blocks && cli_.has("recompute")},
                       {"arena_bytes", trainer.executor().arenaBytes()}};
   if (loop.hooks.items_per_step > 0) json[loop.hooks.rate_key] = rate;
   if (precision_ == graph::Precision::F16) {

@@ -55,6 +55,7 @@ struct RunDefaults {
   const char* log_every = "1";
   const char* save_every = "1";  // 0: only at the end
   const char* out = "out";
+  bool blocks = false;  // the model's blocks are recomputed segments: --recompute is offered
 };
 
 // Means of what the trainer read back since the last log line.

@@ -53,7 +53,8 @@ const RunDefaults kDefaults{.program = "vkgrad-gpt",
                             .eval_every = "100",
                             .log_every = "20",
                             .save_every = "0",
-                            .out = "gpt-out"};
+                            .out = "gpt-out",
+                            .blocks = true};
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",

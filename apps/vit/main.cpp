@@ -46,7 +46,8 @@ const RunDefaults kDefaults{.program = "vkgrad-vit",
                             .final_lr_divisor = 100,
                             .weight_decay = "0.05",
                             .clip = "1",
-                            .out = "vit-out"};
+                            .out = "vit-out",
+                            .blocks = true};
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-vit train",

@@ -275,6 +275,70 @@ TEST_F(GptTest, TrainsTheSameBitsOverManySmallAllocations) {
   EXPECT_TRUE(small.validationMessages().empty());
 }
 
+// Activation recomputation (TrainerOptions::recompute): each block runs again before its
+// gradients, so the step keeps one block's activations at a time; the kernels, their order
+// and the dropout masks (the same generator and streams) are the same, so is every bit of
+// every loss and parameter, in each precision, with a smaller arena.
+TEST_F(GptTest, RecomputedBlocksTrainTheSameBitsInASmallerArena) {
+  for (const graph::Precision precision :
+       {graph::Precision::F32, graph::Precision::BF16, graph::Precision::F16}) {
+    SCOPED_TRACE(graph::precisionName(precision));
+    GptConfig c = config(nn::Norm::Pre, true);
+    c.layers = 3;
+    c.dropout = 0.1f;
+    const int steps = 6;
+    std::vector<std::vector<uint32_t>> batches;
+    for (int s = 0; s < steps; ++s) batches.push_back(randomBatch());
+    struct Run {
+      std::vector<float> losses;
+      std::vector<uint32_t> weights;
+      uint64_t arena = 0;
+    };
+    const auto run = [&](bool recompute) {
+      graph::ParameterStore store(ctx());
+      gpt::declareGpt(store, c);
+      store.initialize(rng_.seed());
+      graph::TrainerOptions o = options(40);
+      o.precision = precision;
+      o.recompute = recompute;
+      graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c),
+                             o);
+      Run r;
+      for (const auto& b : batches) r.losses.push_back(*trainer.step(b, /*read_loss=*/true));
+      for (const graph::SavedTensor& w : store.download())
+        r.weights.insert(r.weights.end(), w.data.begin(), w.data.end());
+      r.arena = trainer.executor().arenaBytes();
+      return r;
+    };
+    const Run kept = run(false), recomputed = run(true);
+    ASSERT_EQ(kept.losses.size(), recomputed.losses.size());
+    EXPECT_EQ(std::memcmp(kept.losses.data(), recomputed.losses.data(), kept.losses.size() * 4), 0)
+        << rng_.describe();
+    ASSERT_EQ(kept.weights.size(), recomputed.weights.size());
+    EXPECT_EQ(std::memcmp(kept.weights.data(), recomputed.weights.data(), kept.weights.size() * 4),
+              0)
+        << rng_.describe();
+    EXPECT_LT(recomputed.arena, kept.arena * 3 / 4) << kept.arena << " -> " << recomputed.arena;
+  }
+}
+
+// Segments do not nest, and outside a training graph with recomputation on they are the
+// block alone.
+TEST(GraphRecompute, SegmentsAreRecordedOnlyWhereAskedAndDoNotNest) {
+  graph::Graph g;
+  const graph::Tensor x = g.input("x", {2, 3});
+  g.recomputed([&] { return g.add(x, x); });
+  EXPECT_TRUE(g.segments().empty());
+  g.setRecompute(true);
+  g.recomputed([&] { return g.add(x, x); });
+  ASSERT_EQ(g.segments().size(), 1u);
+  EXPECT_EQ(g.segments()[0].end - g.segments()[0].first, 1);
+  EXPECT_THROW(g.recomputed([&] { return g.recomputed([&] { return g.add(x, x); }); }), Error);
+  g.setTraining(false);
+  g.recomputed([&] { return g.add(x, x); });
+  EXPECT_EQ(g.segments().size(), 1u);
+}
+
 // A tensor larger than one binding or one allocation may be is refused before anything runs,
 // with its name, its size and the limit: an activation too large for a binding when the step
 // is recorded, one too large for an allocation when the arena is planned, a parameter too

@@ -1,7 +1,9 @@
 #include "vkgrad/graph/autograd.h"
 
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "vkgrad/graph/backward.h"
 
@@ -53,21 +55,18 @@ class Autograd {
     b_.grad_[loss_] = seed;
     b_.contributions_[g.tensor(seed).root] = 1;
 
+    // Recomputed segments (Graph::recomputed), by the index of their last node.
+    std::map<int, Graph::Segment> segments;
+    for (const Graph::Segment& seg : g.segments())
+      if (seg.end <= forward_nodes) segments[seg.end - 1] = seg;
     for (int n = forward_nodes - 1; n >= 0; --n) {
-      const Node node = g.nodes()[size_t(n)];  // a copy: rules append to the node list
-      if (node.isView()) continue;             // its gradient is a view (gradOf)
-      bool any = false;
-      for (int in : node.inputs) any = any || (in >= 0 && b_.needs_[size_t(in)]);
-      const OpDef& def = node.def();
-      bool has_grad = !node.outputs.empty() && b_.grad_.count(node.outputs[0]);
-      if (def.backward_from_any_output)
-        for (int out : node.outputs) has_grad = has_grad || (out >= 0 && b_.grad_.count(out));
-      if (!any || !has_grad) continue;
-      if (!def.backward) throw Error(std::string("backward: no rule for ") + def.name);
-      // The rule reads its outputs' gradients: whole, with any copy addLater left for them.
-      for (int out : node.outputs)
-        if (out >= 0 && b_.grad_.count(out)) b_.flushAddend(g.tensor(b_.grad_[out]).root);
-      def.backward(b_, node);
+      const auto seg = segments.find(n);
+      if (seg != segments.end()) {
+        recompute(seg->second);
+        n = seg->second.first;  // the loop steps past it
+        continue;
+      }
+      apply(Node(g.nodes()[size_t(n)]));  // a copy: rules append to the node list
     }
     b_.flushAddends();
 
@@ -82,6 +81,77 @@ class Autograd {
   }
 
  private:
+  // Appends the gradient nodes of one forward node, where it has work.
+  void apply(const Node& node) {
+    if (node.isView()) return;  // its gradient is a view (gradOf)
+    bool any = false;
+    for (int in : node.inputs) any = any || (in >= 0 && b_.needs_[size_t(in)]);
+    const OpDef& def = node.def();
+    bool has_grad = !node.outputs.empty() && b_.grad_.count(node.outputs[0]);
+    if (def.backward_from_any_output)
+      for (int out : node.outputs) has_grad = has_grad || (out >= 0 && b_.grad_.count(out));
+    if (!any || !has_grad) return;
+    if (!def.backward) throw Error(std::string("backward: no rule for ") + def.name);
+    // The rule reads its outputs' gradients: whole, with any copy addLater left for them.
+    for (int out : node.outputs)
+      if (out >= 0 && b_.grad_.count(out)) b_.flushAddend(b_.g_.tensor(b_.grad_[out]).root);
+    def.backward(b_, node);
+  }
+
+  // A recomputed segment: its forward nodes again, each output a new tensor (a view of the
+  // new input where the node is a view), then the gradient rules of the copies in reverse.
+  // The copies read what the segment read from outside it, so the originals' activations
+  // are dead after the forward pass. A gradient an output already has (from a reader after
+  // the segment) moves to its copy; afterwards every copy's gradient is also its original's.
+  void recompute(const Graph::Segment& seg) {
+    Graph& g = b_.g_;
+    bool any = false;
+    for (int i = seg.first; i < seg.end; ++i)
+      for (int out : g.nodes()[size_t(i)].outputs) any = any || (out >= 0 && b_.grad_.count(out));
+    if (!any) return;
+    std::map<int, int> copy;  // original tensor -> its recomputed copy
+    std::vector<Node> nodes;
+    for (int i = seg.first; i < seg.end; ++i) {
+      Node node = g.nodes()[size_t(i)];
+      const int source = node.inputs.empty() ? -1 : node.inputs[0];
+      for (int& in : node.inputs)
+        if (in >= 0 && copy.count(in)) in = copy[in];
+      for (int& out : node.outputs) {
+        if (out < 0) continue;
+        const TensorInfo info = g.tensor(out);
+        int c;
+        if (node.isView()) {
+          c = g.viewOf(Tensor{node.inputs.at(0)}, info.shape,
+                       info.offset - g.tensor(source).offset);
+        } else {
+          TensorInfo fresh = info;
+          fresh.name += ".recomputed";
+          fresh.root = -1;
+          fresh.offset = 0;
+          c = g.newTensor(std::move(fresh));
+        }
+        copy[out] = c;
+        out = c;
+      }
+      g.addNode(node);
+      nodes.push_back(node);
+    }
+    b_.needs_.resize(g.tensors().size(), false);
+    b_.uses_.resize(g.tensors().size(), 0);
+    for (const auto& [original, c] : copy) {
+      b_.needs_[size_t(c)] = b_.needs_[size_t(original)];
+      b_.uses_[size_t(c)] = b_.uses_[size_t(original)];
+      const auto grad = b_.grad_.find(original);
+      if (grad != b_.grad_.end()) {
+        b_.grad_[c] = grad->second;
+        b_.grad_.erase(grad);
+      }
+    }
+    for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) apply(*node);
+    for (const auto& [original, c] : copy)
+      if (b_.grad_.count(c)) b_.grad_[original] = b_.grad_[c];
+  }
+
   // needs_[t]: t depends on a parameter and leads to the loss, and is differentiable.
   void markNeeded(int forward_nodes) {
     const Graph& g = b_.g_;

@@ -180,6 +180,23 @@ void Graph::setDtype(int tensor_id, DType dtype) {
   info.dtype = dtype;
 }
 
+Tensor Graph::recomputed(const std::function<Tensor()>& block) {
+  if (!recompute_ || !training_) return block();
+  if (in_segment_) throw Error("recomputed: segments do not nest");
+  in_segment_ = true;
+  const int first = int(nodes_.size());
+  Tensor out;
+  try {
+    out = block();
+  } catch (...) {
+    in_segment_ = false;
+    throw;
+  }
+  in_segment_ = false;
+  if (int(nodes_.size()) > first) segments_.push_back({first, int(nodes_.size())});
+  return out;
+}
+
 void Graph::markOutput(Tensor t) {
   check(t, "markOutput");
   for (int o : outputs_)

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -219,6 +220,21 @@ class Graph {
   // tensor: offsets, first 0, non-decreasing, last N) -> (G, F). Sum, Mean or Max. An empty
   // range pools to 0; offsets the host never checked are clamped (ops/segment_pool.h).
   Tensor segmentPool(Tensor x, Tensor segments, ops::Pool kind);
+  // --- activation recomputation
+  // The nodes `block` adds form one segment (a transformer block, say) whose activations the
+  // backward pass does not keep where recomputation is on (setRecompute): autograd adds the
+  // segment's forward nodes again just before its gradients, reading what the segment read
+  // (its input, parameters, the generator: the same dropout masks), so only those stay alive
+  // from the forward pass to the backward and the arena holds one segment's activations at a
+  // time. The results are the same bits; the step runs the segment's forward twice. Off (the
+  // default), or in a graph not for training, it is block() alone. Segments do not nest.
+  Tensor recomputed(const std::function<Tensor()>& block);
+  void setRecompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
+  struct Segment {
+    int first = 0, end = 0;  // the nodes [first, end)
+  };
+  const std::vector<Segment>& segments() const { return segments_; }
   // The generator's seed; set it before the first dropout.
   void setSeed(uint64_t seed) { seed_ = seed; }
   // The generator's state tensor (4 u32 words), or an invalid handle when nothing draws.
@@ -262,6 +278,8 @@ class Graph {
   std::vector<int> outputs_;
   bool training_ = true;
   uint64_t seed_ = 0;
+  bool recompute_ = false, in_segment_ = false;
+  std::vector<Segment> segments_;
   int generator();  // the rng state tensor, created on first use
   int rng_ = -1;
   uint32_t streams_ = 0;

@@ -46,6 +46,7 @@ TrainerGraph buildTrainerGraph(std::span<const Dataset* const> datasets, const L
   Graph& g = c.g;
   g.setTraining(train);
   g.setSeed(options.dropout_seed);
+  g.setRecompute(train && options.recompute);
   // Micro-batches (options.accumulate): each a slice of the step's indices, its forward and
   // backward added in turn, all adding to the same parameter gradients.
   const int64_t micro = train ? options.accumulate : 1, b = options.batch;

@@ -34,6 +34,10 @@ struct TrainerOptions {
   // micro-batch. The step's loss and metrics are the micro-batches' means. The loss function
   // is called once per micro-batch. evaluate() takes batches of `batch`.
   int64_t accumulate = 1;
+  // Activation recomputation (Graph::recomputed): the training graph keeps only the inputs
+  // of the model's recomputed segments (its blocks) for the backward pass and runs each
+  // segment's forward again before its gradients. Same results, less activation memory.
+  bool recompute = false;
   // Only evaluate() is used (a validation set's trainer): no training graph is built, so no
   // gradients, optimizer state or training arena are allocated; step() throws Error.
   bool evaluate_only = false;

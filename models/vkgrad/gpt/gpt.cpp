@@ -65,7 +65,8 @@ Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptC
   Tensor tok;
   Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok), config.dropout);  // (B,T,C)
   for (int64_t i = 0; i < config.layers; ++i)
-    x = nn::block(g, store, nn::blockName(i), config.block(), x);
+    // A recomputed segment (Graph::recomputed): where the trainer asks for it, only x is kept.
+    x = g.recomputed([&] { return nn::block(g, store, nn::blockName(i), config.block(), x); });
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
   const ops::Shape s = g.shape(x);
   x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)

@@ -76,7 +76,8 @@ Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store, const VitC
   x = g.prependToken(x, g.parameter(store.at("cls")));                         // (B,P+1,C)
   x = g.dropout(g.add(x, g.parameter(store.at("pos"))), config.dropout);
   for (int64_t i = 0; i < config.layers; ++i)
-    x = nn::block(g, store, nn::blockName(i), config.block(), x);
+    // A recomputed segment (Graph::recomputed): where the trainer asks for it, only x is kept.
+    x = g.recomputed([&] { return nn::block(g, store, nn::blockName(i), config.block(), x); });
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
   return nn::linear(g, store, "head", g.takeRow(x, 0));  // the class token's row
 }
