@@ -175,7 +175,8 @@ TEST_P(CrossEntropyTest, IsStableForLargeLogits) {
 TEST_P(CrossEntropyTest, MasksInfiniteLogits) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{6, 9}, {6, 700}}) {
+  for (const auto& shape : {std::pair<int64_t, int64_t>{6, 9}, {6, 700}}) {
+    const int64_t rows = shape.first, classes = shape.second;  // captured below
     SCOPED_TRACE(testing::Message() << "(" << rows << "," << classes << ")");
     Problem p = randomProblem(rng, rows, classes, 0, 2.0f);
     for (float& v : p.logits)
@@ -342,7 +343,8 @@ TEST_F(VkTest, CrossEntropySixteenBitTensorsMatchCpu) {
   const int64_t pad = 1;
   for (const SixteenBitCase& f : cases)
     for (const SoftmaxVariant variant : {SoftmaxVariant::Auto, SoftmaxVariant::WorkgroupStorage})
-      for (auto [rows, c] : shapes) {
+      for (const auto& shape : shapes) {
+        const int64_t rows = shape.first, c = shape.second;  // captured below
         SCOPED_TRACE(testing::Message()
                      << "logits " << ops::dtypeName(f.logits) << ", dlogits "
                      << ops::dtypeName(f.dlogits) << ", losses " << ops::dtypeName(f.losses)

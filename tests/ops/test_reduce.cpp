@@ -349,7 +349,8 @@ TEST_F(ReduceTest, TexelVariantRefusesSixteenBitTensors) {
   auto x = upload(ctx(), {4, 8}, rng.uniform(32), ops::DType::BF16);
   auto x32 = upload(ctx(), {4, 8}, rng.uniform(32)), out = poisoned(ctx(), {8});
   auto out16 = poisoned(ctx(), {8}, ops::DType::F16);
-  for (const auto& [in, to] : {std::pair{&x, &out}, std::pair{&x32, &out16}})
+  for (const auto& pair : {std::pair{&x, &out}, std::pair{&x32, &out16}}) {
+    const DeviceTensor *in = pair.first, *to = pair.second;  // captured below
     expectError(
         ctx(),
         [&](vk::Recorder& rec) {
@@ -357,6 +358,7 @@ TEST_F(ReduceTest, TexelVariantRefusesSixteenBitTensors) {
                                Write::Overwrite, ops::ReduceVariant::Texel);
         },
         "the texel variant reads and writes f32 only");
+  }
 }
 
 TEST_F(ReduceTest, RejectsBadShapesDtypesAndOverlapsBeforeRecording) {

@@ -126,8 +126,8 @@ TEST_F(VaeLossTest, BackwardMatchesTheReference) {
     };
     std::list<Out> outs;  // never relocated once built
     auto add = [&](const char* name, std::vector<float> want) {
-      Out& o = outs.emplace_back(name, std::move(want), placed(ctx(), shape, nans(n), at + 4),
-                                 placed(ctx(), shape, init, at + 1));
+      Out& o = outs.emplace_back(Out{name, std::move(want), placed(ctx(), shape, nans(n), at + 4),
+                                     placed(ctx(), shape, init, at + 1)});
       o.over.view.buffer = &o.over.buffer;  // a Placed's view names its own buffer: moved here
       o.acc.view.buffer = &o.acc.buffer;
     };

@@ -48,22 +48,6 @@ void checkHasMemory(const TensorInfo& info) {
                 "estimates and dry runs); compile with allocated ones");
 }
 
-}  // namespace
-
-// Offsets in the arena and the state buffer: the device's storage and texel binding alignments
-// (ops bind any multiple of 4 bytes, but aligned views need no skip and allow RGBA32F texel
-// fetches).
-uint64_t arenaAlignment(const vk::Context& context) {
-  const vk::DeviceInfo& info = context.info();
-  uint64_t a =
-      std::max<uint64_t>({16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
-  uint64_t pow2 = 1;
-  while (pow2 < a) pow2 <<= 1;
-  return pow2;
-}
-
-namespace {
-
 // "matmul (x (4,64), w (64,256) -> h (4,256))": a node and its tensors, for errors.
 std::string nodeText(const Graph& g, const Node& node) {
   const auto list = [&](const std::vector<int>& ids) {
@@ -78,6 +62,19 @@ std::string nodeText(const Graph& g, const Node& node) {
 }
 
 }  // namespace
+
+// Offsets in the arena and the state buffer: the device's storage and texel binding alignments
+// (ops bind any multiple of 4 bytes, but aligned views need no skip and allow RGBA32F texel
+// fetches).
+uint64_t arenaAlignment(const vk::Context& context) {
+  const vk::DeviceInfo& info = context.info();
+  uint64_t a =
+      std::max<uint64_t>({16, info.min_storage_offset_alignment, info.min_texel_offset_alignment});
+  uint64_t pow2 = 1;
+  while (pow2 < a) pow2 <<= 1;
+  return pow2;
+}
+
 
 Dataset declareDataset(const std::string& name, const Shape& shape, DType dtype) {
   if (shape.numel() <= 0) throw ShapeError("dataset " + name + " " + shape.str() + ": no values");

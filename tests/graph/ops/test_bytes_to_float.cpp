@@ -38,10 +38,13 @@ TEST(GraphBytesToFloatTest, ChecksShapesWithTheOpsRule) {
   const Tensor floats = g.input("floats", {9, 49});
   const std::vector<std::pair<Tensor, ops::Shape>> bad = {
       {words, {9, 14, 15}}, {words, {7, 4, 63}}, {floats, {9, 196}}};
-  for (auto [in, out] : bad)
+  for (const auto& pair : bad) {
+    const Tensor in = pair.first;  // lambdas capture variables, not structured bindings
+    const ops::Shape out = pair.second;
     EXPECT_EQ(shapeErrorText([&] { g.bytesToFloat(in, out, 1.0f); }), shapeErrorText([&] {
                 ops::bytesToFloatShape(g.shape(in), g.tensor(in).dtype, out);
               }));
+  }
   EXPECT_NE(shapeErrorText([&] { g.bytesToFloat(words, {9, 14, 15}, 1.0f); }), "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }

@@ -1,6 +1,6 @@
-// The graph's confusion op (engine/vkgrad/graph/ops/confusion.cpp): its shape rule (the ops layer's,
-// same text), and a confusion matrix counted beside a loss in a training graph, from the same
-// logits the loss sees. The kernel's rules (ties, NaN, ignored labels) are checked in
+// The graph's confusion op (engine/vkgrad/graph/ops/confusion.cpp): its shape rule (the ops
+// layer's, same text), and a confusion matrix counted beside a loss in a training graph, from the
+// same logits the loss sees. The kernel's rules (ties, NaN, ignored labels) are checked in
 // tests/ops/test_confusion.cpp.
 #include <functional>
 #include <string>
@@ -41,10 +41,12 @@ TEST(GraphConfusionTest, ChecksShapesWithTheOpsRule) {
   const Tensor float_labels = g.input("float_labels", {3, 11});
   const std::vector<std::pair<Tensor, Tensor>> bad = {
       {logits, flat}, {logits, float_labels}, {labels, labels}};
-  for (auto [x, y] : bad)
+  for (const auto& pair : bad) {
+    const Tensor x = pair.first, y = pair.second;  // lambdas capture variables, not bindings
     EXPECT_EQ(shapeErrorText([&] { g.confusion(x, y); }), shapeErrorText([&] {
                 ops::confusionShape(g.shape(x), g.tensor(x).dtype, g.shape(y), g.tensor(y).dtype);
               }));
+  }
   EXPECT_NE(shapeErrorText([&] { g.confusion(logits, flat); }), "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
