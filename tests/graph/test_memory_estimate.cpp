@@ -52,6 +52,26 @@ std::string name(graph::Precision p) {
   return graph::precisionName(p);
 }
 
+// An MLP over widths (inputs, hidden layers with GELU, classes): its parameters and its loss.
+void declareMlp(graph::ParameterStore& s, const std::vector<int64_t>& widths) {
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const std::string n = "l" + std::to_string(l);
+    s.add(n + ".w", {widths[l], widths[l + 1]}, Init::xavierUniform());
+    s.add(n + ".b", {widths[l + 1]}, Init::zeros());
+  }
+}
+graph::LossFn mlpLoss(const graph::ParameterStore& s, size_t layers) {
+  return [&s, layers](graph::Graph& g, std::span<const Tensor> b) {
+    Tensor h = b[0];
+    for (size_t l = 0; l < layers; ++l) {
+      const std::string n = "l" + std::to_string(l);
+      h = g.matmul(h, g.parameter(s.at(n + ".w")), g.parameter(s.at(n + ".b")));
+      if (l + 1 < layers) h = g.gelu(h);
+    }
+    return g.crossEntropy(h, b[1]);
+  };
+}
+
 class MemoryEstimateTest : public VkTest, public ::testing::WithParamInterface<graph::Precision> {
  protected:
   graph::TrainerOptions options(int64_t batch) {
@@ -143,19 +163,8 @@ TEST_P(MemoryEstimateTest, PredictsWhatAnMlpTrainerAllocates) {
   SCOPED_TRACE(rng_.describe());
   const int64_t in = 1 + rng_.below(9), hidden = 3 + rng_.below(60), classes = 2 + rng_.below(7);
   const int64_t rows = 20 + rng_.below(300), batch = 1 + rng_.below(40);
-  const auto declare = [&](graph::ParameterStore& s) {
-    s.add("l0.w", {in, hidden}, Init::xavierUniform());
-    s.add("l0.b", {hidden}, Init::zeros());
-    s.add("l1.w", {hidden, classes}, Init::xavierUniform());
-    s.add("l1.b", {classes}, Init::zeros());
-  };
-  const auto loss = [](const graph::ParameterStore& s) -> graph::LossFn {
-    return [&s](graph::Graph& g, std::span<const Tensor> b) {
-      auto p = [&](const char* n) { return g.parameter(s.at(n)); };
-      const Tensor h = g.gelu(g.matmul(b[0], p("l0.w"), p("l0.b")));
-      return g.crossEntropy(g.matmul(h, p("l1.w"), p("l1.b")), b[1]);
-    };
-  };
+  const auto declare = [&](graph::ParameterStore& s) { declareMlp(s, {in, hidden, classes}); };
+  const auto loss = [](const graph::ParameterStore& s) { return mlpLoss(s, 2); };
   const Usage usage(ctx().allocator());
 
   graph::ParameterStore planned(ctx(), graph::StoreMemory::Planning);
@@ -193,21 +202,9 @@ TEST_P(MemoryEstimateTest, PredictsChunkedArenasAndSplitStatePastTheAllocationLi
   limited.limits.max_allocation_bytes = 64 << 10;
   vk::Context context(limited);
   const auto declare = [&](graph::ParameterStore& s) {
-    s.add("l0.w", {in, hidden}, Init::xavierUniform());
-    s.add("l0.b", {hidden}, Init::zeros());
-    s.add("l1.w", {hidden, hidden}, Init::xavierUniform());
-    s.add("l1.b", {hidden}, Init::zeros());
-    s.add("l2.w", {hidden, classes}, Init::xavierUniform());
-    s.add("l2.b", {classes}, Init::zeros());
+    declareMlp(s, {in, hidden, hidden, classes});
   };
-  const auto loss = [](const graph::ParameterStore& s) -> graph::LossFn {
-    return [&s](graph::Graph& g, std::span<const Tensor> b) {
-      auto p = [&](const char* n) { return g.parameter(s.at(n)); };
-      const Tensor h0 = g.gelu(g.matmul(b[0], p("l0.w"), p("l0.b")));
-      const Tensor h1 = g.gelu(g.matmul(h0, p("l1.w"), p("l1.b")));
-      return g.crossEntropy(g.matmul(h1, p("l2.w"), p("l2.b")), b[1]);
-    };
-  };
+  const auto loss = [](const graph::ParameterStore& s) { return mlpLoss(s, 3); };
   graph::TrainerOptions o = options(batch);
   o.accumulate = 2;
   const Usage usage(context.allocator());
