@@ -135,6 +135,8 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
         d.khr_coopmat ? "offered" : "absent");
     for (const std::string& shape : d.coopmat_shapes)
       std::printf("                     %s\n", shape.c_str());
+    if (d.portability_subset)
+      std::printf("    portability      VK_KHR_portability_subset (enabled: a layered driver)\n");
     if (d.compute_family == UINT32_MAX)
       std::printf("    compute queue    none (vkgrad cannot use this device)\n");
     else
@@ -202,6 +204,7 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
          {{"coopmat_matmul", d.coopmat},
           {"nv_shapes", d.coopmat_shapes},
           {"khr_extension", d.khr_coopmat}}},
+        {"portability_subset", d.portability_subset},
         {"compute_queue", queue},
     });
   }

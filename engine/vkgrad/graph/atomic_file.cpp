@@ -1,5 +1,12 @@
 #include "vkgrad/graph/atomic_file.h"
 
+// POSIX files: open, write, fsync, rename over the old file, fsync the directory. A Windows
+// port needs ReplaceFileW / MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)
+// and FlushFileBuffers here instead.
+#if !defined(__unix__) && !defined(__APPLE__)
+#error "graph/atomic_file.cpp writes files with POSIX calls (open, fsync, rename); this platform needs a port"
+#endif
+
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "vkgrad/vk/error.h"
 #include "vkgrad/vk/instance.h"
@@ -148,8 +149,9 @@ Context::Context(const ContextOptions& options) {
   // The Coopmat matmul's: cooperative matrices, and the memory model their SPIR-V declares.
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  const char* extensions[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+  std::vector<const char*> extensions;
   if (info_.coopmat) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     coopmat.cooperativeMatrix = VK_TRUE;
     f12.pNext = &coopmat;
     f12.vulkanMemoryModel = VK_TRUE;
@@ -162,8 +164,11 @@ Context::Context(const ContextOptions& options) {
   device_info.pNext = &features;
   device_info.queueCreateInfoCount = 1;
   device_info.pQueueCreateInfos = &queue_info;
-  device_info.enabledExtensionCount = info_.coopmat ? 1 : 0;
-  device_info.ppEnabledExtensionNames = extensions;
+  // A portability driver (MoltenVK) must have its subset enabled; the kernels' use of what it
+  // leaves out is README's device table.
+  if (info_.portability_subset) extensions.push_back("VK_KHR_portability_subset");
+  device_info.enabledExtensionCount = uint32_t(extensions.size());
+  device_info.ppEnabledExtensionNames = extensions.data();
   VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
   owns_device_ = true;
   table_ = std::make_unique<VolkDeviceTable>();

@@ -239,6 +239,7 @@ DeviceInfo queryDevice(VkPhysicalDevice device, uint32_t index) {
 
   readFeatures(features, f11, f12, info);
   info.khr_coopmat = hasExtension(device, "VK_KHR_cooperative_matrix");
+  info.portability_subset = hasExtension(device, "VK_KHR_portability_subset");
   if (nv_coopmat) {
     const bool shape = queryCoopmatShapes(device, info.coopmat_shapes);
     info.coopmat = shape && coopmat_features.cooperativeMatrix &&

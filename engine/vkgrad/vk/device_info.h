@@ -60,6 +60,9 @@ struct DeviceInfo {
   bool coopmat = false;
   bool khr_coopmat = false;
   std::vector<std::string> coopmat_shapes;
+  // VK_KHR_portability_subset is listed (MoltenVK and other layered drivers): a device that
+  // lists it must be created with it enabled, which the Context does.
+  bool portability_subset = false;
 
   // Compute queue: a compute-only family when there is one.
   uint32_t compute_family = UINT32_MAX;
