@@ -56,6 +56,25 @@ const RunDefaults kDefaults{.program = "vkgrad-gpt",
                             .out = "gpt-out",
                             .blocks = true};
 
+// A checkpoint's model file and config.json (what sample and eval read), with the run's
+// settings and losses so far.
+std::vector<std::string> saveModel(const fs::path& dir, int64_t step,
+                                   const graph::ParameterStore& store, const TrainingRun& run,
+                                   gpt::GptCheckpoint cp, const std::string& data, int64_t batch,
+                                   float val) {
+  store.save(dir / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}}, run.modelDtype());
+  cp.training = {{"data", data},
+                 {"steps", run.units()},
+                 {"steps_done", step},
+                 {"batch", batch},
+                 {"lr", run.peakLr()},
+                 {"seed", run.seed()},
+                 {"train_loss", run.lastLoss()},
+                 {"val_loss", val}};
+  gpt::writeConfig(dir, cp);
+  return {gpt::kModelFile, gpt::kConfigFile};
+}
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
           "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
@@ -70,19 +89,17 @@ int train(int argc, char** argv) {
   run.parsed(kFixed);
 
   const Corpus corpus = readCorpus(cli.get("data"));
-  const std::string& text = corpus.text;
-  const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(text);
+  const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(corpus.text);
   const gpt::GptConfig config = configFromCli(cli, vocab.size());
   const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
-  const std::vector<uint32_t> tokens = vocab.encode(text);
+  const std::vector<uint32_t> tokens = vocab.encode(corpus.text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
   // The windows of the whole text, stored once: training draws those whose targets lie in the
   // first 90%, validation reads windows that start after it.
   const int64_t train_windows = int64_t(train_part.size()) - ctx;
   // Validation rows come in whole steps, so --batch 4 --accumulate 4 validates as --batch 16.
-  std::vector<uint32_t> val_rows =
-      validationRows(int64_t(val_part.size()) - ctx, ctx, batch * run.accumulate());
-  for (uint32_t& r : val_rows) r += uint32_t(train_part.size());
+  const std::vector<uint32_t> val_rows = validationRows(
+      int64_t(val_part.size()) - ctx, ctx, batch * run.accumulate(), int64_t(train_part.size()));
   const graph::TrainerOptions options = run.trainerOptions(batch, train_windows);
 
   // Known before any of it is spent: a dry run reports it, a run that cannot fit stops here.
@@ -110,7 +127,7 @@ int train(int argc, char** argv) {
   Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
   float val = NAN;
   RunHooks hooks;
-  hooks.data = fingerprint(text);
+  hooks.data = fingerprint(corpus.text);
   hooks.items = "tokens";
   hooks.items_per_step = batch * ctx;
   hooks.rate_key = "tokens_per_s";
@@ -123,19 +140,11 @@ int train(int argc, char** argv) {
     val = trainer.evaluate(val_rows);
     val_curve.x.push_back(double(step));
     val_curve.y.push_back(val);
-    char text[32];
-    std::snprintf(text, sizeof text, "val %.4f", double(val));
-    return std::string(text);
+    char line[32];
+    return std::string(line, size_t(std::snprintf(line, sizeof line, "val %.4f", double(val))));
   };
   hooks.save = [&](const fs::path& dir, int64_t step) {
-    store.save(dir / gpt::kModelFile, {{"vkgrad.step", std::to_string(step)}}, run.modelDtype());
-    gpt::GptCheckpoint cp{config, vocab};
-    cp.training = {{"data", cli.get("data")},      {"steps", run.units()},
-                   {"steps_done", step},           {"batch", batch},
-                   {"lr", run.peakLr()},           {"seed", run.seed()},
-                   {"train_loss", run.lastLoss()}, {"val_loss", val}};
-    gpt::writeConfig(dir, cp);
-    return std::vector<std::string>{gpt::kModelFile, gpt::kConfigFile};
+    return saveModel(dir, step, store, run, {config, vocab}, cli.get("data"), batch, val);
   };
   hooks.finish = [&](graph::Json& json) {
     std::printf("final loss: train %.4f, val %.4f (unigram entropy %.3f)\n", double(run.lastLoss()),

@@ -131,14 +131,13 @@ double unigramEntropy(std::span<const uint32_t> tokens, int64_t vocab) {
   return h;
 }
 
-// Validation windows start ctx apart (disjoint): up to 8 batches of them, evenly spaced, a
-// whole number of batches.
-std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch) {
+std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch, int64_t first) {
   const int64_t disjoint = windows / ctx + (windows % ctx ? 1 : 0);
   std::vector<uint32_t> rows = evenlySpaced(disjoint, std::max<int64_t>(batch, 8 * batch));
   for (uint32_t& r : rows) r *= uint32_t(ctx);
   while (int64_t(rows.size()) < batch) rows.push_back(rows[rows.size() % disjoint]);
   rows.resize(rows.size() / size_t(batch) * size_t(batch));
+  for (uint32_t& r : rows) r += uint32_t(first);
   return rows;
 }
 

@@ -31,8 +31,9 @@ std::pair<std::span<const uint32_t>, std::span<const uint32_t>> splitText(
 // The entropy of the text's byte frequencies: the loss of a model that ignores context.
 double unigramEntropy(std::span<const uint32_t> tokens, int64_t vocab);
 // Validation windows start ctx apart (disjoint): up to 8 batches of them, evenly spaced, a
-// whole number of batches.
-std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch);
+// whole number of batches, numbered from `first` (the first held-out window of the stream).
+std::vector<uint32_t> validationRows(int64_t windows, int64_t ctx, int64_t batch,
+                                     int64_t first = 0);
 // The device, the data (`files` files, `bytes` bytes) and the model, on stderr.
 void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_t bytes,
                  int64_t windows, size_t val_windows, int64_t parameters,

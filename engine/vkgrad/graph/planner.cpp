@@ -222,6 +222,39 @@ std::vector<int> inPlaceHosts(const Graph& g, const std::vector<int>& order,
   return host;
 }
 
+// A tensor larger than a chunk (one allocation) cannot be placed: names it.
+[[noreturn]] void tooLarge(const TensorInfo& t, uint64_t most) {
+  throw ShapeError("planGraph: " + t.name + " " + t.shape.str() + " is " +
+                   std::to_string(t.bytes()) + " bytes, more than one allocation may hold (" +
+                   std::to_string(most) + " bytes, maxMemoryAllocationSize)");
+}
+
+// The graph's own persistent tensors that run (GraphPlan::state_*): in tensor order on the
+// alignment, in as few buffers of at most `chunk` bytes (0: one buffer) as hold them.
+void layOutState(const Graph& g, uint64_t alignment, uint64_t chunk, GraphPlan& plan) {
+  const size_t tensors = g.tensors().size();
+  plan.state_buffer.assign(tensors, -1);
+  plan.state_offset.assign(tensors, -1);
+  for (size_t t = 0; t < tensors; ++t) {
+    const TensorInfo& info = g.tensor(int(t));
+    if (int(t) != info.root || !plan.used[t] || !isPersistent(info) ||
+        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
+      continue;
+    const uint64_t bytes = alignUp(info.bytes(), alignment);
+    if (chunk && bytes > chunk) tooLarge(info, chunk);
+    if (plan.state_bytes.empty() || (chunk && plan.state_bytes.back() + bytes > chunk))
+      plan.state_bytes.push_back(0);
+    plan.state_buffer[t] = int(plan.state_bytes.size()) - 1;
+    plan.state_offset[t] = int64_t(plan.state_bytes.back());
+    plan.state_bytes.back() += bytes;
+  }
+  for (size_t t = 0; t < tensors; ++t) {
+    const size_t r = size_t(g.tensor(int(t)).root);
+    plan.state_buffer[t] = plan.state_buffer[r];
+    plan.state_offset[t] = plan.state_offset[r];
+  }
+}
+
 }  // namespace
 
 GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse, uint64_t chunk_bytes) {
@@ -279,11 +312,6 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse, uint64_t chu
   }
   // A tensor larger than a chunk (one allocation) cannot be placed: name it.
   const uint64_t chunk = chunk_bytes / alignment * alignment;
-  const auto tooLarge = [](const TensorInfo& t, uint64_t most) {
-    throw ShapeError("planGraph: " + t.name + " " + t.shape.str() + " is " +
-                     std::to_string(t.bytes()) + " bytes, more than one allocation may hold (" +
-                     std::to_string(most) + " bytes, maxMemoryAllocationSize)");
-  };
   for (size_t i = 0; i < plan.arena_roots.size(); ++i)
     if (chunk && alignUp(plan.lifetimes[i].bytes, alignment) > chunk)
       tooLarge(g.tensor(plan.arena_roots[i]), chunk);
@@ -298,25 +326,7 @@ GraphPlan planGraph(const Graph& g, uint64_t alignment, bool reuse, uint64_t chu
     plan.offset[t] = plan.offset[size_t(host[size_t(root(int(t)))])];
     plan.used[t] = plan.used[size_t(root(int(t)))];
   }
-  plan.state_buffer.assign(tensors, -1);
-  plan.state_offset.assign(tensors, -1);
-  for (size_t t = 0; t < tensors; ++t) {
-    const TensorInfo& info = g.tensor(int(t));
-    if (int(t) != info.root || !plan.used[t] || !isPersistent(info) ||
-        info.kind == TensorKind::Parameter || info.kind == TensorKind::Dataset)
-      continue;
-    const uint64_t bytes = alignUp(info.bytes(), alignment);
-    if (chunk && bytes > chunk) tooLarge(info, chunk);
-    if (plan.state_bytes.empty() || (chunk && plan.state_bytes.back() + bytes > chunk))
-      plan.state_bytes.push_back(0);
-    plan.state_buffer[t] = int(plan.state_bytes.size()) - 1;
-    plan.state_offset[t] = int64_t(plan.state_bytes.back());
-    plan.state_bytes.back() += bytes;
-  }
-  for (size_t t = 0; t < tensors; ++t) {
-    plan.state_buffer[t] = plan.state_buffer[size_t(root(int(t)))];
-    plan.state_offset[t] = plan.state_offset[size_t(root(int(t)))];
-  }
+  layOutState(g, alignment, chunk, plan);
   return plan;
 }
 
