@@ -3,6 +3,7 @@
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -167,9 +168,17 @@ int sample(int argc, char** argv) {
   cli.option("temperature", "softmax temperature (> 0)", "0.8");
   cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
   cli.option("seed", "sampling seed", "1");
+  cli.option("kv-cache",
+             "on: keep each layer's keys and values on the device and run one row per token; "
+             "off: run the whole window again for every token (the slow reference)",
+             "on");
   declareDeviceOptions(cli);
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
+  const std::string kv_cache = cli.get("kv-cache");
+  if (kv_cache != "on" && kv_cache != "off")
+    cli.fail("--kv-cache must be on or off, not \"" + kv_cache + "\"");
+  const gpt::Decoding decoding = kv_cache == "on" ? gpt::Decoding::Cached : gpt::Decoding::Window;
   const int64_t count = cli.getInt("tokens", 0, 1 << 24);
   ops::SampleOptions options;
   options.temperature = float(cli.getDouble("temperature", 1e-6, 1e6));
@@ -194,8 +203,9 @@ int sample(int argc, char** argv) {
     throw Error(std::string(e.what()) + "\n(the checkpoint's model does not match its " +
                 gpt::kConfigFile + ")");
   }
-  gpt::Sampler sampler(context, store, cp.config, options, seed);
+  gpt::Sampler sampler(context, store, cp.config, options, seed, decoding);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < count; ++i) {
     const uint32_t next = sampler.next(tokens);
     tokens.push_back(next);
@@ -204,6 +214,13 @@ int sample(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // On stderr: stdout is the text alone.
+  if (count > 0)
+    std::fprintf(stderr, "%lld tokens in %.2f s (%.2f ms per token, %s decoding)\n",
+                 static_cast<long long>(count), seconds, 1e3 * seconds / double(count),
+                 gpt::decodingName(decoding));
   return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 
@@ -213,7 +230,8 @@ const char* const kUsage =
     "                        --norm pre|post --precision fp32|bf16|fp16 --device NAME --json\n"
     "                        --dry-run]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
-    "--top-k N --seed N]\n"
+    "--top-k N --seed N\n"
+    "                         --kv-cache on|off]\n"
     "`vkgrad-gpt train --help` and `vkgrad-gpt sample --help` list every option.\n";
 
 }  // namespace

@@ -102,6 +102,21 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   ASSERT_EQ(s.exit_code, 0) << s.out << s.err;
   EXPECT_EQ(s.out.substr(0, 4), "the ");
   EXPECT_EQ(s.out.size(), 4u + 30u + 1u) << s.out;
+  EXPECT_TRUE(contains(s.err, "ms per token, cached decoding")) << s.err;
+  // Greedy text with the key/value cache and without it is the same within the context (16:
+  // a 4-byte prompt and 12 more); past it the window slides and the cache restarts.
+  auto greedy = [&](const char* kv_cache) {
+    return runApp("gpt", {"sample", "--checkpoint", out.string(), "--prompt", "the ", "--tokens",
+                          "12", "--top-k", "1", "--kv-cache", kv_cache});
+  };
+  const AppRun on = greedy("on"), off = greedy("off");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(on.out, off.out);
+  EXPECT_TRUE(contains(off.err, "window decoding")) << off.err;
+  const AppRun maybe = greedy("maybe");
+  EXPECT_EQ(maybe.exit_code, 2);
+  EXPECT_TRUE(contains(maybe.err, "--kv-cache must be on or off")) << maybe.err;
 
   const AppRun outside = runApp("gpt", {"sample", "--checkpoint", out.string(), "--prompt", "XYZ"});
   EXPECT_EQ(outside.exit_code, 1);

@@ -1,7 +1,8 @@
 // The pieces of models/gpt around the model: the byte vocabulary, config.json checkpoints
 // and on-device sampling. Greedy sampling (top_k = 1) must pick the argmax of the logits a
 // separate, unpadded forward graph computes, for prompts shorter than, equal to and longer
-// than the context (the sampler pads, and slides its window).
+// than the context (the window path pads and slides its window; the cached path restarts its
+// cache), and the cached path must give the window path's greedy text token for token.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/compare.h"
 #include "common/random.h"
 #include "common/temp_dir.h"
 #include "common/vk_test.h"
@@ -203,11 +205,13 @@ TEST_F(GptSamplerTest, GreedyPicksTheArgmaxOfTheLastToken) {
   graph::ParameterStore store(ctx());
   gpt::declareGpt(store, c);
   store.initialize(rng_.seed());
-  gpt::Sampler greedy(ctx(), store, c, {1.0f, 1}, rng_.seed());
+  for (const gpt::Decoding decoding : {gpt::Decoding::Cached, gpt::Decoding::Window}) {
+  SCOPED_TRACE(gpt::decodingName(decoding));
+  gpt::Sampler greedy(ctx(), store, c, {1.0f, 1}, rng_.seed(), decoding);
   for (size_t length : {1, 4, 7, 12}) {
     std::vector<uint32_t> tokens(length);
     for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
-    const size_t seen = std::min(length, size_t(c.context));
+    const size_t seen = gpt::visibleTokens(length, c.context, decoding);
     const auto logits =
         lastLogits(store, c, std::vector<uint32_t>(tokens.end() - ptrdiff_t(seen), tokens.end()));
     const auto best = std::max_element(logits.begin(), logits.end());
@@ -222,6 +226,110 @@ TEST_F(GptSamplerTest, GreedyPicksTheArgmaxOfTheLastToken) {
   expectErrorContaining([&] { greedy.next(none); }, "at least one token");
   const std::vector<uint32_t> bad{uint32_t(c.vocab)};
   expectErrorContaining([&] { greedy.next(bad); }, "outside the vocabulary");
+  }
+}
+
+TEST(GptVisibleTokensTest, TheCacheRestartsWithHalfTheContext) {
+  using gpt::Decoding;
+  // context 8: both see everything up to 8 tokens; then the window the last 8, the cache 4
+  // kept plus one more per token until 8, then 4 + 1 again.
+  const size_t cached[] = {1, 2, 3, 4, 5, 6, 7, 8, 5, 6, 7, 8, 5, 6};
+  for (size_t n = 1; n <= 14; ++n) {
+    EXPECT_EQ(gpt::visibleTokens(n, 8, Decoding::Window), std::min<size_t>(n, 8)) << n;
+    EXPECT_EQ(gpt::visibleTokens(n, 8, Decoding::Cached), cached[n - 1]) << n;
+  }
+  // A context of 1 keeps nothing: each token alone, as the window sees it.
+  for (size_t n = 1; n <= 4; ++n) EXPECT_EQ(gpt::visibleTokens(n, 1, Decoding::Cached), 1u);
+  EXPECT_EQ(gpt::visibleTokens(1000, 7, Decoding::Cached), 3 + (1000 - 8) % 4 + 1);
+}
+
+// Every row's logits of the one-row cached graph, fed a sequence token by token, against the
+// window graph's rows for the same sequence: the same model, within f32 rounding.
+TEST_F(GptSamplerTest, CachedLogitsMatchTheWindowRowByRow) {
+  struct Shape {
+    int64_t layers, heads, width, context;
+    nn::Norm norm;
+    bool tied;
+  };
+  for (const Shape s : {Shape{2, 2, 16, 7, nn::Norm::Pre, false},
+                        Shape{1, 3, 15, 9, nn::Norm::Post, true},  // head dim 5
+                        Shape{3, 1, 8, 5, nn::Norm::Pre, true}}) {
+    GptConfig c = config();
+    c.layers = s.layers, c.heads = s.heads, c.width = s.width, c.context = s.context;
+    c.norm = s.norm, c.tie_weights = s.tied;
+    c.dropout = 0.2f;  // an evaluation graph drops nothing
+    SCOPED_TRACE(testing::Message() << c.layers << " layers, " << c.heads << " heads, width "
+                                    << c.width << ", context " << c.context << ", "
+                                    << nn::normName(c.norm) << (c.tie_weights ? ", tied" : ""));
+    graph::ParameterStore store(ctx());
+    gpt::declareGpt(store, c);
+    store.initialize(rng_.seed());
+    std::vector<uint32_t> tokens(size_t(c.context));
+    for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
+
+    graph::Graph window;
+    window.setTraining(false);
+    const graph::Tensor ids = window.input("ids", {1, c.context}, ops::DType::U32);
+    const graph::Tensor all = gpt::gptLogits(window, store, c, ids);
+    window.markOutput(all);
+    graph::Executor full(ctx(), window);
+    full.setInput(ids, tokens);
+    full.step();
+    const std::vector<float> want = full.read(all);
+
+    graph::Graph g;
+    g.setTraining(false);
+    const graph::Tensor id = g.input("ids", {1, 1}, ops::DType::U32);
+    const gpt::GptCache cache = gpt::gptCache(g, c, 1);
+    const graph::Tensor row = gpt::gptLogits(g, store, c, id, &cache);
+    g.markOutput(row);
+    graph::Executor exec(ctx(), g);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      const uint32_t position = uint32_t(t);
+      exec.setInput(id, std::span(&tokens[t], 1));
+      exec.setInput(cache.position, std::span(&position, 1));
+      exec.step();
+      const auto first = want.begin() + ptrdiff_t(t) * c.vocab;
+      EXPECT_TRUE(allClose(exec.read(row), std::vector<float>(first, first + c.vocab), 1e-5))
+          << "position " << t << "; " << rng_.describe();
+    }
+  }
+}
+
+// Greedy text from the cached path equals the window path's, token for token, fed what the
+// cached path sees (visibleTokens): for prompts shorter and longer than the context, over
+// generations that restart the cache several times, on several model shapes.
+TEST_F(GptSamplerTest, CachedGreedyTextEqualsTheWindowPath) {
+  for (const auto& [layers, heads, width, context] :
+       {std::tuple{2, 2, 16, 7}, std::tuple{1, 3, 15, 12}, std::tuple{3, 2, 32, 16}}) {
+    GptConfig c = config();
+    c.layers = layers, c.heads = heads, c.width = width, c.context = context;
+    graph::ParameterStore store(ctx());
+    gpt::declareGpt(store, c);
+    store.initialize(rng_.seed());
+    gpt::Sampler cached(ctx(), store, c, {1.0f, 1}, 1, gpt::Decoding::Cached);
+    gpt::Sampler window(ctx(), store, c, {1.0f, 1}, 1, gpt::Decoding::Window);
+    for (const size_t prompt : {size_t(1), size_t(context - 1), size_t(2 * context + 3)}) {
+      SCOPED_TRACE(testing::Message() << layers << " layers, " << heads << " heads, width "
+                                      << width << ", context " << context << ", prompt "
+                                      << prompt << "; " << rng_.describe());
+      std::vector<uint32_t> tokens(prompt);
+      for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
+      for (int i = 0; i < 2 * context + 5; ++i) {
+        const size_t seen = gpt::visibleTokens(tokens.size(), c.context, gpt::Decoding::Cached);
+        const uint32_t want = window.next(std::span(tokens).last(seen));
+        const uint32_t got = cached.next(tokens);
+        if (got != want) {  // only a near-tie may differ in the last bits: then go on with want
+          const std::vector<uint32_t> visible(tokens.end() - ptrdiff_t(seen), tokens.end());
+          const auto logits = lastLogits(store, c, visible);
+          ASSERT_NEAR(logits[got], logits[want], 1e-5f)
+              << "token " << i << " after " << tokens.size() << ": cached " << got << ", window "
+              << want;
+        }
+        tokens.push_back(want);
+      }
+    }
+  }
 }
 
 // The same seed gives the same continuation; the draws follow the model's distribution, so

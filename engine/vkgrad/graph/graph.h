@@ -152,6 +152,15 @@ class Graph {
   // row, heads within each): q, k and v are strided views of it, read in place, and their
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
+  // One step of causal attention for decoding over a key/value cache
+  // (ops/attention_cached.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
+  // k_cache, v_cache (B,rows,H*D): Input tensors (they persist between steps, so the host
+  // never fills them); position: a (1) u32 tensor, the sequence position of qkv's first row.
+  // Writes the new rows' keys and values into cache rows [position, position + R), then
+  // returns (B,R,H*D): each new row attended over cache rows [0, its position]. The host
+  // keeps position + R <= rows. Not differentiable; never pruned.
+  Tensor cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache,
+                         Tensor position, float scale = 0.0f);
   // --- vision transformer (ops/patchify.h, ops/prepend_token.h, ops/take_row.h)
   // images (B,H,W) f32 -> (B, (H/patch)*(W/patch), patch*patch): non-overlapping squares,
   // row-major over the patch grid, pixels row-major within each; H and W multiples of patch.

@@ -60,13 +60,34 @@ void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
                       /*bias=*/false);
 }
 
+GptCache gptCache(graph::Graph& g, const GptConfig& config, int64_t batch) {
+  GptCache cache{g.input("position", {1}, ops::DType::U32), {}};
+  for (int64_t i = 0; i < config.layers; ++i) {
+    const std::string name = nn::blockName(i);
+    const ops::Shape shape{batch, config.context, config.width};
+    cache.layers.push_back(
+        {g.input(name + ".keys", shape), g.input(name + ".values", shape), cache.position});
+  }
+  return cache;
+}
+
 Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
-                 Tensor ids) {
+                 Tensor ids, const GptCache* cache) {
+  if (cache && (g.shape(ids).rank() != 2 || g.shape(ids)[1] != 1 ||
+                int64_t(cache->layers.size()) != config.layers))
+    throw ShapeError(g.describe("gptLogits", {ids}) +
+                     ": decoding with a cache takes one token per sequence, (B,1), and a cache "
+                     "of every layer");
   Tensor tok;
-  Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok), config.dropout);  // (B,T,C)
-  for (int64_t i = 0; i < config.layers; ++i)
+  const Tensor positions = cache ? cache->position : Tensor{};
+  Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok, positions),
+                       config.dropout);  // (B,T,C)
+  for (int64_t i = 0; i < config.layers; ++i) {
+    const nn::KvCache* layer = cache ? &cache->layers[size_t(i)] : nullptr;
     // A recomputed segment (Graph::recomputed): where the trainer asks for it, only x is kept.
-    x = g.recomputed([&] { return nn::block(g, store, nn::blockName(i), config.block(), x); });
+    x = g.recomputed(
+        [&] { return nn::block(g, store, nn::blockName(i), config.block(), x, layer); });
+  }
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
   const ops::Shape s = g.shape(x);
   x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)

@@ -44,9 +44,23 @@ struct GptConfig {
 // gain 1 and bias 0. Call store.initialize(seed) afterwards.
 void declareGpt(graph::ParameterStore& store, const GptConfig& config);
 
+// The state of a decoding graph (gptLogits with a cache): `position`, a (1) u32 input, the
+// sequence position of the step's token, and each layer's keys and values of the positions
+// before it, (batch, context, width) inputs that persist between steps.
+struct GptCache {
+  graph::Tensor position;
+  std::vector<nn::KvCache> layers;
+};
+// Adds the cache's input tensors to g.
+GptCache gptCache(graph::Graph& g, const GptConfig& config, int64_t batch);
+
 // ids: (B,T) u32, T <= context -> logits (B*T, vocab); causal, so row (b,t) sees ids[b, 0..t].
+// With a cache (decoding: the same model, one token at a time), ids is (B,1): the token at
+// cache->position of each sequence, whose keys and values join the cache; its logits see
+// every earlier token of the cache and itself, as row `position` of a window would.
 graph::Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store,
-                        const GptConfig& config, graph::Tensor ids);
+                        const GptConfig& config, graph::Tensor ids,
+                        const GptCache* cache = nullptr);
 // ids, targets: (B,T) u32 (targets: the next token of each id) -> mean cross-entropy (1).
 graph::Tensor gptLoss(graph::Graph& g, const graph::ParameterStore& store, const GptConfig& config,
                       graph::Tensor ids, graph::Tensor targets);

@@ -51,14 +51,20 @@ void declareEmbedding(ParameterStore& store, const std::string& prefix, int64_t 
 }
 
 Tensor embedding(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor ids,
-                 Tensor* table) {
+                 Tensor* table, Tensor positions) {
   const graph::Parameter& pos = store.at(prefix + ".pos");
   const ops::Shape s = g.shape(ids);
   if (s.rank() != 2 || s[1] > pos.shape[0])
     throw ShapeError(g.describe("embedding", {ids}) + ": ids must be (B,T) with T <= context " +
                      std::to_string(pos.shape[0]));
   Tensor p = g.parameter(pos);
-  if (s[1] < pos.shape[0]) p = g.slice(p, 0, s[1]);  // a shorter window uses the first rows
+  if (positions) {
+    if (!(g.shape(positions) == ops::Shape{s[1]}))
+      throw ShapeError(g.describe("embedding", {ids, positions}) + ": positions must be (T)");
+    p = g.gather(p, positions);
+  } else if (s[1] < pos.shape[0]) {
+    p = g.slice(p, 0, s[1]);  // a shorter window uses the first rows
+  }
   const Tensor tok = g.parameter(store.at(prefix + ".tok"));
   if (table) *table = tok;
   return g.add(g.gather(tok, ids), p);

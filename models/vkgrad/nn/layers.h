@@ -46,7 +46,9 @@ void declareEmbedding(ParameterStore& store, const std::string& prefix, int64_t 
 // ids: (B,T) u32 with T <= context -> (B,T,width): tok[ids] + pos[0..T). Throws ShapeError
 // for a window longer than the position table. A graph may hold each parameter once, so
 // `table`, when given, receives the token table's tensor for reuse (a tied output head).
+// With positions, a (T) u32 tensor, row t adds pos[positions[t]] instead of pos[t]: the rows
+// of a decoding step, somewhere in their sequence.
 Tensor embedding(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor ids,
-                 Tensor* table = nullptr);
+                 Tensor* table = nullptr, Tensor positions = {});
 
 }  // namespace vkgrad::nn

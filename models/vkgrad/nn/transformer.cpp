@@ -24,13 +24,17 @@ void declareAttention(ParameterStore& store, const std::string& prefix, int64_t 
 }
 
 Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-                 int64_t heads, bool causal, Tensor residual) {
+                 int64_t heads, bool causal, Tensor residual, const KvCache* cache) {
   const ops::Shape s = g.shape(x);
   if (s.rank() != 3 || heads <= 0 || s[2] % heads != 0)
     throw ShapeError(g.describe("nn::attention", {x}) + ": x must be (B,T,width) with width a " +
                      "multiple of heads " + std::to_string(heads));
+  if (cache && !causal)
+    throw ShapeError(g.describe("nn::attention", {x}) + ": a key/value cache needs causal attention");
   const Tensor qkv = linear(g, store, prefix + ".qkv", x);  // (B,T,3*width)
-  return linear(g, store, prefix + ".proj", g.attention(qkv, heads, causal), residual);
+  const Tensor o = cache ? g.cachedAttention(qkv, heads, cache->keys, cache->values, cache->position)
+                         : g.attention(qkv, heads, causal);
+  return linear(g, store, prefix + ".proj", o, residual);
 }
 
 const char* normName(Norm norm) {
@@ -63,15 +67,16 @@ void declareBlock(ParameterStore& store, const std::string& prefix, const BlockC
 }
 
 Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
-             const BlockConfig& config, Tensor x) {
+             const BlockConfig& config, Tensor x, const KvCache* cache) {
   // residual + branch(t). Where dropout is the identity (p = 0, or an evaluation graph) the
   // add joins the branch's output projection (Graph::matmulAdd): no add pass of its own.
   const bool merge_residual = config.dropout == 0.0f || !g.training();
   auto attn = [&](Tensor t, Tensor residual) {
     const std::string p = prefix + ".attn";
-    if (merge_residual) return attention(g, store, p, t, config.heads, config.causal, residual);
-    return g.add(residual,
-                 g.dropout(attention(g, store, p, t, config.heads, config.causal), config.dropout));
+    if (merge_residual)
+      return attention(g, store, p, t, config.heads, config.causal, residual, cache);
+    return g.add(residual, g.dropout(attention(g, store, p, t, config.heads, config.causal, {}, cache),
+                                     config.dropout));
   };
   auto ff = [&](Tensor t, Tensor residual) {
     const std::string p = prefix + ".mlp";

@@ -43,11 +43,20 @@ Tensor mlp(Graph& g, const ParameterStore& store, const std::string& prefix, Ten
 // output projection width -> width.
 void declareAttention(ParameterStore& store, const std::string& prefix, int64_t width,
                       const BlockInit& init = {});
+// A layer's keys and values of earlier positions, for decoding a few rows at a time
+// (Graph::cachedAttention): Input tensors (B, rows, width) that persist between steps, and a
+// (1) u32 input, the sequence position of the step's first row.
+struct KvCache {
+  Tensor keys, values, position;
+};
+
 // x: (B,T,width) -> (B,T,width); q, k and v are read in place from the fused projection.
 // Throws ShapeError when width is not a multiple of heads. With a residual, residual +
-// attention(x) in its last node.
+// attention(x) in its last node. With a cache (causal only), x holds the T newest rows of a
+// sequence, whose keys and values join the cache, and each attends over the cached rows up
+// to its own.
 Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
-                 int64_t heads, bool causal, Tensor residual = {});
+                 int64_t heads, bool causal, Tensor residual = {}, const KvCache* cache = nullptr);
 
 enum class Norm {
   Post,  // x = norm1(attn(x) + x); x = norm2(mlp(x) + x)   (the original transformer)
@@ -74,8 +83,9 @@ std::string blockName(int64_t i);
 
 void declareBlock(ParameterStore& store, const std::string& prefix, const BlockConfig& config,
                   const BlockInit& init = {});
-// x: (B,T,width) -> (B,T,width).
+// x: (B,T,width) -> (B,T,width). With a cache (a causal block), x is the T newest rows of a
+// sequence and the attention reads the earlier ones from the cache (see attention()).
 Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
-             const BlockConfig& config, Tensor x);
+             const BlockConfig& config, Tensor x, const KvCache* cache = nullptr);
 
 }  // namespace vkgrad::nn

@@ -28,6 +28,7 @@ VKGRAD_OP(DropoutBackward)
 VKGRAD_OP(TopKWeights)  // ops/sample.cpp
 VKGRAD_OP(Categorical)
 VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
+VKGRAD_OP(CachedAttention)  // ops/cached_attention.cpp: decoding, not differentiable
 // data and evaluation: not differentiable
 VKGRAD_OP(BytesToFloat)  // ops/bytes_to_float.cpp
 VKGRAD_OP(Confusion)     // ops/confusion.cpp
