@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -157,6 +158,24 @@ int train(int argc, char** argv) {
   return run.train(trainer, hooks);
 }
 
+// Milliseconds per token near sequence positions 1, context/2 and context: the median of
+// the tokens drawn within 2 positions of each (positions the run did not reach are left out).
+void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context) {
+  std::string line = "ms per token at position";
+  for (const int64_t at : {int64_t(1), std::max<int64_t>(1, context / 2), context}) {
+    std::vector<double> near;
+    for (const auto& [position, ms] : token_ms)
+      if (std::llabs(int64_t(position) - at) <= 2) near.push_back(ms);
+    if (near.empty()) continue;
+    std::nth_element(near.begin(), near.begin() + ptrdiff_t(near.size() / 2), near.end());
+    char text[64];
+    std::snprintf(text, sizeof text, " %lld: %.3f", static_cast<long long>(at),
+                  near[near.size() / 2]);
+    line += text;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 int sample(int argc, char** argv) {
   Cli cli(
       "vkgrad-gpt sample",
@@ -172,6 +191,9 @@ int sample(int argc, char** argv) {
              "on: keep each layer's keys and values on the device and run one row per token; "
              "off: run the whole window again for every token (the slow reference)",
              "on");
+  cli.flag("timing",
+           "on stderr: ms per token at sequence positions 1, context/2 and context (the median "
+           "of the generated tokens within 2 positions of each)");
   declareDeviceOptions(cli);
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
@@ -206,8 +228,13 @@ int sample(int argc, char** argv) {
   gpt::Sampler sampler(context, store, cp.config, options, seed, decoding);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   const auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<size_t, double>> token_ms;  // (the position drawn after, ms)
   for (int64_t i = 0; i < count; ++i) {
+    const auto before = std::chrono::steady_clock::now();
     const uint32_t next = sampler.next(tokens);
+    token_ms.emplace_back(tokens.size(), std::chrono::duration<double, std::milli>(
+                                             std::chrono::steady_clock::now() - before)
+                                             .count());
     tokens.push_back(next);
     const std::string byte = cp.vocab.decode(next);
     std::fwrite(byte.data(), 1, byte.size(), stdout);
@@ -221,6 +248,7 @@ int sample(int argc, char** argv) {
     std::fprintf(stderr, "%lld tokens in %.2f s (%.2f ms per token, %s decoding)\n",
                  static_cast<long long>(count), seconds, 1e3 * seconds / double(count),
                  gpt::decodingName(decoding));
+  if (cli.has("timing")) printTokenTimes(token_ms, cp.config.context);
   return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
 }
 

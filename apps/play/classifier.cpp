@@ -7,8 +7,6 @@
 namespace vkgrad::play {
 namespace {
 
-constexpr int kHidden = 32;
-
 constexpr int kLayers = 3;
 
 // The parameters as tensors of one graph (a graph takes each parameter once).
@@ -27,8 +25,8 @@ Layers layersOf(graph::Graph& g, const graph::ParameterStore& store) {
 // x (N, 2) -> logits (N, kClasses). The parameters come from the store, so the training
 // graph and the inference graph compute with the same buffers.
 graph::Tensor mlp(graph::Graph& g, const Layers& l, graph::Tensor x) {
-  graph::Tensor h = g.gelu(g.matmul(x, l.w[0], l.b[0]));  // (N, kHidden)
-  h = g.gelu(g.matmul(h, l.w[1], l.b[1]));                // (N, kHidden)
+  graph::Tensor h = g.gelu(g.matmul(x, l.w[0], l.b[0]));  // (N, hidden)
+  h = g.gelu(g.matmul(h, l.w[1], l.b[1]));                // (N, hidden)
   return g.matmul(h, l.w[2], l.b[2]);                     // (N, kClasses)
 }
 
@@ -53,11 +51,12 @@ Spirals makeSpirals(int per_class, uint64_t seed) {
 Classifier::Classifier(vk::Context& context, const Spirals& data, const ClassifierOptions& o)
     : context_(context), store_(context) {
   const int64_t n = int64_t(data.labels.size());
-  store_.add("l0.w", {2, kHidden}, graph::Init::xavierUniform());
-  store_.add("l0.b", {kHidden}, graph::Init::zeros());
-  store_.add("l1.w", {kHidden, kHidden}, graph::Init::xavierUniform());
-  store_.add("l1.b", {kHidden}, graph::Init::zeros());
-  store_.add("l2.w", {kHidden, kClasses}, graph::Init::xavierUniform());
+  const int64_t hidden = o.hidden;
+  store_.add("l0.w", {2, hidden}, graph::Init::xavierUniform());
+  store_.add("l0.b", {hidden}, graph::Init::zeros());
+  store_.add("l1.w", {hidden, hidden}, graph::Init::xavierUniform());
+  store_.add("l1.b", {hidden}, graph::Init::zeros());
+  store_.add("l2.w", {hidden, kClasses}, graph::Init::xavierUniform());
   store_.add("l2.b", {kClasses}, graph::Init::zeros());
   store_.initialize(o.seed);
   x_ = graph::uploadDataset(context, "x", {n, 2}, data.xy);
@@ -67,6 +66,7 @@ Classifier::Classifier(vk::Context& context, const Spirals& data, const Classifi
   graph::TrainerOptions options;
   options.batch = n;  // a few hundred points: every step sees them all
   options.schedule = graph::Schedule::constant(o.lr);
+  options.profile = o.slice_ms > 0;  // node times to slice by
   auto loss = [this](graph::Graph& g, std::span<const graph::Tensor> batch) {
     return g.crossEntropy(mlp(g, layersOf(g, store_), batch[0]), batch[1]);
   };
@@ -90,7 +90,36 @@ Classifier::Classifier(vk::Context& context, const Spirals& data, const Classifi
   data_loss_ = g.crossEntropy(mlp(g, layers, g.dataset(x_)), g.dataset(y_));
   g.markOutput(grid_logits_);
   g.markOutput(data_loss_);
-  infer_ = std::make_unique<graph::Executor>(context, g);
+  graph::CompileOptions compile;
+  compile.profile = o.slice_ms > 0;
+  infer_ = std::make_unique<graph::Executor>(context, g, compile);
+  if (o.slice_ms > 0) {
+    // One whole, timed run of each: their node times decide the pieces.
+    trainer_->step(all_rows_);
+    infer_->step();
+    trainer_->executor().sliceByTime(o.slice_ms);
+    infer_->sliceByTime(o.slice_ms);
+  }
+}
+
+bool Classifier::trainPiece() {
+  const vk::SemaphoreWait waits[] = {
+      {context_.timeline(), inferred_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT}};
+  const bool last =
+      trainer_->stepPiece(all_rows_, std::span<const vk::SemaphoreWait>(waits, inferred_ ? 1 : 0));
+  trained_ = context_.submitted();
+  return last;
+}
+
+std::optional<uint64_t> Classifier::inferPiece(std::span<const vk::SemaphoreWait> app_waits) {
+  std::vector<vk::SemaphoreWait> waits(app_waits.begin(), app_waits.end());
+  if (trained_)
+    waits.push_back({context_.timeline(), trained_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT});
+  const bool last = infer_->submitPiece(waits, {});
+  inferred_ = context_.submitted();
+  if (!last) return std::nullopt;
+  inferred_step_ = steps();
+  return inferred_;
 }
 
 Classifier::~Classifier() = default;

@@ -1,4 +1,5 @@
-// What the window shows, on the engine's side: an MLP (2 -> 32 -> 32 -> 3, GELU) trained by
+// What the window shows, on the engine's side: an MLP (2 -> H -> H -> 3, GELU; H = 32 by
+// default) trained by
 // vkgrad on three interleaved spirals, and a second, forward-only graph over the same
 // parameters that evaluates its logits at every point of a grid covering the plane (and its
 // loss on the whole data set). Both are submitted without waiting, on the engine's timeline;
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -38,6 +40,11 @@ struct ClassifierOptions {
   Plane plane{-1.6f, -1.2f, 1.6f, 1.2f};
   float lr = 0.02f;  // AdamW, constant
   uint64_t seed = 1;
+  int hidden = 32;  // the hidden layers' width
+  // > 0: the training step and the inference are each recorded in pieces of at most this many
+  // ms of GPU time (Executor::sliceByTime, from one profiled run of each at the start), for
+  // trainPiece() and inferPiece().
+  double slice_ms = 0.0;
 };
 
 class Classifier {
@@ -64,6 +71,18 @@ class Classifier {
   // The data set's mean cross-entropy from the last inference; waits for it (a host read:
   // for the end of a run, not for frames).
   float loss();
+
+  // --- in pieces (ClassifierOptions::slice_ms): one piece per call, without waiting
+  int trainPieces() const { return trainer_->executor().pieces(); }
+  int inferPieces() const { return infer_->pieces(); }
+  bool pieceBusy() const { return trainer_->busy() || infer_->busy(); }
+  bool stepOpen() const { return trainer_->executor().nextPiece() != 0; }   // a step is part-way
+  bool inferenceOpen() const { return infer_->nextPiece() != 0; }  // an inference is part-way
+  // The next piece of the training step; true when it was the step's last.
+  bool trainPiece();
+  // The next piece of an inference, after `waits` (the app's); its timeline value when it was
+  // the inference's last (the logits are then those of steps()), else nothing.
+  std::optional<uint64_t> inferPiece(std::span<const vk::SemaphoreWait> waits);
 
   // Where the last inference's results live, valid while this object lives. logits:
   // (grid_height, grid_width, kClasses) f32, row 0 at the top of the plane, point (i, j) at

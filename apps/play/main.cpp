@@ -15,7 +15,7 @@ namespace {
 
 int run(int argc, char** argv) {
   Cli cli("vkgrad-play",
-          "Opens a window in which vkgrad trains an MLP (2-32-32-3, GELU) on three spirals, on\n"
+          "Opens a window in which vkgrad trains an MLP (2-H-H-3, GELU) on three spirals, on\n"
           "the app's own Vulkan device, while the window shows the model's decision regions\n"
           "(read in place from the engine's buffer), the points and the loss curve. Frame time\n"
           "and training steps/s are in the title. Needs a display: without one, run it under\n"
@@ -31,6 +31,13 @@ int run(int argc, char** argv) {
   cli.option("points", "spiral points per class", "100");
   cli.option("grid", "inference points across the window (down: by its aspect)", "128");
   cli.option("lr", "learning rate (AdamW)", "0.02");
+  cli.option("hidden", "the MLP's hidden width (wider: a longer training step)", "32");
+  cli.option("slice-ms",
+             "0: each training step and inference in one submission; > 0: each recorded in "
+             "pieces of at most this many ms of GPU time (from a timed run of each at the "
+             "start), one piece per frame, so that a step longer than a frame spreads over "
+             "several",
+             "0");
   cli.option("seed", "data and initialisation seed", "1");
   cli.option("device",
              "device index or part of its name (default: VKGRAD_DEVICE, else discrete > "
@@ -57,6 +64,8 @@ int run(int argc, char** argv) {
              " points; at most 4096 down (a smaller --grid or a "
              "wider window)");
   o.lr = float(cli.getDouble("lr", 0.0, 10.0));
+  o.hidden = int(cli.getInt("hidden", 1, 8192));
+  o.slice_ms = cli.getDouble("slice-ms", 0.0, 1e4);
   o.seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   o.device = cli.get("device");
   const char* env = std::getenv("VKGRAD_VALIDATION");

@@ -123,10 +123,16 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   co.grid_height = std::max(2, int(std::lround(float(o.grid) / aspect)));
   co.lr = o.lr;
   co.seed = o.seed;
+  co.hidden = o.hidden;
+  co.slice_ms = o.slice_ms;
   const Spirals data = makeSpirals(o.points_per_class, o.seed);
 
   vk::Context context(device.externalDevice());
   Classifier classifier(context, data, co);
+  if (o.slice_ms > 0)
+    std::printf("vkgrad-play: a training step in %d pieces, an inference in %d, of at most %.1f ms "
+                "of GPU time each\n",
+                classifier.trainPieces(), classifier.inferPieces(), o.slice_ms);
   Renderer renderer(device, swapchain,
                     {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height,
                      co.plane, &data});
@@ -150,20 +156,39 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     }
 
     const Clock::time_point engine_start = Clock::now();
-    // Training: at most one step in flight, and the frame does not wait for it. Further
-    // steps of --steps-per-frame each wait for the one before (one step in flight at most).
-    if (!classifier.training())
-      for (int s = 0; s < o.steps_per_frame; ++s) classifier.trainAsync();
-    // Inference whenever training has moved on and the last inference is done. It waits on
-    // the device for the last submitted frame, which may still be reading the logits.
+    // An inference waits on the device for the last submitted frame, which may still be
+    // reading the logits.
+    const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
+                                        VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
+    const std::span<const vk::SemaphoreWait> frame_wait(&after_frame,
+                                                        renderer.submitted() ? 1 : 0);
     bool fresh = false;
-    if (classifier.steps() != classifier.inferredStep() && !classifier.inferring()) {
-      const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
-                                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
-      shown = classifier.inferAsync(
-          std::span<const vk::SemaphoreWait>(&after_frame, renderer.submitted() ? 1 : 0));
-      fresh = true;
-      loss_steps.push_back(classifier.inferredStep());
+    if (o.slice_ms > 0) {
+      // One piece a frame, once the last one has finished: an inference part-way, or a new one
+      // once a whole step has landed, else the training step's next piece.
+      if (!classifier.pieceBusy()) {
+        if (classifier.inferenceOpen() ||
+            (!classifier.stepOpen() && classifier.steps() != classifier.inferredStep())) {
+          if (const std::optional<uint64_t> done = classifier.inferPiece(frame_wait)) {
+            shown = *done;
+            fresh = true;
+            loss_steps.push_back(classifier.inferredStep());
+          }
+        } else {
+          classifier.trainPiece();
+        }
+      }
+    } else {
+      // Training: at most one step in flight, and the frame does not wait for it. Further
+      // steps of --steps-per-frame each wait for the one before (one step in flight at most).
+      if (!classifier.training())
+        for (int s = 0; s < o.steps_per_frame; ++s) classifier.trainAsync();
+      // Inference whenever training has moved on and the last inference is done.
+      if (classifier.steps() != classifier.inferredStep() && !classifier.inferring()) {
+        shown = classifier.inferAsync(frame_wait);
+        fresh = true;
+        loss_steps.push_back(classifier.inferredStep());
+      }
     }
     engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
 

@@ -14,6 +14,8 @@ struct PlayOptions {
   int points_per_class = 100;     // spiral points per class
   int grid = 128;                 // inference points across the plane (down: by the aspect)
   float lr = 0.02f;
+  int hidden = 32;          // the MLP's hidden width: a bigger model makes a longer step
+  double slice_ms = 0.0;    // > 0: engine work in pieces of about this much GPU time, one a frame
   uint64_t seed = 1;        // data and initial weights
   bool validation = false;  // the app's instance gets the Khronos layer
   std::string screenshot;   // non-empty: the last frame as a PNG

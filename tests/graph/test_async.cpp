@@ -121,6 +121,64 @@ TEST_F(AsyncTest, SubmittedStepsGiveTheBitsOfWaitedSteps) {
   EXPECT_THROW(ctx().wait(ctx().submitted() + 1), Error);  // a value never submitted
 }
 
+// A step recorded in pieces (Executor::slice, sliceByTime) and submitted one piece at a time,
+// as a frame loop would, leaves the bits of the whole step; so does step() over the pieces.
+// Every piece waits for nothing it does not need: the app's semaphores go to the first
+// piece (waits) and the last (signals) only.
+TEST_F(AsyncTest, SlicedStepsGiveTheBitsOfWholeSteps) {
+  Rng rng;
+  graph::ParameterStore store_a(ctx()), store_b(ctx()), store_c(ctx());
+  Mlp a(store_a), b(store_b), c(store_c);
+  for (auto* s : {&store_a, &store_b, &store_c}) s->initialize(rng.seed());
+  graph::Executor whole(ctx(), a.g), sliced(ctx(), b.g);
+  graph::CompileOptions profiled;
+  profiled.profile = true;
+  graph::Executor timed(ctx(), c.g, profiled);
+  const uint32_t dispatches = whole.dispatchCount();
+  sliced.slice(2);
+  EXPECT_GT(sliced.pieces(), 3);
+  EXPECT_EQ(sliced.dispatchCount(), dispatches);  // the same work, in more command buffers
+  EXPECT_THROW(whole.sliceByTime(1.0), Error);    // no node times without profiling
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> x = rng.normal(17 * 5);
+    std::vector<uint32_t> y(17);
+    for (auto& v : y) v = rng.below(4);
+    for (auto [exec, m] : {std::pair{&whole, &a}, std::pair{&sliced, &b}, std::pair{&timed, &c}}) {
+      exec->setInput(m->x, x);
+      exec->setInput(m->y, y);
+    }
+    whole.step();
+    int frames = 0;
+    while (true) {
+      ++frames;
+      EXPECT_EQ(sliced.nextPiece(), frames - 1);
+      if (sliced.submitPiece()) break;
+    }
+    EXPECT_EQ(frames, sliced.pieces());
+    EXPECT_EQ(sliced.nextPiece(), 0);
+    sliced.wait();
+    timed.step();
+    if (step == 0) {
+      // Pieces of at most a third of the step's GPU time, from its own node times.
+      ASSERT_GT(timed.gpuMilliseconds(), 0.0) << "the device's queue has no timestamps";
+      EXPECT_GE(timed.sliceByTime(timed.gpuMilliseconds() / 3), 3);
+    }
+    EXPECT_EQ(whole.readScalar(a.loss), sliced.readScalar(b.loss)) << step;
+    EXPECT_EQ(whole.readScalar(a.loss), timed.readScalar(c.loss)) << step;
+  }
+  const auto pa = parameters(store_a), pb = parameters(store_b), pc = parameters(store_c);
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(pa[i].data(), pb[i].data(), pa[i].size() * 4)) << i;
+    EXPECT_EQ(0, std::memcmp(pa[i].data(), pc[i].data(), pa[i].size() * 4)) << i;
+  }
+  // Back to one piece: the same recording as never sliced.
+  sliced.slice(0);
+  EXPECT_EQ(sliced.pieces(), 1);
+  EXPECT_TRUE(sliced.submitPiece());
+  sliced.wait();
+}
+
 // The engine's step waits on the device for the app's timeline semaphore, and signals the
 // app's semaphore when it finishes.
 TEST_F(AsyncTest, WaitsForAndSignalsTheAppsSemaphores) {
@@ -190,6 +248,67 @@ TEST_F(AsyncTest, InputsUploadWithoutWaitingForAPendingStep) {
   reference.step();
   EXPECT_EQ(exec.readScalar(m.loss), reference.readScalar(twin.loss));
   destroy(app_upload);
+}
+
+// A step whose learning rate changes every step uploads two small things before it submits
+// (its batch and its rate). Neither waits for the queue, even while the queue is blocked
+// behind an app's semaphore (Staging's ring: one buffer would make the rate's upload wait
+// for the batch's copy, queued behind the blocked work). The steps give the bits of the same
+// steps unblocked.
+TEST_F(AsyncTest, AScheduledStepAsyncReturnsWhileTheQueueIsBlocked) {
+  Rng rng;
+  const int n = 40;
+  const std::vector<float> x = rng.normal(size_t(n) * 3);
+  std::vector<uint32_t> y(n);
+  for (auto& v : y) v = rng.below(3);
+  const graph::Dataset dx = graph::uploadDataset(ctx(), "x", {n, 3}, x);
+  const graph::Dataset dy = graph::uploadDataset(ctx(), "y", {n}, y);
+  const uint64_t seed = rng.seed();
+  auto batch = [&](int step) {
+    std::vector<uint32_t> rows(9);
+    for (int i = 0; i < 9; ++i) rows[size_t(i)] = uint32_t((step * 9 + i * 7) % n);
+    return rows;
+  };
+  std::vector<std::vector<float>> after[2];
+  for (int blocked = 0; blocked < 2; ++blocked) {
+    graph::ParameterStore store(ctx()), other_store(ctx());
+    store.add("w", {3, 7}, Init::xavierUniform());
+    store.add("v", {7, 3}, Init::xavierUniform());
+    store.initialize(seed);
+    Mlp other(other_store);
+    other_store.initialize(seed);
+    graph::Executor app_work(ctx(), other.g);
+    feed(app_work, other, rng);
+    auto model = [&](Graph& g, std::span<const Tensor> rows) {
+      const Tensor h = g.gelu(g.matmul(rows[0], g.parameter(store.at("w"))));
+      return g.crossEntropy(g.matmul(h, g.parameter(store.at("v"))), rows[1]);
+    };
+    graph::TrainerOptions options;
+    options.batch = 9;
+    options.schedule = graph::Schedule::linearWarmup(0.05f, 10);  // a new rate every step
+    graph::Trainer trainer(ctx(), store, {&dx, &dy}, model, options);
+    for (int step = 0; step < 2; ++step) trainer.stepAsync(batch(step));
+    trainer.lastLoss();  // the trainer is idle: only the app's work can hold the queue
+    const VkSemaphore gate = timeline(0);
+    const vk::SemaphoreWait wait{gate, 1, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
+    if (blocked) app_work.submit({&wait, 1}, {});  // nothing queued after it runs until signal
+    const float rate = trainer.learningRate();
+    std::future<void> step =
+        std::async(std::launch::async, [&] { trainer.stepAsync(batch(2)); });
+    const bool returned = step.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    if (blocked) {
+      EXPECT_TRUE(app_work.busy());
+      signal(gate, 1);
+    }
+    step.get();
+    EXPECT_TRUE(returned) << "stepAsync waited for the queue";
+    EXPECT_NE(trainer.learningRate(), rate);  // the next step's rate differs again
+    trainer.lastLoss();
+    app_work.wait();
+    destroy(gate);
+    after[blocked] = parameters(store);
+  }
+  EXPECT_EQ(after[0], after[1]);
 }
 
 // Executor::buffer names the bytes read() returns: a copy the app records from that range

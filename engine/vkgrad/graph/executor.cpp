@@ -160,17 +160,16 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
     buffer_[t] = buffer_[r];
     offset_[t] = offset_[r] + graph.tensor(int(t)).offset;
   }
-  rec_ = std::make_unique<vk::Recorder>(context);
   timed_ = context.info().timestamp_valid_bits != 0;
   profiled_ = timed_ && options.profile;
   if (!owned_.empty()) {
+    vk::Recorder rec(context);
     // Quiet NaNs: a kernel that reads arena bytes nothing wrote this step shows up in results.
-    for (size_t c = 0; c < chunks; ++c) rec_->fill(owned_[c], 0x7fc00000u);
+    for (size_t c = 0; c < chunks; ++c) rec.fill(owned_[c], 0x7fc00000u);
     // State starts at zero unless the graph gives its words: optimizer moments have no host
     // copy (a large model's would be gigabytes of zeros).
-    for (size_t b = first_state; b < owned_.size(); ++b) rec_->fill(owned_[b], 0u);
-    rec_->submit();
-    rec_->reset();
+    for (size_t b = first_state; b < owned_.size(); ++b) rec.fill(owned_[b], 0u);
+    rec.submit();
   }
   for (size_t t : owned_tensors) {
     const std::vector<uint32_t>& data = graph.tensor(int(t)).data;
@@ -184,13 +183,26 @@ Executor::~Executor() = default;
 
 void Executor::record() {
   stepped_ = false;
-  if (timed_) ts_begin_ = rec_->timestamp();
-  node_ts_.clear();
-  for (int n : plan_.order) {
+  next_piece_ = 0;
+  for (Piece& piece : pieces_) piece.rec->wait();  // a piece may still run
+  pieces_.clear();
+  for (size_t i = 0; i < piece_starts_.size(); ++i) {
+    const bool last = i + 1 == piece_starts_.size();
+    recordPiece(piece_starts_[i], last ? plan_.order.size() : piece_starts_[i + 1], last);
+  }
+}
+
+void Executor::recordPiece(size_t first, size_t end, bool last) {
+  Piece& piece = pieces_.emplace_back();
+  piece.rec = std::make_unique<vk::Recorder>(context_);
+  vk::Recorder& rec = *piece.rec;
+  if (timed_) piece.ts_begin = rec.timestamp();
+  for (size_t i = first; i < end; ++i) {
+    const int n = plan_.order[i];
     const Node& node = graph_.nodes()[size_t(n)];
     // An op's refusal (a tensor too large for one binding, say) names the node's tensors.
     if (const auto launch = node.def().launch) try {
-        launch(Launch{*rec_, node,
+        launch(Launch{rec, node,
                       [this](int id) { return id < 0 ? ops::TensorView{} : view(Tensor{id}); }});
       } catch (const VulkanError&) {
         throw;
@@ -199,24 +211,69 @@ void Executor::record() {
       } catch (const Error& e) {
         throw Error(nodeText(graph_, node) + ": " + e.what());
       }
-    if (profiled_) node_ts_.emplace_back(n, rec_->timestamp());
+    if (profiled_) piece.node_ts.emplace_back(n, rec.timestamp());
   }
   // After every use in the step (forward and backward masks agree): the next replay draws anew.
-  const bool advance = graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
-  if (advance) ops::rngAdvance(*rec_, view(graph_.rngState()));
-  // A profiled step without the advance ends at its last node's timestamp.
+  const bool advance = last && graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
+  if (advance) ops::rngAdvance(rec, view(graph_.rngState()));
+  // A profiled piece without the advance ends at its last node's timestamp.
   if (timed_)
-    ts_end_ =
-        profiled_ && !advance && !node_ts_.empty() ? node_ts_.back().second : rec_->timestamp();
+    piece.ts_end = profiled_ && !advance && !piece.node_ts.empty() ? piece.node_ts.back().second
+                                                                   : rec.timestamp();
 }
 
 void Executor::rerecord() {
-  rec_->reset();
   record();
 }
 
+void Executor::slice(int nodes) {
+  if (nodes < 0) throw Error("Executor::slice: the nodes per piece must be >= 0");
+  piece_starts_ = {0};
+  int launched = 0;
+  for (size_t i = 0; i < plan_.order.size(); ++i) {
+    if (!graph_.nodes()[size_t(plan_.order[i])].def().launch) continue;
+    if (nodes > 0 && launched == nodes) {
+      piece_starts_.push_back(i);
+      launched = 0;
+    }
+    ++launched;
+  }
+  record();
+}
+
+int Executor::sliceByTime(double ms) {
+  if (!(ms > 0)) throw Error("Executor::sliceByTime: the budget must be > 0 ms");
+  const std::vector<NodeTime> times = profile();
+  if (times.empty())
+    throw Error("Executor::sliceByTime: needs the node times of a step() (CompileOptions::profile "
+                "on a device with timestamps)");
+  std::vector<size_t> position(graph_.nodes().size());
+  for (size_t i = 0; i < plan_.order.size(); ++i) position[size_t(plan_.order[i])] = i;
+  piece_starts_ = {0};
+  double sum = 0;
+  for (const NodeTime& t : times) {
+    if (sum > 0 && sum + t.ms > ms) {
+      piece_starts_.push_back(position[size_t(t.node)]);
+      sum = 0;
+    }
+    sum += t.ms;
+  }
+  record();
+  return pieces();
+}
+
+bool Executor::submitPiece(std::span<const vk::SemaphoreWait> waits,
+                           std::span<const vk::SemaphoreSignal> signals) {
+  pieces_[next_piece_].rec->submitAsync(waits, signals);
+  next_piece_ = (next_piece_ + 1) % pieces_.size();
+  return next_piece_ == 0;
+}
+
 void Executor::step() {
-  rec_->submit();
+  // The pieces in order, the last waited for; every piece's timestamps are read.
+  for (Piece& piece : pieces_) piece.rec->submitAsync();
+  for (Piece& piece : pieces_) piece.rec->readTimestamps();
+  next_piece_ = 0;
   stepped_ = true;
 }
 
@@ -226,30 +283,49 @@ uint64_t Executor::submit() {
 
 uint64_t Executor::submit(std::span<const vk::SemaphoreWait> waits,
                           std::span<const vk::SemaphoreSignal> signals) {
-  const uint64_t value = rec_->submitAsync(waits, signals);
+  // The app's waits before the first piece, its signals after the last.
+  uint64_t value = 0;
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    value = pieces_[i].rec->submitAsync(i == 0 ? waits : std::span<const vk::SemaphoreWait>{},
+                                        i + 1 == pieces_.size()
+                                            ? signals
+                                            : std::span<const vk::SemaphoreSignal>{});
+  next_piece_ = 0;
   stepped_ = true;
   return value;
 }
 
 bool Executor::busy() const {
-  return rec_->busy();
+  // Submissions finish in order on the queue: the last one submitted is the last to finish.
+  for (const Piece& piece : pieces_)
+    if (piece.rec->busy()) return true;
+  return false;
 }
 
 void Executor::wait() {
-  rec_->wait();
+  for (Piece& piece : pieces_) piece.rec->wait();
 }
 
 double Executor::gpuMilliseconds() const {
-  return timed_ && stepped_ && rec_->hasTimestamps() ? rec_->milliseconds(ts_begin_, ts_end_) : 0.0;
+  if (!timed_ || !stepped_) return 0.0;
+  double ms = 0.0;
+  for (const Piece& piece : pieces_) {
+    if (!piece.rec->hasTimestamps()) return 0.0;
+    ms += piece.rec->milliseconds(piece.ts_begin, piece.ts_end);
+  }
+  return ms;
 }
 
 std::vector<NodeTime> Executor::profile() const {
   if (!profiled_ || !stepped_) return {};
   std::vector<NodeTime> out;
-  uint32_t previous = ts_begin_;
-  for (const auto& [node, at] : node_ts_) {
-    out.push_back({node, rec_->milliseconds(previous, at)});
-    previous = at;
+  for (const Piece& piece : pieces_) {
+    if (!piece.rec->hasTimestamps()) return {};
+    uint32_t previous = piece.ts_begin;
+    for (const auto& [node, at] : piece.node_ts) {
+      out.push_back({node, piece.rec->milliseconds(previous, at)});
+      previous = at;
+    }
   }
   return out;
 }
@@ -346,10 +422,14 @@ std::vector<uint32_t> Executor::readWords(Tensor t) {
 }
 
 uint32_t Executor::dispatchCount() const {
-  return rec_->dispatchCount();
+  uint32_t n = 0;
+  for (const Piece& piece : pieces_) n += piece.rec->dispatchCount();
+  return n;
 }
 uint32_t Executor::barrierCount() const {
-  return rec_->barrierCount();
+  uint32_t n = 0;
+  for (const Piece& piece : pieces_) n += piece.rec->barrierCount();
+  return n;
 }
 
 }  // namespace vkgrad::graph

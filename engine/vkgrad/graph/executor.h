@@ -1,6 +1,9 @@
 // Compiles a Graph once (plan, buffers, one recorded command buffer) and replays it every
 // step. A step is one queue submission of the recording: host work per step does not depend
-// on the number of nodes. Inputs are uploaded by the caller between steps (for training, only
+// on the number of nodes. For a frame loop, the step can be recorded in pieces instead
+// (slice()), submitted one piece per frame (submitPiece()) so that a step longer than a
+// frame's budget spreads over several frames; the dispatches and their order are the same,
+// so the results are the same bits. Inputs are uploaded by the caller between steps (for training, only
 // batch indices: datasets are uploaded once and gathered on the device); only the tensors
 // asked for are read back.
 #pragma once
@@ -99,6 +102,26 @@ class Executor {
   // Discards the recording and records it again (what step() replays).
   void rerecord();
 
+  // --- a step in pieces, for frame loops
+  // Records the step as pieces of at most `nodes` launched nodes each, in plan order (0: one
+  // piece, the default). step() and submit() still run the whole step (every piece, in
+  // order); submitPiece() runs one piece at a time.
+  void slice(int nodes);
+  // Records it as pieces of at most `ms` of GPU time each, by the node times of the last
+  // step() (CompileOptions::profile; throws Error without it, or before a step); a node
+  // longer than `ms` is a piece alone. Returns the number of pieces.
+  int sliceByTime(double ms);
+  int pieces() const { return int(pieces_.size()); }
+  // Submits the next piece of the step without waiting (after the app's `waits`, signalling
+  // its `signals`, as submit() does) and returns true when it was the step's last: the step
+  // is complete once that piece finishes (busy(), wait()). Set inputs before a step's first
+  // piece, and read results after its last. The pieces of one step are ordered on the queue
+  // like everything else; no timestamps are read.
+  bool submitPiece(std::span<const vk::SemaphoreWait> waits = {},
+                   std::span<const vk::SemaphoreSignal> signals = {});
+  // Which piece submitPiece() submits next (0: a step starts).
+  int nextPiece() const { return int(next_piece_); }
+
   // A tensor's contents after the last step: persistent tensors and marked outputs only
   // (others may have been overwritten by later ones); throws Error otherwise. 16-bit tensors
   // (graph/precision.h) come back widened to f32.
@@ -117,8 +140,9 @@ class Executor {
   uint64_t naiveBytes() const { return plan_.memory.naive_bytes; }
   uint32_t dispatchCount() const;
   uint32_t barrierCount() const;
-  // GPU time of the last step() from timestamps around the recording; 0 before the first
-  // step (after a rerecord()) or where the queue has no timestamps.
+  // GPU time of the last step() from timestamps around the recording (the sum of its
+  // pieces'); 0 before the first step (after a rerecord()) or where the queue has no
+  // timestamps.
   double gpuMilliseconds() const;
   // With CompileOptions::profile, every launched node's time in the last step(), in plan
   // order; their sum is gpuMilliseconds() less the generator's advance. Empty otherwise, or
@@ -126,7 +150,14 @@ class Executor {
   std::vector<NodeTime> profile() const;
 
  private:
+  // One command buffer of the step: the nodes [first, end) of the plan's order.
+  struct Piece {
+    std::unique_ptr<vk::Recorder> rec;
+    uint32_t ts_begin = 0, ts_end = 0;
+    std::vector<std::pair<int, uint32_t>> node_ts;  // with profiled_: node, timestamp after it
+  };
   void record();
+  void recordPiece(size_t first, size_t end, bool last);
   void checkInput(Tensor t, DType dtype, size_t count) const;
   void checkKept(Tensor t) const;  // persistent or a marked output: read()'s rule
   void readInto(Tensor t, void* out, size_t bytes);
@@ -137,10 +168,11 @@ class Executor {
   std::vector<vk::Buffer> owned_;          // the arena's chunks, then the state buffers
   std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
   std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
-  std::unique_ptr<vk::Recorder> rec_;
+  std::vector<Piece> pieces_;
+  // Where each piece starts in the plan's order (the first at 0); one entry: no slicing.
+  std::vector<size_t> piece_starts_{0};
+  size_t next_piece_ = 0;  // submitPiece()'s
   bool timed_ = false, stepped_ = false, profiled_ = false;
-  uint32_t ts_begin_ = 0, ts_end_ = 0;
-  std::vector<std::pair<int, uint32_t>> node_ts_;  // with profiled_: node, timestamp after it
 };
 
 }  // namespace vkgrad::graph

@@ -189,6 +189,16 @@ uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
   return value;
 }
 
+bool Trainer::stepPiece(std::span<const uint32_t> indices,
+                        std::span<const vk::SemaphoreWait> waits,
+                        std::span<const vk::SemaphoreSignal> signals) {
+  Executor& exec = *training().exec;
+  if (exec.nextPiece() == 0) prepareStep(indices);
+  const bool last = exec.submitPiece(waits, signals);
+  if (last) ++step_;
+  return last;
+}
+
 bool Trainer::busy() const {
   return train_ && train_->exec->busy();
 }
@@ -367,6 +377,10 @@ double Trainer::lastStepMilliseconds() const {
 }
 
 const Executor& Trainer::executor() const {
+  return *training().exec;
+}
+
+Executor& Trainer::executor() {
   return *training().exec;
 }
 

@@ -108,6 +108,13 @@ class Trainer {
   uint64_t stepAsync(std::span<const uint32_t> indices, std::span<const vk::SemaphoreWait> waits,
                      std::span<const vk::SemaphoreSignal> signals);
   bool busy() const;
+  // A step in pieces, for a frame loop whose budget a whole step exceeds: slice the training
+  // executor (executor().slice() or sliceByTime()), then submit one piece per frame. The first
+  // piece of a step takes its batch, as stepAsync does (indices are ignored for the others);
+  // the app's waits and signals go with each piece. Returns true when the piece was the
+  // step's last: the step counts then. The same bits as stepAsync.
+  bool stepPiece(std::span<const uint32_t> indices, std::span<const vk::SemaphoreWait> waits = {},
+                 std::span<const vk::SemaphoreSignal> signals = {});
   // The loss of the last step (waits for it): after stepAsync, when the app wants it.
   float lastLoss();
   // The metrics the loss function marked, in marking order, from the last step that read the
@@ -142,6 +149,7 @@ class Trainer {
   // GPU time of the last step (timestamp queries; 0 where the queue has none).
   double lastStepMilliseconds() const;
   const Executor& executor() const;
+  Executor& executor();  // the training graph's: to slice its step
   const Graph& graph() const;
 
  private:

@@ -295,8 +295,14 @@ bool Recorder::busy() const { return !context_.finished(in_flight_); }
 void Recorder::wait() { context_.wait(in_flight_); }
 
 void Recorder::submit() {
+  submitAsync();
+  readTimestamps();
+}
+
+void Recorder::readTimestamps() {
   const VolkDeviceTable& vk = context_.vk();
-  context_.wait(submitAsync());
+  if (in_flight_ == 0) return;  // never submitted: no timestamps to read
+  context_.wait(in_flight_);
   if (query_count_) {
     query_results_.resize(query_count_);
     VK_CHECK(vk.vkGetQueryPoolResults(context_.device(), queries_, 0, query_count_,

@@ -79,6 +79,9 @@ class Recorder {
                        std::span<const SemaphoreSignal> signals = {});
   bool busy() const;  // the last submission has not finished
   void wait();        // until it has
+  // Waits for the last submission and reads its timestamps (what submit() does after
+  // submitting), for milliseconds() after a submitAsync().
+  void readTimestamps();
   bool hasTimestamps() const { return !query_results_.empty(); }
   // Discards the recording; recording starts again.
   void reset();

@@ -38,22 +38,20 @@ void fullBarrier(const VolkDeviceTable& vk, VkCommandBuffer cmd) {
 
 }  // namespace
 
-Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), bytes_(bytes) {
-  // Transfers go through it in pieces, so it can be as small as one allocation may be.
-  if (context.info().max_allocation_bytes)
-    bytes_ = std::min(bytes_, context.info().max_allocation_bytes);
-  const VolkDeviceTable& vk = context.vk();
-  VkDevice device = context.device();
+Staging::Mapped Staging::createMapped(VkDeviceSize bytes) {
+  const VolkDeviceTable& vk = context_.vk();
+  VkDevice device = context_.device();
+  Mapped m;
   VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  buffer_info.size = bytes_;
+  buffer_info.size = bytes;
   buffer_info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VK_CHECK(vk.vkCreateBuffer(device, &buffer_info, nullptr, &buffer_));
+  VK_CHECK(vk.vkCreateBuffer(device, &buffer_info, nullptr, &m.buffer));
   VkMemoryRequirements req;
-  vk.vkGetBufferMemoryRequirements(device, buffer_, &req);
+  vk.vkGetBufferMemoryRequirements(device, m.buffer, &req);
 
   // Host-visible; cached if possible, since downloads read it from the CPU.
   VkPhysicalDeviceMemoryProperties props;
-  vkGetPhysicalDeviceMemoryProperties(context.physicalDevice(), &props);
+  vkGetPhysicalDeviceMemoryProperties(context_.physicalDevice(), &props);
   uint32_t type = UINT32_MAX;
   for (VkMemoryPropertyFlags wanted :
        {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
@@ -68,15 +66,38 @@ Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), byte
         type = i;
     if (type != UINT32_MAX) break;
   }
-  if (type == UINT32_MAX) throw Error("the device has no host-visible memory for staging");
-  coherent_ = props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-
+  if (type == UINT32_MAX) {
+    vk.vkDestroyBuffer(device, m.buffer, nullptr);
+    throw Error("the device has no host-visible memory for staging");
+  }
+  m.coherent = props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = type;
-  VK_CHECK(vk.vkAllocateMemory(device, &alloc, nullptr, &memory_));
-  VK_CHECK(vk.vkBindBufferMemory(device, buffer_, memory_, 0));
-  VK_CHECK(vk.vkMapMemory(device, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_));
+  if (const VkResult r = vk.vkAllocateMemory(device, &alloc, nullptr, &m.memory); r != VK_SUCCESS) {
+    vk.vkDestroyBuffer(device, m.buffer, nullptr);
+    VK_CHECK(r);
+  }
+  VK_CHECK(vk.vkBindBufferMemory(device, m.buffer, m.memory, 0));
+  VK_CHECK(vk.vkMapMemory(device, m.memory, 0, VK_WHOLE_SIZE, 0, &m.data));
+  return m;
+}
+
+void Staging::flush(const Mapped& m) {
+  if (m.coherent) return;
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, m.memory, 0,
+                            VK_WHOLE_SIZE};
+  VK_CHECK(context_.vk().vkFlushMappedMemoryRanges(context_.device(), 1, &range));
+}
+
+Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), bytes_(bytes) {
+  // Transfers go through it in pieces, so it can be as small as one allocation may be.
+  if (context.info().max_allocation_bytes)
+    bytes_ = std::min(bytes_, context.info().max_allocation_bytes);
+  const VolkDeviceTable& vk = context.vk();
+  VkDevice device = context.device();
+  staging_ = createMapped(bytes_);
+  ring_ = createMapped(kRingSlots * kSlotBytes);
 
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -87,14 +108,18 @@ Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), byte
   cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cmd_info.commandBufferCount = 1;
   VK_CHECK(vk.vkAllocateCommandBuffers(device, &cmd_info, &cmd_));
+  cmd_info.commandBufferCount = kRingSlots;
+  VK_CHECK(vk.vkAllocateCommandBuffers(device, &cmd_info, ring_cmd_));
 }
 
 Staging::~Staging() {
   const VolkDeviceTable& vk = context_.vk();
   VkDevice device = context_.device();
   vk.vkDestroyCommandPool(device, pool_, nullptr);
-  vk.vkDestroyBuffer(device, buffer_, nullptr);
-  vk.vkFreeMemory(device, memory_, nullptr);  // unmaps too
+  for (const Mapped* m : {&staging_, &ring_}) {
+    vk.vkDestroyBuffer(device, m->buffer, nullptr);
+    vk.vkFreeMemory(device, m->memory, nullptr);  // unmaps too
+  }
 }
 
 void Staging::settle() {
@@ -102,18 +127,23 @@ void Staging::settle() {
   in_flight_ = 0;
 }
 
-void Staging::copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
-                   VkDeviceSize bytes, bool wait) {
+uint64_t Staging::submitCopy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_offset,
+                             VkBuffer dst, VkDeviceSize dst_offset, VkDeviceSize bytes) {
   const VolkDeviceTable& vk = context_.vk();
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  VK_CHECK(vk.vkBeginCommandBuffer(cmd_, &begin));
-  fullBarrier(vk, cmd_);  // earlier work's writes reach the copy; it overwrites no pending read
+  VK_CHECK(vk.vkBeginCommandBuffer(cmd, &begin));
+  fullBarrier(vk, cmd);  // earlier work's writes reach the copy; it overwrites no pending read
   VkBufferCopy copy{src_offset, dst_offset, bytes};
-  vk.vkCmdCopyBuffer(cmd_, src, dst, 1, &copy);
-  fullBarrier(vk, cmd_);  // the copy reaches later shaders, transfers and host reads
-  VK_CHECK(vk.vkEndCommandBuffer(cmd_));
-  const uint64_t value = context_.submit(cmd_);
+  vk.vkCmdCopyBuffer(cmd, src, dst, 1, &copy);
+  fullBarrier(vk, cmd);  // the copy reaches later shaders, transfers and host reads
+  VK_CHECK(vk.vkEndCommandBuffer(cmd));
+  return context_.submit(cmd);
+}
+
+void Staging::copy(VkBuffer src, VkDeviceSize src_offset, VkBuffer dst, VkDeviceSize dst_offset,
+                   VkDeviceSize bytes, bool wait) {
+  const uint64_t value = submitCopy(cmd_, src, src_offset, dst, dst_offset, bytes);
   if (wait) {
     context_.wait(value);
   } else {
@@ -128,7 +158,21 @@ void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src
 
 void Staging::uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
                           VkDeviceSize bytes) {
-  upload(dst, dst_offset, src, bytes, bytes > bytes_);
+  if (bytes == 0 || bytes > kSlotBytes) {
+    upload(dst, dst_offset, src, bytes, bytes > bytes_);
+    return;
+  }
+  checkRange("upload", dst, dst_offset, bytes);
+  counts_.uploads += 1;
+  counts_.upload_bytes += bytes;
+  const int slot = ring_next_;
+  ring_next_ = (ring_next_ + 1) % kRingSlots;
+  context_.wait(ring_in_flight_[slot]);  // the slot's copy of kRingSlots uploads ago
+  const VkDeviceSize at = VkDeviceSize(slot) * kSlotBytes;
+  std::memcpy(static_cast<char*>(ring_.data) + at, src, bytes);
+  flush(ring_);
+  ring_in_flight_[slot] =
+      submitCopy(ring_cmd_[slot], ring_.buffer, at, dst.handle(), dst.offset() + dst_offset, bytes);
 }
 
 void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
@@ -136,17 +180,12 @@ void Staging::upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src
   checkRange("upload", dst, dst_offset, bytes);
   counts_.uploads += bytes > 0;
   counts_.upload_bytes += bytes;
-  const VolkDeviceTable& vk = context_.vk();
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
     settle();
-    std::memcpy(mapped_, static_cast<const char*>(src) + done, chunk);
-    if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
-                                VK_WHOLE_SIZE};
-      VK_CHECK(vk.vkFlushMappedMemoryRanges(context_.device(), 1, &range));
-    }
-    copy(buffer_, 0, dst.handle(), dst.offset() + dst_offset + done, chunk, wait);
+    std::memcpy(staging_.data, static_cast<const char*>(src) + done, chunk);
+    flush(staging_);
+    copy(staging_.buffer, 0, dst.handle(), dst.offset() + dst_offset + done, chunk, wait);
     done += chunk;
   }
 }
@@ -159,13 +198,13 @@ void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, Vk
   for (VkDeviceSize done = 0; done < bytes;) {
     const VkDeviceSize chunk = std::min(bytes_, bytes - done);
     settle();
-    copy(src.handle(), src.offset() + src_offset + done, buffer_, 0, chunk, true);
-    if (!coherent_) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0,
-                                VK_WHOLE_SIZE};
+    copy(src.handle(), src.offset() + src_offset + done, staging_.buffer, 0, chunk, true);
+    if (!staging_.coherent) {
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, staging_.memory,
+                                0, VK_WHOLE_SIZE};
       VK_CHECK(vk.vkInvalidateMappedMemoryRanges(context_.device(), 1, &range));
     }
-    std::memcpy(static_cast<char*>(dst) + done, mapped_, chunk);
+    std::memcpy(static_cast<char*>(dst) + done, staging_.data, chunk);
     done += chunk;
   }
 }

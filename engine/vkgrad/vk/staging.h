@@ -3,6 +3,11 @@
 // uploadAsync), so it is for datasets, parameters, step inputs and readbacks, not for
 // per-dispatch traffic. Each copy sits between full barriers, so it is ordered after all
 // earlier work on the queue and before all later work.
+//
+// Small asynchronous uploads (a step's indices, a learning rate) go through a ring of
+// kRingSlots slots instead, each with its own command buffer: such an upload waits only for
+// the copy that used its slot kRingSlots uploads ago, never for the one just before it, which
+// may sit on the queue behind a long step or an app's semaphore.
 // Every call is counted, so tests can check that a training step moves only what it should.
 #pragma once
 
@@ -25,6 +30,9 @@ struct TransferCounts {
 
 class Staging {
  public:
+  static constexpr int kRingSlots = 8;
+  static constexpr VkDeviceSize kSlotBytes = VkDeviceSize(64) << 10;
+
   explicit Staging(Context& context, VkDeviceSize bytes = VkDeviceSize(16) << 20);
   ~Staging();
   Staging(const Staging&) = delete;
@@ -32,9 +40,11 @@ class Staging {
 
   // Copies bytes from host src into dst at dst_offset. Throws if it does not fit in dst.
   void upload(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes);
-  // The same, returning once src has been copied to the staging buffer when bytes fit in it
-  // (the device copy then runs ahead; the next use of the staging buffer waits for it), so a
-  // step's small inputs do not block a render loop. Larger uploads wait as upload() does.
+  // The same, returning once src has been copied to host-visible memory when bytes fit in it
+  // (the device copy then runs ahead), so a step's small inputs do not block a render loop.
+  // Up to kSlotBytes go through the ring (a wait only when the slot's copy of kRingSlots
+  // uploads ago is still pending); up to the buffer's size through the buffer (the next use of
+  // the buffer waits for it); larger uploads wait as upload() does.
   void uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
                    VkDeviceSize bytes);
   // Copies bytes of src at src_offset into host dst.
@@ -54,14 +64,27 @@ class Staging {
   // buffer are free again.
   void settle();
 
+  // Host-visible memory, mapped: the staging buffer, or the ring's.
+  struct Mapped {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    void* data = nullptr;
+    bool coherent = false;
+  };
+  Mapped createMapped(VkDeviceSize bytes);
+  void flush(const Mapped& m);
+  // Records copy between full barriers into cmd and submits it; returns its timeline value.
+  uint64_t submitCopy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_offset, VkBuffer dst,
+                      VkDeviceSize dst_offset, VkDeviceSize bytes);
+
   Context& context_;
   VkDeviceSize bytes_;
-  VkBuffer buffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory memory_ = VK_NULL_HANDLE;
-  void* mapped_ = nullptr;
-  bool coherent_ = false;
+  Mapped staging_, ring_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkCommandBuffer ring_cmd_[kRingSlots] = {};
+  uint64_t ring_in_flight_[kRingSlots] = {};  // each slot's last copy (0: none)
+  int ring_next_ = 0;
   TransferCounts counts_;
   uint64_t in_flight_ = 0;  // the Context's timeline value of a copy not waited for
 };
