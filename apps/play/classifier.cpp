@@ -92,6 +92,10 @@ Classifier::Classifier(vk::Context& context, const Spirals& data, const Classifi
   g.markOutput(data_loss_);
   graph::CompileOptions compile;
   compile.profile = o.slice_ms > 0;
+  // Frames read the logits between an inference's pieces too: no earlier piece may use their
+  // bytes for another tensor (the arena's reuse would), so that they hold the last finished
+  // inference's logits until the node that writes the new ones.
+  compile.reuse_memory = o.slice_ms <= 0;
   infer_ = std::make_unique<graph::Executor>(context, g, compile);
   if (o.slice_ms > 0) {
     // One whole, timed run of each: their node times decide the pieces.
@@ -99,6 +103,12 @@ Classifier::Classifier(vk::Context& context, const Spirals& data, const Classifi
     infer_->step();
     trainer_->executor().sliceByTime(o.slice_ms);
     infer_->sliceByTime(o.slice_ms);
+    // And one inference in pieces, not waited for: the first frames wait for its last piece
+    // on the device (lastInference()) before they read what its pieces wrote.
+    while (!infer_->submitPiece()) {
+    }
+    inferred_ = context_.submitted();
+    inferred_step_ = steps();
   }
 }
 

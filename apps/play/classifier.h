@@ -83,6 +83,7 @@ class Classifier {
   // The next piece of an inference, after `waits` (the app's); its timeline value when it was
   // the inference's last (the logits are then those of steps()), else nothing.
   std::optional<uint64_t> inferPiece(std::span<const vk::SemaphoreWait> waits);
+  uint64_t lastInference() const { return inferred_; }  // the last inference submission's value
 
   // Where the last inference's results live, valid while this object lives. logits:
   // (grid_height, grid_width, kClasses) f32, row 0 at the top of the plane, point (i, j) at

@@ -94,13 +94,13 @@ void showRates(GLFWwindow* window, int64_t steps, const LossCurve& curve, const 
 
 // The line a run ends with.
 void printSummary(Classifier& classifier, int64_t frame, double seconds, double engine_ms,
-                  const char* device) {
+                  double slowest_ms, const char* device) {
   const float loss = classifier.inferredStep() >= 0 ? classifier.loss() : 0.0f;
   std::printf(
-      "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame, %.0f steps/s, "
-      "%.1f ms/frame in engine calls, loss %.4f (%s)\n",
+      "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame (slowest %.1f), "
+      "%.0f steps/s, %.1f ms/frame in engine calls, loss %.4f (%s)\n",
       static_cast<long long>(frame), static_cast<long long>(classifier.steps()), seconds,
-      frame ? 1000.0 * seconds / double(frame) : 0.0,
+      frame ? 1000.0 * seconds / double(frame) : 0.0, slowest_ms,
       seconds > 0 ? double(classifier.steps()) / seconds : 0.0,
       frame ? engine_ms / double(frame) : 0.0, double(loss), device);
 }
@@ -139,10 +139,14 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   LossCurve curve;
   std::deque<int64_t> loss_steps;  // the step of each inference whose loss a frame copies
   Rates rates;
-  uint64_t shown = 0;  // the engine's timeline value of the inference the frames draw
+  // The engine's timeline value of the inference the frames draw: sliced, the one the
+  // Classifier ran in pieces when it was built.
+  uint64_t shown = o.slice_ms > 0 ? classifier.lastInference() : 0;
   int64_t frame = 0;
   double engine_ms = 0.0;  // host time spent in the engine's calls (its uploads wait)
   const Clock::time_point start = Clock::now();
+  Clock::time_point frame_start = start;
+  double slowest_ms = 0.0;  // the longest frame after the first few (pipelines, swapchain)
   while (o.frames == 0 || frame < o.frames) {
     glfwPollEvents();
     // Closing the window ends the run; with --screenshot, after one more frame to copy.
@@ -169,11 +173,13 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
       if (!classifier.pieceBusy()) {
         if (classifier.inferenceOpen() ||
             (!classifier.stepOpen() && classifier.steps() != classifier.inferredStep())) {
-          if (const std::optional<uint64_t> done = classifier.inferPiece(frame_wait)) {
-            shown = *done;
+          if (classifier.inferPiece(frame_wait)) {
             fresh = true;
             loss_steps.push_back(classifier.inferredStep());
           }
+          // Any piece may write what frames read (the logits, the loss): the frame waits for
+          // the last one submitted, as the next piece waits for the frame.
+          shown = classifier.lastInference();
         } else {
           classifier.trainPiece();
         }
@@ -197,13 +203,19 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     // new); the host does not wait.
     renderer.endFrame(context.timeline(), shown, fresh, last && !o.screenshot.empty());
     ++frame;
+    const Clock::time_point now = Clock::now();
+    if (frame > 5)
+      slowest_ms =
+          std::max(slowest_ms, std::chrono::duration<double, std::milli>(now - frame_start).count());
+    frame_start = now;
     if (rates.frame(classifier.steps()))
       showRates(device.window(), classifier.steps(), curve, rates);
     if (closing) break;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
-  printSummary(classifier, frame, seconds, engine_ms, device.properties().deviceName);
+  printSummary(classifier, frame, seconds, engine_ms, slowest_ms,
+               device.properties().deviceName);
   if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
 }
 

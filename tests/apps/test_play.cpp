@@ -119,6 +119,25 @@ TEST_F(PlayApp, TrainingChangesThePictureWithValidationOn) {
       << "57 more training steps should move the decision regions visibly";
 }
 
+// --slice-ms: the training step and the inference go in pieces, one per frame, under
+// synchronisation validation; the summary says how many pieces and training still moves on.
+TEST_F(PlayApp, SlicedStepsSpreadOverFramesWithValidationOn) {
+  const std::string xvfb_run = findXvfbRun();
+  ASSERT_FALSE(xvfb_run.empty()) << "xvfb-run is not on PATH (Debian: xvfb xauth)";
+  const AppRun run = runPlayUnderXvfb(
+      xvfb_run, dir_ / "Xauthority",
+      {"--validation", "--frames", "80", "--hidden", "96", "--grid", "32", "--slice-ms", "0.5",
+       "--width", std::to_string(kWidth), "--height", std::to_string(kHeight)});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_FALSE(contains(run.err, "validation")) << run.err;
+  EXPECT_TRUE(contains(run.out, "a training step in ")) << run.out;
+  // Pieces of 0.5 ms: several per step here (a step takes a few ms on lavapipe), so 80
+  // frames finish fewer than 80 steps but more than none.
+  EXPECT_TRUE(contains(run.out, "80 frames, ")) << run.out;
+  EXPECT_FALSE(contains(run.out, "80 frames, 0 steps")) << run.out;
+  EXPECT_FALSE(contains(run.out, "a training step in 1 pieces")) << run.out;
+}
+
 TEST_F(PlayApp, WithoutADisplaySaysToUseXvfb) {
   const AppRun run = runApp("play", {"--frames", "1"}, {{"DISPLAY", ""}, {"WAYLAND_DISPLAY", ""}});
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
