@@ -144,14 +144,4 @@ TokenWindows declareTokenWindows(int64_t tokens, int64_t length) {
   return split(graph::declareWindows("tokens", tokens, length), length);
 }
 
-graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
-                                       int64_t tokens, const graph::TrainerOptions& options) {
-  graph::ParameterStore store(context, graph::StoreMemory::Planning);
-  declareGpt(store, config);
-  const TokenWindows windows = declareTokenWindows(tokens, config.context);
-  const graph::Dataset* datasets[] = {&windows.ids, &windows.targets};
-  return graph::estimateTrainer(context, store, datasets, gptLossFn(store, config), options,
-                                /*evaluation=*/true);
-}
-
 }  // namespace vkgrad::gpt

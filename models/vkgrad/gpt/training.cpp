@@ -1,0 +1,18 @@
+// The GPT's training-only functions (gpt.h): outside vkgrad_inference, which a program that
+// only generates text links.
+#include "vkgrad/graph/memory_estimate.h"
+#include "vkgrad/gpt/gpt.h"
+
+namespace vkgrad::gpt {
+
+graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
+                                       int64_t tokens, const graph::TrainerOptions& options) {
+  graph::ParameterStore store(context, graph::StoreMemory::Planning);
+  declareGpt(store, config);
+  const TokenWindows windows = declareTokenWindows(tokens, config.context);
+  const graph::Dataset* datasets[] = {&windows.ids, &windows.targets};
+  return graph::estimateTrainer(context, store, datasets, gptLossFn(store, config), options,
+                                /*evaluation=*/true);
+}
+
+}  // namespace vkgrad::gpt
