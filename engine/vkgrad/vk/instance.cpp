@@ -32,16 +32,38 @@ bool hasExtension(const char* name) {
   return false;
 }
 
-}  // namespace
+// vkgrad's private volk keeps Vulkan's entry points in globals, so they are set once per
+// process, never again while other threads may call them (Contexts on several threads share
+// nothing else): the global-level ones by the first Context, from the system loader or, for
+// an adopted instance, from the app's vkGetInstanceProcAddr; the instance-level ones from the
+// first instance. The instance-level pointers the loader hands out are its trampolines, which
+// dispatch on the object passed, so they serve every instance of that loader.
+std::once_flag g_loader_once;
+VkResult g_loader_result = VK_SUCCESS;
 
-void loadVulkanLoader() {
-  static std::once_flag once;
-  static VkResult result = VK_SUCCESS;
-  std::call_once(once, [] { result = volkInitialize(); });
-  if (result != VK_SUCCESS)
+void loadLoader(PFN_vkGetInstanceProcAddr custom) {
+  std::call_once(g_loader_once, [custom] {
+    if (custom) {
+      volkInitializeCustom(custom);
+    } else {
+      g_loader_result = volkInitialize();
+    }
+  });
+  if (g_loader_result != VK_SUCCESS)
     throw Error(
         "the Vulkan loader (libvulkan.so.1) was not found; install it (Debian: libvulkan1) "
         "and a driver (a GPU's, or mesa-vulkan-drivers for the CPU driver lavapipe)");
+}
+
+void loadInstanceFunctions(VkInstance instance) {
+  static std::once_flag once;
+  std::call_once(once, [instance] { volkLoadInstanceOnly(instance); });
+}
+
+}  // namespace
+
+void loadVulkanLoader() {
+  loadLoader(nullptr);
 }
 
 Instance::Instance(bool validation) : owned_(true) {
@@ -107,15 +129,22 @@ Instance::Instance(bool validation) : owned_(true) {
                          ? "no Vulkan driver found; install a GPU driver, or "
                            "mesa-vulkan-drivers for the CPU driver lavapipe"
                          : "");
-  volkLoadInstanceOnly(instance_);
+  loadInstanceFunctions(instance_);
 
   if (validation) {
-    VkResult result = vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_);
+    // This instance's own: the global ones came from the process's first instance, which may
+    // not have enabled debug utils.
+    const auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+    destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    const VkResult result = create && destroy_messenger_
+                                ? create(instance_, &messenger_info, nullptr, &messenger_)
+                                : VK_ERROR_EXTENSION_NOT_PRESENT;
     if (result != VK_SUCCESS) {
       vkDestroyInstance(instance_, nullptr);
       throwVulkanError("vkCreateDebugUtilsMessengerEXT", result);
     }
-    destroy_messenger_ = vkDestroyDebugUtilsMessengerEXT;
   }
 }
 
@@ -123,8 +152,8 @@ Instance::Instance(VkInstance adopted, PFN_vkGetInstanceProcAddr get_instance_pr
     : instance_(adopted) {
   if (adopted == VK_NULL_HANDLE || get_instance_proc_addr == nullptr)
     throw Error("adopting an instance needs a VkInstance and its vkGetInstanceProcAddr");
-  volkInitializeCustom(get_instance_proc_addr);
-  volkLoadInstanceOnly(instance_);
+  loadLoader(get_instance_proc_addr);
+  loadInstanceFunctions(instance_);
 }
 
 Instance::~Instance() {

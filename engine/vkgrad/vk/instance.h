@@ -37,7 +37,7 @@ class Instance {
 
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
-  // volk's global instance-level pointers follow the most recently created Instance (e.g.
+  // volk's global instance-level pointers come from the process's first Instance (e.g.
   // listDevices' temporary one, without debug utils), so this one keeps its own.
   PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
   bool owned_ = false;
