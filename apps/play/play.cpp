@@ -105,17 +105,9 @@ void printSummary(Classifier& classifier, int64_t frame, double seconds, double 
       frame ? engine_ms / double(frame) : 0.0, double(loss), device);
 }
 
-void run(const PlayOptions& o, std::atomic<size_t>& messages) {
-  vk::ContextOptions choice;
-  choice.device = o.device;
-  choice.device_source = "--device";
-  Device device(o.width, o.height, "vkgrad-play", o.validation, vk::deviceSelector(choice),
-                messages);
-  glfwSetKeyCallback(device.window(), onKey);
-  Swapchain swapchain(device, !o.screenshot.empty());
-
-  // The plane is 2.4 units tall and as wide as the window's aspect makes it; the grid's cells
-  // are square.
+// The plane is 2.4 units tall and as wide as the window's aspect makes it; the grid's cells
+// are square.
+ClassifierOptions classifierOptions(const PlayOptions& o) {
   const float aspect = float(o.width) / float(o.height);
   ClassifierOptions co;
   co.plane = {-1.2f * aspect, -1.2f, 1.2f * aspect, 1.2f};
@@ -125,6 +117,50 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   co.seed = o.seed;
   co.hidden = o.hidden;
   co.slice_ms = o.slice_ms;
+  return co;
+}
+
+// The engine's work in a frame, whole steps: at most one training step in flight, and the frame
+// does not wait for it (further steps of --steps-per-frame each wait for the one before); an
+// inference whenever training has moved on and the last inference is done, after frame_wait.
+// Returns whether an inference was submitted; `shown` is then its timeline value.
+bool engineSteps(Classifier& classifier, int steps_per_frame,
+                 std::span<const vk::SemaphoreWait> frame_wait, uint64_t& shown) {
+  if (!classifier.training())
+    for (int s = 0; s < steps_per_frame; ++s) classifier.trainAsync();
+  if (classifier.steps() == classifier.inferredStep() || classifier.inferring()) return false;
+  shown = classifier.inferAsync(frame_wait);
+  return true;
+}
+
+// The same in pieces (--slice-ms): one piece a frame, once the last one has finished: an
+// inference part-way, or a new one once a whole step has landed, else the training step's
+// next piece. Any inference piece may write what frames read (the logits, the loss), so
+// `shown` becomes the last one submitted, as each piece waits for the frame before it.
+// Returns whether an inference was completed (its last piece submitted).
+bool enginePiece(Classifier& classifier, std::span<const vk::SemaphoreWait> frame_wait,
+                 uint64_t& shown) {
+  if (classifier.pieceBusy()) return false;
+  if (!classifier.inferenceOpen() &&
+      (classifier.stepOpen() || classifier.steps() == classifier.inferredStep())) {
+    classifier.trainPiece();
+    return false;
+  }
+  const bool done = classifier.inferPiece(frame_wait).has_value();
+  shown = classifier.lastInference();
+  return done;
+}
+
+void run(const PlayOptions& o, std::atomic<size_t>& messages) {
+  vk::ContextOptions choice;
+  choice.device = o.device;
+  choice.device_source = "--device";
+  Device device(o.width, o.height, "vkgrad-play", o.validation, vk::deviceSelector(choice),
+                messages);
+  glfwSetKeyCallback(device.window(), onKey);
+  Swapchain swapchain(device, !o.screenshot.empty());
+
+  const ClassifierOptions co = classifierOptions(o);
   const Spirals data = makeSpirals(o.points_per_class, o.seed);
 
   vk::Context context(device.externalDevice());
@@ -166,36 +202,9 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
                                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
     const std::span<const vk::SemaphoreWait> frame_wait(&after_frame,
                                                         renderer.submitted() ? 1 : 0);
-    bool fresh = false;
-    if (o.slice_ms > 0) {
-      // One piece a frame, once the last one has finished: an inference part-way, or a new one
-      // once a whole step has landed, else the training step's next piece.
-      if (!classifier.pieceBusy()) {
-        if (classifier.inferenceOpen() ||
-            (!classifier.stepOpen() && classifier.steps() != classifier.inferredStep())) {
-          if (classifier.inferPiece(frame_wait)) {
-            fresh = true;
-            loss_steps.push_back(classifier.inferredStep());
-          }
-          // Any piece may write what frames read (the logits, the loss): the frame waits for
-          // the last one submitted, as the next piece waits for the frame.
-          shown = classifier.lastInference();
-        } else {
-          classifier.trainPiece();
-        }
-      }
-    } else {
-      // Training: at most one step in flight, and the frame does not wait for it. Further
-      // steps of --steps-per-frame each wait for the one before (one step in flight at most).
-      if (!classifier.training())
-        for (int s = 0; s < o.steps_per_frame; ++s) classifier.trainAsync();
-      // Inference whenever training has moved on and the last inference is done.
-      if (classifier.steps() != classifier.inferredStep() && !classifier.inferring()) {
-        shown = classifier.inferAsync(frame_wait);
-        fresh = true;
-        loss_steps.push_back(classifier.inferredStep());
-      }
-    }
+    const bool fresh = o.slice_ms > 0 ? enginePiece(classifier, frame_wait, shown)
+                                      : engineSteps(classifier, o.steps_per_frame, frame_wait, shown);
+    if (fresh) loss_steps.push_back(classifier.inferredStep());
     engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
 
     renderer.setCurve(curve.steps(), curve.losses());
