@@ -76,7 +76,7 @@ class Classifier {
   int trainPieces() const { return trainer_->executor().pieces(); }
   int inferPieces() const { return infer_->pieces(); }
   bool pieceBusy() const { return trainer_->busy() || infer_->busy(); }
-  bool stepOpen() const { return trainer_->executor().nextPiece() != 0; }   // a step is part-way
+  bool stepOpen() const { return trainer_->executor().nextPiece() != 0; }  // a step is part-way
   bool inferenceOpen() const { return infer_->nextPiece() != 0; }  // an inference is part-way
   // The next piece of the training step; true when it was the step's last.
   bool trainPiece();

@@ -166,9 +166,10 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   vk::Context context(device.externalDevice());
   Classifier classifier(context, data, co);
   if (o.slice_ms > 0)
-    std::printf("vkgrad-play: a training step in %d pieces, an inference in %d, of at most %.1f ms "
-                "of GPU time each\n",
-                classifier.trainPieces(), classifier.inferPieces(), o.slice_ms);
+    std::printf(
+        "vkgrad-play: a training step in %d pieces, an inference in %d, of at most %.1f ms "
+        "of GPU time each\n",
+        classifier.trainPieces(), classifier.inferPieces(), o.slice_ms);
   Renderer renderer(device, swapchain,
                     {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height,
                      co.plane, &data});
@@ -200,10 +201,10 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     // reading the logits.
     const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
                                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
-    const std::span<const vk::SemaphoreWait> frame_wait(&after_frame,
-                                                        renderer.submitted() ? 1 : 0);
-    const bool fresh = o.slice_ms > 0 ? enginePiece(classifier, frame_wait, shown)
-                                      : engineSteps(classifier, o.steps_per_frame, frame_wait, shown);
+    const std::span<const vk::SemaphoreWait> frame_wait(&after_frame, renderer.submitted() ? 1 : 0);
+    const bool fresh = o.slice_ms > 0
+                           ? enginePiece(classifier, frame_wait, shown)
+                           : engineSteps(classifier, o.steps_per_frame, frame_wait, shown);
     if (fresh) loss_steps.push_back(classifier.inferredStep());
     engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
 
@@ -214,8 +215,8 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     ++frame;
     const Clock::time_point now = Clock::now();
     if (frame > 5)
-      slowest_ms =
-          std::max(slowest_ms, std::chrono::duration<double, std::milli>(now - frame_start).count());
+      slowest_ms = std::max(slowest_ms,
+                            std::chrono::duration<double, std::milli>(now - frame_start).count());
     frame_start = now;
     if (rates.frame(classifier.steps()))
       showRates(device.window(), classifier.steps(), curve, rates);
@@ -223,8 +224,7 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
-  printSummary(classifier, frame, seconds, engine_ms, slowest_ms,
-               device.properties().deviceName);
+  printSummary(classifier, frame, seconds, engine_ms, slowest_ms, device.properties().deviceName);
   if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
 }
 

@@ -23,10 +23,9 @@ TEST_F(InferenceOnly, ASamplerLinkedWithoutTrainingCodeWritesTheAppsText) {
     for (int i = 0; i < 20; ++i) text << "the cat sat on the mat. a dog ran in the fog.\n";
   }
   const fs::path out = dir_ / "ckpt";
-  const AppRun train = runApp(
-      "gpt", {"train", "--data", (dir_ / "text.txt").string(), "--out", out.string(),
-              "--layers", "2", "--heads", "2", "--width", "16", "--context", "16", "--batch",
-              "4", "--steps", "40"});
+  const AppRun train = runApp("gpt", {"train", "--data", (dir_ / "text.txt").string(), "--out",
+                                      out.string(), "--layers", "2", "--heads", "2", "--width",
+                                      "16", "--context", "16", "--batch", "4", "--steps", "40"});
   ASSERT_EQ(train.exit_code, 0) << train.out << train.err;
   const AppRun only = runProgram(VKGRAD_SAMPLE_ONLY, {out.string(), "the ", "40"});
   ASSERT_EQ(only.exit_code, 0) << only.out << only.err;

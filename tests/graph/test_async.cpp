@@ -13,12 +13,12 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/trainer.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::test {
@@ -41,8 +41,7 @@ struct Mlp {
     hidden = g.gelu(g.matmul(x, w0, b0));
     loss = g.crossEntropy(g.matmul(hidden, w1), y);
     g.markOutput(loss);
-    graph::addOptimizer(g, graph::backward(g, loss),
-                        {graph::OptimizerConfig::Kind::AdamW, 1e-2f});
+    graph::addOptimizer(g, graph::backward(g, loss), {graph::OptimizerConfig::Kind::AdamW, 1e-2f});
   }
 };
 
@@ -293,8 +292,7 @@ TEST_F(AsyncTest, AScheduledStepAsyncReturnsWhileTheQueueIsBlocked) {
     const vk::SemaphoreWait wait{gate, 1, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
     if (blocked) app_work.submit({&wait, 1}, {});  // nothing queued after it runs until signal
     const float rate = trainer.learningRate();
-    std::future<void> step =
-        std::async(std::launch::async, [&] { trainer.stepAsync(batch(2)); });
+    std::future<void> step = std::async(std::launch::async, [&] { trainer.stepAsync(batch(2)); });
     const bool returned = step.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
     if (blocked) {
       EXPECT_TRUE(app_work.busy());

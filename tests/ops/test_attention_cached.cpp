@@ -74,7 +74,8 @@ class AttentionCachedTest : public VkTest {
     for (int64_t b = 0; b < c.b; ++b)
       for (int64_t r = 0; r < c.r; ++r)
         for (int64_t e = 0; e < hd; ++e) {
-          const int64_t from = (b * c.r + r) * 3 * hd + e, to = (b * c.rows + c.position + r) * hd + e;
+          const int64_t from = (b * c.r + r) * 3 * hd + e,
+                        to = (b * c.rows + c.position + r) * hd + e;
           q[size_t((b * c.r + r) * hd + e)] = qkv[size_t(from)];
           k1[size_t(to)] = ops::ref::roundTo(f.cache, qkv[size_t(from + hd)]);
           v1[size_t(to)] = ops::ref::roundTo(f.cache, qkv[size_t(from + 2 * hd)]);
@@ -103,8 +104,8 @@ TEST_F(AttentionCachedTest, NewRowsMatchCausalAttentionOverTheWindow) {
   // One row at the first, a middle and the last position; several rows (a prompt's chunk);
   // heads of odd size; more keys than one pass of shared memory (256) holds; D = 256.
   const Case cases[] = {
-      {1, 1, 16, 1, 1, 0},    {1, 2, 64, 37, 1, 0},   {2, 3, 5, 37, 1, 17},
-      {2, 3, 33, 37, 1, 36},  {1, 2, 64, 37, 3, 34},  {2, 1, 7, 19, 19, 0},
+      {1, 1, 16, 1, 1, 0},     {1, 2, 64, 37, 1, 0},    {2, 3, 5, 37, 1, 17},
+      {2, 3, 33, 37, 1, 36},   {1, 2, 64, 37, 3, 34},   {2, 1, 7, 19, 19, 0},
       {1, 2, 64, 600, 1, 599}, {2, 3, 17, 300, 4, 257}, {1, 1, 256, 70, 2, 40},
   };
   for (const Case& c : cases) check(c, rng);
@@ -114,10 +115,9 @@ TEST_F(AttentionCachedTest, SixteenBitTensorsMatchCpu) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const Case cases[] = {{1, 2, 64, 37, 1, 20}, {2, 3, 33, 300, 2, 290}};
-  for (const Formats f : {Formats{DType::F16, DType::F16, DType::F16},
-                          Formats{DType::BF16, DType::BF16, DType::BF16},
-                          Formats{DType::F32, DType::F16, DType::F32},
-                          Formats{DType::BF16, DType::F32, DType::F16}})
+  for (const Formats f :
+       {Formats{DType::F16, DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16, DType::BF16},
+        Formats{DType::F32, DType::F16, DType::F32}, Formats{DType::BF16, DType::F32, DType::F16}})
     for (const Case& c : cases) check(c, rng, f);
 }
 
@@ -183,8 +183,7 @@ TEST_F(AttentionCachedTest, RefusesBadShapes) {
       "k_cache");
   auto six = poisoned(ctx(), {1, 6, 2, 8});
   expectShapeError(
-      rec,
-      [&] { ops::writeKvCache(rec, {six.view()}, {six.view()}, kc.view(), vc.view(), pv); },
+      rec, [&] { ops::writeKvCache(rec, {six.view()}, {six.view()}, kc.view(), vc.view(), pv); },
       "more new rows than the cache holds");
 }
 

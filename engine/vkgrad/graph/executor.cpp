@@ -75,7 +75,6 @@ uint64_t arenaAlignment(const vk::Context& context) {
   return pow2;
 }
 
-
 Dataset declareDataset(const std::string& name, const Shape& shape, DType dtype) {
   if (shape.numel() <= 0) throw ShapeError("dataset " + name + " " + shape.str() + ": no values");
   return {name, shape, dtype, std::make_shared<vk::Buffer>()};
@@ -245,8 +244,9 @@ int Executor::sliceByTime(double ms) {
   if (!(ms > 0)) throw Error("Executor::sliceByTime: the budget must be > 0 ms");
   const std::vector<NodeTime> times = profile();
   if (times.empty())
-    throw Error("Executor::sliceByTime: needs the node times of a step() (CompileOptions::profile "
-                "on a device with timestamps)");
+    throw Error(
+        "Executor::sliceByTime: needs the node times of a step() (CompileOptions::profile "
+        "on a device with timestamps)");
   std::vector<size_t> position(graph_.nodes().size());
   for (size_t i = 0; i < plan_.order.size(); ++i) position[size_t(plan_.order[i])] = i;
   piece_starts_ = {0};
@@ -286,10 +286,9 @@ uint64_t Executor::submit(std::span<const vk::SemaphoreWait> waits,
   // The app's waits before the first piece, its signals after the last.
   uint64_t value = 0;
   for (size_t i = 0; i < pieces_.size(); ++i)
-    value = pieces_[i].rec->submitAsync(i == 0 ? waits : std::span<const vk::SemaphoreWait>{},
-                                        i + 1 == pieces_.size()
-                                            ? signals
-                                            : std::span<const vk::SemaphoreSignal>{});
+    value = pieces_[i].rec->submitAsync(
+        i == 0 ? waits : std::span<const vk::SemaphoreWait>{},
+        i + 1 == pieces_.size() ? signals : std::span<const vk::SemaphoreSignal>{});
   next_piece_ = 0;
   stepped_ = true;
   return value;

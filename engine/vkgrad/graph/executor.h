@@ -3,8 +3,8 @@
 // on the number of nodes. For a frame loop, the step can be recorded in pieces instead
 // (slice()), submitted one piece per frame (submitPiece()) so that a step longer than a
 // frame's budget spreads over several frames; the dispatches and their order are the same,
-// so the results are the same bits. Inputs are uploaded by the caller between steps (for training, only
-// batch indices: datasets are uploaded once and gathered on the device); only the tensors
+// so the results are the same bits. Inputs are uploaded by the caller between steps (for training,
+// only batch indices: datasets are uploaded once and gathered on the device); only the tensors
 // asked for are read back.
 #pragma once
 
@@ -22,7 +22,7 @@
 namespace vkgrad::vk {
 class Context;
 class Recorder;
-struct BufferRange;      // vk/context.h, with the two below
+struct BufferRange;  // vk/context.h, with the two below
 struct SemaphoreWait;
 struct SemaphoreSignal;
 }  // namespace vkgrad::vk

@@ -159,8 +159,8 @@ class Graph {
   // Writes the new rows' keys and values into cache rows [position, position + R), then
   // returns (B,R,H*D): each new row attended over cache rows [0, its position]. The host
   // keeps position + R <= rows. Not differentiable; never pruned.
-  Tensor cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache,
-                         Tensor position, float scale = 0.0f);
+  Tensor cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache, Tensor position,
+                         float scale = 0.0f);
   // --- vision transformer (ops/patchify.h, ops/prepend_token.h, ops/take_row.h)
   // images (B,H,W) f32 -> (B, (H/patch)*(W/patch), patch*patch): non-overlapping squares,
   // row-major over the patch grid, pixels row-major within each; H and W multiples of patch.

@@ -52,7 +52,11 @@ Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& con
   if (config.loss_scale) {
     // Before AdvanceStep: a skipped step does not count.
     std::vector<ops::TensorView> views;
-    Node update{OpKind::LossScaleUpdate, {}, {}, {}, LossScaleUpdate::Attrs{config.max_grad_norm, config.loss_scaling}};
+    Node update{OpKind::LossScaleUpdate,
+                {},
+                {},
+                {},
+                LossScaleUpdate::Attrs{config.max_grad_norm, config.loss_scaling}};
     for (const auto& [param, grad] : grads.parameters) {
       views.push_back({nullptr, 0, g.shape(grad)});
       update.inputs.push_back(grad.id);
@@ -60,7 +64,8 @@ Tensor addOptimizer(Graph& g, const Gradients& grads, const OptimizerConfig& con
     const int scratch =
         stateTensor(g, "loss_scale.norm_scratch", {ops::gradNormScratch(views)}, DType::F32);
     const int norm = stateTensor(g, "loss_scale.norm", {2}, DType::F32);
-    for (int fixed : {scratch, norm, config.loss_scale.scale.id, config.loss_scale.counters.id, state})
+    for (int fixed :
+         {scratch, norm, config.loss_scale.scale.id, config.loss_scale.counters.id, state})
       update.inputs.push_back(fixed);
     update.outputs = {tableTensor(g, grads.parameters.size())};
     g.addNode(std::move(update));

@@ -189,8 +189,7 @@ uint64_t Trainer::stepAsync(std::span<const uint32_t> indices,
   return value;
 }
 
-bool Trainer::stepPiece(std::span<const uint32_t> indices,
-                        std::span<const vk::SemaphoreWait> waits,
+bool Trainer::stepPiece(std::span<const uint32_t> indices, std::span<const vk::SemaphoreWait> waits,
                         std::span<const vk::SemaphoreSignal> signals) {
   Executor& exec = *training().exec;
   if (exec.nextPiece() == 0) prepareStep(indices);

@@ -58,8 +58,8 @@ struct Dims {
 Dims checkCache(const char* op, const Shape& new_rows, const TensorView& k_cache,
                 const TensorView& v_cache, const TensorView& position) {
   const Shape& c = k_cache.shape;
-  const std::string shapes = std::string(op) + ": rows " + new_rows.str() + ", k_cache " +
-                             c.str() + ", v_cache " + v_cache.shape.str();
+  const std::string shapes = std::string(op) + ": rows " + new_rows.str() + ", k_cache " + c.str() +
+                             ", v_cache " + v_cache.shape.str();
   if (new_rows.rank() != 4 || new_rows.numel() == 0)
     throw ShapeError(shapes + ": the new rows must be a non-empty (B,R,H,D)");
   if (new_rows[3] > kMaxHeadDim)
@@ -89,8 +89,13 @@ void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTe
     for (const TensorView* out : {&k_cache, &v_cache})
       checkAlias(op, "a cache", *out, "a new row", *in, false);
   vk::Context& ctx = rec.context();
-  WritePush push{uint32_t(d.b), uint32_t(d.r),           uint32_t(d.rows), uint32_t(d.h * d.d),
-                 uint32_t(strideOf(k)), uint32_t(strideOf(v)), {}};
+  WritePush push{uint32_t(d.b),
+                 uint32_t(d.r),
+                 uint32_t(d.rows),
+                 uint32_t(d.h * d.d),
+                 uint32_t(strideOf(k)),
+                 uint32_t(strideOf(v)),
+                 {}};
   std::vector<vk::Arg> args;
   for (const TensorView& t : {fk, fv, k_cache, v_cache, position}) {
     const Bound bound = bindStorage(ctx, t);

@@ -25,8 +25,7 @@ namespace vkgrad::ops {
 // k, v: (B, R, H, D) strided; k_cache, v_cache: (B, rows, H, D) packed, R <= rows; position:
 // (1) u32. Throws ShapeError naming the tensors before recording anything.
 void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTensor& v,
-                  const TensorView& k_cache, const TensorView& v_cache,
-                  const TensorView& position);
+                  const TensorView& k_cache, const TensorView& v_cache, const TensorView& position);
 
 // q, o: (B, R, H, D) strided; the caches and position as above; D at most kMaxHeadDim.
 // scale 0: 1/sqrt(D). Deterministic (fixed reduction order). Throws ShapeError.

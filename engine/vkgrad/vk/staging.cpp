@@ -200,8 +200,8 @@ void Staging::download(const Buffer& src, VkDeviceSize src_offset, void* dst, Vk
     settle();
     copy(src.handle(), src.offset() + src_offset + done, staging_.buffer, 0, chunk, true);
     if (!staging_.coherent) {
-      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, staging_.memory,
-                                0, VK_WHOLE_SIZE};
+      VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, staging_.memory, 0,
+                                VK_WHOLE_SIZE};
       VK_CHECK(vk.vkInvalidateMappedMemoryRanges(context_.device(), 1, &range));
     }
     std::memcpy(static_cast<char*>(dst) + done, staging_.data, chunk);

@@ -45,8 +45,7 @@ class Staging {
   // Up to kSlotBytes go through the ring (a wait only when the slot's copy of kRingSlots
   // uploads ago is still pending); up to the buffer's size through the buffer (the next use of
   // the buffer waits for it); larger uploads wait as upload() does.
-  void uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src,
-                   VkDeviceSize bytes);
+  void uploadAsync(const Buffer& dst, VkDeviceSize dst_offset, const void* src, VkDeviceSize bytes);
   // Copies bytes of src at src_offset into host dst.
   void download(const Buffer& src, VkDeviceSize src_offset, void* dst, VkDeviceSize bytes);
 

@@ -19,9 +19,8 @@ size_t visibleTokens(size_t n, int64_t context, Decoding decoding) {
   return keep + (n - ctx - 1) % (ctx - keep) + 1;
 }
 
-Sampler::Sampler(vk::Context& context, const graph::ParameterStore& store,
-                 const GptConfig& config, const ops::SampleOptions& options, uint64_t seed,
-                 Decoding decoding)
+Sampler::Sampler(vk::Context& context, const graph::ParameterStore& store, const GptConfig& config,
+                 const ops::SampleOptions& options, uint64_t seed, Decoding decoding)
     : config_(config), decoding_(decoding) {
   config_.validate();
   graph_.setTraining(false);  // no dropout

@@ -30,10 +30,12 @@ Tensor attention(Graph& g, const ParameterStore& store, const std::string& prefi
     throw ShapeError(g.describe("nn::attention", {x}) + ": x must be (B,T,width) with width a " +
                      "multiple of heads " + std::to_string(heads));
   if (cache && !causal)
-    throw ShapeError(g.describe("nn::attention", {x}) + ": a key/value cache needs causal attention");
+    throw ShapeError(g.describe("nn::attention", {x}) +
+                     ": a key/value cache needs causal attention");
   const Tensor qkv = linear(g, store, prefix + ".qkv", x);  // (B,T,3*width)
-  const Tensor o = cache ? g.cachedAttention(qkv, heads, cache->keys, cache->values, cache->position)
-                         : g.attention(qkv, heads, causal);
+  const Tensor o = cache
+                       ? g.cachedAttention(qkv, heads, cache->keys, cache->values, cache->position)
+                       : g.attention(qkv, heads, causal);
   return linear(g, store, prefix + ".proj", o, residual);
 }
 
@@ -75,8 +77,9 @@ Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
     const std::string p = prefix + ".attn";
     if (merge_residual)
       return attention(g, store, p, t, config.heads, config.causal, residual, cache);
-    return g.add(residual, g.dropout(attention(g, store, p, t, config.heads, config.causal, {}, cache),
-                                     config.dropout));
+    return g.add(residual,
+                 g.dropout(attention(g, store, p, t, config.heads, config.causal, {}, cache),
+                           config.dropout));
   };
   auto ff = [&](Tensor t, Tensor residual) {
     const std::string p = prefix + ".mlp";
