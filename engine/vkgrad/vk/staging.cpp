@@ -97,7 +97,13 @@ Staging::Staging(Context& context, VkDeviceSize bytes) : context_(context), byte
   const VolkDeviceTable& vk = context.vk();
   VkDevice device = context.device();
   staging_ = createMapped(bytes_);
-  ring_ = createMapped(kRingSlots * kSlotBytes);
+  try {
+    ring_ = createMapped(kRingSlots * kSlotBytes);
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    vk.vkDestroyBuffer(device, staging_.buffer, nullptr);
+    vk.vkFreeMemory(device, staging_.memory, nullptr);
+    throw;
+  }
 
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
