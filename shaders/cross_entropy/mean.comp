@@ -6,6 +6,10 @@
 // losses, mean and saved in any float format (common/storage.glsl); the sums are f32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+// Subgroups: any size. Reductions go through common/reduce.glsl (subgroup operations within
+// each subgroup, shared memory across them); a one-subgroup layout (kOneSubgroup) is a
+// workgroup of the device's subgroup size, which the host's Auto picks only where that size is
+// fixed (a split workgroup would give NaN, not a partial sum). Run at 8 and 16 lanes in CI.
 #include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;

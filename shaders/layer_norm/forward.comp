@@ -24,6 +24,10 @@
 // mean and rstd are stored in.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+// Subgroups: any size. Reductions go through common/reduce.glsl (subgroup operations within
+// each subgroup, shared memory across them); a one-subgroup layout (kOneSubgroup) is a
+// workgroup of the device's subgroup size, which the host's Auto picks only where that size is
+// fixed (a split workgroup would give NaN, not a partial sum). Run at 8 and 16 lanes in CI.
 #include "common/storage.glsl"
 
 layout(local_size_x_id = 0) in;
