@@ -2,7 +2,8 @@
 # Shared by demo.sh and test.sh (sourced, not run): installs the Debian 12 packages
 # vkgrad needs when any is missing, then configures and builds into build/ (Release).
 # VKGRAD_BUILD_DIR overrides the build folder; VKGRAD_BUILD_TARGETS limits what is built;
-# VKGRAD_CMAKE_ARGS adds configure options.
+# VKGRAD_CMAKE_ARGS adds configure options; VKGRAD_EXTRA_PACKAGES names more packages to
+# install (test-clang.sh: clang), and VKGRAD_SETUP_PACKAGES_ONLY=1 stops after installing.
 
 VKGRAD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
@@ -23,6 +24,8 @@ VKGRAD_PACKAGES=(
   zlib1g-dev dataset-fashion-mnist
   libglfw3-dev xvfb xauth
 )
+# shellcheck disable=SC2206  # a space-separated list, split on purpose
+VKGRAD_PACKAGES+=(${VKGRAD_EXTRA_PACKAGES:-})
 
 vkgrad_missing_packages() {
   local package status
@@ -74,4 +77,6 @@ vkgrad_build() {
 }
 
 vkgrad_install_packages
-vkgrad_build
+if [[ "${VKGRAD_SETUP_PACKAGES_ONLY:-0}" != 1 ]]; then
+  vkgrad_build
+fi
