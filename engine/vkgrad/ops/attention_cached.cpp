@@ -1,6 +1,7 @@
 #include "vkgrad/ops/attention_cached.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "vkgrad/core/error.h"
@@ -50,6 +51,18 @@ TensorView rows(const char* op, const char* name, const AttentionTensor& t, cons
   return flat;
 }
 
+// Binds the views in order, each one's skip into skip[i].
+std::vector<vk::Arg> bindAll(const vk::Context& ctx, std::initializer_list<TensorView> views,
+                             uint32_t (&skip)[5]) {
+  std::vector<vk::Arg> args;
+  for (const TensorView& t : views) {
+    const Bound bound = bindStorage(ctx, t);
+    skip[args.size()] = bound.skip;
+    args.push_back(bound.arg);
+  }
+  return args;
+}
+
 struct Dims {
   int64_t b, r, h, d, rows;
 };
@@ -96,12 +109,7 @@ void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTe
                  uint32_t(strideOf(k)),
                  uint32_t(strideOf(v)),
                  {}};
-  std::vector<vk::Arg> args;
-  for (const TensorView& t : {fk, fv, k_cache, v_cache, position}) {
-    const Bound bound = bindStorage(ctx, t);
-    push.skip[args.size()] = bound.skip;
-    args.push_back(bound.arg);
-  }
+  const std::vector<vk::Arg> args = bindAll(ctx, {fk, fv, k_cache, v_cache, position}, push.skip);
   const vk::Kernel& kernel =
       floatKernel(ctx, "attention/cache_write", {{"local_size_x", kWriteWorkgroup}},
                   {{"k_dtype", k.view.dtype},
@@ -130,12 +138,7 @@ void attentionCached(vk::Recorder& rec, const AttentionTensor& q, const TensorVi
                   uint32_t(strideOf(q)),
                   uint32_t(strideOf(o)),
                   {}};
-  std::vector<vk::Arg> args;
-  for (const TensorView& t : {fq, k_cache, v_cache, fo, position}) {
-    const Bound bound = bindStorage(ctx, t);
-    push.skip[args.size()] = bound.skip;
-    args.push_back(bound.arg);
-  }
+  const std::vector<vk::Arg> args = bindAll(ctx, {fq, k_cache, v_cache, fo, position}, push.skip);
   const vk::Kernel& kernel = floatKernel(
       ctx, "attention/cached", {{"D", uint32_t(d.d)}, {"W", kCachedWorkgroup}, {"CHUNK", kChunk}},
       {{"q_dtype", q.view.dtype},

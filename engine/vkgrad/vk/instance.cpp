@@ -66,6 +66,19 @@ void loadVulkanLoader() {
   loadLoader(nullptr);
 }
 
+// Warnings and errors of every kind go to onMessage with this Instance.
+VkDebugUtilsMessengerCreateInfoEXT Instance::messengerInfo() {
+  VkDebugUtilsMessengerCreateInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  info.pfnUserCallback = &Instance::onMessage;
+  info.pUserData = this;
+  return info;
+}
+
 Instance::Instance(bool validation) : owned_(true) {
   loadVulkanLoader();
   if (volkGetInstanceVersion() < VK_API_VERSION_1_2)
@@ -94,15 +107,7 @@ Instance::Instance(bool validation) : owned_(true) {
   app.pEngineName = "vkgrad";
   app.apiVersion = VK_API_VERSION_1_2;
 
-  VkDebugUtilsMessengerCreateInfoEXT messenger_info{
-      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  messenger_info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                                   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-  messenger_info.pfnUserCallback = &Instance::onMessage;
-  messenger_info.pUserData = this;
+  const VkDebugUtilsMessengerCreateInfoEXT messenger_info = messengerInfo();
 
   // Synchronisation validation next to the core checks: a missing or wrong barrier in the
   // recorder, the executor's replays or the uploads is a hazard message, and so a failure.

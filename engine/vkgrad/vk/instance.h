@@ -31,6 +31,7 @@ class Instance {
   std::vector<std::string> messages() const;
 
  private:
+  VkDebugUtilsMessengerCreateInfoEXT messengerInfo();
   static VkBool32 VKAPI_PTR onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                       VkDebugUtilsMessageTypeFlagsEXT types,
                                       const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
