@@ -12,6 +12,9 @@ void declareDeviceOptions(Cli& cli) {
   cli.option("memory-limit",
              "device memory the engine may take (512M, 2G or bytes; default: VKGRAD_MEMORY_LIMIT, "
              "else none)");
+  cli.option("device-profile",
+             "believe the device offers no more than a smaller one: vulkan12-minimum (the Vulkan "
+             "1.2 minimums) or mobile (default: VKGRAD_DEVICE_PROFILE, else none)");
 }
 
 vk::ContextOptions contextOptions(const Cli& cli) {
@@ -22,6 +25,14 @@ vk::ContextOptions contextOptions(const Cli& cli) {
   if (const std::string limit = cli.get("memory-limit"); !limit.empty()) {
     try {
       options.memory_limit = vk::parseMemorySize(limit, "--memory-limit");
+    } catch (const Error& e) {
+      cli.fail(e.what());
+    }
+  }
+  options.profile = cli.get("device-profile");
+  if (!options.profile.empty()) {
+    try {
+      vk::deviceProfile(options.profile, "--device-profile");
     } catch (const Error& e) {
       cli.fail(e.what());
     }

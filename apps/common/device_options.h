@@ -1,5 +1,5 @@
-// --device, --validation and --memory-limit, which every program takes with the same help,
-// and the vk::Context they ask for. The rule itself (an index or name substring, else
+// --device, --validation, --memory-limit and --device-profile, which every program takes with the
+// same help, and the vk::Context they ask for. The rule itself (an index or name substring, else
 // VKGRAD_DEVICE, else discrete > integrated > any) is the engine's: vk::deviceSelector,
 // vk::selectDevice.
 #pragma once

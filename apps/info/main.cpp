@@ -96,6 +96,9 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
     const bool chosen = d.index == selection.index;
     std::printf("%c %u: %s [%s]\n", chosen ? '*' : ' ', d.index, d.name.c_str(),
                 vk::deviceTypeName(d.type));
+    if (!d.profile.empty())
+      std::printf("    device profile   %s: the limits below are the profile's where lower\n",
+                  d.profile.c_str());
     const char* vendor = vendorName(d.vendor_id);
     std::printf("    vendor %s%s%s%s, device %s\n", hex(d.vendor_id).c_str(), *vendor ? " (" : "",
                 vendor, *vendor ? ")" : "", hex(d.device_id).c_str());
@@ -116,6 +119,11 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
     std::printf("    texel buffer     %llu elements per view\n",
                 (unsigned long long)d.max_texel_buffer_elements);
     std::printf("    push constants   %u bytes\n", d.max_push_constants);
+    std::printf(
+        "    descriptors      per stage %u storage buffers, %u uniform buffers, %u sampled "
+        "and %u storage images (texel views), %u in all\n",
+        d.max_storage_buffers, d.max_uniform_buffers, d.max_sampled_images, d.max_storage_images,
+        d.max_resources);
     if (d.timestamp_valid_bits)
       std::printf("    timestamps       yes, %u valid bits, %g ns per tick\n",
                   d.timestamp_valid_bits, d.timestamp_period_ns);
@@ -187,6 +195,12 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
         {"min_storage_offset_alignment", d.min_storage_offset_alignment},
         {"min_texel_offset_alignment", d.min_texel_offset_alignment},
         {"max_push_constants_bytes", d.max_push_constants},
+        {"max_per_stage_descriptors",
+         {{"storage_buffers", d.max_storage_buffers},
+          {"uniform_buffers", d.max_uniform_buffers},
+          {"sampled_images", d.max_sampled_images},
+          {"storage_images", d.max_storage_images},
+          {"resources", d.max_resources}}},
         {"timestamps",
          {{"supported", d.timestamp_valid_bits != 0},
           {"valid_bits", d.timestamp_valid_bits},
@@ -205,6 +219,7 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
           {"nv_shapes", d.coopmat_shapes},
           {"khr_extension", d.khr_coopmat}}},
         {"portability_subset", d.portability_subset},
+        {"device_profile", d.profile},
         {"compute_queue", queue},
     });
   }
@@ -232,7 +247,9 @@ int run(int argc, char** argv) {
   // An instance of its own rather than a Context: the devices are listed, none is created.
   // With --validation the queries run under the layer.
   const vk::Instance instance(options.validation);
-  const std::vector<vk::DeviceInfo> devices = vk::listDevices(instance);
+  std::vector<vk::DeviceInfo> devices = vk::listDevices(instance);
+  // What a Context would believe: the device profile and lowered limits applied.
+  for (vk::DeviceInfo& d : devices) vk::imposeLimits(d, options.profile, options.limits);
   Selection selection;
   selection.selector = vk::deviceSelector(options);
   // Throws for an empty list, or a selector that matches nothing, listing the devices.

@@ -8,7 +8,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/storage.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 0) in;  // 256 where the device allows, else fewer (any)
 
 FLOATS(0, logits, readonly)  // (R,V) from l_skip
 FLOATS(1, w, writeonly)      // (R,V) from w_skip
@@ -42,7 +42,7 @@ void main() {
     // Pass i fixes key bits [31 - 8i, 24 - 8i] of the k-th largest: count the keys that match
     // the bits fixed so far by their next byte, then walk the bins from the top.
     for (uint pass = 0; pass < 4; ++pass) {
-      hist[lid] = 0u;
+      for (uint b = lid; b < 256u; b += gl_WorkGroupSize.x) hist[b] = 0u;
       barrier();
       const uint shift = 24u - 8u * pass;
       const uint fixed_mask = pass == 0 ? 0u : ~0u << (32u - 8u * pass);

@@ -101,6 +101,11 @@ AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
   run.err = readFile(err_path);
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
+  // A failing program's reason in the test's log, whatever the test prints: the device
+  // profile runs (scripts/test-profiles.sh) read refusals from there.
+  if (run.exit_code != 0)
+    std::printf("[%s exited %d] %s\n", name.c_str(), run.exit_code,
+                run.err.substr(run.err.size() > 600 ? run.err.size() - 600 : 0).c_str());
   return run;
 }
 

@@ -58,6 +58,39 @@ TEST_F(InfoAppTest, JsonIsValidAndNamesTheDevice) {
   EXPECT_EQ(defaults, 1);
 }
 
+// --device-profile (or VKGRAD_DEVICE_PROFILE) prints what a Context under that profile
+// believes: the README's device table is checked against these lines.
+TEST_F(InfoAppTest, DeviceProfilePrintsWhatTheEngineBelieves) {
+  for (const char* profile : {"vulkan12-minimum", "mobile"}) {
+    SCOPED_TRACE(profile);
+    vk::ContextOptions options;
+    options.validation = true;
+    options.profile = profile;
+    const vk::Context context(options);
+    const vk::DeviceInfo& info = context.info();
+    const AppRun by_option = runApp("info", {"--json", "--device-profile", profile});
+    const AppRun by_variable = runApp("info", {"--json"}, {{"VKGRAD_DEVICE_PROFILE", profile}});
+    for (const AppRun* run : {&by_option, &by_variable}) {
+      ASSERT_EQ(run->exit_code, 0) << run->err;
+      const graph::Json doc = graph::parseJson(run->out, "vkgrad-info --json");
+      const graph::Json& d =
+          doc.at("devices").at(doc.at("default_device").at("index").get<size_t>());
+      EXPECT_EQ(d.at("device_profile"), profile);
+      EXPECT_EQ(d.at("max_workgroup_invocations"), info.max_workgroup_invocations);
+      EXPECT_EQ(d.at("max_shared_memory_bytes"), info.max_shared_memory);
+      EXPECT_EQ(d.at("max_per_stage_descriptors").at("storage_buffers"), info.max_storage_buffers);
+      EXPECT_EQ(d.at("features").at("storage_16bit"), false);
+      EXPECT_EQ(d.at("features").at("fp64"), false);
+      EXPECT_EQ(d.at("subgroup").at("arithmetic"), info.subgroup_arithmetic);
+    }
+    const AppRun text = runApp("info", {"--device-profile", profile});
+    EXPECT_TRUE(contains(text.out, std::string("device profile   ") + profile)) << text.out;
+  }
+  const AppRun bad = runApp("info", {"--device-profile", "tiny"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "--device-profile='tiny' is not a device profile")) << bad.err;
+}
+
 TEST_F(InfoAppTest, TextMarksTheDefaultDevice) {
   const AppRun run = runApp("info", {});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -14,8 +14,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
 
 struct ActivationPush {
@@ -93,7 +91,7 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
   vk::Context& ctx = rec.context();
   // The texel kernel fetches x and stores y four floats at a time.
   const bool texel = texelFits(ctx, x, kRgba) && vec4Storable(ctx, y);
-  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}};
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)}, {"KIND", uint32_t(kind)}};
   const vk::Kernel& kernel =
       texel ? ctx.kernels().get("activation/forward_texel", constants)
             : floatKernel(ctx, "activation/forward", constants,
@@ -102,8 +100,9 @@ void activation(vk::Recorder& rec, Activation kind, const TensorView& x, const T
   const auto by = bindStorage(ctx, y);
   const ActivationPush push{uint32_t(n), param, bx.skip, by.skip};
   const vk::Arg args[] = {bx.arg, by.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), texel ? (n + 3) / 4 : n, kWorkgroup));
+  rec.dispatchGroups(
+      kernel, args, &push, sizeof(push),
+      gridGroups(rec.context(), texel ? (n + 3) / 4 : n, workgroupSize(rec.context())));
 }
 
 void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
@@ -135,7 +134,7 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
   const TensorView& x_arg = reads_x ? x : dy;
   const TensorView& y_arg = reads_x ? dy : y;
   const vk::SpecConstants constants{
-      {"local_size_x", kWorkgroup}, {"KIND", uint32_t(kind)}, {"ACCUMULATE", accumulate}};
+      {"local_size_x", workgroupSize(ctx)}, {"KIND", uint32_t(kind)}, {"ACCUMULATE", accumulate}};
   const vk::Kernel& kernel =
       texel ? ctx.kernels().get("activation/backward_texel", constants)
             : floatKernel(ctx, "activation/backward", constants,
@@ -153,10 +152,11 @@ void activationBackward(vk::Recorder& rec, Activation kind, const TensorView& x,
     const auto acc = accumulate ? bindTexel(ctx, dx, kRgba) : bdy;
     const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, acc.arg, bdx.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
+                       gridGroups(rec.context(), (n + 3) / 4, workgroupSize(rec.context())));
   } else {
     const vk::Arg args[] = {bx.arg, by.arg, bdy.arg, bdx.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), n, workgroupSize(rec.context())));
   }
 }
 

@@ -13,8 +13,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 // augment/forward.comp's push constants.
 struct AugmentPush {
   uint32_t n;  // B*H*W
@@ -63,12 +61,12 @@ void augment(vk::Recorder& rec, const TensorView& images, const TensorView& out,
                          bi.skip,
                          bo.skip};
   const vk::Kernel& kernel =
-      floatKernel(ctx, "augment/forward", {{"local_size_x", kWorkgroup}},
+      floatKernel(ctx, "augment/forward", {{"local_size_x", workgroupSize(ctx)}},
                   {{"images_dtype", images.dtype}, {"augmented_dtype", out.dtype}});
   // The state's 4 words, as the random kernels bind it.
   const vk::Arg args[] = {bi.arg, bo.arg, {*rng.buffer, rng.offset, 16}};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

@@ -69,6 +69,17 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
   return uint32_t(std::clamp<uint64_t>(groups, 1, kMaxGroups));
 }
 
+uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred) {
+  uint32_t size = preferred;
+  while (size > 1 && (size > info.max_workgroup_invocations || size > info.max_workgroup_size[0]))
+    size /= 2;
+  return size;
+}
+
+uint32_t workgroupSize(const vk::Context& context, uint32_t preferred) {
+  return workgroupSize(context.info(), preferred);
+}
+
 bool overlaps(const TensorView& x, const TensorView& y) {
   if (!x.buffer || !y.buffer || x.buffer != y.buffer) return false;
   return x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes();

@@ -39,6 +39,10 @@ bool vec4Storable(const vk::Context& context, const TensorView& t);
 // one float or texel does not repay: elementwise kernels run 2x faster on lavapipe), keeping
 // at least 4 workgroups per host thread where there is that much work.
 uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workgroup);
+// A 1-D kernel's workgroup: `preferred` invocations (a power of two), halved until the
+// device allows it (Vulkan guarantees 128; a device profile may impose that).
+uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred = 256);
+uint32_t workgroupSize(const vk::Context& context, uint32_t preferred = 256);
 // Whether the byte ranges of two views intersect (same buffer; empty views never do).
 bool overlaps(const TensorView& x, const TensorView& y);
 bool sameRange(const TensorView& x, const TensorView& y);

@@ -11,8 +11,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 struct BytesToFloatPush {
   uint32_t n_words;
   uint32_t words_skip, out_skip;  // first elements of the views inside their bindings
@@ -49,11 +47,11 @@ void bytesToFloat(vk::Recorder& rec, const TensorView& words, const TensorView& 
   const bool vec4 = vec4Storable(ctx, out);
   const BytesToFloatPush push{uint32_t(words.shape.numel()), bw.skip, bo.skip, scale, shift};
   const vk::Arg args[] = {bw.arg, bo.arg};
-  const vk::Kernel& kernel =
-      floatKernel(ctx, "bytes_to_float/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}},
-                  {{"out_values_dtype", out.dtype}});
+  const vk::Kernel& kernel = floatKernel(ctx, "bytes_to_float/forward",
+                                         {{"local_size_x", workgroupSize(ctx)}, {"kVec4", vec4}},
+                                         {{"out_values_dtype", out.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n_words, kWorkgroup));
+                     gridGroups(rec.context(), push.n_words, workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

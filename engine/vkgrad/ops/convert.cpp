@@ -12,8 +12,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 struct ConvertPush {
   uint32_t n;                   // elements
   uint32_t src_skip, dst_skip;  // first elements inside the bindings
@@ -33,12 +31,13 @@ void convert(vk::Recorder& rec, const TensorView& src, const TensorView& dst) {
   const uint64_t n = uint64_t(src.shape.numel());
   if (n == 0) return;
   vk::Context& ctx = rec.context();
-  const vk::Kernel& kernel = floatKernel(ctx, "convert/convert", {{"local_size_x", kWorkgroup}},
-                                         {{"src_dtype", src.dtype}, {"dst_dtype", dst.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "convert/convert", {{"local_size_x", workgroupSize(ctx)}},
+                  {{"src_dtype", src.dtype}, {"dst_dtype", dst.dtype}});
   const Bound bs = bindStorage(ctx, src), bd = bindStorage(ctx, dst);
   const ConvertPush push{uint32_t(n), bs.skip, bd.skip};
   const vk::Arg args[] = {bs.arg, bd.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, kWorkgroup));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, workgroupSize(ctx)));
 }
 
 }  // namespace vkgrad::ops

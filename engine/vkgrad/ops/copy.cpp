@@ -13,8 +13,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 struct CopyPush {
   uint32_t n;                   // elements: 32-bit words, or 16-bit values
   uint32_t src_skip, dst_skip;  // first elements inside the bindings
@@ -66,7 +64,7 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
                 "stores (u32, a start that is not 16-byte aligned, or too many elements)");
   const bool texel = variant == CopyVariant::Texel;
   // 16-bit elements take copy/copy's 16-bit build, which copies their bits.
-  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}};
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)}};
   const vk::Kernel& kernel = texel ? ctx.kernels().get("copy/copy_texel", constants)
                              : dtypeBytes(src.dtype) == 2
                                  ? floatKernel(ctx, "copy/copy", constants,
@@ -76,8 +74,9 @@ void copy(vk::Recorder& rec, const TensorView& src, const TensorView& dst, CopyV
   const Bound bd = bindStorage(ctx, dst);
   const CopyPush push{uint32_t(n), bs.skip, bd.skip};
   const vk::Arg args[] = {bs.arg, bd.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), texel ? (n + 3) / 4 : n, kWorkgroup));
+  rec.dispatchGroups(
+      kernel, args, &push, sizeof(push),
+      gridGroups(rec.context(), texel ? (n + 3) / 4 : n, workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

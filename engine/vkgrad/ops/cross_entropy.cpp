@@ -18,7 +18,8 @@ namespace vkgrad::ops {
 namespace {
 
 constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
-// The mean runs in one workgroup; its lanes each sum a strided slice of the rows.
+// The mean runs in one workgroup (of 256 lanes where the device allows); its lanes each sum a
+// strided slice of the rows.
 constexpr uint32_t kMeanWorkgroup = 256;
 // count is summed and stored as a float, exact below this.
 constexpr int64_t kMaxRows = int64_t(1) << 24;
@@ -127,7 +128,7 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
                                        bt.skip,        bmean.skip, bsaved.skip};
   const vk::Arg mean_args[] = {bloss.arg, bt.arg, bmean.arg, bsaved.arg};
   const vk::Kernel& mean =
-      floatKernel(ctx, "cross_entropy/mean", {{"local_size_x", kMeanWorkgroup}},
+      floatKernel(ctx, "cross_entropy/mean", {{"local_size_x", workgroupSize(ctx, kMeanWorkgroup)}},
                   {{"losses_dtype", loss_rows.dtype},
                    {"mean_dtype", loss_mean.dtype},
                    {"saved_dtype", saved.dtype}});

@@ -38,7 +38,7 @@ struct Layout {
 
 Layout layoutFor(const char* op, const vk::Context& ctx) {
   if (!ctx.info().subgroup_arithmetic)
-    throw Error(std::string(op) + ": " + ctx.info().name +
+    throw Error(std::string(op) + ": " + ctx.info().label() +
                 " has no subgroup arithmetic in compute shaders");
   if (ctx.info().isCpu()) return {std::max(1u, ctx.info().subgroup_size), true};
   return {kGpuWorkgroup, false};

@@ -15,7 +15,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
 constexpr vk::TexelFormat kRgba = vk::TexelFormat::Rgba32f;
 constexpr vk::TexelFormat kR32 = vk::TexelFormat::R32f;
 
@@ -61,7 +60,7 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   const TensorView& a_arg = reads_a ? a : b;
   const TensorView& b_arg = reads_b ? b : a;
   BinaryPush push{uint32_t(n), uint32_t(f.kept), uint32_t(f.inner), alpha, beta, 0, 0, 0};
-  const vk::SpecConstants constants{{"local_size_x", kWorkgroup},
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
                                     {"OP", uint32_t(op)},
                                     {"BCAST", bcast},
                                     {"ACCUMULATE", accumulate}};
@@ -79,13 +78,14 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
     push.a_skip = ta.skip, push.b_skip = tb.skip, push.out_skip = so.skip;
     const vk::Arg args[] = {ta.arg, tb.arg, tacc.arg, so.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
+                       gridGroups(rec.context(), (n + 3) / 4, workgroupSize(rec.context())));
   } else {
     const auto sa = bindStorage(ctx, a_arg), sb = bindStorage(ctx, b_arg);
     const auto so = bindStorage(ctx, out);
     push.a_skip = sa.skip, push.b_skip = sb.skip, push.out_skip = so.skip;
     const vk::Arg args[] = {sa.arg, sb.arg, so.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), n, workgroupSize(rec.context())));
   }
 }
 
@@ -101,7 +101,7 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                      (!acc_b || fits(db)) && vec4Storable(ctx, da) && vec4Storable(ctx, db);
   const TensorView& a_arg = is_mul ? a : dout;
   const TensorView& b_arg = is_mul ? b : dout;
-  const vk::SpecConstants constants{{"local_size_x", kWorkgroup},
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
                                     {"OP", is_mul ? 1u : 0u},
                                     {"ACCUMULATE_A", acc_a},
                                     {"ACCUMULATE_B", acc_b}};
@@ -124,14 +124,15 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
     push.da_skip = sda.skip, push.db_skip = sdb.skip;
     const vk::Arg args[] = {td.arg, ta.arg, tb.arg, tda.arg, tdb.arg, sda.arg, sdb.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       gridGroups(rec.context(), (n + 3) / 4, kWorkgroup));
+                       gridGroups(rec.context(), (n + 3) / 4, workgroupSize(rec.context())));
   } else {
     const auto sd = bindStorage(ctx, dout), sa = bindStorage(ctx, a_arg),
                sb = bindStorage(ctx, b_arg), sda = bindStorage(ctx, da), sdb = bindStorage(ctx, db);
     push.dout_skip = sd.skip, push.a_skip = sa.skip, push.b_skip = sb.skip;
     push.da_skip = sda.skip, push.db_skip = sdb.skip;
     const vk::Arg args[] = {sd.arg, sa.arg, sb.arg, sda.arg, sdb.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(rec.context(), n, workgroupSize(rec.context())));
   }
 }
 

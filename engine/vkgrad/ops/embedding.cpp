@@ -15,7 +15,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kMaxGroups = 4096;  // grid-stride kernels; far below maxComputeWorkGroupCount
 
 // Every embedding kernel's push constants; skip[i]: where binding i's view starts, in elements.
@@ -99,8 +98,8 @@ DType wordsAsF32(DType dtype) {
   return dtype == DType::U32 ? DType::F32 : dtype;
 }
 
-uint32_t groupsFor(uint64_t invocations) {
-  return std::min<uint32_t>(vk::divUp(invocations, kWorkgroup), kMaxGroups);
+uint32_t groupsFor(const vk::Context& context, uint64_t invocations) {
+  return std::min<uint32_t>(vk::divUp(invocations, workgroupSize(context)), kMaxGroups);
 }
 
 // The counting sort runs in one workgroup that ranks each chunk of WG positions with WG
@@ -154,11 +153,12 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
   const DType table_dtype = wordsAsF32(table.dtype), out_dtype = wordsAsF32(out.dtype);
   const bool vec4 = table_dtype == DType::F32 && out_dtype == DType::F32 && push.dim % 4 == 0 &&
                     push.row_stride % 4 == 0 && push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
-  const vk::Kernel& kernel = floatKernel(
-      rec.context(), "embedding/forward", {{"local_size_x", kWorkgroup}, {"kVec4", vec4}},
-      {{"table_dtype", table_dtype}, {"out_rows_dtype", out_dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(rec.context(), "embedding/forward",
+                  {{"local_size_x", workgroupSize(rec.context())}, {"kVec4", vec4}},
+                  {{"table_dtype", table_dtype}, {"out_rows_dtype", out_dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     groupsFor(uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
+                     groupsFor(rec.context(), uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
 }
 
 int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
@@ -209,11 +209,11 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
   if (variant == EmbeddingBackwardVariant::Scan) {
     const vk::Kernel& kernel =
         floatKernel(rec.context(), "embedding/backward_scan",
-                    {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}},
+                    {{"local_size_x", workgroupSize(rec.context())}, {"kAccumulate", accumulate}},
                     {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}});
     const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       groupsFor(uint64_t(push.vocab) * push.dim));
+                       groupsFor(rec.context(), uint64_t(push.vocab) * push.dim));
     return;
   }
   EmbeddingPush bucket_push = push;
@@ -226,12 +226,14 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
   // vec4 loads need both views f32 and starting on a whole vec4 of their bindings.
   const bool vec4 = dout.dtype == DType::F32 && dtable.dtype == DType::F32 && push.dim % 4 == 0 &&
                     push.skip[1] % 4 == 0 && push.skip[2] % 4 == 0;
-  const vk::SpecConstants sum_constants{{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}};
+  const vk::SpecConstants sum_constants{{"local_size_x", workgroupSize(rec.context())},
+                                        {"kAccumulate", accumulate}};
   rec.dispatchGroups(
       vec4 ? kernels.get("embedding/backward_bucket4", sum_constants)
            : floatKernel(rec.context(), "embedding/backward_bucket", sum_constants,
                          {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}}),
-      sum_args, &push, sizeof(push), groupsFor(uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
+      sum_args, &push, sizeof(push),
+      groupsFor(rec.context(), uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
 }
 
 }  // namespace vkgrad::ops

@@ -139,7 +139,7 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
                          "maxTexelBufferElements (" +
                          std::to_string(info.max_texel_buffer_elements) + ")");
   if (!info.subgroup_arithmetic)
-    throw Error(op + ": " + info.name + " has no subgroup arithmetic in compute shaders");
+    throw Error(op + ": " + info.label() + " has no subgroup arithmetic in compute shaders");
 }
 
 void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& gamma,

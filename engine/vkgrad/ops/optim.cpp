@@ -18,7 +18,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
 // Gradient-norm partials: a 64-wide tree per workgroup (6 barriers), at least 1024
 // elements per workgroup, at most 1024 partials per tensor. CPU devices run a workgroup's
 // barriers as switches between its subgroups, so there a workgroup takes 16384 elements:
@@ -216,8 +215,9 @@ void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
   checkState("sgd", state);
   const SgdPush push{n, options.momentum, options.weight_decay, options.nesterov ? 1u : 0u};
   const vk::Arg args[] = {arg(param), arg(grad), arg(velocity), stateArg(state)};
-  rec.dispatchGroups(rec.context().kernels().get("optim/sgd", {{"local_size_x", kWorkgroup}}), args,
-                     &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+  rec.dispatchGroups(
+      rec.context().kernels().get("optim/sgd", {{"local_size_x", workgroupSize(rec.context())}}),
+      args, &push, sizeof(push), gridGroups(rec.context(), n, workgroupSize(rec.context())));
 }
 
 void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, const TensorView& m,
@@ -243,8 +243,9 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
   if (variant == AdamWVariant::Storage) {
     const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
     const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
-    rec.dispatchGroups(ctx.kernels().get("optim/adamw", {{"local_size_x", kWorkgroup}}), args,
-                       &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+    rec.dispatchGroups(ctx.kernels().get("optim/adamw", {{"local_size_x", workgroupSize(ctx)}}),
+                       args, &push, sizeof(push),
+                       gridGroups(rec.context(), n, workgroupSize(rec.context())));
     return;
   }
   const Bound tp = bindTexel(ctx, param, kRgba), tg = bindTexel(ctx, grad, kRgba),
@@ -258,8 +259,9 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
                           bindStorage(ctx, param).arg,
                           bindStorage(ctx, m).arg,
                           bindStorage(ctx, v).arg};
-  rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {{"local_size_x", kWorkgroup}}), args,
-                     &push, sizeof(push), gridGroups(ctx, (uint64_t(n) + 3) / 4, kWorkgroup));
+  rec.dispatchGroups(ctx.kernels().get("optim/adamw_texel", {{"local_size_x", workgroupSize(ctx)}}),
+                     args, &push, sizeof(push),
+                     gridGroups(ctx, (uint64_t(n) + 3) / 4, workgroupSize(ctx)));
 }
 
 void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
@@ -294,9 +296,10 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
     return true;
   };
   auto groups = [&](size_t i) {
-    return gridGroups(ctx, (uint64_t(tensors[i].param.shape.numel()) + 3) / 4, kWorkgroup);
+    return gridGroups(ctx, (uint64_t(tensors[i].param.shape.numel()) + 3) / 4, workgroupSize(ctx));
   };
-  const vk::Kernel& kernel = ctx.kernels().get("optim/adamw_many", {{"local_size_x", kWorkgroup}});
+  const vk::Kernel& kernel =
+      ctx.kernels().get("optim/adamw_many", {{"local_size_x", workgroupSize(ctx)}});
   for (const Run& run : runs(ctx, tensors.size(), spanLimit(ctx), views, ok, groups)) {
     const size_t begin = run.begin, end = run.end;
     if (end - begin == 1) {
@@ -419,12 +422,12 @@ void clipGradNorm(vk::Recorder& rec, std::span<const TensorView> grads, float ma
     throw ShapeError("clipGradNorm: max_norm " + std::to_string(max_norm) + " must be finite");
   gradNorm(rec, grads, scratch, norm, max_norm, table);
   const vk::Kernel& scale =
-      rec.context().kernels().get("optim/scale", {{"local_size_x", kWorkgroup}});
+      rec.context().kernels().get("optim/scale", {{"local_size_x", workgroupSize(rec.context())}});
   for (const TensorView& g : grads) {
     const ScalePush push{uint32_t(g.shape.numel())};
     const vk::Arg args[] = {arg(g), {*norm.buffer, norm.offset, 8}};
     rec.dispatchGroups(scale, args, &push, sizeof(push),
-                       gridGroups(rec.context(), push.n, kWorkgroup));
+                       gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
   }
 }
 

@@ -11,8 +11,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 // patchify/index.glsl's push constants.
 struct PatchifyPush {
   uint32_t n;          // B*H*W
@@ -51,15 +49,15 @@ void record(const char* op, vk::Recorder& rec, const TensorView& images, const c
                           bi.skip,
                           bp.skip};
   const vk::Kernel& kernel =
-      backward
-          ? floatKernel(ctx, "patchify/backward",
-                        {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
-                        {{"dimages_dtype", images.dtype}, {"dpatches_dtype", patches.dtype}})
-          : floatKernel(ctx, "patchify/forward", {{"local_size_x", kWorkgroup}},
-                        {{"images_dtype", images.dtype}, {"patches_dtype", patches.dtype}});
+      backward ? floatKernel(ctx, "patchify/backward",
+                             {{"local_size_x", workgroupSize(ctx)},
+                              {"kAccumulate", write == Write::Accumulate}},
+                             {{"dimages_dtype", images.dtype}, {"dpatches_dtype", patches.dtype}})
+               : floatKernel(ctx, "patchify/forward", {{"local_size_x", workgroupSize(ctx)}},
+                             {{"images_dtype", images.dtype}, {"patches_dtype", patches.dtype}});
   const vk::Arg args[] = {bi.arg, bp.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 }  // namespace

@@ -13,8 +13,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 struct PermutePush {
   uint32_t n, src_skip, dst_skip;
   uint32_t dims[4], strides[4];
@@ -67,14 +65,14 @@ void permute(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
     push.strides[slot] = uint32_t(src_strides[perm[i]]);
   }
   // 16-bit elements take the kernel's 16-bit build, which moves their bits.
-  const vk::SpecConstants constants{{"local_size_x", kWorkgroup}};
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)}};
   const vk::Kernel& kernel = dtypeBytes(src.dtype) == 2
                                  ? floatKernel(ctx, "permute/permute", constants,
                                                {{"src_dtype", src.dtype}, {"dst_dtype", dst.dtype}})
                                  : ctx.kernels().get("permute/permute", constants);
   const vk::Arg args[] = {bs.arg, bd.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), uint64_t(n), kWorkgroup));
+                     gridGroups(rec.context(), uint64_t(n), workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

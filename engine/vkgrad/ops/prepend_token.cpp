@@ -11,8 +11,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 // Both kernels' push constants; skip[i]: where binding i's view starts, in elements.
 struct PrependTokenPush {
   uint32_t n;      // invocations
@@ -61,10 +59,10 @@ void prependToken(vk::Recorder& rec, const TensorView& x, const TensorView& toke
                               {bx.skip, bt.skip, bo.skip}};
   const vk::Arg args[] = {bx.arg, bt.arg, bo.arg};
   const vk::Kernel& kernel = floatKernel(
-      ctx, "prepend_token/forward", {{"local_size_x", kWorkgroup}},
+      ctx, "prepend_token/forward", {{"local_size_x", workgroupSize(ctx)}},
       {{"x_dtype", x.dtype}, {"token_dtype", token.dtype}, {"out_rows_dtype", out.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 // One kernel for both gradients rather than a copy and a column sum. lavapipe, T = 49,
@@ -114,7 +112,7 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
                               {bo.skip, bx.skip, bt.skip}};
   const vk::Kernel& kernel = floatKernel(
       ctx, "prepend_token/backward",
-      {{"local_size_x", kWorkgroup},
+      {{"local_size_x", workgroupSize(ctx)},
        {"kDx", want_dx},
        {"kDtoken", want_token},
        {"kAccumulateDx", dx_write == Write::Accumulate},
@@ -122,7 +120,7 @@ void prependTokenBackward(vk::Recorder& rec, const TensorView& dout, const Tenso
       {{"dy_dtype", dout.dtype}, {"dx_dtype", dx_arg.dtype}, {"dtoken_dtype", dtoken_arg.dtype}});
   const vk::Arg args[] = {bo.arg, bx.arg, bt.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

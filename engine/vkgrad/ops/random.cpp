@@ -14,7 +14,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
 // Grid-stride kernels never need more groups than this; it is far below every device's
 // maxComputeWorkGroupCount[0] (>= 65535) and keeps a few thousand invocations per core busy.
 constexpr uint32_t kMaxGroups = 4096;
@@ -64,8 +63,8 @@ uint32_t streamElements(const char* op, const char* name, const TensorView& t) {
   return uint32_t(n);
 }
 
-uint32_t groupsFor(uint64_t invocations) {
-  return std::min<uint32_t>(vk::divUp(invocations, kWorkgroup), kMaxGroups);
+uint32_t groupsFor(const vk::Context& context, uint64_t invocations) {
+  return std::min<uint32_t>(vk::divUp(invocations, workgroupSize(context)), kMaxGroups);
 }
 
 vk::Arg arg(const TensorView& t) {
@@ -84,15 +83,16 @@ void checkP(const char* op, float p) {
 void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& out, float p,
                    const TensorView& rng, uint32_t stream, Write write) {
   vk::Context& ctx = rec.context();
-  const vk::Kernel& kernel =
-      floatKernel(ctx, "random/dropout",
-                  {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
-                  {{"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "random/dropout",
+      {{"local_size_x", workgroupSize(ctx)}, {"kAccumulate", write == Write::Accumulate}},
+      {{"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
   const Bound bi = bindStorage(ctx, in), bo = bindStorage(ctx, out);
   const DropoutPush push{uint32_t(in.shape.numel()),     stream,  dropoutThreshold(p),
                          float(1.0 / (1.0 - double(p))), bi.skip, bo.skip};
   const vk::Arg args[] = {bi.arg, bo.arg, rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(push.n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     groupsFor(rec.context(), vk::divUp(push.n, 4)));
 }
 
 void checkSameShape(const char* op, const char* a_name, const TensorView& a, const char* b_name,
@@ -121,10 +121,10 @@ void randomBits(vk::Recorder& rec, const TensorView& out, const TensorView& rng,
   checkFits("randomBits", "out", out, DType::U32);
   checkRngState("randomBits", rng);
   const vk::Kernel& kernel =
-      rec.context().kernels().get("random/bits", {{"local_size_x", kWorkgroup}});
+      rec.context().kernels().get("random/bits", {{"local_size_x", workgroupSize(rec.context())}});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
 }
 
 void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const TensorView& rng,
@@ -135,11 +135,11 @@ void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const
   if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(hi - lo))
     throw ShapeError("uniform: bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
                      ") are not finite");
-  const vk::Kernel& kernel =
-      rec.context().kernels().get("random/uniform", {{"local_size_x", kWorkgroup}});
+  const vk::Kernel& kernel = rec.context().kernels().get(
+      "random/uniform", {{"local_size_x", workgroupSize(rec.context())}});
   const UniformPush push{n, stream, lo, hi};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
 }
 
 void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
@@ -150,11 +150,11 @@ void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
   if (!std::isfinite(mean) || !std::isfinite(stddev))
     throw ShapeError("normal: mean " + std::to_string(mean) + " and stddev " +
                      std::to_string(stddev) + " must be finite");
-  const vk::Kernel& kernel =
-      rec.context().kernels().get("random/normal", {{"local_size_x", kWorkgroup}});
+  const vk::Kernel& kernel = rec.context().kernels().get(
+      "random/normal", {{"local_size_x", workgroupSize(rec.context())}});
   const UniformPush push{n, stream, mean, stddev};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
 }
 
 void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float p,
@@ -195,12 +195,12 @@ void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& l
   checkRngState(op, rng);
   vk::Context& ctx = rec.context();
   const vk::Kernel& kernel = floatKernel(
-      ctx, "random/reparameterize", {{"local_size_x", kWorkgroup}},
+      ctx, "random/reparameterize", {{"local_size_x", workgroupSize(ctx)}},
       {{"mu_dtype", mu.dtype}, {"log_sigma_dtype", log_sigma.dtype}, {"z_dtype", z.dtype}});
   const Bound bm = bindStorage(ctx, mu), bl = bindStorage(ctx, log_sigma), bz = bindStorage(ctx, z);
   const ReparameterizePush push{n, stream, {bm.skip, bl.skip, bz.skip}};
   const vk::Arg args[] = {bm.arg, bl.arg, bz.arg, rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
 }
 
 void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const TensorView& log_sigma,
@@ -217,17 +217,17 @@ void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const Tenso
   checkInPlaceDtype(op, "dlog_sigma", dlog_sigma, "log_sigma", log_sigma);
   checkRngState(op, rng);
   vk::Context& ctx = rec.context();
-  const vk::Kernel& kernel =
-      floatKernel(ctx, "random/reparameterize_backward",
-                  {{"local_size_x", kWorkgroup}, {"kAccumulate", write == Write::Accumulate}},
-                  {{"dz_dtype", dz.dtype},
-                   {"log_sigma_dtype", log_sigma.dtype},
-                   {"dlog_sigma_dtype", dlog_sigma.dtype}});
+  const vk::Kernel& kernel = floatKernel(
+      ctx, "random/reparameterize_backward",
+      {{"local_size_x", workgroupSize(ctx)}, {"kAccumulate", write == Write::Accumulate}},
+      {{"dz_dtype", dz.dtype},
+       {"log_sigma_dtype", log_sigma.dtype},
+       {"dlog_sigma_dtype", dlog_sigma.dtype}});
   const Bound bd = bindStorage(ctx, dz), bl = bindStorage(ctx, log_sigma),
               bg = bindStorage(ctx, dlog_sigma);
   const ReparameterizePush push{n, stream, {bd.skip, bl.skip, bg.skip}};
   const vk::Arg args[] = {bd.arg, bl.arg, bg.arg, rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
 }
 
 void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView& out,

@@ -16,7 +16,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
 constexpr uint32_t kMaxWorkgroup = 1024;  // the largest workgroup a loop budget may need
 // Loads each lane should have in sequence before more lanes share an output: below that the
 // shared-memory tree (log2(lanes) barriers) outweighs what it splits.
@@ -51,9 +50,9 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
     const uint64_t outs = std::min(std::bit_ceil(kept), kMinColumnOutputs);
     const uint64_t lanes =
         std::bit_floor(std::clamp<uint64_t>(steps / kLoadsPerLane, 1, limit / outs));
-    return {uint32_t(lanes), uint32_t(std::max<uint64_t>(kWorkgroup, lanes * outs))};
+    return {uint32_t(lanes), uint32_t(std::max<uint64_t>(workgroupSize(info), lanes * outs))};
   }
-  const uint64_t wanted = std::clamp<uint64_t>(steps / kLoadsPerLane, 1, kWorkgroup);
+  const uint64_t wanted = std::clamp<uint64_t>(steps / kLoadsPerLane, 1, workgroupSize(info));
   uint64_t lanes;
   if (info.isCpu()) {
     const uint64_t simd = std::max<uint32_t>(info.subgroup_size, 1);
@@ -66,7 +65,7 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
     throw ShapeError(std::string(op) + ": " + std::to_string(steps) +
                      " fetches per output are more than one workgroup can loop over on " +
                      info.name);
-  return {uint32_t(lanes), std::max(kWorkgroup, uint32_t(lanes))};
+  return {uint32_t(lanes), std::max(workgroupSize(info), uint32_t(lanes))};
 }
 
 struct SumPush {

@@ -51,8 +51,9 @@ void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& 
   const Bound bw = bindStorage(ctx, weights);
   const TopKPush push{uint32_t(logits.shape.rows()), uint32_t(cols), uint32_t(k), bl.skip, bw.skip,
                       1.0f / options.temperature};
-  const vk::Kernel& kernel = floatKernel(
-      ctx, "sampling/top_k", {}, {{"logits_dtype", logits.dtype}, {"w_dtype", weights.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "sampling/top_k", {{"local_size_x", workgroupSize(ctx)}},
+                  {{"logits_dtype", logits.dtype}, {"w_dtype", weights.dtype}});
   const vk::Arg args[] = {bl.arg, bw.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), std::min(push.rows, kMaxGroups));
 }

@@ -33,7 +33,7 @@ const vk::Kernel& floatKernel(vk::Context& context, std::string_view name,
   if (!half) return context.kernels().get(name, constants);
   if (!context.info().storage_16bit)
     throw Error(std::string(name) + ": 16-bit tensors need storageBuffer16BitAccess, which " +
-                context.info().name + " does not offer; run in f32");
+                context.info().label() + " does not offer; run in f32");
   return context.kernels().get(std::string(name) + ".s16", constants);
 }
 

@@ -11,8 +11,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kWorkgroup = 256;
-
 // Both kernels' push constants; skip[i]: where binding i's view starts, in elements.
 struct TakeRowPush {
   uint32_t n;      // invocations
@@ -56,10 +54,11 @@ void takeRow(vk::Recorder& rec, const TensorView& x, const TensorView& out, int6
   push.n = uint32_t(out.shape.numel());
   push.skip[0] = bx.skip, push.skip[1] = bo.skip;
   const vk::Arg args[] = {bx.arg, bo.arg};
-  const vk::Kernel& kernel = floatKernel(ctx, "take_row/forward", {{"local_size_x", kWorkgroup}},
-                                         {{"x_dtype", x.dtype}, {"out_rows_dtype", out.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "take_row/forward", {{"local_size_x", workgroupSize(ctx)}},
+                  {{"x_dtype", x.dtype}, {"out_rows_dtype", out.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView& dx, int64_t index,
@@ -74,10 +73,10 @@ void takeRowBackward(vk::Recorder& rec, const TensorView& dout, const TensorView
   push.skip[0] = bd.skip, push.skip[1] = bx.skip;
   const vk::Arg args[] = {bd.arg, bx.arg};
   const vk::Kernel& kernel = floatKernel(
-      ctx, "take_row/backward", {{"local_size_x", kWorkgroup}, {"kAccumulate", accumulate}},
+      ctx, "take_row/backward", {{"local_size_x", workgroupSize(ctx)}, {"kAccumulate", accumulate}},
       {{"dy_dtype", dout.dtype}, {"dx_dtype", dx.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(rec.context(), push.n, kWorkgroup));
+                     gridGroups(rec.context(), push.n, workgroupSize(rec.context())));
 }
 
 }  // namespace vkgrad::ops

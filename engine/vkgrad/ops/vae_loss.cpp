@@ -14,7 +14,6 @@ namespace vkgrad::ops {
 namespace {
 
 constexpr uint32_t kRowWorkgroup = 64;  // lanes per row sum
-constexpr uint32_t kWorkgroup = 256;    // the elementwise backward
 constexpr int64_t kMaxRows = int64_t(1) << 24;
 
 // The KIND constants of shaders/vae_loss/.
@@ -63,7 +62,7 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
   vk::Context& ctx = rec.context();
   // The row sums reduce with subgroupAdd, as the other row kernels do.
   if (!ctx.info().subgroup_arithmetic)
-    throw Error(std::string(op) + ": " + ctx.info().name +
+    throw Error(std::string(op) + ": " + ctx.info().label() +
                 " has no subgroup arithmetic in compute shaders");
   const Bound ba = bindStorage(ctx, a), bb = bindStorage(ctx, b), br = bindStorage(ctx, rows);
   const int64_t n_rows = rows_shape[0];
@@ -102,15 +101,16 @@ void recordBackward(vk::Recorder& rec, const char* op, uint32_t kind, const char
   const uint64_t n = uint64_t(a.shape.numel());
   const BackwardPush push{uint32_t(n), uint32_t(rows_shape[0]), ba.skip, bb.skip, bd.skip, bo.skip};
   const vk::Arg args[] = {ba.arg, bb.arg, bd.arg, bo.arg};
-  rec.dispatchGroups(
-      floatKernel(
-          ctx, "vae_loss/backward",
-          {{"local_size_x", kWorkgroup}, {"KIND", kind}, {"kAccumulate", w == Write::Accumulate}},
-          {{"a_dtype", a.dtype},
-           {"b_dtype", b.dtype},
-           {"dmean_dtype", dmean.dtype},
-           {"out_values_dtype", out.dtype}}),
-      args, &push, sizeof(push), gridGroups(rec.context(), n, kWorkgroup));
+  rec.dispatchGroups(floatKernel(ctx, "vae_loss/backward",
+                                 {{"local_size_x", workgroupSize(ctx)},
+                                  {"KIND", kind},
+                                  {"kAccumulate", w == Write::Accumulate}},
+                                 {{"a_dtype", a.dtype},
+                                  {"b_dtype", b.dtype},
+                                  {"dmean_dtype", dmean.dtype},
+                                  {"out_values_dtype", out.dtype}}),
+                     args, &push, sizeof(push),
+                     gridGroups(rec.context(), n, workgroupSize(rec.context())));
 }
 
 }  // namespace

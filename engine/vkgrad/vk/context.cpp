@@ -46,50 +46,7 @@ uint64_t parseMemorySize(const std::string& text, const std::string& source) {
   return value << shift;
 }
 
-DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source) {
-  DeviceLimits limits;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(',', begin), text.size());
-    const std::string item = text.substr(begin, end - begin);
-    const size_t eq = item.find('=');
-    const std::string name = item.substr(0, eq);
-    if (name == "storage16" && eq != std::string::npos && item.substr(eq + 1) == "off") {
-      limits.no_storage_16bit = true;
-      begin = end + 1;
-      continue;
-    }
-    uint64_t* slot = name == "allocation" ? &limits.max_allocation_bytes
-                     : name == "storage"  ? &limits.max_storage_buffer_range
-                                          : nullptr;
-    if (!slot || eq == std::string::npos)
-      throw Error(source + "='" + text + "': '" + item +
-                  "' is not allocation=SIZE, storage=SIZE or storage16=off (e.g. "
-                  "allocation=1M,storage=64K)");
-    *slot = parseMemorySize(item.substr(eq + 1), source + " " + name);
-    begin = end + 1;
-  }
-  return limits;
-}
-
 namespace {
-
-// The lower of each limit and the device's. A lowered storage range is kept a multiple of
-// 256 bytes, as every binding offset is.
-void lowerLimits(DeviceInfo& info, const DeviceLimits& option) {
-  DeviceLimits limits = option;
-  if (const char* env = std::getenv("VKGRAD_LIMITS"); env && *env && !limits.any())
-    limits = parseDeviceLimits(env, "VKGRAD_LIMITS");
-  const auto lower = [](uint64_t& value, uint64_t to, uint64_t granule) {
-    if (to) value = std::min(value, std::max(granule, to / granule * granule));
-  };
-  lower(info.max_allocation_bytes, limits.max_allocation_bytes, 1 << 16);
-  lower(info.max_storage_buffer_range, limits.max_storage_buffer_range, 256);
-  if (limits.no_storage_16bit) {
-    info.storage_16bit = false;
-    info.coopmat = false;  // its kernel reads 16-bit buffers
-  }
-}
 
 // options.memory_limit, else VKGRAD_MEMORY_LIMIT, else 0 (none).
 uint64_t memoryLimit(uint64_t option) {
@@ -125,7 +82,7 @@ Context::Context(const ContextOptions& options) {
   const uint32_t chosen = selectDevice(infos, selector.text, selector.source);
   physical_ = physical[chosen];
   info_ = infos[chosen];
-  lowerLimits(info_, options.limits);
+  imposeLimits(info_, options.profile, options.limits);
   queue_family_ = info_.compute_family;
 
   const float priority = 1.0f;
@@ -189,7 +146,7 @@ Context::Context(const ExternalDevice& external) {
   physical_ = external.physical_device;
   device_ = external.device;
   info_ = queryDevice(physical_, 0);
-  lowerLimits(info_, {});
+  imposeLimits(info_, "", {});
   // The host's device may not have VK_NV_cooperative_matrix or the memory model enabled:
   // the Coopmat matmul is for devices the engine creates.
   info_.coopmat = false;

@@ -12,6 +12,7 @@
 #include "vkgrad/vk/vulkan.h"
 
 #include "vkgrad/vk/device_info.h"
+#include "vkgrad/vk/device_limits.h"
 
 namespace vkgrad::vk {
 
@@ -19,16 +20,6 @@ class Instance;
 class Allocator;
 class Staging;
 class KernelCache;
-
-// Device limits to lower (ContextOptions::limits); 0 leaves the device's.
-struct DeviceLimits {
-  uint64_t max_allocation_bytes = 0;      // maxMemoryAllocationSize
-  uint64_t max_storage_buffer_range = 0;  // maxStorageBufferRange
-  bool no_storage_16bit = false;          // as a device without storageBuffer16BitAccess
-  bool any() const {
-    return max_allocation_bytes || max_storage_buffer_range || no_storage_16bit;
-  }
-};
 
 struct ContextOptions {
   bool validation = false;  // Khronos validation layer + debug messenger
@@ -52,19 +43,16 @@ struct ContextOptions {
   // Limits below the device's, so that the paths past them (an activation arena over several
   // allocations, a tensor too large for one binding, no 16-bit storage) run and are tested on
   // any device: the Context's DeviceInfo reports the lower value and everything in the engine
-  // obeys it. 0: the device's own. Also from VKGRAD_LIMITS (parseDeviceLimits).
+  // obeys it. 0: the device's own. VKGRAD_LIMITS (parseDeviceLimits) applies too: the lower wins.
   DeviceLimits limits;
+  // A named device profile imposed under `limits` (deviceProfile: "vulkan12-minimum",
+  // "mobile"). Empty: the VKGRAD_DEVICE_PROFILE environment variable if set, else none.
+  std::string profile;
 };
 
 // "512M" / "2G" / "1048576" (K, M, G, T: powers of 1024) in bytes; throws Error naming
 // `source` for anything else, or 0.
 uint64_t parseMemorySize(const std::string& text, const std::string& source);
-
-// "allocation=1M,storage=64K,storage16=off": comma-separated limits to lower (sizes as
-// parseMemorySize's; storage is maxStorageBufferRange, allocation maxMemoryAllocationSize;
-// storage16=off takes 16-bit storage buffers away). Throws Error naming `source` for an
-// unknown name or a bad value.
-DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source);
 
 // The selector these options give selectDevice, as Context applies it: options.device, else
 // VKGRAD_DEVICE, else none. For showing the choice without creating a device (vkgrad-info).

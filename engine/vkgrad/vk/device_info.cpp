@@ -126,6 +126,11 @@ void readLimits(const VkPhysicalDeviceLimits& limits, DeviceInfo& info) {
   info.min_texel_offset_alignment = limits.minTexelBufferOffsetAlignment;
   info.min_uniform_offset_alignment = limits.minUniformBufferOffsetAlignment;
   info.max_push_constants = limits.maxPushConstantsSize;
+  info.max_storage_buffers = limits.maxPerStageDescriptorStorageBuffers;
+  info.max_uniform_buffers = limits.maxPerStageDescriptorUniformBuffers;
+  info.max_sampled_images = limits.maxPerStageDescriptorSampledImages;
+  info.max_storage_images = limits.maxPerStageDescriptorStorageImages;
+  info.max_resources = limits.maxPerStageResources;
   info.timestamp_period_ns = limits.timestampPeriod;
 }
 

@@ -45,6 +45,9 @@ struct DeviceInfo {
   uint64_t min_texel_offset_alignment = 0;
   uint64_t min_uniform_offset_alignment = 0;
   uint32_t max_push_constants = 0;
+  // Descriptors one compute stage may bind, by kind (texel views count as images).
+  uint32_t max_storage_buffers = 0, max_uniform_buffers = 0;
+  uint32_t max_sampled_images = 0, max_storage_images = 0, max_resources = 0;
   float timestamp_period_ns = 0;  // nanoseconds per timestamp tick
   std::vector<MemoryHeap> heaps;
   bool fp16 = false, int8 = false, fp64 = false, int64 = false;
@@ -64,12 +67,20 @@ struct DeviceInfo {
   // lists it must be created with it enabled, which the Context does.
   bool portability_subset = false;
 
+  // The device profile the engine imposes on this device (vk/device_limits.h), "" for none.
+  std::string profile;
+
   // Compute queue: a compute-only family when there is one.
   uint32_t compute_family = UINT32_MAX;
   bool compute_only_family = false;
   uint32_t timestamp_valid_bits = 0;  // 0: no timestamps on that queue
 
   bool isCpu() const { return type == DeviceType::Cpu; }
+  // The name for messages: "llvmpipe (...)", with " under device profile mobile" when one is
+  // imposed, so that a refusal says it is the profile's.
+  std::string label() const {
+    return profile.empty() ? name : name + " under device profile " + profile;
+  }
   // A workgroup of subgroup_size invocations is always one whole subgroup.
   bool fixedSubgroupSize() const {
     return subgroup_size > 0 && min_subgroup_size == subgroup_size &&

@@ -2,8 +2,11 @@
 
 #include <volk.h>
 
+#include <algorithm>
+
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"
+#include "vkgrad/vk/kernel_fit.h"
 #include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::vk {
@@ -81,12 +84,10 @@ const Kernel& KernelCache::get(std::string_view name, std::span<const SpecConsta
 
   const VolkDeviceTable& vk = context_.vk();
   VkDevice device = context_.device();
-  const DeviceInfo& info = context_.info();
-  for (int axis = 0; axis < 3; ++axis)
-    if (kernel->layout_.local_size[axis] > info.max_workgroup_size[axis])
-      throw Error("kernel '" + kernel->name_ + "': workgroup size " +
-                  std::to_string(kernel->layout_.local_size[axis]) + " exceeds the device limit " +
-                  std::to_string(info.max_workgroup_size[axis]));
+  KernelNeeds needs = readKernelNeeds(
+      kernel->name_, {source.embedded->words, source.embedded->word_count}, declared, bits);
+  std::copy(kernel->layout_.local_size, kernel->layout_.local_size + 3, needs.local_size);
+  requireKernelFits(kernel->name_, needs, kernel->layout_.bindings, context_.info());
 
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (const BindingInfo& b : kernel->layout_.bindings)
