@@ -3,6 +3,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdio>
+#include <exception>
 
 #include "train_circles.h"
 
@@ -13,11 +14,19 @@ int main() {
     std::printf("consumer: the loader's vkEnumerateInstanceVersion failed\n");
     return 1;
   }
-  vkgrad::vk::ContextOptions options;
-  options.validation = true;
-  vkgrad::vk::Context context(options);
-  const bool learned = trainCircles(context, "consumer");
-  std::printf("consumer: loader %u.%u, %zu validation messages\n", VK_API_VERSION_MAJOR(version),
-              VK_API_VERSION_MINOR(version), context.validationMessages().size());
-  return learned && context.validationMessages().empty() ? 0 : 1;
+  // The engine reports what it cannot do (no device, a device it cannot use, a shape it
+  // refuses) as exceptions derived from std::exception, with a message to show as it is.
+  try {
+    vkgrad::vk::ContextOptions options;
+    options.validation = true;
+    vkgrad::vk::Context context(options);
+    const bool learned = trainCircles(context, "consumer");
+    std::printf("consumer: loader %u.%u, %zu validation messages\n",
+                VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version),
+                context.validationMessages().size());
+    return learned && context.validationMessages().empty() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::printf("consumer: %s\n", e.what());
+    return 1;
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 #include "train_circles.h"
@@ -95,7 +96,7 @@ int main() {
   const PFN_vkQueueSubmit app_submit = vkQueueSubmit;
 
   bool learned = false;
-  {
+  try {
     vkgrad::vk::ExternalDevice external;
     external.instance = instance;
     external.physical_device = physical[0];
@@ -108,6 +109,9 @@ int main() {
     // the app's stays as it was.
     vkgrad::vk::Context own;
     learned = trainCircles(own, "consumer_volk (vkgrad's own device)") && learned;
+  } catch (const std::exception& e) {
+    std::printf("consumer_volk: %s\n", e.what());  // the app goes on and cleans up
+    learned = false;
   }
   if (volkGetLoadedInstance() != instance || volkGetLoadedDevice() != device ||
       vkQueueSubmit != app_submit)
