@@ -88,8 +88,11 @@ layout(constant_id = 9) const bool ACT_GRAD = false;
 layout(constant_id = 10) const bool EPI_VEC4 = false;
 layout(constant_id = 11) const bool RESIDUAL = false;
 layout(constant_id = 12) const uint ACT_FWD = 0;  // 0: none, 1: C = f(...), 2: and pre
-
-const uint TM = 16;  // rows of C per workgroup (all lanes hold all of them)
+// Rows of C per workgroup (all lanes hold all of them): 16, or M rounded up to a power of two
+// where M is smaller (a decoding step's one-row products would otherwise compute 16 rows, 15
+// of them clamped copies). At least 4 with A_MVEC4 (which needs M % 4 == 0). Each row's sums
+// are the same whatever TM is: the bits do not change.
+layout(constant_id = 13) const uint TM = 16;
 const uint TN4 = 2;  // vec4 columns of C per lane: columns 8l .. 8l+7 of the tile for lane l
 const uint BK = 4;   // k per step of the main loop: one RGBA32F texel of A
 const uint SLOTS = (TM + SG - 1) / SG;  // rows of A each lane fetches

@@ -120,14 +120,14 @@ TEST_F(KernelTest, ConstantsReachTheirNamedIdsInAnyOrder) {
 
 // Every mismatch between the caller's constants and the shader's is an Error naming the
 // kernel and the constant when the pipeline is asked for, and no pipeline is made.
-// matmul/texel: uint SG (constant_id 0, also the workgroup size) and 12 more.
+// matmul/texel: uint SG (constant_id 0, also the workgroup size) and 13 more.
 class KernelSpecTest : public KernelTest {
  protected:
   static vk::SpecConstants texelSpec() {
     return {{"SG", 8u},         {"A_VEC4", true},      {"B_VEC4", true},    {"B_KVEC4", false},
             {"A_MVEC4", false}, {"ACCUMULATE", false}, {"C_VEC4", false},   {"COLSUM", false},
             {"KIND", 0u},       {"ACT_GRAD", false},   {"EPI_VEC4", false}, {"RESIDUAL", false},
-            {"ACT_FWD", 0u},    {"A_dtype", 0u},       {"B_dtype", 0u},     {"c_dtype", 0u},
+            {"ACT_FWD", 0u},    {"TM", 16u},          {"A_dtype", 0u},       {"B_dtype", 0u},     {"c_dtype", 0u},
             {"bias_dtype", 0u}, {"colsum_dtype", 0u},  {"Epi_dtype", 0u},   {"pre_dtype", 0u}};
   }
   // The message of the Error get() throws, which must leave the cache as it was.

@@ -77,10 +77,10 @@ TEST(SpirvReflect, RealKernelConstantsByGlslName) {
       namesOf(layout),
       (std::vector<std::string>{
           "SG",      "A_VEC4",  "B_VEC4",     "B_KVEC4",      "A_MVEC4",   "ACCUMULATE", "C_VEC4",
-          "COLSUM",  "KIND",    "ACT_GRAD",   "EPI_VEC4",     "RESIDUAL",  "ACT_FWD",    "A_dtype",
+          "COLSUM",  "KIND",    "ACT_GRAD",   "EPI_VEC4",     "RESIDUAL",  "ACT_FWD",    "TM",      "A_dtype",
           "B_dtype", "c_dtype", "bias_dtype", "colsum_dtype", "Epi_dtype", "pre_dtype"}));
   for (uint32_t i = 0; i < layout.spec_constants.size(); ++i)
-    EXPECT_EQ(layout.spec_constants[i].id, i < 13 ? i : 100 + (i - 13));
+    EXPECT_EQ(layout.spec_constants[i].id, i < 14 ? i : 100 + (i - 14));
   EXPECT_EQ(layout.local_size_id[0], 0u);
   const vk::SpecConstantInfo& sg = layout.spec_constants[0];
   EXPECT_EQ(sg.type, SpecType::Uint);

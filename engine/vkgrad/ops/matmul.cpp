@@ -6,6 +6,7 @@
 #include "vkgrad/ops/matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -75,6 +76,10 @@ Split splitFor(int64_t m, int64_t n, int64_t k, int64_t batch) {
 
 // Texel variant: rows of C per workgroup, and columns per lane (see shaders/matmul/texel.comp).
 constexpr uint32_t kTexelRows = 16, kTexelLaneColumns = 8;
+// Fewer rows per workgroup for a product of fewer rows (its TM): one-row decoding steps.
+uint32_t texelRows(uint32_t m) {
+  return m >= kTexelRows ? kTexelRows : std::bit_ceil(std::max(m, 1u));
+}
 
 // One operand of a product as the kernels address it: a (batch, rows, cols) array of
 // elements of `view`, element (z, r, c) at start + z*s_batch + r*s_row + c*s_col. Transposes
@@ -473,6 +478,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
   if (epi_vec4) epi.arg.texel = texelFormat(epi_view->dtype, true, s16);
   const vk::Kernel& kernel = floatKernel(context, "matmul/texel",
                                          {{"SG", sg},
+                                          {"TM", texelRows(m)},
                                           {"A_VEC4", a_vec4},
                                           {"B_VEC4", b_vec4},
                                           {"B_KVEC4", b_kvec4},
@@ -499,7 +505,7 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
   if (p.act_fwd) push.act_param = p.act_fwd->param, push.pre_off = pre.skip;
   const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, colsum.arg, epi.arg, pre.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, kTexelLaneColumns * sg),
-                     vk::divUp(m, kTexelRows), uint32_t(p.batch));
+                     vk::divUp(m, texelRows(m)), uint32_t(p.batch));
 }
 
 // The Coopmat kernel (tensor cores), or under Auto Vector's split-K for a product too small
