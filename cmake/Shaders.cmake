@@ -9,15 +9,21 @@
 # "<name>.s16" with STORAGE16 defined: its variant for 16-bit tensors (ops/storage.h picks
 # it). The include is looked for when CMake configures, and every .comp is a configure
 # dependency, so adding it re-runs the check.
+#
+# A kernel whose .comp enables GL_KHR_shader_subgroup_arithmetic (the row reductions of
+# shaders/common/reduce.glsl) is compiled again as "<name>.nsa" (and "<name>.s16.nsa") with
+# NO_SUBGROUP_ARITHMETIC defined: the reductions through shared memory only, for a device
+# without subgroup arithmetic (ops/storage.h picks it).
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(SPIRV_VAL spirv-val REQUIRED)
 
-# Whether src includes common/storage.glsl itself (a body shared with a texel variant is
-# included after it).
-function(vkgrad_includes_storage src out)
+# Whether a line of src matches regex (a configure dependency, so editing src re-checks):
+# "^#include \"common/storage.glsl\"" (a body shared with a texel variant is included after
+# it), "^#extension GL_KHR_shader_subgroup_arithmetic".
+function(vkgrad_source_has src regex out)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
-  file(STRINGS "${src}" found REGEX "^#include \"common/storage.glsl\"")
+  file(STRINGS "${src}" found REGEX "${regex}")
   if(found)
     set(${out} TRUE PARENT_SCOPE)
   else()
@@ -38,9 +44,16 @@ function(vkgrad_embed_shaders target shader_root)
     file(RELATIVE_PATH rel "${shader_root}" "${src}")
     string(REGEX REPLACE "\\.comp$" "" name "${rel}")
     list(APPEND variants "${src}|${name}|")
-    vkgrad_includes_storage("${src}" has_storage)
+    vkgrad_source_has("${src}" "^#include \"common/storage.glsl\"" has_storage)
+    vkgrad_source_has("${src}" "^#extension GL_KHR_shader_subgroup_arithmetic" has_arithmetic)
     if(has_storage)
       list(APPEND variants "${src}|${name}.s16|-DSTORAGE16")
+    endif()
+    if(has_arithmetic)
+      list(APPEND variants "${src}|${name}.nsa|-DNO_SUBGROUP_ARITHMETIC")
+    endif()
+    if(has_storage AND has_arithmetic)
+      list(APPEND variants "${src}|${name}.s16.nsa|-DSTORAGE16,-DNO_SUBGROUP_ARITHMETIC")
     endif()
   endforeach()
   foreach(variant IN LISTS variants)
@@ -51,6 +64,7 @@ function(vkgrad_embed_shaders target shader_root)
     set(defines)
     if(n_parts GREATER 2)
       list(GET parts 2 defines)
+      string(REPLACE "," ";" defines "${defines}")
     endif()
     # A source is the main dependency of one rule only: its f32 build.
     set(dependency MAIN_DEPENDENCY)

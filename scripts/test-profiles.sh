@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite again on smaller devices than this one, by believing the device offers less
 # (vk/device_limits.h): the mobile profile (256 invocations, 32 KiB of shared memory, no fp64,
-# no 16-bit storage), workgroups of 128 invocations with 16 KiB of shared memory (the Vulkan
-# minimums for compute, every other limit this device's), and the vulkan12-minimum profile
+# no 16-bit storage), workgroups of 128 invocations with 16 KiB of shared memory and no
+# subgroup arithmetic (the Vulkan minimums for compute, every other limit this device's),
+# and the vulkan12-minimum profile
 # (every limit at the Vulkan 1.2 minimum, no optional feature). Kernels pick variants that
 # fit, or the engine refuses by name; a test that fails must fail with such a refusal.
 #
@@ -20,7 +21,7 @@ for run in "${runs[@]}"; do
   unset VKGRAD_DEVICE_PROFILE VKGRAD_LIMITS
   case "$run" in
     mobile | vulkan12-minimum) export VKGRAD_DEVICE_PROFILE="$run" ;;
-    small-workgroups) export VKGRAD_LIMITS="invocations=128,shared=16K" ;;
+    small-workgroups) export VKGRAD_LIMITS="invocations=128,shared=16K,subgroup-arithmetic=off" ;;
     *) echo "test-profiles.sh: unknown run '$run'" >&2; exit 2 ;;
   esac
   echo "== $run (VKGRAD_DEVICE_PROFILE=${VKGRAD_DEVICE_PROFILE:-} VKGRAD_LIMITS=${VKGRAD_LIMITS:-})"

@@ -55,11 +55,13 @@ MaxSum maxSumCombine(MaxSum a, MaxSum b) {
   return MaxSum(m, a.s * exp(a.m - m) + b.s * exp(b.m - m));
 }
 
+#ifndef NO_SUBGROUP_ARITHMETIC
 // The combined pair of the whole subgroup, in every lane. Call from uniform control flow.
 MaxSum subgroupMaxSum(MaxSum a) {
   const float m = subgroupMax(a.m);
   const float scaled = m == kNegInf ? 0.0 : a.s * exp(a.m - m);
   return MaxSum(m, subgroupAdd(scaled));
 }
+#endif
 
 #endif

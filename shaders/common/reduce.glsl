@@ -13,6 +13,11 @@
 //    with barriers runs its invocations as coroutines). Should the device split the
 //    workgroup anyway, the reductions return NaN rather than a silently partial result.
 // Every function here must be called from uniform control flow (they contain barriers).
+//
+// NO_SUBGROUP_ARITHMETIC (the ".nsa" build, for a device without subgroup arithmetic): every
+// invocation stores its value and each reads all of them in the same order, so all get the
+// same bits (kOneSubgroup changes nothing there). W reads per invocation: a fallback, not
+// a fast path.
 #ifndef VKGRAD_COMMON_REDUCE_GLSL
 #define VKGRAD_COMMON_REDUCE_GLSL
 
@@ -20,6 +25,39 @@
 
 shared float reduce_scratch_a[gl_WorkGroupSize.x];
 shared float reduce_scratch_b[gl_WorkGroupSize.x];
+
+#ifdef NO_SUBGROUP_ARITHMETIC
+
+float workgroupSum(float v) {
+  barrier();  // the previous reduction's readers are done with the scratch slots
+  reduce_scratch_a[gl_LocalInvocationID.x] = v;
+  barrier();
+  float total = reduce_scratch_a[0];
+  for (uint i = 1; i < gl_WorkGroupSize.x; ++i) total += reduce_scratch_a[i];
+  return total;
+}
+
+float workgroupMax(float v) {
+  barrier();
+  reduce_scratch_a[gl_LocalInvocationID.x] = v;
+  barrier();
+  float total = reduce_scratch_a[0];
+  for (uint i = 1; i < gl_WorkGroupSize.x; ++i) total = max(total, reduce_scratch_a[i]);
+  return total;
+}
+
+MaxSum workgroupMaxSum(MaxSum v) {
+  barrier();
+  reduce_scratch_a[gl_LocalInvocationID.x] = v.m;
+  reduce_scratch_b[gl_LocalInvocationID.x] = v.s;
+  barrier();
+  MaxSum total = MaxSum(reduce_scratch_a[0], reduce_scratch_b[0]);
+  for (uint i = 1; i < gl_WorkGroupSize.x; ++i)
+    total = maxSumCombine(total, MaxSum(reduce_scratch_a[i], reduce_scratch_b[i]));
+  return total;
+}
+
+#else
 
 // The promise of kOneSubgroup holds (always true when kOneSubgroup is false).
 bool reduceIsWhole() { return !kOneSubgroup || gl_NumSubgroups == 1; }
@@ -62,4 +100,5 @@ MaxSum workgroupMaxSum(MaxSum v) {
   return total;
 }
 
+#endif  // NO_SUBGROUP_ARITHMETIC
 #endif

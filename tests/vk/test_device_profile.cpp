@@ -6,10 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include "common/compare.h"
+#include "common/device_tensor.h"
+#include "common/random.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/softmax.h"
+#include "vkgrad/ops/softmax.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/kernel_fit.h"
+#include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::test {
@@ -150,6 +156,37 @@ TEST(KernelFit, AKernelPastWhatTheContextBelievesIsRefusedNamingTheLimit) {
   expectRefused(mobile, "convert/convert.s16",
                 {{"local_size_x", 64u}, {"src_dtype", 1u}, {"dst_dtype", 0u}},
                 "needs storageBuffer16BitAccess, which");
+}
+
+// Without subgroup arithmetic the row kernels take their ".nsa" builds, whose reductions go
+// through shared memory alone (shaders/common/reduce.glsl): the capability check would refuse
+// the usual builds, so a right answer here is the fallback's. Every softmax layout (one
+// subgroup or a workgroup per row, storage or texel reads) on rows of 1 to 1,000 columns,
+// against the double reference at the softmax tests' tolerance.
+TEST(SubgroupArithmeticOff, RowKernelsTakeTheSharedMemoryReductions) {
+  vk::Context context = profiled("none", "subgroup-arithmetic=off");
+  ASSERT_FALSE(context.info().subgroup_arithmetic);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const int64_t n : {1, 7, 64, 300, 1000}) {
+    const ops::Shape shape{5, n};
+    const std::vector<float> x = rng.uniform(size_t(5 * n), -4.0f, 4.0f);
+    std::vector<float> want(x.size());
+    ops::ref::softmax(x.data(), want.data(), shape.rows(), shape.back());
+    for (const ops::SoftmaxVariant variant :
+         {ops::SoftmaxVariant::Auto, ops::SoftmaxVariant::WorkgroupStorage,
+          ops::SoftmaxVariant::WorkgroupTexel, ops::SoftmaxVariant::SubgroupStorage,
+          ops::SoftmaxVariant::SubgroupTexel}) {
+      SCOPED_TRACE(std::string(ops::softmaxVariantName(variant)) + ", n " + std::to_string(n));
+      DeviceTensor dx = upload(context, shape, x);
+      DeviceTensor dy = poisoned(context, shape);
+      vk::Recorder rec(context);
+      ops::softmax(rec, dx.view(), dy.view(), variant);
+      rec.submit();
+      EXPECT_TRUE(allClose(download(context, dy), want, 2e-6));
+    }
+  }
+  EXPECT_TRUE(context.validationMessages().empty());
 }
 
 }  // namespace

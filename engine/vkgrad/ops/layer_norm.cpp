@@ -138,8 +138,6 @@ void checkDevice(const vk::Context& context, const std::string& op, const Tensor
         throw ShapeError(op + ": the texel variants read f32 views of at most the device's " +
                          "maxTexelBufferElements (" +
                          std::to_string(info.max_texel_buffer_elements) + ")");
-  if (!info.subgroup_arithmetic)
-    throw Error(op + ": " + info.label() + " has no subgroup arithmetic in compute shaders");
 }
 
 void checkArgs(const vk::Context& context, const TensorView& x, const TensorView& gamma,

@@ -85,9 +85,6 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
     throw ShapeError(std::string(op) + ": " + softmaxVariantName(variant) +
                      ": an input does not fit an R32F texel view (f32, maxTexelBufferElements " +
                      std::to_string(context.info().max_texel_buffer_elements) + ")");
-  if (!context.info().subgroup_arithmetic)
-    throw Error(std::string(op) + ": " + context.info().label() +
-                " has no subgroup arithmetic in compute shaders");
   if (variant == SoftmaxVariant::Auto) variant = softmaxVariantFor(context, texels_fit, int64_t(n));
   SoftmaxLayout layout;
   layout.texel = usesTexels(variant);

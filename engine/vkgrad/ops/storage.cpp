@@ -5,6 +5,7 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/shader_registry.h"
 
 namespace vkgrad::ops {
 
@@ -30,11 +31,16 @@ const vk::Kernel& floatKernel(vk::Context& context, std::string_view name,
     constants.push_back({f.constant, storageCode(f.dtype)});
     half = half || f.dtype != DType::F32;
   }
-  if (!half) return context.kernels().get(name, constants);
-  if (!context.info().storage_16bit)
-    throw Error(std::string(name) + ": 16-bit tensors need storageBuffer16BitAccess, which " +
-                context.info().label() + " does not offer; run in f32");
-  return context.kernels().get(std::string(name) + ".s16", constants);
+  std::string built(name);
+  if (half) {
+    if (!context.info().storage_16bit)
+      throw Error(std::string(name) + ": 16-bit tensors need storageBuffer16BitAccess, which " +
+                  context.info().label() + " does not offer; run in f32");
+    built += ".s16";
+  }
+  // The row kernels' reductions through shared memory alone (shaders/common/reduce.glsl).
+  if (!context.info().subgroup_arithmetic && vk::findShader(built + ".nsa")) built += ".nsa";
+  return context.kernels().get(built, constants);
 }
 
 }  // namespace vkgrad::ops

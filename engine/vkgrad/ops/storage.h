@@ -26,9 +26,11 @@ struct FloatFormat {
 // The value a FLOATS binding's `<name>_dtype` constant takes: 0 f32, 1 f16, 2 bf16.
 uint32_t storageCode(DType dtype);
 
-// The pipeline of `name` (or of "<name>.s16" when any format is 16-bit) with `constants`
-// plus one `<name>_dtype` constant per float binding. Throws Error naming the kernel and the
-// missing feature on a device without storageBuffer16BitAccess, before anything is recorded.
+// The pipeline of `name` (or of "<name>.s16" when any format is 16-bit; with ".nsa" after
+// either, where the kernel has that build, on a device without subgroup arithmetic) with
+// `constants` plus one `<name>_dtype` constant per float binding. Throws Error naming the
+// kernel and the missing feature on a device without storageBuffer16BitAccess, before
+// anything is recorded.
 const vk::Kernel& floatKernel(vk::Context& context, std::string_view name,
                               vk::SpecConstants constants,
                               std::initializer_list<FloatFormat> formats);

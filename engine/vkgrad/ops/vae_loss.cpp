@@ -60,10 +60,6 @@ void recordRows(vk::Recorder& rec, const char* op, uint32_t kind, const char* a_
   checkAlias(op, "rows", rows, b_name, b, false);
   checkAlias(op, "mean", mean, "rows", rows, false);
   vk::Context& ctx = rec.context();
-  // The row sums reduce with subgroupAdd, as the other row kernels do.
-  if (!ctx.info().subgroup_arithmetic)
-    throw Error(std::string(op) + ": " + ctx.info().label() +
-                " has no subgroup arithmetic in compute shaders");
   const Bound ba = bindStorage(ctx, a), bb = bindStorage(ctx, b), br = bindStorage(ctx, rows);
   const int64_t n_rows = rows_shape[0];
   const RowsPush push{uint32_t(n_rows), uint32_t(a.shape.numel() / n_rows), ba.skip, bb.skip,

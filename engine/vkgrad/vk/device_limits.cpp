@@ -13,7 +13,8 @@ bool DeviceLimits::any() const {
          max_texel_buffer_elements || max_workgroup_invocations || max_workgroup_size[0] ||
          max_workgroup_count[0] || max_shared_memory || max_storage_buffers ||
          max_uniform_buffers || max_sampled_images || max_storage_images || max_resources ||
-         min_offset_alignment || no_storage_16bit || no_fp64 || no_optional;
+         min_offset_alignment || no_storage_16bit || no_fp64 || no_subgroup_arithmetic ||
+         no_optional;
 }
 
 DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source) {
@@ -27,6 +28,10 @@ DeviceLimits parseDeviceLimits(const std::string& text, const std::string& sourc
     begin = end + 1;
     if (name == "storage16" && eq != std::string::npos && item.substr(eq + 1) == "off") {
       limits.no_storage_16bit = true;
+      continue;
+    }
+    if (name == "subgroup-arithmetic" && eq != std::string::npos && item.substr(eq + 1) == "off") {
+      limits.no_subgroup_arithmetic = true;
       continue;
     }
     if (name == "invocations" && eq != std::string::npos) {
@@ -44,8 +49,8 @@ DeviceLimits parseDeviceLimits(const std::string& text, const std::string& sourc
                                           : nullptr;
     if ((!slot && name != "shared") || eq == std::string::npos)
       throw Error(source + "='" + text + "': '" + item +
-                  "' is not allocation=SIZE, storage=SIZE, shared=SIZE, invocations=N or "
-                  "storage16=off (e.g. allocation=1M,storage=64K)");
+                  "' is not allocation=SIZE, storage=SIZE, shared=SIZE, invocations=N, "
+                  "storage16=off or subgroup-arithmetic=off (e.g. allocation=1M,storage=64K)");
     const uint64_t bytes = parseMemorySize(item.substr(eq + 1), source + " " + name);
     if (slot)
       *slot = bytes;
@@ -101,6 +106,7 @@ void lowerFeatures(DeviceInfo& info, const DeviceLimits& limits) {
     info.coopmat = false;  // its kernel reads 16-bit buffers
   }
   if (limits.no_fp64 || limits.no_optional) info.fp64 = false;
+  if (limits.no_subgroup_arithmetic) info.subgroup_arithmetic = false;
   if (limits.no_optional) {
     info.fp16 = info.int8 = info.int64 = info.storage_8bit = false;
     info.subgroup_shuffle = info.subgroup_arithmetic = false;

@@ -31,6 +31,7 @@ struct DeviceLimits {
   uint64_t min_offset_alignment = 0;       // raises min{Storage,Texel,Uniform}OffsetAlignment
   bool no_storage_16bit = false;           // as a device without storageBuffer16BitAccess
   bool no_fp64 = false;                    // shaderFloat64
+  bool no_subgroup_arithmetic = false;     // VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
   bool no_optional = false;                // no fp16/int8/fp64/int64 arithmetic, 8/16-bit storage,
                              // subgroup shuffle/arithmetic, subgroup size control, coopmat
   bool any() const;
@@ -39,7 +40,8 @@ struct DeviceLimits {
 // "allocation=1M,storage=64K,storage16=off": comma-separated limits to lower (sizes as
 // parseMemorySize's; storage is maxStorageBufferRange, allocation maxMemoryAllocationSize,
 // invocations maxComputeWorkGroupInvocations, shared maxComputeSharedMemorySize;
-// storage16=off takes 16-bit storage buffers away). Throws Error naming `source` for an
+// storage16=off takes 16-bit storage buffers away, subgroup-arithmetic=off subgroup
+// arithmetic). Throws Error naming `source` for an
 // unknown name or a bad value.
 DeviceLimits parseDeviceLimits(const std::string& text, const std::string& source);
 
