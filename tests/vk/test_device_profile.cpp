@@ -73,6 +73,23 @@ void expectRefused(vk::Context& context, const char* kernel, const vk::SpecConst
   EXPECT_EQ(context.kernels().size(), before);
 }
 
+TEST(DeviceProfile, LimitsParseTheComputeKeys) {
+  const vk::DeviceLimits l =
+      vk::parseDeviceLimits("invocations=128,shared=16K,subgroup-arithmetic=off", "x");
+  EXPECT_EQ(l.max_workgroup_invocations, 128u);
+  EXPECT_EQ(l.max_shared_memory, 16384u);
+  EXPECT_TRUE(l.no_subgroup_arithmetic);
+  for (const char* bad : {"invocations=", "invocations=12x", "invocations=0", "shared=1.5K",
+                          "subgroup-arithmetic=on"}) {
+    try {
+      vk::parseDeviceLimits(bad, "VKGRAD_LIMITS");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("VKGRAD_LIMITS"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(DeviceProfile, NamedProfilesLowerWhatTheContextBelieves) {
   vk::Context minimum = profiled("vulkan12-minimum");
   const vk::DeviceInfo& m = minimum.info();

@@ -1,6 +1,7 @@
 #include "vkgrad/vk/kernel_fit.h"
 
-#include <functional>
+#include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "vkgrad/vk/error.h"
@@ -31,7 +32,6 @@ enum : uint32_t {
   kOpSpecConstantOp = 52,
   kOpVariable = 59,
   kOpDecorate = 71,
-  kOpTypeCooperativeMatrixNV = 5358,
 };
 enum : uint32_t {
   kCompositeExtract = 81,
@@ -59,6 +59,33 @@ enum : uint32_t {
 };
 constexpr uint32_t kDecSpecId = 1, kStorageWorkgroup = 4;
 
+// The two-operand OpSpecConstantOp operations, on 32-bit values (a division by 0 gives 0:
+// the shader would be invalid anyway).
+struct BinaryOp {
+  uint32_t opcode;
+  uint32_t (*apply)(uint32_t a, uint32_t b);
+};
+constexpr BinaryOp kBinaryOps[] = {
+    {kIAdd, [](uint32_t a, uint32_t b) { return a + b; }},
+    {kISub, [](uint32_t a, uint32_t b) { return a - b; }},
+    {kIMul, [](uint32_t a, uint32_t b) { return a * b; }},
+    {kUDiv, [](uint32_t a, uint32_t b) { return b ? a / b : 0u; }},
+    {kSDiv, [](uint32_t a, uint32_t b) { return b ? uint32_t(int32_t(a) / int32_t(b)) : 0u; }},
+    {kUMod, [](uint32_t a, uint32_t b) { return b ? a % b : 0u; }},
+    {kLogicalOr, [](uint32_t a, uint32_t b) { return uint32_t(a || b); }},
+    {kLogicalAnd, [](uint32_t a, uint32_t b) { return uint32_t(a && b); }},
+    {kIEqual, [](uint32_t a, uint32_t b) { return uint32_t(a == b); }},
+    {kINotEqual, [](uint32_t a, uint32_t b) { return uint32_t(a != b); }},
+    {kUGreaterThan, [](uint32_t a, uint32_t b) { return uint32_t(a > b); }},
+    {kUGreaterThanEqual, [](uint32_t a, uint32_t b) { return uint32_t(a >= b); }},
+    {kULessThan, [](uint32_t a, uint32_t b) { return uint32_t(a < b); }},
+    {kULessThanEqual, [](uint32_t a, uint32_t b) { return uint32_t(a <= b); }},
+    {kShiftRightLogical, [](uint32_t a, uint32_t b) { return a >> (b & 31); }},
+    {kShiftLeftLogical, [](uint32_t a, uint32_t b) { return a << (b & 31); }},
+    {kBitwiseOr, [](uint32_t a, uint32_t b) { return a | b; }},
+    {kBitwiseAnd, [](uint32_t a, uint32_t b) { return a & b; }},
+};
+
 struct Reader {
   std::string kernel;
   std::map<uint32_t, uint64_t> scalar_bytes;                  // scalar type -> bytes
@@ -82,75 +109,18 @@ struct Reader {
     const std::vector<uint32_t>& w = op->second;
     const auto arg = [&](size_t i) { return value(w.at(i), depth + 1); };
     uint32_t r = 0;
-    switch (w[0]) {
-      case kCompositeExtract:
-        r = component(w.at(1), w.at(2));
-        break;
-      case kSNegate:
-        r = uint32_t(-int32_t(arg(1)));
-        break;
-      case kIAdd:
-        r = arg(1) + arg(2);
-        break;
-      case kISub:
-        r = arg(1) - arg(2);
-        break;
-      case kIMul:
-        r = arg(1) * arg(2);
-        break;
-      case kUDiv:
-        r = arg(2) ? arg(1) / arg(2) : 0;
-        break;
-      case kSDiv:
-        r = arg(2) ? uint32_t(int32_t(arg(1)) / int32_t(arg(2))) : 0;
-        break;
-      case kUMod:
-        r = arg(2) ? arg(1) % arg(2) : 0;
-        break;
-      case kLogicalOr:
-        r = arg(1) || arg(2);
-        break;
-      case kLogicalAnd:
-        r = arg(1) && arg(2);
-        break;
-      case kLogicalNot:
-        r = !arg(1);
-        break;
-      case kSelect:
-        r = arg(1) ? arg(2) : arg(3);
-        break;
-      case kIEqual:
-        r = arg(1) == arg(2);
-        break;
-      case kINotEqual:
-        r = arg(1) != arg(2);
-        break;
-      case kUGreaterThan:
-        r = arg(1) > arg(2);
-        break;
-      case kUGreaterThanEqual:
-        r = arg(1) >= arg(2);
-        break;
-      case kULessThan:
-        r = arg(1) < arg(2);
-        break;
-      case kULessThanEqual:
-        r = arg(1) <= arg(2);
-        break;
-      case kShiftRightLogical:
-        r = arg(1) >> (arg(2) & 31);
-        break;
-      case kShiftLeftLogical:
-        r = arg(1) << (arg(2) & 31);
-        break;
-      case kBitwiseOr:
-        r = arg(1) | arg(2);
-        break;
-      case kBitwiseAnd:
-        r = arg(1) & arg(2);
-        break;
-      default:
+    if (w[0] == kCompositeExtract) {
+      r = component(w.at(1), w.at(2));
+    } else if (w[0] == kSelect) {
+      r = arg(1) ? arg(2) : arg(3);
+    } else if (w[0] == kSNegate || w[0] == kLogicalNot) {
+      r = w[0] == kSNegate ? uint32_t(-int32_t(arg(1))) : uint32_t(!arg(1));
+    } else {
+      const auto* f = std::find_if(std::begin(kBinaryOps), std::end(kBinaryOps),
+                                   [&](const BinaryOp& b) { return b.opcode == w[0]; });
+      if (f == std::end(kBinaryOps))
         fail("OpSpecConstantOp " + std::to_string(w[0]) + " in an array length");
+      r = f->apply(arg(1), arg(2));
     }
     return values[id] = r;
   }
