@@ -34,7 +34,8 @@ for run in "${runs[@]}"; do
   failed="$(awk -f "$root/scripts/profile-refusals.awk" "$log")"
   total=$(grep -c "^Test \(Passed\|Failed\)\." "$log" || true)
   refused=$(printf '%s' "$failed" | grep -c . || true)
-  echo "$run: $((total - refused)) of $total tests passed, $refused refused, in $(($(date +%s) - start)) s"
+  seconds=$(($(date +%s) - start))
+  echo "$run: $((total - refused)) of $total tests passed, $refused refused, in $seconds s"
   if [[ -n "$failed" ]]; then
     echo "  refusals by what they name:"
     printf '%s\n' "$failed" | awk '{print $2}' | sort | uniq -c | sort -rn | sed 's/^/   /'

@@ -21,9 +21,8 @@ int main() {
     options.validation = true;
     vkgrad::vk::Context context(options);
     const bool learned = trainCircles(context, "consumer");
-    std::printf("consumer: loader %u.%u, %zu validation messages\n",
-                VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version),
-                context.validationMessages().size());
+    std::printf("consumer: loader %u.%u, %zu validation messages\n", VK_API_VERSION_MAJOR(version),
+                VK_API_VERSION_MINOR(version), context.validationMessages().size());
     return learned && context.validationMessages().empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::printf("consumer: %s\n", e.what());

@@ -68,10 +68,10 @@ class MatmulTest : public VkTest, public ::testing::WithParamInterface<ops::Matm
 TEST_P(MatmulTest, MatchesCpuOnOddShapes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const Shape3 shapes[] = {{1, 1, 1},     {7, 5, 3},      {33, 17, 65}, {1, 257, 31}, {129, 1, 7},
-                           {5, 6, 9},     {17, 19, 13},   {3, 8, 1},    {1, 4, 4},    {16, 64, 4},
-                           {70, 130, 36}, {257, 100, 96}, {23, 66, 18}, {40, 12, 5},
-                           {2, 9, 7},     {6, 40, 12}};
+  const Shape3 shapes[] = {{1, 1, 1},    {7, 5, 3},   {33, 17, 65},  {1, 257, 31},
+                           {129, 1, 7},  {5, 6, 9},   {17, 19, 13},  {3, 8, 1},
+                           {1, 4, 4},    {16, 64, 4}, {70, 130, 36}, {257, 100, 96},
+                           {23, 66, 18}, {40, 12, 5}, {2, 9, 7},     {6, 40, 12}};
   for (const Shape3& s : shapes) expectMatches(rng, s);
 }
 
@@ -320,8 +320,8 @@ class MatmulFlagsTest : public VkTest, public ::testing::WithParamInterface<ops:
   void expectTransposes(bool trans_a, bool trans_b) {
     Rng rng;
     SCOPED_TRACE(rng.describe());
-    const Shape3 shapes[] = {{17, 33, 9}, {8, 12, 16},  {1, 7, 5},  {33, 1, 4},
-                             {70, 20, 6}, {36, 20, 12}, {20, 12, 7}, {4, 12, 8}, {2, 5, 8}};
+    const Shape3 shapes[] = {{17, 33, 9},  {8, 12, 16}, {1, 7, 5},  {33, 1, 4}, {70, 20, 6},
+                             {36, 20, 12}, {20, 12, 7}, {4, 12, 8}, {2, 5, 8}};
     for (const Shape3& s : shapes) {
       Case cs{s.m, s.n, s.k};
       cs.trans_a = trans_a, cs.trans_b = trans_b;

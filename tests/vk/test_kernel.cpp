@@ -124,11 +124,12 @@ TEST_F(KernelTest, ConstantsReachTheirNamedIdsInAnyOrder) {
 class KernelSpecTest : public KernelTest {
  protected:
   static vk::SpecConstants texelSpec() {
-    return {{"SG", 8u},         {"A_VEC4", true},      {"B_VEC4", true},    {"B_KVEC4", false},
-            {"A_MVEC4", false}, {"ACCUMULATE", false}, {"C_VEC4", false},   {"COLSUM", false},
-            {"KIND", 0u},       {"ACT_GRAD", false},   {"EPI_VEC4", false}, {"RESIDUAL", false},
-            {"ACT_FWD", 0u},    {"TM", 16u},          {"A_dtype", 0u},       {"B_dtype", 0u},     {"c_dtype", 0u},
-            {"bias_dtype", 0u}, {"colsum_dtype", 0u},  {"Epi_dtype", 0u},   {"pre_dtype", 0u}};
+    return {{"SG", 8u},         {"A_VEC4", true},      {"B_VEC4", true},     {"B_KVEC4", false},
+            {"A_MVEC4", false}, {"ACCUMULATE", false}, {"C_VEC4", false},    {"COLSUM", false},
+            {"KIND", 0u},       {"ACT_GRAD", false},   {"EPI_VEC4", false},  {"RESIDUAL", false},
+            {"ACT_FWD", 0u},    {"TM", 16u},           {"A_dtype", 0u},      {"B_dtype", 0u},
+            {"c_dtype", 0u},    {"bias_dtype", 0u},    {"colsum_dtype", 0u}, {"Epi_dtype", 0u},
+            {"pre_dtype", 0u}};
   }
   // The message of the Error get() throws, which must leave the cache as it was.
   static std::string buildError(const vk::SpecConstants& spec) {

@@ -73,12 +73,12 @@ TEST(SpirvReflect, RealKernelWorkgroupSizeConstantsAreNamedByAxis) {
 // binding).
 TEST(SpirvReflect, RealKernelConstantsByGlslName) {
   const vk::ShaderLayout layout = reflectEmbedded("matmul/texel");
-  EXPECT_EQ(
-      namesOf(layout),
-      (std::vector<std::string>{
-          "SG",      "A_VEC4",  "B_VEC4",     "B_KVEC4",      "A_MVEC4",   "ACCUMULATE", "C_VEC4",
-          "COLSUM",  "KIND",    "ACT_GRAD",   "EPI_VEC4",     "RESIDUAL",  "ACT_FWD",    "TM",      "A_dtype",
-          "B_dtype", "c_dtype", "bias_dtype", "colsum_dtype", "Epi_dtype", "pre_dtype"}));
+  EXPECT_EQ(namesOf(layout),
+            (std::vector<std::string>{
+                "SG",           "A_VEC4",    "B_VEC4",   "B_KVEC4",  "A_MVEC4",  "ACCUMULATE",
+                "C_VEC4",       "COLSUM",    "KIND",     "ACT_GRAD", "EPI_VEC4", "RESIDUAL",
+                "ACT_FWD",      "TM",        "A_dtype",  "B_dtype",  "c_dtype",  "bias_dtype",
+                "colsum_dtype", "Epi_dtype", "pre_dtype"}));
   for (uint32_t i = 0; i < layout.spec_constants.size(); ++i)
     EXPECT_EQ(layout.spec_constants[i].id, i < 14 ? i : 100 + (i - 14));
   EXPECT_EQ(layout.local_size_id[0], 0u);
