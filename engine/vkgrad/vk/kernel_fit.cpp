@@ -96,6 +96,71 @@ struct Reader {
   std::map<uint32_t, uint32_t> values;                 // constants, specializations applied
   std::map<uint32_t, std::vector<uint32_t>> spec_ops;  // result -> (opcode, operands...)
   std::vector<uint32_t> workgroup_variables;           // their pointer types
+  std::map<uint32_t, uint32_t> spec_id;                // result id -> constant_id
+  std::map<uint32_t, uint32_t> spec_defaults;          // result id -> declared bits
+  std::vector<uint32_t> capabilities;                  // OpCapability operands
+
+  // Records one declaration of the module (instruction op with words w[0..count)).
+  void declare(uint32_t op, const uint32_t* w, uint32_t count) {
+    switch (op) {
+      case kOpCapability:
+        capabilities.push_back(w[1]);
+        break;
+      case kOpDecorate:
+        if (w[2] == kDecSpecId) spec_id[w[1]] = w[3];
+        break;
+      case kOpTypeBool:
+        scalar_bytes[w[1]] = 4;
+        break;
+      case kOpTypeInt:
+      case kOpTypeFloat:
+        scalar_bytes[w[1]] = w[2] / 8;
+        break;
+      case kOpTypeVector:
+      case kOpTypeMatrix:
+        vectors[w[1]] = {w[2], w[3]};
+        break;
+      case kOpTypeArray:
+        arrays[w[1]] = {w[2], w[3]};
+        break;
+      case kOpTypeStruct:
+        structs[w[1]] = std::vector<uint32_t>(w + 2, w + count);
+        break;
+      case kOpTypePointer:
+        if (w[2] == kStorageWorkgroup) pointee_of_workgroup_pointer[w[1]] = w[3];
+        break;
+      case kOpConstantTrue:
+        values[w[2]] = 1;
+        break;
+      case kOpConstantFalse:
+        values[w[2]] = 0;
+        break;
+      case kOpConstant:
+        values[w[2]] = w[3];
+        break;
+      case kOpSpecConstantTrue:
+        spec_defaults[w[2]] = 1;
+        break;
+      case kOpSpecConstantFalse:
+        spec_defaults[w[2]] = 0;
+        break;
+      case kOpSpecConstant:
+        spec_defaults[w[2]] = w[3];
+        break;
+      case kOpConstantComposite:
+      case kOpSpecConstantComposite:
+        composites[w[2]] = std::vector<uint32_t>(w + 3, w + count);
+        break;
+      case kOpSpecConstantOp:
+        spec_ops[w[2]] = std::vector<uint32_t>(w + 3, w + count);
+        break;
+      case kOpVariable:
+        if (w[3] == kStorageWorkgroup) workgroup_variables.push_back(w[1]);
+        break;
+      default:
+        break;
+    }
+  }
 
   [[noreturn]] void fail(const std::string& why) const {
     throw Error("kernel '" + kernel + "': " + why);
@@ -155,80 +220,22 @@ KernelNeeds readKernelNeeds(const std::string& kernel, std::span<const uint32_t>
                             std::span<const SpecConstantInfo> declared,
                             std::span<const uint32_t> bits) {
   Reader r{kernel};
-  KernelNeeds needs;
-  std::map<uint32_t, uint32_t> spec_id;        // result id -> constant_id
-  std::map<uint32_t, uint32_t> spec_defaults;  // result id -> declared bits
   for (size_t at = 5; at < words.size();) {
     const uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
     if (count == 0 || at + count > words.size()) r.fail("truncated SPIR-V");
     const uint32_t* w = &words[at];
-    switch (op) {
-      case kOpCapability:
-        needs.capabilities.push_back(w[1]);
-        break;
-      case kOpDecorate:
-        if (w[2] == kDecSpecId) spec_id[w[1]] = w[3];
-        break;
-      case kOpTypeBool:
-        r.scalar_bytes[w[1]] = 4;
-        break;
-      case kOpTypeInt:
-      case kOpTypeFloat:
-        r.scalar_bytes[w[1]] = w[2] / 8;
-        break;
-      case kOpTypeVector:
-      case kOpTypeMatrix:
-        r.vectors[w[1]] = {w[2], w[3]};
-        break;
-      case kOpTypeArray:
-        r.arrays[w[1]] = {w[2], w[3]};
-        break;
-      case kOpTypeStruct:
-        r.structs[w[1]] = std::vector<uint32_t>(w + 2, w + count);
-        break;
-      case kOpTypePointer:
-        if (w[2] == kStorageWorkgroup) r.pointee_of_workgroup_pointer[w[1]] = w[3];
-        break;
-      case kOpConstantTrue:
-        r.values[w[2]] = 1;
-        break;
-      case kOpConstantFalse:
-        r.values[w[2]] = 0;
-        break;
-      case kOpConstant:
-        r.values[w[2]] = w[3];
-        break;
-      case kOpSpecConstantTrue:
-        spec_defaults[w[2]] = 1;
-        break;
-      case kOpSpecConstantFalse:
-        spec_defaults[w[2]] = 0;
-        break;
-      case kOpSpecConstant:
-        spec_defaults[w[2]] = w[3];
-        break;
-      case kOpConstantComposite:
-      case kOpSpecConstantComposite:
-        r.composites[w[2]] = std::vector<uint32_t>(w + 3, w + count);
-        break;
-      case kOpSpecConstantOp:
-        r.spec_ops[w[2]] = std::vector<uint32_t>(w + 3, w + count);
-        break;
-      case kOpVariable:
-        if (w[3] == kStorageWorkgroup) r.workgroup_variables.push_back(w[1]);
-        break;
-      default:
-        break;
-    }
+    r.declare(op, w, count);
     at += count;
   }
-  for (const auto& [id, bits_default] : spec_defaults) {
+  for (const auto& [id, bits_default] : r.spec_defaults) {
     uint32_t v = bits_default;
-    if (auto sid = spec_id.find(id); sid != spec_id.end())
+    if (auto sid = r.spec_id.find(id); sid != r.spec_id.end())
       for (size_t i = 0; i < declared.size() && i < bits.size(); ++i)
         if (declared[i].id == sid->second) v = bits[i];
     r.values[id] = v;
   }
+  KernelNeeds needs;
+  needs.capabilities = r.capabilities;
   for (uint32_t pointer : r.workgroup_variables) {
     auto it = r.pointee_of_workgroup_pointer.find(pointer);
     if (it == r.pointee_of_workgroup_pointer.end()) r.fail("a Workgroup variable without a type");
