@@ -268,6 +268,16 @@ TEST(Context, ExternalDeviceIsCheckedBeforeUse) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("queue family 1000"), std::string::npos) << e.what();
   }
+  external.queue_family = host.queueFamily();
+  external.concurrent_families = {1000};
+  try {
+    vk::Context engine(external);
+    FAIL() << "concurrent family 1000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("concurrent family 1000"), std::string::npos) << e.what();
+  }
+  external.concurrent_families = {host.queueFamily()};  // one family in all: exclusive
+  EXPECT_TRUE(vk::Context(external).concurrentFamilies().empty());
   EXPECT_TRUE(host.validationMessages().empty());
 }
 

@@ -160,6 +160,11 @@ void Executor::recordPiece(size_t first, size_t end, bool last) {
   // After every use in the step (forward and backward masks agree): the next replay draws anew.
   const bool advance = last && graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
   if (advance) ops::rngAdvance(rec, view(graph_.rngState()));
+  if (last)
+    for (const auto& [t, family] : releases_) {
+      const ops::TensorView v = view(t);
+      rec.release(*v.buffer, v.offset, v.bytes(), family);
+    }
   // A profiled piece without the advance ends at its last node's timestamp.
   if (timed_)
     piece.ts_end = profiled_ && !advance && !piece.node_ts.empty() ? piece.node_ts.back().second
@@ -339,6 +344,24 @@ void Executor::readInto(Tensor t, void* out, size_t bytes) {
   checkKept(t);
   const ops::TensorView v = view(t);
   context_.staging().download(*v.buffer, v.offset, out, bytes);
+}
+
+void Executor::releaseAfterStep(Tensor t, uint32_t family) {
+  checkKept(t);
+  if (!context_.concurrentFamilies().empty()) return;  // shared: nothing to transfer
+  const TensorInfo& info = graph_.tensor(t);
+  // Refused on every device alike, the engine's own family included, so that an app finds
+  // out on one family what a device with two would do.
+  if (isPersistent(graph_.tensor(info.root)))
+    throw Error("executor: " + info.name +
+                " is persistent: the engine reads it again, so a queue family that also reads "
+                "it shares its buffer (ExternalDevice::concurrent_families) rather than taking "
+                "it over each step");
+  for (const auto& [released, to] : releases_)
+    if (released.id == t.id && to == family) return;
+  if (family == context_.queueFamily()) return;
+  releases_.emplace_back(t, family);
+  record();
 }
 
 vk::BufferRange Executor::buffer(Tensor t) const {

@@ -134,6 +134,15 @@ class Executor {
   // state) and marked outputs only, like read(). Valid while this Executor lives; its
   // contents change with every step.
   vk::BufferRange buffer(Tensor t) const;
+  // For an app that reads t on another queue family than the engine's (async compute, see
+  // vk::ExternalDevice): every step from now on ends by releasing buffer(t) to `family`, and
+  // the app acquires it (vk::acquireBarrier) before reading it. The engine takes the range
+  // back without a transfer when the next step writes it anew, so only marked outputs may be
+  // released (throws Error for a persistent tensor: parameters and state that the engine reads
+  // again need buffers shared CONCURRENT), and read(t) after a released step is the app's
+  // business. Nothing is recorded where `family` is the engine's own or buffers are concurrent
+  // (the persistent refusal stands on one family too, unless buffers are concurrent).
+  void releaseAfterStep(Tensor t, uint32_t family);
 
   const GraphPlan& plan() const { return plan_; }
   uint64_t arenaBytes() const { return plan_.memory.arena_bytes; }
@@ -172,6 +181,7 @@ class Executor {
   // Where each piece starts in the plan's order (the first at 0); one entry: no slicing.
   std::vector<size_t> piece_starts_{0};
   size_t next_piece_ = 0;  // submitPiece()'s
+  std::vector<std::pair<Tensor, uint32_t>> releases_;  // releaseAfterStep()'s, in call order
   bool timed_ = false, stepped_ = false, profiled_ = false;
 };
 

@@ -161,6 +161,19 @@ Context::Context(const ExternalDevice& external) {
   if (queue_family_ >= family_count || !(families[queue_family_].queueFlags & VK_QUEUE_COMPUTE_BIT))
     throw Error("ExternalDevice queue family " + std::to_string(queue_family_) +
                 " does not support compute");
+  for (uint32_t family : external.concurrent_families) {
+    if (family >= family_count)
+      throw Error("ExternalDevice concurrent family " + std::to_string(family) + " is not one of " +
+                  info_.name + "'s " + std::to_string(family_count) + " queue families");
+    if (std::find(concurrent_families_.begin(), concurrent_families_.end(), family) ==
+        concurrent_families_.end())
+      concurrent_families_.push_back(family);
+  }
+  if (!concurrent_families_.empty() &&
+      std::find(concurrent_families_.begin(), concurrent_families_.end(), queue_family_) ==
+          concurrent_families_.end())
+    concurrent_families_.insert(concurrent_families_.begin(), queue_family_);
+  if (concurrent_families_.size() < 2) concurrent_families_.clear();  // one family: exclusive
   info_.compute_family = queue_family_;
   info_.compute_only_family = !(families[queue_family_].queueFlags & VK_QUEUE_GRAPHICS_BIT);
   info_.timestamp_valid_bits = families[queue_family_].timestampValidBits;

@@ -63,6 +63,13 @@ DeviceSelector deviceSelector(const ContextOptions& options);
 // queue_family that supports compute. The engine submits to that queue from the thread that
 // uses the Context; the app must not submit to the same VkQueue from another thread at the
 // same time (Vulkan's external synchronisation rule for queues).
+//
+// The engine's queue may be of another family than the app's (a compute-only family beside
+// the graphics one: async compute). Its buffers are then the engine family's alone
+// (VK_SHARING_MODE_EXCLUSIVE) and a result the app reads on its family moves over with a
+// release and an acquire (Executor::releaseAfterStep, acquireBarrier below); or, with
+// concurrent_families, every buffer is shared with those families (VK_SHARING_MODE_CONCURRENT)
+// and needs no transfer, only the semaphores that order the work. README, "Queues".
 struct ExternalDevice {
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical_device = VK_NULL_HANDLE;
@@ -70,6 +77,9 @@ struct ExternalDevice {
   uint32_t queue_family = 0;
   uint32_t queue_index = 0;
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  // Other queue families whose queues use the engine's buffers (the app's graphics family);
+  // empty: exclusive buffers. queue_family itself may be listed; one family in all is exclusive.
+  std::vector<uint32_t> concurrent_families;
 };
 
 // A semaphore the engine's next submission waits for before `stages` run: the app's timeline
@@ -86,14 +96,33 @@ struct SemaphoreSignal {
 };
 
 // Where an engine tensor lives, for an app's own shaders and copies: `bytes` from `offset` of
-// `buffer` (a storage buffer, exclusive to the Context's queue family; an app that reads it
-// from another family transfers ownership as Vulkan describes). Valid as long as the object
-// that handed it out (Executor, ParameterStore) lives.
+// `buffer` (a storage buffer, exclusive to the Context's queue family unless it was created
+// with ExternalDevice::concurrent_families). Valid as long as the object that handed it out
+// (Executor, ParameterStore) lives.
 struct BufferRange {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0;
   VkDeviceSize bytes = 0;
 };
+
+// The app's half of a queue-family ownership transfer the engine released
+// (Executor::releaseAfterStep): record it with vkCmdPipelineBarrier in a command buffer of
+// family `to`, submitted after waiting for the engine's timeline value, before the commands
+// that read the range with `dst_access` at dstStageMask (srcStageMask: the stages the
+// semaphore wait names, or TOP_OF_PIPE). `from` is the engine's family
+// (Context::queueFamily()).
+inline VkBufferMemoryBarrier acquireBarrier(const BufferRange& range, uint32_t from, uint32_t to,
+                                            VkAccessFlags dst_access) {
+  VkBufferMemoryBarrier barrier{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  barrier.srcAccessMask = 0;  // ignored by an acquire
+  barrier.dstAccessMask = dst_access;
+  barrier.srcQueueFamilyIndex = from;
+  barrier.dstQueueFamilyIndex = to;
+  barrier.buffer = range.buffer;
+  barrier.offset = range.offset;
+  barrier.size = range.bytes;
+  return barrier;
+}
 
 class Context {
  public:
@@ -110,6 +139,9 @@ class Context {
   VkPhysicalDevice physicalDevice() const { return physical_; }
   VkQueue queue() const { return queue_; }
   uint32_t queueFamily() const { return queue_family_; }
+  // The families every engine buffer is shared with (VK_SHARING_MODE_CONCURRENT, this one's
+  // included): ExternalDevice::concurrent_families; empty: exclusive buffers.
+  const std::vector<uint32_t>& concurrentFamilies() const { return concurrent_families_; }
   const DeviceInfo& info() const { return info_; }
   const Instance& instance() const { return *instance_; }
   bool ownsDevice() const { return owns_device_; }
@@ -157,6 +189,7 @@ class Context {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  std::vector<uint32_t> concurrent_families_;
   bool owns_device_ = false;
   bool fp16_matmul_ = false;
   bool lost_ = false;

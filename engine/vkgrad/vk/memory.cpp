@@ -185,7 +185,7 @@ uint32_t Allocator::createBlock(VkDeviceSize bytes, VkDeviceSize request) {
   VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   buffer_info.size = bytes;
   buffer_info.usage = kUsage;
-  buffer_info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  shareWithFamilies(context_, buffer_info);
   VK_CHECK(vk.vkCreateBuffer(context_.device(), &buffer_info, nullptr, &block.buffer));
 
   VkMemoryRequirements req;
@@ -312,6 +312,13 @@ VkDeviceSize Allocator::bytesReserved() const {
 
 size_t Allocator::blockCount() const {
   return std::count_if(blocks_.begin(), blocks_.end(), [](const Block& b) { return b.buffer; });
+}
+
+void shareWithFamilies(const Context& context, VkBufferCreateInfo& info) {
+  const std::vector<uint32_t>& families = context.concurrentFamilies();
+  info.sharingMode = families.empty() ? VK_SHARING_MODE_EXCLUSIVE : VK_SHARING_MODE_CONCURRENT;
+  info.queueFamilyIndexCount = uint32_t(families.size());
+  info.pQueueFamilyIndices = families.empty() ? nullptr : families.data();
 }
 
 }  // namespace vkgrad::vk

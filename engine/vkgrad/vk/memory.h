@@ -129,4 +129,8 @@ class Allocator {
   std::vector<Block> blocks_;  // a freed dedicated block leaves an empty slot
 };
 
+// Every buffer the engine creates is shared as the Context says (Context::concurrentFamilies):
+// VK_SHARING_MODE_CONCURRENT over those families, else exclusive to the engine's.
+void shareWithFamilies(const Context& context, VkBufferCreateInfo& info);
+
 }  // namespace vkgrad::vk

@@ -232,6 +232,25 @@ void Recorder::fill(const Buffer& buffer, uint32_t word, VkDeviceSize offset, Vk
   context_.vk().vkCmdFillBuffer(cmd_, buffer.handle(), buffer.offset() + offset, bytes, word);
 }
 
+void Recorder::release(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes,
+                       uint32_t family) {
+  requireRecording("release");
+  bytes = resolveBytes(buffer, offset, bytes, "release");
+  if (family == context_.queueFamily() || !context_.concurrentFamilies().empty()) return;
+  VkBufferMemoryBarrier barrier{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = 0;  // ignored by a release
+  barrier.srcQueueFamilyIndex = context_.queueFamily();
+  barrier.dstQueueFamilyIndex = family;
+  barrier.buffer = buffer.handle();
+  barrier.offset = buffer.offset() + offset;
+  barrier.size = bytes;
+  context_.vk().vkCmdPipelineBarrier(
+      cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+      VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, nullptr, 1, &barrier, 0, nullptr);
+  ++barriers_;
+}
+
 void Recorder::copy(const Buffer& src, VkDeviceSize src_offset, const Buffer& dst,
                     VkDeviceSize dst_offset, VkDeviceSize bytes) {
   requireRecording("copy");

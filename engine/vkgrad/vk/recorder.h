@@ -66,6 +66,11 @@ class Recorder {
   // of at most 64 KiB). The data is copied into the command buffer now.
   void update(const Buffer& buffer, VkDeviceSize offset, const void* data, VkDeviceSize bytes);
 
+  // Releases bytes [offset, offset + bytes) of buffer from the Context's queue family to
+  // `family` after every earlier write (a queue-family ownership transfer's first half; the
+  // other family's acquire completes it). Nothing is recorded where `family` is the Context's
+  // own or its buffers are concurrent. Nothing later in the recording may touch the range.
+  void release(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize bytes, uint32_t family);
   // Records a timestamp after all earlier work; returns its index for milliseconds().
   uint32_t timestamp();
 

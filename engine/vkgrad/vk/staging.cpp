@@ -45,6 +45,7 @@ Staging::Mapped Staging::createMapped(VkDeviceSize bytes) {
   VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   buffer_info.size = bytes;
   buffer_info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  shareWithFamilies(context_, buffer_info);
   VK_CHECK(vk.vkCreateBuffer(device, &buffer_info, nullptr, &m.buffer));
   VkMemoryRequirements req;
   vk.vkGetBufferMemoryRequirements(device, m.buffer, &req);
