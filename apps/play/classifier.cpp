@@ -165,6 +165,11 @@ float Classifier::loss() {
   return infer_->readScalar(data_loss_);
 }
 
+void Classifier::releaseResultsTo(uint32_t family) {
+  infer_->releaseAfterStep(grid_logits_, family);
+  infer_->releaseAfterStep(data_loss_, family);
+}
+
 vk::BufferRange Classifier::logits() const {
   return infer_->buffer(grid_logits_);
 }

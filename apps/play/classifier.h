@@ -90,6 +90,10 @@ class Classifier {
   // the centre of cell (i, j); loss: (1) f32, the data set's mean cross-entropy.
   vk::BufferRange logits() const;
   vk::BufferRange lossBuffer() const;
+  // Every inference from now on ends by releasing logits() and lossBuffer() to `family`, the
+  // app's (Executor::releaseAfterStep): for exclusive buffers on a separate compute family.
+  // loss() is the app's copy's business then (the engine would read a released buffer).
+  void releaseResultsTo(uint32_t family);
 
  private:
   vk::Context& context_;

@@ -66,8 +66,9 @@ int preference(VkPhysicalDeviceType type) {
 }  // namespace
 
 Device::Device(int width, int height, const std::string& title, bool validation,
-               const vk::DeviceSelector& selector, std::atomic<size_t>& messages)
-    : messages_(messages) {
+               const vk::DeviceSelector& selector, ComputeQueue compute,
+               std::atomic<size_t>& messages)
+    : compute_(compute), messages_(messages) {
   glfwSetErrorCallback(onGlfwError);
   if (!glfwInit())
     throw Error("cannot open a window (" + glfw_error +
@@ -85,6 +86,7 @@ Device::Device(int width, int height, const std::string& title, bool validation,
     createInstance(validation);
     VK_CHECK(glfwCreateWindowSurface(instance_, window_, nullptr, &surface_));
     pickPhysicalDevice(selector);
+    chooseComputeQueue();
     createDevice();
   } catch (...) {
     release();
@@ -124,7 +126,11 @@ void Device::createInstance(bool validation) {
           "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
           "(Debian: vulkan-validationlayers)");
     layers.push_back(kValidationLayer);
-    enableSubmitTimeSyncValidation();
+    // This layer version follows binary semaphores across queues but not timeline ones, which
+    // order the engine's queue and the frames': on two queues it would report every frame's
+    // reads as racing the engine. There, each command buffer's synchronisation and the core
+    // checks (the ownership transfers' release and acquire pairs among them) stay on.
+    if (!compute_.separate) enableSubmitTimeSyncValidation();
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
   }
@@ -236,6 +242,44 @@ void Device::pickPhysicalDevice(const vk::DeviceSelector& selector) {
         (seen.empty() ? std::string("\n  (no devices)") : seen));
 }
 
+void Device::chooseComputeQueue() {
+  compute_family_ = family_;
+  compute_index_ = 0;
+  if (!compute_.separate) return;
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
+  int other = -1;  // a family other than the graphics one that computes, compute-only first
+  for (uint32_t i = 0; i < count; ++i) {
+    const VkQueueFlags flags = families[i].queueFlags;
+    if (i == family_ || !(flags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (other < 0 || !(flags & VK_QUEUE_GRAPHICS_BIT)) other = int(i);
+    if (!(flags & VK_QUEUE_GRAPHICS_BIT)) break;
+  }
+  const std::string name = properties_.deviceName;
+  if (other >= 0) {
+    compute_family_ = uint32_t(other);
+    const bool only = !(families[compute_family_].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+    compute_note_ = "the engine computes on queue family " + std::to_string(compute_family_) +
+                    (only ? " (compute-only)" : "") + ", frames draw on family " +
+                    std::to_string(family_) + "; the results reach them " +
+                    (compute_.concurrent ? "in buffers shared by both families (concurrent)"
+                                         : "by queue-family ownership transfers");
+  } else if (families[family_].queueCount >= 2) {
+    compute_index_ = 1;
+    compute_note_ = "the engine computes on a second queue of family " + std::to_string(family_) +
+                    " (" + name +
+                    " has no other family that computes); no transfers within one family";
+  } else {
+    compute_note_ = name + " has one queue that computes (" + std::to_string(count) +
+                    " queue famil" + (count == 1 ? "y" : "ies") + ", " +
+                    std::to_string(families[family_].queueCount) + " queue in family " +
+                    std::to_string(family_) +
+                    "): --compute-queue separate falls back to the graphics queue";
+  }
+}
+
 void Device::createDevice() {
   // vkgrad reads these optional features from the physical device and uses kernels that
   // need them where they exist, so they are enabled wherever supported, as vkgrad's own
@@ -259,16 +303,20 @@ void Device::createDevice() {
   features.pNext = &f11;
   features.features.shaderInt64 = has.features.shaderInt64;
 
-  const float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  queue_info.queueFamilyIndex = family_;
-  queue_info.queueCount = 1;
-  queue_info.pQueuePriorities = &priority;
+  const float priorities[] = {1.0f, 1.0f};
+  VkDeviceQueueCreateInfo queue_info[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
+                                           {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
+  queue_info[0].queueFamilyIndex = family_;
+  queue_info[0].queueCount = compute_family_ == family_ ? compute_index_ + 1 : 1;
+  queue_info[0].pQueuePriorities = priorities;
+  queue_info[1].queueFamilyIndex = compute_family_;
+  queue_info[1].queueCount = 1;
+  queue_info[1].pQueuePriorities = priorities;
   const char* extensions[] = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &features;
-  info.queueCreateInfoCount = 1;
-  info.pQueueCreateInfos = &queue_info;
+  info.queueCreateInfoCount = compute_family_ == family_ ? 1 : 2;
+  info.pQueueCreateInfos = queue_info;
   info.enabledExtensionCount = 1;
   info.ppEnabledExtensionNames = extensions;
   VK_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
@@ -281,8 +329,9 @@ vk::ExternalDevice Device::externalDevice() const {
   external.instance = instance_;
   external.physical_device = physical_;
   external.device = device_;
-  external.queue_family = family_;
-  external.queue_index = 0;
+  external.queue_family = compute_family_;
+  external.queue_index = compute_index_;
+  if (compute_family_ != family_ && compute_.concurrent) external.concurrent_families = {family_};
   external.get_instance_proc_addr = vkGetInstanceProcAddr;  // this app's volk's
   return external;
 }

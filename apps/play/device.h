@@ -1,7 +1,8 @@
 // vkgrad-play's own Vulkan stack: a GLFW window, the instance (optionally with validation
-// and synchronisation validation), its surface, and one device with one queue that does
-// graphics, compute and present. vkgrad adopts this device (externalDevice()); the app loads
-// Vulkan through its own volk, vkgrad through its private, renamed copy.
+// and synchronisation validation), its surface, and one device with a queue that does
+// graphics, compute and present, and optionally a second queue for the engine (async
+// compute). vkgrad adopts this device (externalDevice()); the app loads Vulkan through its own
+// volk, vkgrad through its private, renamed copy.
 #pragma once
 
 #include <volk.h>
@@ -10,12 +11,19 @@
 #include <GLFW/glfw3.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"  // VK_CHECK, for the app's calls too
 
 namespace vkgrad::play {
+
+// Where the engine computes (--compute-queue) and how frames reach its buffers (--sharing).
+struct ComputeQueue {
+  bool separate = false;    // a queue of its own, else the graphics queue
+  bool concurrent = false;  // separate, of another family: buffers shared CONCURRENT
+};
 
 class Device {
  public:
@@ -26,8 +34,11 @@ class Device {
   // xvfb-run), the loader, the validation layer, such a device. With validation, every warning and
   // error of the layer is printed to stderr and counted in `messages`, which must outlive the
   // Device (its own destruction is validated too).
+  // compute.separate: the engine gets a queue of its own: one of a compute-only family where
+  // the device has one, else a second queue of the graphics family, else (one queue, as on
+  // lavapipe) the graphics queue after all, which computeNote() says.
   Device(int width, int height, const std::string& title, bool validation,
-         const vk::DeviceSelector& selector, std::atomic<size_t>& messages);
+         const vk::DeviceSelector& selector, ComputeQueue compute, std::atomic<size_t>& messages);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -39,6 +50,13 @@ class Device {
   VkDevice device() const { return device_; }
   VkQueue queue() const { return queue_; }
   uint32_t queueFamily() const { return family_; }
+  // The engine's queue: its family and index (the graphics queue's unless separate).
+  uint32_t computeFamily() const { return compute_family_; }
+  uint32_t computeIndex() const { return compute_index_; }
+  // What the separate queue turned out to be, for the run's first line.
+  const std::string& computeNote() const { return compute_note_; }
+  // Frames acquire the engine's results from its family (exclusive buffers, another family).
+  bool transfersOwnership() const { return compute_family_ != family_ && !compute_.concurrent; }
   const VkPhysicalDeviceProperties& properties() const { return properties_; }
   // For vkgrad::vk::Context: the same device, queue and loader.
   vk::ExternalDevice externalDevice() const;
@@ -53,6 +71,7 @@ class Device {
                                       const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
   void createInstance(bool validation);
   void pickPhysicalDevice(const vk::DeviceSelector& selector);
+  void chooseComputeQueue();
   void createDevice();
   void release();  // what the constructor made so far, in reverse
 
@@ -65,6 +84,9 @@ class Device {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t family_ = 0;
+  ComputeQueue compute_;
+  uint32_t compute_family_ = 0, compute_index_ = 0;
+  std::string compute_note_;
   std::atomic<size_t>& messages_;  // atomic: the layer may call back from driver threads
 };
 

@@ -42,6 +42,14 @@ int run(int argc, char** argv) {
   cli.option("device",
              "device index or part of its name (default: VKGRAD_DEVICE, else discrete > "
              "integrated > any); it must draw to the window too");
+  cli.option("compute-queue",
+             "same: the engine computes on the graphics queue; separate: on a queue of its own "
+             "(a compute-only family where the device has one: async compute), or says why not",
+             "same");
+  cli.option("sharing",
+             "with a separate family: exclusive (each inference's results move to the graphics "
+             "family by a release and an acquire) or concurrent (buffers shared by both)",
+             "exclusive");
   cli.flag("validation",
            "enable the Khronos validation layer with synchronisation validation; any message "
            "fails the run (also VKGRAD_VALIDATION=1)");
@@ -68,6 +76,19 @@ int run(int argc, char** argv) {
   o.slice_ms = cli.getDouble("slice-ms", 0.0, 1e4);
   o.seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   o.device = cli.get("device");
+  const std::string queue = cli.get("compute-queue"), sharing = cli.get("sharing");
+  if (queue != "same" && queue != "separate")
+    cli.fail("--compute-queue takes same or separate, not '" + queue + "'");
+  if (sharing != "exclusive" && sharing != "concurrent")
+    cli.fail("--sharing takes exclusive or concurrent, not '" + sharing + "'");
+  o.separate_queue = queue == "separate";
+  o.concurrent_sharing = sharing == "concurrent";
+  // Sliced, the frames draw the logits between an inference's pieces, while the engine's
+  // family writes them: only buffers both families share allow that.
+  if (o.separate_queue && !o.concurrent_sharing && o.slice_ms > 0)
+    cli.fail(
+        "--slice-ms with --compute-queue separate needs --sharing concurrent: frames draw "
+        "the logits between an inference's pieces, which exclusive buffers do not allow");
   const char* env = std::getenv("VKGRAD_VALIDATION");
   o.validation = cli.has("validation") || (env && std::string(env) == "1");
   return play::play(o);

@@ -92,10 +92,9 @@ void showRates(GLFWwindow* window, int64_t steps, const LossCurve& curve, const 
   glfwSetWindowTitle(window, title);
 }
 
-// The line a run ends with.
-void printSummary(Classifier& classifier, int64_t frame, double seconds, double engine_ms,
-                  double slowest_ms, const char* device) {
-  const float loss = classifier.inferredStep() >= 0 ? classifier.loss() : 0.0f;
+// The line a run ends with. `loss`: the last inference's, as the engine or a frame read it.
+void printSummary(const Classifier& classifier, float loss, int64_t frame, double seconds,
+                  double engine_ms, double slowest_ms, const char* device) {
   std::printf(
       "vkgrad-play: %lld frames, %lld steps in %.2f s: %.1f ms/frame (slowest %.1f), "
       "%.0f steps/s, %.1f ms/frame in engine calls, loss %.4f (%s)\n",
@@ -156,7 +155,8 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   choice.device = o.device;
   choice.device_source = "--device";
   Device device(o.width, o.height, "vkgrad-play", o.validation, vk::deviceSelector(choice),
-                messages);
+                {o.separate_queue, o.concurrent_sharing}, messages);
+  if (!device.computeNote().empty()) std::printf("vkgrad-play: %s\n", device.computeNote().c_str());
   glfwSetKeyCallback(device.window(), onKey);
   Swapchain swapchain(device, !o.screenshot.empty());
 
@@ -165,14 +165,17 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
 
   vk::Context context(device.externalDevice());
   Classifier classifier(context, data, co);
+  // Exclusive buffers of another family: each inference ends by releasing what frames read.
+  if (device.transfersOwnership()) classifier.releaseResultsTo(device.queueFamily());
   if (o.slice_ms > 0)
     std::printf(
         "vkgrad-play: a training step in %d pieces, an inference in %d, of at most %.1f ms "
         "of GPU time each\n",
         classifier.trainPieces(), classifier.inferPieces(), o.slice_ms);
-  Renderer renderer(device, swapchain,
-                    {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height,
-                     co.plane, &data});
+  Renderer renderer(
+      device, swapchain,
+      {classifier.logits(), classifier.lossBuffer(), co.grid_width, co.grid_height, co.plane, &data,
+       device.transfersOwnership() ? context.queueFamily() : VK_QUEUE_FAMILY_IGNORED});
   LossCurve curve;
   std::deque<int64_t> loss_steps;  // the step of each inference whose loss a frame copies
   Rates rates;
@@ -184,6 +187,7 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   const Clock::time_point start = Clock::now();
   Clock::time_point frame_start = start;
   double slowest_ms = 0.0;  // the longest frame after the first few (pipelines, swapchain)
+  float copied_loss = 0.0f;  // the last loss a frame copied out
   while (o.frames == 0 || frame < o.frames) {
     glfwPollEvents();
     // Closing the window ends the run; with --screenshot, after one more frame to copy.
@@ -194,6 +198,7 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     if (const std::optional<float> loss = renderer.takeLoss()) {
       curve.add(loss_steps.front(), *loss);  // losses come back in the order frames copied them
       loss_steps.pop_front();
+      copied_loss = *loss;
     }
 
     const Clock::time_point engine_start = Clock::now();
@@ -224,7 +229,12 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
-  printSummary(classifier, frame, seconds, engine_ms, slowest_ms, device.properties().deviceName);
+  // Released to the graphics family, the last loss is the frames' to read, not the engine's.
+  const float loss = device.transfersOwnership()      ? copied_loss
+                     : classifier.inferredStep() >= 0 ? classifier.loss()
+                                                      : 0.0f;
+  printSummary(classifier, loss, frame, seconds, engine_ms, slowest_ms,
+               device.properties().deviceName);
   if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
 }
 

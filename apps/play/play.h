@@ -1,5 +1,6 @@
 // vkgrad-play's frame loop: one window, one device, one queue shared by the engine's
-// training and inference and the app's drawing, and no frame ever waiting for the engine.
+// training and inference and the app's drawing (or, with --compute-queue separate, a queue of
+// the engine's own), and no frame ever waiting for the engine.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,8 @@ struct PlayOptions {
   bool validation = false;  // the app's instance gets the Khronos layer
   std::string screenshot;   // non-empty: the last frame as a PNG
   std::string device;       // --device: an index or part of a name (else VKGRAD_DEVICE)
+  bool separate_queue = false;      // --compute-queue separate: the engine on a queue of its own
+  bool concurrent_sharing = false;  // --sharing concurrent: no ownership transfers
 };
 
 // Runs until the window closes or after options.frames frames, prints a summary line, and

@@ -261,6 +261,18 @@ void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot)
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_CHECK(vkBeginCommandBuffer(f.cmd, &begin));
+  if (copy_loss && scene_.acquire_from != VK_QUEUE_FAMILY_IGNORED) {
+    // The new inference's results, released by the engine's family (Executor::releaseAfterStep),
+    // become this family's before anything reads them; later frames read them as they are.
+    const VkBufferMemoryBarrier acquire[] = {
+        vk::acquireBarrier(scene_.logits, scene_.acquire_from, device_.queueFamily(),
+                           VK_ACCESS_SHADER_READ_BIT),
+        vk::acquireBarrier(scene_.loss, scene_.acquire_from, device_.queueFamily(),
+                           VK_ACCESS_TRANSFER_READ_BIT)};
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(f.cmd, stages, stages, 0, 0, nullptr, 2, acquire, 0, nullptr);
+  }
   if (copy_loss) {  // after the engine's inference: the submission waits for it at transfer
     const VkBufferCopy region{scene_.loss.offset, 0, 4};
     vkCmdCopyBuffer(f.cmd, scene_.loss.buffer, f.loss->buffer(), 1, &region);

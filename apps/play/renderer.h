@@ -30,6 +30,9 @@ struct Scene {
   int grid_width = 0, grid_height = 0;
   Plane plane{};
   const Spirals* data = nullptr;  // uploaded once
+  // The engine's queue family when a frame that shows a new inference must first acquire
+  // logits and loss from it (exclusive buffers, another family); IGNORED: nothing to acquire.
+  uint32_t acquire_from = VK_QUEUE_FAMILY_IGNORED;
 };
 
 class Renderer {
