@@ -168,7 +168,8 @@ std::string validationLayerDir() {
 }
 
 // With the test layer's compute-only family (tests/layers) below the validation layer, the
-// engine computes on that family and every new inference moves to the frames' family by a
+// engine computes on that family (or, in the layer's second mode, on a second queue of the
+// graphics family) and every new inference moves to the frames' family by a
 // release and an acquire (exclusive), or sits in buffers both share (concurrent). The layer is
 // loaded from the environment, so its default log reports any error on stdout: none may
 // appear (a run without the engine's release reports one per inference:
@@ -200,6 +201,17 @@ TEST_F(PlayApp, TheEngineOnACompanionComputeFamilyHandsItsResultsOver) {
     EXPECT_EQ(picture.width, kWidth) << png;
     EXPECT_GT(distinctColours(picture), 1000u) << png;  // regions, points and panel were drawn
   }
+  // The layer's second mode: no other family, a second queue in the graphics family.
+  std::vector<std::pair<std::string, std::string>> queues_env = env;
+  queues_env.emplace_back("VKGRAD_SPLIT_QUEUE_FAMILY", "queues");
+  const AppRun second =
+      runPlayUnderXvfb(xvfb_run, dir_ / "Xauthority",
+                       {"--frames", "20", "--compute-queue", "separate", "--width",
+                        std::to_string(kWidth), "--height", std::to_string(kHeight)},
+                       queues_env);
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_TRUE(contains(second.out, "on a second queue of family")) << second.out;
+  EXPECT_FALSE(contains(second.out + second.err, "Validation Error")) << second.out << second.err;
   const AppRun sliced = runApp("play", {"--compute-queue", "separate", "--slice-ms", "1"});
   EXPECT_EQ(sliced.exit_code, 2);
   EXPECT_TRUE(contains(sliced.err, "--sharing concurrent")) << sliced.err;

@@ -33,17 +33,22 @@ using graph::Tensor;
 constexpr uint32_t kNone = UINT32_MAX;
 
 // The "app": its own instance (validation, then the split layer) and a device with one queue
-// of its graphics family and one of a compute-only family, on the device the tests use.
+// of its graphics family and one of a compute-only family, on the device the tests use; or,
+// with `second_queue`, two queues of the graphics family (the layer's second mode).
 class TwoFamilyApp {
  public:
-  explicit TwoFamilyApp(const std::string& device_name) {
+  explicit TwoFamilyApp(const std::string& device_name, bool second_queue = false) {
     ::setenv("VK_ADD_LAYER_PATH", VKGRAD_TEST_LAYER_DIR, 1);
+    if (second_queue)
+      ::setenv("VKGRAD_SPLIT_QUEUE_FAMILY", "queues", 1);
+    else
+      ::unsetenv("VKGRAD_SPLIT_QUEUE_FAMILY");
     // Hazards between the two queues are across submissions: checked only when asked.
     ::setenv("VK_LAYER_ENABLES", "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT",
              1);
     vk::loadVulkanLoader();
     createInstance();
-    pickDevice(device_name);
+    pickDevice(device_name, second_queue);
     createDevice();
     createAppObjects();
   }
@@ -69,6 +74,7 @@ class TwoFamilyApp {
     external.physical_device = physical_;
     external.device = device_;
     external.queue_family = compute_family_;
+    external.queue_index = compute_index_;
     external.get_instance_proc_addr = vkGetInstanceProcAddr;
     if (concurrent) external.concurrent_families = {graphics_family_};
     return external;
@@ -186,7 +192,7 @@ class TwoFamilyApp {
     VK_CHECK(create(instance_, &messenger, nullptr, &messenger_));
   }
 
-  void pickDevice(const std::string& name) {
+  void pickDevice(const std::string& name, bool second_queue) {
     uint32_t count = 0;
     VK_CHECK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
     std::vector<VkPhysicalDevice> devices(count);
@@ -207,6 +213,10 @@ class TwoFamilyApp {
       const bool compute = flags & VK_QUEUE_COMPUTE_BIT, graphics = flags & VK_QUEUE_GRAPHICS_BIT;
       if (compute && graphics && graphics_family_ == kNone) graphics_family_ = i;
       if (compute && !graphics && compute_family_ == kNone) compute_family_ = i;
+    }
+    if (second_queue && graphics_family_ != kNone && families[graphics_family_].queueCount >= 2) {
+      compute_family_ = graphics_family_;
+      compute_index_ = 1;
     }
     if (graphics_family_ == kNone || compute_family_ == kNone)
       throw Error("the split layer left " + name + " without a graphics and a compute family");
@@ -237,9 +247,14 @@ class TwoFamilyApp {
     queues[0].queueFamilyIndex = graphics_family_;
     queues[1].queueFamilyIndex = compute_family_;
     for (VkDeviceQueueCreateInfo& q : queues) q.queueCount = 1, q.pQueuePriorities = &priority;
+    const float priorities[] = {1.0f, 1.0f};
+    if (compute_family_ == graphics_family_) {  // its second queue
+      queues[0].queueCount = 2;
+      queues[0].pQueuePriorities = priorities;
+    }
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     info.pNext = &features;
-    info.queueCreateInfoCount = 2;
+    info.queueCreateInfoCount = compute_family_ == graphics_family_ ? 1 : 2;
     info.pQueueCreateInfos = queues;
     VK_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
     volkLoadDeviceTable(&vk_, device_);
@@ -289,7 +304,7 @@ class TwoFamilyApp {
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
   VolkDeviceTable vk_{};
-  uint32_t graphics_family_ = kNone, compute_family_ = kNone;
+  uint32_t graphics_family_ = kNone, compute_family_ = kNone, compute_index_ = 0;
   VkQueue graphics_queue_ = VK_NULL_HANDLE;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
@@ -368,7 +383,8 @@ class QueueFamilyTest : public VkTest {
       const vk::SemaphoreWait after = app.afterCopy();
       const vk::SemaphoreSignal done = app.engineDone();
       exec.submit(std::span(&after, s > 0 ? 1 : 0), std::span(&done, 1));
-      out.push_back(app.copyOut(exec.buffer(m.logits), concurrent ? kNone : engine.queueFamily()));
+      const bool transfer = !concurrent && engine.queueFamily() != app.graphicsFamily();
+      out.push_back(app.copyOut(exec.buffer(m.logits), transfer ? engine.queueFamily() : kNone));
     }
     exec.wait();
     return out;
@@ -415,6 +431,22 @@ TEST_F(QueueFamilyTest, ConcurrentBuffersReachTheGraphicsFamilyWithoutATransfer)
   const auto expected = oneFamilyLogits(run);
   TwoFamilyApp app(ctx().info().name);
   const auto got = twoFamilyLogits(app, true, run);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t s = 0; s < got.size(); ++s)
+    EXPECT_EQ(0, std::memcmp(got[s].data(), expected[s].data(), 4 * got[s].size()))
+        << "step " << s << ", " << rng.describe();
+  EXPECT_TRUE(app.messages().empty());
+}
+
+// Two queues of one family (the layer's second mode: the graphics family gets a second queue):
+// the engine computes on the second, nothing changes owner, and the bits are the same.
+TEST_F(QueueFamilyTest, ASecondQueueOfTheGraphicsFamilyNeedsNoTransfer) {
+  Rng rng;
+  const Steps run(rng, 3);
+  const auto expected = oneFamilyLogits(run);
+  TwoFamilyApp app(ctx().info().name, true);
+  ASSERT_EQ(app.computeFamily(), app.graphicsFamily());
+  const auto got = twoFamilyLogits(app, false, run);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t s = 0; s < got.size(); ++s)
     EXPECT_EQ(0, std::memcmp(got[s].data(), expected[s].data(), 4 * got[s].size()))

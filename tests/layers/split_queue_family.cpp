@@ -12,7 +12,11 @@
 //   - command pools, buffer and image sharing lists, and barriers' family indices are mapped
 //     back to the real family on the way down, so the driver sees only what it offers.
 //
-// Both "families" execute on one real queue in submission order: an app that waits on a
+// With VKGRAD_SPLIT_QUEUE_FAMILY=queues it adds no family but a second queue to the first
+// compute family (handed out and unwrapped the same way): a device like those whose graphics
+// family has several queues and no other family computes.
+//
+// Both "families" (or queues) execute on one real queue in submission order: an app that waits on a
 // semaphore that a later submission to the other family signals deadlocks here (a real device
 // would run it). Submissions to a shared real queue are serialised by a mutex, as Vulkan's
 // external synchronisation rule asks. Test-only: never installed.
@@ -20,6 +24,7 @@
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -27,6 +32,11 @@
 #include <vector>
 
 namespace {
+
+bool secondQueueMode() {
+  const char* mode = std::getenv("VKGRAD_SPLIT_QUEUE_FAMILY");
+  return mode && std::strcmp(mode, "queues") == 0;
+}
 
 void* key(const void* dispatchable) {
   return *static_cast<void* const*>(dispatchable);  // the loader's dispatch table
@@ -49,8 +59,10 @@ struct FakeQueue {
 
 struct DeviceData {
   PFN_vkGetDeviceProcAddr next_gdpa = nullptr;
-  uint32_t added = 0, real = 0;  // the added family's index, and the real one it maps to
-  std::unordered_map<uint64_t, std::unique_ptr<FakeQueue>> fakes;  // by queue index
+  // The added family's index (UINT32_MAX: none, the second-queue mode), and the real one that
+  // it and the real family's queues past its own count map to.
+  uint32_t added = 0, real = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<FakeQueue>> fakes;  // by family << 32 | index
   std::unordered_map<VkQueue, std::unique_ptr<std::mutex>> locks;  // per real queue
   PFN_vkDestroyDevice destroy = nullptr;
   PFN_vkGetDeviceQueue get_queue = nullptr;
@@ -100,7 +112,12 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceQueueFamilyProperties(
     VkPhysicalDevice physical, uint32_t* count, VkQueueFamilyProperties* properties) {
   uint32_t copied = 0;
   std::vector<VkQueueFamilyProperties> families = realFamilies(physical, copied);
-  if (copied < families.size()) families.push_back(addedFamily(families[copied]));
+  if (copied < families.size()) {
+    if (secondQueueMode())
+      families[copied].queueCount = std::max(families[copied].queueCount, 2u);
+    else
+      families.push_back(addedFamily(families[copied]));
+  }
   if (!properties) {
     *count = uint32_t(families.size());
     return;
@@ -115,13 +132,17 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceQueueFamilyProperties2(
   uint32_t copied = 0;
   const std::vector<VkQueueFamilyProperties> families = realFamilies(physical, copied);
   const uint32_t real = uint32_t(families.size());
-  const uint32_t total = real + (copied < real ? 1 : 0);
+  const uint32_t total = real + (copied < real && !secondQueueMode() ? 1 : 0);
   if (!properties) {
     *count = total;
     return;
   }
   uint32_t asked = std::min(*count, real);
   data.families2(physical, &asked, properties);  // fills the structures the app chained
+  if (secondQueueMode() && copied < asked) {
+    uint32_t& queues = properties[copied].queueFamilyProperties.queueCount;
+    queues = std::max(queues, 2u);
+  }
   if (*count > real && total > real) {
     properties[real].queueFamilyProperties = addedFamily(families[copied]);
     *count = total;
@@ -150,7 +171,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physical,
 
   uint32_t copied = 0;
   const std::vector<VkQueueFamilyProperties> families = realFamilies(physical, copied);
-  const uint32_t added = uint32_t(families.size());
+  const uint32_t added = secondQueueMode() ? UINT32_MAX : uint32_t(families.size());
   // Queue create infos with the added family's requests folded into the real family's.
   std::vector<VkDeviceQueueCreateInfo> queues;
   uint32_t real_requested = 0, added_requested = 0;
@@ -163,7 +184,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physical,
     else
       queues.push_back(q);
   }
-  const uint32_t real_count = copied < added ? families[copied].queueCount : 0;
+  const uint32_t real_count = copied < families.size() ? families[copied].queueCount : 0;
   const uint32_t count = std::min(real_count, std::max(1u, real_requested + added_requested));
   const std::vector<float> priorities(count, 1.0f);
   if (real_requested + added_requested > 0) {
@@ -212,14 +233,17 @@ VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCall
 VKAPI_ATTR void VKAPI_CALL GetDeviceQueue(VkDevice device, uint32_t family, uint32_t index,
                                           VkQueue* queue) {
   DeviceData& data = deviceOf(device);
-  if (family != data.added) {
+  const bool beyond = family == data.real && index >= data.real_queue_count;
+  if (family != data.added && !beyond) {
     data.get_queue(device, family, index, queue);
   } else {  // after the app's own queues of the real family, or sharing the last one
-    const uint32_t real_index = std::min(data.real_requested + index, data.real_queue_count - 1);
+    const uint32_t real_index =
+        beyond ? data.real_queue_count - 1
+               : std::min(data.real_requested + index, data.real_queue_count - 1);
     VkQueue real = VK_NULL_HANDLE;
     data.get_queue(device, data.real, real_index, &real);
     std::lock_guard lock(mutex);
-    std::unique_ptr<FakeQueue>& fake = data.fakes[index];
+    std::unique_ptr<FakeQueue>& fake = data.fakes[uint64_t(family) << 32 | index];
     if (!fake) fake = std::make_unique<FakeQueue>(FakeQueue{key(real), real});
     *queue = reinterpret_cast<VkQueue>(fake.get());
   }
