@@ -17,6 +17,7 @@ if ! ls .gpu/vulkan-validationlayers_*.deb >/dev/null 2>&1 || ! ls .gl/libvulkan
 fi
 tar -C "$build" -cJf .gpu/build.tar.xz \
   CTestTestfile.cmake tests/CTestTestfile.cmake tests/vkgrad_tests \
+  tests/libVkLayer_vkgrad_split_queue_family.so tests/layers \
   "tests/vkgrad_tests[1]_include.cmake" "tests/vkgrad_tests[1]_tests.cmake" \
   $(cd "$build" && ls apps/vkgrad-*)
 # The Debian libraries the binaries link (cairo and what it needs, libstb) that a bare image may

@@ -157,9 +157,14 @@ TEST_F(PlayApp, ASeparateComputeQueueFallsBackWhereTheDeviceHasOneQueue) {
   EXPECT_TRUE(contains(probe.out, "20 frames")) << probe.out;
 }
 
-// The validation layer's directory, for loading it above the test layer (the loader orders
-// layers named in VK_INSTANCE_LAYERS by where their manifests were found).
+// The validation layer's directory (VK_LAYER_PATH's, else a standard one), for loading it above
+// the test layer (the loader orders layers named in VK_INSTANCE_LAYERS by where their manifests
+// were found).
 std::string validationLayerDir() {
+  const char* path = std::getenv("VK_LAYER_PATH");
+  std::stringstream listed(path ? path : "");
+  for (std::string dir; std::getline(listed, dir, ':');)
+    if (!dir.empty() && fs::exists(fs::path(dir) / "VkLayer_khronos_validation.json")) return dir;
   for (const char* dir :
        {"/usr/share/vulkan/explicit_layer.d", "/usr/local/share/vulkan/explicit_layer.d",
         "/etc/vulkan/explicit_layer.d"})
