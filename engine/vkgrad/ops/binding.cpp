@@ -69,6 +69,11 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
   return uint32_t(std::clamp<uint64_t>(groups, 1, kMaxGroups));
 }
 
+uint32_t strideGroups(const vk::Context& context, uint64_t invocations) {
+  return uint32_t(
+      std::min<uint64_t>(vk::divUp(invocations, workgroupSize(context)), kMaxStrideGroups));
+}
+
 uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred) {
   uint32_t size = preferred;
   while (size > 1 && (size > info.max_workgroup_invocations || size > info.max_workgroup_size[0]))

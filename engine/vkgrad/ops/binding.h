@@ -43,6 +43,12 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
 // device allows it (Vulkan guarantees 128; a device profile may impose that).
 uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred = 256);
 uint32_t workgroupSize(const vk::Context& context, uint32_t preferred = 256);
+// Grid-stride kernels that never need more groups than this: far below every device's
+// maxComputeWorkGroupCount[0] (>= 65535), and a few thousand invocations per core stay busy.
+inline constexpr uint32_t kMaxStrideGroups = 4096;
+// Workgroups of workgroupSize(context) for a grid-stride kernel over `invocations`, at most
+// kMaxStrideGroups (the random streams and the embedding kernels: their bits depend on it).
+uint32_t strideGroups(const vk::Context& context, uint64_t invocations);
 // Whether the byte ranges of two views intersect (same buffer; empty views never do).
 bool overlaps(const TensorView& x, const TensorView& y);
 bool sameRange(const TensorView& x, const TensorView& y);

@@ -15,8 +15,6 @@
 namespace vkgrad::ops {
 namespace {
 
-constexpr uint32_t kMaxGroups = 4096;  // grid-stride kernels; far below maxComputeWorkGroupCount
-
 // Every embedding kernel's push constants; skip[i]: where binding i's view starts, in elements.
 struct EmbeddingPush {
   uint32_t n, vocab, dim;
@@ -98,10 +96,6 @@ DType wordsAsF32(DType dtype) {
   return dtype == DType::U32 ? DType::F32 : dtype;
 }
 
-uint32_t groupsFor(const vk::Context& context, uint64_t invocations) {
-  return std::min<uint32_t>(vk::divUp(invocations, workgroupSize(context)), kMaxGroups);
-}
-
 // The counting sort runs in one workgroup that ranks each chunk of WG positions with WG
 // compares per position, so one subgroup is the best size: its barriers are cheap and the
 // ranking work per position is smallest. On lavapipe (subgroup 8) that is ~4x faster than 64.
@@ -157,8 +151,9 @@ void embedding(vk::Recorder& rec, const TensorView& ids, const TensorView& table
       floatKernel(rec.context(), "embedding/forward",
                   {{"local_size_x", workgroupSize(rec.context())}, {"kVec4", vec4}},
                   {{"table_dtype", table_dtype}, {"out_rows_dtype", out_dtype}});
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     groupsFor(rec.context(), uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
+  rec.dispatchGroups(
+      kernel, args, &push, sizeof(push),
+      strideGroups(rec.context(), uint64_t(push.n) * (vec4 ? push.dim / 4 : push.dim)));
 }
 
 int64_t embeddingBackwardScratch(int64_t vocab, int64_t n) {
@@ -213,7 +208,7 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
                     {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}});
     const auto args = bindAll(rec.context(), push, {ids, dout, dtable, words(status, 2)});
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                       groupsFor(rec.context(), uint64_t(push.vocab) * push.dim));
+                       strideGroups(rec.context(), uint64_t(push.vocab) * push.dim));
     return;
   }
   EmbeddingPush bucket_push = push;
@@ -233,7 +228,7 @@ void embeddingBackward(vk::Recorder& rec, const TensorView& ids, const TensorVie
            : floatKernel(rec.context(), "embedding/backward_bucket", sum_constants,
                          {{"dout_dtype", dout.dtype}, {"dtable_dtype", dtable.dtype}}),
       sum_args, &push, sizeof(push),
-      groupsFor(rec.context(), uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
+      strideGroups(rec.context(), uint64_t(push.vocab) * push.dim / (vec4 ? 4 : 1)));
 }
 
 }  // namespace vkgrad::ops

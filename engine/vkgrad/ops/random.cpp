@@ -14,10 +14,6 @@
 namespace vkgrad::ops {
 namespace {
 
-// Grid-stride kernels never need more groups than this; it is far below every device's
-// maxComputeWorkGroupCount[0] (>= 65535) and keeps a few thousand invocations per core busy.
-constexpr uint32_t kMaxGroups = 4096;
-
 struct StreamPush {
   uint32_t n, stream;
 };
@@ -63,10 +59,6 @@ uint32_t streamElements(const char* op, const char* name, const TensorView& t) {
   return uint32_t(n);
 }
 
-uint32_t groupsFor(const vk::Context& context, uint64_t invocations) {
-  return std::min<uint32_t>(vk::divUp(invocations, workgroupSize(context)), kMaxGroups);
-}
-
 vk::Arg arg(const TensorView& t) {
   return {*t.buffer, t.offset, t.bytes()};
 }
@@ -92,7 +84,7 @@ void recordDropout(vk::Recorder& rec, const TensorView& in, const TensorView& ou
                          float(1.0 / (1.0 - double(p))), bi.skip, bo.skip};
   const vk::Arg args[] = {bi.arg, bo.arg, rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     groupsFor(rec.context(), vk::divUp(push.n, 4)));
+                     strideGroups(rec.context(), vk::divUp(push.n, 4)));
 }
 
 void checkSameShape(const char* op, const char* a_name, const TensorView& a, const char* b_name,
@@ -124,7 +116,8 @@ void randomBits(vk::Recorder& rec, const TensorView& out, const TensorView& rng,
       rec.context().kernels().get("random/bits", {{"local_size_x", workgroupSize(rec.context())}});
   const StreamPush push{n, stream};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     strideGroups(rec.context(), vk::divUp(n, 4)));
 }
 
 void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const TensorView& rng,
@@ -139,7 +132,8 @@ void uniform(vk::Recorder& rec, const TensorView& out, float lo, float hi, const
       "random/uniform", {{"local_size_x", workgroupSize(rec.context())}});
   const UniformPush push{n, stream, lo, hi};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     strideGroups(rec.context(), vk::divUp(n, 4)));
 }
 
 void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
@@ -154,7 +148,8 @@ void normal(vk::Recorder& rec, const TensorView& out, float mean, float stddev,
       "random/normal", {{"local_size_x", workgroupSize(rec.context())}});
   const UniformPush push{n, stream, mean, stddev};
   const vk::Arg args[] = {arg(out), rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     strideGroups(rec.context(), vk::divUp(n, 4)));
 }
 
 void dropout(vk::Recorder& rec, const TensorView& x, const TensorView& y, float p,
@@ -200,7 +195,8 @@ void reparameterize(vk::Recorder& rec, const TensorView& mu, const TensorView& l
   const Bound bm = bindStorage(ctx, mu), bl = bindStorage(ctx, log_sigma), bz = bindStorage(ctx, z);
   const ReparameterizePush push{n, stream, {bm.skip, bl.skip, bz.skip}};
   const vk::Arg args[] = {bm.arg, bl.arg, bz.arg, rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     strideGroups(rec.context(), vk::divUp(n, 4)));
 }
 
 void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const TensorView& log_sigma,
@@ -227,7 +223,8 @@ void reparameterizeBackward(vk::Recorder& rec, const TensorView& dz, const Tenso
               bg = bindStorage(ctx, dlog_sigma);
   const ReparameterizePush push{n, stream, {bd.skip, bl.skip, bg.skip}};
   const vk::Arg args[] = {bd.arg, bl.arg, bg.arg, rngArg(rng)};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), groupsFor(rec.context(), vk::divUp(n, 4)));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     strideGroups(rec.context(), vk::divUp(n, 4)));
 }
 
 void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView& out,
@@ -249,7 +246,7 @@ void categorical(vk::Recorder& rec, const TensorView& weights, const TensorView&
                              stream};
   const vk::Arg args[] = {arg(weights), arg(out), rngArg(rng)};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     std::min<uint32_t>(vk::divUp(push.rows, 64), kMaxGroups));
+                     std::min<uint32_t>(vk::divUp(push.rows, 64), kMaxStrideGroups));
 }
 
 void rngAdvance(vk::Recorder& rec, const TensorView& rng, uint32_t steps) {

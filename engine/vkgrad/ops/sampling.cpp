@@ -21,9 +21,6 @@ struct TopKPush {
 };
 static_assert(sizeof(TopKPush) == 24);
 
-// One workgroup per row; more rows than this loop inside the groups.
-constexpr uint32_t kMaxGroups = 4096;
-
 }  // namespace
 
 void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& weights,
@@ -55,7 +52,8 @@ void topKWeights(vk::Recorder& rec, const TensorView& logits, const TensorView& 
       floatKernel(ctx, "sampling/top_k", {{"local_size_x", workgroupSize(ctx)}},
                   {{"logits_dtype", logits.dtype}, {"w_dtype", weights.dtype}});
   const vk::Arg args[] = {bl.arg, bw.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), std::min(push.rows, kMaxGroups));
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     std::min(push.rows, kMaxStrideGroups));  // a row each; more loop
 }
 
 }  // namespace vkgrad::ops
