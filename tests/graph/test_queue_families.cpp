@@ -368,21 +368,30 @@ class QueueFamilyTest : public VkTest {
   }
   // The run's steps on the app's compute-only family; after each, the app copies the logits on
   // its graphics family (acquiring them unless `concurrent`), and the next step waits for that
-  // copy. Returns the app's copies.
+  // copy. With `slice_nodes`, each step goes in pieces of that many nodes (the first waits for
+  // the copy, the last signals the app). Returns the app's copies.
   static std::vector<std::vector<float>> twoFamilyLogits(TwoFamilyApp& app, bool concurrent,
-                                                         const Steps& run) {
+                                                         const Steps& run, int slice_nodes = 0) {
     vk::Context engine(app.engineDevice(concurrent));
     graph::ParameterStore store(engine);
     Classifier m(store);
     store.initialize(run.seed);
     graph::Executor exec(engine, m.g);
     exec.releaseAfterStep(m.logits, app.graphicsFamily());  // records nothing when concurrent
+    exec.slice(slice_nodes);
+    if (slice_nodes > 0) {
+      EXPECT_GT(exec.pieces(), 2);
+    }
     std::vector<std::vector<float>> out;
     for (size_t s = 0; s < run.x.size(); ++s) {
       run.feed(exec, m, s);
       const vk::SemaphoreWait after = app.afterCopy();
       const vk::SemaphoreSignal done = app.engineDone();
-      exec.submit(std::span(&after, s > 0 ? 1 : 0), std::span(&done, 1));
+      for (bool last = false; !last;) {
+        const bool first = exec.nextPiece() == 0;
+        last = exec.nextPiece() + 1 == exec.pieces();
+        exec.submitPiece(std::span(&after, first && s > 0 ? 1 : 0), std::span(&done, last ? 1 : 0));
+      }
       const bool transfer = !concurrent && engine.queueFamily() != app.graphicsFamily();
       out.push_back(app.copyOut(exec.buffer(m.logits), transfer ? engine.queueFamily() : kNone));
     }
@@ -420,6 +429,20 @@ TEST_F(QueueFamilyTest, ReleasedOutputsReachTheGraphicsFamilyWithTheBitsOfOneFam
     EXPECT_EQ(0, std::memcmp(got[s].data(), expected[s].data(), 4 * got[s].size()))
         << "step " << s << ", " << rng.describe();
   }
+  EXPECT_TRUE(app.messages().empty());
+}
+
+// A step in pieces releases the logits at the end of its last piece: the same bits, no message.
+TEST_F(QueueFamilyTest, ASlicedStepReleasesAfterItsLastPiece) {
+  Rng rng;
+  const Steps run(rng, 2);
+  const auto expected = oneFamilyLogits(run);
+  TwoFamilyApp app(ctx().info().name);
+  const auto got = twoFamilyLogits(app, false, run, 3);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t s = 0; s < got.size(); ++s)
+    EXPECT_EQ(0, std::memcmp(got[s].data(), expected[s].data(), 4 * got[s].size()))
+        << "step " << s << ", " << rng.describe();
   EXPECT_TRUE(app.messages().empty());
 }
 
