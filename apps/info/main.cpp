@@ -150,6 +150,12 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
     else
       std::printf("    compute queue    family %u (%s)\n", d.compute_family,
                   d.compute_only_family ? "compute-only" : "shared with graphics");
+    for (size_t i = 0; i < d.queue_families.size(); ++i) {
+      const vk::QueueFamily& f = d.queue_families[i];
+      std::printf("    %s %zu: %s%s%s%u queue%s\n", i ? "                " : "queue families  ", i,
+                  f.graphics ? "graphics, " : "", f.compute ? "compute, " : "",
+                  f.transfer ? "transfer, " : "", f.queues, f.queues == 1 ? "" : "s");
+    }
     std::printf("\n");
   }
 }
@@ -166,6 +172,12 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
       queue["family"] = d.compute_family;
       queue["compute_only"] = d.compute_only_family;
     }
+    graph::Json families = graph::Json::array();
+    for (const vk::QueueFamily& f : d.queue_families)
+      families.push_back({{"graphics", f.graphics},
+                          {"compute", f.compute},
+                          {"transfer", f.transfer},
+                          {"queues", f.queues}});
     list.push_back({
         {"index", d.index},
         {"default", d.index == selection.index},
@@ -221,6 +233,7 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
         {"portability_subset", d.portability_subset},
         {"device_profile", d.profile},
         {"compute_queue", queue},
+        {"queue_families", families},
     });
   }
   const graph::Json doc = {

@@ -49,6 +49,16 @@ TEST_F(InfoAppTest, JsonIsValidAndNamesTheDevice) {
       EXPECT_TRUE(d.at("features").at(key).is_boolean()) << key;
     EXPECT_TRUE(d.at("timestamps").at("supported").is_boolean());
     EXPECT_TRUE(d.at("compute_queue").at("present").is_boolean());
+    const graph::Json& families = d.at("queue_families");
+    ASSERT_FALSE(families.empty());
+    for (const graph::Json& f : families) {
+      for (const char* key : {"graphics", "compute", "transfer"})
+        EXPECT_TRUE(f.at(key).is_boolean()) << key;
+      EXPECT_GE(f.at("queues").get<uint32_t>(), 1u);
+    }
+    if (d.at("compute_queue").at("present").get<bool>()) {
+      EXPECT_TRUE(families.at(d.at("compute_queue").at("family").get<size_t>()).at("compute"));
+    }
     EXPECT_EQ(d.at("max_workgroup_size").size(), 3u);
     ASSERT_FALSE(d.at("memory_heaps").empty());
     EXPECT_TRUE(d.at("memory_heaps").at(0).at("bytes").is_number_unsigned());
@@ -151,6 +161,33 @@ TEST(InfoApp, HelpExitsZeroAndUnknownOptionsExitTwo) {
   EXPECT_TRUE(contains(bad.err, "unknown option '--no-such-option'")) << bad.err;
   const AppRun stray = runApp("info", {"stray"});
   EXPECT_EQ(stray.exit_code, 2);
+}
+
+// Under the test layer that adds a compute-only family (tests/layers), the families list shows
+// it and the engine's own queue moves to it, as on a GPU with an async compute family.
+TEST_F(InfoAppTest, ListsQueueFamiliesAndPrefersAComputeOnlyOne) {
+  const AppRun plain = runApp("info", {"--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const AppRun split = runApp("info", {"--json"},
+                              {{"VK_ADD_LAYER_PATH", VKGRAD_TEST_LAYER_DIR},
+                               {"VK_INSTANCE_LAYERS", "VK_LAYER_VKGRAD_split_queue_family"}});
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const graph::Json before =
+      graph::parseJson(plain.out, "vkgrad-info --json").at("devices").at(ctx().info().index);
+  const graph::Json after = graph::parseJson(split.out, "vkgrad-info --json (split layer)")
+                                .at("devices")
+                                .at(ctx().info().index);
+  const size_t count = before.at("queue_families").size();
+  ASSERT_EQ(after.at("queue_families").size(), count + 1);
+  const graph::Json& added = after.at("queue_families").at(count);
+  EXPECT_TRUE(added.at("compute"));
+  EXPECT_FALSE(added.at("graphics"));
+  EXPECT_EQ(after.at("compute_queue").at("compute_only"), true);
+  const AppRun text = runApp("info", {},
+                             {{"VK_ADD_LAYER_PATH", VKGRAD_TEST_LAYER_DIR},
+                              {"VK_INSTANCE_LAYERS", "VK_LAYER_VKGRAD_split_queue_family"}});
+  EXPECT_TRUE(contains(text.out, std::to_string(count) + ": compute, transfer, 1 queue"))
+      << text.out;
 }
 
 }  // namespace

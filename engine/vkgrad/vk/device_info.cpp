@@ -143,6 +143,11 @@ void pickComputeFamily(VkPhysicalDevice device, DeviceInfo& info) {
   vkGetPhysicalDeviceQueueFamilyProperties(device, &family_count, families.data());
   for (uint32_t i = 0; i < family_count; ++i) {
     const VkQueueFlags flags = families[i].queueFlags;
+    // Graphics and compute families may leave the transfer bit out: they transfer anyway.
+    info.queue_families.push_back(
+        {bool(flags & VK_QUEUE_GRAPHICS_BIT), bool(flags & VK_QUEUE_COMPUTE_BIT),
+         bool(flags & (VK_QUEUE_TRANSFER_BIT | VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)),
+         families[i].queueCount});
     if (!(flags & VK_QUEUE_COMPUTE_BIT)) continue;
     const bool compute_only = !(flags & VK_QUEUE_GRAPHICS_BIT);
     if (info.compute_family == UINT32_MAX || (compute_only && !info.compute_only_family)) {

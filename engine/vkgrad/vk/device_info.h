@@ -20,6 +20,12 @@ struct MemoryHeap {
   bool device_local = false;
 };
 
+// One queue family as vkGetPhysicalDeviceQueueFamilyProperties reports it.
+struct QueueFamily {
+  bool graphics = false, compute = false, transfer = false;
+  uint32_t queues = 0;
+};
+
 struct DeviceInfo {
   uint32_t index = 0;  // position in vkEnumeratePhysicalDevices
   std::string name;
@@ -70,6 +76,8 @@ struct DeviceInfo {
   // The device profile the engine imposes on this device (vk/device_limits.h), "" for none.
   std::string profile;
 
+  // Every queue family, in index order (an app picks its async-compute queue from these).
+  std::vector<QueueFamily> queue_families;
   // Compute queue: a compute-only family when there is one.
   uint32_t compute_family = UINT32_MAX;
   bool compute_only_family = false;
