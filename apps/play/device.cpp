@@ -281,27 +281,10 @@ void Device::chooseComputeQueue() {
 }
 
 void Device::createDevice() {
-  // vkgrad reads these optional features from the physical device and uses kernels that
-  // need them where they exist, so they are enabled wherever supported, as vkgrad's own
-  // Context does; timeline semaphores carry the engine's submission counter.
-  VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  has11.pNext = &has12;
-  VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  has.pNext = &has11;
-  vkGetPhysicalDeviceFeatures2(physical_, &has);
-
-  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  f12.timelineSemaphore = VK_TRUE;
-  f12.shaderFloat16 = has12.shaderFloat16;
-  f12.shaderInt8 = has12.shaderInt8;
-  f12.storageBuffer8BitAccess = has12.storageBuffer8BitAccess;
-  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  f11.pNext = &f12;
-  f11.storageBuffer16BitAccess = has11.storageBuffer16BitAccess;
-  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  features.pNext = &f11;
-  features.features.shaderInt64 = has.features.shaderInt64;
+  // The optional features vkgrad's kernels use, where the device has them, and timeline
+  // semaphores (the engine's submission counter); vkgrad is told what was enabled.
+  vk::EngineFeatures features(instance_, physical_, vkGetInstanceProcAddr);
+  enabled_ = features.enabled();
 
   const float priorities[] = {1.0f, 1.0f};
   VkDeviceQueueCreateInfo queue_info[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
@@ -314,7 +297,7 @@ void Device::createDevice() {
   queue_info[1].pQueuePriorities = priorities;
   const char* extensions[] = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  info.pNext = &features;
+  info.pNext = features.chain();
   info.queueCreateInfoCount = compute_family_ == family_ ? 1 : 2;
   info.pQueueCreateInfos = queue_info;
   info.enabledExtensionCount = 1;
@@ -333,6 +316,7 @@ vk::ExternalDevice Device::externalDevice() const {
   external.queue_index = compute_index_;
   if (compute_family_ != family_ && compute_.concurrent) external.concurrent_families = {family_};
   external.get_instance_proc_addr = vkGetInstanceProcAddr;  // this app's volk's
+  external.enabled_features = enabled_;
   return external;
 }
 

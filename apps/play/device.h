@@ -85,6 +85,7 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t family_ = 0;
   ComputeQueue compute_;
+  vk::EnabledFeatures enabled_;  // what the device was created with, for vkgrad
   uint32_t compute_family_ = 0, compute_index_ = 0;
   std::string compute_note_;
   std::atomic<size_t>& messages_;  // atomic: the layer may call back from driver threads

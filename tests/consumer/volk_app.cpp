@@ -103,6 +103,8 @@ int main() {
     external.device = device;
     external.queue_family = family;
     external.get_instance_proc_addr = vkGetInstanceProcAddr;
+    // Only timeline semaphores were enabled: the engine uses no optional feature.
+    external.enabled_features = vkgrad::vk::enabledFeatures(device_info);
     vkgrad::vk::Context adopted(external);
     learned = trainCircles(adopted, "consumer_volk (adopted device)");
     // A second Context with an instance of vkgrad's own loads vkgrad's private volk again;

@@ -76,6 +76,7 @@ class TwoFamilyApp {
     external.queue_family = compute_family_;
     external.queue_index = compute_index_;
     external.get_instance_proc_addr = vkGetInstanceProcAddr;
+    external.enabled_features = enabled_;
     if (concurrent) external.concurrent_families = {graphics_family_};
     return external;
   }
@@ -223,24 +224,8 @@ class TwoFamilyApp {
   }
 
   void createDevice() {
-    VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceVulkan11Features has11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    has11.pNext = &has12;
-    VkPhysicalDeviceFeatures2 has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    has.pNext = &has11;
-    vkGetPhysicalDeviceFeatures2(physical_, &has);
-    // What vkgrad's own Context enables (it picks kernels by what the device has).
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    f12.timelineSemaphore = VK_TRUE;
-    f12.shaderFloat16 = has12.shaderFloat16;
-    f12.shaderInt8 = has12.shaderInt8;
-    f12.storageBuffer8BitAccess = has12.storageBuffer8BitAccess;
-    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    f11.pNext = &f12;
-    f11.storageBuffer16BitAccess = has11.storageBuffer16BitAccess;
-    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    features.pNext = &f11;
-    features.features.shaderInt64 = has.features.shaderInt64;
+    vk::EngineFeatures features(instance_, physical_, vkGetInstanceProcAddr);
+    enabled_ = features.enabled();
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo queues[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
                                          {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
@@ -253,7 +238,7 @@ class TwoFamilyApp {
       queues[0].pQueuePriorities = priorities;
     }
     VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    info.pNext = &features;
+    info.pNext = features.chain();
     info.queueCreateInfoCount = compute_family_ == graphics_family_ ? 1 : 2;
     info.pQueueCreateInfos = queues;
     VK_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
@@ -305,6 +290,7 @@ class TwoFamilyApp {
   VkDevice device_ = VK_NULL_HANDLE;
   VolkDeviceTable vk_{};
   uint32_t graphics_family_ = kNone, compute_family_ = kNone, compute_index_ = 0;
+  vk::EnabledFeatures enabled_;
   VkQueue graphics_queue_ = VK_NULL_HANDLE;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;

@@ -13,7 +13,9 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/vk/engine_features.h"
 #include "vkgrad/vk/instance.h"
+#include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
@@ -278,6 +280,92 @@ TEST(Context, ExternalDeviceIsCheckedBeforeUse) {
   }
   external.concurrent_families = {host.queueFamily()};  // one family in all: exclusive
   EXPECT_TRUE(vk::Context(external).concurrentFamilies().empty());
+  EXPECT_TRUE(host.validationMessages().empty());
+}
+
+// A device the "app" creates on the host's physical device with `chain` as its features,
+// adopted by an engine told what it enabled; destroyed with the engine.
+struct AppDevice {
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable vk{};
+  AppDevice(const vk::Context& host, const void* chain) {
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue.queueFamilyIndex = host.queueFamily();
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    info.pNext = chain;
+    info.queueCreateInfoCount = 1;
+    info.pQueueCreateInfos = &queue;
+    EXPECT_EQ(vkCreateDevice(host.physicalDevice(), &info, nullptr, &device), VK_SUCCESS);
+    volkLoadDeviceTable(&vk, device);
+    info.pQueueCreateInfos = nullptr;
+  }
+  ~AppDevice() { vk.vkDestroyDevice(device, nullptr); }
+  vk::ExternalDevice external(const vk::Context& host) const {
+    vk::ExternalDevice e;
+    e.instance = host.instance().handle();
+    e.physical_device = host.physicalDevice();
+    e.device = device;
+    e.queue_family = host.queueFamily();
+    e.get_instance_proc_addr = vkGetInstanceProcAddr;
+    e.enabled_features = vk::enabledFeatures(info);
+    return e;
+  }
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+};
+
+// An app that creates its device with timeline semaphores alone: the engine believes no
+// optional feature, so a kernel that needs 16-bit storage is refused by name instead of
+// running on a device that did not enable it (which the validation layer would report).
+// With EngineFeatures' chain the engine gets all the device offers; without timeline
+// semaphores it refuses the device.
+TEST(Context, AnAdoptedDeviceOffersOnlyWhatItWasCreatedWith) {
+  vk::Context host(withValidation());
+  VkPhysicalDeviceVulkan12Features timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  timeline.timelineSemaphore = VK_TRUE;
+  {
+    AppDevice bare(host, &timeline);
+    vk::Context engine(bare.external(host));
+    EXPECT_FALSE(engine.info().storage_16bit);
+    EXPECT_FALSE(engine.info().storage_8bit);
+    EXPECT_FALSE(engine.info().fp16);
+    EXPECT_FALSE(engine.info().int8);
+    EXPECT_FALSE(engine.info().int64);
+    try {
+      engine.kernels().get("convert/convert.s16",
+                           {{"local_size_x", 64u}, {"src_dtype", 1u}, {"dst_dtype", 0u}});
+      FAIL() << "a 16-bit kernel was built for a device created without 16-bit storage";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("storageBuffer16BitAccess"), std::string::npos)
+          << e.what();
+    }
+    expectRoundTrip(engine);  // f32 work goes on
+  }
+  {
+    vk::EngineFeatures features(host.instance().handle(), host.physicalDevice(),
+                                vkGetInstanceProcAddr);
+    EXPECT_TRUE(features.enabled().timeline_semaphore);
+    EXPECT_EQ(features.enabled().storage_16bit, host.info().storage_16bit);
+    EXPECT_EQ(features.enabled().fp16, host.info().fp16);
+    EXPECT_EQ(features.enabled().int64, host.info().int64);
+    AppDevice full(host, features.chain());
+    vk::Context engine(full.external(host));
+    EXPECT_EQ(engine.info().storage_16bit, host.info().storage_16bit);
+    EXPECT_EQ(engine.info().storage_8bit, host.info().storage_8bit);
+    EXPECT_EQ(engine.info().int8, host.info().int8);
+    expectRoundTrip(engine);
+  }
+  {
+    VkPhysicalDeviceVulkan12Features none{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    AppDevice old(host, &none);
+    try {
+      vk::Context engine(old.external(host));
+      FAIL() << "a device created without timeline semaphores was adopted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("timelineSemaphore"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_TRUE(host.validationMessages().empty());
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "vkgrad/vk/engine_features.h"
 #include "vkgrad/vk/error.h"
 #include "vkgrad/vk/instance.h"
 #include "vkgrad/vk/kernel.h"
@@ -63,6 +64,22 @@ bool fp16MatmulAllowed(bool option) {
   if (!env || !*env || std::string(env) == "fp32") return false;
   if (std::string(env) == "fp16") return true;
   throw Error(std::string("VKGRAD_MATMUL='") + env + "' must be fp32 or fp16");
+}
+
+// An adopted device offers what it was created with: the engine's kernels see no feature the
+// app left off.
+void believeEnabled(const EnabledFeatures& enabled, DeviceInfo& info) {
+  if (!enabled.timeline_semaphore)
+    throw Error("the host's device " + info.name +
+                " was created without the timelineSemaphore feature, which vkgrad needs (every "
+                "submission signals its timeline); enable it (vk::EngineFeatures lists what "
+                "vkgrad uses)");
+  info.fp16 = info.fp16 && enabled.fp16;
+  info.int8 = info.int8 && enabled.int8;
+  info.int64 = info.int64 && enabled.int64;
+  info.fp64 = info.fp64 && enabled.fp64;
+  info.storage_16bit = info.storage_16bit && enabled.storage_16bit;
+  info.storage_8bit = info.storage_8bit && enabled.storage_8bit;
 }
 
 }  // namespace
@@ -153,6 +170,7 @@ Context::Context(const ExternalDevice& external) {
   if (info_.api_version < VK_API_VERSION_1_2)
     throw Error("the host's device " + info_.name + " supports only Vulkan " +
                 versionString(info_.api_version) + "; vkgrad needs 1.2");
+  if (external.enabled_features) believeEnabled(*external.enabled_features, info_);
   queue_family_ = external.queue_family;
   uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(physical_, &family_count, nullptr);

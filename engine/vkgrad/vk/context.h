@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include "vkgrad/vk/device_info.h"
 #include "vkgrad/vk/device_limits.h"
+#include "vkgrad/vk/engine_features.h"
 
 namespace vkgrad::vk {
 
@@ -60,7 +62,8 @@ DeviceSelector deviceSelector(const ContextOptions& options);
 
 // A host app's Vulkan objects. The engine uses them and never destroys them. The device must
 // have been created with Vulkan 1.2, the timelineSemaphore feature enabled, and a queue of
-// queue_family that supports compute. The engine submits to that queue from the thread that
+// queue_family that supports compute; the optional features the kernels use are listed by
+// vk::EngineFeatures (vk/engine_features.h). The engine submits to that queue from the thread that
 // uses the Context; the app must not submit to the same VkQueue from another thread at the
 // same time (Vulkan's external synchronisation rule for queues).
 //
@@ -80,6 +83,11 @@ struct ExternalDevice {
   // Other queue families whose queues use the engine's buffers (the app's graphics family);
   // empty: exclusive buffers. queue_family itself may be listed; one family in all is exclusive.
   std::vector<uint32_t> concurrent_families;
+  // What the device was created with (vk::enabledFeatures(device_info), or
+  // EngineFeatures::enabled()): the engine then uses only the optional features enabled, and
+  // refuses a device created without timelineSemaphore. Unset: it assumes every optional
+  // feature the device offers was enabled (what EngineFeatures enables).
+  std::optional<EnabledFeatures> enabled_features;
 };
 
 // A semaphore the engine's next submission waits for before `stages` run: the app's timeline
