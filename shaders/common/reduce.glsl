@@ -15,9 +15,8 @@
 // Every function here must be called from uniform control flow (they contain barriers).
 //
 // NO_SUBGROUP_ARITHMETIC (the ".nsa" build, for a device without subgroup arithmetic): every
-// invocation stores its value and each reads all of them in the same order, so all get the
-// same bits (kOneSubgroup changes nothing there). W reads per invocation: a fallback, not
-// a fast path.
+// invocation stores its value, a tree folds the slots pairwise into slot 0, and every
+// invocation reads that one, so all get the same bits (kOneSubgroup changes nothing there).
 #ifndef VKGRAD_COMMON_REDUCE_GLSL
 #define VKGRAD_COMMON_REDUCE_GLSL
 
@@ -28,33 +27,57 @@ shared float reduce_scratch_b[gl_WorkGroupSize.x];
 
 #ifdef NO_SUBGROUP_ARITHMETIC
 
+// The largest power of two below the workgroup size (for 96 lanes: 64), where the tree starts.
+uint reduceTreeTop() {
+  uint top = 1;
+  while (top * 2 < gl_WorkGroupSize.x) top *= 2;
+  return top;
+}
+
+// Each level folds slot i + s into slot i for every i < s with a partner; after the last,
+// slot 0 holds the result, which every invocation then reads. log2(W) barriers and one read
+// per folding invocation, instead of W reads by every invocation.
 float workgroupSum(float v) {
+  const uint i = gl_LocalInvocationID.x;
   barrier();  // the previous reduction's readers are done with the scratch slots
-  reduce_scratch_a[gl_LocalInvocationID.x] = v;
+  reduce_scratch_a[i] = v;
+  for (uint s = reduceTreeTop(); s > 0; s /= 2) {
+    barrier();
+    if (i < s && i + s < gl_WorkGroupSize.x) reduce_scratch_a[i] += reduce_scratch_a[i + s];
+  }
   barrier();
-  float total = reduce_scratch_a[0];
-  for (uint i = 1; i < gl_WorkGroupSize.x; ++i) total += reduce_scratch_a[i];
-  return total;
+  return reduce_scratch_a[0];
 }
 
 float workgroupMax(float v) {
+  const uint i = gl_LocalInvocationID.x;
   barrier();
-  reduce_scratch_a[gl_LocalInvocationID.x] = v;
+  reduce_scratch_a[i] = v;
+  for (uint s = reduceTreeTop(); s > 0; s /= 2) {
+    barrier();
+    if (i < s && i + s < gl_WorkGroupSize.x)
+      reduce_scratch_a[i] = max(reduce_scratch_a[i], reduce_scratch_a[i + s]);
+  }
   barrier();
-  float total = reduce_scratch_a[0];
-  for (uint i = 1; i < gl_WorkGroupSize.x; ++i) total = max(total, reduce_scratch_a[i]);
-  return total;
+  return reduce_scratch_a[0];
 }
 
 MaxSum workgroupMaxSum(MaxSum v) {
+  const uint i = gl_LocalInvocationID.x;
   barrier();
-  reduce_scratch_a[gl_LocalInvocationID.x] = v.m;
-  reduce_scratch_b[gl_LocalInvocationID.x] = v.s;
+  reduce_scratch_a[i] = v.m;
+  reduce_scratch_b[i] = v.s;
+  for (uint s = reduceTreeTop(); s > 0; s /= 2) {
+    barrier();
+    if (i < s && i + s < gl_WorkGroupSize.x) {
+      const MaxSum folded = maxSumCombine(MaxSum(reduce_scratch_a[i], reduce_scratch_b[i]),
+                                          MaxSum(reduce_scratch_a[i + s], reduce_scratch_b[i + s]));
+      reduce_scratch_a[i] = folded.m;
+      reduce_scratch_b[i] = folded.s;
+    }
+  }
   barrier();
-  MaxSum total = MaxSum(reduce_scratch_a[0], reduce_scratch_b[0]);
-  for (uint i = 1; i < gl_WorkGroupSize.x; ++i)
-    total = maxSumCombine(total, MaxSum(reduce_scratch_a[i], reduce_scratch_b[i]));
-  return total;
+  return MaxSum(reduce_scratch_a[0], reduce_scratch_b[0]);
 }
 
 #else
