@@ -486,7 +486,7 @@ TEST_F(QueueFamilyTest, AnAcquireWithoutTheEnginesReleaseIsReported) {
   EXPECT_NE(messages[0].find("release"), std::string::npos) << messages[0];
 }
 
-TEST_F(QueueFamilyTest, PersistentTensorsAreSharedNotReleased) {
+TEST_F(QueueFamilyTest, PersistentTensorsAndUnknownFamiliesAreRefused) {
   graph::ParameterStore store(ctx());
   Classifier m(store);
   store.initialize(Rng().seed());
@@ -496,6 +496,12 @@ TEST_F(QueueFamilyTest, PersistentTensorsAreSharedNotReleased) {
     FAIL() << "a parameter was released";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("concurrent_families"), std::string::npos) << e.what();
+  }
+  try {
+    exec.releaseAfterStep(m.logits, 1000);
+    FAIL() << "a release to queue family 1000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("queue family 1000"), std::string::npos) << e.what();
   }
 }
 

@@ -271,6 +271,14 @@ TEST(Context, ExternalDeviceIsCheckedBeforeUse) {
     EXPECT_NE(std::string(e.what()).find("queue family 1000"), std::string::npos) << e.what();
   }
   external.queue_family = host.queueFamily();
+  external.queue_index = 1000;
+  try {
+    vk::Context engine(external);
+    FAIL() << "queue index 1000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("queue index 1000"), std::string::npos) << e.what();
+  }
+  external.queue_index = 0;
   external.concurrent_families = {1000};
   try {
     vk::Context engine(external);

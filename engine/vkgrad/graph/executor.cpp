@@ -360,6 +360,10 @@ void Executor::releaseAfterStep(Tensor t, uint32_t family) {
   for (const auto& [released, to] : releases_)
     if (released.id == t.id && to == family) return;
   if (family == context_.queueFamily()) return;
+  if (family >= context_.info().queue_families.size())
+    throw Error("executor: releasing " + info.name + " to queue family " + std::to_string(family) +
+                ", but " + context_.info().name + " has " +
+                std::to_string(context_.info().queue_families.size()) + " queue families");
   releases_.emplace_back(t, family);
   record();
 }

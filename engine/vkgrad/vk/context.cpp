@@ -179,6 +179,10 @@ Context::Context(const ExternalDevice& external) {
   if (queue_family_ >= family_count || !(families[queue_family_].queueFlags & VK_QUEUE_COMPUTE_BIT))
     throw Error("ExternalDevice queue family " + std::to_string(queue_family_) +
                 " does not support compute");
+  if (external.queue_index >= families[queue_family_].queueCount)
+    throw Error("ExternalDevice queue index " + std::to_string(external.queue_index) +
+                " is past queue family " + std::to_string(queue_family_) + "'s " +
+                std::to_string(families[queue_family_].queueCount) + " queue(s)");
   for (uint32_t family : external.concurrent_families) {
     if (family >= family_count)
       throw Error("ExternalDevice concurrent family " + std::to_string(family) + " is not one of " +
