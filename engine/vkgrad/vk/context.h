@@ -63,9 +63,9 @@ DeviceSelector deviceSelector(const ContextOptions& options);
 // A host app's Vulkan objects. The engine uses them and never destroys them. The device must
 // have been created with Vulkan 1.2, the timelineSemaphore feature enabled, and a queue of
 // queue_family that supports compute; the optional features the kernels use are listed by
-// vk::EngineFeatures (vk/engine_features.h). The engine submits to that queue from the thread that
-// uses the Context; the app must not submit to the same VkQueue from another thread at the
-// same time (Vulkan's external synchronisation rule for queues).
+// vk::EngineFeatures (vk/engine_features.h). The engine submits to that queue from the thread
+// that uses the Context; the app must not submit to the same VkQueue from another thread at
+// the same time (Vulkan's external synchronisation rule for queues).
 //
 // The engine's queue may be of another family than the app's (a compute-only family beside
 // the graphics one: async compute). Its buffers are then the engine family's alone

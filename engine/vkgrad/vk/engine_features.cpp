@@ -39,7 +39,8 @@ void readLink(const ChainLink* link, EnabledFeatures& e) {
       break;
     }
     case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
-      e.storage_16bit |= bool(as<VkPhysicalDevice16BitStorageFeatures>(link).storageBuffer16BitAccess);
+      e.storage_16bit |=
+          bool(as<VkPhysicalDevice16BitStorageFeatures>(link).storageBuffer16BitAccess);
       break;
     case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES:
       e.storage_8bit |= bool(as<VkPhysicalDevice8BitStorageFeatures>(link).storageBuffer8BitAccess);
@@ -71,10 +72,10 @@ EnabledFeatures enabledFeatures(const VkDeviceCreateInfo& info) {
 
 EngineFeatures::EngineFeatures(VkInstance instance, VkPhysicalDevice physical,
                                PFN_vkGetInstanceProcAddr get_instance_proc_addr) {
-  const auto get_features = get_instance_proc_addr
-                                ? reinterpret_cast<PFN_vkGetPhysicalDeviceFeatures2>(
-                                      get_instance_proc_addr(instance, "vkGetPhysicalDeviceFeatures2"))
-                                : nullptr;
+  const auto get_features =
+      get_instance_proc_addr ? reinterpret_cast<PFN_vkGetPhysicalDeviceFeatures2>(
+                                   get_instance_proc_addr(instance, "vkGetPhysicalDeviceFeatures2"))
+                             : nullptr;
   if (!get_features)
     throw Error("EngineFeatures needs the instance's vkGetInstanceProcAddr (Vulkan 1.1 or later)");
   VkPhysicalDeviceVulkan12Features has12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
