@@ -160,24 +160,36 @@ void printText(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
   }
 }
 
+graph::Json heapsJson(const vk::DeviceInfo& d) {
+  graph::Json heaps = graph::Json::array();
+  for (const vk::MemoryHeap& heap : d.heaps)
+    heaps.push_back({{"bytes", heap.bytes}, {"device_local", heap.device_local}});
+  return heaps;
+}
+
+// The queue the engine would use, and every family the device has.
+graph::Json computeQueueJson(const vk::DeviceInfo& d) {
+  graph::Json queue = {{"present", d.compute_family != UINT32_MAX}};
+  if (d.compute_family != UINT32_MAX) {
+    queue["family"] = d.compute_family;
+    queue["compute_only"] = d.compute_only_family;
+  }
+  return queue;
+}
+graph::Json queueFamiliesJson(const vk::DeviceInfo& d) {
+  graph::Json families = graph::Json::array();
+  for (const vk::QueueFamily& f : d.queue_families)
+    families.push_back({{"graphics", f.graphics},
+                        {"compute", f.compute},
+                        {"transfer", f.transfer},
+                        {"queues", f.queues}});
+  return families;
+}
+
 void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& selection,
                uint32_t loader_version) {
   graph::Json list = graph::Json::array();
   for (const vk::DeviceInfo& d : devices) {
-    graph::Json heaps = graph::Json::array();
-    for (const vk::MemoryHeap& heap : d.heaps)
-      heaps.push_back({{"bytes", heap.bytes}, {"device_local", heap.device_local}});
-    graph::Json queue = {{"present", d.compute_family != UINT32_MAX}};
-    if (d.compute_family != UINT32_MAX) {
-      queue["family"] = d.compute_family;
-      queue["compute_only"] = d.compute_only_family;
-    }
-    graph::Json families = graph::Json::array();
-    for (const vk::QueueFamily& f : d.queue_families)
-      families.push_back({{"graphics", f.graphics},
-                          {"compute", f.compute},
-                          {"transfer", f.transfer},
-                          {"queues", f.queues}});
     list.push_back({
         {"index", d.index},
         {"default", d.index == selection.index},
@@ -217,7 +229,7 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
          {{"supported", d.timestamp_valid_bits != 0},
           {"valid_bits", d.timestamp_valid_bits},
           {"period_ns", d.timestamp_period_ns}}},
-        {"memory_heaps", heaps},
+        {"memory_heaps", heapsJson(d)},
         {"features",
          {{"fp16", d.fp16},
           {"int8", d.int8},
@@ -232,8 +244,8 @@ void printJson(const std::vector<vk::DeviceInfo>& devices, const Selection& sele
           {"khr_extension", d.khr_coopmat}}},
         {"portability_subset", d.portability_subset},
         {"device_profile", d.profile},
-        {"compute_queue", queue},
-        {"queue_families", families},
+        {"compute_queue", computeQueueJson(d)},
+        {"queue_families", queueFamiliesJson(d)},
     });
   }
   const graph::Json doc = {

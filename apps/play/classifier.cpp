@@ -162,7 +162,7 @@ bool Classifier::inferring() const {
 }
 
 float Classifier::loss() {
-  return infer_->readScalar(data_loss_);
+  return inferred_step_ >= 0 ? infer_->readScalar(data_loss_) : 0.0f;
 }
 
 void Classifier::releaseResultsTo(uint32_t family) {

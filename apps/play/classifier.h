@@ -68,8 +68,8 @@ class Classifier {
   uint64_t inferAsync(std::span<const vk::SemaphoreWait> waits);
   bool inferring() const;                                  // an inference is in flight
   int64_t inferredStep() const { return inferred_step_; }  // steps() at the last inferAsync
-  // The data set's mean cross-entropy from the last inference; waits for it (a host read:
-  // for the end of a run, not for frames).
+  // The data set's mean cross-entropy from the last inference (0 before one); waits for it (a
+  // host read: for the end of a run, not for frames).
   float loss();
 
   // --- in pieces (ClassifierOptions::slice_ms): one piece per call, without waiting

@@ -150,6 +150,17 @@ bool enginePiece(Classifier& classifier, std::span<const vk::SemaphoreWait> fram
   return done;
 }
 
+// The engine's work in this frame, whole steps or a piece (--slice-ms). An inference waits on
+// the device for the last submitted frame, which may still be reading the logits.
+bool engineFrame(const PlayOptions& o, Classifier& classifier, const Renderer& renderer,
+                 uint64_t& shown) {
+  const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
+                                      VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
+  const std::span<const vk::SemaphoreWait> frame_wait(&after_frame, renderer.submitted() ? 1 : 0);
+  return o.slice_ms > 0 ? enginePiece(classifier, frame_wait, shown)
+                        : engineSteps(classifier, o.steps_per_frame, frame_wait, shown);
+}
+
 void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   vk::ContextOptions choice;
   choice.device = o.device;
@@ -202,14 +213,7 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
     }
 
     const Clock::time_point engine_start = Clock::now();
-    // An inference waits on the device for the last submitted frame, which may still be
-    // reading the logits.
-    const vk::SemaphoreWait after_frame{renderer.timeline(), renderer.submitted(),
-                                        VK_PIPELINE_STAGE_ALL_COMMANDS_BIT};
-    const std::span<const vk::SemaphoreWait> frame_wait(&after_frame, renderer.submitted() ? 1 : 0);
-    const bool fresh = o.slice_ms > 0
-                           ? enginePiece(classifier, frame_wait, shown)
-                           : engineSteps(classifier, o.steps_per_frame, frame_wait, shown);
+    const bool fresh = engineFrame(o, classifier, renderer, shown);
     if (fresh) loss_steps.push_back(classifier.inferredStep());
     engine_ms += std::chrono::duration<double, std::milli>(Clock::now() - engine_start).count();
 
@@ -230,11 +234,8 @@ void run(const PlayOptions& o, std::atomic<size_t>& messages) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (!o.screenshot.empty()) renderer.screenshot(o.screenshot);
   // Released to the graphics family, the last loss is the frames' to read, not the engine's.
-  const float loss = device.transfersOwnership()      ? copied_loss
-                     : classifier.inferredStep() >= 0 ? classifier.loss()
-                                                      : 0.0f;
-  printSummary(classifier, loss, frame, seconds, engine_ms, slowest_ms,
-               device.properties().deviceName);
+  printSummary(classifier, device.transfersOwnership() ? copied_loss : classifier.loss(), frame,
+               seconds, engine_ms, slowest_ms, device.properties().deviceName);
   if (!o.screenshot.empty()) std::printf("screenshot: %s\n", o.screenshot.c_str());
 }
 

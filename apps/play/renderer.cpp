@@ -255,13 +255,10 @@ void Renderer::setCurve(std::span<const double> steps, std::span<const double> l
   }
 }
 
-void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot) {
-  const VkExtent2D extent = swapchain_.extent();
-  VK_CHECK(vkResetCommandBuffer(f.cmd, 0));
-  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  VK_CHECK(vkBeginCommandBuffer(f.cmd, &begin));
-  if (copy_loss && scene_.acquire_from != VK_QUEUE_FAMILY_IGNORED) {
+// The first frame to show an inference: its logits and loss become this family's (when the
+// engine released them from another) and the loss is copied out for takeLoss().
+void Renderer::takeResults(Frame& f) {
+  if (scene_.acquire_from != VK_QUEUE_FAMILY_IGNORED) {
     // The new inference's results, released by the engine's family (Executor::releaseAfterStep),
     // become this family's before anything reads them; later frames read them as they are.
     const VkBufferMemoryBarrier acquire[] = {
@@ -273,20 +270,27 @@ void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot)
         VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vkCmdPipelineBarrier(f.cmd, stages, stages, 0, 0, nullptr, 2, acquire, 0, nullptr);
   }
-  if (copy_loss) {  // after the engine's inference: the submission waits for it at transfer
-    const VkBufferCopy region{scene_.loss.offset, 0, 4};
-    vkCmdCopyBuffer(f.cmd, scene_.loss.buffer, f.loss->buffer(), 1, &region);
-    VkBufferMemoryBarrier host{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
-    host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;  // read once the frame's fence has signalled
-    host.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    host.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    host.buffer = f.loss->buffer();
-    host.size = VK_WHOLE_SIZE;
-    vkCmdPipelineBarrier(f.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 0,
-                         nullptr, 1, &host, 0, nullptr);
-    f.copied_loss = true;
-  }
+  const VkBufferCopy region{scene_.loss.offset, 0, 4};
+  vkCmdCopyBuffer(f.cmd, scene_.loss.buffer, f.loss->buffer(), 1, &region);
+  VkBufferMemoryBarrier host{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER};
+  host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;  // read once the frame's fence has signalled
+  host.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  host.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  host.buffer = f.loss->buffer();
+  host.size = VK_WHOLE_SIZE;
+  vkCmdPipelineBarrier(f.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 0,
+                       nullptr, 1, &host, 0, nullptr);
+  f.copied_loss = true;
+}
+
+void Renderer::record(Frame& f, uint32_t image, bool copy_loss, bool screenshot) {
+  const VkExtent2D extent = swapchain_.extent();
+  VK_CHECK(vkResetCommandBuffer(f.cmd, 0));
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vkBeginCommandBuffer(f.cmd, &begin));
+  if (copy_loss) takeResults(f);  // after the engine's inference: the frame waits for it
 
   VkClearValue clear{};
   clear.color = {{0.1f, 0.1f, 0.1f, 1.0f}};

@@ -92,6 +92,7 @@ class Renderer {
   // engine too, and the 1.3.239 layer's submit-time synchronisation validation crashes in it.
   void waitForFrames();
   void record(Frame& f, uint32_t image, bool copy_loss, bool screenshot);
+  void takeResults(Frame& f);  // record()'s part for a new inference
 
   const Device& device_;
   Swapchain& swapchain_;

@@ -160,11 +160,9 @@ void Executor::recordPiece(size_t first, size_t end, bool last) {
   // After every use in the step (forward and backward masks agree): the next replay draws anew.
   const bool advance = last && graph_.rngState() && plan_.used[size_t(graph_.rngState().id)];
   if (advance) ops::rngAdvance(rec, view(graph_.rngState()));
-  if (last)
-    for (const auto& [t, family] : releases_) {
-      const ops::TensorView v = view(t);
-      rec.release(*v.buffer, v.offset, v.bytes(), family);
-    }
+  if (last)  // what an app reads on another queue family (releaseAfterStep)
+    for (const auto& [t, family] : releases_)
+      rec.release(*view(t).buffer, view(t).offset, view(t).bytes(), family);
   // A profiled piece without the advance ends at its last node's timestamp.
   if (timed_)
     piece.ts_end = profiled_ && !advance && !piece.node_ts.empty() ? piece.node_ts.back().second
@@ -350,20 +348,16 @@ void Executor::releaseAfterStep(Tensor t, uint32_t family) {
   checkKept(t);
   if (!context_.concurrentFamilies().empty()) return;  // shared: nothing to transfer
   const TensorInfo& info = graph_.tensor(t);
-  // Refused on every device alike, the engine's own family included, so that an app finds
-  // out on one family what a device with two would do.
+  // Refused on one family too: an app learns there what a device with two would do.
   if (isPersistent(graph_.tensor(info.root)))
-    throw Error("executor: " + info.name +
-                " is persistent: the engine reads it again, so a queue family that also reads "
-                "it shares its buffer (ExternalDevice::concurrent_families) rather than taking "
-                "it over each step");
-  for (const auto& [released, to] : releases_)
-    if (released.id == t.id && to == family) return;
-  if (family == context_.queueFamily()) return;
-  if (family >= context_.info().queue_families.size())
+    throw Error("executor: " + info.name + " is persistent, read again by the engine: " +
+                "share its buffer (ExternalDevice::concurrent_families), do not release it");
+  const size_t families = context_.info().queue_families.size();
+  if (family >= families)
     throw Error("executor: releasing " + info.name + " to queue family " + std::to_string(family) +
-                ", but " + context_.info().name + " has " +
-                std::to_string(context_.info().queue_families.size()) + " queue families");
+                " of " + context_.info().name + "'s " + std::to_string(families));
+  const auto same = [&](const auto& r) { return r.first.id == t.id && r.second == family; };
+  if (family == context_.queueFamily() || std::ranges::any_of(releases_, same)) return;
   releases_.emplace_back(t, family);
   record();
 }
