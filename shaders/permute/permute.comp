@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// dst = src with its axes permuted (up to 4): one invocation per dst element, in dst order,
+// dst = src with its axes permuted (up to 6): one invocation per dst element, in dst order,
 // reading src through the strides of the axes each dst axis came from. 32-bit words here;
 // the ".s16" build moves 16-bit elements (f16 or bf16, both views of one dtype) as raw bits,
 // so a permute never rounds.
@@ -18,15 +18,15 @@ layout(set = 0, binding = 1) writeonly buffer Dst { uint dst[]; };
 layout(push_constant) uniform Push {
   uint n;                   // elements
   uint src_skip, dst_skip;  // first elements inside the bindings
-  uint dims[4];             // dst shape, padded with leading 1s to 4 axes
-  uint strides[4];          // src stride (in elements) of the axis each dst axis came from
+  uint dims[6];             // dst shape, padded with leading 1s to 6 axes
+  uint strides[6];          // src stride (in elements) of the axis each dst axis came from
 } p;
 
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint e = gl_GlobalInvocationID.x; e < p.n; e += stride) {
     uint rest = e, from = p.src_skip;
-    for (int a = 3; a >= 0; --a) {
+    for (int a = 5; a >= 0; --a) {
       from += (rest % p.dims[a]) * p.strides[a];
       rest /= p.dims[a];
     }

@@ -15,9 +15,9 @@ namespace {
 
 struct PermutePush {
   uint32_t n, src_skip, dst_skip;
-  uint32_t dims[4], strides[4];
+  uint32_t dims[Shape::kMaxRank], strides[Shape::kMaxRank];
 };
-static_assert(sizeof(PermutePush) == 44);
+static_assert(sizeof(PermutePush) == 60);
 
 std::string permText(std::span<const int> perm) {
   std::string text = "(";
@@ -58,7 +58,7 @@ void permute(vk::Recorder& rec, const TensorView& src, const TensorView& dst,
   for (int a = rank - 1; a >= 0; --a) src_strides[a] = stride, stride *= src.shape[a];
   vk::Context& ctx = rec.context();
   const Bound bs = bindStorage(ctx, src), bd = bindStorage(ctx, dst);
-  PermutePush push{uint32_t(n), bs.skip, bd.skip, {1, 1, 1, 1}, {0, 0, 0, 0}};
+  PermutePush push{uint32_t(n), bs.skip, bd.skip, {1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0}};
   for (int i = 0; i < rank; ++i) {
     const int slot = Shape::kMaxRank - rank + i;
     push.dims[slot] = uint32_t(dst.shape[i]);

@@ -8,7 +8,7 @@
 namespace vkgrad::ops {
 
 Shape::Shape(std::initializer_list<int64_t> dims) {
-  if (dims.size() > kMaxRank) throw ShapeError("shapes have at most 4 dims");
+  if (dims.size() > kMaxRank) throw ShapeError("shapes have at most 6 dims");
   for (int64_t d : dims) {
     if (d < 0) throw ShapeError("negative dimension in a shape");
     dims_[rank_++] = d;
@@ -16,7 +16,7 @@ Shape::Shape(std::initializer_list<int64_t> dims) {
 }
 
 Shape Shape::of(const int64_t* dims, int rank) {
-  if (rank < 1 || rank > kMaxRank) throw ShapeError("shapes have 1 to 4 dims");
+  if (rank < 1 || rank > kMaxRank) throw ShapeError("shapes have 1 to 6 dims");
   Shape s;
   for (int i = 0; i < rank; ++i) {
     if (dims[i] < 0) throw ShapeError("negative dimension in a shape");

@@ -19,13 +19,14 @@ class Recorder;
 
 namespace vkgrad::ops {
 
-// Up to 4 dims, row-major, the last one contiguous.
+// Up to 6 dims, row-major, the last one contiguous. (Elementwise, broadcast, reduction and
+// shape ops take any rank; the model kernels say what they take.)
 class Shape {
  public:
-  static constexpr int kMaxRank = 4;
+  static constexpr int kMaxRank = 6;
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
-  static Shape of(const int64_t* dims, int rank);  // throws ShapeError unless 0 < rank <= 4
+  static Shape of(const int64_t* dims, int rank);  // throws ShapeError unless 0 < rank <= 6
   int rank() const { return rank_; }
   int64_t operator[](int axis) const { return dims_[axis]; }
   int64_t back() const { return rank_ ? dims_[rank_ - 1] : 1; }

@@ -1,4 +1,4 @@
-// CPU reference for ops::permute: dst axis i = src axis perm[i], row-major, any rank <= 4.
+// CPU reference for ops::permute: dst axis i = src axis perm[i], row-major, any rank <= 6.
 #pragma once
 
 #include <cstdint>
