@@ -27,19 +27,34 @@ using ops::Write;
 // are a few such terms: 2e-6 of the largest output leaves room for a few roundings more.
 constexpr double kTolerance = 2e-6;
 
-const Activation kKinds[] = {Activation::Relu,    Activation::LeakyRelu, Activation::GeluTanh,
-                             Activation::GeluErf, Activation::Sigmoid,   Activation::Tanh,
-                             Activation::Elu,     Activation::Exp,       Activation::Log};
+const Activation kKinds[] = {
+    Activation::Relu,  Activation::LeakyRelu, Activation::GeluTanh,   Activation::GeluErf,
+    Activation::Sigmoid, Activation::Tanh,    Activation::Elu,        Activation::Exp,
+    Activation::Log,   Activation::Neg,       Activation::Reciprocal, Activation::Sqrt,
+    Activation::Rsqrt, Activation::Pow,       Activation::Erf,        Activation::Silu,
+    Activation::Abs};
 
 float paramOf(Activation kind) {
-  return kind == Activation::LeakyRelu ? 0.1f : kind == Activation::Elu ? 1.3f : 0.0f;
+  switch (kind) {
+    case Activation::LeakyRelu: return 0.1f;
+    case Activation::Elu: return 1.3f;
+    case Activation::Pow: return 3.0f;  // odd: the sign of negative x must survive
+    default: return 0.0f;
+  }
+}
+
+// Kinds defined for positive x only.
+bool positiveOnly(Activation kind) {
+  return kind == Activation::Log || kind == Activation::Sqrt || kind == Activation::Rsqrt;
 }
 
 // Inputs each kind is checked on: log on positive values only; the rest over a range that
 // reaches both saturated tails. Kinks (0 for the ReLUs and ELU) are kept at least `margin`
 // away, so that a finite difference never straddles one.
 std::vector<float> inputsFor(Rng& rng, Activation kind, size_t n, float margin = 0.0f) {
-  if (kind == Activation::Log) return rng.uniform(n, 0.05f, 8.0f);
+  if (positiveOnly(kind)) return rng.uniform(n, 0.05f, 8.0f);
+  // 1/x: away from the pole, where a float's rounding is amplified without bound.
+  if (kind == Activation::Reciprocal) margin = std::max(margin, 0.25f);
   auto x = rng.uniform(n, -6.0f, 6.0f);
   for (float& v : x)
     if (std::fabs(v) < margin) v = v < 0 ? v - margin : v + margin;
@@ -139,7 +154,7 @@ TEST_F(ActivationTest, ForwardSaturatesWithoutNaN) {
   const Shape shape{8};
   auto tx = upload(ctx(), shape, x);
   for (Activation kind : kKinds) {
-    if (kind == Activation::Log) continue;
+    if (positiveOnly(kind)) continue;
     SCOPED_TRACE(ops::activationName(kind));
     std::vector<float> want(x.size());
     ops::ref::activation(kind, x.data(), want.data(), 8, paramOf(kind));
@@ -285,6 +300,14 @@ double derivativeFromY(Activation kind, double y) {
       return 1 - y * y;
     case Activation::Exp:
       return y;
+    case Activation::Neg:
+      return -1;
+    case Activation::Reciprocal:
+      return -y * y;
+    case Activation::Sqrt:
+      return 0.5 / y;
+    case Activation::Rsqrt:
+      return -0.5 * y * y * y;
     default:
       throw std::logic_error("derivativeFromY: the kind reads x");
   }

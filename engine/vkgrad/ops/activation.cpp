@@ -59,6 +59,22 @@ const char* activationName(Activation kind) {
       return "exp";
     case Activation::Log:
       return "log";
+    case Activation::Neg:
+      return "neg";
+    case Activation::Reciprocal:
+      return "reciprocal";
+    case Activation::Sqrt:
+      return "sqrt";
+    case Activation::Rsqrt:
+      return "rsqrt";
+    case Activation::Pow:
+      return "pow";
+    case Activation::Erf:
+      return "erf";
+    case Activation::Silu:
+      return "silu";
+    case Activation::Abs:
+      return "abs";
   }
   return "?";
 }
@@ -71,6 +87,10 @@ bool activationBackwardReadsX(Activation kind) {
     case Activation::GeluErf:
     case Activation::Elu:
     case Activation::Log:
+    case Activation::Pow:
+    case Activation::Erf:
+    case Activation::Silu:
+    case Activation::Abs:
       return true;
     default:
       return false;

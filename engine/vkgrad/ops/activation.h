@@ -21,10 +21,21 @@ enum class Activation {
   Elu,        // x > 0 ? x : param * (exp(x) - 1)   (param: alpha)
   Exp,        //
   Log,        // x > 0 expected; log(0) = -inf, log(x < 0) = NaN
+  // The unary functions of general graphs (imported models), elementwise like the above.
+  Neg,         // -x
+  Reciprocal,  // 1 / x
+  Sqrt,        // x >= 0 expected
+  Rsqrt,       // 1 / sqrt(x)
+  Pow,         // x^param for a constant exponent: exact products for 2 and 3, sign kept for
+               // odd integer powers of negative x, NaN for fractional powers of negative x
+  Erf,         // the error function
+  Silu,        // x * sigmoid(x) (swish)
+  Abs,         // |x|; its derivative is taken as 0 at 0
 };
 const char* activationName(Activation kind);
 
-// True: the backward reads x (LeakyRelu, GeluTanh, GeluErf, Elu, Log); false: it reads y.
+// True: the backward reads x (LeakyRelu, GeluTanh, GeluErf, Elu, Log, Pow, Erf, Silu, Abs);
+// false: it reads y.
 bool activationBackwardReadsX(Activation kind);
 
 // x, y: the same shape (any rank). param: see Activation; ignored by the kinds without one.

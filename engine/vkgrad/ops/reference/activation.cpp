@@ -27,6 +27,14 @@ double activate(Activation kind, double x, double param) {
     case Activation::Elu: return x > 0 ? x : param * std::expm1(x);
     case Activation::Exp: return std::exp(x);
     case Activation::Log: return std::log(x);
+    case Activation::Neg: return -x;
+    case Activation::Reciprocal: return 1 / x;
+    case Activation::Sqrt: return std::sqrt(x);
+    case Activation::Rsqrt: return 1 / std::sqrt(x);
+    case Activation::Pow: return std::pow(x, param);
+    case Activation::Erf: return std::erf(x);
+    case Activation::Silu: return x * sigmoid(x);
+    case Activation::Abs: return std::fabs(x);
   }
   return 0;
 }
@@ -48,6 +56,14 @@ double activationDerivative(Activation kind, double x, double param) {
     case Activation::Elu: return x > 0 ? 1 : param * std::exp(x);
     case Activation::Exp: return std::exp(x);
     case Activation::Log: return 1 / x;
+    case Activation::Neg: return -1;
+    case Activation::Reciprocal: return -1 / (x * x);
+    case Activation::Sqrt: return 0.5 / std::sqrt(x);
+    case Activation::Rsqrt: return -0.5 / (x * std::sqrt(x));
+    case Activation::Pow: return param * std::pow(x, param - 1);
+    case Activation::Erf: return 1.12837916709551257390 * std::exp(-x * x);
+    case Activation::Silu: return sigmoid(x) * (1 + x * (1 - sigmoid(x)));
+    case Activation::Abs: return x > 0 ? 1 : x < 0 ? -1 : 0;
   }
   return 0;
 }
