@@ -1,0 +1,199 @@
+#include "vkgrad/ops/map_reduce.h"
+
+#include <algorithm>
+#include <string>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+constexpr int kRank = Shape::kMaxRank;
+
+struct MapReducePush {
+  uint32_t dims[kRank];        // the space, padded with leading 1s
+  uint32_t strides[3][kRank];  // per input, along each space axis; 0 where broadcast
+  uint32_t skip[4];            // x, y, z, out
+  uint32_t n_out, n_fold, reduced;
+  float alpha;
+};
+static_assert(sizeof(MapReducePush) == 128, "Vulkan guarantees 128 bytes of push constants");
+
+bool takesCondition(MapFn fn) {
+  return fn == MapFn::Where || fn == MapFn::MaskTrue || fn == MapFn::MaskFalse;
+}
+
+std::string describe(const char* op, std::span<const TensorView> inputs, const Shape& space,
+                     const TensorView& out) {
+  std::string text = std::string(op) + ":";
+  for (const TensorView& t : inputs) text += " " + t.shape.str();
+  return text + " over " + space.str() + " -> " + out.shape.str();
+}
+
+}  // namespace
+
+const char* mapFnName(MapFn fn) {
+  switch (fn) {
+    case MapFn::X:
+      return "x";
+    case MapFn::Add:
+      return "add";
+    case MapFn::Sub:
+      return "sub";
+    case MapFn::Mul:
+      return "mul";
+    case MapFn::Div:
+      return "div";
+    case MapFn::Max:
+      return "max";
+    case MapFn::Min:
+      return "min";
+    case MapFn::Where:
+      return "where";
+    case MapFn::MaskTrue:
+      return "mask_true";
+    case MapFn::MaskFalse:
+      return "mask_false";
+    case MapFn::DivGradB:
+      return "div_grad_b";
+    case MapFn::SelectEqual:
+      return "select_equal";
+  }
+  return "?";
+}
+
+int mapFnInputs(MapFn fn) {
+  switch (fn) {
+    case MapFn::X:
+      return 1;
+    case MapFn::Where:
+    case MapFn::DivGradB:
+    case MapFn::SelectEqual:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+Shape broadcastShape(const char* op, const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  int64_t dims[kRank];
+  for (int i = 0; i < rank; ++i) {
+    const int ia = i - (rank - a.rank()), ib = i - (rank - b.rank());
+    const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(std::string(op) + ": " + a.str() + " and " + b.str() +
+                       " do not broadcast (axis " + std::to_string(i) + ": " + std::to_string(da) +
+                       " vs " + std::to_string(db) + ")");
+    dims[i] = da == 1 ? db : da;
+  }
+  return Shape::of(dims, rank);
+}
+
+Shape reducedShape(const Shape& space, uint32_t axes, bool keep_dims) {
+  int64_t dims[kRank];
+  int rank = 0;
+  for (int a = 0; a < space.rank(); ++a) {
+    if (!(axes >> a & 1u))
+      dims[rank++] = space[a];
+    else if (keep_dims)
+      dims[rank++] = 1;
+  }
+  if (rank == 0) dims[rank++] = 1;
+  return Shape::of(dims, rank);
+}
+
+void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorView> inputs,
+               const Shape& space, uint32_t axes, const TensorView& out, float alpha, Write w) {
+  const char* op = mapFnName(fn);
+  const std::string shapes = describe(op, inputs, space, out);
+  if (int(inputs.size()) != mapFnInputs(fn))
+    throw ShapeError(shapes + ": takes " + std::to_string(mapFnInputs(fn)) + " inputs");
+  if (space.rank() < 1 || axes >> space.rank() != 0)
+    throw ShapeError(shapes + ": reduced axes outside the space");
+  const int64_t n_out = reducedShape(space, axes, false).numel();
+  if (out.shape.numel() != n_out)
+    throw ShapeError(shapes + ": out needs " + std::to_string(n_out) + " elements");
+  if (space.numel() >= (int64_t(1) << 31)) throw ShapeError(shapes + ": 2^31 elements or more");
+
+  MapReducePush push{};
+  const int pad = kRank - space.rank();
+  for (int a = 0; a < kRank; ++a) push.dims[a] = a < pad ? 1 : uint32_t(space[a - pad]);
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    const TensorView& in = inputs[t];
+    const char* name = t == 0 ? "x" : t == 1 ? "y" : "z";
+    if (t == 0 && takesCondition(fn))
+      checkFits(op, name, in, DType::U32);
+    else
+      checkFloatOperand(op, name, in);
+    // Right-aligned against the space: a missing or size-1 axis is read with stride 0.
+    if (in.shape.rank() > space.rank() || broadcastShape(op, in.shape, space) != space)
+      throw ShapeError(shapes + ": " + name + " does not broadcast to the space");
+    int64_t stride = 1;
+    for (int a = in.shape.rank() - 1; a >= 0; --a) {
+      push.strides[t][kRank - in.shape.rank() + a] = in.shape[a] == 1 ? 0 : uint32_t(stride);
+      stride *= in.shape[a];
+    }
+  }
+  checkFloatOperand(op, "out", out);
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    // In place only where every output element reads its own input element once, first.
+    const bool same = axes == 0 && inputs[t].shape.numel() == out.shape.numel() &&
+                      !(t == 0 && takesCondition(fn));
+    checkAlias(op, "out", out, t == 0 ? "x" : t == 1 ? "y" : "z", inputs[t], same);
+    if (same) checkInPlaceDtype(op, "out", out, "an input", inputs[t]);
+  }
+  if (n_out == 0) return;
+
+  vk::Context& ctx = rec.context();
+  // Unused inputs are bound to x (any valid binding serves; the kernel never reads them).
+  const TensorView& x = inputs[0];
+  const TensorView& y = inputs.size() > 1 ? inputs[1] : x;
+  const TensorView& z = inputs.size() > 2 ? inputs[2] : x;
+  const auto bx = bindStorage(ctx, x), by = bindStorage(ctx, y), bz = bindStorage(ctx, z);
+  const auto bo = bindStorage(ctx, out);
+  push.skip[0] = bx.skip, push.skip[1] = by.skip, push.skip[2] = bz.skip, push.skip[3] = bo.skip;
+  push.n_out = uint32_t(n_out);
+  push.n_fold = uint32_t(space.numel() / n_out);
+  push.reduced = axes << pad;
+  push.alpha = alpha;
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
+                                    {"FN", uint32_t(fn)},
+                                    {"FOLD", uint32_t(fold)},
+                                    {"ACCUMULATE", w == Write::Accumulate}};
+  // A u32 condition is bound as f32 words (the kernel reads its bits); so are the unused
+  // bindings that repeat it.
+  const DType x_format = takesCondition(fn) ? DType::F32 : x.dtype;
+  const vk::Kernel& kernel = floatKernel(ctx, "map_reduce/map_reduce", constants,
+                                         {{"x_dtype", x_format},
+                                          {"y_dtype", inputs.size() > 1 ? y.dtype : x_format},
+                                          {"z_dtype", inputs.size() > 2 ? z.dtype : x_format},
+                                          {"result_dtype", out.dtype}});
+  const vk::Arg args[] = {bx.arg, by.arg, bz.arg, bo.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(ctx, uint64_t(n_out), workgroupSize(ctx)));
+}
+
+void binary(vk::Recorder& rec, MapFn fn, const TensorView& a, const TensorView& b,
+            const TensorView& out, Write w) {
+  const Shape space = broadcastShape(mapFnName(fn), a.shape, b.shape);
+  if (out.shape != space)
+    throw ShapeError(std::string(mapFnName(fn)) + ": " + a.shape.str() + ", " + b.shape.str() +
+                     " -> " + out.shape.str() + ": out must be " + space.str());
+  const TensorView inputs[] = {a, b};
+  mapReduce(rec, fn, Fold::Sum, inputs, space, 0, out, 1.0f, w);
+}
+
+void reduce(vk::Recorder& rec, Fold fold, const TensorView& x, uint32_t axes, const TensorView& out,
+            float alpha, Write w) {
+  const TensorView inputs[] = {x};
+  mapReduce(rec, MapFn::X, fold, inputs, x.shape, axes, out, alpha, w);
+}
+
+}  // namespace vkgrad::ops
