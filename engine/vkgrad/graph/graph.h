@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ namespace vkgrad::ops {
 struct SampleOptions;
 enum class Pool;
 enum class Reconstruction;
+enum class MapFn;  // ops/map_reduce.h
+enum class Fold;
 }  // namespace vkgrad::ops
 
 namespace vkgrad::graph {
@@ -128,6 +131,41 @@ class Graph {
   Tensor activation(Tensor x, ops::Activation kind, float param = 0.0f);
   Tensor relu(Tensor x) { return activation(x, ops::Activation::Relu); }
   Tensor gelu(Tensor x) { return activation(x, ops::Activation::GeluTanh); }
+  // numpy's matmul: a (..., M, K), b (..., K, N) of rank 2 to 4 (swapped where transposed),
+  // the batch axes broadcast on both sides -> (batch..., M, N); reshapes around matmul().
+  Tensor batchMatmul(Tensor a, Tensor b, bool trans_a = false, bool trans_b = false);
+  // --- general ops, numpy's semantics (imported models): any rank up to 6; binary ops
+  // broadcast on both sides (right-aligned; size-1 or missing axes repeated); axes may be
+  // negative (from the end). Float tensors; f32 arithmetic. ShapeError naming op and shapes.
+  // a - b, a / b, and any of add, sub, mul, div by ops::MapFn (add() and mul() above take
+  // their fast kernels where b broadcasts one-sidedly, this kernel otherwise).
+  Tensor sub(Tensor a, Tensor b);
+  Tensor div(Tensor a, Tensor b);
+  Tensor binary(ops::MapFn fn, Tensor a, Tensor b);
+  // cond ? a : b, the three broadcast together; cond: u32, nonzero meaning true.
+  Tensor where(Tensor cond, Tensor a, Tensor b);
+  // x repeated to `shape` over its size-1 or missing axes (numpy's broadcast_to), stored.
+  Tensor expand(Tensor x, const Shape& shape);
+  // The sum, mean or maximum over `axes` (none: all), dropped or kept as size 1.
+  Tensor sum(Tensor x, const std::vector<int>& axes = {}, bool keep_dims = false);
+  Tensor mean(Tensor x, const std::vector<int>& axes = {}, bool keep_dims = false);
+  Tensor max(Tensor x, const std::vector<int>& axes = {}, bool keep_dims = false);
+  // y axis i = x axis perm[i]; any dtype.
+  Tensor transpose(Tensor x, const std::vector<int>& perm);
+  // Elements [begin, end) with a positive step along axis, Python's rules for negative and
+  // out-of-range bounds; a first-axis slice with step 1 is slice()'s view. Any dtype.
+  Tensor sliceAxis(Tensor x, int axis, int64_t begin, int64_t end, int64_t step = 1);
+  // x cut along axis into pieces of these sizes (adding up to the axis).
+  std::vector<Tensor> split(Tensor x, int axis, const std::vector<int64_t>& sizes);
+  // Tensors of one rank and dtype, equal but along axis, joined along it.
+  Tensor concat(const std::vector<Tensor>& xs, int axis);
+  // Softmax and log-softmax along any axis (the last: the row kernels; another: transposed
+  // there and back).
+  Tensor softmax(Tensor x, int axis = -1);
+  Tensor logSoftmax(Tensor x, int axis = -1);
+  // The unary functions (neg, reciprocal, sqrt, rsqrt, exp, log, erf, tanh, sigmoid, relu,
+  // the GELUs, silu, abs) are activation() kinds (ops/activation.h); pow by a constant too:
+  Tensor pow(Tensor x, float exponent) { return activation(x, ops::Activation::Pow, exponent); }
   // x: (..., N), gamma, beta: (N).
   Tensor layerNorm(Tensor x, Tensor gamma, Tensor beta, float eps = 1e-5f);
   // logits: (..., C) f32, targets: (...) u32 -> (1): the mean over rows of -log softmax[target].
@@ -144,6 +182,13 @@ class Graph {
   // (a trainable embedding) gets one through ops::embeddingBackward's deterministic
   // scatter-add. Slices of either work at any offset.
   Tensor gather(Tensor table, Tensor ids);
+  // numpy's take along any axis: x (..., N, ...) with N at `axis`, ids (...) u32 -> x's axes
+  // before `axis`, ids' axes, x's axes after; gather() between transposes, with its gradient
+  // and its treatment of ids >= N.
+  Tensor gatherAxis(Tensor x, Tensor ids, int axis);
+  // Indices as 64-bit (or 32-bit) integers, negative ones counting from the end, checked and
+  // narrowed to the u32 ids the kernels take; ShapeError naming the first out of range.
+  static std::vector<uint32_t> narrowIndices(std::span<const int64_t> ids, int64_t n);
   // Flash attention (ops/attention.h): q (B,Tq,H,D), k and v (B,Tk,H,D) -> o (B,Tq,H,D),
   // softmax(scale q kᵀ [+ causal mask]) v per batch and head; scale 0 means 1/sqrt(D). The
   // per-row log-sum-exp is a second output, saved for the backward pass.
@@ -278,9 +323,11 @@ class Graph {
 
  private:
   void check(Tensor t, const char* op) const;
-  // a op b for an op that commutes and broadcasts its second operand (add, mul): the larger
-  // operand goes first and gives the shape.
+  // a op b for an op that commutes (add, mul): its own node where one operand broadcasts
+  // one-sidedly over the other (the larger goes first and gives the shape), binary() otherwise.
   Tensor broadcastBinary(OpKind op, Tensor a, Tensor b);
+  Tensor reduce(ops::Fold fold, bool mean, Tensor x, const std::vector<int>& axes, bool keep_dims);
+  Tensor rowwise(OpKind op, Tensor x, int axis);  // softmax, logSoftmax
   std::vector<TensorInfo> tensors_;
   std::vector<int> producers_;  // first node writing each tensor, -1 for leaves
   std::vector<Node> nodes_;

@@ -259,6 +259,15 @@ KeptAxis broadcastAxes(const char* op, const Shape& a, const Shape& b) {
   return f;
 }
 
+bool broadcastsOver(const Shape& a, const Shape& b) {
+  try {
+    broadcastAxes("", a, b);
+    return true;
+  } catch (const ShapeError&) {
+    return false;
+  }
+}
+
 void add(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& out,
          Write w) {
   binaryForward(rec, "add", "+", BinaryOp::Axpby, a, b, out, 1.0f, w);

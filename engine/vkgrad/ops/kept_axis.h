@@ -18,5 +18,7 @@ struct KeptAxis {
 // The view of a that b broadcasts over (the rule is at the top of ops/elementwise.h). Throws
 // ShapeError "add: a (4,8), b (9,2): b does not broadcast to a", named by op.
 KeptAxis broadcastAxes(const char* op, const Shape& a, const Shape& b);
+// Whether broadcastAxes accepts b over a (the one-sided kernels can take the pair).
+bool broadcastsOver(const Shape& a, const Shape& b);
 
 }  // namespace vkgrad::ops

@@ -8,6 +8,7 @@
 #include "vkgrad/graph/ops/defs.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/kept_axis.h"
+#include "vkgrad/ops/map_reduce.h"
 
 namespace vkgrad::graph {
 namespace {
@@ -69,7 +70,9 @@ Tensor Graph::broadcastBinary(OpKind op, Tensor a, Tensor b) {
     throw ShapeError(describe(name, {a, b}) + ": operands must be f32");
   // The kernels broadcast their second operand; the op commutes, so the larger goes first.
   if (shape(a).numel() < shape(b).numel()) std::swap(a, b);
-  ops::broadcastAxes(name, shape(a), shape(b));  // throws ShapeError with both shapes
+  // Where b's kept axes are not adjacent, or both operands broadcast, the general kernel.
+  if (ops::broadcastShape(name, shape(a), shape(b)) != shape(a) || !ops::broadcastsOver(shape(a), shape(b)))
+    return binary(op == OpKind::Add ? ops::MapFn::Add : ops::MapFn::Mul, a, b);
   const int c = output(shape(a));
   addNode({op, {a.id, b.id}, {c}});
   return {c};

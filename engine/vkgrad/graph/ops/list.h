@@ -29,6 +29,20 @@ VKGRAD_OP(TopKWeights)  // ops/sample.cpp
 VKGRAD_OP(Categorical)
 VKGRAD_OP(ZeroFill)  // ops/zero_fill.cpp
 VKGRAD_OP(CachedAttention)  // ops/cached_attention.cpp: decoding, not differentiable
+// general ops (numpy semantics): any rank up to 6, broadcasting on both sides, any axes
+VKGRAD_OP(Binary)     // ops/binary.cpp: add, sub, mul, div broadcast on both sides
+VKGRAD_OP(Where)      // ops/where.cpp
+VKGRAD_OP(Reduce)     // ops/reduce.cpp: sum, mean, max over any axes
+VKGRAD_OP(Expand)     // ops/expand.cpp
+VKGRAD_OP(MapReduce)  // ops/map_reduce.cpp: the general ops' gradients
+VKGRAD_OP(Transpose)  // ops/transpose.cpp
+VKGRAD_OP(SliceAxis)  // ops/slice_axis.cpp: slices with steps on any axis, split
+VKGRAD_OP(SliceAxisBackward)
+VKGRAD_OP(Concat)   // ops/concat.cpp
+VKGRAD_OP(Softmax)  // ops/softmax.cpp: softmax and log-softmax on any axis
+VKGRAD_OP(SoftmaxBackward)
+VKGRAD_OP(LogSoftmax)
+VKGRAD_OP(LogSoftmaxBackward)
 // data and evaluation: not differentiable
 VKGRAD_OP(BytesToFloat)  // ops/bytes_to_float.cpp
 VKGRAD_OP(Confusion)     // ops/confusion.cpp
