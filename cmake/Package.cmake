@@ -1,14 +1,15 @@
 # The libraries as a package. In the build tree (add_subdirectory) and once installed
 # (cmake --install build --prefix P; find_package(vkgrad 0.2 REQUIRED)) the same names:
-# vkgrad::vk, vkgrad::ops, vkgrad::runtime (graphs, execution, checkpoints), vkgrad::graph
-# (training on top of it), vkgrad::inference (nn blocks, the GPT's forward pass and sampler,
+# vkgrad::vk, vkgrad::ops, vkgrad::io (safetensors, JSON, bundles), vkgrad::runtime (graphs,
+# execution, parameters), vkgrad::training (autograd, optimizer, Trainer on top of it;
+# vkgrad::graph is its old name, kept one release), vkgrad::inference (nn blocks, the GPT's forward pass and sampler,
 # on vkgrad::runtime alone), vkgrad::models, and vkgrad::vkgrad for all of them.
-# Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/graph/trainer.h".
+# Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
 add_library(vkgrad_all INTERFACE)
 target_link_libraries(vkgrad_all INTERFACE vkgrad_models)
-foreach(layer vk ops runtime graph inference models all)
+foreach(layer vk ops io runtime training graph inference models all)
   set(export_name ${layer})
   if(layer STREQUAL all)
     set(export_name vkgrad)
@@ -17,7 +18,8 @@ foreach(layer vk ops runtime graph inference models all)
   add_library(vkgrad::${export_name} ALIAS vkgrad_${layer})
 endforeach()
 
-install(TARGETS vkgrad_vk vkgrad_ops vkgrad_runtime vkgrad_graph vkgrad_inference vkgrad_models
+install(TARGETS vkgrad_vk vkgrad_ops vkgrad_io vkgrad_runtime vkgrad_training vkgrad_graph
+                vkgrad_inference vkgrad_models
                 vkgrad_all
         EXPORT vkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

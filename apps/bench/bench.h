@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/cli.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/ops/reference/normalised_error.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/recorder.h"

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "bench.h"
-#include "vkgrad/graph/sparse.h"
 #include "vkgrad/ops/reference/spmm.h"
 #include "vkgrad/ops/spmm.h"
+#include "vkgrad/runtime/sparse.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 

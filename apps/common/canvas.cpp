@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "vkgrad/graph/atomic_file.h"
+#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::apps {
 namespace {

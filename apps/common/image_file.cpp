@@ -7,7 +7,7 @@
 #include <stb_image.h>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/input_file.h"
+#include "vkgrad/io/input_file.h"
 
 namespace vkgrad::apps {
 namespace {

@@ -36,7 +36,7 @@ void prepareOutput(const std::filesystem::path& dir) {
   if (!std::ofstream(probe, std::ios::binary))
     throw Error(dir.string() + ": cannot write files here");
   std::filesystem::remove(probe, ec);
-  // What a killed run left: "<file>.tmp.<pid>" (graph/atomic_file.h) of a process now gone.
+  // What a killed run left: "<file>.tmp.<pid>" (io/atomic_file.h) of a process now gone.
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const size_t at = name.rfind(".tmp.");

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/bundle.h"
+#include "vkgrad/io/bundle.h"
 
 namespace vkgrad::apps {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "common/cli.h"
 #include "common/plot.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/safetensors.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
+#include "vkgrad/training/trainer.h"
 
 namespace vkgrad::apps {
 

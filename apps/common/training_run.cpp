@@ -14,8 +14,8 @@
 #include "common/progress.h"
 #include "common/resume.h"
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/bundle.h"
-#include "vkgrad/graph/profile.h"
+#include "vkgrad/io/bundle.h"
+#include "vkgrad/runtime/profile.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::apps {

@@ -10,7 +10,7 @@
 //                        epoch and at every log line, a progress bar inside long epochs, a
 //                        line per logged unit, and a stop at the first non-finite loss;
 //   the checkpoint       the training state (what --resume continues from), the app's model
-//                        and config as one bundle (graph/bundle.h: all of a save or none),
+//                        and config as one bundle (io/bundle.h: all of a save or none),
 //                        and the curves, every --save-every units and at the end; a picture
 //                        that cannot be written is a warning and exit status 1, not a lost run;
 //   the end              the summary, the profile and the --json line.
@@ -26,9 +26,9 @@
 
 #include "common/cli.h"
 #include "common/plot.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/safetensors.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {

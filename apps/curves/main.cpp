@@ -12,9 +12,9 @@
 #include "common/figures.h"
 #include "common/plot.h"
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/bundle.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/io/bundle.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
 
 namespace vkgrad::apps {
 namespace {

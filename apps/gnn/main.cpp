@@ -16,9 +16,9 @@
 #include "gnn/task.h"
 #include "vkgrad/gnn/checkpoint.h"
 #include "vkgrad/gnn/gnn.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {

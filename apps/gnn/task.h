@@ -10,7 +10,7 @@
 #include "common/cli.h"
 #include "vkgrad/gnn/datasets.h"
 #include "vkgrad/gnn/gnn.h"
-#include "vkgrad/graph/executor.h"
+#include "vkgrad/runtime/executor.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/input_file.h"
+#include "vkgrad/io/input_file.h"
 
 namespace vkgrad::apps {
 namespace {

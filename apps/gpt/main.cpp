@@ -28,10 +28,10 @@
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/sampler.h"
 #include "vkgrad/gpt/vocab.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/memory_estimate.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/memory_estimate.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::apps {
 namespace {

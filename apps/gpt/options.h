@@ -10,7 +10,7 @@
 
 #include "common/cli.h"
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/graph/memory_estimate.h"
+#include "vkgrad/training/memory_estimate.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {

@@ -11,10 +11,10 @@
 #include "common/app_main.h"
 #include "common/cli.h"
 #include "common/device_options.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/core/error.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/device_info.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/instance.h"
 
 namespace vkgrad::apps {

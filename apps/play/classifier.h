@@ -12,10 +12,10 @@
 #include <span>
 #include <vector>
 
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/graph.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::play {

@@ -7,7 +7,7 @@
 
 #include "common/cli.h"
 #include "vkgrad/data/idx.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vae/vae.h"
 #include "vkgrad/vk/context.h"
 

@@ -10,7 +10,7 @@
 
 #include "common/figures.h"
 #include "vkgrad/data/idx.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vae/vae.h"
 #include "vkgrad/vk/context.h"
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "vkgrad/data/idx.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vit/classifier.h"
 #include "vkgrad/vit/vit.h"
 

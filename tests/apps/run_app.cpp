@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/io/safetensors.h"
 
 extern char** environ;
 

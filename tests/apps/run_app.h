@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::test {
 

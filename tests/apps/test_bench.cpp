@@ -10,7 +10,7 @@
 
 #include "apps/run_app.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::test {
 namespace {

@@ -20,8 +20,8 @@
 #include "apps/run_app.h"
 #include "common/temp_dir.h"
 #include "vkgrad/gpt/checkpoint.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
 
 namespace vkgrad::test {
 namespace {

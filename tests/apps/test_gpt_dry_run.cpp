@@ -13,7 +13,7 @@
 #include "apps/run_app.h"
 #include "common/random.h"
 #include "common/temp_dir.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::test {
 namespace {

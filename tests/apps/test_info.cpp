@@ -8,7 +8,7 @@
 
 #include "apps/run_app.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/vk/device_info.h"
 
 namespace vkgrad::test {

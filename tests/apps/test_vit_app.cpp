@@ -14,7 +14,7 @@
 #include "apps/run_app.h"
 #include "common/temp_dir.h"
 #include "vkgrad/data/idx.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::test {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "common/gradcheck.h"
 #include "common/random.h"
-#include "vkgrad/graph/autograd.h"
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/autograd.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {

@@ -5,8 +5,8 @@
 #include "common/compare.h"
 #include "common/device_tensor.h"
 #include "common/graph_gradcheck.h"
-#include "vkgrad/graph/autograd.h"
-#include "vkgrad/graph/executor.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/training/autograd.h"
 
 namespace vkgrad::test {
 

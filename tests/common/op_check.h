@@ -1,4 +1,4 @@
-// The graph-level check every general op's test runs (tests/graph/ops/): a graph whose leaves
+// The graph-level check every general op's test runs (tests/runtime/ops/): a graph whose leaves
 // are parameters of the given shapes, one op (or a few) on them, checked forward against a
 // CPU computation and backward against finite differences of loss = sum(w * out), w fixed
 // random weights, through the whole compiled graph (graph_gradcheck.h).
@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
-#include "vkgrad/graph/graph.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {

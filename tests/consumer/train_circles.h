@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 inline bool trainCircles(vkgrad::vk::Context& context, const char* who) {

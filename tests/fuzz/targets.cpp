@@ -15,8 +15,8 @@
 #include "vkgrad/gnn/datasets.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/vocab.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
 #include "vkgrad/vae/checkpoint.h"
 #include "vkgrad/vit/checkpoint.h"
 

@@ -12,7 +12,7 @@
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/sampler.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vk/context.h"
 
 int main(int argc, char** argv) {

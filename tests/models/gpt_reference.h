@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/graph/optimizer.h"
 #include "vkgrad/ops/tensor.h"
+#include "vkgrad/training/optimizer.h"
 
 namespace vkgrad::test {
 

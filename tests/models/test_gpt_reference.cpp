@@ -12,13 +12,13 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/gpt/gpt.h"
-#include "vkgrad/graph/autograd.h"
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/optimizer.h"
-#include "vkgrad/graph/parameters.h"
 #include "models/gpt_reference.h"
+#include "vkgrad/gpt/gpt.h"
 #include "vkgrad/ops/reference/normalised_error.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/autograd.h"
+#include "vkgrad/training/optimizer.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

@@ -20,9 +20,9 @@
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/sampler.h"
 #include "vkgrad/gpt/vocab.h"
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/json_io.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/io/json_io.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
 
 namespace vkgrad::test {
 namespace {

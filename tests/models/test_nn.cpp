@@ -1,5 +1,5 @@
 // models/nn: a pre-norm block built from the nn functions gives the same loss as the
-// transformer block written out op by op in tests/graph/transformer_block.h, with the same
+// transformer block written out op by op in tests/runtime/transformer_block.h, with the same
 // weights; the blocks reject bad shapes while the graph is built.
 #include <map>
 #include <string>
@@ -7,11 +7,11 @@
 
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/parameters.h"
-#include "graph/transformer_block.h"
-#include "vkgrad/nn/transformer.h"
+#include "runtime/transformer_block.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/nn/transformer.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vk/staging.h"
 
 namespace vkgrad::test {

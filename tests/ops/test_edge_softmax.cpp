@@ -16,9 +16,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/sparse.h"
 #include "vkgrad/ops/reference/edge_softmax.h"
 #include "vkgrad/ops/reference/half.h"
+#include "vkgrad/runtime/sparse.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::test {

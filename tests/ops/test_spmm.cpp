@@ -17,9 +17,9 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/graph/sparse.h"
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/ops/reference/spmm.h"
+#include "vkgrad/runtime/sparse.h"
 
 namespace vkgrad::test {
 namespace {

@@ -1,6 +1,6 @@
 // Edge softmax, the attention normalisation of a graph attention network: for every
 // destination node j and head h, the softmax of scores[e, h] over j's incoming edges e in
-// [offsets[j], offsets[j+1]) (graph/sparse.h's CSR over destinations), and its backward:
+// [offsets[j], offsets[j+1]) (runtime/sparse.h's CSR over destinations), and its backward:
 //
 //   alpha[e, h]   = exp(s[e, h] - m[j, h]) / sum over e' of j of exp(s[e', h] - m[j, h]),
 //                   m[j, h] the largest score of j's edges: stable for any finite score

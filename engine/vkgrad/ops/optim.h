@@ -2,7 +2,7 @@
 // place: one dispatch per parameter tensor updates it and its state buffers, or, with
 // adamwMany() and a gradient norm given a table, one dispatch for every run of tensors that
 // share their buffers (a model's parameters, gradients and moments each in one flat buffer:
-// graph/executor.h, graph/parameters.h).
+// runtime/executor.h, runtime/parameters.h).
 //
 // What changes from step to step (learning rate, step count, Adam's bias corrections)
 // lives in a small device buffer, the optimizer state, that kernels read when they run:

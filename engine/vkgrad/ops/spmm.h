@@ -1,4 +1,4 @@
-// Sparse aggregation y = A x over a graph stored as CSR over destinations (graph/sparse.h),
+// Sparse aggregation y = A x over a graph stored as CSR over destinations (runtime/sparse.h),
 // and its two gradients. Every output element is one fixed-order sum over one node's edge
 // list, so the same inputs give the same bits; no float atomics.
 //
@@ -36,7 +36,7 @@ void spmm(vk::Recorder& rec, const TensorView& offsets, const TensorView& source
           const TensorView& weights, const TensorView& x, const TensorView& y,
           Write w = Write::Overwrite);
 
-// The gradient of x: dx (= or +=) Aᵀ dy, through the transpose's arrays (graph/sparse.h).
+// The gradient of x: dx (= or +=) Aᵀ dy, through the transpose's arrays (runtime/sparse.h).
 // t_offsets: (N+1) u32; t_edges, t_destinations: (E) u32 (the edge ids, and their
 // destinations, in the transpose's order; t_edges is read only for weights); weights as for
 // spmm; dy, dx: (N, F).

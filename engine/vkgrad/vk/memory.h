@@ -88,7 +88,7 @@ class Allocator {
   // bytes >= 1. Throws OutOfMemoryError when the device (or the limit) has no room, saying
   // how much was asked and what the memory in use holds; the allocator is then as it was.
   // Throws Error for more than one allocation may be (DeviceInfo::max_allocation_bytes):
-  // callers split what may be large (graph/executor.cpp) or name what they were allocating.
+  // callers split what may be large (runtime/executor.cpp) or name what they were allocating.
   Buffer allocate(VkDeviceSize bytes, Use use = Use::Other);
 
   VkDeviceSize alignment() const { return alignment_; }

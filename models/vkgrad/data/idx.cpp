@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/safetensors.h"
+#include "vkgrad/io/safetensors.h"
 
 namespace vkgrad::data {
 namespace {

@@ -1,7 +1,7 @@
 #include "vkgrad/gnn/checkpoint.h"
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/atomic_file.h"
+#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::gnn {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "vkgrad/gnn/gnn.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::gnn {
 

@@ -11,7 +11,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/gnn/karate_data.h"
-#include "vkgrad/graph/input_file.h"
+#include "vkgrad/io/input_file.h"
 
 namespace vkgrad::gnn {
 namespace {

@@ -8,7 +8,7 @@
 //                             itself); h_j = sum alpha_ij z_i; heads concatenated (hidden
 //                             layers) or one head (the output layer), + b
 // Hidden layers are followed by ReLU (ELU for GAT, as its paper). All aggregation is
-// Graph::spmm over the CSR of graph/sparse.h (deterministic), GAT's normalisation
+// Graph::spmm over the CSR of runtime/sparse.h (deterministic), GAT's normalisation
 // Graph::edgeSoftmax; nothing leaves the device inside a step.
 //
 // Parameter names: l<i>.w, l<i>.b (and l<i>.w2 for conv's neighbour weights, l<i>.a_src,
@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/sparse.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/runtime/sparse.h"
+#include "vkgrad/training/trainer.h"
 
 namespace vkgrad::gnn {
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/atomic_file.h"
+#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::gpt {
 

@@ -1,6 +1,6 @@
 // A trained GPT on disk, as `vkgrad-gpt train --out DIR` writes it and `sample` reads it:
 //   DIR/config.json        the GptConfig, the vocabulary and a record of the training run
-//   DIR/model.safetensors  the parameters (graph/safetensors.h; ParameterStore::save)
+//   DIR/model.safetensors  the parameters (io/safetensors.h; ParameterStore::save)
 //   DIR/train_state.safetensors  what `train --resume` continues from (apps/common/resume.h)
 // config.json: {"format": "vkgrad-gpt", "version": 1, "model": {"vocab", "layers", "heads",
 // "width", "context", "norm", "tie_weights", "activation", "activation_param", "dropout"},
@@ -11,7 +11,7 @@
 
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/vocab.h"
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::gpt {
 

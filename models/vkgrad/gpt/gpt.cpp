@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/attention.h"
+#include "vkgrad/runtime/parameters.h"
 
 namespace vkgrad::gpt {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "vkgrad/graph/memory_estimate.h"
-#include "vkgrad/graph/trainer.h"
 #include "vkgrad/nn/transformer.h"
+#include "vkgrad/training/memory_estimate.h"
+#include "vkgrad/training/trainer.h"
 
 namespace vkgrad::gpt {
 

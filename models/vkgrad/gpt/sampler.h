@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/graph/executor.h"
 #include "vkgrad/ops/sampling.h"
+#include "vkgrad/runtime/executor.h"
 
 namespace vkgrad::gpt {
 

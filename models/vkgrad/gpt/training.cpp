@@ -1,7 +1,7 @@
 // The GPT's training-only functions (gpt.h): outside vkgrad_inference, which a program that
 // only generates text links.
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/graph/memory_estimate.h"
+#include "vkgrad/training/memory_estimate.h"
 
 namespace vkgrad::gpt {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "vkgrad/graph/graph.h"
-#include "vkgrad/graph/parameters.h"
+#include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/parameters.h"
 
 namespace vkgrad::nn {
 

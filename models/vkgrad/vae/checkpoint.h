@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/vae/vae.h"
 
 namespace vkgrad::vae {

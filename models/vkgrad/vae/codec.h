@@ -14,8 +14,8 @@
 #include <span>
 #include <vector>
 
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/sweep.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/training/sweep.h"
 #include "vkgrad/vae/vae.h"
 
 namespace vkgrad::vae {

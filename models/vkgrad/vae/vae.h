@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "vkgrad/graph/trainer.h"
 #include "vkgrad/ops/vae_loss.h"
+#include "vkgrad/training/trainer.h"
 
 namespace vkgrad::vae {
 

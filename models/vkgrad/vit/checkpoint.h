@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "vkgrad/graph/json_io.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/vit/vit.h"
 
 namespace vkgrad::vit {

@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "vkgrad/graph/executor.h"
-#include "vkgrad/graph/sweep.h"
+#include "vkgrad/runtime/executor.h"
+#include "vkgrad/training/sweep.h"
 #include "vkgrad/vit/vit.h"
 
 namespace vkgrad::vit {

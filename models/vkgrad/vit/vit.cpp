@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/graph/executor.h"
+#include "vkgrad/runtime/executor.h"
 
 namespace vkgrad::vit {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "vkgrad/graph/trainer.h"
 #include "vkgrad/nn/transformer.h"
+#include "vkgrad/training/trainer.h"
 
 namespace vkgrad::vit {
 

@@ -16,8 +16,8 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/data/idx.h"
-#include "vkgrad/graph/parameters.h"
-#include "vkgrad/graph/trainer.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vit/checkpoint.h"
 #include "vkgrad/vit/classifier.h"
 

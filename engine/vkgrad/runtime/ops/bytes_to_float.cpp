@@ -1,0 +1,43 @@
+// bytesToFloat: u8 data kept 4 bytes per u32 word (a gathered batch of images) widened to f32
+// on the device, out = byte * scale + shift (ops/bytes_to_float.h). Not differentiable: its
+// input is data.
+#include "vkgrad/ops/bytes_to_float.h"
+#include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/launch.h"
+#include "vkgrad/runtime/ops/defs.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct BytesToFloat {
+  enum In { words, kInputs };  // u32, 4 bytes each
+  enum Out { values, kOutputs };
+  struct Attrs {
+    float scale = 1.0f, shift = 0.0f;
+  };
+};
+
+void launch(const Launch& l) {
+  const auto& a = l.attr<BytesToFloat::Attrs>();
+  ops::bytesToFloat(l.rec, l.in(BytesToFloat::words), l.out(BytesToFloat::values), a.scale,
+                    a.shift);
+}
+
+}  // namespace
+
+Tensor Graph::bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift) {
+  check(words, "bytesToFloat");
+  const Shape out = ops::bytesToFloatShape(shape(words), tensor(words).dtype, out_shape);
+  const int y = output(out, DType::F32, false);
+  addNode({OpKind::BytesToFloat, {words.id}, {y}, {}, BytesToFloat::Attrs{scale, shift}});
+  return {y};
+}
+
+namespace defs {
+const OpDef kBytesToFloat{.name = "bytesToFloat",
+                          .inputs = BytesToFloat::kInputs,
+                          .outputs = BytesToFloat::kOutputs,
+                          .launch = launch};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

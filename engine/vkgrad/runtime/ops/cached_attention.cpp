@@ -1,0 +1,95 @@
+// cachedAttention: one decoding step of causal self-attention over a key/value cache
+// (ops/attention_cached.h). The node appends the new rows' keys and values to the caches, at
+// the row a device word names, then attends each new row over the cached rows up to its
+// own. The caches are Input tensors, so they persist from one replay to the next; the host
+// sets the position, not new commands. Inference only: not differentiable.
+#include <string>
+
+#include "vkgrad/ops/attention_cached.h"
+#include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/launch.h"
+#include "vkgrad/runtime/ops/defs.h"
+
+namespace vkgrad::graph {
+namespace {
+
+struct CachedAttention {
+  enum In { qkv, k_cache, v_cache, position, kInputs };
+  enum Out { o, kOutputs };  // (B,R,H*D)
+  struct Attrs {
+    int64_t heads = 0, head_dim = 0;
+    float scale = 0.0f;  // 0: 1/sqrt(D)
+  };
+};
+
+// Column block `part` (q 0, k 1, v 2) of the fused (B,R,3*H*D) projection, as (B,R,H,D).
+ops::AttentionTensor part(ops::TensorView t, const CachedAttention::Attrs& at, int part) {
+  const int64_t h = at.heads, d = at.head_dim;
+  ops::AttentionTensor a{t, 3 * h * d};
+  a.view.shape = {t.shape[0], t.shape[1], h, d};
+  a.view.offset += uint64_t(part * h * d) * ops::dtypeBytes(t.dtype);
+  return a;
+}
+
+// A cache (B,rows,H*D) as the kernels see it.
+ops::TensorView perHead(ops::TensorView t, const CachedAttention::Attrs& at) {
+  t.shape = {t.shape[0], t.shape[1], at.heads, at.head_dim};
+  return t;
+}
+
+void launch(const Launch& l) {
+  using C = CachedAttention;
+  const auto& at = l.attr<C::Attrs>();
+  const ops::TensorView qkv = l.in(C::qkv), position = l.in(C::position);
+  const ops::TensorView k_cache = perHead(l.in(C::k_cache), at),
+                        v_cache = perHead(l.in(C::v_cache), at);
+  ops::TensorView o = l.out(C::o);
+  o.shape = {o.shape[0], o.shape[1], at.heads, at.head_dim};
+  ops::writeKvCache(l.rec, part(qkv, at, 1), part(qkv, at, 2), k_cache, v_cache, position);
+  ops::attentionCached(l.rec, part(qkv, at, 0), k_cache, v_cache, position, {o}, at.scale);
+}
+
+}  // namespace
+
+Tensor Graph::cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache,
+                              Tensor position, float scale) {
+  for (Tensor t : {qkv, k_cache, v_cache, position}) check(t, "cachedAttention");
+  const Shape s = shape(qkv);  // a copy: output() may move tensors_
+  auto fail = [&](const std::string& why) {
+    throw ShapeError(describe("cachedAttention", {qkv, k_cache, v_cache, position}) + " with " +
+                     std::to_string(heads) + " heads: " + why);
+  };
+  if (s.rank() != 3) fail("qkv must be (B,R,3*H*D)");
+  if (heads <= 0 || s[2] % (3 * heads) != 0) fail("qkv's last dim must be a multiple of 3*heads");
+  const int64_t width = s[2] / 3;
+  for (Tensor cache : {k_cache, v_cache}) {
+    const TensorInfo& c = tensor(cache);
+    if (c.kind != TensorKind::Input || c.root != cache.id)
+      fail("the caches must be input tensors (they persist between steps)");
+    if (c.shape.rank() != 3 || c.shape[0] != s[0] || c.shape[2] != width || c.shape[1] < s[1])
+      fail("the caches must be (B,rows,H*D) with qkv's B, H*D and at least its R rows");
+  }
+  if (!(shape(k_cache) == shape(v_cache))) fail("the caches differ in shape");
+  if (tensor(position).dtype != DType::U32 || shape(position).numel() != 1)
+    fail("position must be one u32");
+  if (!(scale >= 0)) fail("scale must be >= 0 (0: 1/sqrt(D))");
+  if (width / heads > ops::kMaxHeadDim) fail("the head dim is above the kernels' limit");
+  const int o = output({s[0], s[1], width}, DType::F32, /*differentiable=*/false);
+  addNode({OpKind::CachedAttention,
+           {qkv.id, k_cache.id, v_cache.id, position.id},
+           {o},
+           {},
+           CachedAttention::Attrs{heads, width / heads, scale}});
+  return {o};
+}
+
+namespace defs {
+// Side effects: the caches change on every step, and a later step reads them.
+const OpDef kCachedAttention{.name = "cachedAttention",
+                             .inputs = CachedAttention::kInputs,
+                             .outputs = CachedAttention::kOutputs,
+                             .side_effects = true,
+                             .launch = launch};
+}  // namespace defs
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,222 @@
+#include "vkgrad/runtime/parameters.h"
+
+#include <algorithm>
+
+#include <cmath>
+#include <cstring>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/io/safetensors.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/random.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+#include "vkgrad/vk/staging.h"
+
+namespace vkgrad::graph {
+namespace {
+
+// fan_in + fan_out of a weight for Xavier initialisation.
+double fanSum(const ops::Shape& shape) {
+  if (shape.rank() == 1) return 2.0 * double(shape[0]);
+  return double(shape[shape.rank() - 2]) + double(shape[shape.rank() - 1]);
+}
+
+}  // namespace
+
+ParameterStore::ParameterStore(vk::Context& context, StoreMemory memory)
+    : context_(context), memory_(memory) {}
+
+void ParameterStore::checkDevice(const char* what) const {
+  if (planning())
+    throw Error(std::string("ParameterStore: ") + what + " needs device memory; this store (" +
+                std::to_string(params_.size()) + " parameters, " + std::to_string(elements()) +
+                " elements) is for planning only (StoreMemory::Planning)");
+}
+
+const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& shape, Init init) {
+  if (name.empty()) throw Error("ParameterStore: a parameter needs a name");
+  if (find(name)) throw Error("ParameterStore: parameter \"" + name + "\" added twice");
+  if (shape.rank() == 0 || shape.numel() == 0)
+    throw Error("ParameterStore: parameter \"" + name + "\" has an empty shape " + shape.str());
+  // Every kernel binds a whole parameter: one larger than a storage binding can never run.
+  const uint64_t bytes = uint64_t(shape.numel()) * 4;
+  if (bytes > context_.info().max_storage_buffer_range)
+    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
+                     std::to_string(bytes) + " bytes, more than " + context_.info().name +
+                     " can bind at once (maxStorageBufferRange " +
+                     std::to_string(context_.info().max_storage_buffer_range) + " bytes)");
+  if (const uint64_t most = context_.info().max_allocation_bytes; most && bytes > most)
+    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
+                     std::to_string(bytes) + " bytes, more than one allocation on " +
+                     context_.info().name + " may be (maxMemoryAllocationSize " +
+                     std::to_string(most) + " bytes)");
+  auto p = std::make_unique<Parameter>();
+  p->name = name;
+  p->shape = shape;
+  p->init = init;
+  const uint64_t align = ops::bindingAlignment(context_);
+  const uint64_t need = (bytes + align - 1) / align * align;
+  if (!planning() && (!page_ || !page_->grow(page_used_ + need))) {
+    page_ = std::make_shared<vk::Buffer>(context_.allocator().allocate(need, vk::Use::Parameters));
+    page_used_ = 0;
+  }
+  p->buffer = page_;
+  p->offset = page_used_;
+  page_used_ += need;
+  index_.emplace(p->name, params_.size());
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+const Parameter* ParameterStore::find(const std::string& name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : params_[it->second].get();
+}
+
+const Parameter& ParameterStore::at(const std::string& name) const {
+  if (const Parameter* p = find(name)) return *p;
+  throw Error("ParameterStore: no parameter \"" + name + "\"");
+}
+
+int64_t ParameterStore::elements() const {
+  int64_t n = 0;
+  for (const auto& p : params_) n += p->shape.numel();
+  return n;
+}
+
+uint64_t ParameterStore::deviceBytes() const {
+  if (planning()) {
+    const uint64_t align = context_.allocator().alignment();
+    return (page_used_ + align - 1) / align * align;
+  }
+  uint64_t bytes = 0;
+  const vk::Buffer* last = nullptr;  // parameters fill one page after another
+  for (const auto& p : params_)
+    if (p->buffer.get() != last) {
+      last = p->buffer.get();
+      bytes += last->capacity();
+    }
+  return bytes;
+}
+
+void ParameterStore::initialize(uint64_t seed) {
+  checkDevice("initialize()");
+  const vk::Buffer rng = context_.allocator().allocate(sizeof(ops::RngState));
+  const ops::RngState state = ops::RngState::make(seed);
+  context_.staging().upload(rng, 0, &state, sizeof(state));
+  const ops::TensorView rng_view = ops::view(rng, {4}, 0, ops::DType::U32);
+  vk::Recorder rec(context_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Parameter& p = *params_[i];
+    const uint32_t stream = uint32_t(i);
+    float constant = 0.0f;
+    switch (p.init.kind) {
+      case Init::Kind::Zeros:
+        constant = 0.0f;
+        break;
+      case Init::Kind::Ones:
+        constant = 1.0f;
+        break;
+      case Init::Kind::Constant:
+        constant = p.init.a;
+        break;
+      case Init::Kind::Uniform:
+        ops::uniform(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
+        continue;
+      case Init::Kind::Normal:
+        ops::normal(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
+        continue;
+      case Init::Kind::XavierUniform: {
+        const float limit = float(std::sqrt(6.0 / fanSum(p.shape)));
+        ops::uniform(rec, p.view(), -limit, limit, rng_view, stream);
+        continue;
+      }
+      case Init::Kind::XavierNormal:
+        ops::normal(rec, p.view(), 0.0f, float(std::sqrt(2.0 / fanSum(p.shape))), rng_view, stream);
+        continue;
+    }
+    uint32_t word;
+    std::memcpy(&word, &constant, 4);
+    rec.fill(*p.buffer, word, p.offset, uint64_t(p.shape.numel()) * 4);
+  }
+  rec.submit();
+}
+
+std::vector<SavedTensor> ParameterStore::download() const {
+  checkDevice("download() (or save())");
+  std::vector<SavedTensor> out;
+  for (const auto& p : params_) {
+    SavedTensor t{p->name, ops::DType::F32, savedDims(p->shape),
+                  std::vector<uint32_t>(size_t(p->shape.numel()))};
+    context_.staging().download(*p->buffer, p->offset, t.data.data(), t.data.size() * 4);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void ParameterStore::save(const std::filesystem::path& path,
+                          const std::map<std::string, std::string>& metadata,
+                          ops::DType dtype) const {
+  std::vector<SavedTensor> tensors = download();
+  for (SavedTensor& t : tensors) t = convertSaved(t, dtype);
+  saveSafetensors(path, Checkpoint{std::move(tensors), metadata});
+}
+
+std::map<std::string, std::string> ParameterStore::load(const std::filesystem::path& path) {
+  checkDevice("load()");
+  const Checkpoint checkpoint = loadSafetensors(path);
+  std::vector<const SavedTensor*> tensors;
+  for (const SavedTensor& t : checkpoint.tensors) tensors.push_back(&t);
+  upload(tensors, path.string());
+  return checkpoint.metadata;
+}
+
+void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
+                            const std::string& source) {
+  checkDevice("upload() (or load())");
+  // Check everything first; upload only tensors that match completely.
+  std::string problems;
+  std::vector<const SavedTensor*> from(params_.size(), nullptr);
+  std::vector<SavedTensor> widened;  // 16-bit tensors as f32
+  widened.reserve(tensors.size());
+  std::vector<bool> given(params_.size(), false);
+  for (const SavedTensor* t : tensors) {
+    const auto it = index_.find(t->name);
+    if (it == index_.end()) {
+      problems += "\n  \"" + t->name + "\" is not a parameter of this model";
+      continue;
+    }
+    const Parameter& p = *params_[it->second];
+    if (given[it->second]) {
+      problems += "\n  \"" + t->name + "\" is given twice";
+      continue;
+    }
+    given[it->second] = true;
+    if ((t->dtype == ops::DType::F16 || t->dtype == ops::DType::BF16) &&
+        t->shape == savedDims(p.shape)) {
+      widened.push_back(convertSaved(*t, ops::DType::F32));
+      t = &widened.back();
+    }
+    if (t->dtype != ops::DType::F32 || t->shape != savedDims(p.shape)) {
+      problems += "\n  \"" + t->name + "\": the file has " + ops::dtypeName(t->dtype) + " " +
+                  dimsText(t->shape) + ", the model f32 " + p.shape.str();
+      continue;
+    }
+    if (const std::string bad = nonFiniteText(*t); !bad.empty()) {
+      problems += "\n  \"" + t->name + "\" " + bad;
+      continue;
+    }
+    from[it->second] = t;
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!given[i]) problems += "\n  \"" + params_[i]->name + "\" is missing from the file";
+  if (!problems.empty())
+    throw Error(source + ": does not match the model's parameters (nothing loaded):" + problems);
+  for (size_t i = 0; i < params_.size(); ++i)
+    context_.staging().upload(*params_[i]->buffer, params_[i]->offset, from[i]->data.data(),
+                              from[i]->data.size() * 4);
+}
+
+}  // namespace vkgrad::graph

@@ -1,0 +1,112 @@
+// The parameter store: named, device-resident trainable tensors with their initialisers,
+// saved to and loaded from safetensors checkpoints (io/safetensors.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/io/safetensors.h"
+#include "vkgrad/ops/tensor.h"
+
+namespace vkgrad::graph {
+
+// How a parameter starts. For Xavier, fan_in and fan_out are the last two dims (a weight
+// (in, out) used as x·W), or both the only dim of a vector.
+struct Init {
+  enum class Kind { Zeros, Ones, Constant, Uniform, Normal, XavierUniform, XavierNormal };
+  Kind kind = Kind::Zeros;
+  float a = 0.0f, b = 0.0f;  // Constant: a; Uniform: [a, b); Normal: mean a, stddev b
+
+  static Init zeros() { return {Kind::Zeros}; }
+  static Init ones() { return {Kind::Ones}; }
+  static Init constant(float value) { return {Kind::Constant, value}; }
+  static Init uniform(float lo, float hi) { return {Kind::Uniform, lo, hi}; }
+  static Init normal(float mean, float stddev) { return {Kind::Normal, mean, stddev}; }
+  static Init xavierUniform() { return {Kind::XavierUniform}; }
+  static Init xavierNormal() { return {Kind::XavierNormal}; }
+};
+
+struct Parameter {
+  std::string name;
+  ops::Shape shape;
+  Init init;
+  // The store's page this parameter lies in, from `offset` bytes on (shared: keeps this header
+  // free of Vulkan). Null in a planning store.
+  std::shared_ptr<vk::Buffer> buffer;
+  uint64_t offset = 0;
+  ops::TensorView view() const {
+    if (!buffer)
+      throw Error("parameter \"" + name +
+                  "\" belongs to a planning ParameterStore: no device memory");
+    return ops::view(*buffer, shape, offset);
+  }
+};
+
+// Where a store's parameters live. A Planning store checks and packs them as a Device one
+// does, without allocating: a model of any size can be declared to estimate its memory
+// (training/memory_estimate.h) before any of it is spent. Anything that would touch its values
+// (initialize, save, load, download, upload, an Executor) throws Error.
+enum class StoreMemory { Device, Planning };
+
+// Parameters are packed one after another into as few buffers (pages) as the allocator
+// allows, each on the device's binding alignment: a page grows in place while the memory after
+// it is free (vk::Buffer::grow), and the optimizer updates a page's parameters in one dispatch
+// (ops::adamwMany).
+class ParameterStore {
+ public:
+  explicit ParameterStore(vk::Context& context, StoreMemory memory = StoreMemory::Device);
+  bool planning() const { return memory_ == StoreMemory::Planning; }
+
+  // Throws Error on a duplicate or empty name or an empty shape; OutOfMemoryError when the
+  // device is full. Contents are undefined until initialize() or load().
+  const Parameter& add(const std::string& name, const ops::Shape& shape, Init init);
+  const Parameter* find(const std::string& name) const;
+  const Parameter& at(const std::string& name) const;  // throws Error naming the missing one
+  const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
+  int64_t elements() const;
+  // The device memory the parameters take (vk::Use::Parameters): the pages' allocations, or
+  // for a planning store one page holding them all. A device store spread over several pages
+  // takes up to one allocator alignment more per page than the planning store says.
+  uint64_t deviceBytes() const;
+
+  // Runs every initialiser on the device; the i-th parameter added draws from stream i of
+  // the counter-based generator (ops/random.h) seeded with `seed`, so the same seed gives the
+  // same bits on a device, and adding a parameter leaves the earlier ones' values alone.
+  void initialize(uint64_t seed);
+
+  // Writes every parameter (and the metadata) to path; see saveSafetensors. dtype F16 or
+  // BF16 writes them rounded to that format: a half-size file for inference (the f32 masters
+  // stay as they are).
+  void save(const std::filesystem::path& path,
+            const std::map<std::string, std::string>& metadata = {},
+            ops::DType dtype = ops::DType::F32) const;
+  // Reads path and, only if it holds exactly this store's names with the same shapes (f32,
+  // or f16/bf16, widened exactly) and only finite values, uploads them; otherwise throws
+  // Error listing the differences (or the first NaN or inf of each tensor), with every
+  // parameter left as it was. Returns the file's metadata.
+  std::map<std::string, std::string> load(const std::filesystem::path& path);
+
+  // save() and load() without the file: every parameter downloaded, in the order added; and
+  // the same checks and upload from tensors read elsewhere (`source` names them in errors).
+  std::vector<SavedTensor> download() const;
+  void upload(std::span<const SavedTensor* const> tensors, const std::string& source);
+
+ private:
+  void checkDevice(const char* what) const;  // Error on a planning store
+
+  vk::Context& context_;
+  StoreMemory memory_;
+  std::vector<std::unique_ptr<Parameter>> params_;  // in the order added
+  std::unordered_map<std::string, size_t> index_;   // name -> position in params_
+  std::shared_ptr<vk::Buffer> page_;                // the page parameters are added to
+  uint64_t page_used_ = 0;  // bytes of it taken (a planning store: of its one virtual page)
+};
+
+}  // namespace vkgrad::graph
