@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/ops/random.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::graph {
@@ -145,6 +145,11 @@ int Graph::generator() {
     rng_ = newTensor(std::move(info));
   }
   return rng_;
+}
+
+Graph::RandomStream Graph::randomStream() {
+  const int rng = generator();
+  return {rng, streams_++};
 }
 
 int Graph::output(const Shape& shape, DType dtype, bool differentiable, const char* name) {
