@@ -10,7 +10,7 @@
 #include "vkgrad/graph/graph.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/cross_entropy.h"
-#include "vkgrad/ops/embedding.h"
+#include "vkgrad/ops/gather.h"
 #include "vkgrad/ops/layer_norm.h"
 #include "vkgrad/ops/matmul.h"
 
@@ -99,7 +99,7 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
 
   const Tensor table = g.input("table", {10, 3, 4}), ids = g.input("ids", {2, 2, 2}, DType::U32);
   EXPECT_EQ(shapeErrorText([&] { g.gather(table, ids); }), shapeErrorText([&] {
-              ops::embeddingShape({10, 3, 4}, {2, 2, 2}, DType::U32, "gather");
+              ops::gatherShape({10, 3, 4}, {2, 2, 2}, DType::U32, "gather");
             }));
   EXPECT_NE(shapeErrorText([&] { g.gather(table, ids); }).find("more than 4 dims"),
             std::string::npos);

@@ -22,7 +22,7 @@
 #include "vkgrad/ops/tensor.h"
 
 // Named by a builder below; declared here so that this header does not include its op's
-// header for one type (ops/sampling.h defines it).
+// header for one type (ops/sample.h defines it).
 namespace vkgrad::ops {
 struct SampleOptions;
 }  // namespace vkgrad::ops
@@ -136,11 +136,11 @@ class Graph {
   // x: (N, ...) -> rows [begin, end): (end - begin, ...); a view, no kernel, no copy.
   Tensor slice(Tensor x, int64_t begin, int64_t end);
   // table: (N, ...) f32 or u32, ids: (...) u32 -> (ids' dims..., table's dims after N), with
-  // table's dtype: out[i] = table[ids[i]], copied on the device (ops/embedding.h's kernel),
+  // table's dtype: out[i] = table[ids[i]], copied on the device (ops/gather.h's kernel),
   // so a batch is an index buffer. An id >= N gives a zero row and sets the flags of a
-  // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. A data table
+  // status tensor (ops::kGatherBadId) that the step leaves on the device. A data table
   // (a Dataset, an input, u32) gets no gradient; an f32 table that depends on a parameter
-  // (a trainable embedding) gets one through ops::embeddingBackward's deterministic
+  // (a trainable embedding) gets one through ops::gatherBackward's deterministic
   // scatter-add. Slices of either work at any offset.
   Tensor gather(Tensor table, Tensor ids);
   // Flash attention (ops/attention.h): q (B,Tq,H,D), k and v (B,Tk,H,D) -> o (B,Tq,H,D),
@@ -152,7 +152,7 @@ class Graph {
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
   // One step of causal attention for decoding over a key/value cache
-  // (ops/attention_cached.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
+  // (ops/cached_attention.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
   // k_cache, v_cache (B,rows,H*D): Input tensors (they persist between steps, so the host
   // never fills them); position: a (1) u32 tensor, the sequence position of qkv's first row.
   // Writes the new rows' keys and values into cache rows [position, position + R), then
@@ -168,7 +168,7 @@ class Graph {
   void setTraining(bool training) { training_ = training; }
   bool training() const { return training_; }
   // logits (..., V) f32 -> (...) u32: one id per row drawn from softmax(logits / temperature)
-  // over the row's top_k largest logits (ops/sampling.h), by the same generator as dropout,
+  // over the row's top_k largest logits (ops/sample.h), by the same generator as dropout,
   // so every step draws anew. Not differentiable. ShapeError / Error on bad arguments.
   Tensor sample(Tensor logits, const ops::SampleOptions& options);
   // Adds x into total in place on every step. total: an Input tensor of x's shape (f32) that

@@ -17,7 +17,7 @@ struct AdvanceStep {
 // Variadic: the gradients first, then these.
 struct ClipGradNorm {
   enum In { scratch, norm, state, kInputs };  // the clip factor goes into the state
-  enum Out { table, kOutputs };               // u32: the segment table (ops/optim.h)
+  enum Out { table, kOutputs };               // u32: the segment table (ops/optimizer.h)
   struct Attrs {
     float max_norm = 0.0f;
   };
