@@ -8,7 +8,7 @@
 
 #include "bench.h"
 #include "vkgrad/ops/binding.h"
-#include "vkgrad/ops/optim.h"
+#include "vkgrad/ops/optimizer.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/staging.h"
 

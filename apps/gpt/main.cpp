@@ -2,11 +2,9 @@
 // them) and samples from it.
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -158,49 +156,16 @@ int train(int argc, char** argv) {
   return run.train(trainer, hooks);
 }
 
-// Milliseconds per token near sequence positions 1, context/2 and context: the median of
-// the tokens drawn within 2 positions of each (positions the run did not reach are left out).
-void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context) {
-  std::string line = "ms per token at position";
-  for (const int64_t at : {int64_t(1), std::max<int64_t>(1, context / 2), context}) {
-    std::vector<double> near;
-    for (const auto& [position, ms] : token_ms)
-      if (std::llabs(int64_t(position) - at) <= 2) near.push_back(ms);
-    if (near.empty()) continue;
-    std::nth_element(near.begin(), near.begin() + ptrdiff_t(near.size() / 2), near.end());
-    char text[64];
-    std::snprintf(text, sizeof text, " %lld: %.3f", static_cast<long long>(at),
-                  near[near.size() / 2]);
-    line += text;
-  }
-  std::fprintf(stderr, "%s\n", line.c_str());
-}
-
 int sample(int argc, char** argv) {
   Cli cli(
       "vkgrad-gpt sample",
       "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
   cli.positional("sample", "the command");
-  cli.option("checkpoint", "checkpoint directory (required)");
-  cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
-  cli.option("tokens", "tokens (bytes) to generate", "200");
-  cli.option("temperature", "softmax temperature (> 0)", "0.8");
-  cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
-  cli.option("seed", "sampling seed", "1");
-  cli.option("kv-cache",
-             "on: keep each layer's keys and values on the device and run one row per token; "
-             "off: run the whole window again for every token (the slow reference)",
-             "on");
-  cli.flag("timing",
-           "on stderr: ms per token at sequence positions 1, context/2 and context (the median "
-           "of the generated tokens within 2 positions of each)");
+  declareSampleOptions(cli);
   declareDeviceOptions(cli);
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
-  const std::string kv_cache = cli.get("kv-cache");
-  if (kv_cache != "on" && kv_cache != "off")
-    cli.fail("--kv-cache must be on or off, not \"" + kv_cache + "\"");
-  const gpt::Decoding decoding = kv_cache == "on" ? gpt::Decoding::Cached : gpt::Decoding::Window;
+  const gpt::Decoding decoding = decodingFromCli(cli);
   const int64_t count = cli.getInt("tokens", 0, 1 << 24);
   ops::SampleOptions options;
   options.temperature = float(cli.getDouble("temperature", 1e-6, 1e6));

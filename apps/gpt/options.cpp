@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -176,6 +178,45 @@ void printDryRun(const vk::Context& context, const Cli& cli, const graph::Memory
                             // The training graph's planned arena, as a real run reports it.
                             {"arena_bytes", e.arenas.at(0)}};
   std::printf("%s\n", graph::dumpJson(json).c_str());
+}
+
+void declareSampleOptions(Cli& cli) {
+  cli.option("checkpoint", "checkpoint directory (required)");
+  cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
+  cli.option("tokens", "tokens (bytes) to generate", "200");
+  cli.option("temperature", "softmax temperature (> 0)", "0.8");
+  cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
+  cli.option("seed", "sampling seed", "1");
+  cli.option("kv-cache",
+             "on: keep each layer's keys and values on the device and run one row per token; "
+             "off: run the whole window again for every token (the slow reference)",
+             "on");
+  cli.flag("timing",
+           "on stderr: ms per token at sequence positions 1, context/2 and context (the median "
+           "of the generated tokens within 2 positions of each)");
+}
+
+gpt::Decoding decodingFromCli(const Cli& cli) {
+  const std::string kv_cache = cli.get("kv-cache");
+  if (kv_cache != "on" && kv_cache != "off")
+    cli.fail("--kv-cache must be on or off, not \"" + kv_cache + "\"");
+  return kv_cache == "on" ? gpt::Decoding::Cached : gpt::Decoding::Window;
+}
+
+void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context) {
+  std::string line = "ms per token at position";
+  for (const int64_t at : {int64_t(1), std::max<int64_t>(1, context / 2), context}) {
+    std::vector<double> near;
+    for (const auto& [position, ms] : token_ms)
+      if (std::llabs(int64_t(position) - at) <= 2) near.push_back(ms);
+    if (near.empty()) continue;
+    std::nth_element(near.begin(), near.begin() + ptrdiff_t(near.size() / 2), near.end());
+    char text[64];
+    std::snprintf(text, sizeof text, " %lld: %.3f", static_cast<long long>(at),
+                  near[near.size() / 2]);
+    line += text;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace vkgrad::apps

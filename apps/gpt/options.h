@@ -1,5 +1,6 @@
-// vkgrad-gpt train's own options (the model, its text and batch), how the text is split, and
-// what a run prints before it trains: its header, and --dry-run's memory report.
+// vkgrad-gpt's own options (train's model, text and batch; sample's prompt and decoding), how
+// the text is split, and what a run prints: train's header and --dry-run's memory report,
+// sample's token times.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "common/cli.h"
 #include "vkgrad/gpt/gpt.h"
+#include "vkgrad/gpt/sampler.h"
 #include "vkgrad/training/memory_estimate.h"
 #include "vkgrad/vk/context.h"
 
@@ -41,5 +43,15 @@ void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_
 // --dry-run's report on stdout: the predicted memory table (graph::memoryTable) and, with
 // --json, one line of its numbers.
 void printDryRun(const vk::Context& context, const Cli& cli, const graph::MemoryEstimate& estimate);
+
+// vkgrad-gpt sample's options: --checkpoint, --prompt, --tokens, --temperature, --top-k,
+// --seed, --kv-cache, --timing.
+void declareSampleOptions(Cli& cli);
+// --kv-cache's decoding; UsageError unless it is on or off.
+gpt::Decoding decodingFromCli(const Cli& cli);
+// --timing's line on stderr: milliseconds per token near sequence positions 1, context/2 and
+// context, the median of the tokens drawn within 2 positions of each (positions the run did
+// not reach are left out). token_ms: (the position drawn after, ms) per token.
+void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context);
 
 }  // namespace vkgrad::apps

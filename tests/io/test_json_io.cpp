@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -140,6 +141,28 @@ TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
                        "config.json: missing (is this a vkgrad-x checkpoint directory?)"));
   std::ofstream(dir / "config.json") << R"({"format": "vkgrad-x"})";
   EXPECT_EQ(graph::readCheckpointFile(dir, "config.json", "vkgrad-x")["format"], "vkgrad-x");
+  std::filesystem::remove_all(dir);
+}
+
+// Every model's config.json envelope: format, version, model, the model's own sections in
+// order, training; one line and a newline, read back by readCheckpointFile.
+TEST(JsonIo, CheckpointFileEnvelopeReadsBack) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vkgrad-json-io-envelope-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  graph::writeCheckpointFile(dir, "config.json", "vkgrad-x", 3, {{"width", 8}, {"norm", "pre"}},
+                             {{"steps", 5}}, {{"names", {"b", "a"}}, {"bytes", {10, 65}}});
+  std::ifstream in(dir / "config.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, R"({"format":"vkgrad-x","version":3,"model":{"width":8,"norm":"pre"},)"
+                  R"("names":["b","a"],"bytes":[10,65],"training":{"steps":5}})"
+                  "\n");
+  const Json back = graph::readCheckpointFile(dir, "config.json", "vkgrad-x");
+  EXPECT_NO_THROW(graph::jsonCheckFormat(back, "vkgrad-x", 3));
+  graph::writeCheckpointFile(dir, "config.json", "vkgrad-y", 1, Json::object(), Json::object());
+  EXPECT_EQ(graph::readJsonFile(dir / "config.json").dump(),
+            R"({"format":"vkgrad-y","version":1,"model":{},"training":{}})");
   std::filesystem::remove_all(dir);
 }
 

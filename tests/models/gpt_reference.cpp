@@ -1,14 +1,14 @@
 #include "models/gpt_reference.h"
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/cross_entropy.h"
 #include "vkgrad/ops/reference/activation.h"
 #include "vkgrad/ops/reference/attention.h"
 #include "vkgrad/ops/reference/cross_entropy.h"
-#include "vkgrad/ops/reference/embedding.h"
+#include "vkgrad/ops/reference/gather.h"
 #include "vkgrad/ops/reference/layer_norm.h"
 #include "vkgrad/ops/reference/matmul.h"
-#include "vkgrad/ops/reference/optim.h"
-#include "vkgrad/core/error.h"
+#include "vkgrad/ops/reference/optimizer.h"
 
 namespace vkgrad::test {
 namespace {
@@ -211,7 +211,7 @@ Vec blockBackward(Model& m, const std::string& prefix, const BlockSaved& s, cons
 Vec embeddingForward(const Model& m, std::span<const uint32_t> ids) {
   const int64_t c = m.c.width;
   Vec tok(size_t(m.rows() * c));
-  ops::ref::embedding(ids.data(), m.p("emb.tok"), tok.data(), m.rows(), m.c.vocab, c);
+  ops::ref::gather(ids.data(), m.p("emb.tok"), tok.data(), m.rows(), m.c.vocab, c);
   const float* pos = m.p("emb.pos");
   for (int64_t r = 0; r < m.rows(); ++r)
     for (int64_t i = 0; i < c; ++i)
@@ -221,10 +221,10 @@ Vec embeddingForward(const Model& m, std::span<const uint32_t> ids) {
 
 // dx: (rows, C). accumulate: emb.tok already holds the tied head's gradient. Position rows
 // >= T take no part, so their gradient stays 0.
-void embeddingBackward(Model& m, std::span<const uint32_t> ids, const Vec& dx, bool accumulate) {
+void gatherBackward(Model& m, std::span<const uint32_t> ids, const Vec& dx, bool accumulate) {
   const int64_t c = m.c.width;
-  ops::ref::embeddingBackward(ids.data(), dx.data(), m.g("emb.tok"), m.rows(), m.c.vocab, c,
-                              accumulate);
+  ops::ref::gatherBackward(ids.data(), dx.data(), m.g("emb.tok"), m.rows(), m.c.vocab, c,
+                           accumulate);
   float* dpos = m.g("emb.pos");
   for (int64_t t = 0; t < m.t; ++t)
     for (int64_t i = 0; i < c; ++i) {
@@ -316,7 +316,7 @@ GptReferenceStep gptReference(const gpt::GptConfig& config, const NamedArrays& p
   if (pre) dx = layerNormBackward(m, "ln_f", final_in, dx);
   for (int64_t i = config.layers - 1; i >= 0; --i)
     dx = blockBackward(m, blockName(i), blocks[size_t(i)], dx);
-  embeddingBackward(m, ids, dx, /*accumulate=*/config.tie_weights);
+  gatherBackward(m, ids, dx, /*accumulate=*/config.tie_weights);
   return step;
 }
 

@@ -36,7 +36,7 @@ GptReferenceStep gptReference(const gpt::GptConfig& config, const NamedArrays& p
 
 // The first AdamW step from zero moments, as graph::addOptimizer applies it: weight decay only
 // on parameters of rank > 1 unless config.decay_vectors; no clipping (max_grad_norm must be 0).
-// In double (ops/reference/optim.h).
+// In double (ops/reference/optimizer.h).
 std::map<std::string, std::vector<double>> adamwReference(
     const std::map<std::string, ops::Shape>& shapes, const NamedArrays& params,
     const NamedArrays& grads, const graph::OptimizerConfig& config);

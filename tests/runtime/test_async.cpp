@@ -120,8 +120,8 @@ TEST_F(AsyncTest, SubmittedStepsGiveTheBitsOfWaitedSteps) {
   EXPECT_THROW(ctx().wait(ctx().submitted() + 1), Error);  // a value never submitted
 }
 
-// A step recorded in pieces (Executor::slice, sliceByTime) and submitted one piece at a time,
-// as a frame loop would, leaves the bits of the whole step; so does step() over the pieces.
+// A step recorded in pieces (Executor::slice, sliceByCost, sliceByTime) and submitted one piece at
+// a time, as a frame loop would, leaves the bits of the whole step; so does step() over the pieces.
 // Every piece waits for nothing it does not need: the app's semaphores go to the first
 // piece (waits) and the last (signals) only.
 TEST_F(AsyncTest, SlicedStepsGiveTheBitsOfWholeSteps) {
@@ -158,9 +158,19 @@ TEST_F(AsyncTest, SlicedStepsGiveTheBitsOfWholeSteps) {
     sliced.wait();
     timed.step();
     if (step == 0) {
-      // Pieces of at most a third of the step's GPU time, from its own node times.
+      // Pieces by the step's own node times: how many depends on the timing (one node may
+      // take over a third of a step under load), so only that it slices. Then by fixed costs,
+      // which give a known split: 1 per launched node within 3 is slice(3)'s.
       ASSERT_GT(timed.gpuMilliseconds(), 0.0) << "the device's queue has no timestamps";
-      EXPECT_GE(timed.sliceByTime(timed.gpuMilliseconds() / 3), 3);
+      EXPECT_GE(timed.sliceByTime(timed.gpuMilliseconds() / 3), 1);
+      std::vector<graph::NodeTime> unit;
+      for (size_t n = 0; n < c.g.nodes().size(); ++n)
+        if (c.g.nodes()[n].def().launch) unit.push_back({int(n), 1.0});
+      timed.slice(3);
+      const int by_count = timed.pieces();
+      EXPECT_GT(by_count, 3);
+      EXPECT_EQ(timed.sliceByCost(unit, 3.0), by_count);
+      EXPECT_THROW(timed.sliceByCost(unit, 0.0), Error);
     }
     EXPECT_EQ(whole.readScalar(a.loss), sliced.readScalar(b.loss)) << step;
     EXPECT_EQ(whole.readScalar(a.loss), timed.readScalar(c.loss)) << step;

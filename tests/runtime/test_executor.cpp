@@ -12,7 +12,7 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
-#include "vkgrad/ops/embedding.h"
+#include "vkgrad/ops/gather.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 #include "vkgrad/training/optimizer.h"
@@ -315,7 +315,7 @@ TEST_F(ExecutorTest, GatherPicksDatasetRowsOnTheDevice) {
   const std::vector<float> bad = exec.read(rows);
   for (size_t k = 0; k < 6; ++k) EXPECT_EQ(bad[6 + k], 0.0f);
   const std::vector<float> flags = exec.read(Tensor{status});
-  EXPECT_EQ(bits(flags[0]), ops::kEmbeddingBadId);
+  EXPECT_EQ(bits(flags[0]), ops::kGatherBadId);
   EXPECT_EQ(bits(flags[1]), 9u);
 
   // A slice of the ids 4 bytes in: the embedding kernels bind any 4-byte offset.
@@ -367,7 +367,7 @@ TEST_F(ExecutorTest, WindowsDatasetServesEveryWindowOfItsStream) {
   exec.setInput(ids, batch);
   exec.step();
   EXPECT_EQ(exec.readWords(Tensor{status}),
-            (std::vector<uint32_t>{ops::kEmbeddingBadId, uint32_t(count)}));
+            (std::vector<uint32_t>{ops::kGatherBadId, uint32_t(count)}));
   for (int64_t k = 0; k < window; ++k) EXPECT_EQ(exec.readWords(rows)[4 * window + k], 0u);
 
   Graph misuse;

@@ -9,7 +9,7 @@
 #include "common/expect.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/cross_entropy.h"
-#include "vkgrad/ops/embedding.h"
+#include "vkgrad/ops/gather.h"
 #include "vkgrad/ops/layer_norm.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/runtime/graph.h"
@@ -97,11 +97,12 @@ TEST(OpRegistryTest, BuildersThrowTheOpsLayersShapeErrors) {
               ops::attentionLseShape({2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3});
             }));
 
-  const Tensor table = g.input("table", {10, 3, 4}), ids = g.input("ids", {2, 2, 2}, DType::U32);
+  const Tensor table = g.input("table", {10, 3, 4}),
+               ids = g.input("ids", {2, 2, 2, 2, 2}, DType::U32);
   EXPECT_EQ(shapeErrorText([&] { g.gather(table, ids); }), shapeErrorText([&] {
-              ops::embeddingShape({10, 3, 4}, {2, 2, 2}, DType::U32, "gather");
+              ops::gatherShape({10, 3, 4}, {2, 2, 2, 2, 2}, DType::U32, "gather");
             }));
-  EXPECT_NE(shapeErrorText([&] { g.gather(table, ids); }).find("more than 4 dims"),
+  EXPECT_NE(shapeErrorText([&] { g.gather(table, ids); }).find("more than 6 dims"),
             std::string::npos);
 }
 

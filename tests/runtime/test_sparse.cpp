@@ -14,6 +14,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/ops/spmm.h"
 
 namespace vkgrad::test {
 namespace {
@@ -112,7 +113,7 @@ TEST_F(SparseUploadTest, AnEdgelessGraphUploadsAndAggregatesToZeros) {
     EXPECT_EQ(d->shape, (ops::Shape{1})) << d->name;
   graph::Graph g;
   const graph::Tensor x = g.input("x", {4, 3});
-  const graph::Tensor y = g.spmm(a, x);
+  const graph::Tensor y = graph::spmm(g, a, x);
   g.markOutput(y);
   graph::Executor exec(ctx(), g);
   exec.setInput(x, std::vector<float>(12, 1.5f));

@@ -130,7 +130,7 @@ TEST(DeviceProfile, NamedProfilesLowerWhatTheContextBelieves) {
 
 // The reader sizes Workgroup arrays whose lengths are specialization-constant expressions,
 // from the shaders' declarations: matmul/tiled's As[BK * (BM + 1)] and Bs[BK * BN] floats
-// with BM = WY * TM and BN = WX * TN; attention/cached's qs[D], ps[CHUNK] and red[W];
+// with BM = WY * TM and BN = WX * TN; cached_attention/forward's qs[D], ps[CHUNK] and red[W];
 // cross_entropy/mean's two reduce scratch arrays of gl_WorkGroupSize.x floats.
 TEST(KernelFit, SharedMemoryIsReadFromTheSpirvWithItsSpecialization) {
   const auto tiled_bytes = [](uint32_t wx, uint32_t wy, uint32_t bk, uint32_t tm, uint32_t tn) {
@@ -146,7 +146,7 @@ TEST(KernelFit, SharedMemoryIsReadFromTheSpirvWithItsSpecialization) {
                                  {"k_cache_dtype", 0u},
                                  {"v_cache_dtype", 0u},
                                  {"o_dtype", 0u}};
-  EXPECT_EQ(sharedBytes("attention/cached", cached), uint64_t(4) * (33 + 256 + 64));
+  EXPECT_EQ(sharedBytes("cached_attention/forward", cached), uint64_t(4) * (33 + 256 + 64));
   const vk::SpecConstants mean{
       {"local_size_x", 96u}, {"losses_dtype", 0u}, {"mean_dtype", 0u}, {"saved_dtype", 0u}};
   EXPECT_EQ(sharedBytes("cross_entropy/mean", mean), uint64_t(2) * 96 * 4);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/io/atomic_file.h"
 #include "vkgrad/io/bundle.h"
 #include "vkgrad/io/input_file.h"
 
@@ -89,6 +90,15 @@ Json readCheckpointFile(const std::filesystem::path& dir, const std::string& fil
   if (!std::filesystem::exists(path))
     throw Error(path.string() + ": missing (is this a " + format + " checkpoint directory?)");
   return readJsonFile(path);
+}
+
+void writeCheckpointFile(const std::filesystem::path& dir, const std::string& file,
+                         const std::string& format, uint64_t version, const Json& model,
+                         const Json& training, const Json& sections) {
+  Json root = {{"format", format}, {"version", version}, {"model", model}};
+  for (const auto& [key, value] : sections.items()) root[key] = value;
+  root["training"] = training;
+  writeFileAtomically(dir / file, dumpJson(root) + "\n");
 }
 
 std::vector<std::string> jsonStrings(const Json& object, const std::string& key, size_t count) {

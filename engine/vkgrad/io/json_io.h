@@ -40,6 +40,13 @@ Json readJsonFile(const std::filesystem::path& path);
 // checkpoint directory?)", checkBundle's or readJsonFile's.
 Json readCheckpointFile(const std::filesystem::path& dir, const std::string& file,
                         const std::string& format);
+// The envelope of every model's config.json, written atomically (io/atomic_file.h) to
+// DIR/file as one line and a newline: {"format": format, "version": version, "model": model,
+// then `sections`' members in order (a model's own: its vocabulary, its class names),
+// "training": training}, as readCheckpointFile and jsonCheckFormat read it.
+void writeCheckpointFile(const std::filesystem::path& dir, const std::string& file,
+                         const std::string& format, uint64_t version, const Json& model,
+                         const Json& training, const Json& sections = Json::object());
 
 // Typed members of a config object. Each throws Error naming the key and what it got:
 // "missing \"width\"", "\"model\" must be an object, got 3".

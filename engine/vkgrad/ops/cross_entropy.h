@@ -4,7 +4,7 @@
 //
 // Targets are u32 class ids. A row whose target is ignore_index contributes nothing: loss 0,
 // not counted in the mean, zero gradient. A target that is >= C (and not ignore_index) is a
-// bug in the data that the host cannot see without a readback, so, as in ops/embedding.h:
+// bug in the data that the host cannot see without a readback, so, as in ops/gather.h:
 //  - kernels never read or write out of bounds for it; its row is treated as ignored;
 //  - crossEntropy records it in a status buffer the caller owns: 2 u32 words
 //      status[0] |= kCrossEntropyBadTarget   flags; 0 means every target so far was valid

@@ -9,6 +9,7 @@
 #include "vkgrad/ops/reference/half.h"
 #include "vkgrad/runtime/launch.h"
 #include "vkgrad/runtime/parameters.h"
+#include "vkgrad/runtime/slicing.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/error.h"
 #include "vkgrad/vk/recorder.h"
@@ -175,39 +176,26 @@ void Executor::rerecord() {
 
 void Executor::slice(int nodes) {
   if (nodes < 0) throw Error("Executor::slice: the nodes per piece must be >= 0");
-  piece_starts_ = {0};
-  int launched = 0;
-  for (size_t i = 0; i < plan_.order.size(); ++i) {
-    if (!graph_.nodes()[size_t(plan_.order[i])].def().launch) continue;
-    if (nodes > 0 && launched == nodes) {
-      piece_starts_.push_back(i);
-      launched = 0;
-    }
-    ++launched;
-  }
+  piece_starts_ = piecesByCount(graph_, plan_.order, nodes);
   record();
 }
 
+int Executor::sliceByCost(std::span<const NodeTime> costs, double ms) {
+  if (!(ms > 0)) throw Error("Executor::sliceByCost: the budget must be > 0 ms");
+  std::vector<double> node_cost(graph_.nodes().size(), -1.0);  // -1: none given
+  for (const NodeTime& t : costs) node_cost.at(size_t(t.node)) = t.ms;
+  piece_starts_ = piecesByCost(plan_.order, node_cost, ms);
+  record();
+  return pieces();
+}
+
 int Executor::sliceByTime(double ms) {
-  if (!(ms > 0)) throw Error("Executor::sliceByTime: the budget must be > 0 ms");
   const std::vector<NodeTime> times = profile();
   if (times.empty())
     throw Error(
         "Executor::sliceByTime: needs the node times of a step() (CompileOptions::profile "
         "on a device with timestamps)");
-  std::vector<size_t> position(graph_.nodes().size());
-  for (size_t i = 0; i < plan_.order.size(); ++i) position[size_t(plan_.order[i])] = i;
-  piece_starts_ = {0};
-  double sum = 0;
-  for (const NodeTime& t : times) {
-    if (sum > 0 && sum + t.ms > ms) {
-      piece_starts_.push_back(position[size_t(t.node)]);
-      sum = 0;
-    }
-    sum += t.ms;
-  }
-  record();
-  return pieces();
+  return sliceByCost(times, ms);
 }
 
 bool Executor::submitPiece(std::span<const vk::SemaphoreWait> waits,

@@ -107,9 +107,12 @@ class Executor {
   // piece, the default). step() and submit() still run the whole step (every piece, in
   // order); submitPiece() runs one piece at a time.
   void slice(int nodes);
-  // Records it as pieces of at most `ms` of GPU time each, by the node times of the last
-  // step() (CompileOptions::profile; throws Error without it, or before a step); a node
-  // longer than `ms` is a piece alone. Returns the number of pieces.
+  // Records it as pieces of at most `ms` each by the given node costs (profile()'s shape, any
+  // order; a node not named joins the piece before it: runtime/slicing.h); a node costing more than
+  // `ms` is a piece alone. Returns the number of pieces.
+  int sliceByCost(std::span<const NodeTime> costs, double ms);
+  // sliceByCost by the node times of the last step() (CompileOptions::profile; throws Error
+  // without it, or before a step).
   int sliceByTime(double ms);
   int pieces() const { return int(pieces_.size()); }
   // Submits the next piece of the step without waiting (after the app's `waits`, signalling
@@ -180,7 +183,7 @@ class Executor {
   std::vector<Piece> pieces_;
   // Where each piece starts in the plan's order (the first at 0); one entry: no slicing.
   std::vector<size_t> piece_starts_{0};
-  size_t next_piece_ = 0;  // submitPiece()'s
+  size_t next_piece_ = 0;                              // submitPiece()'s
   std::vector<std::pair<Tensor, uint32_t>> releases_;  // releaseAfterStep()'s, in call order
   bool timed_ = false, stepped_ = false, profiled_ = false;
 };

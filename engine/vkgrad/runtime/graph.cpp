@@ -147,6 +147,11 @@ int Graph::generator() {
   return rng_;
 }
 
+Graph::RandomStream Graph::randomStream() {
+  const int rng = generator();
+  return {rng, streams_++};
+}
+
 int Graph::output(const Shape& shape, DType dtype, bool differentiable, const char* name) {
   TensorInfo info{name, shape, dtype};
   info.differentiable = differentiable;

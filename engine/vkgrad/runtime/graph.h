@@ -5,8 +5,10 @@
 // Every tensor has exactly one root: itself, or (for a view: reshape, first-axis slice) the
 // tensor whose bytes it shares, at a byte offset. Nodes run in the order they were added,
 // which is a topological order because a node can only take tensors that already exist.
-// Each op is defined once, in engine/vkgrad/runtime/ops/<op>.cpp (runtime/op.h): its builder below is
-// defined there too, with its slots, attributes, backward rule and launch.
+// Each op is defined once, in engine/vkgrad/runtime/ops/<op>.cpp (runtime/op.h), with its builder,
+// slots, attributes, backward rule and launch. The builders below are the general vocabulary;
+// one model's shortcut (patchify, spmm, gaussianKl, ...) is a free function declared beside
+// its op file (runtime/ops/<op>.h) through the lower-level interface at the end of Graph.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +22,10 @@
 #include "vkgrad/ops/tensor.h"
 #include "vkgrad/runtime/op.h"
 
-// Named by builders below; declared here so that this header does not include every op's
-// header for one type (ops/sampling.h, ops/segment_pool.h, ops/vae_loss.h define them).
+// Named by a builder below; declared here so that this header does not include its op's
+// header for one type (ops/sample.h defines it).
 namespace vkgrad::ops {
 struct SampleOptions;
-enum class Pool;
-enum class Reconstruction;
 enum class MapFn;  // ops/map_reduce.h
 enum class Fold;
 }  // namespace vkgrad::ops
@@ -33,7 +33,6 @@ enum class Fold;
 namespace vkgrad::graph {
 
 struct Parameter;
-struct SparseGraph;  // runtime/sparse.h
 
 using ops::DType;
 using ops::Shape;
@@ -175,11 +174,11 @@ class Graph {
   // x: (N, ...) -> rows [begin, end): (end - begin, ...); a view, no kernel, no copy.
   Tensor slice(Tensor x, int64_t begin, int64_t end);
   // table: (N, ...) f32 or u32, ids: (...) u32 -> (ids' dims..., table's dims after N), with
-  // table's dtype: out[i] = table[ids[i]], copied on the device (ops/embedding.h's kernel),
+  // table's dtype: out[i] = table[ids[i]], copied on the device (ops/gather.h's kernel),
   // so a batch is an index buffer. An id >= N gives a zero row and sets the flags of a
-  // status tensor (ops::kEmbeddingBadId) that the step leaves on the device. A data table
+  // status tensor (ops::kGatherBadId) that the step leaves on the device. A data table
   // (a Dataset, an input, u32) gets no gradient; an f32 table that depends on a parameter
-  // (a trainable embedding) gets one through ops::embeddingBackward's deterministic
+  // (a trainable embedding) gets one through ops::gatherBackward's deterministic
   // scatter-add. Slices of either work at any offset.
   Tensor gather(Tensor table, Tensor ids);
   // numpy's take along any axis: x (..., N, ...) with N at `axis`, ids (...) u32 -> x's axes
@@ -198,7 +197,7 @@ class Graph {
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
   // One step of causal attention for decoding over a key/value cache
-  // (ops/attention_cached.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
+  // (ops/cached_attention.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
   // k_cache, v_cache (B,rows,H*D): Input tensors (they persist between steps, so the host
   // never fills them); position: a (1) u32 tensor, the sequence position of qkv's first row.
   // Writes the new rows' keys and values into cache rows [position, position + R), then
@@ -206,14 +205,6 @@ class Graph {
   // keeps position + R <= rows. Not differentiable; never pruned.
   Tensor cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache, Tensor position,
                          float scale = 0.0f);
-  // --- vision transformer (ops/patchify.h, ops/prepend_token.h, ops/take_row.h)
-  // images (B,H,W) f32 -> (B, (H/patch)*(W/patch), patch*patch): non-overlapping squares,
-  // row-major over the patch grid, pixels row-major within each; H and W multiples of patch.
-  Tensor patchify(Tensor images, int64_t patch);
-  // x (B,T,C), token (C) -> (B,T+1,C): the token as row 0 of every batch, x's rows after it.
-  Tensor prependToken(Tensor x, Tensor token);
-  // x (B,T,C) -> (B,C): row `index` (0 <= index < T) of every batch.
-  Tensor takeRow(Tensor x, int64_t index);
   // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
   // (ops/random.h): a fresh mask every step (the executor advances the generator after each
   // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the
@@ -222,58 +213,14 @@ class Graph {
   void setTraining(bool training) { training_ = training; }
   bool training() const { return training_; }
   // logits (..., V) f32 -> (...) u32: one id per row drawn from softmax(logits / temperature)
-  // over the row's top_k largest logits (ops/sampling.h), by the same generator as dropout,
+  // over the row's top_k largest logits (ops/sample.h), by the same generator as dropout,
   // so every step draws anew. Not differentiable. ShapeError / Error on bad arguments.
   Tensor sample(Tensor logits, const ops::SampleOptions& options);
-  // words (N, ...) u32 holding u8 data 4 bytes per word, little-endian (images uploaded as
-  // bytes and gathered per batch) -> out_shape f32, out = byte * scale + shift (ops/
-  // bytes_to_float.h). out_shape holds 4x the words' elements and leads with N. Not
-  // differentiable.
-  Tensor bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift = 0.0f);
-  // images (B,H,W) f32 -> (B,H,W): each image shifted by (dx, dy) uniform in [-pad, pad]
-  // and, with flip, mirrored left to right with probability 1/2 (first), `fill` shifted in
-  // from outside (ops/augment.h), by the same generator as dropout: fresh draws every step.
-  // 0 <= pad < min(H, W). Returns images itself when pad is 0 without flip, or when the
-  // graph is not for training. Not differentiable (images are data).
-  Tensor augment(Tensor images, int64_t pad, bool flip, float fill = 0.0f);
-  // logits (..., C) f32, labels (...) u32 -> (C,C) u32, counts[label][argmax of the row]
-  // (ops/confusion.h: the first maximum on ties, a NaN beats any number, labels >= C counted
-  // nowhere), zeroed and counted anew every step. Not differentiable.
-  Tensor confusion(Tensor logits, Tensor labels);
-  // --- variational autoencoder (ops/random.h, ops/vae_loss.h)
-  // mu, log_sigma (...) f32, the same shape -> z = mu + exp(log_sigma) * eps, eps standard
-  // normal from the same generator as dropout (a fresh draw every step, drawn again rather
-  // than stored for the backward pass, one stream per call site). Draws in evaluation graphs
-  // too: a VAE's test loss samples z.
-  Tensor reparameterize(Tensor mu, Tensor log_sigma);
-  // logits, targets (B, ...) f32, the same shape, targets in [0, 1] -> (1): the mean over the
-  // first axis of each row's summed error between sigmoid(logits) and targets (Bce: binary
-  // cross-entropy from the logits, stable for any logit; Mse: squared error). Targets get no
-  // gradient.
-  Tensor reconstructionLoss(Tensor logits, Tensor targets, ops::Reconstruction kind);
-  // mu, log_sigma (B, ...) -> (1): the mean over the first axis of each row's
-  // KL(N(mu, sigma^2) || N(0, I)) = sum of (mu^2 + exp(2 log_sigma) - 1) / 2 - log_sigma.
-  Tensor gaussianKl(Tensor mu, Tensor log_sigma);
   // Adds x into total in place on every step. total: an Input tensor of x's shape (f32) that
   // the host zeroes (Executor::setInput) and reads (Executor::read) after any number of
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void runningTotal(Tensor x, Tensor total);
-  // --- graph neural networks (runtime/sparse.h, ops/spmm.h, ops/edge_softmax.h,
-  // ops/segment_pool.h)
-  // A (sparse, runtime/sparse.h) times x (N, F) f32 -> (N, F): y[j] = sum over j's incoming
-  // edges e of w[e] * x[source of e]; weights: none (1), (E) or (E, H) f32 with H dividing F
-  // (head h weighs features [h F/H, (h+1) F/H)). Gradients for x (through the transpose) and
-  // for weights (a per-edge dot product); deterministic, no atomics. The SparseGraph must
-  // outlive the compiled graph.
-  Tensor spmm(const SparseGraph& a, Tensor x, Tensor weights = {});
-  // scores (E, H) f32 -> (E, H): softmax over each destination's incoming edges, per head
-  // (runtime/sparse.h's edge order). Deterministic; a node without incoming edges has none.
-  Tensor edgeSoftmax(const SparseGraph& a, Tensor scores);
-  // x (N, F) f32 pooled over contiguous node ranges: segments (G+1) u32 (a dataset or input
-  // tensor: offsets, first 0, non-decreasing, last N) -> (G, F). Sum, Mean or Max. An empty
-  // range pools to 0; offsets the host never checked are clamped (ops/segment_pool.h).
-  Tensor segmentPool(Tensor x, Tensor segments, ops::Pool kind);
   // --- activation recomputation
   // The nodes `block` adds form one segment (a transformer block, say) whose activations the
   // backward pass does not keep where recomputation is on (setRecompute): autograd adds the
@@ -320,9 +267,17 @@ class Graph {
   void setDtype(int tensor_id, DType dtype);
   // "matmul: (4,8) x (9,2)": op name and the shapes of the given tensors, for errors.
   std::string describe(const char* op, std::initializer_list<Tensor> ts) const;
+  // Throws Error naming op when t is not a tensor of this graph: a builder's first check.
+  void check(Tensor t, const char* op) const;
+  // For a node that draws from the graph's generator (dropout, augment, reparameterize):
+  // the generator's state tensor (created on first use) and a stream of the node's own.
+  struct RandomStream {
+    int rng = -1;
+    uint32_t stream = 0;
+  };
+  RandomStream randomStream();
 
  private:
-  void check(Tensor t, const char* op) const;
   // a op b for an op that commutes (add, mul): its own node where one operand broadcasts
   // one-sidedly over the other (the larger goes first and gives the shape), binary() otherwise.
   Tensor broadcastBinary(OpKind op, Tensor a, Tensor b);

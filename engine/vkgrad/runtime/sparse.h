@@ -45,7 +45,7 @@ struct Csr {
 Csr csrFromEdges(const std::string& name, int64_t nodes,
                  const std::vector<std::pair<uint32_t, uint32_t>>& edges);
 
-// A Csr on the device: u32 datasets read by the sparse ops (Graph::spmm, edgeSoftmax), never
+// A Csr on the device: u32 datasets read by the sparse ops (graph::spmm, edgeSoftmax), never
 // copied. It must outlive every compiled graph that reads it.
 struct SparseGraph {
   std::string name;

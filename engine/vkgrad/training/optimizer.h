@@ -1,10 +1,10 @@
 // The optimizer as graph nodes, so that one compiled graph is forward + backward + update.
 // What changes per step (the step count, Adam's bias corrections) is kept on the device by
-// an AdvanceStep node (ops/optim.h); the learning rate is the first word of the state
+// an AdvanceStep node (ops/optimizer.h); the learning rate is the first word of the state
 // tensor, which a schedule may rewrite between steps (Executor::setLearningRate).
 #pragma once
 
-#include "vkgrad/ops/optim.h"
+#include "vkgrad/ops/optimizer.h"
 #include "vkgrad/training/autograd.h"
 
 namespace vkgrad::graph {

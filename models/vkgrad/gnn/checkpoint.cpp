@@ -1,7 +1,6 @@
 #include "vkgrad/gnn/checkpoint.h"
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::gnn {
 
@@ -21,12 +20,8 @@ void writeConfig(const std::filesystem::path& dir, const GnnCheckpoint& checkpoi
   const Json model = {{"model", modelName(c.model)},  {"in", c.in},          {"hidden", c.hidden},
                       {"classes", c.classes},         {"layers", c.layers},  {"heads", c.heads},
                       {"graph_level", c.graph_level}, {"dropout", c.dropout}};
-  const Json root = {{"format", "vkgrad-gnn"},
-                     {"version", kVersion},
-                     {"model", model},
-                     {"class_names", checkpoint.class_names},
-                     {"training", checkpoint.training}};
-  graph::writeFileAtomically(dir / kConfigFile, graph::dumpJson(root) + "\n");
+  graph::writeCheckpointFile(dir, kConfigFile, "vkgrad-gnn", kVersion, model, checkpoint.training,
+                             {{"class_names", checkpoint.class_names}});
 }
 
 GnnCheckpoint readConfig(const std::filesystem::path& dir) {

@@ -5,6 +5,10 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/nn/layers.h"
 #include "vkgrad/ops/segment_pool.h"
+#include "vkgrad/runtime/ops/confusion.h"
+#include "vkgrad/runtime/ops/edge_softmax.h"
+#include "vkgrad/runtime/ops/segment_pool.h"
+#include "vkgrad/runtime/ops/spmm.h"
 
 namespace vkgrad::gnn {
 
@@ -142,10 +146,10 @@ Tensor gnnLogits(Graph& g, const graph::ParameterStore& store, const GnnConfig& 
     switch (config.model) {
       case Model::Conv:  // theta1^T x_j + sum over neighbours of theta2^T x_i
         h = g.add(g.matmul(x, w, b),
-                  g.spmm(data.adjacency, g.matmul(x, g.parameter(store.at(name + ".w2")))));
+                  graph::spmm(g, data.adjacency, g.matmul(x, g.parameter(store.at(name + ".w2")))));
         break;
       case Model::Gcn:
-        h = g.add(g.spmm(data.adjacency, g.matmul(x, w), g.dataset(data.gcn_weights)), b);
+        h = g.add(graph::spmm(g, data.adjacency, g.matmul(x, w), g.dataset(data.gcn_weights)), b);
         break;
       case Model::Gat: {
         const int64_t heads = headsOf(config, i), width = config.width(i);
@@ -160,7 +164,7 @@ Tensor gnnLogits(Graph& g, const graph::ParameterStore& store, const GnnConfig& 
             g.activation(g.add(g.gather(s_src, g.dataset(data.adjacency.sources)),
                                g.gather(s_dst, g.dataset(data.adjacency.destinations))),
                          ops::Activation::LeakyRelu, 0.2f);  // (E, H)
-        h = g.add(g.spmm(data.adjacency, z, g.edgeSoftmax(data.adjacency, e)), b);
+        h = g.add(graph::spmm(g, data.adjacency, z, graph::edgeSoftmax(g, data.adjacency, e)), b);
         break;
       }
     }
@@ -169,7 +173,8 @@ Tensor gnnLogits(Graph& g, const graph::ParameterStore& store, const GnnConfig& 
     x = h;
   }
   if (!config.graph_level) return x;
-  return nn::linear(g, store, "head", g.segmentPool(x, g.dataset(data.segments), ops::Pool::Sum));
+  return nn::linear(g, store, "head",
+                    graph::segmentPool(g, x, g.dataset(data.segments), ops::Pool::Sum));
 }
 
 namespace {
@@ -198,7 +203,7 @@ Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
   g_.setTraining(false);
   logits_ = gnnLogits(g_, store, config, data);
   const auto [rows, targets] = picked(g_, logits_, labels, ids);
-  counts_ = g_.confusion(rows, targets);
+  counts_ = graph::confusion(g_, rows, targets);
   g_.markOutput(counts_);
   g_.markOutput(logits_);
   exec_ = std::make_unique<graph::Executor>(context, g_);

@@ -8,8 +8,8 @@
 //                             itself); h_j = sum alpha_ij z_i; heads concatenated (hidden
 //                             layers) or one head (the output layer), + b
 // Hidden layers are followed by ReLU (ELU for GAT, as its paper). All aggregation is
-// Graph::spmm over the CSR of runtime/sparse.h (deterministic), GAT's normalisation
-// Graph::edgeSoftmax; nothing leaves the device inside a step.
+// graph::spmm over the CSR of runtime/sparse.h (deterministic), GAT's normalisation
+// graph::edgeSoftmax; nothing leaves the device inside a step.
 //
 // Parameter names: l<i>.w, l<i>.b (and l<i>.w2 for conv's neighbour weights, l<i>.a_src,
 // l<i>.a_dst for GAT); graph classification adds head.w, head.b.

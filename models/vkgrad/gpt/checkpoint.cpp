@@ -4,11 +4,9 @@
 #include <sstream>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::gpt {
 
-using graph::dumpJson;
 using graph::Json;
 using graph::jsonBool;
 using graph::jsonMember;
@@ -40,12 +38,8 @@ void writeConfig(const std::filesystem::path& dir, const GptCheckpoint& checkpoi
       {"activation_param", c.activation.param},
       {"dropout", c.dropout},
   };
-  const Json root = {{"format", "vkgrad-gpt"},
-                     {"version", kVersion},
-                     {"model", model},
-                     {"vocab_bytes", checkpoint.vocab.toJson()},
-                     {"training", checkpoint.training}};
-  graph::writeFileAtomically(dir / kConfigFile, dumpJson(root) + "\n");
+  graph::writeCheckpointFile(dir, kConfigFile, "vkgrad-gpt", kVersion, model, checkpoint.training,
+                             {{"vocab_bytes", checkpoint.vocab.toJson()}});
 }
 
 GptCheckpoint readConfig(const std::filesystem::path& dir) {

@@ -1,5 +1,5 @@
 // Text generation from a GPT on the device. The drawn token's logits row is turned into
-// top-k / temperature weights and sampled on the device (ops/sampling.h): only the drawn id,
+// top-k / temperature weights and sampled on the device (ops/sample.h): only the drawn id,
 // 4 bytes, comes back per token. Two ways to run the model for each token:
 //
 //   Cached (the default): each layer's keys and values stay on the device (gptCache), and
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/ops/sampling.h"
+#include "vkgrad/ops/sample.h"
 #include "vkgrad/runtime/executor.h"
 
 namespace vkgrad::gpt {

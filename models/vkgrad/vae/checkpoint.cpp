@@ -1,7 +1,6 @@
 #include "vkgrad/vae/checkpoint.h"
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::vae {
 
@@ -21,11 +20,7 @@ void writeConfig(const std::filesystem::path& dir, const VaeCheckpoint& checkpoi
                       {"latent", c.latent},
                       {"recon", reconstructionName(c.recon)},
                       {"beta", c.beta}};
-  const Json root = {{"format", "vkgrad-vae"},
-                     {"version", kVersion},
-                     {"model", model},
-                     {"training", checkpoint.training}};
-  graph::writeFileAtomically(dir / kConfigFile, graph::dumpJson(root) + "\n");
+  graph::writeCheckpointFile(dir, kConfigFile, "vkgrad-vae", kVersion, model, checkpoint.training);
 }
 
 VaeCheckpoint readConfig(const std::filesystem::path& dir) {

@@ -4,6 +4,9 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/nn/layers.h"
+#include "vkgrad/runtime/ops/bytes_to_float.h"
+#include "vkgrad/runtime/ops/reparameterize.h"
+#include "vkgrad/runtime/ops/vae_loss.h"
 #include "vkgrad/runtime/parameters.h"
 
 namespace vkgrad::vae {
@@ -106,7 +109,7 @@ Tensor vaePixels(graph::Graph& g, const VaeConfig& config, Tensor words) {
   if (s.rank() != 2 || s[1] * 4 != config.pixels())
     throw ShapeError(g.describe("vaePixels", {words}) + ": images must be (B, " +
                      std::to_string(config.pixels() / 4) + ") words of 4 pixels");
-  return g.bytesToFloat(words, {s[0], config.pixels()}, 1.0f / 255.0f);
+  return graph::bytesToFloat(g, words, {s[0], config.pixels()}, 1.0f / 255.0f);
 }
 
 Encoded vaeEncode(graph::Graph& g, const graph::ParameterStore& store, const VaeConfig& config,
@@ -124,10 +127,10 @@ VaeTerms vaeLoss(graph::Graph& g, const graph::ParameterStore& store, const VaeC
                  Tensor words) {
   const Tensor x = vaePixels(g, config, words);
   const Encoded e = vaeEncode(g, store, config, x);
-  const Tensor logits = vaeDecode(g, store, config, g.reparameterize(e.mu, e.log_sigma));
+  const Tensor logits = vaeDecode(g, store, config, graph::reparameterize(g, e.mu, e.log_sigma));
   VaeTerms t;
-  t.recon = g.reconstructionLoss(logits, x, config.recon);
-  t.kl = g.gaussianKl(e.mu, e.log_sigma);
+  t.recon = graph::reconstructionLoss(g, logits, x, config.recon);
+  t.kl = graph::gaussianKl(g, e.mu, e.log_sigma);
   t.loss = config.beta == 1.0f
                ? g.add(t.recon, t.kl)
                : g.add(t.recon, g.mul(t.kl, g.constant("beta", {1}, {config.beta})));

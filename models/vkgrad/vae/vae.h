@@ -1,13 +1,13 @@
 // A variational autoencoder (VAE) on the graph, as the lecture notes build it: an encoder MLP
 // to a mean mu and a log standard deviation log_sigma per latent dimension, a sample
-// z = mu + sigma * eps (eps ~ N(0, I) drawn on the device, Graph::reparameterize), a decoder
+// z = mu + sigma * eps (eps ~ N(0, I) drawn on the device, graph::reparameterize), a decoder
 // MLP to one logit per pixel (its sigmoid is the image), and the loss
 //   reconstruction + beta * KL(N(mu, sigma^2) || N(0, I)),
 // both terms per image in nats (summed over pixels and latent dimensions, averaged over the
 // batch), each its own fused node so the two can be reported apart.
 //
 // Images live on the device as u8 pixels, 4 per u32 word (vit::uploadImages), gathered per
-// batch and turned into [0, 1] floats on the device (Graph::bytesToFloat).
+// batch and turned into [0, 1] floats on the device (graph::bytesToFloat).
 //
 // Parameter names: enc<i>.{w,b} for the encoder's hidden layers, mu.{w,b}, log_sigma.{w,b},
 // dec<i>.{w,b} for the decoder's (the encoder's widths in reverse), out.{w,b}.

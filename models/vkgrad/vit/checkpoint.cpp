@@ -1,7 +1,6 @@
 #include "vkgrad/vit/checkpoint.h"
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::vit {
 
@@ -35,12 +34,8 @@ void writeConfig(const std::filesystem::path& dir, const VitCheckpoint& checkpoi
       {"mean", c.mean},
       {"stddev", c.stddev},
   };
-  const Json root = {{"format", "vkgrad-vit"},
-                     {"version", kVersion},
-                     {"model", model},
-                     {"class_names", checkpoint.class_names},
-                     {"training", checkpoint.training}};
-  graph::writeFileAtomically(dir / kConfigFile, graph::dumpJson(root) + "\n");
+  graph::writeCheckpointFile(dir, kConfigFile, "vkgrad-vit", kVersion, model, checkpoint.training,
+                             {{"class_names", checkpoint.class_names}});
 }
 
 VitCheckpoint readConfig(const std::filesystem::path& dir) {

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/runtime/ops/confusion.h"
 
 namespace vkgrad::vit {
 
@@ -44,7 +45,8 @@ Evaluator::Evaluator(vk::Context& context, const graph::ParameterStore& store,
       context, rows, batch, [&](graph::Graph& g, graph::Tensor indices) {
         const graph::Tensor words = g.gather(g.dataset(images), indices);
         const graph::Tensor truth = g.gather(g.dataset(labels), indices);
-        return std::vector<graph::Tensor>{g.confusion(vitLogits(g, store, config_, words), truth)};
+        return std::vector<graph::Tensor>{
+            graph::confusion(g, vitLogits(g, store, config_, words), truth)};
       });
 }
 

@@ -4,6 +4,11 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/ops/augment.h"
+#include "vkgrad/runtime/ops/bytes_to_float.h"
+#include "vkgrad/runtime/ops/patchify.h"
+#include "vkgrad/runtime/ops/prepend_token.h"
+#include "vkgrad/runtime/ops/take_row.h"
 
 namespace vkgrad::vit {
 
@@ -69,17 +74,17 @@ Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store, const VitC
   const float scale = 1.0f / (255.0f * config.stddev), shift = -config.mean / config.stddev;
   // Augmented (training graphs only) with the normalised value of a 0 byte shifted in: the
   // background of the images, not the mean grey that 0 would be after normalising.
-  const Tensor images =
-      g.augment(g.bytesToFloat(words, {s[0], config.image, config.image}, scale, shift),
-                config.augment_pad, config.augment_flip, shift);
-  Tensor x = nn::linear(g, store, "patch", g.patchify(images, config.patch));  // (B,P,C)
-  x = g.prependToken(x, g.parameter(store.at("cls")));                         // (B,P+1,C)
+  const Tensor images = graph::augment(
+      g, graph::bytesToFloat(g, words, {s[0], config.image, config.image}, scale, shift),
+      config.augment_pad, config.augment_flip, shift);
+  Tensor x = nn::linear(g, store, "patch", graph::patchify(g, images, config.patch));  // (B,P,C)
+  x = graph::prependToken(g, x, g.parameter(store.at("cls")));                         // (B,P+1,C)
   x = g.dropout(g.add(x, g.parameter(store.at("pos"))), config.dropout);
   for (int64_t i = 0; i < config.layers; ++i)
     // A recomputed segment (Graph::recomputed): where the trainer asks for it, only x is kept.
     x = g.recomputed([&] { return nn::block(g, store, nn::blockName(i), config.block(), x); });
   if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
-  return nn::linear(g, store, "head", g.takeRow(x, 0));  // the class token's row
+  return nn::linear(g, store, "head", graph::takeRow(g, x, 0));  // the class token's row
 }
 
 Tensor vitLoss(graph::Graph& g, const graph::ParameterStore& store, const VitConfig& config,

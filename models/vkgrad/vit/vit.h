@@ -8,7 +8,7 @@
 //
 // Images live on the device as u8 pixels, 4 per u32 word (uploadImages): 60000 Fashion-MNIST
 // images take 47 MB instead of 188 MB as f32, below lavapipe's 128 MiB binding limit. A
-// batch is gathered by index and normalised on the device (Graph::bytesToFloat).
+// batch is gathered by index and normalised on the device (graph::bytesToFloat).
 //
 // Parameter names: patch.{w,b} (patch*patch, width), cls (width), pos (patches + 1, width),
 // h<i>.* for block i, ln_f.{g,b} (pre-norm), head.{w,b} (width, classes).
@@ -35,7 +35,7 @@ struct VitConfig {
   nn::Norm norm = nn::Norm::Pre;
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
   float dropout = 0.0f;
-  // Training-time augmentation (Graph::augment): each image shifted by up to augment_pad
+  // Training-time augmentation (graph::augment): each image shifted by up to augment_pad
   // pixels each way (0 <= pad < image/2), the background shifted in, and mirrored left to
   // right half the time with augment_flip. Evaluation graphs never augment.
   int64_t augment_pad = 0;

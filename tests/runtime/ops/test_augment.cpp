@@ -14,6 +14,7 @@
 #include "vkgrad/ops/reference/augment.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/augment.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 
@@ -42,7 +43,8 @@ TEST_F(GraphAugmentTest, EveryStepDrawsAnewAndTheSeedFixesTheDraws) {
     Graph g;
     g.setSeed(graph_seed);
     const Tensor images = g.input("images", {kB, kH, kW});
-    const Tensor a = g.augment(images, kPad, true), b = g.augment(images, kPad, true, -1.5f);
+    const Tensor a = graph::augment(g, images, kPad, true),
+                 b = graph::augment(g, images, kPad, true, -1.5f);
     EXPECT_EQ(g.nodes().back().op, OpKind::Augment);
     g.markOutput(a);
     g.markOutput(b);
@@ -74,30 +76,32 @@ TEST_F(GraphAugmentTest, EveryStepDrawsAnewAndTheSeedFixesTheDraws) {
 TEST(GraphAugmentShapeTest, IdentityWhenOffOrEvaluatingAndNamesBadArguments) {
   Graph g;
   const Tensor images = g.input("images", {2, 28, 28});
-  EXPECT_EQ(g.augment(images, 0, false), images);
+  EXPECT_EQ(graph::augment(g, images, 0, false), images);
   EXPECT_FALSE(g.rngState()) << "a no-op augment made a generator";
   const size_t nodes = g.nodes().size();
   try {
-    g.augment(images, 28, true);
+    graph::augment(g, images, 28, true);
     ADD_FAILURE() << "pad 28 of 28 accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("augment: images (2,28,28) with pad 28: "),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.augment(images, -1, false), ShapeError);
-  EXPECT_THROW(g.augment(g.input("flat", {28, 28}), 2, true), ShapeError);
-  EXPECT_THROW(g.augment(g.input("words", {2, 28, 28}, ops::DType::U32), 2, true), ShapeError);
+  EXPECT_THROW(graph::augment(g, images, -1, false), ShapeError);
+  EXPECT_THROW(graph::augment(g, g.input("flat", {28, 28}), 2, true), ShapeError);
+  EXPECT_THROW(graph::augment(g, g.input("words", {2, 28, 28}, ops::DType::U32), 2, true),
+               ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
-  EXPECT_EQ(g.shape(g.augment(images, 2, true)), (ops::Shape{2, 28, 28}));
+  EXPECT_EQ(g.shape(graph::augment(g, images, 2, true)), (ops::Shape{2, 28, 28}));
 
   Graph eval;
   eval.setTraining(false);
   const Tensor e = eval.input("images", {2, 28, 28});
-  EXPECT_EQ(eval.augment(e, 2, true), e);
+  EXPECT_EQ(graph::augment(eval, e, 2, true), e);
   EXPECT_TRUE(eval.nodes().empty());
   EXPECT_FALSE(eval.rngState());
-  EXPECT_THROW(eval.augment(e, 30, true), ShapeError) << "bad arguments pass when evaluating";
+  EXPECT_THROW(graph::augment(eval, e, 30, true), ShapeError)
+      << "bad arguments pass when evaluating";
 }
 
 // Images are data; one that depends on a parameter has no gradient through augment, and
@@ -107,7 +111,7 @@ TEST_F(GraphAugmentTest, BackwardThroughAugmentIsAnError) {
   const auto& learned = store.add("learned", {2, 5, 5}, graph::Init::normal(0.0f, 1.0f));
   Graph g;
   const Tensor labels = g.input("labels", {2}, ops::DType::U32);
-  const Tensor logits = g.reshape(g.augment(g.parameter(learned), 1, true), {2, 25});
+  const Tensor logits = g.reshape(graph::augment(g, g.parameter(learned), 1, true), {2, 25});
   const Tensor loss = g.crossEntropy(logits, labels);
   try {
     graph::backward(g, loss);

@@ -17,6 +17,7 @@
 #include "vkgrad/ops/bytes_to_float.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/bytes_to_float.h"
 
 namespace vkgrad::test {
 namespace {
@@ -29,7 +30,7 @@ using ops::DType;
 TEST(GraphBytesToFloatTest, ChecksShapesWithTheOpsRule) {
   Graph g;
   const Tensor words = g.input("words", {9, 49}, DType::U32);
-  const Tensor x = g.bytesToFloat(words, {9, 14, 14}, 1.0f / 255, -0.5f);
+  const Tensor x = graph::bytesToFloat(g, words, {9, 14, 14}, 1.0f / 255, -0.5f);
   EXPECT_EQ(g.shape(x), (ops::Shape{9, 14, 14}));
   EXPECT_EQ(g.tensor(x).dtype, DType::F32);
   EXPECT_FALSE(g.tensor(x).differentiable);
@@ -41,11 +42,14 @@ TEST(GraphBytesToFloatTest, ChecksShapesWithTheOpsRule) {
   for (const auto& pair : bad) {
     const Tensor in = pair.first;  // lambdas capture variables, not structured bindings
     const ops::Shape out = pair.second;
-    EXPECT_EQ(shapeErrorText([&] { g.bytesToFloat(in, out, 1.0f); }), shapeErrorText([&] {
+    EXPECT_EQ(shapeErrorText([&] { graph::bytesToFloat(g, in, out, 1.0f); }), shapeErrorText([&] {
                 ops::bytesToFloatShape(g.shape(in), g.tensor(in).dtype, out);
               }));
   }
-  EXPECT_NE(shapeErrorText([&] { g.bytesToFloat(words, {9, 14, 15}, 1.0f); }), "(no ShapeError)");
+  EXPECT_NE(shapeErrorText([&] {
+              graph::bytesToFloat(g, words, {9, 14, 15}, 1.0f);
+            }),
+            "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -71,7 +75,7 @@ TEST_F(GraphBytesToFloatGpuTest, GathersAndWidensImageBatches) {
   Graph g;
   const Tensor ids = g.input("ids", {batch}, DType::U32);
   const Tensor x =
-      g.bytesToFloat(g.gather(g.dataset(data), ids), {batch, rows, cols}, scale, shift);
+      graph::bytesToFloat(g, g.gather(g.dataset(data), ids), {batch, rows, cols}, scale, shift);
   g.markOutput(x);
   graph::Executor exec(context, g);
   for (int step = 0; step < 2; ++step) {

@@ -16,6 +16,7 @@
 #include "vkgrad/ops/reference/confusion.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/confusion.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 
@@ -31,7 +32,7 @@ TEST(GraphConfusionTest, ChecksShapesWithTheOpsRule) {
   Graph g;
   const Tensor logits = g.input("logits", {3, 11, 7});
   const Tensor labels = g.input("labels", {3, 11}, DType::U32);
-  const Tensor counts = g.confusion(logits, labels);
+  const Tensor counts = graph::confusion(g, logits, labels);
   EXPECT_EQ(g.shape(counts), (ops::Shape{7, 7}));
   EXPECT_EQ(g.tensor(counts).dtype, DType::U32);
   EXPECT_FALSE(g.tensor(counts).differentiable);
@@ -43,11 +44,11 @@ TEST(GraphConfusionTest, ChecksShapesWithTheOpsRule) {
       {logits, flat}, {logits, float_labels}, {labels, labels}};
   for (const auto& pair : bad) {
     const Tensor x = pair.first, y = pair.second;  // lambdas capture variables, not bindings
-    EXPECT_EQ(shapeErrorText([&] { g.confusion(x, y); }), shapeErrorText([&] {
+    EXPECT_EQ(shapeErrorText([&] { graph::confusion(g, x, y); }), shapeErrorText([&] {
                 ops::confusionShape(g.shape(x), g.tensor(x).dtype, g.shape(y), g.tensor(y).dtype);
               }));
   }
-  EXPECT_NE(shapeErrorText([&] { g.confusion(logits, flat); }), "(no ShapeError)");
+  EXPECT_NE(shapeErrorText([&] { graph::confusion(g, logits, flat); }), "(no ShapeError)");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -68,7 +69,7 @@ TEST_F(GraphConfusionGpuTest, CountsEachStepsLogitsBesideALoss) {
   const Tensor labels = g.input("labels", {rows}, DType::U32);
   const Tensor logits = g.matmul(x, g.parameter(w));
   const Tensor loss = g.crossEntropy(logits, labels);
-  const Tensor counts = g.confusion(logits, labels);
+  const Tensor counts = graph::confusion(g, logits, labels);
   g.markOutput(loss);
   g.markOutput(logits);
   g.markOutput(counts);

@@ -1,5 +1,5 @@
-// The graph's edgeSoftmax (engine/vkgrad/runtime/ops/edge_softmax.cpp): its shape rule and errors, its
-// output through a compiled graph against the CPU reference, two layers reading one graph's
+// The graph's edgeSoftmax (engine/vkgrad/runtime/ops/edge_softmax.cpp): its shape rule and errors,
+// its output through a compiled graph against the CPU reference, two layers reading one graph's
 // offsets, and the gradient of a loss through it against finite differences. The kernels
 // are checked against the reference in tests/ops/test_edge_softmax.cpp.
 #include <string>
@@ -15,6 +15,8 @@
 #include "vkgrad/ops/reference/edge_softmax.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/edge_softmax.h"
+#include "vkgrad/runtime/ops/vae_loss.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/runtime/sparse.h"
 #include "vkgrad/training/autograd.h"
@@ -44,10 +46,10 @@ TEST_F(GraphEdgeSoftmaxTest, ShapesAndNamesBadShapes) {
   const graph::SparseGraph a = graph::uploadGraph(ctx(), "small", smallGraph());
   Graph g;
   const Tensor scores = g.input("scores", {23, 3});
-  EXPECT_EQ(g.shape(g.edgeSoftmax(a, scores)), (ops::Shape{23, 3}));
+  EXPECT_EQ(g.shape(graph::edgeSoftmax(g, a, scores)), (ops::Shape{23, 3}));
   const size_t nodes = g.nodes().size(), tensors = g.tensors().size();
   try {
-    g.edgeSoftmax(a, g.input("wrong", {22, 3}));
+    graph::edgeSoftmax(g, a, g.input("wrong", {22, 3}));
     ADD_FAILURE() << "a score per edge missing, accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("edgeSoftmax: (22,3): scores must be (edges, heads) for "
@@ -55,8 +57,8 @@ TEST_F(GraphEdgeSoftmaxTest, ShapesAndNamesBadShapes) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.edgeSoftmax(a, g.input("flat", {23})), ShapeError);
-  EXPECT_THROW(g.edgeSoftmax(a, g.input("ids", {23, 2}, ops::DType::U32)), ShapeError);
+  EXPECT_THROW(graph::edgeSoftmax(g, a, g.input("flat", {23})), ShapeError);
+  EXPECT_THROW(graph::edgeSoftmax(g, a, g.input("ids", {23, 2}, ops::DType::U32)), ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
   EXPECT_EQ(g.tensors().size(), tensors + 3);  // the three inputs, nothing else
 }
@@ -69,7 +71,7 @@ TEST_F(GraphEdgeSoftmaxTest, MatchesTheReferenceThroughAGraph) {
   const graph::SparseGraph a = graph::uploadGraph(ctx(), "small", csr);
   Graph g;
   const Tensor s2 = g.input("s2", {23, 2}), s1 = g.input("s1", {23, 1});
-  const Tensor a2 = g.edgeSoftmax(a, s2), a1 = g.edgeSoftmax(a, s1);
+  const Tensor a2 = graph::edgeSoftmax(g, a, s2), a1 = graph::edgeSoftmax(g, a, s1);
   g.markOutput(a2);
   g.markOutput(a1);
   int datasets = 0;
@@ -104,12 +106,14 @@ TEST_F(GraphEdgeSoftmaxTest, GradientsMatchFiniteDifferences) {
   const Tensor src = g.dataset(a.sources);
   const Tensor per_edge = g.gather(g.parameter(x), src);  // (23,4)
   const Tensor scores = g.activation(g.matmul(per_edge, g.parameter(w)), ops::Activation::Tanh);
-  const Tensor alpha = g.edgeSoftmax(a, scores);
-  const Tensor beta = g.edgeSoftmax(a, g.add(scores, scores));
+  const Tensor alpha = graph::edgeSoftmax(g, a, scores);
+  const Tensor beta = graph::edgeSoftmax(g, a, g.add(scores, scores));
   const Tensor zeros = g.constant("zeros", {23, 2}, std::vector<float>(46, 0.0f));
-  const Tensor loss = g.add(
-      g.gaussianKl(g.mul(alpha, g.constant("wa", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros),
-      g.gaussianKl(g.mul(beta, g.constant("wb", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros));
+  const Tensor loss =
+      g.add(graph::gaussianKl(
+                g, g.mul(alpha, g.constant("wa", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros),
+            graph::gaussianKl(
+                g, g.mul(beta, g.constant("wb", {23, 2}, rng_.normal(46, 0.0f, 2.0f))), zeros));
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);
   graph::Executor exec(ctx(), g);

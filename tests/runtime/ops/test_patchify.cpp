@@ -1,5 +1,5 @@
-// The graph's patchify op (engine/vkgrad/runtime/ops/patchify.cpp): its shape rule and errors, and its
-// backward (unpatchify) against finite differences through a compiled graph. The kernels are
+// The graph's patchify op (engine/vkgrad/runtime/ops/patchify.cpp): its shape rule and errors, and
+// its backward (unpatchify) against finite differences through a compiled graph. The kernels are
 // checked against the CPU reference in tests/ops/test_patchify.cpp.
 #include <string>
 
@@ -10,6 +10,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/patchify.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 
@@ -24,19 +25,19 @@ using graph::Tensor;
 TEST(GraphPatchifyTest, ShapesAndNamesBadShapes) {
   Graph g;
   const Tensor images = g.input("images", {2, 28, 28});
-  EXPECT_EQ(g.shape(g.patchify(images, 7)), (ops::Shape{2, 16, 49}));
+  EXPECT_EQ(g.shape(graph::patchify(g, images, 7)), (ops::Shape{2, 16, 49}));
   EXPECT_EQ(g.nodes().back().op, OpKind::Patchify);
   const size_t nodes = g.nodes().size();
   try {
-    g.patchify(images, 5);
+    graph::patchify(g, images, 5);
     ADD_FAILURE() << "patch 5 of 28 accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("patchify: images (2,28,28) with patch 5: "),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.patchify(g.input("flat", {28, 28}), 7), ShapeError);
-  EXPECT_THROW(g.patchify(g.input("bytes", {2, 28, 28}, ops::DType::U32), 7), ShapeError);
+  EXPECT_THROW(graph::patchify(g, g.input("flat", {28, 28}), 7), ShapeError);
+  EXPECT_THROW(graph::patchify(g, g.input("bytes", {2, 28, 28}, ops::DType::U32), 7), ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -59,7 +60,8 @@ TEST_F(GraphPatchifyGradTest, GradientsMatchFiniteDifferences) {
   const Tensor labels3 = g.input("labels3", {16}, ops::DType::U32);
   const Tensor labels2 = g.input("labels2", {36}, ops::DType::U32);
   const Tensor img = g.parameter(images);
-  const Tensor p3 = g.patchify(img, 3), p2 = g.patchify(img, 2);  // (2,8,9), (2,18,4)
+  const Tensor p3 = graph::patchify(g, img, 3),
+               p2 = graph::patchify(g, img, 2);  // (2,8,9), (2,18,4)
   const Tensor l3 = g.crossEntropy(g.reshape(g.matmul(p3, g.parameter(w3)), {16, 3}), labels3);
   const Tensor l2 = g.crossEntropy(g.reshape(g.matmul(p2, g.parameter(w2)), {36, 3}), labels2);
   const Tensor loss = g.add(l3, l2);

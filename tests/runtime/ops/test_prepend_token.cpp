@@ -1,5 +1,5 @@
-// The graph's prependToken op (engine/vkgrad/runtime/ops/prepend_token.cpp): its shape rule and errors,
-// which gradients its backward node writes, and those gradients against finite differences
+// The graph's prependToken op (engine/vkgrad/runtime/ops/prepend_token.cpp): its shape rule and
+// errors, which gradients its backward node writes, and those gradients against finite differences
 // through a compiled graph. The kernels are checked against the CPU reference in
 // tests/ops/test_prepend_token.cpp.
 #include <string>
@@ -11,6 +11,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/prepend_token.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 
@@ -26,18 +27,18 @@ using ops::Write;
 TEST(GraphPrependTokenTest, ShapesAndNamesBadShapes) {
   Graph g;
   const Tensor x = g.input("x", {2, 4, 8}), token = g.input("token", {8});
-  EXPECT_EQ(g.shape(g.prependToken(x, token)), (ops::Shape{2, 5, 8}));
+  EXPECT_EQ(g.shape(graph::prependToken(g, x, token)), (ops::Shape{2, 5, 8}));
   EXPECT_EQ(g.nodes().back().op, OpKind::PrependToken);
   const size_t nodes = g.nodes().size();
   try {
-    g.prependToken(x, g.input("short", {7}));
+    graph::prependToken(g, x, g.input("short", {7}));
     ADD_FAILURE() << "a (7) token for C = 8 accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("prependToken: x (2,4,8), token (7)"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.prependToken(g.input("flat", {4, 8}), token), ShapeError);
-  EXPECT_THROW(g.prependToken(x, g.input("ids", {8}, ops::DType::U32)), ShapeError);
+  EXPECT_THROW(graph::prependToken(g, g.input("flat", {4, 8}), token), ShapeError);
+  EXPECT_THROW(graph::prependToken(g, x, g.input("ids", {8}, ops::DType::U32)), ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -65,7 +66,7 @@ class GraphPrependTokenGradTest : public VkTest {
     const Tensor labels_x = g.input("labels_x", {15}, ops::DType::U32);
     const Tensor xw = want_dx ? g.matmul(x, g.parameter(*w)) : patches;
     const Tensor token = want_token ? g.parameter(*cls) : cls_in;
-    Tensor tokens = g.prependToken(xw, token);  // (3,6,6)
+    Tensor tokens = graph::prependToken(g, xw, token);  // (3,6,6)
     if (twice) tokens = g.add(tokens, token);
     const Tensor hp = g.parameter(head);
     Tensor loss = g.crossEntropy(g.reshape(g.matmul(tokens, hp), {18, 3}), labels);

@@ -1,8 +1,7 @@
-// The graph's segmentPool (engine/vkgrad/runtime/ops/segment_pool.cpp): its shape rule and errors, its
-// output through a compiled graph against the CPU reference with segments from a dataset,
-// and the gradient of a loss through each kind against finite differences, with segments
-// from an input. The kernels are checked against the reference in
-// tests/ops/test_segment_pool.cpp.
+// The graph's segmentPool (engine/vkgrad/runtime/ops/segment_pool.cpp): its shape rule and errors,
+// its output through a compiled graph against the CPU reference with segments from a dataset, and
+// the gradient of a loss through each kind against finite differences, with segments from an input.
+// The kernels are checked against the reference in tests/ops/test_segment_pool.cpp.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -16,6 +15,8 @@
 #include "vkgrad/ops/reference/segment_pool.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/segment_pool.h"
+#include "vkgrad/runtime/ops/vae_loss.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 #include "vkgrad/vk/context.h"
@@ -35,10 +36,11 @@ constexpr Pool kKinds[] = {Pool::Sum, Pool::Mean, Pool::Max};
 TEST(GraphSegmentPoolTest, ShapesAndNamesBadShapes) {
   Graph g;
   const Tensor x = g.input("x", {7, 5}), segments = g.input("segments", {4}, DType::U32);
-  for (Pool kind : kKinds) EXPECT_EQ(g.shape(g.segmentPool(x, segments, kind)), (ops::Shape{3, 5}));
+  for (Pool kind : kKinds)
+    EXPECT_EQ(g.shape(graph::segmentPool(g, x, segments, kind)), (ops::Shape{3, 5}));
   const size_t nodes = g.nodes().size();
   try {
-    g.segmentPool(x, g.input("bad", {4, 2}, DType::U32), Pool::Max);
+    graph::segmentPool(g, x, g.input("bad", {4, 2}, DType::U32), Pool::Max);
     ADD_FAILURE() << "2-D segments accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("segmentPool: x (7,5), segments (4,2): segments must be "
@@ -46,9 +48,10 @@ TEST(GraphSegmentPoolTest, ShapesAndNamesBadShapes) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.segmentPool(x, g.input("f32", {4}), Pool::Sum), ShapeError);
-  EXPECT_THROW(g.segmentPool(g.input("flat", {7}), segments, Pool::Sum), ShapeError);
-  EXPECT_THROW(g.segmentPool(x, g.input("no_graph", {1}, DType::U32), Pool::Mean), ShapeError);
+  EXPECT_THROW(graph::segmentPool(g, x, g.input("f32", {4}), Pool::Sum), ShapeError);
+  EXPECT_THROW(graph::segmentPool(g, g.input("flat", {7}), segments, Pool::Sum), ShapeError);
+  EXPECT_THROW(graph::segmentPool(g, x, g.input("no_graph", {1}, DType::U32), Pool::Mean),
+               ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -67,7 +70,7 @@ TEST_F(GraphSegmentPoolGradTest, MatchesTheReferenceThroughAGraph) {
   const Tensor x = g.input("x", {13, 3}), s = g.dataset(seg);
   std::vector<Tensor> pooled;
   for (Pool kind : kKinds) {
-    pooled.push_back(g.segmentPool(x, s, kind));
+    pooled.push_back(graph::segmentPool(g, x, s, kind));
     g.markOutput(pooled.back());
   }
   graph::Executor exec(ctx(), g);
@@ -104,9 +107,11 @@ TEST_F(GraphSegmentPoolGradTest, GradientsMatchFiniteDifferences) {
     const Tensor zeros3 = g.constant("zeros3", {3, 3}, std::vector<float>(9, 0.0f));
     const Tensor zeros2 = g.constant("zeros2", {3, 2}, std::vector<float>(6, 0.0f));
     const Tensor loss = g.add(
-        g.gaussianKl(g.matmul(g.segmentPool(xi, segments, kind), g.parameter(w)), zeros2),
-        g.gaussianKl(g.segmentPool(g.activation(xi, ops::Activation::Tanh), segments, Pool::Sum),
-                     zeros3));
+        graph::gaussianKl(g, g.matmul(graph::segmentPool(g, xi, segments, kind), g.parameter(w)),
+                          zeros2),
+        graph::gaussianKl(
+            g, graph::segmentPool(g, g.activation(xi, ops::Activation::Tanh), segments, Pool::Sum),
+            zeros3));
     g.markOutput(loss);
     const graph::Gradients grads = graph::backward(g, loss);
     graph::Executor exec(ctx(), g);

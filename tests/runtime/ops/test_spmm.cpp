@@ -13,6 +13,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/spmm.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/runtime/sparse.h"
 #include "vkgrad/training/autograd.h"
@@ -62,34 +63,34 @@ TEST_F(GraphSpmmTest, ShapesAndNamesBadShapes) {
   const graph::SparseGraph a = smallGraph();
   Graph g;
   const Tensor x = g.input("x", {7, 6});
-  EXPECT_EQ(g.shape(g.spmm(a, x)), (ops::Shape{7, 6}));
+  EXPECT_EQ(g.shape(graph::spmm(g, a, x)), (ops::Shape{7, 6}));
   EXPECT_EQ(g.nodes().back().op, OpKind::Spmm);
-  EXPECT_EQ(g.shape(g.spmm(a, x, g.input("w", {12}))), (ops::Shape{7, 6}));
-  EXPECT_EQ(g.shape(g.spmm(a, x, g.input("wh", {12, 3}))), (ops::Shape{7, 6}));
+  EXPECT_EQ(g.shape(graph::spmm(g, a, x, g.input("w", {12}))), (ops::Shape{7, 6}));
+  EXPECT_EQ(g.shape(graph::spmm(g, a, x, g.input("wh", {12, 3}))), (ops::Shape{7, 6}));
   int datasets = 0;
   for (const auto& t : g.tensors()) datasets += t.kind == TensorKind::Dataset;
   EXPECT_EQ(datasets, 6) << "three aggregations over one graph hold its six arrays once";
   const size_t nodes = g.nodes().size();
   expectShapeError(
       [&] {
-        g.spmm(a, g.input("x8", {8, 6}));
+        graph::spmm(g, a, g.input("x8", {8, 6}));
       },
       "spmm over graph g: x (8,6) over 7 nodes and 12 edges: x must be (7, F), one "
       "row per node");
-  expectShapeError([&] { g.spmm(a, x, g.input("w11", {11})); },
+  expectShapeError([&] { graph::spmm(g, a, x, g.input("w11", {11})); },
                    "spmm over graph g: x (7,6), weights (11) over 7 nodes and 12 edges: weights "
                    "must be (12) or (12, H), one row per edge");
   expectShapeError(
       [&] {
-        g.spmm(a, x, g.input("w4", {12, 4}));
+        graph::spmm(g, a, x, g.input("w4", {12, 4}));
       },
       "F = 6 is not a multiple of H = 4");
   expectShapeError(
       [&] {
-        g.spmm(a, g.input("ids", {7, 6}, ops::DType::U32));
+        graph::spmm(g, a, g.input("ids", {7, 6}, ops::DType::U32));
       },
       "spmm over graph g: (7,6): x and weights must be f32");
-  expectShapeError([&] { g.spmm(a, x, g.input("wu", {12}, ops::DType::U32)); },
+  expectShapeError([&] { graph::spmm(g, a, x, g.input("wu", {12}, ops::DType::U32)); },
                    "x and weights must be f32");
   EXPECT_EQ(g.nodes().size(), nodes);
 }
@@ -110,9 +111,9 @@ TEST_F(GraphSpmmTest, GradientsMatchFiniteDifferences) {
 
   Graph g;
   const Tensor labels = g.input("labels", {7}, ops::DType::U32);
-  const Tensor h = g.spmm(a, g.parameter(x), g.parameter(wh));
-  const Tensor h2 = g.spmm(a, g.gelu(h), g.parameter(we));
-  const Tensor h3 = g.add(g.spmm(a, h2), h);  // h reaches the loss twice: dh accumulates
+  const Tensor h = graph::spmm(g, a, g.parameter(x), g.parameter(wh));
+  const Tensor h2 = graph::spmm(g, a, g.gelu(h), g.parameter(we));
+  const Tensor h3 = g.add(graph::spmm(g, a, h2), h);  // h reaches the loss twice: dh accumulates
   const Tensor loss = g.crossEntropy(g.matmul(h3, g.parameter(head)), labels);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);

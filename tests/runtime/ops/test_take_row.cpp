@@ -10,6 +10,7 @@
 #include "common/vk_test.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/take_row.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 
@@ -24,11 +25,11 @@ using graph::Tensor;
 TEST(GraphTakeRowTest, ShapesAndNamesBadShapes) {
   Graph g;
   const Tensor x = g.input("x", {2, 4, 8});
-  EXPECT_EQ(g.shape(g.takeRow(x, 3)), (ops::Shape{2, 8}));
+  EXPECT_EQ(g.shape(graph::takeRow(g, x, 3)), (ops::Shape{2, 8}));
   EXPECT_EQ(g.nodes().back().op, OpKind::TakeRow);
   const size_t nodes = g.nodes().size();
   try {
-    g.takeRow(x, 4);
+    graph::takeRow(g, x, 4);
     ADD_FAILURE() << "row 4 of 4 accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(
@@ -36,9 +37,9 @@ TEST(GraphTakeRowTest, ShapesAndNamesBadShapes) {
         std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.takeRow(x, -1), ShapeError);
-  EXPECT_THROW(g.takeRow(g.input("flat", {4, 8}), 0), ShapeError);
-  EXPECT_THROW(g.takeRow(g.input("ids", {2, 4, 8}, ops::DType::U32), 0), ShapeError);
+  EXPECT_THROW(graph::takeRow(g, x, -1), ShapeError);
+  EXPECT_THROW(graph::takeRow(g, g.input("flat", {4, 8}), 0), ShapeError);
+  EXPECT_THROW(graph::takeRow(g, g.input("ids", {2, 4, 8}, ops::DType::U32), 0), ShapeError);
   EXPECT_EQ(g.nodes().size(), nodes);
 }
 
@@ -63,8 +64,8 @@ TEST_F(GraphTakeRowGradTest, GradientsMatchFiniteDifferences) {
   const Tensor labels4 = g.input("labels4", {3}, ops::DType::U32);
   const Tensor h = g.matmul(x, g.parameter(w));
   const Tensor hp = g.parameter(head);
-  const Tensor l2 = g.crossEntropy(g.matmul(g.takeRow(h, 2), hp), labels);
-  const Tensor l4 = g.crossEntropy(g.matmul(g.takeRow(h, 4), hp), labels4);
+  const Tensor l2 = g.crossEntropy(g.matmul(graph::takeRow(g, h, 2), hp), labels);
+  const Tensor l4 = g.crossEntropy(g.matmul(graph::takeRow(g, h, 4), hp), labels4);
   const Tensor loss = g.add(l2, l4);
   g.markOutput(loss);
   const graph::Gradients grads = graph::backward(g, loss);

@@ -17,6 +17,8 @@
 #include "vkgrad/ops/vae_loss.h"
 #include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/reparameterize.h"
+#include "vkgrad/runtime/ops/vae_loss.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/autograd.h"
 #include "vkgrad/vk/staging.h"
@@ -32,13 +34,14 @@ using graph::Tensor;
 TEST(GraphVaeOpsTest, ShapesAndNamesBadShapes) {
   Graph g;
   const Tensor mu = g.input("mu", {5, 3}), ls = g.input("ls", {5, 3});
-  EXPECT_EQ(g.shape(g.reparameterize(mu, ls)), (ops::Shape{5, 3}));
-  EXPECT_EQ(g.shape(g.gaussianKl(mu, ls)), (ops::Shape{1}));
-  EXPECT_EQ(g.shape(g.reconstructionLoss(mu, ls, ops::Reconstruction::Mse)), (ops::Shape{1}));
+  EXPECT_EQ(g.shape(graph::reparameterize(g, mu, ls)), (ops::Shape{5, 3}));
+  EXPECT_EQ(g.shape(graph::gaussianKl(g, mu, ls)), (ops::Shape{1}));
+  EXPECT_EQ(g.shape(graph::reconstructionLoss(g, mu, ls, ops::Reconstruction::Mse)),
+            (ops::Shape{1}));
   const size_t nodes = g.nodes().size();
   const Tensor other = g.input("other", {5, 4});
   try {
-    g.gaussianKl(mu, other);
+    graph::gaussianKl(g, mu, other);
     ADD_FAILURE() << "mismatched shapes accepted";
   } catch (const ShapeError& e) {
     EXPECT_NE(
@@ -47,10 +50,10 @@ TEST(GraphVaeOpsTest, ShapesAndNamesBadShapes) {
         std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(g.reparameterize(mu, other), ShapeError);
-  EXPECT_THROW(
-      g.reconstructionLoss(mu, g.input("ids", {5, 3}, ops::DType::U32), ops::Reconstruction::Bce),
-      ShapeError);
+  EXPECT_THROW(graph::reparameterize(g, mu, other), ShapeError);
+  EXPECT_THROW(graph::reconstructionLoss(g, mu, g.input("ids", {5, 3}, ops::DType::U32),
+                                         ops::Reconstruction::Bce),
+               ShapeError);
   const Tensor total = g.input("total", {5, 3});
   EXPECT_THROW(g.runningTotal(mu, g.reshape(total, {15})), ShapeError);  // a view, not the input
   EXPECT_THROW(g.runningTotal(mu, g.add(total, total)), ShapeError);     // not an input
@@ -80,9 +83,9 @@ TEST_F(GraphVaeOpsGradTest, GradientsMatchFiniteDifferences) {
     const Tensor targets = g.input("targets", {3, 10});
     const Tensor xi = g.parameter(x);
     const Tensor mu = g.matmul(xi, g.parameter(wmu)), ls = g.matmul(xi, g.parameter(wls));
-    const Tensor logits = g.matmul(g.reparameterize(mu, ls), g.parameter(wdec));
-    const Tensor loss = g.add(g.reconstructionLoss(logits, targets, kind),
-                              g.mul(g.gaussianKl(mu, ls), g.constant("beta", {1}, {0.7f})));
+    const Tensor logits = g.matmul(graph::reparameterize(g, mu, ls), g.parameter(wdec));
+    const Tensor loss = g.add(graph::reconstructionLoss(g, logits, targets, kind),
+                              g.mul(graph::gaussianKl(g, mu, ls), g.constant("beta", {1}, {0.7f})));
     g.markOutput(loss);
     const graph::Gradients grads = graph::backward(g, loss);
     graph::Executor exec(ctx(), g);
@@ -107,7 +110,7 @@ TEST_F(GraphVaeOpsGradTest, EveryStepDrawsAFreshEpsAndASeedRepeatsThem) {
     Graph g;
     g.setSeed(seed);
     const Tensor mu = g.input("mu", {64, 33}), ls = g.input("ls", {64, 33});
-    const Tensor z = g.reparameterize(mu, ls);
+    const Tensor z = graph::reparameterize(g, mu, ls);
     g.markOutput(z);
     graph::Executor exec(ctx(), g);
     exec.setInput(mu, std::vector<float>(64 * 33, 1.0f));

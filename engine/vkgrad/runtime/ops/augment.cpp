@@ -2,6 +2,8 @@
 // graph's on-device generator like dropout, so every step augments anew. Not differentiable:
 // images are data, so there is no backward rule (autograd says "backward: no rule for
 // augment" if a gradient ever has to pass through one).
+#include "vkgrad/runtime/ops/augment.h"
+
 #include <string>
 
 #include "vkgrad/ops/augment.h"
@@ -31,19 +33,20 @@ void launch(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::augment(Tensor images, int64_t pad, bool flip, float fill) {
-  check(images, "augment");
-  if (tensor(images).dtype != DType::F32)
-    throw ShapeError(describe("augment", {images}) + ": images must be f32");
-  const Shape out = ops::augmentShape(shape(images), pad);
-  if ((pad == 0 && !flip) || !training_) return images;
+Tensor augment(Graph& g, Tensor images, int64_t pad, bool flip, float fill) {
+  g.check(images, "augment");
+  if (g.tensor(images).dtype != DType::F32)
+    throw ShapeError(g.describe("augment", {images}) + ": images must be f32");
+  const Shape out = ops::augmentShape(g.shape(images), pad);
+  if ((pad == 0 && !flip) || !g.training()) return images;
   // Differentiable only if the images are: then autograd stops at the missing rule.
-  const int y = output(out, DType::F32, tensor(images).differentiable);
-  addNode({OpKind::Augment,
-           {images.id, generator()},
-           {y},
-           {},
-           Augment::Attrs{pad, flip, fill, streams_++}});
+  const int y = g.output(out, DType::F32, g.tensor(images).differentiable);
+  const Graph::RandomStream draw = g.randomStream();
+  g.addNode({OpKind::Augment,
+             {images.id, draw.rng},
+             {y},
+             {},
+             Augment::Attrs{pad, flip, fill, draw.stream}});
   return {y};
 }
 

@@ -1,6 +1,8 @@
 // bytesToFloat: u8 data kept 4 bytes per u32 word (a gathered batch of images) widened to f32
 // on the device, out = byte * scale + shift (ops/bytes_to_float.h). Not differentiable: its
 // input is data.
+#include "vkgrad/runtime/ops/bytes_to_float.h"
+
 #include "vkgrad/ops/bytes_to_float.h"
 #include "vkgrad/runtime/graph.h"
 #include "vkgrad/runtime/launch.h"
@@ -25,11 +27,11 @@ void launch(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::bytesToFloat(Tensor words, const Shape& out_shape, float scale, float shift) {
-  check(words, "bytesToFloat");
-  const Shape out = ops::bytesToFloatShape(shape(words), tensor(words).dtype, out_shape);
-  const int y = output(out, DType::F32, false);
-  addNode({OpKind::BytesToFloat, {words.id}, {y}, {}, BytesToFloat::Attrs{scale, shift}});
+Tensor bytesToFloat(Graph& g, Tensor words, const Shape& out_shape, float scale, float shift) {
+  g.check(words, "bytesToFloat");
+  const Shape out = ops::bytesToFloatShape(g.shape(words), g.tensor(words).dtype, out_shape);
+  const int y = g.output(out, DType::F32, false);
+  g.addNode({OpKind::BytesToFloat, {words.id}, {y}, {}, BytesToFloat::Attrs{scale, shift}});
   return {y};
 }
 

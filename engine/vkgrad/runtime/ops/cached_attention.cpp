@@ -1,11 +1,11 @@
 // cachedAttention: one decoding step of causal self-attention over a key/value cache
-// (ops/attention_cached.h). The node appends the new rows' keys and values to the caches, at
+// (ops/cached_attention.h). The node appends the new rows' keys and values to the caches, at
 // the row a device word names, then attends each new row over the cached rows up to its
 // own. The caches are Input tensors, so they persist from one replay to the next; the host
 // sets the position, not new commands. Inference only: not differentiable.
 #include <string>
 
-#include "vkgrad/ops/attention_cached.h"
+#include "vkgrad/ops/cached_attention.h"
 #include "vkgrad/runtime/graph.h"
 #include "vkgrad/runtime/launch.h"
 #include "vkgrad/runtime/ops/defs.h"
@@ -46,7 +46,7 @@ void launch(const Launch& l) {
   ops::TensorView o = l.out(C::o);
   o.shape = {o.shape[0], o.shape[1], at.heads, at.head_dim};
   ops::writeKvCache(l.rec, part(qkv, at, 1), part(qkv, at, 2), k_cache, v_cache, position);
-  ops::attentionCached(l.rec, part(qkv, at, 0), k_cache, v_cache, position, {o}, at.scale);
+  ops::cachedAttention(l.rec, part(qkv, at, 0), k_cache, v_cache, position, {o}, at.scale);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // confusion: a classifier's (C,C) u32 confusion matrix counted on the device,
 // counts[label][argmax of logits] (ops/confusion.h: ties, NaN rows, labels >= C), so an
 // evaluation reads back C*C words. Not differentiable.
+#include "vkgrad/runtime/ops/confusion.h"
+
 #include "vkgrad/ops/confusion.h"
 #include "vkgrad/runtime/graph.h"
 #include "vkgrad/runtime/launch.h"
@@ -21,13 +23,13 @@ void launch(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::confusion(Tensor logits, Tensor labels) {
-  check(logits, "confusion");
-  check(labels, "confusion");
-  const Shape counts =
-      ops::confusionShape(shape(logits), tensor(logits).dtype, shape(labels), tensor(labels).dtype);
-  const int y = output(counts, DType::U32, false);
-  addNode({OpKind::Confusion, {logits.id, labels.id}, {y}});
+Tensor confusion(Graph& g, Tensor logits, Tensor labels) {
+  g.check(logits, "confusion");
+  g.check(labels, "confusion");
+  const Shape counts = ops::confusionShape(g.shape(logits), g.tensor(logits).dtype, g.shape(labels),
+                                           g.tensor(labels).dtype);
+  const int y = g.output(counts, DType::U32, false);
+  g.addNode({OpKind::Confusion, {logits.id, labels.id}, {y}});
   return {y};
 }
 

@@ -1,6 +1,8 @@
 // edgeSoftmax: GAT's attention normalisation over a SparseGraph's incoming edges
 // (ops/edge_softmax.h). The graph's offsets are its Dataset, read in place; the backward
 // reads the forward's output alpha, not the scores.
+#include "vkgrad/runtime/ops/edge_softmax.h"
+
 #include "vkgrad/ops/edge_softmax.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
@@ -40,20 +42,20 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::edgeSoftmax(const SparseGraph& a, Tensor scores) {
-  check(scores, "edgeSoftmax");
-  const Shape& s = shape(scores);
+Tensor edgeSoftmax(Graph& g, const SparseGraph& a, Tensor scores) {
+  g.check(scores, "edgeSoftmax");
+  const Shape& s = g.shape(scores);
   if (s.rank() != 2 || s[0] != a.edges)
-    throw ShapeError(describe("edgeSoftmax", {scores}) +
+    throw ShapeError(g.describe("edgeSoftmax", {scores}) +
                      ": scores must be (edges, heads) for graph " + a.name + " (" +
                      std::to_string(a.nodes) + " nodes, " + std::to_string(a.edges) + " edges)");
-  if (tensor(scores).dtype != DType::F32)
-    throw ShapeError(describe("edgeSoftmax", {scores}) + ": scores must be f32");
+  if (g.tensor(scores).dtype != DType::F32)
+    throw ShapeError(g.describe("edgeSoftmax", {scores}) + ": scores must be f32");
   const Shape out = ops::edgeSoftmaxShape("edgeSoftmax", a.offsets.shape, a.offsets.dtype, s,
-                                          tensor(scores).dtype);
-  const Tensor offsets = dataset(a.offsets);  // shared by every op reading this graph
-  const int alpha = output(out);
-  addNode({OpKind::EdgeSoftmax, {scores.id, offsets.id}, {alpha}, {}, {}});
+                                          g.tensor(scores).dtype);
+  const Tensor offsets = g.dataset(a.offsets);  // shared by every op reading this graph
+  const int alpha = g.output(out);
+  g.addNode({OpKind::EdgeSoftmax, {scores.id, offsets.id}, {alpha}, {}, {}});
   return {alpha};
 }
 

@@ -1,10 +1,10 @@
-// gather: out[i] = table[ids[i]], rows copied on the device (ops/embedding.h), so a batch is
+// gather: out[i] = table[ids[i]], rows copied on the device (ops/gather.h), so a batch is
 // an index buffer. Its backward, for a trainable f32 table only, is a deterministic
-// scatter-add (ops::embeddingBackward).
+// scatter-add (ops::gatherBackward).
 #include <string>
 #include <utility>
 
-#include "vkgrad/ops/embedding.h"
+#include "vkgrad/ops/gather.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
 #include "vkgrad/runtime/ops/defs.h"
@@ -33,7 +33,7 @@ void backward(Backward& b, const Node& f) {
   const int64_t vocab = g.tensor(f.inputs[Gather::table]).shape[0];
   const int gid = b.gradOf(f.inputs[Gather::table]);
   const ops::Write mode = b.contribute(gid);
-  const int scratch = b.temp({ops::embeddingBackwardScratch(vocab, g.tensor(ids).shape.numel())},
+  const int scratch = b.temp({ops::gatherBackwardScratch(vocab, g.tensor(ids).shape.numel())},
                              "gather.scratch", DType::U32);
   Node node{OpKind::GatherBackward,
             {ids, b.dout(f, Gather::rows), f.inputs[Gather::status]},
@@ -50,7 +50,7 @@ void launch(const Launch& l) {
   table.shape = {table.shape[0], row};
   ids.shape = {ids.shape.numel()};
   rows.shape = {ids.shape[0], row};
-  ops::embedding(l.rec, ids, table, rows, l.in(Gather::status), l.attr<Gather::Attrs>().row_stride);
+  ops::gather(l.rec, ids, table, rows, l.in(Gather::status), l.attr<Gather::Attrs>().row_stride);
 }
 
 void launchBackward(const Launch& l) {
@@ -60,8 +60,8 @@ void launchBackward(const Launch& l) {
   ids.shape = {ids.shape.numel()};
   dout.shape = {ids.shape[0], row};
   dtable.shape = {dtable.shape[0], row};
-  ops::embeddingBackward(l.rec, ids, dout, dtable, l.out(B::scratch), l.in(B::status),
-                         l.write(B::dtable));
+  ops::gatherBackward(l.rec, ids, dout, dtable, l.out(B::scratch), l.in(B::status),
+                      l.write(B::dtable));
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ Tensor Graph::gather(Tensor table, Tensor ids) {
   const bool differentiable = t.differentiable && dtype == DType::F32;
   const Dataset* strided =
       t.kind == TensorKind::Dataset && t.dataset->row_stride > 0 ? t.dataset : nullptr;
-  const Shape out = ops::embeddingShape(t.shape, shape(ids), tensor(ids).dtype, "gather");
+  const Shape out = ops::gatherShape(t.shape, shape(ids), tensor(ids).dtype, "gather");
   if (t.shape[0] > int64_t(UINT32_MAX) ||
       (strided ? strided->extent() : t.shape.numel()) > int64_t(UINT32_MAX))
     throw ShapeError(describe("gather", {table, ids}) + ": the table exceeds 32-bit indexing");

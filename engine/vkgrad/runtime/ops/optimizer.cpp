@@ -1,5 +1,5 @@
 // The optimizer's nodes (training/optimizer.h): AdvanceStep, ClipGradNorm, and one SGD update per
-// parameter or one AdamW update of every parameter (ops/optim.h). They update persistent
+// parameter or one AdamW update of every parameter (ops/optimizer.h). They update persistent
 // tensors in place, so they are never pruned. Their slots are in ops/optimizer_nodes.h, shared
 // with their only builder, addOptimizer (training/optimizer.cpp), which lives with the training
 // code: the inference library (vkgrad::runtime) runs these nodes' kinds but cannot add them.
@@ -40,8 +40,8 @@ void launchLossScale(const Launch& l) {
   const U::Attrs& at = l.attr<U::Attrs>();
   ops::gradNorm(l.rec, views, fixed(U::scratch), fixed(U::norm),
                 std::numeric_limits<float>::infinity(), l.out(U::table));
-  ops::updateLossScale(l.rec, fixed(U::norm), fixed(U::scale), fixed(U::counters),
-                       fixed(U::state), at.max_norm, at.options);
+  ops::updateLossScale(l.rec, fixed(U::norm), fixed(U::scale), fixed(U::counters), fixed(U::state),
+                       at.max_norm, at.options);
 }
 
 void launchSgd(const Launch& l) {

@@ -1,11 +1,11 @@
 // The optimizer nodes' slots and attributes, shared by their definitions
 // (runtime/ops/optimizer.cpp) and their builder (training/optimizer.cpp). Internal: only those two
-// include it. It names only ops/optim.h's options, so the runtime includes nothing of training.
+// include it. It names only ops/optimizer.h's options, so the runtime includes nothing of training.
 #pragma once
 
 #include <vector>
 
-#include "vkgrad/ops/optim.h"
+#include "vkgrad/ops/optimizer.h"
 
 namespace vkgrad::graph::nodes {
 
@@ -17,7 +17,7 @@ struct AdvanceStep {
 // Variadic: the gradients first, then these.
 struct ClipGradNorm {
   enum In { scratch, norm, state, kInputs };  // the clip factor goes into the state
-  enum Out { table, kOutputs };               // u32: the segment table (ops/optim.h)
+  enum Out { table, kOutputs };               // u32: the segment table (ops/optimizer.h)
   struct Attrs {
     float max_norm = 0.0f;
   };

@@ -1,6 +1,8 @@
 // patchify: images (B,H,W) -> patches (B, (H/patch)*(W/patch), patch*patch), one dispatch
 // (ops/patchify.h); its backward puts each pixel's gradient back in place, the inverse
 // permutation. Images are usually data, but the rule lets a graph differentiate through it.
+#include "vkgrad/runtime/ops/patchify.h"
+
 #include "vkgrad/ops/patchify.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
@@ -42,13 +44,13 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::patchify(Tensor images, int64_t patch) {
-  check(images, "patchify");
-  if (tensor(images).dtype != DType::F32)
-    throw ShapeError(describe("patchify", {images}) + ": images must be f32");
-  const Shape out = ops::patchifyShape(shape(images), patch);
-  const int y = output(out);
-  addNode({OpKind::Patchify, {images.id}, {y}, {}, Patchify::Attrs{patch}});
+Tensor patchify(Graph& g, Tensor images, int64_t patch) {
+  g.check(images, "patchify");
+  if (g.tensor(images).dtype != DType::F32)
+    throw ShapeError(g.describe("patchify", {images}) + ": images must be f32");
+  const Shape out = ops::patchifyShape(g.shape(images), patch);
+  const int y = g.output(out);
+  g.addNode({OpKind::Patchify, {images.id}, {y}, {}, Patchify::Attrs{patch}});
   return {y};
 }
 

@@ -1,6 +1,8 @@
 // prependToken: x (B,T,C) and a token (C) -> (B,T+1,C) with the token as row 0 of every
 // batch (ops/prepend_token.h): a vision transformer's learned class token. Its backward writes
 // dx (rows 1..) and dtoken (the sum of rows 0 over the batch) in one kernel.
+#include "vkgrad/runtime/ops/prepend_token.h"
+
 #include <utility>
 
 #include "vkgrad/ops/prepend_token.h"
@@ -50,14 +52,14 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::prependToken(Tensor x, Tensor token) {
-  check(x, "prependToken");
-  check(token, "prependToken");
-  if (tensor(x).dtype != DType::F32 || tensor(token).dtype != DType::F32)
-    throw ShapeError(describe("prependToken", {x, token}) + ": x and token must be f32");
-  const Shape out = ops::prependTokenShape(shape(x), shape(token));
-  const int y = output(out);
-  addNode({OpKind::PrependToken, {x.id, token.id}, {y}, {}, {}});
+Tensor prependToken(Graph& g, Tensor x, Tensor token) {
+  g.check(x, "prependToken");
+  g.check(token, "prependToken");
+  if (g.tensor(x).dtype != DType::F32 || g.tensor(token).dtype != DType::F32)
+    throw ShapeError(g.describe("prependToken", {x, token}) + ": x and token must be f32");
+  const Shape out = ops::prependTokenShape(g.shape(x), g.shape(token));
+  const int y = g.output(out);
+  g.addNode({OpKind::PrependToken, {x.id, token.id}, {y}, {}, {}});
   return {y};
 }
 

@@ -1,6 +1,8 @@
 // reparameterize: a VAE's sample z = mu + exp(log_sigma) * eps with eps drawn from the graph's
 // on-device generator (ops/random.h). eps is never stored: the backward draws it again from
 // the same generator state and stream. mu's gradient is dz itself.
+#include "vkgrad/runtime/ops/reparameterize.h"
+
 #include <string>
 
 #include "vkgrad/ops/random.h"
@@ -50,21 +52,22 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::reparameterize(Tensor mu, Tensor log_sigma) {
-  check(mu, "reparameterize");
-  check(log_sigma, "reparameterize");
-  const std::string at = describe("reparameterize", {mu, log_sigma});
-  if (tensor(mu).dtype != DType::F32 || tensor(log_sigma).dtype != DType::F32)
+Tensor reparameterize(Graph& g, Tensor mu, Tensor log_sigma) {
+  g.check(mu, "reparameterize");
+  g.check(log_sigma, "reparameterize");
+  const std::string at = g.describe("reparameterize", {mu, log_sigma});
+  if (g.tensor(mu).dtype != DType::F32 || g.tensor(log_sigma).dtype != DType::F32)
     throw ShapeError(at + ": mu and log_sigma must be f32");
-  if (!(shape(mu) == shape(log_sigma)))
+  if (!(g.shape(mu) == g.shape(log_sigma)))
     throw ShapeError(at + ": mu and log_sigma must have the same shape");
-  if (shape(mu).numel() == 0) throw ShapeError(at + ": mu is empty");
-  const int z = output(shape(mu));
-  addNode({OpKind::Reparameterize,
-           {mu.id, log_sigma.id, generator()},
-           {z},
-           {},
-           Reparameterize::Attrs{streams_++}});
+  if (g.shape(mu).numel() == 0) throw ShapeError(at + ": mu is empty");
+  const int z = g.output(g.shape(mu));
+  const Graph::RandomStream draw = g.randomStream();
+  g.addNode({OpKind::Reparameterize,
+             {mu.id, log_sigma.id, draw.rng},
+             {z},
+             {},
+             Reparameterize::Attrs{draw.stream}});
   return {z};
 }
 

@@ -1,11 +1,11 @@
 // sample: one id per row drawn from softmax(logits / temperature) over the row's top_k
-// largest logits. Two nodes: the weights (ops/sampling.h, a radix select per row), then a
+// largest logits. Two nodes: the weights (ops/sample.h, a radix select per row), then a
 // categorical draw from the graph's generator (ops/random.h). Not differentiable.
 #include <cmath>
 #include <string>
 
 #include "vkgrad/ops/random.h"
-#include "vkgrad/ops/sampling.h"
+#include "vkgrad/ops/sample.h"
 #include "vkgrad/runtime/graph.h"
 #include "vkgrad/runtime/launch.h"
 #include "vkgrad/runtime/ops/defs.h"

@@ -1,5 +1,7 @@
 // segmentPool: node features pooled per graph of a block-diagonal batch (ops/segment_pool.h).
 // Max keeps its argmax as a second (u32) output for the backward; Sum and Mean have none.
+#include "vkgrad/runtime/ops/segment_pool.h"
+
 #include "vkgrad/ops/segment_pool.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
@@ -43,15 +45,15 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::segmentPool(Tensor x, Tensor segments, ops::Pool kind) {
-  check(x, "segmentPool");
-  check(segments, "segmentPool");
-  const Shape out = ops::segmentPoolShape("segmentPool", shape(x), tensor(x).dtype, shape(segments),
-                                          tensor(segments).dtype);
-  const int pooled = output(out, DType::F32, tensor(x).differentiable);
+Tensor segmentPool(Graph& g, Tensor x, Tensor segments, ops::Pool kind) {
+  g.check(x, "segmentPool");
+  g.check(segments, "segmentPool");
+  const Shape out = ops::segmentPoolShape("segmentPool", g.shape(x), g.tensor(x).dtype,
+                                          g.shape(segments), g.tensor(segments).dtype);
+  const int pooled = g.output(out, DType::F32, g.tensor(x).differentiable);
   const int argmax =
-      kind == ops::Pool::Max ? output(out, DType::U32, false, "segmentPool.argmax") : -1;
-  addNode(
+      kind == ops::Pool::Max ? g.output(out, DType::U32, false, "segmentPool.argmax") : -1;
+  g.addNode(
       {OpKind::SegmentPool, {x.id, segments.id}, {pooled, argmax}, {}, SegmentPool::Attrs{kind}});
   return {pooled};
 }

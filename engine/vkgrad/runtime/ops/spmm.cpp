@@ -1,6 +1,8 @@
 // spmm: y = A x over a SparseGraph (runtime/sparse.h, ops/spmm.h), optionally edge-weighted per
 // head. Its backward: dx through the transpose's arrays (the same gather kernel, so no
 // atomics) and dweights as one dot product per edge and head.
+#include "vkgrad/runtime/ops/spmm.h"
+
 #include <string>
 
 #include "vkgrad/ops/spmm.h"
@@ -68,24 +70,24 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::spmm(const SparseGraph& a, Tensor x, Tensor weights) {
-  check(x, "spmm");
-  if (weights) check(weights, "spmm");
+Tensor spmm(Graph& g, const SparseGraph& a, Tensor x, Tensor weights) {
+  g.check(x, "spmm");
+  if (weights) g.check(weights, "spmm");
   const std::string op = "spmm over graph " + a.name;
-  if (tensor(x).dtype != DType::F32 || (weights && tensor(weights).dtype != DType::F32))
-    throw ShapeError(describe(op.c_str(), {x, weights}) + ": x and weights must be f32");
-  ops::spmmHeads(op.c_str(), a.nodes, a.edges, shape(x), weights ? &shape(weights) : nullptr);
+  if (g.tensor(x).dtype != DType::F32 || (weights && g.tensor(weights).dtype != DType::F32))
+    throw ShapeError(g.describe(op.c_str(), {x, weights}) + ": x and weights must be f32");
+  ops::spmmHeads(op.c_str(), a.nodes, a.edges, g.shape(x), weights ? &g.shape(weights) : nullptr);
   // Graph::dataset gives every op reading this SparseGraph the same tensors.
-  const int offsets = dataset(a.offsets).id, sources = dataset(a.sources).id,
-            destinations = dataset(a.destinations).id, t_offsets = dataset(a.t_offsets).id,
-            t_edges = dataset(a.t_edges).id, t_destinations = dataset(a.t_destinations).id;
-  const int y = output(shape(x));
-  addNode({OpKind::Spmm,
-           {offsets, sources, destinations, t_offsets, t_edges, t_destinations, x.id,
-            weights ? weights.id : -1},
-           {y},
-           {},
-           {}});
+  const int offsets = g.dataset(a.offsets).id, sources = g.dataset(a.sources).id,
+            destinations = g.dataset(a.destinations).id, t_offsets = g.dataset(a.t_offsets).id,
+            t_edges = g.dataset(a.t_edges).id, t_destinations = g.dataset(a.t_destinations).id;
+  const int y = g.output(g.shape(x));
+  g.addNode({OpKind::Spmm,
+             {offsets, sources, destinations, t_offsets, t_edges, t_destinations, x.id,
+              weights ? weights.id : -1},
+             {y},
+             {},
+             {}});
   return {y};
 }
 

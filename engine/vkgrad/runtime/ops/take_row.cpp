@@ -1,6 +1,8 @@
 // takeRow: x (B,T,C) -> row `index` of every batch, (B,C) (ops/take_row.h): the class
 // token's row that a vision transformer's head reads. Its backward writes dout into that row
 // of dx and zeros elsewhere, or adds into the row when dx already holds a contribution.
+#include "vkgrad/runtime/ops/take_row.h"
+
 #include "vkgrad/ops/take_row.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
@@ -41,12 +43,13 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::takeRow(Tensor x, int64_t index) {
-  check(x, "takeRow");
-  if (tensor(x).dtype != DType::F32) throw ShapeError(describe("takeRow", {x}) + ": x must be f32");
-  const Shape out = ops::takeRowShape(shape(x), index);
-  const int y = output(out);
-  addNode({OpKind::TakeRow, {x.id}, {y}, {}, TakeRow::Attrs{index}});
+Tensor takeRow(Graph& g, Tensor x, int64_t index) {
+  g.check(x, "takeRow");
+  if (g.tensor(x).dtype != DType::F32)
+    throw ShapeError(g.describe("takeRow", {x}) + ": x must be f32");
+  const Shape out = ops::takeRowShape(g.shape(x), index);
+  const int y = g.output(out);
+  g.addNode({OpKind::TakeRow, {x.id}, {y}, {}, TakeRow::Attrs{index}});
   return {y};
 }
 

@@ -2,6 +2,8 @@
 // second output: reconstructionLoss (logits against images, Bernoulli cross-entropy or
 // squared error) and gaussianKl (the encoder's Gaussian against N(0, I)). Each backward is
 // one elementwise node per gradient, reading the upstream gradient on the device.
+#include "vkgrad/runtime/ops/vae_loss.h"
+
 #include "vkgrad/ops/vae_loss.h"
 #include "vkgrad/runtime/backward.h"
 #include "vkgrad/runtime/launch.h"
@@ -79,44 +81,45 @@ void launchKlBackward(const Launch& l) {
 
 }  // namespace
 
-Tensor Graph::reconstructionLoss(Tensor logits, Tensor targets, ops::Reconstruction kind) {
-  check(logits, "reconstructionLoss");
-  check(targets, "reconstructionLoss");
-  if (tensor(logits).dtype != DType::F32 || tensor(targets).dtype != DType::F32)
-    throw ShapeError(describe("reconstructionLoss", {logits, targets}) +
+Tensor reconstructionLoss(Graph& g, Tensor logits, Tensor targets, ops::Reconstruction kind) {
+  g.check(logits, "reconstructionLoss");
+  g.check(targets, "reconstructionLoss");
+  if (g.tensor(logits).dtype != DType::F32 || g.tensor(targets).dtype != DType::F32)
+    throw ShapeError(g.describe("reconstructionLoss", {logits, targets}) +
                      ": logits and targets must be f32");
-  const Shape rows =
-      ops::rowLossShape("reconstructionLoss", "logits", shape(logits), "targets", shape(targets));
-  const int mean = output({1});
-  const int per_row = output(rows, DType::F32, false, "reconstructionLoss.rows");
-  addNode({OpKind::ReconstructionLoss,
-           {logits.id, targets.id},
-           {mean, per_row},
-           {},
-           ReconstructionLoss::Attrs{kind}});
+  const Shape rows = ops::rowLossShape("reconstructionLoss", "logits", g.shape(logits), "targets",
+                                       g.shape(targets));
+  const int mean = g.output({1});
+  const int per_row = g.output(rows, DType::F32, false, "reconstructionLoss.rows");
+  g.addNode({OpKind::ReconstructionLoss,
+             {logits.id, targets.id},
+             {mean, per_row},
+             {},
+             ReconstructionLoss::Attrs{kind}});
   return {mean};
 }
 
-Tensor Graph::gaussianKl(Tensor mu, Tensor log_sigma) {
-  check(mu, "gaussianKl");
-  check(log_sigma, "gaussianKl");
-  if (tensor(mu).dtype != DType::F32 || tensor(log_sigma).dtype != DType::F32)
-    throw ShapeError(describe("gaussianKl", {mu, log_sigma}) + ": mu and log_sigma must be f32");
+Tensor gaussianKl(Graph& g, Tensor mu, Tensor log_sigma) {
+  g.check(mu, "gaussianKl");
+  g.check(log_sigma, "gaussianKl");
+  if (g.tensor(mu).dtype != DType::F32 || g.tensor(log_sigma).dtype != DType::F32)
+    throw ShapeError(g.describe("gaussianKl", {mu, log_sigma}) + ": mu and log_sigma must be f32");
   const Shape rows =
-      ops::rowLossShape("gaussianKl", "mu", shape(mu), "log_sigma", shape(log_sigma));
-  const int mean = output({1});
-  const int per_row = output(rows, DType::F32, false, "gaussianKl.rows");
-  addNode({OpKind::GaussianKl, {mu.id, log_sigma.id}, {mean, per_row}, {}, {}});
+      ops::rowLossShape("gaussianKl", "mu", g.shape(mu), "log_sigma", g.shape(log_sigma));
+  const int mean = g.output({1});
+  const int per_row = g.output(rows, DType::F32, false, "gaussianKl.rows");
+  g.addNode({OpKind::GaussianKl, {mu.id, log_sigma.id}, {mean, per_row}, {}, {}});
   return {mean};
 }
 
 namespace defs {
-const OpDef kReconstructionLoss{.name = "reconstructionLoss",
-                                .inputs = ReconstructionLoss::kInputs,
-                                .outputs = ReconstructionLoss::kOutputs,
-                                .f32_outputs = (1u << ReconstructionLoss::mean) | (1u << ReconstructionLoss::rows),
-                                .backward = reconstructionBackward,
-                                .launch = launchReconstruction};
+const OpDef kReconstructionLoss{
+    .name = "reconstructionLoss",
+    .inputs = ReconstructionLoss::kInputs,
+    .outputs = ReconstructionLoss::kOutputs,
+    .f32_outputs = (1u << ReconstructionLoss::mean) | (1u << ReconstructionLoss::rows),
+    .backward = reconstructionBackward,
+    .launch = launchReconstruction};
 const OpDef kReconstructionLossBackward{.name = "reconstructionLossBackward",
                                         .inputs = ReconstructionLossBackward::kInputs,
                                         .outputs = ReconstructionLossBackward::kOutputs,

@@ -1,6 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-// Stage 1 of the global gradient norm over many gradients in one dispatch; see
-// optim/sumsq_texel.glsl.
-#define SUMSQ_MANY 1
-#include "optim/sumsq_texel.glsl"

@@ -1,6 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-// Stage 1 of the global gradient norm for one gradient, read as RGBA32F texels; see
-// optim/sumsq_texel.glsl (optim/sumsq: any view, one float at a time).
-#define SUMSQ_MANY 0
-#include "optim/sumsq_texel.glsl"
