@@ -18,6 +18,7 @@
 #include "vkgrad/graph/autograd.h"
 #include "vkgrad/graph/executor.h"
 #include "vkgrad/graph/graph.h"
+#include "vkgrad/graph/optimizer.h"
 #include "vkgrad/graph/parameters.h"
 #include "vkgrad/graph/precision.h"
 #include "vkgrad/ops/pad.h"
@@ -120,7 +121,7 @@ TEST_F(GraphBatchNormGradTest, GradientsMatchFiniteDifferences) {
 
 // Two training steps on fresh batches, then an evaluation graph over the same store: the
 // running statistics follow PyTorch's update (momentum 0.1, the unbiased variance) step by
-// step, and evaluation normalises with them.
+// step, untouched by the optimizer, and evaluation normalises with them.
 TEST_F(GraphBatchNormGradTest, RunningStatisticsAndEvaluation) {
   SCOPED_TRACE(rng_.describe());
   const Shape shape{3, 4, 5, 3};
@@ -131,16 +132,24 @@ TEST_F(GraphBatchNormGradTest, RunningStatisticsAndEvaluation) {
   const Running r = addRunning(store, "bn", c);
   store.initialize(rng_.seed());
 
+  // A whole training step: the optimizer (weight decay on vectors too) moves gamma and beta
+  // and must leave the running statistics to the batch norm node.
   Graph train;
   const Tensor x = train.input("x", shape);
+  const Tensor labels = train.input("labels", {n}, ops::DType::U32);
   const Tensor y = train.batchNorm(x, train.parameter(gamma), train.parameter(beta),
                                    train.parameter(r.mean), train.parameter(r.var), kEps);
   train.markOutput(y);
+  const Tensor loss = train.crossEntropy(train.reshape(train.globalAvgPool(y), {n, c}), labels);
+  graph::OptimizerConfig adamw{graph::OptimizerConfig::Kind::AdamW, 1e-2f};
+  adamw.adamw.weight_decay = 0.1f;
+  adamw.decay_vectors = true;
+  graph::addOptimizer(train, graph::backward(train, loss), adamw);
   graph::Executor exec(ctx(), train);
-  std::vector<float> rm(size_t(c), 0.0f), rv(size_t(c), 1.0f);
-  const std::vector<float> g = exec.read(train.parameter(gamma)),
-                           b = exec.read(train.parameter(beta));
+  exec.setInput(labels, rng_.below(size_t(n), uint32_t(c)));
+  std::vector<float> rm(size_t(c), 0.0f), rv(size_t(c), 1.0f), g, b;
   for (int step = 0; step < 2; ++step) {
+    g = exec.read(train.parameter(gamma)), b = exec.read(train.parameter(beta));
     const auto values = rng_.normal(size_t(shape.numel()), 0.5f, 2.0f);
     exec.setInput(x, values);
     exec.step();
@@ -163,6 +172,7 @@ TEST_F(GraphBatchNormGradTest, RunningStatisticsAndEvaluation) {
   }
   EXPECT_TRUE(saved) << "bn.running_var not saved";
 
+  g = exec.read(train.parameter(gamma)), b = exec.read(train.parameter(beta));
   Graph eval;
   eval.setTraining(false);
   const Tensor ex = eval.input("x", shape);
