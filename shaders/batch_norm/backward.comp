@@ -19,8 +19,9 @@ layout(constant_id = 4) const bool kBeta = true;    // write dbeta
 layout(constant_id = 5) const bool kAccDx = false;  // += instead of =
 layout(constant_id = 6) const bool kAccGamma = false;
 layout(constant_id = 7) const bool kAccBeta = false;
-// Any workgroup size: the reductions go through shared memory across subgroups.
-const bool kOneSubgroup = false;
+// The workgroup is one subgroup (CPU devices): the reductions need no shared memory and no
+// barrier (common/reduce.glsl). Otherwise any workgroup size.
+layout(constant_id = 8) const bool kOneSubgroup = false;
 
 #include "common/reduce.glsl"
 

@@ -16,8 +16,9 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kTraining = true;
 layout(constant_id = 2) const bool kUpdateRunning = false;  // only with kTraining
-// Any workgroup size: the reductions go through shared memory across subgroups.
-const bool kOneSubgroup = false;
+// The workgroup is one subgroup (CPU devices): the reductions need no shared memory and no
+// barrier (common/reduce.glsl). Otherwise any workgroup size.
+layout(constant_id = 3) const bool kOneSubgroup = false;
 
 #include "common/reduce.glsl"
 

@@ -58,7 +58,8 @@ struct Forward {
 
 // The training forward on the device (views one element into their buffers), running
 // statistics updated in place.
-Forward runTraining(vk::Context& context, const Case& k, DType dtype = DType::F32) {
+Forward runTraining(vk::Context& context, const Case& k, DType dtype = DType::F32,
+                    ops::BatchNormVariant variant = ops::BatchNormVariant::Auto) {
   const Shape stats{k.c()};
   auto x = shiftedUpload(context, k.shape, k.x, dtype);
   auto gamma = shiftedUpload(context, stats, k.gamma, DType::F32);
@@ -70,7 +71,8 @@ Forward runTraining(vk::Context& context, const Case& k, DType dtype = DType::F3
   auto rv = shiftedUpload(context, stats, k.running_var, DType::F32);
   const ops::BatchNormRunning running{rm.view, rv.view, kMomentum};
   vk::Recorder rec(context);
-  ops::batchNorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps, &running);
+  ops::batchNorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps, &running,
+                 variant);
   EXPECT_EQ(rec.dispatchCount(), 1u);
   rec.submit();
   return {downloadShifted(context, y), downloadShifted(context, mean),
@@ -92,18 +94,24 @@ class BatchNormTest : public VkTest {
   Rng rng_;
 };
 
+// Both layouts: the shared-memory reductions with barriers and one subgroup per channel
+// (lavapipe runs a workgroup of its subgroup size as one subgroup).
+constexpr ops::BatchNormVariant kVariants[] = {ops::BatchNormVariant::Workgroup,
+                                               ops::BatchNormVariant::Subgroup};
+
 TEST_F(BatchNormTest, TrainingMatchesTheReference) {
   SCOPED_TRACE(rng_.describe());
-  for (const Shape& shape : kShapes) {
-    SCOPED_TRACE(shape.str());
-    const Case k = randomCase(rng_, shape);
-    const Forward got = runTraining(ctx(), k), want = referenceTraining(k);
-    EXPECT_TRUE(allClose(got.y, want.y, kTolerance)) << "y";
-    EXPECT_TRUE(allClose(got.mean, want.mean, kTolerance)) << "mean";
-    EXPECT_TRUE(allClose(got.rstd, want.rstd, kTolerance)) << "rstd";
-    EXPECT_TRUE(allClose(got.running_mean, want.running_mean, kTolerance)) << "running_mean";
-    EXPECT_TRUE(allClose(got.running_var, want.running_var, kTolerance)) << "running_var";
-  }
+  for (const Shape& shape : kShapes)
+    for (ops::BatchNormVariant variant : kVariants) {
+      SCOPED_TRACE(shape.str() + (variant == ops::BatchNormVariant::Subgroup ? " subgroup" : ""));
+      const Case k = randomCase(rng_, shape);
+      const Forward got = runTraining(ctx(), k, DType::F32, variant), want = referenceTraining(k);
+      EXPECT_TRUE(allClose(got.y, want.y, kTolerance)) << "y";
+      EXPECT_TRUE(allClose(got.mean, want.mean, kTolerance)) << "mean";
+      EXPECT_TRUE(allClose(got.rstd, want.rstd, kTolerance)) << "rstd";
+      EXPECT_TRUE(allClose(got.running_mean, want.running_mean, kTolerance)) << "running_mean";
+      EXPECT_TRUE(allClose(got.running_var, want.running_var, kTolerance)) << "running_var";
+    }
 }
 
 // A large common offset (x = 1000 + N(0, 0.01)): the two passes over x - shift keep y's
@@ -146,7 +154,8 @@ struct Grads {
 // (accumulate) or poisoned (overwrite).
 Grads runBackward(vk::Context& context, const Case& k, const std::vector<float>& stat0,
                   const std::vector<float>& stat1, const std::vector<float>& dy, bool training,
-                  Write write, const Grads& init) {
+                  Write write, const Grads& init,
+                  ops::BatchNormVariant variant = ops::BatchNormVariant::Auto) {
   const Shape stats{k.c()};
   const bool acc = write == Write::Accumulate;
   auto x = upload(context, k.shape, k.x), gamma = upload(context, stats, k.gamma),
@@ -158,7 +167,7 @@ Grads runBackward(vk::Context& context, const Case& k, const std::vector<float>&
   vk::Recorder rec(context);
   ops::batchNormBackward(rec, x.view(), gamma.view(), s0.view(), s1.view(), tdy.view(),
                          {dx.view(), dgamma.view(), dbeta.view(), write, write, write}, training,
-                         kEps);
+                         kEps, variant);
   EXPECT_EQ(rec.dispatchCount(), 1u);
   rec.submit();
   return {download(context, dx), download(context, dgamma), download(context, dbeta)};
@@ -166,11 +175,14 @@ Grads runBackward(vk::Context& context, const Case& k, const std::vector<float>&
 
 TEST_F(BatchNormTest, BackwardMatchesTheReference) {
   SCOPED_TRACE(rng_.describe());
+  int round = 0;
   for (const Shape& shape : kShapes)
     for (bool training : {true, false})
       for (Write write : {Write::Overwrite, Write::Accumulate}) {
+        const ops::BatchNormVariant variant = kVariants[(round++ % 3) % 2];  // both, every mode
         SCOPED_TRACE(shape.str() + (training ? " training" : " inference") +
-                     (write == Write::Accumulate ? " accumulate" : ""));
+                     (write == Write::Accumulate ? " accumulate" : "") +
+                     (variant == ops::BatchNormVariant::Subgroup ? " subgroup" : ""));
         const Case k = randomCase(rng_, shape);
         const auto dy = rng_.normal(k.x.size());
         std::vector<float> stat0 = k.running_mean, stat1 = k.running_var;
@@ -180,7 +192,7 @@ TEST_F(BatchNormTest, BackwardMatchesTheReference) {
         }
         const Grads init{rng_.normal(k.x.size()), rng_.normal(size_t(k.c())),
                          rng_.normal(size_t(k.c()))};
-        const Grads got = runBackward(ctx(), k, stat0, stat1, dy, training, write, init);
+        const Grads got = runBackward(ctx(), k, stat0, stat1, dy, training, write, init, variant);
         Grads want{std::vector<float>(k.x.size()), std::vector<float>(size_t(k.c())),
                    std::vector<float>(size_t(k.c()))};
         ops::ref::batchNormBackward(k.x.data(), k.gamma.data(), stat0.data(), stat1.data(),

@@ -46,11 +46,29 @@ Dims dims(const Shape& x) {
   return {uint32_t(x[0]), uint32_t(x[1]), uint32_t(x.numel() / std::max<int64_t>(1, x[0] * x[1]))};
 }
 
-// The reductions' workgroup: the channel's element count rounded up to a power of two
-// between 32 and 256 (an MLP's batch of 16 need not wake 256 invocations), within the device.
-uint32_t channelGroup(const vk::Context& context, int64_t per_channel) {
+// How a workgroup covers its channel.
+struct ChannelLayout {
+  uint32_t group;     // invocations
+  bool one_subgroup;  // the workgroup is one subgroup: reductions without barriers
+};
+
+// CPU devices run a workgroup of subgroupSize invocations as one subgroup, and a shader with
+// barriers as coroutines: there one subgroup per channel, no barriers, where the loop limit
+// allows (lavapipe, (32,64,28,28): forward 44-46 ms and backward 44-47 ms against 88-100 and
+// 102-110 ms with 256 invocations, 3 alternating rounds; BENCHMARKS.md). Elsewhere the
+// channel's element count rounded up to a power of two between 32 and 256 (an MLP's batch
+// of 16 need not wake 256 invocations), within the device.
+ChannelLayout channelLayout(const vk::Context& context, int64_t per_channel,
+                            BatchNormVariant variant) {
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t sg = std::max(1u, info.subgroup_size);
+  if (variant == BatchNormVariant::Auto)
+    variant = info.isCpu() && (per_channel + sg - 1) / sg <= kCpuLoopLimit
+                  ? BatchNormVariant::Subgroup
+                  : BatchNormVariant::Workgroup;
+  if (variant == BatchNormVariant::Subgroup) return {sg, true};
   const uint64_t want = std::bit_ceil(uint64_t(std::clamp<int64_t>(per_channel, 32, 256)));
-  return workgroupSize(context, uint32_t(want));
+  return {workgroupSize(context, uint32_t(want)), false};
 }
 
 void checkDevice(const vk::Context& context, const std::string& op, int64_t per_channel,
@@ -90,13 +108,14 @@ struct ForwardArgs {
   const TensorView* running_var;
   float eps, momentum;
   bool training;
+  BatchNormVariant variant;
 };
 
 void recordForward(vk::Recorder& rec, const std::string& op, const ForwardArgs& a) {
   vk::Context& context = rec.context();
   const Dims d = dims(a.x.shape);
-  const uint32_t group = channelGroup(context, d.perChannel());
-  checkDevice(context, op, d.perChannel(), group);
+  const ChannelLayout layout = channelLayout(context, d.perChannel(), a.variant);
+  checkDevice(context, op, d.perChannel(), layout.group);
   const Bound bx = bindStorage(context, a.x), bgamma = bindStorage(context, a.gamma),
               bbeta = bindStorage(context, a.beta), by = bindStorage(context, a.y),
               b0 = bindStorage(context, a.stat0), b1 = bindStorage(context, a.stat1);
@@ -106,13 +125,15 @@ void recordForward(vk::Recorder& rec, const std::string& op, const ForwardArgs& 
   const Bound brv = update ? bindStorage(context, *a.running_var) : b1;
   const ForwardPush push{d.n,        d.c,     d.s,     a.eps,   a.momentum, bx.skip, bgamma.skip,
                          bbeta.skip, by.skip, b0.skip, b1.skip, brm.skip,   brv.skip};
-  const vk::Kernel& kernel =
-      floatKernel(context, "batch_norm/forward",
-                  {{"local_size_x", group}, {"kTraining", a.training}, {"kUpdateRunning", update}},
-                  {{"x_dtype", a.x.dtype},
-                   {"gamma_dtype", a.gamma.dtype},
-                   {"beta_dtype", a.beta.dtype},
-                   {"y_dtype", a.y.dtype}});
+  const vk::Kernel& kernel = floatKernel(context, "batch_norm/forward",
+                                         {{"local_size_x", layout.group},
+                                          {"kTraining", a.training},
+                                          {"kUpdateRunning", update},
+                                          {"kOneSubgroup", layout.one_subgroup}},
+                                         {{"x_dtype", a.x.dtype},
+                                          {"gamma_dtype", a.gamma.dtype},
+                                          {"beta_dtype", a.beta.dtype},
+                                          {"y_dtype", a.y.dtype}});
   const vk::Arg args[] = {bx.arg, bgamma.arg, bbeta.arg, by.arg, b0.arg, b1.arg, brm.arg, brv.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push),
                      std::min(d.c, context.info().max_workgroup_count[0]));
@@ -140,7 +161,8 @@ Shape batchNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta,
 
 void batchNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
-               const TensorView& rstd, float eps, const BatchNormRunning* running) {
+               const TensorView& rstd, float eps, const BatchNormRunning* running,
+               BatchNormVariant variant) {
   const char* fn = "batchNorm";
   const std::string op = checkForward(fn, x, gamma, beta, y, eps, true);
   const int64_t c = x.shape[1];
@@ -165,27 +187,31 @@ void batchNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
       checkAlias(fn, written[i].first, *written[i].second, written[j].first, *written[j].second,
                  false);
   }
-  recordForward(rec, op,
-                {x, gamma, beta, y, mean, rstd, running ? &running->mean : nullptr,
-                 running ? &running->var : nullptr, eps, running ? running->momentum : 0.0f, true});
+  recordForward(
+      rec, op,
+      {x, gamma, beta, y, mean, rstd, running ? &running->mean : nullptr,
+       running ? &running->var : nullptr, eps, running ? running->momentum : 0.0f, true, variant});
 }
 
 void batchNormInference(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                         const TensorView& beta, const TensorView& running_mean,
-                        const TensorView& running_var, const TensorView& y, float eps) {
+                        const TensorView& running_var, const TensorView& y, float eps,
+                        BatchNormVariant variant) {
   const char* fn = "batchNormInference";
   const std::string op = checkForward(fn, x, gamma, beta, y, eps, false);
   checkStat(op, fn, "running_mean", running_mean, x.shape[1]);
   checkStat(op, fn, "running_var", running_var, x.shape[1]);
   checkAlias(fn, "y", y, "running_mean", running_mean, false);
   checkAlias(fn, "y", y, "running_var", running_var, false);
-  recordForward(rec, op,
-                {x, gamma, beta, y, running_mean, running_var, nullptr, nullptr, eps, 0.0f, false});
+  recordForward(
+      rec, op,
+      {x, gamma, beta, y, running_mean, running_var, nullptr, nullptr, eps, 0.0f, false, variant});
 }
 
 void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
-                       const BatchNormGrads& grads, bool training, float eps) {
+                       const BatchNormGrads& grads, bool training, float eps,
+                       BatchNormVariant variant) {
   const char* fn = "batchNormBackward";
   batchNormStatsShape(x.shape, gamma.shape, gamma.shape, eps, training);
   const std::string op = std::string(fn) + ": x " + x.shape.str();
@@ -223,8 +249,8 @@ void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
 
   vk::Context& context = rec.context();
   const Dims d = dims(x.shape);
-  const uint32_t group = channelGroup(context, d.perChannel());
-  checkDevice(context, op, d.perChannel(), group);
+  const ChannelLayout layout = channelLayout(context, d.perChannel(), variant);
+  checkDevice(context, op, d.perChannel(), layout.group);
   // An output not wanted is bound to the first one that is: a stand-in, never touched.
   const TensorView& first = *outputs[0].second;
   const TensorView& dx = want_dx ? grads.dx : first;
@@ -237,7 +263,8 @@ void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   const BackwardPush push{d.n,     d.c,     d.s,      eps,      bx.skip,      bgamma.skip,
                           b0.skip, b1.skip, bdy.skip, bdx.skip, bdgamma.skip, bdbeta.skip};
   const vk::Kernel& kernel = floatKernel(context, "batch_norm/backward",
-                                         {{"local_size_x", group},
+                                         {{"local_size_x", layout.group},
+                                          {"kOneSubgroup", layout.one_subgroup},
                                           {"kTraining", training},
                                           {"kDx", want_dx},
                                           {"kGamma", want_gamma},

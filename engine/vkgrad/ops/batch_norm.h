@@ -26,6 +26,16 @@ namespace vkgrad::ops {
 Shape batchNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps,
                           bool training);
 
+// How a workgroup covers its channel; Auto picks per device (batch_norm.cpp, measured).
+enum class BatchNormVariant {
+  Auto,       // Subgroup on CPU devices where the loop limit allows, else Workgroup
+  Workgroup,  // 32 to 256 invocations, reductions through shared memory with barriers
+  // One subgroup: no shared memory, no barriers. Only for devices that run a workgroup of
+  // subgroupSize invocations as one subgroup (CPU drivers); elsewhere the output is NaN,
+  // never silently wrong. lavapipe: ~2x faster than Workgroup.
+  Subgroup,
+};
+
 // The running statistics a training forward updates in place, (C) f32 each.
 struct BatchNormRunning {
   TensorView mean, var;
@@ -37,13 +47,14 @@ struct BatchNormRunning {
 // before recording anything on bad shapes, dtypes, overlaps or sizes.
 void batchNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                const TensorView& beta, const TensorView& y, const TensorView& mean,
-               const TensorView& rstd, float eps = 1e-5f,
-               const BatchNormRunning* running = nullptr);
+               const TensorView& rstd, float eps = 1e-5f, const BatchNormRunning* running = nullptr,
+               BatchNormVariant variant = BatchNormVariant::Auto);
 
 // Inference forward: y from running_mean and running_var ((C) f32, read only).
 void batchNormInference(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                         const TensorView& beta, const TensorView& running_mean,
-                        const TensorView& running_var, const TensorView& y, float eps = 1e-5f);
+                        const TensorView& running_var, const TensorView& y, float eps = 1e-5f,
+                        BatchNormVariant variant = BatchNormVariant::Auto);
 
 // Backward. x, dy: (N,C,...); gamma: (C). In training mode mean and rstd are the (C) f32
 // statistics the forward saved; in inference mode (training false) they are running_mean and
@@ -61,6 +72,7 @@ struct BatchNormGrads {
 };
 void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
                        const TensorView& mean, const TensorView& rstd, const TensorView& dy,
-                       const BatchNormGrads& grads, bool training = true, float eps = 1e-5f);
+                       const BatchNormGrads& grads, bool training = true, float eps = 1e-5f,
+                       BatchNormVariant variant = BatchNormVariant::Auto);
 
 }  // namespace vkgrad::ops
