@@ -14,9 +14,9 @@
 namespace vkgrad::apps {
 namespace {
 
-const BenchOp* const kOps[] = {&matmulBench(),  &copyBench(),      &elementwiseBench(),
-                               &softmaxBench(), &layerNormBench(), &attentionBench(),
-                               &spmmBench(),    &adamwBench(),     &foldsBench()};
+const BenchOp* const kOps[] = {
+    &matmulBench(),    &copyBench(), &elementwiseBench(), &softmaxBench(), &layerNormBench(),
+    &attentionBench(), &spmmBench(), &adamwBench(),       &foldsBench(),   &batchNormBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

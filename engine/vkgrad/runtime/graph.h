@@ -22,9 +22,10 @@
 #include "vkgrad/ops/tensor.h"
 #include "vkgrad/runtime/op.h"
 
-// Named by a builder below; declared here so that this header does not include its op's
-// header for one type (ops/sample.h defines it).
+// Named by builders below; declared here so that this header does not include their op's
+// header for one type (ops/sample.h, ops/pad.h define them).
 namespace vkgrad::ops {
+struct Padding;
 struct SampleOptions;
 enum class MapFn;  // ops/map_reduce.h
 enum class Fold;
@@ -221,6 +222,24 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void runningTotal(Tensor x, Tensor total);
+  // --- convolutional networks (ops/batch_norm.h, ops/pad.h)
+  // x (N,C,...) f32 (an image batch (N,C,H,W), an MLP's (N,C)), gamma, beta (C) -> like x,
+  // normalised per channel over N and the spatial axes. running_mean, running_var: (C) f32
+  // persistent tensors, parameters that are never trained (a ParameterStore saves them with
+  // the rest: name them "<prefix>.running_mean", "<prefix>.running_var" and start them at 0
+  // and 1); the builder marks them non-differentiable. In a training graph the batch's
+  // statistics normalise and the running ones are updated in place on the device every step
+  // (momentum, the unbiased variance, as PyTorch): never pruned, and refused inside a
+  // recomputed segment. In an evaluation graph (setTraining(false)) the running statistics
+  // normalise. Gradients for x, gamma and beta either way.
+  Tensor batchNorm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                   float eps = 1e-5f, float momentum = 0.1f);
+  // x (..., H, W) f32 of rank 1 to 4 -> (..., top + H + bottom, left + W + right): constant
+  // or reflect padding (ops/pad.h).
+  Tensor pad(Tensor x, const ops::Padding& padding);
+  // x (N,C,H,W) f32 -> (N,C,1,1), each channel's mean over H and W (reshape to (N,C) for a
+  // head: a view).
+  Tensor globalAvgPool(Tensor x);
   // --- activation recomputation
   // The nodes `block` adds form one segment (a transformer block, say) whose activations the
   // backward pass does not keep where recomputation is on (setRecompute): autograd adds the

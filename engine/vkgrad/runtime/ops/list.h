@@ -70,6 +70,15 @@ VKGRAD_OP(EdgeSoftmax)  // ops/edge_softmax.cpp
 VKGRAD_OP(EdgeSoftmaxBackward)
 VKGRAD_OP(SegmentPool)  // ops/segment_pool.cpp
 VKGRAD_OP(SegmentPoolBackward)
+// convolutional networks: batch norm (training updates its running statistics in place),
+// padding, global average pooling
+VKGRAD_OP(BatchNorm)  // ops/batch_norm.cpp
+VKGRAD_OP(BatchNormInference)
+VKGRAD_OP(BatchNormBackward)
+VKGRAD_OP(Pad)  // ops/pad.cpp
+VKGRAD_OP(PadBackward)
+VKGRAD_OP(GlobalAvgPool)  // ops/global_avg_pool.cpp
+VKGRAD_OP(GlobalAvgPoolBackward)
 // optimizer (training/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)

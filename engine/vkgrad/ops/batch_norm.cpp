@@ -1,0 +1,287 @@
+#include "vkgrad/ops/batch_norm.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+// batch_norm/forward.comp's push constants.
+struct ForwardPush {
+  uint32_t n, c, s;  // x as (N,C,S)
+  float eps, momentum;
+  uint32_t x_skip, gamma_skip, beta_skip, y_skip, stat0_skip, stat1_skip, rmean_skip, rvar_skip;
+};
+static_assert(sizeof(ForwardPush) == 52);
+
+// batch_norm/backward.comp's push constants.
+struct BackwardPush {
+  uint32_t n, c, s;
+  float eps;
+  uint32_t x_skip, gamma_skip, stat0_skip, stat1_skip, dy_skip, dx_skip, dgamma_skip, dbeta_skip;
+};
+static_assert(sizeof(BackwardPush) == 48);
+
+// CPU devices end an invocation after 65535 loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS);
+// each invocation loops over M / workgroup elements of its channel.
+constexpr int64_t kCpuLoopLimit = 65535;
+
+// x as (N,C,S): S is the product of the axes after C.
+struct Dims {
+  uint32_t n, c, s;
+  int64_t perChannel() const { return int64_t(n) * s; }
+};
+Dims dims(const Shape& x) {
+  return {uint32_t(x[0]), uint32_t(x[1]), uint32_t(x.numel() / std::max<int64_t>(1, x[0] * x[1]))};
+}
+
+// How a workgroup covers its channel.
+struct ChannelLayout {
+  uint32_t group;     // invocations
+  bool one_subgroup;  // the workgroup is one subgroup: reductions without barriers
+};
+
+// CPU devices run a workgroup of subgroupSize invocations as one subgroup, and a shader with
+// barriers as coroutines: there one subgroup per channel, no barriers, where the loop limit
+// allows (lavapipe, (32,64,28,28): forward 44-46 ms and backward 44-47 ms against 88-100 and
+// 102-110 ms with 256 invocations, 3 alternating rounds; BENCHMARKS.md). Elsewhere the
+// channel's element count rounded up to a power of two between 32 and 256 (an MLP's batch
+// of 16 need not wake 256 invocations), within the device.
+ChannelLayout channelLayout(const vk::Context& context, int64_t per_channel,
+                            BatchNormVariant variant) {
+  const vk::DeviceInfo& info = context.info();
+  const uint32_t sg = std::max(1u, info.subgroup_size);
+  if (variant == BatchNormVariant::Auto)
+    variant = info.isCpu() && (per_channel + sg - 1) / sg <= kCpuLoopLimit
+                  ? BatchNormVariant::Subgroup
+                  : BatchNormVariant::Workgroup;
+  if (variant == BatchNormVariant::Subgroup) return {sg, true};
+  const uint64_t want = std::bit_ceil(uint64_t(std::clamp<int64_t>(per_channel, 32, 256)));
+  return {workgroupSize(context, uint32_t(want)), false};
+}
+
+void checkDevice(const vk::Context& context, const std::string& op, int64_t per_channel,
+                 uint32_t group) {
+  if (context.info().isCpu() && (per_channel + group - 1) / group > kCpuLoopLimit)
+    throw ShapeError(op + ": " + std::to_string(per_channel) +
+                     " values per channel exceed what a CPU device's loop limit allows (" +
+                     std::to_string(kCpuLoopLimit * group) + ")");
+}
+
+void checkStat(const std::string& op, const char* fn, const char* name, const TensorView& t,
+               int64_t c) {
+  if (!(t.shape == Shape{c}))
+    throw ShapeError(op + " needs " + name + " (" + std::to_string(c) + "), got " + t.shape.str());
+  checkOperand(fn, name, t);  // f32
+}
+
+// The shapes and operands every forward shares; returns the message prefix.
+std::string checkForward(const char* fn, const TensorView& x, const TensorView& gamma,
+                         const TensorView& beta, const TensorView& y, float eps, bool training) {
+  batchNormStatsShape(x.shape, gamma.shape, beta.shape, eps, training);
+  const std::string op = std::string(fn) + ": x " + x.shape.str();
+  if (!(y.shape == x.shape)) throw ShapeError(op + " needs y shaped like x, got " + y.shape.str());
+  checkFloatOperand(fn, "x", x);
+  checkFloatOperand(fn, "gamma", gamma);
+  checkFloatOperand(fn, "beta", beta);
+  checkFloatOperand(fn, "y", y);
+  checkAlias(fn, "y", y, "x", x, false);
+  checkAlias(fn, "y", y, "gamma", gamma, false);
+  checkAlias(fn, "y", y, "beta", beta, false);
+  return op;
+}
+
+struct ForwardArgs {
+  const TensorView &x, &gamma, &beta, &y, &stat0, &stat1;
+  const TensorView* running_mean;  // null: not updated
+  const TensorView* running_var;
+  float eps, momentum;
+  bool training;
+  BatchNormVariant variant;
+};
+
+void recordForward(vk::Recorder& rec, const std::string& op, const ForwardArgs& a) {
+  vk::Context& context = rec.context();
+  const Dims d = dims(a.x.shape);
+  const ChannelLayout layout = channelLayout(context, d.perChannel(), a.variant);
+  checkDevice(context, op, d.perChannel(), layout.group);
+  const Bound bx = bindStorage(context, a.x), bgamma = bindStorage(context, a.gamma),
+              bbeta = bindStorage(context, a.beta), by = bindStorage(context, a.y),
+              b0 = bindStorage(context, a.stat0), b1 = bindStorage(context, a.stat1);
+  const bool update = a.running_mean != nullptr;
+  // Without an update the running bindings are stand-ins (the statistics'), never touched.
+  const Bound brm = update ? bindStorage(context, *a.running_mean) : b0;
+  const Bound brv = update ? bindStorage(context, *a.running_var) : b1;
+  const ForwardPush push{d.n,        d.c,     d.s,     a.eps,   a.momentum, bx.skip, bgamma.skip,
+                         bbeta.skip, by.skip, b0.skip, b1.skip, brm.skip,   brv.skip};
+  const vk::Kernel& kernel = floatKernel(context, "batch_norm/forward",
+                                         {{"local_size_x", layout.group},
+                                          {"kTraining", a.training},
+                                          {"kUpdateRunning", update},
+                                          {"kOneSubgroup", layout.one_subgroup}},
+                                         {{"x_dtype", a.x.dtype},
+                                          {"gamma_dtype", a.gamma.dtype},
+                                          {"beta_dtype", a.beta.dtype},
+                                          {"y_dtype", a.y.dtype}});
+  const vk::Arg args[] = {bx.arg, bgamma.arg, bbeta.arg, by.arg, b0.arg, b1.arg, brm.arg, brv.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     std::min(d.c, context.info().max_workgroup_count[0]));
+}
+
+}  // namespace
+
+Shape batchNormStatsShape(const Shape& x, const Shape& gamma, const Shape& beta, float eps,
+                          bool training) {
+  const std::string op = "batchNorm: x " + x.str();
+  if (x.rank() < 2) throw ShapeError(op + " needs at least (N,C)");
+  if (x.numel() == 0) throw ShapeError(op + " is empty");
+  if (x.numel() > (int64_t(1) << 31)) throw ShapeError(op + " has more than 2^31 elements");
+  const int64_t c = x[1];
+  if (!(gamma == Shape{c}))
+    throw ShapeError(op + " needs gamma (" + std::to_string(c) + "), got " + gamma.str());
+  if (!(beta == Shape{c}))
+    throw ShapeError(op + " needs beta (" + std::to_string(c) + "), got " + beta.str());
+  if (!std::isfinite(eps) || eps < 0.0f)
+    throw ShapeError(op + ": eps must be finite and >= 0, got " + std::to_string(eps));
+  if (training && x.numel() / c < 2)
+    throw ShapeError(op + ": training needs more than one value per channel");
+  return {c};
+}
+
+void batchNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+               const TensorView& beta, const TensorView& y, const TensorView& mean,
+               const TensorView& rstd, float eps, const BatchNormRunning* running,
+               BatchNormVariant variant) {
+  const char* fn = "batchNorm";
+  const std::string op = checkForward(fn, x, gamma, beta, y, eps, true);
+  const int64_t c = x.shape[1];
+  checkStat(op, fn, "mean", mean, c);
+  checkStat(op, fn, "rstd", rstd, c);
+  std::vector<std::pair<const char*, const TensorView*>> written = {
+      {"y", &y}, {"mean", &mean}, {"rstd", &rstd}};
+  if (running) {
+    checkStat(op, fn, "running_mean", running->mean, c);
+    checkStat(op, fn, "running_var", running->var, c);
+    if (!(running->momentum >= 0.0f && running->momentum <= 1.0f))
+      throw ShapeError(op + ": momentum must be in [0, 1], got " +
+                       std::to_string(running->momentum));
+    written.push_back({"running_mean", &running->mean});
+    written.push_back({"running_var", &running->var});
+  }
+  for (size_t i = 0; i < written.size(); ++i) {
+    for (auto [name, in] :
+         {std::pair{"x", &x}, std::pair{"gamma", &gamma}, std::pair{"beta", &beta}})
+      checkAlias(fn, written[i].first, *written[i].second, name, *in, false);
+    for (size_t j = 0; j < i; ++j)
+      checkAlias(fn, written[i].first, *written[i].second, written[j].first, *written[j].second,
+                 false);
+  }
+  recordForward(
+      rec, op,
+      {x, gamma, beta, y, mean, rstd, running ? &running->mean : nullptr,
+       running ? &running->var : nullptr, eps, running ? running->momentum : 0.0f, true, variant});
+}
+
+void batchNormInference(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+                        const TensorView& beta, const TensorView& running_mean,
+                        const TensorView& running_var, const TensorView& y, float eps,
+                        BatchNormVariant variant) {
+  const char* fn = "batchNormInference";
+  const std::string op = checkForward(fn, x, gamma, beta, y, eps, false);
+  checkStat(op, fn, "running_mean", running_mean, x.shape[1]);
+  checkStat(op, fn, "running_var", running_var, x.shape[1]);
+  checkAlias(fn, "y", y, "running_mean", running_mean, false);
+  checkAlias(fn, "y", y, "running_var", running_var, false);
+  recordForward(
+      rec, op,
+      {x, gamma, beta, y, running_mean, running_var, nullptr, nullptr, eps, 0.0f, false, variant});
+}
+
+void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+                       const TensorView& mean, const TensorView& rstd, const TensorView& dy,
+                       const BatchNormGrads& grads, bool training, float eps,
+                       BatchNormVariant variant) {
+  const char* fn = "batchNormBackward";
+  batchNormStatsShape(x.shape, gamma.shape, gamma.shape, eps, training);
+  const std::string op = std::string(fn) + ": x " + x.shape.str();
+  const int64_t c = x.shape[1];
+  checkStat(op, fn, training ? "mean" : "running_mean", mean, c);
+  checkStat(op, fn, training ? "rstd" : "running_var", rstd, c);
+  if (!(dy.shape == x.shape))
+    throw ShapeError(op + " needs dy shaped like x, got " + dy.shape.str());
+  checkFloatOperand(fn, "x", x);
+  checkFloatOperand(fn, "gamma", gamma);
+  checkFloatOperand(fn, "dy", dy);
+  const bool want_dx = grads.dx.buffer, want_gamma = grads.dgamma.buffer,
+             want_beta = grads.dbeta.buffer;
+  if (!want_dx && !want_gamma && !want_beta) throw ShapeError(op + ": no gradient asked for");
+  if (want_dx && !(grads.dx.shape == x.shape))
+    throw ShapeError(op + " needs dx shaped like x, got " + grads.dx.shape.str());
+  for (auto [name, t] : {std::pair{"dgamma", &grads.dgamma}, std::pair{"dbeta", &grads.dbeta}})
+    if (t->buffer && !(t->shape == Shape{c}))
+      throw ShapeError(op + " needs " + name + " (" + std::to_string(c) + "), got " +
+                       t->shape.str());
+  const std::pair<const char*, const TensorView*> inputs[] = {
+      {"x", &x}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dy", &dy}};
+  std::vector<std::pair<const char*, const TensorView*>> outputs;
+  if (want_dx) outputs.push_back({"dx", &grads.dx});
+  if (want_gamma) outputs.push_back({"dgamma", &grads.dgamma});
+  if (want_beta) outputs.push_back({"dbeta", &grads.dbeta});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkFloatOperand(fn, outputs[i].first, *outputs[i].second);
+    for (auto [name, in] : inputs)
+      checkAlias(fn, outputs[i].first, *outputs[i].second, name, *in, false);
+    for (size_t j = 0; j < i; ++j)
+      checkAlias(fn, outputs[i].first, *outputs[i].second, outputs[j].first, *outputs[j].second,
+                 false);
+  }
+
+  vk::Context& context = rec.context();
+  const Dims d = dims(x.shape);
+  const ChannelLayout layout = channelLayout(context, d.perChannel(), variant);
+  checkDevice(context, op, d.perChannel(), layout.group);
+  // An output not wanted is bound to the first one that is: a stand-in, never touched.
+  const TensorView& first = *outputs[0].second;
+  const TensorView& dx = want_dx ? grads.dx : first;
+  const TensorView& dgamma = want_gamma ? grads.dgamma : first;
+  const TensorView& dbeta = want_beta ? grads.dbeta : first;
+  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
+              b0 = bindStorage(context, mean), b1 = bindStorage(context, rstd),
+              bdy = bindStorage(context, dy), bdx = bindStorage(context, dx),
+              bdgamma = bindStorage(context, dgamma), bdbeta = bindStorage(context, dbeta);
+  const BackwardPush push{d.n,     d.c,     d.s,      eps,      bx.skip,      bgamma.skip,
+                          b0.skip, b1.skip, bdy.skip, bdx.skip, bdgamma.skip, bdbeta.skip};
+  const vk::Kernel& kernel = floatKernel(context, "batch_norm/backward",
+                                         {{"local_size_x", layout.group},
+                                          {"kOneSubgroup", layout.one_subgroup},
+                                          {"kTraining", training},
+                                          {"kDx", want_dx},
+                                          {"kGamma", want_gamma},
+                                          {"kBeta", want_beta},
+                                          {"kAccDx", grads.dx_write == Write::Accumulate},
+                                          {"kAccGamma", grads.dgamma_write == Write::Accumulate},
+                                          {"kAccBeta", grads.dbeta_write == Write::Accumulate}},
+                                         {{"x_dtype", x.dtype},
+                                          {"gamma_dtype", gamma.dtype},
+                                          {"dy_dtype", dy.dtype},
+                                          {"dx_dtype", dx.dtype},
+                                          {"dgamma_dtype", dgamma.dtype},
+                                          {"dbeta_dtype", dbeta.dtype}});
+  const vk::Arg args[] = {bx.arg,  bgamma.arg, b0.arg,      b1.arg,
+                          bdy.arg, bdx.arg,    bdgamma.arg, bdbeta.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     std::min(d.c, context.info().max_workgroup_count[0]));
+}
+
+}  // namespace vkgrad::ops

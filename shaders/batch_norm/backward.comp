@@ -1,0 +1,92 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// Batch norm backward (ops/batch_norm.h): one workgroup per channel (grid-stride over
+// channels) sums dy and dy * xhat over the channel, writes dgamma and dbeta from one
+// invocation, then dx, all in one dispatch. Training:
+//   dx = gamma rstd (dy - (sum dy + xhat sum dy xhat) / M)
+// inference (the running statistics are constants): dx = gamma rstd dy, rstd from the
+// running variance bound as `stat1`. The sums are strided per-invocation sums then
+// common/reduce.glsl's fixed tree: deterministic, no atomics. x, gamma, dy and the gradients
+// in any float format (common/storage.glsl); accumulation adds in f32 and rounds once.
+#include "common/storage.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool kTraining = true;
+layout(constant_id = 2) const bool kDx = true;      // write dx
+layout(constant_id = 3) const bool kGamma = true;   // write dgamma
+layout(constant_id = 4) const bool kBeta = true;    // write dbeta
+layout(constant_id = 5) const bool kAccDx = false;  // += instead of =
+layout(constant_id = 6) const bool kAccGamma = false;
+layout(constant_id = 7) const bool kAccBeta = false;
+// The workgroup is one subgroup (CPU devices): the reductions need no shared memory and no
+// barrier (common/reduce.glsl). Otherwise any workgroup size.
+layout(constant_id = 8) const bool kOneSubgroup = false;
+
+#include "common/reduce.glsl"
+
+FLOATS(0, x, readonly)      // (N,C,S)
+FLOATS(1, gamma, readonly)  // (C)
+// Training: the saved mean and 1/std; inference: the running mean and variance.
+layout(set = 0, binding = 2) readonly buffer Stat0 { float stat0[]; };  // (C)
+layout(set = 0, binding = 3) readonly buffer Stat1 { float stat1[]; };  // (C)
+FLOATS(4, dy, readonly)  // (N,C,S)
+// Outputs; one not wanted is bound to a stand-in and never touched. Read to accumulate.
+FLOATS(5, dx, )      // (N,C,S)
+FLOATS(6, dgamma, )  // (C)
+FLOATS(7, dbeta, )   // (C)
+
+layout(push_constant) uniform Push {
+  uint n, c, s;  // x as (N,C,S)
+  float eps;     // inference: added to the running variance
+  // First element of each view inside its binding (ops/binding.h).
+  uint x_skip, gamma_skip, stat0_skip, stat1_skip, dy_skip, dx_skip, dgamma_skip, dbeta_skip;
+} p;
+
+#include "batch_norm/channel.glsl"
+
+void main() {
+  const uint m = p.n * p.s, t = gl_LocalInvocationID.x, w = gl_WorkGroupSize.x;
+  const bool sums = kGamma || kBeta || (kDx && kTraining);  // dx in inference needs none
+  // The channel loop depends on the workgroup alone, so every invocation of a workgroup
+  // reaches the reductions' barriers together.
+  for (uint c = gl_WorkGroupID.x; c < p.c; c += gl_NumWorkGroups.x) {
+    const float mean = stat0[p.stat0_skip + c];
+    const float rstd =
+        kTraining ? stat1[p.stat1_skip + c] : inversesqrt(stat1[p.stat1_skip + c] + p.eps);
+    float sum_dy = 0.0, sum_dyx = 0.0;
+    if (sums) {
+      // Strided loops: the condition is the bounds guard of the last stride.
+      for (uint i = t; i < m; i += w) {
+        const uint e = channelElement(c, i);
+        const float g = LOAD(dy, p.dy_skip + e);
+        sum_dy += g;
+        sum_dyx += g * ((LOAD(x, p.x_skip + e) - mean) * rstd);
+      }
+      sum_dy = workgroupSum(sum_dy);
+      sum_dyx = workgroupSum(sum_dyx);
+    }
+    if (t == 0) {  // one writer per channel
+      if (kGamma) {
+        const uint at = p.dgamma_skip + c;
+        STORE(dgamma, at, kAccGamma ? LOAD(dgamma, at) + sum_dyx : sum_dyx);
+      }
+      if (kBeta) {
+        const uint at = p.dbeta_skip + c;
+        STORE(dbeta, at, kAccBeta ? LOAD(dbeta, at) + sum_dy : sum_dy);
+      }
+    }
+    if (kDx) {
+      const float scale = LOAD(gamma, p.gamma_skip + c) * rstd;
+      const float a = sum_dy / float(m), b = sum_dyx / float(m);
+      for (uint i = t; i < m; i += w) {
+        const uint e = channelElement(c, i);
+        const float g = LOAD(dy, p.dy_skip + e);
+        const float v =
+            kTraining ? scale * (g - a - (LOAD(x, p.x_skip + e) - mean) * rstd * b) : scale * g;
+        const uint at = p.dx_skip + e;
+        STORE(dx, at, kAccDx ? LOAD(dx, at) + v : v);
+      }
+    }
+  }
+}
