@@ -3,7 +3,8 @@
 // x read once and y written once (the kernels read x twice; the second read is expected to
 // hit the cache), plus gamma, beta, mean and rstd for layernorm. layernorm --backward times
 // the backward instead (dx, dgamma and dbeta from the saved mean and rstd, --params choosing
-// how the parameter sums run): x and dy read once, dx written once, plus the vectors.
+// how the parameter sums run): x and dy read once, dx written once, plus the vectors; softmax
+// --backward: y and dy read once, dx written once.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -27,6 +28,11 @@ void declare(Cli& cli) {
   cli.option("variant",
              "auto, workgroup_storage, workgroup_texel, subgroup_storage, subgroup_texel or all",
              "auto");
+}
+
+void declareSoftmax(Cli& cli) {
+  declare(cli);
+  cli.flag("backward", "time the backward (dx from y and dy) instead of the forward");
 }
 
 void declareLayerNorm(Cli& cli) {
@@ -95,6 +101,36 @@ int measure(vk::Context& context, const BenchOptions& options, const Problem& p,
   return reportBandwidth(context, options, result, copy_gbps);
 }
 
+// --backward: dx into x's buffer from y (the reference forward's output) and a random dy.
+int runSoftmaxBackward(vk::Context& context, const BenchOptions& options, Problem& p,
+                       const std::vector<ops::SoftmaxVariant>& variants, double copy_gbps) {
+  using V = ops::SoftmaxVariant;
+  const int64_t n = p.rows * p.cols;
+  std::vector<float> y_host(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+  ops::ref::softmax(p.x.data(), y_host.data(), p.rows, p.cols);
+  const std::vector<float> dy_host = benchData(size_t(n), -1.0f, 1.0f, 4);
+  ops::ref::softmaxBackward(y_host.data(), dy_host.data(), want.data(), p.rows, p.cols);
+  vk::Buffer ddy = context.allocator().allocate(uint64_t(n) * 4);
+  context.staging().upload(p.dy, 0, y_host.data(), y_host.size() * 4);
+  context.staging().upload(ddy, 0, dy_host.data(), dy_host.size() * 4);
+  const ops::TensorView y = ops::view(p.dy, {p.rows, p.cols}),
+                        dy = ops::view(ddy, {p.rows, p.cols}),
+                        dx = ops::view(p.dx, {p.rows, p.cols});
+  int exit_code = 0;
+  for (V requested : variants) {
+    const V variant = requested == V::Auto ? ops::softmaxVariantFor(context, y) : requested;
+    exit_code |= measure(
+        context, options, p, copy_gbps,
+        {"softmax_backward", ops::softmaxVariantName(variant), ops::softmaxVariantName(requested),
+         12.0 * double(n)},
+        [&](vk::Recorder& rec) {
+          ops::softmaxBackward(rec, y, dy, dx, ops::Write::Overwrite, variant);
+        },
+        [&] { return normalisedError(download(context, p.dx, n), want); });
+  }
+  return exit_code;
+}
+
 int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options) {
   using V = ops::SoftmaxVariant;
   const V all[] = {V::Auto, V::WorkgroupStorage, V::WorkgroupTexel, V::SubgroupStorage,
@@ -102,11 +138,12 @@ int runSoftmax(const Cli& cli, vk::Context& context, const BenchOptions& options
   const std::vector<V> variants = parseVariants(cli, all, ops::softmaxVariantName);
   Problem p = makeProblem(cli, context, "softmax");
   const int64_t n = p.rows * p.cols;
+  const double copy_gbps = copyGbps(context, options, n);
+  if (cli.has("backward")) return runSoftmaxBackward(context, options, p, variants, copy_gbps);
   const ops::TensorView x = ops::view(p.dx, {p.rows, p.cols}),
                         y = ops::view(p.dy, {p.rows, p.cols});
   std::vector<float> want(static_cast<size_t>(n));
   ops::ref::softmax(p.x.data(), want.data(), p.rows, p.cols);
-  const double copy_gbps = copyGbps(context, options, n);
   int exit_code = 0;
   for (V requested : variants) {
     const V variant = requested == V::Auto ? ops::softmaxVariantFor(context, x) : requested;
@@ -254,8 +291,9 @@ int runLayerNorm(const Cli& cli, vk::Context& context, const BenchOptions& optio
 }  // namespace
 
 const BenchOp& softmaxBench() {
-  static const BenchOp op{"softmax", "y = softmax(x) over rows of (ROWS, COLS)", declare,
-                          runSoftmax};
+  static const BenchOp op{"softmax",
+                          "y = softmax(x) over rows of (ROWS, COLS) (--backward: dx from y, dy)",
+                          declareSoftmax, runSoftmax};
   return op;
 }
 

@@ -1,7 +1,7 @@
-// Kahan-compensated float sums. A lane of a small workgroup may sum 1e4+ values of a long
-// row; plain fp32 accumulation then drifts ~sqrt(n) ulp (3e-6 relative at n = 2,500),
-// compensated it stays within a few ulp for ~4 extra flops per value. `precise` keeps the
-// compiler from folding (t - s) - y to 0.
+// Kahan-compensated float sums (Kahan4: four columns at once, for RGBA32F fetches). A lane
+// of a small workgroup may sum 1e4+ values of a long row; plain fp32 accumulation then drifts
+// ~sqrt(n) ulp (3e-6 relative at n = 2,500), compensated it stays within a few ulp for ~4
+// extra flops per value. `precise` keeps the compiler from folding (t - s) - y to 0.
 #ifndef VKGRAD_COMMON_KAHAN_GLSL
 #define VKGRAD_COMMON_KAHAN_GLSL
 
@@ -20,5 +20,22 @@ Kahan kahanAdd(Kahan a, float x) {
 }
 
 float kahanValue(Kahan a) { return a.s - a.c; }
+
+// The same for 4 columns at once, for kernels that fetch RGBA32F texels.
+struct Kahan4 {
+  vec4 s;  // running sums
+  vec4 c;  // minus the low-order parts lost so far
+};
+
+const Kahan4 kKahan4Zero = Kahan4(vec4(0.0), vec4(0.0));
+
+Kahan4 kahan4Add(Kahan4 a, vec4 v) {
+  precise const vec4 y = v - a.c;
+  precise const vec4 t = a.s + y;
+  precise const vec4 c = (t - a.s) - y;
+  return Kahan4(t, c);
+}
+
+vec4 kahan4Value(Kahan4 a) { return a.s - a.c; }
 
 #endif

@@ -42,7 +42,6 @@ layout(constant_id = 8) const uint kLaneVec4s = 1;
 
 #include "common/kahan.glsl"
 #include "common/reduce.glsl"
-#include "layer_norm/kahan4.glsl"
 
 FLOATS(0, x, readonly)                                            // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)

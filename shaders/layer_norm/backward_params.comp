@@ -26,7 +26,6 @@ layout(constant_id = 4) const bool kBeta = true;
 layout(constant_id = 5) const bool kVec4 = false;  // only with kTexelInput
 
 #include "common/kahan.glsl"
-#include "layer_norm/kahan4.glsl"
 
 FLOATS(0, x, readonly)                                         // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;   // (rows, N)

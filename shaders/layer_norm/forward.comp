@@ -38,7 +38,7 @@ layout(constant_id = 4) const bool kVec4 = false;
 layout(constant_id = 5) const bool kStore4 = false;  // only with kVec4
 
 #include "common/reduce.glsl"
-#include "layer_norm/kahan4.glsl"
+#include "common/kahan.glsl"
 
 FLOATS(0, x, readonly)                                            // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)

@@ -29,6 +29,7 @@ layout(constant_id = 3) const bool kTexelInput = false;
 
 // A lane already holds its whole row when it owns the row.
 float rowSum(float v) { return kRowPerInvocation ? v : workgroupSum(v); }
+float rowMax(float v) { return kRowPerInvocation ? v : workgroupMax(v); }
 MaxSum rowMaxSum(MaxSum v) { return kRowPerInvocation ? v : workgroupMaxSum(v); }
 
 void processRow(uint row, uint first, uint step);

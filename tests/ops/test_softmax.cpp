@@ -70,9 +70,13 @@ TEST_P(SoftmaxTest, MatchesCpuOnOddShapes) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   // Short rows take the invocation-per-row path, long ones a workgroup (or subgroup) per
-  // row; the switch is at N = 32 on GPUs and 64 on CPU devices.
-  const ops::Shape shapes[] = {{1, 1},     {3, 7},  {33, 257}, {5, 1000}, {2, 100003}, {1000, 7},
-                               {2, 3, 17}, {4, 32}, {4, 33},   {4, 64},   {4, 65},     {7}};
+  // row; the switch is at N = 32 on GPUs and 64 on CPU devices. N % 4 == 0 takes the texel
+  // layouts' 4-column path: rows each lane holds whole ((3,1024): 32 texels a lane at 8 lanes,
+  // none past the row; (5,1000), (7,68): the last texel partly past it) or reads three times
+  // ((2,4100), (2,100000)).
+  const ops::Shape shapes[] = {{1, 1},     {3, 7},  {33, 257}, {5, 1000},  {2, 100003}, {1000, 7},
+                               {2, 3, 17}, {4, 32}, {4, 33},   {4, 64},    {4, 65},     {7},
+                               {3, 1024},  {7, 68}, {2, 4100}, {2, 100000}};
   for (const ops::Shape& shape : shapes) {
     SCOPED_TRACE(shape.str());
     const auto x = rng.normal(shape.numel(), 0.5f, 3.0f);
@@ -197,10 +201,61 @@ std::vector<float> referenceBackward(ops::Shape shape, const std::vector<float>&
   return want;
 }
 
+// The 4-column path with 16-byte fetches but an output one element off a 16-byte boundary
+// (stored one value at a time), forward and backward, both write modes, and in place.
+TEST_P(SoftmaxTest, FourColumnRowsIntoAnOutputOffTheTexelGrid) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (const ops::Shape& shape : {ops::Shape{5, 1000}, ops::Shape{2, 4100}}) {
+    SCOPED_TRACE(shape.str());
+    const int64_t n = shape.numel();
+    const auto x = rng.normal(n, 0.0f, 2.0f);
+    const auto want = reference(shape, x);
+    auto tx = upload(ctx(), shape, x);
+    {
+      auto ty = poisoned(ctx(), {n + 2});
+      vk::Recorder rec(ctx());
+      ops::softmax(rec, tx.view(), ops::view(ty.buffer, shape, 4), GetParam());
+      rec.submit();
+      const auto got = download(ctx(), ty);
+      EXPECT_TRUE(allClose(unpadded(got, 1), want, kTolerance));
+      EXPECT_TRUE(padsUntouched(got, 1));
+    }
+    const auto dy = rng.normal(n), old = rng.normal(n);
+    const auto want_dx = referenceBackward(shape, want, dy);
+    auto ty = upload(ctx(), shape, want), tdy = upload(ctx(), shape, dy);
+    for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
+      std::vector<float> padded(size_t(n + 2), 0.0f);
+      std::copy(old.begin(), old.end(), padded.begin() + 1);
+      auto tdx = upload(ctx(), {n + 2}, padded);
+      vk::Recorder rec(ctx());
+      ops::softmaxBackward(rec, ty.view(), tdy.view(), ops::view(tdx.buffer, shape, 4), w,
+                           GetParam());
+      rec.submit();
+      const auto got = unpadded(download(ctx(), tdx), 1);
+      if (w == ops::Write::Overwrite) {
+        EXPECT_TRUE(allClose(got, want_dx, kBackwardTolerance));
+      } else {
+        EXPECT_TRUE(accumulatedClose(got, want_dx, old, kBackwardTolerance));
+      }
+    }
+    {  // y over x, dx over dy, on the texel grid
+      vk::Recorder rec(ctx());
+      ops::softmax(rec, tx.view(), tx.view(), GetParam());
+      ops::softmaxBackward(rec, ty.view(), tdy.view(), tdy.view(), ops::Write::Overwrite,
+                           GetParam());
+      rec.submit();
+      EXPECT_TRUE(allClose(download(ctx(), tx), want, kTolerance));
+      EXPECT_TRUE(allClose(download(ctx(), tdy), want_dx, kBackwardTolerance));
+    }
+  }
+}
+
 TEST_P(SoftmaxTest, BackwardMatchesCpuOnOddShapesAndAccumulates) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const ops::Shape shapes[] = {{1, 1}, {3, 7}, {17, 129}, {3, 1000}, {1, 20001}, {2, 3, 65}};
+  const ops::Shape shapes[] = {{1, 1},     {3, 7},  {17, 129}, {3, 1000}, {1, 20001},
+                               {2, 3, 65}, {7, 68}, {3, 1024}, {2, 4100}};
   for (const ops::Shape& shape : shapes) {
     for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
       const bool acc = w == ops::Write::Accumulate;

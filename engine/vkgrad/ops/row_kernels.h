@@ -35,7 +35,8 @@ struct RowInput {
   vk::Arg texel;
   uint32_t skip = 0;
 };
-RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel);
+RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel,
+                      vk::TexelFormat format = vk::TexelFormat::R32f);
 // The shape checks of a row-wise op: x is a non-empty (..., N) with rows and N within 32
 // bits, and t is shaped like x. Throws "<op>: <shapes>: <what>".
 void checkRowShapes(const char* op, const std::string& shapes, const char* x_name,
@@ -51,10 +52,14 @@ void checkRowFloatOperand(const char* op, const char* name, const vk::Context& c
 // bindings x storage, x texel, y) and of its backward dx (=|+=) g(y row, dy row) (bindings y,
 // y texel, dy, dy texel, dx; kAccumulate): checks, layout, bindings, dispatch. Every tensor in
 // any float format (the 16-bit ones take the kernel's ".s16" build, storage loads only).
-// softmax and log-softmax differ only in the kernel.
+// softmax and log-softmax differ only in the kernel. A kernel with `vec4` has the constants
+// kVec4 and kStore4 (shaders/softmax/forward.comp): set where a texel layout runs a workgroup
+// or subgroup per row, N % 4 == 0 and the inputs fit RGBA32F views, kStore4 where the output
+// is vec4Storable too.
 void rowMap(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& x,
-            const TensorView& y, SoftmaxVariant variant);
+            const TensorView& y, SoftmaxVariant variant, bool vec4 = false);
 void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel, const TensorView& y,
-                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant);
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant,
+                    bool vec4 = false);
 
 }  // namespace vkgrad::ops

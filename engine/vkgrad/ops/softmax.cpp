@@ -1,14 +1,15 @@
 #include "vkgrad/ops/softmax.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/row_kernels.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -17,6 +18,7 @@ namespace vkgrad::ops {
 namespace {
 
 constexpr vk::TexelFormat kR32f = vk::TexelFormat::R32f;
+constexpr vk::TexelFormat kRgba32f = vk::TexelFormat::Rgba32f;
 
 // The push constants of every rowMap / rowMapBackward kernel (softmax/rows.glsl users).
 struct RowMapPush {
@@ -101,10 +103,11 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
   return layout;
 }
 
-RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel) {
+RowInput bindRowInput(const vk::Context& context, const TensorView& t, bool texel,
+                      vk::TexelFormat format) {
   const Bound storage = bindStorage(context, t);
   const vk::Arg dummy(*t.buffer, storage.arg.offset, 4, kR32f);
-  return {storage.arg, texel ? bindTexel(context, t, kR32f).arg : dummy, storage.skip};
+  return {storage.arg, texel ? bindTexel(context, t, format).arg : dummy, storage.skip};
 }
 
 void checkRowShapes(const char* op, const std::string& shapes, const char* x_name,
@@ -153,8 +156,31 @@ vk::SpecConstants rowsSpec(const SoftmaxLayout& l) {
           {"kTexelInput", l.texel}};
 }
 
+namespace {
+
+// Whether a kernel with `vec4` reads 4 columns per RGBA32F fetch of every input in `inputs`
+// (row_kernels.h, rowMap).
+bool vec4Rows(const vk::Context& context, bool vec4, const SoftmaxLayout& l, uint64_t n,
+              std::initializer_list<const TensorView*> inputs) {
+  if (!vec4 || !l.texel || l.row_per_invocation || n % 4 != 0) return false;
+  for (const TensorView* t : inputs)
+    if (!texelFits(context, *t, kRgba32f)) return false;
+  return true;
+}
+
+// Texels each lane holds of a row of n columns (kLaneTexels), or 0 when they are more than
+// kMaxLaneTexels: then the kernel fetches each texel three times instead of once. 32 vec4 per
+// lane spill from llvmpipe's 16 vector registers, but the spills cost less than fetches.
+constexpr uint32_t kMaxLaneTexels = 32;
+uint32_t laneTexels(const SoftmaxLayout& l, uint64_t n) {
+  const uint64_t texels = (n / 4 + l.group - 1) / l.group;
+  return texels <= kMaxLaneTexels ? uint32_t(texels) : 0;
+}
+
+}  // namespace
+
 void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& x,
-            const TensorView& y, SoftmaxVariant variant) {
+            const TensorView& y, SoftmaxVariant variant, bool vec4) {
   vk::Context& ctx = rec.context();
   checkRowShapes(op, "x " + x.shape.str() + ", y " + y.shape.str(), "x", x, "y", y);
   checkRowFloatOperand(op, "x", ctx, x);
@@ -163,9 +189,16 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
   checkAlias(op, "y", y, "x", x, true);
   const SoftmaxLayout l = softmaxLayout(op, ctx, variant, uint64_t(x.shape.rows()),
                                         uint64_t(x.shape.back()), texelFits(ctx, x, kR32f));
+  const bool four = vec4Rows(ctx, vec4, l, uint64_t(x.shape.back()), {&x});
+  vk::SpecConstants spec = rowsSpec(l);
+  if (vec4) {
+    spec.push_back({"kVec4", four});
+    spec.push_back({"kStore4", four && vec4Storable(ctx, y)});
+    spec.push_back({"kLaneTexels", four ? laneTexels(l, uint64_t(x.shape.back())) : 0u});
+  }
   const vk::Kernel& kernel =
-      floatKernel(ctx, kernel_name, rowsSpec(l), {{"x_dtype", x.dtype}, {"y_dtype", y.dtype}});
-  const RowInput bx = bindRowInput(ctx, x, l.texel);
+      floatKernel(ctx, kernel_name, spec, {{"x_dtype", x.dtype}, {"y_dtype", y.dtype}});
+  const RowInput bx = bindRowInput(ctx, x, l.texel, four ? kRgba32f : kR32f);
   const Bound by = bindStorage(ctx, y);
   const RowMapPush push{uint32_t(x.shape.rows()), uint32_t(x.shape.back()), bx.skip, by.skip};
   const vk::Arg args[] = {bx.storage, bx.texel, by.arg};
@@ -173,7 +206,8 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
 }
 
 void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, const TensorView& y,
-                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant) {
+                    const TensorView& dy, const TensorView& dx, Write w, SoftmaxVariant variant,
+                    bool vec4) {
   vk::Context& ctx = rec.context();
   const std::string shapes =
       "y " + y.shape.str() + ", dy " + dy.shape.str() + ", dx " + dx.shape.str();
@@ -191,10 +225,18 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
                     texelFits(ctx, y, kR32f) && texelFits(ctx, dy, kR32f));
   vk::SpecConstants spec = rowsSpec(l);
   spec.push_back({"kAccumulate", w == Write::Accumulate});
+  const bool four = vec4Rows(ctx, vec4, l, uint64_t(y.shape.back()), {&y, &dy});
+  if (vec4) {
+    spec.push_back({"kVec4", four});
+    spec.push_back({"kStore4", four && vec4Storable(ctx, dx)});
+    spec.push_back({"kLaneTexels", four ? laneTexels(l, uint64_t(y.shape.back())) : 0u});
+  }
   const vk::Kernel& kernel =
       floatKernel(ctx, kernel_name, spec,
                   {{"y_dtype", y.dtype}, {"dy_dtype", dy.dtype}, {"dx_dtype", dx.dtype}});
-  const RowInput by = bindRowInput(ctx, y, l.texel), bdy = bindRowInput(ctx, dy, l.texel);
+  const vk::TexelFormat format = four ? kRgba32f : kR32f;
+  const RowInput by = bindRowInput(ctx, y, l.texel, format),
+                 bdy = bindRowInput(ctx, dy, l.texel, format);
   const Bound bdx = bindStorage(ctx, dx);
   const RowMapBackwardPush push{uint32_t(y.shape.rows()), uint32_t(y.shape.back()), by.skip,
                                 bdy.skip, bdx.skip};
@@ -203,12 +245,12 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
 }
 
 void softmax(vk::Recorder& rec, const TensorView& x, const TensorView& y, SoftmaxVariant variant) {
-  rowMap(rec, "softmax", "softmax/forward", x, y, variant);
+  rowMap(rec, "softmax", "softmax/forward", x, y, variant, true);
 }
 
 void softmaxBackward(vk::Recorder& rec, const TensorView& y, const TensorView& dy,
                      const TensorView& dx, Write w, SoftmaxVariant variant) {
-  rowMapBackward(rec, "softmaxBackward", "softmax/backward", y, dy, dx, w, variant);
+  rowMapBackward(rec, "softmaxBackward", "softmax/backward", y, dy, dx, w, variant, true);
 }
 
 }  // namespace vkgrad::ops

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/ops/random.h"
 #include "vkgrad/runtime/parameters.h"
+#include "vkgrad/ops/random.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::graph {
@@ -105,6 +105,8 @@ Tensor Graph::parameter(const Parameter& p) {
     if (tensors_[t].parameter == &p) return {int(t)};
   TensorInfo info{p.name, p.shape, DType::F32, TensorKind::Parameter};
   info.parameter = &p;
+  // A frozen parameter is a constant to autograd: no gradient flows into it.
+  info.differentiable = !p.frozen;
   return {newTensor(std::move(info))};
 }
 

@@ -103,7 +103,7 @@ class Graph {
   // Fed per step through Executor::setInput. Ids and targets are u32 and never differentiable.
   Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
   // A trainable tensor of a ParameterStore (which must outlive the compiled graph); the same
-  // tensor each time p is asked for.
+  // tensor each time p is asked for. Not differentiable if p is frozen when first asked for.
   Tensor parameter(const Parameter& p);
   Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
   // A Dataset's array, read in place (not copied; never differentiable). A strided one

@@ -86,6 +86,30 @@ int64_t ParameterStore::elements() const {
   return n;
 }
 
+void ParameterStore::setFrozen(const std::string& name, bool frozen) {
+  const auto it = index_.find(name);
+  if (it == index_.end()) throw Error("ParameterStore: setFrozen: no parameter \"" + name + "\"");
+  params_[it->second]->frozen = frozen;
+}
+
+size_t ParameterStore::setFrozenPrefix(const std::string& prefix, bool frozen) {
+  if (prefix.empty()) throw Error("ParameterStore: setFrozenPrefix: empty prefix");
+  size_t count = 0;
+  for (const auto& p : params_)
+    if (p->name.starts_with(prefix)) p->frozen = frozen, ++count;
+  if (count == 0)
+    throw Error("ParameterStore: setFrozenPrefix: no parameter name starts with \"" + prefix +
+                "\"");
+  return count;
+}
+
+int64_t ParameterStore::trainableElements() const {
+  int64_t n = 0;
+  for (const auto& p : params_)
+    if (!p->frozen) n += p->shape.numel();
+  return n;
+}
+
 uint64_t ParameterStore::deviceBytes() const {
   if (planning()) {
     const uint64_t align = context_.allocator().alignment();

@@ -41,6 +41,8 @@ struct Parameter {
   // free of Vulkan). Null in a planning store.
   std::shared_ptr<vk::Buffer> buffer;
   uint64_t offset = 0;
+  // Read but not trained (ParameterStore::setFrozen): no gradient, no optimizer state.
+  bool frozen = false;
   ops::TensorView view() const {
     if (!buffer)
       throw Error("parameter \"" + name +
@@ -71,6 +73,17 @@ class ParameterStore {
   const Parameter& at(const std::string& name) const;  // throws Error naming the missing one
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
   int64_t elements() const;
+
+  // Frozen parameters are read but not trained, as a pretrained backbone is while a new head
+  // fine-tunes: a graph that takes one (Graph::parameter) treats it as a constant, so autograd
+  // gives it no gradient and the optimizer neither updates it nor allocates moments for it.
+  // A graph sees the flag as it was when the graph took the parameter: change it before
+  // building a Trainer. Saved and loaded like any parameter. setFrozen throws Error naming an
+  // unknown name; setFrozenPrefix changes every parameter whose name starts with prefix
+  // ("encoder.") and returns how many, throwing Error when none does (or prefix is empty).
+  void setFrozen(const std::string& name, bool frozen);
+  size_t setFrozenPrefix(const std::string& prefix, bool frozen);
+  int64_t trainableElements() const;  // of the parameters not frozen
   // The device memory the parameters take (vk::Use::Parameters): the pages' allocations, or
   // for a planning store one page holding them all. A device store spread over several pages
   // takes up to one allocator alignment more per page than the planning store says.

@@ -51,7 +51,7 @@ class Autograd {
       seed = g.reshape(Tensor{seed}, g.tensor(loss_).shape).id;
     }
     markNeeded(forward_nodes);
-    if (!b_.needs_[size_t(loss_)]) throw Error("backward: no parameter reaches the loss");
+    if (!b_.needs_[size_t(loss_)]) throw Error(noParameterMessage());
     b_.grad_[loss_] = seed;
     b_.contributions_[g.tensor(seed).root] = 1;
 
@@ -150,6 +150,17 @@ class Autograd {
     for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) apply(*node);
     for (const auto& [original, c] : copy)
       if (b_.grad_.count(c)) b_.grad_[original] = b_.grad_[c];
+  }
+
+  // Why nothing needs a gradient: no parameter, or only frozen ones (ParameterStore::setFrozen).
+  std::string noParameterMessage() const {
+    const Graph& g = b_.g_;
+    int frozen = 0;
+    for (const TensorInfo& t : g.tensors())
+      frozen += t.kind == TensorKind::Parameter && !t.differentiable;
+    if (frozen == 0) return "backward: no parameter reaches the loss";
+    return "backward: no trainable parameter reaches the loss (the graph's " +
+           std::to_string(frozen) + " frozen parameter(s) get no gradient)";
   }
 
   // needs_[t]: t depends on a parameter and leads to the loss, and is differentiable.
