@@ -20,9 +20,12 @@
 #include "vkgrad/ops/tensor.h"
 
 // Named by builders below; declared here so that this header does not include every op's
-// header for one type (ops/sampling.h, ops/segment_pool.h, ops/vae_loss.h define them).
+// header for one type (ops/sampling.h, ops/segment_pool.h, ops/vae_loss.h, ops/conv2d.h,
+// ops/pool2d.h define them).
 namespace vkgrad::ops {
 struct SampleOptions;
+struct Conv2dParams;
+struct Pool2dParams;
 enum class Pool;
 enum class Reconstruction;
 }  // namespace vkgrad::ops
@@ -229,6 +232,14 @@ class Graph {
   // tensor: offsets, first 0, non-decreasing, last N) -> (G, F). Sum, Mean or Max. An empty
   // range pools to 0; offsets the host never checked are clamped (ops/segment_pool.h).
   Tensor segmentPool(Tensor x, Tensor segments, ops::Pool kind);
+  // --- convolutional networks (ops/conv2d.h, ops/pool2d.h), NCHW
+  // x (N,C,H,W) f32, w (O,C/groups,KH,KW), bias (O) or none -> (N,O,OH,OW), with the
+  // params' stride, padding, dilation and groups. Gradients for x, w and bias.
+  Tensor conv2d(Tensor x, Tensor w, Tensor bias, const ops::Conv2dParams& params);
+  // x (N,C,H,W) -> (N,C,OH,OW): each window's maximum (the chosen pixel's index kept for the
+  // backward), or its mean (params.count_include_pad). Gradients for x, deterministic.
+  Tensor maxPool2d(Tensor x, const ops::Pool2dParams& params);
+  Tensor avgPool2d(Tensor x, const ops::Pool2dParams& params);
   // --- activation recomputation
   // The nodes `block` adds form one segment (a transformer block, say) whose activations the
   // backward pass does not keep where recomputation is on (setRecompute): autograd adds the

@@ -56,6 +56,13 @@ VKGRAD_OP(EdgeSoftmax)  // ops/edge_softmax.cpp
 VKGRAD_OP(EdgeSoftmaxBackward)
 VKGRAD_OP(SegmentPool)  // ops/segment_pool.cpp
 VKGRAD_OP(SegmentPoolBackward)
+// convolutional networks, NCHW
+VKGRAD_OP(Conv2d)  // ops/conv2d.cpp
+VKGRAD_OP(Conv2dBackward)
+VKGRAD_OP(MaxPool2d)  // ops/pool2d.cpp
+VKGRAD_OP(MaxPool2dBackward)
+VKGRAD_OP(AvgPool2d)
+VKGRAD_OP(AvgPool2dBackward)
 // optimizer (graph/optimizer.h): update persistent state in place (ops/optimizer.cpp)
 VKGRAD_OP(AdvanceStep)
 VKGRAD_OP(ClipGradNorm)
