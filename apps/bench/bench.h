@@ -41,6 +41,7 @@ const BenchOp& attentionBench();
 const BenchOp& spmmBench();
 const BenchOp& adamwBench();
 const BenchOp& foldsBench();
+const BenchOp& conv2dBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

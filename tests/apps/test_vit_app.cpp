@@ -131,6 +131,31 @@ TEST_F(VitApp, TrainWritesTheCheckpointPicturesAndJsonThatEvalReproduces) {
   EXPECT_TRUE(contains(absurd.err, "must be in [-1000, 1000]")) << absurd.err;
 }
 
+// --model cnn: a tiny CNN (4 and 8 channels, hidden 32) for one epoch of 4096 images trains
+// through the same data path, records its kind in config.json, and eval rebuilds it from
+// there to the same accuracy.
+TEST_F(VitApp, TrainsASmallCnnThatEvalReloads) {
+  const fs::path out = dir_ / "cnn";
+  const AppRun run = train(out, {"--model", "cnn", "--conv1", "4", "--conv2", "8", "--hidden", "32",
+                                 "--lr", "3e-3", "--profile"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.err, "model: CNN")) << run.err;
+  EXPECT_TRUE(contains(run.out, "conv2dBackward")) << run.out;
+  EXPECT_TRUE(contains(run.out, "maxPool2d")) << run.out;
+  const graph::Json config = graph::readJsonFile(out / "config.json");
+  EXPECT_EQ(config["model"]["kind"], "cnn");
+  EXPECT_EQ(config["model"]["conv2"], 8);
+  const double accuracy = lastJsonLine(run.out)["accuracy"].get<double>();
+  EXPECT_GT(accuracy, 0.6) << "chance is 0.1";
+  const AppRun eval =
+      runApp("vit", {"eval", "--checkpoint", out.string(), "--validation", "--json"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_EQ(lastJsonLine(eval.out)["accuracy"].get<double>(), accuracy);
+  const AppRun kind = train(dir_ / "k", {"--model", "mlp"});
+  EXPECT_EQ(kind.exit_code, 2);
+  EXPECT_TRUE(contains(kind.err, "--model: model kind \"mlp\": must be vit or cnn")) << kind.err;
+}
+
 TEST_F(VitApp, BadOptionsAndMissingDataAreClearErrors) {
   const AppRun patch = train(dir_ / "p", {"--patch", "5"});
   EXPECT_EQ(patch.exit_code, 2);

@@ -101,7 +101,9 @@ void im2col(vk::Recorder& rec, const Geometry& G, const Conv2dParams& p, const T
   const vk::Kernel& k = floatKernel(ctx, "conv2d/im2col", {{"local_size_x", workgroupSize(ctx)}},
                                     {{"x_dtype", x.dtype}, {"cols_dtype", DType::F32}});
   const vk::Arg args[] = {bx.arg, bc.arg};
-  grid(rec, k, args, pc);
+  // An invocation per row of cols (its taps in a loop): workgroups for the rows.
+  const uint64_t rows = uint64_t(cols.shape.numel() / G.taps());
+  rec.dispatchGroups(k, args, &pc, sizeof(pc), gridGroups(ctx, rows, workgroupSize(ctx)));
 }
 
 // The checks conv2d and its backward share: shapes, formats, scratch size.
