@@ -40,7 +40,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     report = blas_report(torch, args.threads)
-    print("\n".join(describe_blas(report)))
+    print(describe_blas(report))
     print("torch %s, %d threads, load average %s" % (torch.__version__, args.threads,
                                                       " ".join("%.2f" % v for v in os.getloadavg())))
     for text in args.shape or DEFAULT_SHAPES:

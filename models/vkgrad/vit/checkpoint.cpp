@@ -68,13 +68,13 @@ VitCheckpoint readConfig(const std::filesystem::path& dir) {
     // Configs without a kind are ViTs (all of them before the CNN existed).
     if (m.contains("kind")) c.kind = modelKindFromName(graph::jsonString(m, "kind"));
     c.image = graph::jsonPositive(m, "image", 4096);
+    if (c.kind == ModelKind::Vit) c.patch = graph::jsonPositive(m, "patch", 4096);
     c.classes = graph::jsonPositive(m, "classes", 1 << 16);
     if (c.kind == ModelKind::Cnn) {
       c.conv1 = graph::jsonPositive(m, "conv1", 1024);
       c.conv2 = graph::jsonPositive(m, "conv2", 1024);
       c.hidden = graph::jsonPositive(m, "hidden", 16384);
     } else {
-      c.patch = graph::jsonPositive(m, "patch", 4096);
       c.width = graph::jsonPositive(m, "width", 4096);
       c.layers = graph::jsonPositive(m, "layers", 64);
       c.heads = graph::jsonPositive(m, "heads", 4096);
