@@ -42,6 +42,7 @@ const BenchOp& spmmBench();
 const BenchOp& adamwBench();
 const BenchOp& foldsBench();
 const BenchOp& batchNormBench();
+const BenchOp& conv2dBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

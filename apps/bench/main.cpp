@@ -8,15 +8,16 @@
 #include "bench.h"
 #include "common/app_main.h"
 #include "common/device_options.h"
-#include "vkgrad/vk/context.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {
 namespace {
 
 const BenchOp* const kOps[] = {
     &matmulBench(),    &copyBench(), &elementwiseBench(), &softmaxBench(), &layerNormBench(),
-    &attentionBench(), &spmmBench(), &adamwBench(),       &foldsBench(),   &batchNormBench()};
+    &attentionBench(), &spmmBench(), &adamwBench(),       &foldsBench(),   &batchNormBench(),
+    &conv2dBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

@@ -1,9 +1,11 @@
-// vkgrad-vit: trains a vision transformer on Fashion-MNIST (or any IDX image set) on the
-// device, evaluates a checkpoint, and classifies PNG images. The model, its evaluation and
-// checkpoints live in models/vit; this program parses options, reports progress and writes
+// vkgrad-vit: trains a vision transformer (or, with --model cnn, a small convolutional
+// network) on Fashion-MNIST (or any IDX image set) on the device, evaluates a checkpoint, and
+// classifies PNG images. The models, their evaluation and checkpoints live in models/vit;
+// this program parses options, reports progress and writes
 // DIR/{model.safetensors, config.json, curves.png, confusion.png, predictions.png}.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <string>
@@ -20,6 +22,7 @@
 #include "vit/report.h"
 #include "vkgrad/data/idx.h"
 #include "vkgrad/io/json_io.h"
+#include "vkgrad/io/safetensors.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/trainer.h"
 #include "vkgrad/vit/checkpoint.h"
@@ -34,8 +37,9 @@ namespace fs = std::filesystem;
 
 // The options that define a training run besides the shared ones (common/training_run.h).
 const std::vector<const char*> kFixed{
-    "data", "patch",       "width",        "layers", "heads", "mlp-ratio",  "dropout",
-    "norm", "augment-pad", "augment-flip", "batch",  "limit", "class-names"};
+    "data",        "patch",        "width", "layers", "heads",      "mlp-ratio",
+    "dropout",     "norm",         "model", "conv1",  "conv2",      "hidden",
+    "augment-pad", "augment-flip", "batch", "limit",  "class-names"};
 
 // The shared options' defaults (common/training_run.h).
 const RunDefaults kDefaults{.program = "vkgrad-vit",
@@ -51,7 +55,8 @@ const RunDefaults kDefaults{.program = "vkgrad-vit",
 
 int train(int argc, char** argv) {
   Cli cli("vkgrad-vit train",
-          "Trains a vision transformer on Fashion-MNIST (or the IDX files in --data) and writes\n"
+          "Trains a vision transformer (--model cnn: a small CNN) on Fashion-MNIST (or the IDX\n"
+          "files in --data) and writes "
           "DIR/model.safetensors, DIR/config.json, DIR/curves.png, DIR/confusion.png and\n"
           "DIR/predictions.png. Test accuracy is measured after every epoch, and\n"
           "DIR/train_state.safetensors is saved after it (what --resume continues from).");
@@ -222,10 +227,59 @@ int predict(int argc, char** argv) {
   return validationFailed(context, "vkgrad-vit") ? 1 : 0;
 }
 
+int dump(int argc, char** argv) {
+  Cli cli("vkgrad-vit dump",
+          "Writes one batch's forward and backward for checking against another framework\n"
+          "(bench/peers/cnn_torch.py): the first --count test images and labels, the logits,\n"
+          "the mean cross-entropy and every parameter's gradient, as safetensors: pixels\n"
+          "(count,image,image) f32 bytes, labels u32, logits, loss, grad.<parameter>.");
+  cli.positional("dump", "the command");
+  cli.option("checkpoint", "checkpoint directory (required)");
+  cli.option("data", "folder of the IDX files (plain or .gz)", data::kFashionMnistDir);
+  cli.option("count", "test images in the batch", "16");
+  cli.option("out", "the safetensors file to write (required)");
+  declareDeviceOptions(cli);
+  cli.parse(argc, argv);
+  if (cli.get("checkpoint").empty() || cli.get("out").empty())
+    cli.fail("--checkpoint and --out are required");
+  const fs::path dir = cli.get("checkpoint");
+  const vit::VitCheckpoint cp = vit::readConfig(dir);
+  const int64_t count = cli.getInt("count", 1, 10000);
+  const data::ImageDataset set =
+      data::loadImageSet(cli.get("data"), cp.config.image, 0, int(cp.config.classes));
+  if (count > set.test_images.count) cli.fail("--count is more than the test images");
+  const int64_t image = cp.config.image * cp.config.image;
+  const std::span<const uint8_t> pixels(set.test_images.pixels.data(), size_t(count * image));
+  const std::vector<uint32_t> labels(set.test_labels.begin(), set.test_labels.begin() + count);
+  vk::Context context(contextOptions(cli));
+  graph::ParameterStore store(context);
+  loadModel(dir, cp.config, store);
+  const vit::BatchGradients got = vit::batchGradients(context, store, cp.config, pixels, labels);
+  auto floats = [](std::string name, std::vector<int64_t> shape, const std::vector<float>& v) {
+    graph::SavedTensor t{std::move(name), ops::DType::F32, std::move(shape), {}};
+    t.data.resize(v.size());
+    std::memcpy(t.data.data(), v.data(), v.size() * 4);
+    return t;
+  };
+  graph::Checkpoint file;
+  file.tensors.push_back(floats("pixels", {count, cp.config.image, cp.config.image},
+                                std::vector<float>(pixels.begin(), pixels.end())));
+  file.tensors.push_back({"labels", ops::DType::U32, {count}, labels});
+  file.tensors.push_back(floats("logits", {count, cp.config.classes}, got.logits));
+  file.tensors.push_back(floats("loss", {1}, {got.loss}));
+  for (const auto& [name, grad] : got.gradients)
+    file.tensors.push_back(floats("grad." + name, graph::savedDims(store.at(name).shape), grad));
+  graph::saveSafetensors(cli.get("out"), file);
+  std::printf("wrote %s: %lld images, loss %.6f, %zu gradients\n", cli.get("out").c_str(),
+              static_cast<long long>(count), double(got.loss), got.gradients.size());
+  return validationFailed(context, "vkgrad-vit") ? 1 : 0;
+}
+
 const char* const kUsage =
     "usage: vkgrad-vit train [options]      train and write a checkpoint\n"
     "       vkgrad-vit eval --checkpoint DIR [options]\n"
     "       vkgrad-vit predict --checkpoint DIR IMAGE.png...\n"
+    "       vkgrad-vit dump --checkpoint DIR --out FILE.safetensors\n"
     "Each command takes --help.\n";
 
 }  // namespace
@@ -233,7 +287,7 @@ const char* const kUsage =
 
 int main(int argc, char** argv) {
   using namespace vkgrad::apps;
-  return commandMain("vkgrad-vit",
-                     "vkgrad-vit: a vision transformer on Fashion-MNIST, trained on the device.",
-                     kUsage, {{"train", train}, {"eval", eval}, {"predict", predict}}, argc, argv);
+  return commandMain(
+      "vkgrad-vit", "vkgrad-vit: a vision transformer on Fashion-MNIST, trained on the device.",
+      kUsage, {{"train", train}, {"eval", eval}, {"predict", predict}, {"dump", dump}}, argc, argv);
 }

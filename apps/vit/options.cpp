@@ -7,6 +7,13 @@ namespace vkgrad::apps {
 
 void declareModelOptions(Cli& cli) {
   cli.option("data", "folder of the IDX files (plain or .gz)", data::kFashionMnistDir);
+  cli.option("model",
+             "vit (a vision transformer) or cnn (two 5x5 convolutions with max pooling and a "
+             "hidden layer: --conv1, --conv2, --hidden; the ViT's shape options then unused)",
+             "vit");
+  cli.option("conv1", "CNN: channels of the first convolution", "32");
+  cli.option("conv2", "CNN: channels of the second convolution", "64");
+  cli.option("hidden", "CNN: width of the hidden layer", "1024");
   cli.option("patch", "patch size in pixels (a divisor of 28)", "7");
   cli.option("width", "model width (a multiple of heads)", "64");
   cli.option("layers", "transformer blocks", "4");
@@ -45,6 +52,14 @@ std::vector<std::string> classNames(const Cli& cli, int64_t classes) {
 
 vit::VitConfig configFromCli(const Cli& cli) {
   vit::VitConfig c;
+  try {
+    c.kind = vit::modelKindFromName(cli.get("model"));
+  } catch (const Error& e) {
+    cli.fail(std::string("--model: ") + e.what());
+  }
+  c.conv1 = cli.getInt("conv1", 1, 1024);
+  c.conv2 = cli.getInt("conv2", 1, 1024);
+  c.hidden = cli.getInt("hidden", 1, 16384);
   c.patch = cli.getInt("patch", 1, 28);
   c.width = cli.getInt("width", 1, 4096);
   c.layers = cli.getInt("layers", 1, 64);

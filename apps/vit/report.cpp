@@ -84,16 +84,24 @@ std::vector<std::string> writePictures(const std::filesystem::path& dir, vk::Con
 
 void printHeader(const vk::Context& context, const std::string& data, const data::ImageDataset& set,
                  const graph::ParameterStore& store, const vit::VitConfig& config) {
-  std::fprintf(
-      stderr,
-      "device: %s\ndata: %s: %lld training images, %lld test images\n"
-      "model: %lld parameters; patch %lld (%lld patches + class token), width %lld, "
-      "%lld layers, %lld heads, MLP x%lld\n",
-      context.info().name.c_str(), data.c_str(), static_cast<long long>(set.train_images.count),
-      static_cast<long long>(set.test_images.count), static_cast<long long>(store.elements()),
-      static_cast<long long>(config.patch), static_cast<long long>(config.patches()),
-      static_cast<long long>(config.width), static_cast<long long>(config.layers),
-      static_cast<long long>(config.heads), static_cast<long long>(config.mlp_ratio));
+  std::fprintf(stderr, "device: %s\ndata: %s: %lld training images, %lld test images\n",
+               context.info().name.c_str(), data.c_str(),
+               static_cast<long long>(set.train_images.count),
+               static_cast<long long>(set.test_images.count));
+  if (config.kind == vit::ModelKind::Cnn)
+    std::fprintf(stderr,
+                 "model: CNN, %lld parameters; conv 5x5 %lld, pool 2, conv 5x5 %lld, pool 2, "
+                 "hidden %lld\n",
+                 static_cast<long long>(store.elements()), static_cast<long long>(config.conv1),
+                 static_cast<long long>(config.conv2), static_cast<long long>(config.hidden));
+  else
+    std::fprintf(stderr,
+                 "model: %lld parameters; patch %lld (%lld patches + class token), width %lld, "
+                 "%lld layers, %lld heads, MLP x%lld\n",
+                 static_cast<long long>(store.elements()), static_cast<long long>(config.patch),
+                 static_cast<long long>(config.patches()), static_cast<long long>(config.width),
+                 static_cast<long long>(config.layers), static_cast<long long>(config.heads),
+                 static_cast<long long>(config.mlp_ratio));
   if (config.augment_pad > 0 || config.augment_flip)
     std::fprintf(stderr, "augment: shifts of up to %lld pixels, %s\n",
                  static_cast<long long>(config.augment_pad),

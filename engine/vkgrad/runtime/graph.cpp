@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "vkgrad/core/error.h"
-#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/ops/random.h"
+#include "vkgrad/runtime/parameters.h"
 #include "vkgrad/vk/memory.h"
 
 namespace vkgrad::graph {

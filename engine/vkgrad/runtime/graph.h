@@ -23,10 +23,12 @@
 #include "vkgrad/runtime/op.h"
 
 // Named by builders below; declared here so that this header does not include their op's
-// header for one type (ops/sample.h, ops/pad.h define them).
+// header for one type (ops/sample.h, ops/pad.h, ops/conv2d.h, ops/pool2d.h define them).
 namespace vkgrad::ops {
 struct Padding;
 struct SampleOptions;
+struct Conv2dParams;
+struct Pool2dParams;
 enum class MapFn;  // ops/map_reduce.h
 enum class Fold;
 }  // namespace vkgrad::ops
@@ -222,7 +224,7 @@ class Graph {
   // steps, so a sum over many batches comes back in one read. Not differentiable; never
   // pruned.
   void runningTotal(Tensor x, Tensor total);
-  // --- convolutional networks (ops/batch_norm.h, ops/pad.h)
+  // --- convolutional networks, NCHW (ops/conv2d.h, ops/pool2d.h, ops/batch_norm.h, ops/pad.h)
   // x (N,C,...) f32 (an image batch (N,C,H,W), an MLP's (N,C)), gamma, beta (C) -> like x,
   // normalised per channel over N and the spatial axes. running_mean, running_var: (C) f32
   // persistent tensors, parameters that are never trained (a ParameterStore saves them with
@@ -240,6 +242,13 @@ class Graph {
   // x (N,C,H,W) f32 -> (N,C,1,1), each channel's mean over H and W (reshape to (N,C) for a
   // head: a view).
   Tensor globalAvgPool(Tensor x);
+  // x (N,C,H,W) f32, w (O,C/groups,KH,KW), bias (O) or none -> (N,O,OH,OW), with the
+  // params' stride, padding, dilation and groups. Gradients for x, w and bias.
+  Tensor conv2d(Tensor x, Tensor w, Tensor bias, const ops::Conv2dParams& params);
+  // x (N,C,H,W) -> (N,C,OH,OW): each window's maximum (the chosen pixel's index kept for the
+  // backward), or its mean (params.count_include_pad). Gradients for x, deterministic.
+  Tensor maxPool2d(Tensor x, const ops::Pool2dParams& params);
+  Tensor avgPool2d(Tensor x, const ops::Pool2dParams& params);
   // --- activation recomputation
   // The nodes `block` adds form one segment (a transformer block, say) whose activations the
   // backward pass does not keep where recomputation is on (setRecompute): autograd adds the

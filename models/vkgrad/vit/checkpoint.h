@@ -4,7 +4,9 @@
 //   DIR/model.safetensors  the parameters (ParameterStore::save)
 // config.json: {"format": "vkgrad-vit", "version": 1, "model": {"image", "patch", "classes",
 // "width", "layers", "heads", "mlp_ratio", "norm", "activation", "activation_param",
-// "dropout", "mean", "stddev"}, "class_names": [...], "training": {...}}.
+// "dropout", "mean", "stddev"}, "class_names": [...], "training": {...}}. A CNN's model
+// object is {"kind": "cnn", "image", "classes", "conv1", "conv2", "hidden", "dropout",
+// "augment_pad", "augment_flip", "mean", "stddev"}; one without "kind" is a ViT.
 #pragma once
 
 #include <filesystem>

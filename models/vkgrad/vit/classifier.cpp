@@ -7,6 +7,8 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/ops/confusion.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/training/autograd.h"
 
 namespace vkgrad::vit {
 
@@ -105,6 +107,34 @@ std::vector<float> Predictor::probabilities(std::span<const uint8_t> pixels) {
         out.push_back(float(std::exp(double(row[c] - top)) / sum));
     }
   }
+  return out;
+}
+
+BatchGradients batchGradients(vk::Context& context, const graph::ParameterStore& store,
+                              const VitConfig& config, std::span<const uint8_t> pixels,
+                              std::span<const uint32_t> labels) {
+  const int64_t count = int64_t(labels.size()), image = config.image * config.image;
+  if (count == 0 || int64_t(pixels.size()) != count * image)
+    throw Error("batchGradients: " + std::to_string(pixels.size()) + " pixels for " +
+                std::to_string(count) + " labels of " + std::to_string(image) + "-pixel images");
+  graph::Graph g;
+  g.setTraining(false);  // no dropout, no augmentation: a deterministic function to compare
+  const graph::Tensor words = g.input("images", {count, image / 4}, ops::DType::U32);
+  const graph::Tensor truth = g.input("labels", {count}, ops::DType::U32);
+  const graph::Tensor logits = vitLogits(g, store, config, words);
+  const graph::Tensor loss = g.crossEntropy(logits, truth);
+  g.markOutput(logits);
+  g.markOutput(loss);
+  const graph::Gradients grads = graph::backward(g, loss);
+  graph::Executor exec(context, g);
+  std::vector<uint32_t> packed(pixels.size() / 4);
+  std::memcpy(packed.data(), pixels.data(), pixels.size());  // little-endian, as uploadImages
+  exec.setInput(words, packed);
+  exec.setInput(truth, std::vector<uint32_t>(labels.begin(), labels.end()));
+  exec.step();
+  BatchGradients out{exec.read(logits), exec.readScalar(loss), {}};
+  for (const auto& [param, grad] : grads.parameters)
+    out.gradients.emplace_back(g.tensor(param).parameter->name, exec.read(grad));
   return out;
 }
 

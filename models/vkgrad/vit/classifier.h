@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "vkgrad/runtime/executor.h"
@@ -60,5 +62,18 @@ class Predictor {
   graph::Tensor words_, logits_;
   std::unique_ptr<graph::Executor> exec_;
 };
+
+// One batch's forward and backward, for checking a model against another framework
+// (bench/peers/cnn_torch.py, through `vkgrad-vit dump`): images as u8 pixels (count,
+// image*image) and labels (count) from the host; no dropout, no augmentation.
+struct BatchGradients {
+  std::vector<float> logits;  // (count, classes)
+  float loss = 0;             // the mean cross-entropy
+  // Each parameter's gradient of the loss, by the store's names, in the store's order.
+  std::vector<std::pair<std::string, std::vector<float>>> gradients;
+};
+BatchGradients batchGradients(vk::Context& context, const graph::ParameterStore& store,
+                              const VitConfig& config, std::span<const uint8_t> pixels,
+                              std::span<const uint32_t> labels);
 
 }  // namespace vkgrad::vit

@@ -9,24 +9,44 @@
 #include "vkgrad/runtime/ops/patchify.h"
 #include "vkgrad/runtime/ops/prepend_token.h"
 #include "vkgrad/runtime/ops/take_row.h"
+#include "vkgrad/vit/cnn.h"
 
 namespace vkgrad::vit {
 
 using graph::Init;
 using graph::Tensor;
 
+const char* modelKindName(ModelKind kind) {
+  return kind == ModelKind::Cnn ? "cnn" : "vit";
+}
+
+ModelKind modelKindFromName(const std::string& name) {
+  if (name == "vit") return ModelKind::Vit;
+  if (name == "cnn") return ModelKind::Cnn;
+  throw Error("model kind \"" + name + "\": must be vit or cnn");
+}
+
 void VitConfig::validate() const {
   auto fail = [](const std::string& why) { throw Error("VitConfig: " + why); };
   if (image <= 0 || image % 2 != 0) fail("image must be a positive even size");
-  if (patch <= 0 || image % patch != 0)
-    fail("patch " + std::to_string(patch) + " must divide the image size " + std::to_string(image));
+  if (kind == ModelKind::Cnn) {
+    // Two 2x2 poolings; widths small enough that no tensor nears the kernels' 2^31 indices.
+    if (image % 4 != 0) fail("the CNN's image size must be a multiple of 4");
+    if (conv1 <= 0 || conv1 > 1024 || conv2 <= 0 || conv2 > 1024)
+      fail("conv1 and conv2 must be in [1, 1024]");
+    if (hidden <= 0 || hidden > 16384) fail("hidden must be in [1, 16384]");
+  } else {
+    if (patch <= 0 || image % patch != 0)
+      fail("patch " + std::to_string(patch) + " must divide the image size " +
+           std::to_string(image));
+    if (layers <= 0 || layers > 64) fail("layers must be in [1, 64]");
+    if (heads <= 0) fail("heads must be positive");
+    if (width <= 0 || width > 4096 || width % heads != 0)
+      fail("width " + std::to_string(width) + " must be a multiple of heads " +
+           std::to_string(heads) + " in [1, 4096]");
+    if (mlp_ratio <= 0 || mlp_ratio > 16) fail("mlp_ratio must be in [1, 16]");
+  }
   if (classes < 2) fail("classes must be at least 2");
-  if (layers <= 0 || layers > 64) fail("layers must be in [1, 64]");
-  if (heads <= 0) fail("heads must be positive");
-  if (width <= 0 || width > 4096 || width % heads != 0)
-    fail("width " + std::to_string(width) + " must be a multiple of heads " +
-         std::to_string(heads) + " in [1, 4096]");
-  if (mlp_ratio <= 0 || mlp_ratio > 16) fail("mlp_ratio must be in [1, 16]");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
   // The pixels' normalisation: pixels are in [0, 1], so a mean or a spread far outside it is
   // a broken config (1e300 reads as inf, 1e-30 divides to inf), not a model.
@@ -52,6 +72,7 @@ nn::BlockConfig VitConfig::block() const {
 }
 
 void declareVit(graph::ParameterStore& store, const VitConfig& config) {
+  if (config.kind == ModelKind::Cnn) return declareCnn(store, config);
   config.validate();
   const Init small = Init::normal(0.0f, 0.02f);
   nn::declareLinear(store, "patch", config.patch * config.patch, config.width);
@@ -77,6 +98,7 @@ Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store, const VitC
   const Tensor images = graph::augment(
       g, graph::bytesToFloat(g, words, {s[0], config.image, config.image}, scale, shift),
       config.augment_pad, config.augment_flip, shift);
+  if (config.kind == ModelKind::Cnn) return cnnLogits(g, store, config, images);
   Tensor x = nn::linear(g, store, "patch", graph::patchify(g, images, config.patch));  // (B,P,C)
   x = graph::prependToken(g, x, g.parameter(store.at("cls")));                         // (B,P+1,C)
   x = g.dropout(g.add(x, g.parameter(store.at("pos"))), config.dropout);

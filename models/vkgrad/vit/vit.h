@@ -24,7 +24,15 @@
 
 namespace vkgrad::vit {
 
+// What vkgrad-vit trains on the images: the vision transformer, or a small convolutional
+// network (vit/cnn.h) on the same data path, batches, evaluation and checkpoints.
+enum class ModelKind { Vit, Cnn };
+const char* modelKindName(ModelKind kind);  // "vit", "cnn"
+// Throws Error naming the two kinds otherwise.
+ModelKind modelKindFromName(const std::string& name);
+
 struct VitConfig {
+  ModelKind kind = ModelKind::Vit;
   int64_t image = 28;  // height and width of the (square, single-channel) images
   int64_t patch = 7;   // a divisor of image
   int64_t classes = 10;
@@ -34,7 +42,10 @@ struct VitConfig {
   int64_t mlp_ratio = 2;  // the MLP's hidden width is mlp_ratio * width
   nn::Norm norm = nn::Norm::Pre;
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
-  float dropout = 0.0f;
+  float dropout = 0.0f;  // the CNN's: after its hidden layer
+  // The CNN's widths (kind Cnn; the ViT's fields above, but image, classes and dropout, are
+  // then unused): channels of its two convolutions and its hidden layer.
+  int64_t conv1 = 32, conv2 = 64, hidden = 1024;
   // Training-time augmentation (graph::augment): each image shifted by up to augment_pad
   // pixels each way (0 <= pad < image/2), the background shifted in, and mirrored left to
   // right half the time with augment_flip. Evaluation graphs never augment.
@@ -49,11 +60,13 @@ struct VitConfig {
   nn::BlockConfig block() const;
 };
 
-// Adds every parameter: weights xavier-uniform except the positional table and the class
-// token, N(0, 0.02); biases 0; LayerNorm gain 1. Call store.initialize(seed) afterwards.
+// Adds every parameter (the CNN's: declareCnn, vit/cnn.h): weights xavier-uniform except the
+// positional table and the class token, N(0, 0.02); biases 0; LayerNorm gain 1. Call
+// store.initialize(seed) afterwards.
 void declareVit(graph::ParameterStore& store, const VitConfig& config);
 
-// words: (B, image*image/4) u32, packed pixels -> logits (B, classes).
+// words: (B, image*image/4) u32, packed pixels -> logits (B, classes), of the ViT or, for
+// kind Cnn, of the CNN (cnnLogits) on the same normalised, augmented images.
 graph::Tensor vitLogits(graph::Graph& g, const graph::ParameterStore& store,
                         const VitConfig& config, graph::Tensor words);
 // The mean cross-entropy of the logits against labels (B) u32.

@@ -70,6 +70,13 @@ VKGRAD_OP(EdgeSoftmax)  // ops/edge_softmax.cpp
 VKGRAD_OP(EdgeSoftmaxBackward)
 VKGRAD_OP(SegmentPool)  // ops/segment_pool.cpp
 VKGRAD_OP(SegmentPoolBackward)
+// convolutional networks, NCHW: convolution and pooling
+VKGRAD_OP(Conv2d)  // ops/conv2d.cpp
+VKGRAD_OP(Conv2dBackward)
+VKGRAD_OP(MaxPool2d)  // ops/pool2d.cpp
+VKGRAD_OP(MaxPool2dBackward)
+VKGRAD_OP(AvgPool2d)
+VKGRAD_OP(AvgPool2dBackward)
 // convolutional networks: batch norm (training updates its running statistics in place),
 // padding, global average pooling
 VKGRAD_OP(BatchNorm)  // ops/batch_norm.cpp
