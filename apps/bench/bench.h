@@ -43,6 +43,7 @@ const BenchOp& adamwBench();
 const BenchOp& foldsBench();
 const BenchOp& batchNormBench();
 const BenchOp& conv2dBench();
+const BenchOp& generalBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

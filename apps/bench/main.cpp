@@ -17,7 +17,7 @@ namespace {
 const BenchOp* const kOps[] = {
     &matmulBench(),    &copyBench(), &elementwiseBench(), &softmaxBench(), &layerNormBench(),
     &attentionBench(), &spmmBench(), &adamwBench(),       &foldsBench(),   &batchNormBench(),
-    &conv2dBench()};
+    &conv2dBench(),    &generalBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

@@ -2,9 +2,9 @@
 // map_reduce.h), and its backward: each operand's gradient is the sum, over the axes it was
 // broadcast along, of dout times the partial derivative. add and mul whose second operand
 // broadcasts one-sidedly keep their own nodes and fast kernels (add.cpp, mul.cpp).
-#include <utility>
+#include <string>
 
-#include "vkgrad/ops/kept_axis.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/runtime/ops/defs.h"
 #include "vkgrad/runtime/ops/map_reduce.h"
 
