@@ -34,11 +34,13 @@ layout(push_constant) uniform Push {
   uint skip[4];        // first elements of x, y, z and out inside their bindings
   uint n_out;          // output elements: the product of the kept axes
   uint n_fold;         // elements folded into each: the product of the reduced axes
-  uint reduced;        // bit a: space axis a is reduced
+  uint reduced;        // bit a: space axis a is reduced; bits 8 and up: how many of the last
+                       // axes to walk (the host merges axes that walk alike: ops/map_reduce.cpp)
   float alpha;
 } p;
 
 bool isReduced(int a) { return ((p.reduced >> uint(a)) & 1u) != 0u; }
+int firstAxis() { return 6 - int(p.reduced >> 8u); }  // the axes before it have size 1
 
 float element(uint ix, uint iy, uint iz) {
   if (FN == kWhere || FN == kMaskTrue || FN == kMaskFalse) {
@@ -66,7 +68,8 @@ void main() {
   for (uint o = gl_GlobalInvocationID.x; o < p.n_out; o += stride) {
     // The kept axes' coordinates from o (row-major over the kept axes), as input offsets.
     uint rest = o, ix = p.skip[0], iy = p.skip[1], iz = p.skip[2];
-    for (int a = 5; a >= 0; --a) {
+    const int first = firstAxis();
+    for (int a = 5; a >= first; --a) {
       if (isReduced(a)) continue;
       const uint i = rest % p.dims[a];
       rest /= p.dims[a];
@@ -82,7 +85,7 @@ void main() {
       const float v = element(ix, iy, iz);
       if (FOLD == kSum) sum = kahanAdd(sum, v);
       else best = isnan(v) || isnan(best) ? v + best : max(best, v);  // NaN wins, as numpy
-      for (int a = 5; a >= 0; --a) {
+      for (int a = 5; a >= first; --a) {
         if (!isReduced(a)) continue;
         ix += p.strides[0][a];
         iy += p.strides[1][a];

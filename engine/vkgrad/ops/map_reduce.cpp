@@ -20,10 +20,51 @@ struct MapReducePush {
   uint32_t dims[kRank];        // the space, padded with leading 1s
   uint32_t strides[3][kRank];  // per input, along each space axis; 0 where broadcast
   uint32_t skip[4];            // x, y, z, out
-  uint32_t n_out, n_fold, reduced;
+  uint32_t n_out, n_fold;
+  uint32_t reduced;  // bit a: space axis a is folded; bits 8 and up: the axes walked (the last)
   float alpha;
 };
 static_assert(sizeof(MapReducePush) == 128, "Vulkan guarantees 128 bytes of push constants");
+
+// Merges adjacent axes that every input walks as one (the outer axis's stride is the inner
+// one's times its size, both folded or both kept) and drops size-1 axes, so the kernel walks
+// as few axes as the layout needs: equal shapes become one axis. The rank the kernel walks
+// goes in bits 8 and up of `reduced`.
+void collapseAxes(MapReducePush& push) {
+  struct Axis {
+    uint32_t dim, strides[3];
+    bool reduced;
+  };
+  Axis axes[kRank];
+  int rank = 0;
+  for (int a = 0; a < kRank; ++a) {
+    if (push.dims[a] == 1) continue;
+    const Axis b{push.dims[a],
+                 {push.strides[0][a], push.strides[1][a], push.strides[2][a]},
+                 ((push.reduced >> a) & 1u) != 0};
+    if (rank > 0) {
+      Axis& outer = axes[rank - 1];
+      bool joins = outer.reduced == b.reduced;
+      for (int t = 0; t < 3; ++t) joins = joins && outer.strides[t] == b.strides[t] * b.dim;
+      if (joins) {
+        outer.dim *= b.dim;
+        for (int t = 0; t < 3; ++t) outer.strides[t] = b.strides[t];
+        continue;
+      }
+    }
+    axes[rank++] = b;
+  }
+  if (rank == 0) axes[rank++] = Axis{1, {0, 0, 0}, false};
+  uint32_t reduced = 0;
+  for (int a = 0; a < kRank; ++a) {
+    const int i = a - (kRank - rank);
+    const Axis axis = i >= 0 ? axes[i] : Axis{1, {0, 0, 0}, false};
+    push.dims[a] = axis.dim;
+    for (int t = 0; t < 3; ++t) push.strides[t][a] = axis.strides[t];
+    if (axis.reduced) reduced |= 1u << a;
+  }
+  push.reduced = reduced | uint32_t(rank) << 8;
+}
 
 bool takesCondition(MapFn fn) {
   return fn == MapFn::Where || fn == MapFn::MaskTrue || fn == MapFn::MaskFalse;
@@ -163,6 +204,7 @@ void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorVie
   push.n_fold = uint32_t(space.numel() / n_out);
   push.reduced = axes << pad;
   push.alpha = alpha;
+  collapseAxes(push);
   const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
                                     {"FN", uint32_t(fn)},
                                     {"FOLD", uint32_t(fold)},
