@@ -251,10 +251,12 @@ void conv2dDirect(vk::Recorder& rec, const TensorView& x, const TensorView& w,
   grid(rec, k, args, pc);
 }
 
-void conv2dBackward(vk::Recorder& rec, const TensorView& x, const TensorView& w,
-                    const TensorView& dy, const Conv2dGrads& grads, const TensorView& scratch,
-                    const Conv2dParams& p) {
-  const char* op = "conv2dBackward";
+namespace {
+
+// The backward's shapes, formats and overlaps, before anything is recorded.
+Geometry checkBackward(const char* op, const TensorView& x, const TensorView& w,
+                       const TensorView& dy, const Conv2dGrads& grads, const TensorView& scratch,
+                       const Conv2dParams& p) {
   const Geometry G = check(op, x, w, grads.dbias, dy.shape, scratch, p);
   checkFloatOperand(op, "dy", dy);
   const TensorView* outs[] = {grads.dx, grads.dw, grads.dbias, &scratch};
@@ -279,20 +281,34 @@ void conv2dBackward(vk::Recorder& rec, const TensorView& x, const TensorView& w,
                        " must be " + w.shape.str());
     checkOperand(op, "dw", *grads.dw);
   }
+  return G;
+}
 
+// dbias (=|+=) dy summed per output channel, over every image at once (dy binds whole).
+void biasGrad(vk::Recorder& rec, const Geometry& G, const Conv2dParams& p, const TensorView& dy,
+              const TensorView& dbias, Write write) {
+  vk::Context& ctx = rec.context();
+  const Bound bd = bindStorage(ctx, dy), bb = bindStorage(ctx, dbias);
+  ConvPush pc = push(G, p, G.n, uint64_t(G.o));
+  pc.skip_a = bd.skip, pc.skip_b = bb.skip;
+  const vk::Kernel& k = floatKernel(
+      ctx, "conv2d/bias_grad",
+      {{"local_size_x", workgroupSize(ctx)}, {"kAccumulate", write == Write::Accumulate}},
+      {{"dy_dtype", dy.dtype}, {"dbias_dtype", DType::F32}});
+  const vk::Arg args[] = {bd.arg, bb.arg};
+  rec.dispatch(k, args, &pc, sizeof(pc), uint64_t(G.o));
+}
+
+}  // namespace
+
+void conv2dBackward(vk::Recorder& rec, const TensorView& x, const TensorView& w,
+                    const TensorView& dy, const Conv2dGrads& grads, const TensorView& scratch,
+                    const Conv2dParams& p) {
+  const char* op = "conv2dBackward";
+  const Geometry G = checkBackward(op, x, w, dy, grads, scratch, p);
+  if (grads.dbias) biasGrad(rec, G, p, dy, *grads.dbias, grads.dbias_write);
   vk::Context& ctx = rec.context();
   const uint32_t wgs = workgroupSize(ctx);
-  if (grads.dbias) {  // over every image at once: dy binds whole
-    const Bound bd = bindStorage(ctx, dy), bb = bindStorage(ctx, *grads.dbias);
-    ConvPush pc = push(G, p, G.n, uint64_t(G.o));
-    pc.skip_a = bd.skip, pc.skip_b = bb.skip;
-    const vk::Kernel& k = floatKernel(
-        ctx, "conv2d/bias_grad",
-        {{"local_size_x", wgs}, {"kAccumulate", grads.dbias_write == Write::Accumulate}},
-        {{"dy_dtype", dy.dtype}, {"dbias_dtype", DType::F32}});
-    const vk::Arg args[] = {bd.arg, bb.arg};
-    rec.dispatch(k, args, &pc, sizeof(pc), uint64_t(G.o));
-  }
   if (!grads.dx && !grads.dw) return;
 
   const TensorView wg{w.buffer, w.offset, perGroup(G.g, G.o / G.g, G.taps()), DType::F32};
