@@ -29,6 +29,11 @@ constexpr float kMomentum = 0.1f;
 // then a tree, up to ~700 terms here), of x - mean and of 1/sqrt: a few ulp of the largest
 // output. The gradients sum up to ~700 products per channel the same way.
 constexpr double kTolerance = 5e-6;
+// dgamma and dbeta are channel sums of up to 715 products of O(1) that cancel: the sum can be
+// ~100x smaller than the sum of its terms' magnitudes, while the f32 sum's error scales with
+// the latter (a seed failed 5e-6 at 5.7e-6, its error 2.4e-8 of the terms' magnitudes:
+// rounding, not a wrong sum). So they are held to 4x the elementwise tolerance.
+constexpr double kSumTolerance = 2e-5;
 
 // Odd sizes: images with more values per channel than a workgroup has invocations (strided
 // loops), an MLP's (N,C), one pixel per channel, and a rank-3 (N,C,L).
@@ -203,8 +208,8 @@ TEST_F(BatchNormTest, BackwardMatchesTheReference) {
                               std::pair{&want.dbeta, &init.dbeta}})
             for (size_t e = 0; e < w->size(); ++e) (*w)[e] += (*i)[e];
         EXPECT_TRUE(allClose(got.dx, want.dx, kTolerance)) << "dx";
-        EXPECT_TRUE(allClose(got.dgamma, want.dgamma, kTolerance)) << "dgamma";
-        EXPECT_TRUE(allClose(got.dbeta, want.dbeta, kTolerance)) << "dbeta";
+        EXPECT_TRUE(allClose(got.dgamma, want.dgamma, kSumTolerance)) << "dgamma";
+        EXPECT_TRUE(allClose(got.dbeta, want.dbeta, kSumTolerance)) << "dbeta";
       }
 }
 
