@@ -8,6 +8,7 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/expect.h"
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/shifted_view.h"
@@ -94,6 +95,12 @@ Forward referenceTraining(const Case& k) {
   return f;
 }
 
+double meanAbs(const std::vector<float>& v) {
+  double sum = 0;
+  for (float x : v) sum += std::fabs(x);
+  return sum / double(v.size());
+}
+
 class BatchNormTest : public VkTest {
  protected:
   Rng rng_;
@@ -112,9 +119,14 @@ TEST_F(BatchNormTest, TrainingMatchesTheReference) {
       const Case k = randomCase(rng_, shape);
       const Forward got = runTraining(ctx(), k, DType::F32, variant), want = referenceTraining(k);
       EXPECT_TRUE(allClose(got.y, want.y, kTolerance)) << "y";
-      EXPECT_TRUE(allClose(got.mean, want.mean, kTolerance)) << "mean";
+      // A channel's mean is a sum of terms of O(1) that can cancel to far less (a seed's
+      // 18-value channel: mean 0.0058, f32 error 3.3e-8, 2.5e-8 of the values' scale): held
+      // on the values' scale, the mean |x|.
+      const double scale = meanAbs(k.x);
+      EXPECT_TRUE(allCloseOnScale(got.mean, want.mean, scale, kTolerance)) << "mean";
       EXPECT_TRUE(allClose(got.rstd, want.rstd, kTolerance)) << "rstd";
-      EXPECT_TRUE(allClose(got.running_mean, want.running_mean, kTolerance)) << "running_mean";
+      EXPECT_TRUE(allCloseOnScale(got.running_mean, want.running_mean, scale, kTolerance))
+          << "running_mean";
       EXPECT_TRUE(allClose(got.running_var, want.running_var, kTolerance)) << "running_var";
     }
 }
