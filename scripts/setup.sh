@@ -13,7 +13,9 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 # validation layers that every test runs under; cairo and the DejaVu fonts to draw the apps'
 # pictures, stb to read the images users give them; nlohmann-json for checkpoint headers, configs and --json output; zlib to read gzip-compressed
 # data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set; GLFW for
-# vkgrad-play's window, and Xvfb (with xauth, for xvfb-run) to test it without a display.
+# vkgrad-play's window, and Xvfb (with xauth, for xvfb-run) to test it without a display;
+# onnx (its protobuf classes) and protobuf for the ONNX importer, and ONNX's node tests
+# (libonnx-testdata) that its conformance test runs.
 VKGRAD_PACKAGES=(
   cmake g++ make pkg-config
   libvulkan-dev libvulkan-volk-dev
@@ -23,6 +25,7 @@ VKGRAD_PACKAGES=(
   libcairo2-dev fonts-dejavu-core libstb-dev nlohmann-json3-dev
   zlib1g-dev dataset-fashion-mnist
   libglfw3-dev xvfb xauth
+  libonnx-dev libprotobuf-dev libonnx-testdata
 )
 # shellcheck disable=SC2206  # a space-separated list, split on purpose
 VKGRAD_PACKAGES+=(${VKGRAD_EXTRA_PACKAGES:-})

@@ -24,6 +24,17 @@ Cli& Cli::flag(const std::string& name, const std::string& help) {
   return *this;
 }
 
+Cli& Cli::repeated(const std::string& name, const std::string& help) {
+  order_.push_back(name);
+  entries_[name] = {help + " (may be given more than once)", "", false, true};
+  return *this;
+}
+
+std::vector<std::string> Cli::getAll(const std::string& name) const {
+  const auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
+}
+
 Cli& Cli::positional(const std::string& name, const std::string& help) {
   positional_specs_.push_back({name, help});
   return *this;
@@ -82,6 +93,7 @@ void Cli::parse(int argc, char** argv) {
       value = argv[++i];
     }
     values_[name] = value;
+    if (it->second.repeated) all_values_[name].push_back(value);
   }
   if (values_.count("help")) throw HelpRequested{usage()};
 }

@@ -30,6 +30,9 @@ class Cli {
   // Declare before parse(). Options take a value; flags do not.
   Cli& option(const std::string& name, const std::string& help, const std::string& fallback = "");
   Cli& flag(const std::string& name, const std::string& help);
+  // An option that may be given several times (--input a=x.npy --input b=y.npy): getAll()
+  // returns every value in order; get() the last.
+  Cli& repeated(const std::string& name, const std::string& help);
   // Positional arguments, e.g. the op name of vkgrad-bench ("OP"); a last one named "NAME..."
   // takes every remaining argument.
   Cli& positional(const std::string& name, const std::string& help);
@@ -46,6 +49,7 @@ class Cli {
   // " (the value saved in <source>)" for a value set from a source, else "".
   std::string origin(const std::string& name) const;
   std::string get(const std::string& name) const;
+  std::vector<std::string> getAll(const std::string& name) const;
   // UsageError when not a number in [min, max] (NaN is never in range).
   int64_t getInt(const std::string& name, int64_t min, int64_t max) const;
   double getDouble(const std::string& name, double min, double max) const;
@@ -58,13 +62,15 @@ class Cli {
   struct Entry {
     std::string help, fallback;
     bool is_flag;
+    bool repeated = false;
   };
   std::string program_, summary_;
   std::vector<std::string> order_;
   std::map<std::string, Entry> entries_;
   std::vector<std::pair<std::string, std::string>> positional_specs_;
   std::map<std::string, std::string> values_;
-  std::map<std::string, std::string> sources_;  // where set() values came from
+  std::map<std::string, std::vector<std::string>> all_values_;  // repeated() options'
+  std::map<std::string, std::string> sources_;                  // where set() values came from
   std::vector<std::string> positional_values_;
 };
 

@@ -121,6 +121,17 @@ Tensor Graph::constant(const std::string& name, const Shape& shape, std::vector<
   return {newTensor(std::move(info))};
 }
 
+Tensor Graph::constantIds(const std::string& name, const Shape& shape,
+                          std::vector<uint32_t> values) {
+  if (int64_t(values.size()) != shape.numel() || shape.numel() == 0)
+    throw ShapeError("constant " + name + ": " + std::to_string(values.size()) +
+                     " values for shape " + shape.str());
+  TensorInfo info{name, shape, DType::U32, TensorKind::Constant};
+  info.differentiable = false;
+  info.data = std::move(values);
+  return {newTensor(std::move(info))};
+}
+
 Tensor Graph::dataset(const Dataset& d) {
   for (size_t i = 0; i < tensors_.size(); ++i)  // read in place: one tensor per dataset
     if (tensors_[i].dataset == &d) return {int(i)};

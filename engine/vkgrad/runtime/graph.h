@@ -108,6 +108,8 @@ class Graph {
   // tensor each time p is asked for. Not differentiable if p is frozen when first asked for.
   Tensor parameter(const Parameter& p);
   Tensor constant(const std::string& name, const Shape& shape, std::vector<float> values);
+  // The same for u32 ids (gather's indices, where's conditions): never differentiable.
+  Tensor constantIds(const std::string& name, const Shape& shape, std::vector<uint32_t> values);
   // A Dataset's array, read in place (not copied; never differentiable). A strided one
   // (windows) may only be gather()'s table. The same Dataset given again is the same tensor
   // (ops that read a graph's arrays, such as spmm and edgeSoftmax, share them).

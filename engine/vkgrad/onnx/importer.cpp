@@ -1,0 +1,376 @@
+#include "vkgrad/onnx/importer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "vkgrad/io/safetensors.h"
+#include "vkgrad/onnx/node_context.h"
+#include "vkgrad/runtime/op.h"
+#include "vkgrad/runtime/parameters.h"
+
+namespace vkgrad::onnx {
+
+graph::Shape deviceShape(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return graph::Shape{1};
+  return graph::Shape::of(dims.data(), int(dims.size()));
+}
+
+// --- NodeContext
+
+std::string NodeContext::name() const {
+  return node.op_type() + " node \"" + (node.name().empty() ? node.output(0) : node.name()) + "\"";
+}
+
+void NodeContext::fail(const std::string& why) const {
+  throw Error(name() + ": " + why);
+}
+
+const Value& NodeContext::value(int i) const {
+  if (!has(i)) fail("input " + std::to_string(i) + " is required");
+  return values_.at(node.input(i));
+}
+
+bool NodeContext::allHost() const {
+  for (int i = 0; i < inputCount(); ++i)
+    if (has(i) && !foldable(i)) return false;
+  return true;
+}
+
+const HostTensor& NodeContext::host(int i) const {
+  const Value& v = value(i);
+  if (!v.host)
+    fail("input " + std::to_string(i) + " (\"" + node.input(i) +
+         "\") must be known when the model is imported (a constant or shape arithmetic), "
+         "it is computed on the device");
+  return *v.host;
+}
+
+std::vector<int64_t> NodeContext::hostInts(int i) const {
+  const HostTensor& h = host(i);
+  std::vector<int64_t> out(size_t(h.numel()));
+  for (int64_t k = 0; k < h.numel(); ++k) out[size_t(k)] = h.intAt(k);
+  return out;
+}
+
+graph::Tensor NodeContext::tensor(int i, int64_t index_range) {
+  value(i);  // checks that input i is given
+  Value& v = values_.at(node.input(i));
+  if (v.onDevice()) return v.device;
+  const HostTensor& h = *v.host;
+  const auto init = initializers_.find(node.input(i));
+  if (h.isFloat() && init != initializers_.end()) {
+    v.device = param_(node.input(i), h);
+  } else if (h.isFloat()) {
+    v.device = g.constant(node.input(i), deviceShape(h.dims), h.floats);
+  } else {
+    const int64_t range = index_range > 0 ? index_range : (int64_t(1) << 32);
+    std::vector<uint32_t> ids;
+    if (index_range > 0) {
+      ids = graph::Graph::narrowIndices(h.ints, range);
+    } else {
+      ids.reserve(h.ints.size());
+      for (int64_t x : h.ints) {
+        if (x < 0 || x >= range)
+          fail("integer input \"" + node.input(i) + "\" holds " + std::to_string(x) +
+               ": the device takes 0 to 2^32-1");
+        ids.push_back(uint32_t(x));
+      }
+    }
+    v.device = g.constantIds(node.input(i), deviceShape(h.dims), std::move(ids));
+  }
+  return v.device;
+}
+
+namespace {
+const ::onnx::AttributeProto* findAttr(const ::onnx::NodeProto& node, const char* name) {
+  for (const auto& a : node.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+}  // namespace
+
+bool NodeContext::hasAttr(const char* name) const {
+  return findAttr(node, name) != nullptr;
+}
+
+int64_t NodeContext::attrInt(const char* name, int64_t fallback) const {
+  const auto* a = findAttr(node, name);
+  return a ? a->i() : fallback;
+}
+
+float NodeContext::attrFloat(const char* name, float fallback) const {
+  const auto* a = findAttr(node, name);
+  return a ? a->f() : fallback;
+}
+
+std::string NodeContext::attrString(const char* name, const std::string& fallback) const {
+  const auto* a = findAttr(node, name);
+  return a ? a->s() : fallback;
+}
+
+std::vector<int64_t> NodeContext::attrInts(const char* name, std::vector<int64_t> fallback) const {
+  const auto* a = findAttr(node, name);
+  if (!a) return fallback;
+  return {a->ints().begin(), a->ints().end()};
+}
+
+const ::onnx::TensorProto* NodeContext::attrTensor(const char* name) const {
+  const auto* a = findAttr(node, name);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+void NodeContext::setHost(int i, HostTensor t) {
+  if (i >= outputCount() || node.output(i).empty()) return;
+  if (t.numel() > (int64_t(1) << 31)) fail("a result of more than 2^31 elements");
+  Value v;
+  v.dims = t.dims;
+  v.type = t.type;
+  v.host = std::move(t);
+  values_[node.output(i)] = std::move(v);
+}
+
+void NodeContext::setDevice(int i, graph::Tensor t, std::optional<std::vector<int64_t>> dims,
+                            int type) {
+  if (i >= outputCount() || node.output(i).empty()) return;
+  Value v;
+  const graph::Shape& s = g.shape(t);
+  if (dims) {
+    if (deviceShape(*dims).numel() != s.numel())
+      fail("internal: result " + s.str() + " is not " + dimsText(*dims));
+    v.dims = *dims;
+    if (!(deviceShape(*dims) == s)) t = g.reshape(t, deviceShape(*dims));
+  } else {
+    for (int k = 0; k < s.rank(); ++k) v.dims.push_back(s[k]);
+  }
+  v.type = type;
+  v.device = t;
+  values_[node.output(i)] = std::move(v);
+}
+
+int NodeContext::axis(int64_t a, int rank) const {
+  if (a < -rank || a >= std::max(rank, 1))
+    fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+  return int(a < 0 ? a + rank : a);
+}
+
+// --- the op table
+
+const OpTable& opTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    registerElementwise(t);
+    registerShapeOps(t);
+    registerNnOps(t);
+    return t;
+  }();
+  return table;
+}
+
+std::vector<std::string> supportedOps() {
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : opTable()) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> unsupportedNodes(const Model& model) {
+  std::vector<std::string> out;
+  int i = 0;
+  for (const auto& node : model.proto().graph().node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!default_domain || !opTable().count(node.op_type()))
+      out.push_back((default_domain ? "" : node.domain() + ".") + node.op_type() + " (node \"" +
+                    (node.name().empty() ? "#" + std::to_string(i) : node.name()) + "\")");
+    ++i;
+  }
+  return out;
+}
+
+// --- the import
+
+namespace {
+
+Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
+             const NodeContext::ParameterFn& param) {
+  if (const auto bad = unsupportedNodes(model); !bad.empty()) {
+    std::string list;
+    for (size_t i = 0; i < bad.size() && i < 12; ++i) list += (i ? ", " : "") + bad[i];
+    if (bad.size() > 12) list += ", and " + std::to_string(bad.size() - 12) + " more";
+    throw Error(model.source() + ": unsupported ops: " + list);
+  }
+  for (const auto& [name, dims] : options.input_dims) {
+    const auto& ins = model.inputs();
+    if (std::none_of(ins.begin(), ins.end(), [&](const ValueInfo& v) { return v.name == name; }))
+      throw Error(model.source() + ": the model has no input \"" + name + "\"");
+  }
+  std::map<std::string, Value> values;
+  std::map<std::string, const HostTensor*> initializers;
+  for (const std::string& name : model.initializerNames()) {
+    const HostTensor* h = model.initializer(name);
+    initializers[name] = h;
+    Value v;
+    v.dims = h->dims;
+    v.type = h->type;
+    v.host = *h;
+    v.parameter = h->isFloat();
+    values[name] = std::move(v);
+  }
+
+  Imported imported;
+  for (const ValueInfo& in : model.inputs()) {
+    std::vector<int64_t> dims = in.dims;
+    if (const auto it = options.input_dims.find(in.name); it != options.input_dims.end()) {
+      bool agrees = it->second.size() == in.dims.size();
+      for (size_t k = 0; agrees && k < dims.size(); ++k)
+        agrees = in.dims[k] < 0 || in.dims[k] == it->second[k];
+      if (!agrees)
+        throw Error(model.source() + ": input " + in.str() + " cannot take shape " +
+                    dimsText(it->second));
+      dims = it->second;
+    }
+    for (int64_t d : dims)
+      if (d <= 0)
+        throw Error(model.source() + ": input " + in.str() +
+                    " has open axes: give its shape (--input-shape or ImportOptions::input_dims)");
+    if (dimsNumel(dims) > (int64_t(1) << 31))
+      throw Error(model.source() + ": input " + in.name + " " + dimsText(dims) +
+                  " has more than 2^31 elements");
+    if (const auto it = options.known_inputs.find(in.name); it != options.known_inputs.end()) {
+      if (it->second.dims != dims)
+        throw Error(model.source() + ": the value given for input " + in.str() + " is " +
+                    dimsText(it->second.dims));
+      Value v;
+      v.dims = dims;
+      v.type = in.type;
+      v.host = it->second;
+      v.host->type = in.type;
+      values[in.name] = std::move(v);
+      imported.inputs.push_back({in.name, {}, dims, in.type, false});
+      continue;
+    }
+    const bool is_float = isFloatType(in.type);
+    if (!is_float && !isIntegerType(in.type))
+      throw Error(model.source() + ": input " + in.str() +
+                  ": vkgrad takes float or integer inputs");
+    graph::Tensor t;
+    if (const auto it = options.provided.find(in.name); it != options.provided.end()) {
+      t = it->second;
+      if (!(g.shape(t) == deviceShape(dims)) ||
+          (g.tensor(t).dtype == graph::DType::U32) == is_float)
+        throw Error(model.source() + ": the tensor given for input " + in.str() + " is " +
+                    ops::dtypeName(g.tensor(t).dtype) + " " + g.shape(t).str());
+    } else {
+      t = g.input(in.name, deviceShape(dims), is_float ? graph::DType::F32 : graph::DType::U32);
+    }
+    Value v;
+    v.dims = dims;
+    v.type = in.type;
+    v.device = t;
+    values[in.name] = v;
+    imported.inputs.push_back({in.name, t, dims, in.type});
+  }
+
+  std::vector<std::string> params;
+  const NodeContext::ParameterFn record = [&](const std::string& name, const HostTensor& h) {
+    params.push_back(name);
+    return param(name, h);
+  };
+  for (const auto& node : model.proto().graph().node()) {
+    NodeContext ctx(g, node, values, initializers, record);
+    try {
+      opTable().at(node.op_type())(ctx);
+    } catch (const ShapeError& e) {
+      throw ShapeError(model.source() + ": " + ctx.name() + ": " + e.what());
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.rfind(ctx.name(), 0) == 0) throw Error(model.source() + ": " + what);
+      throw Error(model.source() + ": " + ctx.name() + ": " + what);
+    }
+    for (const auto& out : node.output())
+      if (!out.empty() && !values.count(out))
+        throw Error(model.source() + ": " + ctx.name() + " left output \"" + out + "\" unset");
+  }
+  for (const ValueInfo& out : model.outputs()) {
+    Value& v = values.at(out.name);
+    Port p{out.name, {}, v.dims, v.type};
+    if (!v.onDevice()) {
+      // An output known on the host (a constant): put it on the device so it reads alike.
+      const HostTensor& h = *v.host;
+      v.device = g.constant(out.name, deviceShape(h.dims), h.toFloats());
+      p.type = h.isFloat() ? h.type : kFloat;
+    }
+    // An output that is an input, a parameter or a constant (Identity, Flatten, Dropout at
+    // inference), or a view of one, gets a copy of its own: marked outputs are activations.
+    if (g.tensor(g.tensor(v.device).root).kind != graph::TensorKind::Activation)
+      v.device = g.expand(v.device, g.shape(v.device));
+    p.tensor = v.device;
+    g.markOutput(p.tensor);
+    imported.outputs.push_back(p);
+  }
+  for (Port& in : imported.inputs) {
+    if (!in.tensor) continue;
+    in.used = false;
+    for (const graph::Node& n : g.nodes())
+      for (int id : n.inputs)
+        if (id == in.tensor.id) in.used = true;
+  }
+  imported.parameters = params;
+  return imported;
+}
+
+}  // namespace
+
+std::vector<std::string> deviceInitializers(const Model& model, const ImportOptions& options) {
+  graph::Graph g;
+  std::vector<std::string> names;
+  run(g, model, options, [&](const std::string& name, const HostTensor& h) {
+    names.push_back(name);
+    return g.input(name, deviceShape(h.dims));
+  });
+  return names;
+}
+
+void addParameters(graph::ParameterStore& store, const Model& model,
+                   const std::vector<std::string>& names) {
+  std::vector<graph::SavedTensor> tensors;
+  for (const std::string& name : names) {
+    const HostTensor* h = model.initializer(name);
+    if (!h || !h->isFloat())
+      throw Error(model.source() + ": \"" + name + "\" is not a float initializer");
+    const graph::Shape shape = deviceShape(h->dims);
+    store.add(name, shape, graph::Init::zeros());
+    graph::SavedTensor t;
+    t.name = name;
+    t.dtype = ops::DType::F32;
+    for (int k = 0; k < shape.rank(); ++k) t.shape.push_back(shape[k]);
+    t.data.resize(h->floats.size());
+    std::memcpy(t.data.data(), h->floats.data(), h->floats.size() * 4);
+    tensors.push_back(std::move(t));
+  }
+  if (store.planning()) return;
+  std::vector<const graph::SavedTensor*> ptrs;
+  for (const auto& t : tensors) ptrs.push_back(&t);
+  // upload() wants every parameter of the store: those added before keep their values.
+  std::vector<graph::SavedTensor> kept;
+  if (store.all().size() != tensors.size()) {
+    for (auto& t : store.download())
+      if (std::none_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n == t.name; }))
+        kept.push_back(std::move(t));
+    for (const auto& t : kept) ptrs.push_back(&t);
+  }
+  store.upload(ptrs, model.source());
+}
+
+Imported importGraph(graph::Graph& g, const Model& model, const graph::ParameterStore& store,
+                     const ImportOptions& options) {
+  return run(g, model, options, [&](const std::string& name, const HostTensor&) {
+    const graph::Parameter* p = store.find(name);
+    if (!p)
+      throw Error("initializer \"" + name +
+                  "\" is not a parameter of the store (onnx::addParameters first)");
+    return g.parameter(*p);
+  });
+}
+
+}  // namespace vkgrad::onnx
