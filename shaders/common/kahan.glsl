@@ -21,6 +21,17 @@ Kahan kahanAdd(Kahan a, float x) {
 
 float kahanValue(Kahan a) { return a.s - a.c; }
 
+// kahanAdd for sums that may hold infinities (the general ops' map_reduce: -inf from an
+// attention mask through where(), a single-term "sum" of an elementwise op): once the sum is
+// infinite the compensation would be inf - inf = NaN and turn it into NaN, so it is dropped.
+// Finite sums give kahanAdd's bits; the hot row kernels keep kahanAdd (one select less).
+Kahan kahanAddInf(Kahan a, float x) {
+  precise const float y = x - a.c;
+  precise const float t = a.s + y;
+  precise const float c = (t - a.s) - y;
+  return Kahan(t, isinf(t) ? 0.0 : c);
+}
+
 // The same for 4 columns at once, for kernels that fetch RGBA32F texels.
 struct Kahan4 {
   vec4 s;  // running sums

@@ -83,7 +83,7 @@ void main() {
     float best = uintBitsToFloat(0xff800000u);  // -inf
     for (uint r = 0u; r < p.n_fold; ++r) {
       const float v = element(ix, iy, iz);
-      if (FOLD == kSum) sum = kahanAdd(sum, v);
+      if (FOLD == kSum) sum = kahanAddInf(sum, v);
       else best = isnan(v) || isnan(best) ? v + best : max(best, v);  // NaN wins, as numpy
       for (int a = 5; a >= first; --a) {
         if (!isReduced(a)) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "vkgrad/io/safetensors.h"
 #include "vkgrad/onnx/node_context.h"
@@ -28,7 +29,12 @@ void NodeContext::fail(const std::string& why) const {
 
 const Value& NodeContext::value(int i) const {
   if (!has(i)) fail("input " + std::to_string(i) + " is required");
-  return values_.at(node.input(i));
+  const auto it = values_.find(node.input(i));
+  if (it == values_.end())
+    fail("input \"" + node.input(i) +
+         "\" is an output its node does not support (a BatchNormalization's saved "
+         "statistics, a Dropout's mask, ...)");
+  return it->second;
 }
 
 bool NodeContext::allHost() const {
@@ -190,6 +196,45 @@ std::vector<std::string> unsupportedNodes(const Model& model) {
 
 namespace {
 
+// The inputs of an op that no gradient flows through: shapes, axes, indices, conditions,
+// exponents; every input of a comparison or of a cast to integers.
+bool gradientFree(const ::onnx::NodeProto& node, int input) {
+  const std::string& op = node.op_type();
+  if (op == "Equal" || op == "Less" || op == "Greater" || op == "Not" || op == "Shape" ||
+      op == "ConstantOfShape" || op == "Range")
+    return true;
+  if (op == "Cast") {
+    for (const auto& a : node.attribute())
+      if (a.name() == "to") return !isFloatType(int(a.i()));
+  }
+  if (op == "Where") return input == 0;
+  if (op == "Gather" || op == "Pow" || op == "Reshape" || op == "Expand" || op == "Squeeze" ||
+      op == "Unsqueeze" || op == "Split" || op == "ReduceSum" || op == "Tile")
+    return input == 1;
+  if (op == "Slice") return input >= 1;
+  if (op == "Pad") return input >= 1;
+  if (op == "Dropout") return input >= 1;
+  return false;
+}
+
+// The values a gradient from the outputs can reach: a float initializer among them is a
+// parameter; one that only feeds shapes, masks and comparisons (a registered buffer such as
+// a causal mask) is a constant and folds on the host.
+std::set<std::string> gradientReach(const Model& model) {
+  std::set<std::string> reach;
+  for (const auto& out : model.outputs()) reach.insert(out.name);
+  const auto& nodes = model.proto().graph().node();
+  for (int n = nodes.size() - 1; n >= 0; --n) {
+    const auto& node = nodes[n];
+    bool live = false;
+    for (const auto& out : node.output()) live = live || reach.count(out);
+    if (!live) continue;
+    for (int i = 0; i < node.input_size(); ++i)
+      if (!node.input(i).empty() && !gradientFree(node, i)) reach.insert(node.input(i));
+  }
+  return reach;
+}
+
 Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
              const NodeContext::ParameterFn& param) {
   if (const auto bad = unsupportedNodes(model); !bad.empty()) {
@@ -205,6 +250,7 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
   }
   std::map<std::string, Value> values;
   std::map<std::string, const HostTensor*> initializers;
+  const std::set<std::string> reach = gradientReach(model);
   for (const std::string& name : model.initializerNames()) {
     const HostTensor* h = model.initializer(name);
     initializers[name] = h;
@@ -212,7 +258,7 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     v.dims = h->dims;
     v.type = h->type;
     v.host = *h;
-    v.parameter = h->isFloat();
+    v.parameter = h->isFloat() && reach.count(name);
     values[name] = std::move(v);
   }
 
@@ -225,7 +271,8 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
         agrees = in.dims[k] < 0 || in.dims[k] == it->second[k];
       if (!agrees)
         throw Error(model.source() + ": input " + in.str() + " cannot take shape " +
-                    dimsText(it->second));
+                    dimsText(it->second) +
+                    ": the file fixes its axes (export with dynamic_axes to vary them)");
       dims = it->second;
     }
     for (int64_t d : dims)
@@ -286,11 +333,12 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
       if (what.rfind(ctx.name(), 0) == 0) throw Error(model.source() + ": " + what);
       throw Error(model.source() + ": " + ctx.name() + ": " + what);
     }
-    for (const auto& out : node.output())
-      if (!out.empty() && !values.count(out))
-        throw Error(model.source() + ": " + ctx.name() + " left output \"" + out + "\" unset");
   }
   for (const ValueInfo& out : model.outputs()) {
+    if (!values.count(out.name))
+      throw Error(model.source() + ": graph output \"" + out.name +
+                  "\" is an output its node does not support (a BatchNormalization's saved "
+                  "statistics, a Dropout's mask, ...)");
     Value& v = values.at(out.name);
     Port p{out.name, {}, v.dims, v.type};
     if (!v.onDevice()) {
@@ -301,10 +349,11 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     }
     // An output that is an input, a parameter or a constant (Identity, Flatten, Dropout at
     // inference), or a view of one, gets a copy of its own: marked outputs are activations.
-    if (g.tensor(g.tensor(v.device).root).kind != graph::TensorKind::Activation)
+    if (options.mark_outputs &&
+        g.tensor(g.tensor(v.device).root).kind != graph::TensorKind::Activation)
       v.device = g.expand(v.device, g.shape(v.device));
     p.tensor = v.device;
-    g.markOutput(p.tensor);
+    if (options.mark_outputs) g.markOutput(p.tensor);
     imported.outputs.push_back(p);
   }
   for (Port& in : imported.inputs) {

@@ -30,6 +30,9 @@ struct ImportOptions {
   // Inputs whose values are known when importing (a shape, axes, a fixed mask): they become
   // host constants, folded like initializers, and take no device input.
   std::map<std::string, HostTensor> known_inputs;
+  // Marks the outputs (Graph::markOutput) so they can be read after a step; off when a loss
+  // reads them inside a training graph (a Trainer takes marked tensors for metrics).
+  bool mark_outputs = true;
 };
 
 struct Port {
@@ -48,6 +51,9 @@ struct Imported {
   std::vector<std::string> parameters;  // the initializers read on the device, in order
   std::vector<std::string> fusions;     // one line per pattern fused, for `vkgrad-onnx info`
 };
+
+// The device shape of ONNX dims: a scalar is (1).
+graph::Shape deviceShape(const std::vector<int64_t>& dims);
 
 // The ops importGraph knows, sorted.
 std::vector<std::string> supportedOps();

@@ -13,6 +13,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/onnx/host_tensor.h"
+#include "vkgrad/onnx/importer.h"
 #include "vkgrad/runtime/graph.h"
 
 namespace vkgrad::onnx {
@@ -29,9 +30,6 @@ struct Value {
   bool parameter = false;
   bool onDevice() const { return device.id >= 0; }
 };
-
-// The device shape of ONNX dims: a scalar is (1).
-graph::Shape deviceShape(const std::vector<int64_t>& dims);
 
 class NodeContext {
  public:

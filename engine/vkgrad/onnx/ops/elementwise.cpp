@@ -200,14 +200,23 @@ void unary(NodeContext& c) {
   c.setDevice(0, c.g.activation(c.tensor(0), Kind, param), c.dims(0));
 }
 
-// Identity, and Dropout as inference runs it (the ratio ignored; no mask output).
+// Identity, and Dropout: the identity at inference (no training_mode, or a constant false)
+// or with a ratio of 0; in training mode the graph's dropout (its own random masks).
 void identity(NodeContext& c) {
   const Value& v = c.value(0);
   if (c.node.op_type() == "Dropout") {
-    if (c.has(2) && (!c.isHost(2) || c.host(2).at(0) != 0))
-      c.fail("training_mode must be a constant false: vkgrad imports Dropout as inference");
-    if (c.outputCount() > 1 && !c.node.output(1).empty())
-      c.fail("the mask output is not supported");
+    const float ratio = c.has(1) ? float(c.host(1).at(0)) : c.attrFloat("ratio", 0.5f);
+    const bool training = c.has(2) && c.host(2).at(0) != 0;
+    const bool mask = c.outputCount() > 1 && !c.node.output(1).empty();
+    if (mask && training && ratio > 0) c.fail("the mask output of a training dropout");
+    // Nothing dropped: the mask keeps every element.
+    if (mask)
+      c.setHost(
+          1, HostTensor::ofInts(v.dims, std::vector<int64_t>(size_t(dimsNumel(v.dims)), 1), kBool));
+    if (training && ratio > 0) {
+      if (ratio >= 1) c.fail("ratio " + std::to_string(ratio));
+      return c.setDevice(0, c.g.dropout(c.tensor(0), ratio), v.dims);
+    }
   }
   if (c.foldable(0)) {
     c.setHost(0, *v.host);

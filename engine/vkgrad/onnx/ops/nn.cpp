@@ -218,16 +218,20 @@ void batchNorm(NodeContext& c) {
   requireFloat(c, 0);
   const float eps = c.attrFloat("epsilon", 1e-5f);
   const float momentum = 1.0f - c.attrFloat("momentum", 0.9f);  // ONNX keeps, PyTorch adds
-  for (int i = 1; i < c.outputCount(); ++i)
-    if (!c.node.output(i).empty()) c.fail("the running-statistics outputs are not supported");
-  // training_mode 0 (every eval export) normalises with the running statistics whatever the
-  // graph's mode; 1 with the batch's in a training graph (updating the running ones).
+  // training_mode 0 (every eval export) normalises with the running statistics, 1 (a training
+  // export) with the batch's, updating the running ones in place, whatever the graph's mode.
   const bool was_training = c.g.training();
-  if (c.attrInt("training_mode", 0) == 0) c.g.setTraining(false);
+  // (Before opset 14 there is no attribute: a node with the statistics outputs trains.)
+  c.g.setTraining(c.hasAttr("training_mode") ? c.attrInt("training_mode", 0) != 0
+                                             : c.outputCount() > 1);
   const graph::Tensor y =
       c.g.batchNorm(c.tensor(0), c.tensor(1), c.tensor(2), c.tensor(3), c.tensor(4), eps, momentum);
   c.g.setTraining(was_training);
   c.setDevice(0, y, c.dims(0));
+  // A training export names the updated running statistics as outputs 1 and 2: the graph
+  // updates them in place, so they are the running tensors themselves.
+  if (c.outputCount() > 1) c.setDevice(1, c.tensor(3), c.dims(3));
+  if (c.outputCount() > 2) c.setDevice(2, c.tensor(4), c.dims(4));
 }
 
 void pad(NodeContext& c) {
