@@ -1,6 +1,7 @@
 #include "vkgrad/onnx/importer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -64,8 +65,7 @@ graph::Tensor NodeContext::tensor(int i, int64_t index_range) {
   Value& v = values_.at(node.input(i));
   if (v.onDevice()) return v.device;
   const HostTensor& h = *v.host;
-  const auto init = initializers_.find(node.input(i));
-  if (h.isFloat() && init != initializers_.end()) {
+  if (v.parameter) {
     v.device = param_(node.input(i), h);
   } else if (h.isFloat()) {
     v.device = g.constant(node.input(i), deviceShape(h.dims), h.floats);
@@ -249,16 +249,17 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
       throw Error(model.source() + ": the model has no input \"" + name + "\"");
   }
   std::map<std::string, Value> values;
-  std::map<std::string, const HostTensor*> initializers;
   const std::set<std::string> reach = gradientReach(model);
   for (const std::string& name : model.initializerNames()) {
     const HostTensor* h = model.initializer(name);
-    initializers[name] = h;
     Value v;
     v.dims = h->dims;
     v.type = h->type;
     v.host = *h;
-    v.parameter = h->isFloat() && reach.count(name);
+    // A non-finite initializer (a -inf fill for masks) is a constant: no weight is infinite.
+    v.parameter =
+        h->isFloat() && reach.count(name) &&
+        std::all_of(h->floats.begin(), h->floats.end(), [](float f) { return std::isfinite(f); });
     values[name] = std::move(v);
   }
 
@@ -323,7 +324,7 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     return param(name, h);
   };
   for (const auto& node : model.proto().graph().node()) {
-    NodeContext ctx(g, node, values, initializers, record);
+    NodeContext ctx(g, node, values, record);
     try {
       opTable().at(node.op_type())(ctx);
     } catch (const ShapeError& e) {

@@ -35,9 +35,8 @@ class NodeContext {
  public:
   using ParameterFn = std::function<graph::Tensor(const std::string& name, const HostTensor&)>;
   NodeContext(graph::Graph& g, const ::onnx::NodeProto& node, std::map<std::string, Value>& values,
-              const std::map<std::string, const HostTensor*>& initializers,
               const ParameterFn& param)
-      : g(g), node(node), values_(values), initializers_(initializers), param_(param) {}
+      : g(g), node(node), values_(values), param_(param) {}
 
   graph::Graph& g;
   const ::onnx::NodeProto& node;
@@ -82,7 +81,6 @@ class NodeContext {
 
  private:
   std::map<std::string, Value>& values_;
-  const std::map<std::string, const HostTensor*>& initializers_;
   const ParameterFn& param_;
 };
 
