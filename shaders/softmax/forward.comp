@@ -10,11 +10,11 @@
 // online pair gives way to a maximum first: with kLaneTexels (rows of up to 128 texels a lane
 // on CPU devices, 32 elsewhere; ops/softmax.cpp) each lane fetches its texels once and keeps
 // them, then exp(x - max) once per value; longer rows are read three times (max, sum of
-// exp(x - max), output), where a fetch costs less than the online pair's rescaling. The exp
-// is softmax/exp.glsl's, cheaper than GLSL's on lavapipe. Measured on lavapipe at
-// 10240 x 1024 (BENCHMARKS.md, softmax): without any exp the kernel costs about 1.1x the copy
-// kernel's CPU time, and the cheapest accurate exp adds ~0.4x, so ~70 % of the copy's rate is
-// the floor here; the scalar layout ran at 20 %.
+// exp(x - max), output), where a fetch costs less than the online pair's rescaling. Measured
+// on lavapipe at 10240 x 1024 (BENCHMARKS.md, softmax): without its exp the kernel costs about
+// 1.1x the copy kernel's CPU time and llvmpipe's exp adds ~0.3x (a hand-written degree-5
+// polynomial exp cost 1.2x as much as llvmpipe's), so ~70 % of the copy's rate is the floor
+// here; the scalar layout ran at 20 %.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -24,7 +24,6 @@
 // fixed (a split workgroup would give NaN, not a partial sum). Run at 8 and 16 lanes in CI.
 #include "common/storage.glsl"
 
-#include "softmax/exp.glsl"
 #include "softmax/rows.glsl"
 
 layout(constant_id = 4) const bool kVec4 = false;    // only with kTexelInput, not per invocation
@@ -59,7 +58,6 @@ void storeY4(uint t, vec4 v) {
   }
 }
 
-
 // One row with 4 columns per fetch (kVec4): the maximum, then the sum of exp(x - max) (each
 // lane's four columns compensated apart and added up before the row sum), then the output.
 void row4(uint row, uint first, uint step) {
@@ -74,11 +72,11 @@ void row4(uint row, uint first, uint step) {
     return;
   }
   Kahan4 sum = kKahan4Zero;
-  for (uint t = first; t < n4; t += step) sum = kahan4Add(sum, softmaxExp(fetchX4(base4 + t) - m));
+  for (uint t = first; t < n4; t += step) sum = kahan4Add(sum, exp(fetchX4(base4 + t) - m));
   const vec4 s4 = kahan4Value(sum);
   const float inv_sum = 1.0 / rowSum((s4.x + s4.y) + (s4.z + s4.w));
   for (uint t = first; t < n4; t += step)
-    storeY4(base4 + t, softmaxExp(fetchX4(base4 + t) - m) * inv_sum);
+    storeY4(base4 + t, exp(fetchX4(base4 + t) - m) * inv_sum);
 }
 
 // row4 with the lane's texels fetched once and held in registers (kLaneTexels > 0: the row's
@@ -97,13 +95,13 @@ void row4Held(uint row, uint first, uint step) {
     m4 = max(m4, v[i]);
   }
   const float m = rowMax(max(max(m4.x, m4.y), max(m4.z, m4.w)));
-  // All -inf: exp(x - 0) gives zeros and inv_sum is 0, where exp(x - m) / s would be NaN; so
-  // the stores need no select.
+  // All -inf: inv_sum is 0 and the shift 0 (exp(-inf - 0) = 0, where -inf - m would be NaN),
+  // so the stores write zeros with no select.
   const bool masked = m == kNegInf;
   const float shift = masked ? 0.0 : m;
   vec4 l4 = vec4(0.0), block = vec4(0.0);
   [[unroll]] for (uint i = 0; i < kLaneTexels; ++i) {
-    v[i] = softmaxExp(v[i] - shift);
+    v[i] = exp(v[i] - shift);
     block += v[i];
     if (i % 32 == 31) {  // unrolled: no branch, a block of 32 texels ends here
       l4 += block;

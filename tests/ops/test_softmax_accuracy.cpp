@@ -1,7 +1,7 @@
 // Softmax outputs far below the row's largest, one by one, and NaN inputs: what the tolerance
-// of test_softmax.cpp (relative to the largest output) cannot see. The 4-column layouts compute
-// exp with their own polynomial (shaders/softmax/exp.glsl); these hold every layout to GLSL's
-// bound for exp, (3 + 2|d|) ulp at d = x - max.
+// of test_softmax.cpp (relative to the largest output) cannot see. Every layout is held to
+// GLSL's bound for exp, (3 + 2|d|) ulp at d = x - max (a cheaper exp than the driver's would
+// have to keep it too).
 #include <cmath>
 #include <limits>
 #include <vector>
