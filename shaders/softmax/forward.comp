@@ -12,7 +12,7 @@
 // them, then exp(x - max) once per value; longer rows are read three times (max, sum of
 // exp(x - max), output), where a fetch costs less than the online pair's rescaling. Measured
 // on lavapipe at 10240 x 1024 (BENCHMARKS.md, softmax): without its exp the kernel costs about
-// 1.1x the copy kernel's CPU time and llvmpipe's exp adds ~0.3x (a hand-written degree-5
+// 1.0-1.1x the copy kernel's CPU time and llvmpipe's exp adds ~0.4x (a hand-written degree-5
 // polynomial exp cost 1.2x as much as llvmpipe's), so ~70 % of the copy's rate is the floor
 // here; the scalar layout ran at 20 %.
 #extension GL_GOOGLE_include_directive : require
