@@ -254,8 +254,9 @@ TEST_P(SoftmaxTest, FourColumnRowsIntoAnOutputOffTheTexelGrid) {
 TEST_P(SoftmaxTest, BackwardMatchesCpuOnOddShapesAndAccumulates) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
+  // (2,4096): 128 texels a lane at 8 lanes, the most a CPU device's lane holds.
   const ops::Shape shapes[] = {{1, 1},     {3, 7},  {17, 129}, {3, 1000}, {1, 20001},
-                               {2, 3, 65}, {7, 68}, {3, 1024}, {2, 4100}};
+                               {2, 3, 65}, {7, 68}, {3, 1024}, {2, 4096}, {2, 4100}};
   for (const ops::Shape& shape : shapes) {
     for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
       const bool acc = w == ops::Write::Accumulate;
