@@ -8,8 +8,10 @@
 // kVec4 (with kTexelInput, a workgroup or subgroup per row, N % 4 == 0, y and dy 16-byte
 // aligned): RGBA32F texels of 4 adjacent columns, and with kStore4 (dx f32 and its skip a
 // multiple of 4) dx loaded (kAccumulate) and stored 16 bytes at a time, as in forward.comp;
-// with kLaneTexels each texel of y and dy fetched once. On lavapipe at 10240 x 1024 that runs
-// at the copy kernel's rate, 4.5x the scalar layout (BENCHMARKS.md, softmax).
+// with kLaneTexels (rows of up to 128 texels a lane on CPU devices, 32 elsewhere) each texel of
+// y and dy fetched once. On lavapipe at 10240 x 1024 that runs at the copy kernel's rate, 4.5x
+// the scalar layout; at 4096 x 4096 holding rows ran 1.27-1.6x faster than reading twice
+// (BENCHMARKS.md, softmax).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -79,19 +81,25 @@ void row4(uint row, uint first, uint step) {
 }
 
 // row4 with the lane's texels of y and dy fetched once and held (kLaneTexels > 0), as in
-// forward.comp: only a lane's last texel can lie past the row.
+// forward.comp: only a lane's last texel can lie past the row, and the dot product sums blocks
+// of 32 texels.
 void row4Held(uint row, uint first, uint step) {
   const uint n4 = p.n / 4, base4 = row * n4;
   vec4 y4[kLaneTexels == 0 ? 1 : kLaneTexels], dy4[kLaneTexels == 0 ? 1 : kLaneTexels];
-  vec4 dot4 = vec4(0.0);
+  vec4 dot4 = vec4(0.0), block = vec4(0.0);
   [[unroll]] for (uint i = 0; i < kLaneTexels; ++i) {
     const uint t = first + i * step;
     // t < n4 (the last texel only): past the row 0, which adds nothing.
     const bool in_row = i + 1 < kLaneTexels || t < n4;
     y4[i] = in_row ? fetchY4(base4 + t) : vec4(0.0);
     dy4[i] = in_row ? fetchDy4(base4 + t) : vec4(0.0);
-    dot4 += dy4[i] * y4[i];
+    block += dy4[i] * y4[i];
+    if (i % 32 == 31) {  // unrolled: no branch, a block of 32 texels ends here
+      dot4 += block;
+      block = vec4(0.0);
+    }
   }
+  dot4 += block;
   const float s = rowSum((dot4.x + dot4.y) + (dot4.z + dot4.w));
   [[unroll]] for (uint i = 0; i < kLaneTexels; ++i) {
     const uint t = first + i * step;

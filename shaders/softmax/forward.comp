@@ -7,12 +7,14 @@
 // kVec4 (with kTexelInput, a workgroup or subgroup per row, N % 4 == 0 and x 16-byte aligned):
 // RGBA32F texels of 4 adjacent columns, a quarter of the fetches, and with kStore4 (y f32 and
 // its skip a multiple of 4) y stored 16 bytes at a time, as the copy kernel does. There the
-// online pair gives way to a maximum first: with kLaneTexels (rows of up to 32 texels a lane)
-// each lane fetches its texels once and keeps them, then exp(x - max) once per value; longer
-// rows are read three times (max, sum of exp(x - max), output), where a fetch costs less than
-// the online pair's rescaling. Measured on lavapipe at 10240 x 1024 (BENCHMARKS.md, softmax):
-// a texel fetch pass, the exp and the store each cost about half of the copy kernel, so one of
-// each is the floor, about 60 % of the copy's rate; the scalar layout ran at 20 %.
+// online pair gives way to a maximum first: with kLaneTexels (rows of up to 128 texels a lane
+// on CPU devices, 32 elsewhere; ops/softmax.cpp) each lane fetches its texels once and keeps
+// them, then exp(x - max) once per value; longer rows are read three times (max, sum of
+// exp(x - max), output), where a fetch costs less than the online pair's rescaling. Measured
+// on lavapipe at 10240 x 1024 (BENCHMARKS.md, softmax): without its exp the kernel costs about
+// 1.0-1.1x the copy kernel's CPU time and llvmpipe's exp adds ~0.4x (a hand-written degree-5
+// polynomial exp cost 1.2x as much as llvmpipe's), so ~70 % of the copy's rate is the floor
+// here; the scalar layout ran at 20 %.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -80,7 +82,8 @@ void row4(uint row, uint first, uint step) {
 // row4 with the lane's texels fetched once and held in registers (kLaneTexels > 0: the row's
 // texels over the lanes, rounded up). Only a lane's last texel can lie past the row, so the
 // others need no bounds guard: on lavapipe the guards cost a third of the kernel. Each column of
-// a lane sums at most kLaneTexels values, where plain fp32 sums are as good as compensated ones.
+// a lane sums its texels in blocks of 32 (plain fp32 sums of 32 values are as good as
+// compensated ones), then the blocks: two accumulators, where more would spill.
 void row4Held(uint row, uint first, uint step) {
   const uint n4 = p.n / 4, base4 = row * n4;
   vec4 v[kLaneTexels == 0 ? 1 : kLaneTexels];
@@ -92,17 +95,24 @@ void row4Held(uint row, uint first, uint step) {
     m4 = max(m4, v[i]);
   }
   const float m = rowMax(max(max(m4.x, m4.y), max(m4.z, m4.w)));
-  // All -inf: zeros, where exp(x - m) / s would be NaN.
+  // All -inf: inv_sum is 0 and the shift 0 (exp(-inf - 0) = 0, where -inf - m would be NaN),
+  // so the stores write zeros with no select.
   const bool masked = m == kNegInf;
-  vec4 s4 = vec4(0.0);
+  const float shift = masked ? 0.0 : m;
+  vec4 l4 = vec4(0.0), block = vec4(0.0);
   [[unroll]] for (uint i = 0; i < kLaneTexels; ++i) {
-    v[i] = exp(v[i] - m);
-    s4 += v[i];
+    v[i] = exp(v[i] - shift);
+    block += v[i];
+    if (i % 32 == 31) {  // unrolled: no branch, a block of 32 texels ends here
+      l4 += block;
+      block = vec4(0.0);
+    }
   }
-  const float inv_sum = masked ? 0.0 : 1.0 / rowSum((s4.x + s4.y) + (s4.z + s4.w));
+  l4 += block;
+  const float inv_sum = masked ? 0.0 : 1.0 / rowSum((l4.x + l4.y) + (l4.z + l4.w));
   [[unroll]] for (uint i = 0; i < kLaneTexels; ++i) {
     const uint t = first + i * step;
-    if (i + 1 < kLaneTexels || t < n4) storeY4(base4 + t, masked ? vec4(0.0) : v[i] * inv_sum);
+    if (i + 1 < kLaneTexels || t < n4) storeY4(base4 + t, v[i] * inv_sum);
   }
 }
 

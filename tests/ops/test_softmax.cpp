@@ -72,11 +72,11 @@ TEST_P(SoftmaxTest, MatchesCpuOnOddShapes) {
   // Short rows take the invocation-per-row path, long ones a workgroup (or subgroup) per
   // row; the switch is at N = 32 on GPUs and 64 on CPU devices. N % 4 == 0 takes the texel
   // layouts' 4-column path: rows each lane holds whole ((3,1024): 32 texels a lane at 8 lanes,
-  // none past the row; (5,1000), (7,68): the last texel partly past it) or reads three times
-  // ((2,4100), (2,100000)).
-  const ops::Shape shapes[] = {{1, 1},     {3, 7},  {33, 257}, {5, 1000},  {2, 100003}, {1000, 7},
-                               {2, 3, 17}, {4, 32}, {4, 33},   {4, 64},    {4, 65},     {7},
-                               {3, 1024},  {7, 68}, {2, 4100}, {2, 100000}};
+  // none past the row; (2,4096): 128, the most a CPU device's lane holds; (5,1000), (7,68): the
+  // last texel partly past it) or reads three times ((2,4100), (2,100000)).
+  const ops::Shape shapes[] = {{1, 1},     {3, 7},    {33, 257}, {5, 1000}, {2, 100003}, {1000, 7},
+                               {2, 3, 17}, {4, 32},   {4, 33},   {4, 64},   {4, 65},     {7},
+                               {3, 1024},  {2, 4096}, {7, 68},   {2, 4100}, {2, 100000}};
   for (const ops::Shape& shape : shapes) {
     SCOPED_TRACE(shape.str());
     const auto x = rng.normal(shape.numel(), 0.5f, 3.0f);
@@ -254,8 +254,9 @@ TEST_P(SoftmaxTest, FourColumnRowsIntoAnOutputOffTheTexelGrid) {
 TEST_P(SoftmaxTest, BackwardMatchesCpuOnOddShapesAndAccumulates) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
+  // (2,4096): 128 texels a lane at 8 lanes, the most a CPU device's lane holds.
   const ops::Shape shapes[] = {{1, 1},     {3, 7},  {17, 129}, {3, 1000}, {1, 20001},
-                               {2, 3, 65}, {7, 68}, {3, 1024}, {2, 4100}};
+                               {2, 3, 65}, {7, 68}, {3, 1024}, {2, 4096}, {2, 4100}};
   for (const ops::Shape& shape : shapes) {
     for (ops::Write w : {ops::Write::Overwrite, ops::Write::Accumulate}) {
       const bool acc = w == ops::Write::Accumulate;

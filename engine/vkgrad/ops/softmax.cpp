@@ -169,12 +169,17 @@ bool vec4Rows(const vk::Context& context, bool vec4, const SoftmaxLayout& l, uin
 }
 
 // Texels each lane holds of a row of n columns (kLaneTexels), or 0 when they are more than
-// kMaxLaneTexels: then the kernel fetches each texel three times instead of once. 32 vec4 per
-// lane spill from llvmpipe's 16 vector registers, but the spills cost less than fetches.
-constexpr uint32_t kMaxLaneTexels = 32;
-uint32_t laneTexels(const SoftmaxLayout& l, uint64_t n) {
+// laneTexelsMax: then the kernel fetches each texel three times (backward: twice) instead of
+// once. 32 vec4 per lane spill from llvmpipe's 16 vector registers, but the spills cost less
+// than fetches, up to 128 (4096 columns at 8 lanes: forward 1.5-1.6x, backward 1.27-1.6x at
+// 4096 x 4096; BENCHMARKS.md, softmax). GPUs keep 32: a lane's registers are few, and spills
+// there go to memory.
+uint32_t laneTexelsMax(const vk::Context& context) {
+  return context.info().isCpu() ? 128 : 32;
+}
+uint32_t laneTexels(const vk::Context& context, const SoftmaxLayout& l, uint64_t n) {
   const uint64_t texels = (n / 4 + l.group - 1) / l.group;
-  return texels <= kMaxLaneTexels ? uint32_t(texels) : 0;
+  return texels <= laneTexelsMax(context) ? uint32_t(texels) : 0;
 }
 
 }  // namespace
@@ -194,7 +199,7 @@ void rowMap(vk::Recorder& rec, const char* op, const char* kernel_name, const Te
   if (vec4) {
     spec.push_back({"kVec4", four});
     spec.push_back({"kStore4", four && vec4Storable(ctx, y)});
-    spec.push_back({"kLaneTexels", four ? laneTexels(l, uint64_t(x.shape.back())) : 0u});
+    spec.push_back({"kLaneTexels", four ? laneTexels(ctx, l, uint64_t(x.shape.back())) : 0u});
   }
   const vk::Kernel& kernel =
       floatKernel(ctx, kernel_name, spec, {{"x_dtype", x.dtype}, {"y_dtype", y.dtype}});
@@ -229,7 +234,7 @@ void rowMapBackward(vk::Recorder& rec, const char* op, const char* kernel_name, 
   if (vec4) {
     spec.push_back({"kVec4", four});
     spec.push_back({"kStore4", four && vec4Storable(ctx, dx)});
-    spec.push_back({"kLaneTexels", four ? laneTexels(l, uint64_t(y.shape.back())) : 0u});
+    spec.push_back({"kLaneTexels", four ? laneTexels(ctx, l, uint64_t(y.shape.back())) : 0u});
   }
   const vk::Kernel& kernel =
       floatKernel(ctx, kernel_name, spec,

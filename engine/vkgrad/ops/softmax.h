@@ -1,8 +1,8 @@
 // Softmax over the last axis, forward and backward. Numerically stable: the row maximum is
 // subtracted, gathered online together with the sum, so each row is read twice (f32 rows of a
 // multiple of 4 columns on the texel layouts: 4 columns per fetch, the maximum first, and rows
-// of up to 32 texels a lane read once; shaders/softmax/forward.comp). Rows of any length. The
-// kernel layouts behind it, shared with log_softmax and cross_entropy, are in
+// of up to 128 texels a lane on CPU devices read once; shaders/softmax/forward.comp). Rows of any
+// length. The kernel layouts behind it, shared with log_softmax and cross_entropy, are in
 // ops/row_kernels.h.
 #pragma once
 
