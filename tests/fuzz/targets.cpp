@@ -16,7 +16,11 @@
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/vocab.h"
 #include "vkgrad/io/json_io.h"
+#include "vkgrad/io/npy.h"
 #include "vkgrad/io/safetensors.h"
+#ifdef VKGRAD_WITH_ONNX
+#include "vkgrad/onnx/importer.h"
+#endif
 #include "vkgrad/vae/checkpoint.h"
 #include "vkgrad/vit/checkpoint.h"
 
@@ -113,10 +117,33 @@ void cli(std::string_view bytes) {
   }
 }
 
+// The .npy reader (vkgrad-onnx's inputs and targets).
+void npy(std::string_view bytes) {
+  graph::parseNpy(std::vector<uint8_t>(bytes.begin(), bytes.end()), "fuzz.npy");
+}
+
+#ifdef VKGRAD_WITH_ONNX
+// The .onnx reader and the importer's host pass (shape inference and folding; no device).
+void onnxModel(std::string_view bytes) {
+  const onnx::Model model = onnx::Model::parse(bytes, "fuzz.onnx", scratch());
+  (void)onnx::deviceInitializers(model, {});
+}
+#endif
+
 constexpr Target kTargets[] = {
-    {"safetensors", safetensors}, {"gpt_config", gptConfig}, {"vit_config", vitConfig},
-    {"vae_config", vaeConfig},    {"idx_images", idxImages}, {"idx_labels", idxLabels},
-    {"edge_list", edgeList},      {"vocab", vocab},          {"cli", cli},
+    {"safetensors", safetensors},
+    {"gpt_config", gptConfig},
+    {"vit_config", vitConfig},
+    {"vae_config", vaeConfig},
+    {"idx_images", idxImages},
+    {"idx_labels", idxLabels},
+    {"edge_list", edgeList},
+    {"vocab", vocab},
+    {"cli", cli},
+    {"npy", npy},
+#ifdef VKGRAD_WITH_ONNX
+    {"onnx", onnxModel},
+#endif
 };
 
 }  // namespace
