@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "vkgrad/onnx/node_context.h"
+#include "vkgrad/ops/activation.h"
 #include "vkgrad/ops/conv2d.h"
 #include "vkgrad/ops/pad.h"
 #include "vkgrad/ops/pool2d.h"
@@ -93,8 +94,6 @@ void layerNorm(NodeContext& c) {
   const int axis = c.axis(c.attrInt("axis", -1), int(d.size()));
   int64_t inner = 1;
   for (size_t k = size_t(axis); k < d.size(); ++k) inner *= d[k];
-  if (c.outputCount() > 1 && !c.node.output(1).empty())
-    c.fail("the Mean and InvStdDev outputs are not supported");
   if (dimsNumel(c.dims(1)) != inner)
     c.fail("Scale " + dimsText(c.dims(1)) + " does not cover the normalised axes");
   graph::Tensor gamma = c.g.reshape(c.tensor(1), graph::Shape{inner});
@@ -102,8 +101,26 @@ void layerNorm(NodeContext& c) {
                                 : c.g.constant(c.node.output(0) + ".bias", graph::Shape{inner},
                                                std::vector<float>(size_t(inner), 0.0f));
   graph::Tensor x = c.tensor(0);
-  if (axis != int(d.size()) - 1) x = c.g.reshape(x, graph::Shape{dimsNumel(d) / inner, inner});
-  c.setDevice(0, c.g.layerNorm(x, gamma, beta, c.attrFloat("epsilon", 1e-5f)), d);
+  const float eps = c.attrFloat("epsilon", 1e-5f);
+  const int64_t outer = dimsNumel(d) / inner;
+  if (axis != int(d.size()) - 1) x = c.g.reshape(x, graph::Shape{outer, inner});
+  c.setDevice(0, c.g.layerNorm(x, gamma, beta, eps), d);
+  // The optional Mean and InvStdDev outputs (the normalised axes kept as 1), from the
+  // general ops: the layer-norm kernel keeps its own statistics for its backward pass.
+  const bool mean_out = c.outputCount() > 1 && !c.node.output(1).empty();
+  const bool rstd_out = c.outputCount() > 2 && !c.node.output(2).empty();
+  if (!mean_out && !rstd_out) return;
+  std::vector<int64_t> stat_dims(d.begin(), d.begin() + axis);
+  stat_dims.resize(d.size(), 1);
+  const graph::Tensor rows = c.g.reshape(c.tensor(0), graph::Shape{outer, inner});
+  const graph::Tensor mean = c.g.mean(rows, {1}, true);
+  if (mean_out) c.setDevice(1, mean, stat_dims);
+  if (rstd_out) {
+    const graph::Tensor diff = c.g.sub(rows, mean);
+    const graph::Tensor var = c.g.mean(c.g.mul(diff, diff), {1}, true);
+    const graph::Tensor eps_t = c.g.constant(c.node.output(2) + ".eps", graph::Shape{1}, {eps});
+    c.setDevice(2, c.g.activation(c.g.add(var, eps_t), ops::Activation::Rsqrt), stat_dims);
+  }
 }
 
 enum class Reduce { Sum, Mean, Max };
