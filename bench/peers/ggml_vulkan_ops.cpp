@@ -12,7 +12,7 @@
 //       -o ggml_vulkan_ops
 //
 // Usage: ggml_vulkan_ops [--device I] [--quick] [--warmup W] [--iters N] [--reps R]
-//                        [--warm-ms MS] [--only SUBSTR] [--tag TAG]
+//                        [--warm-ms MS] [--only SUBSTR[|SUBSTR...]] [--tag TAG]
 // One JSON object per line on stdout: first the device, then one per case. ggml's own log
 // (its device line included) goes to stderr.
 //
@@ -44,6 +44,9 @@
 //  - flash_attn_ext B, H, T, D: Q (F32), K and V (F16, the KV type ggml's models use) of
 //    B x H x T x D, a causal F16 mask (0 / -inf), scale 1/sqrt(D). FLOP counted as vkgrad
 //    does: 4 * D * B * H * T(T+1)/2 (causal pairs only). ggml's FA output is F32.
+//  - conv2d N, C, S, O, K (forward only: ggml's conv2d backward needs GGML_OP_IM2COL_BACK,
+//    which its Vulkan backend lacks): stride 1, padding K/2, F32 x, w and y, no bias, NCHW
+//    as vkgrad-bench conv2d lays them out; three routes, see conv2d_case.
 //
 // Checks: every case compares sampled output elements with a CPU computation in double
 // precision on the very inputs uploaded (F16 inputs rounded as ggml sees them); a case whose
@@ -388,6 +391,79 @@ Case flash_attn_case(int64_t B, int64_t H, int64_t T, int64_t D, bool prec_f32) 
   return c;
 }
 
+// conv2d routes: ggml's direct kernel (GGML_OP_CONV_2D), and im2col + mul_mat with the im2col
+// in F16 (what ggml_conv_2d builds) or F32 (the all-F32 route, as vkgrad's graph runs it).
+enum class ConvRoute { Direct, Im2colF16, Im2colF32 };
+
+const char* conv_route_str(ConvRoute r) {
+  return r == ConvRoute::Direct ? "direct" : r == ConvRoute::Im2colF16 ? "im2col_f16" : "im2col_f32";
+}
+
+//  - conv2d N, C, S, O, K: vkgrad-bench conv2d's shapes (stride 1, padding K/2, no dilation,
+//    no bias), x N x C x S x S and w O x C x K x K row-major (NCHW, OIHW), y N x O x S x S.
+//    ggml orders ne innermost first, so the same memory is x ne = (S, S, C, N), w ne = (K, K,
+//    C, O) and y ne = (S, S, O, N). FLOP: 2 N O S^2 C K^2, as vkgrad-bench counts.
+Case conv2d_case(int64_t N, int64_t C, int64_t S, int64_t O, int64_t K, ConvRoute route) {
+  Case c;
+  char buf[256];
+  snprintf(buf, sizeof buf, "conv2d %s N%lld C%lld S%lld O%lld K%lld", conv_route_str(route), (long long)N,
+           (long long)C, (long long)S, (long long)O, (long long)K);
+  c.name = buf;
+  snprintf(buf, sizeof buf, "\"op\":\"conv2d\",\"route\":\"%s\",\"n\":%lld,\"c\":%lld,\"size\":%lld,\"o\":%lld,\"k\":%lld",
+           conv_route_str(route), (long long)N, (long long)C, (long long)S, (long long)O, (long long)K);
+  c.fields = buf;
+  const int pad = int(K / 2);
+  const int64_t OS = S + 2 * pad - K + 1;  // output height and width
+  c.flop = 2.0 * N * O * OS * OS * C * K * K;
+  c.build = [=](ggml_context* ctx, std::vector<HostTensor>& in) {
+    in.resize(2);
+    in[0].t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, K, K, C, O);  // w
+    in[1].t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, S, C, N);  // x
+    if (route == ConvRoute::Direct) return ggml_conv_2d_direct(ctx, in[0].t, in[1].t, 1, 1, pad, pad, 1, 1);
+    if (route == ConvRoute::Im2colF16) return ggml_conv_2d(ctx, in[0].t, in[1].t, 1, 1, pad, pad, 1, 1);
+    // ggml_conv_2d's graph with an F32 im2col: cols ne = (C K K, OS, OS, N), one row per output
+    // pixel; the product's result ne = (N OS OS, O) is permuted back to (OS, OS, O, N).
+    ggml_tensor* cols = ggml_im2col(ctx, in[0].t, in[1].t, 1, 1, pad, pad, 1, 1, true, GGML_TYPE_F32);
+    ggml_tensor* y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, cols, C * K * K, N * OS * OS),
+                                  ggml_reshape_2d(ctx, in[0].t, C * K * K, O));
+    y = ggml_reshape_4d(ctx, y, OS, OS, N, O);
+    return ggml_cont(ctx, ggml_permute(ctx, y, 0, 1, 3, 2));
+  };
+  c.fill = [](std::vector<HostTensor>& in, Rng& rng) {
+    fill_random(in[0], rng, -0.2f, 0.2f);  // vkgrad-bench's ranges
+    fill_random(in[1], rng, -1.0f, 1.0f);
+  };
+  c.check = [=](const std::vector<HostTensor>& in, const std::vector<float>& out) {
+    Check ch;
+    Rng pick(17);
+    struct At { int64_t n, o, y, x; };
+    std::vector<At> idx = {{0, 0, 0, 0}, {N - 1, O - 1, OS - 1, OS - 1}, {0, O - 1, 0, OS - 1}, {N - 1, 0, OS - 1, 0}};
+    for (int i = 0; i < 60; ++i)
+      idx.push_back({int64_t(pick.next() % N), int64_t(pick.next() % O), int64_t(pick.next() % OS),
+                     int64_t(pick.next() % OS)});
+    const float* w = in[0].v.data();
+    const float* x = in[1].v.data();
+    for (auto [n, o, oy, ox] : idx) {
+      double want = 0, mag = 0;
+      for (int64_t ci = 0; ci < C; ++ci)
+        for (int64_t ky = 0; ky < K; ++ky)
+          for (int64_t kx = 0; kx < K; ++kx) {
+            const int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+            if (iy < 0 || iy >= S || ix < 0 || ix >= S) continue;
+            const double p = double(x[((n * C + ci) * S + iy) * S + ix]) * w[((o * C + ci) * K + ky) * K + kx];
+            want += p;
+            mag += std::fabs(p);
+          }
+      // F16 routes round x (and on a device with fp16, w too) to 11 bits: 1e-2 of the terms'
+      // magnitudes is loose enough for that and far below a wrong result's error.
+      const double rel = route == ConvRoute::Direct ? 1e-4 : 1e-2;
+      ch.add(out[((n * O + o) * OS + oy) * OS + ox], want, rel * mag + 1e-6);
+    }
+    return ch;
+  };
+  return c;
+}
+
 std::vector<Case> make_cases(bool quick) {
   std::vector<Case> cs;
   struct Mnk { int64_t m, n, k; };
@@ -409,6 +485,15 @@ std::vector<Case> make_cases(bool quick) {
   const int64_t b = quick ? 2 : 12, h = quick ? 2 : 4;
   for (int64_t t : ts)
     for (bool p32 : {false, true}) cs.push_back(flash_attn_case(b, h, t, 32, p32));
+  // N, C, S, O, K: conv2d_torch.py's and BENCHMARKS.md's conv2d shapes (two ResNet stages'
+  // 3x3 convolutions at batch 8, the Fashion-MNIST CNN's two convolutions).
+  struct Conv { int64_t n, c, s, o, k; };
+  const std::vector<Conv> conv = quick ? std::vector<Conv>{{2, 8, 14, 8, 3}, {3, 5, 9, 7, 5}}
+                                       : std::vector<Conv>{{8, 64, 56, 64, 3}, {8, 128, 28, 128, 3},
+                                                           {128, 32, 14, 64, 5}, {32, 1, 28, 4, 5}};
+  for (auto s : conv)
+    for (ConvRoute r : {ConvRoute::Direct, ConvRoute::Im2colF16, ConvRoute::Im2colF32})
+      cs.push_back(conv2d_case(s.n, s.c, s.s, s.o, s.k, r));
   return cs;
 }
 
@@ -499,10 +584,22 @@ bool run_case(const Case& c, ggml_backend_t be, const Options& opt, int device) 
   return ok && fine && !samples.empty();
 }
 
+// --only's alternatives are separated by '|': a case runs if its name contains any of them.
+bool matches_only(const std::string& name, const std::string& only) {
+  if (only.empty()) return true;
+  size_t from = 0;
+  while (true) {
+    const size_t bar = only.find('|', from);
+    if (name.find(only.substr(from, bar - from)) != std::string::npos) return true;
+    if (bar == std::string::npos) return false;
+    from = bar + 1;
+  }
+}
+
 int usage(const char* argv0) {
   fprintf(stderr,
           "usage: %s [--device I] [--quick] [--warmup W] [--iters N] [--reps R] [--warm-ms MS] "
-          "[--only SUBSTR] [--tag TAG]\n",
+          "[--only SUBSTR[|SUBSTR...]] [--tag TAG]\n",
           argv0);
   return 2;
 }
@@ -560,7 +657,7 @@ int main(int argc, char** argv) {
 
   int failed = 0;
   for (const Case& c : make_cases(opt.quick)) {
-    if (!opt.only.empty() && c.name.find(opt.only) == std::string::npos) continue;
+    if (!matches_only(c.name, opt.only)) continue;
     fprintf(stderr, "case: %s\n", c.name.c_str());
     if (!run_case(c, be, opt, opt.device)) ++failed;
   }
