@@ -164,6 +164,41 @@ def torch_losses(model, inputs, loss, target, steps, batch, lr):
     return losses
 
 
+def speed(args):
+    """Median time of one inference (all 16 rows) in each of 3 alternating rounds: PyTorch
+    eager (2 threads, no_grad) and `vkgrad-onnx run --repeat 20` (inputs uploaded, one
+    submission, outputs read back; the first run, which compiles, not counted)."""
+    import time
+    torch.set_num_threads(2)
+    os.makedirs(args.work, exist_ok=True)
+    for name, model, inputs, loss, target in cases():
+        d = os.path.join(args.work, f"speed-{name}")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "model.onnx")
+        model.eval()
+        torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17,
+                          input_names=list(inputs), output_names=["out"])
+        files = []
+        for k, v in inputs.items():
+            np.save(os.path.join(d, k + ".npy"), v.numpy())
+            files += ["--input", f"{k}={os.path.join(d, k + '.npy')}"]
+        rounds = []
+        for _ in range(3):
+            times = []
+            with torch.no_grad():
+                for _ in range(22):
+                    t = time.perf_counter()
+                    model(*inputs.values())
+                    times.append((time.perf_counter() - t) * 1e3)
+            torch_ms = sorted(times[2:])[len(times[2:]) // 2]
+            out = json.loads(vkgrad(args, "run", path, *files, "--out", os.path.join(d, "out"),
+                                    "--repeat", "20", "--json").splitlines()[-1])
+            rounds.append((out["median_ms"], torch_ms))
+        print(json.dumps({"case": name, "vkgrad_ms": [round(a, 3) for a, _ in rounds],
+                          "torch_ms": [round(b, 3) for _, b in rounds]}), flush=True)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
@@ -171,7 +206,12 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--speed", action="store_true",
+                   help="instead: inference time of the opset-17 eval exports, vkgrad-onnx run "
+                        "--repeat against PyTorch eager, alternating, 3 rounds")
     args = p.parse_args()
+    if args.speed:
+        return speed(args)
     os.makedirs(args.work, exist_ok=True)
     results = []
     for name, model, inputs, loss, target in cases():
