@@ -158,6 +158,7 @@ int run(int argc, char** argv) {
     std::printf("%s\n", graph::dumpJson(Json{{"outputs", written},
                                              {"seconds", seconds},
                                              {"median_ms", median_ms},
+                                             {"dispatches", runner.dispatches()},
                                              {"repeats", repeat},
                                              {"precision", cli.get("precision")}})
                             .c_str());

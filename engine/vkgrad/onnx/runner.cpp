@@ -82,6 +82,11 @@ const Imported& Runner::imported() const {
   return last_->imported;
 }
 
+uint32_t Runner::dispatches() const {
+  if (!last_) throw Error("Runner::dispatches: nothing has run yet");
+  return last_->executor->dispatchCount();
+}
+
 std::vector<HostTensor> Runner::run(const std::map<std::string, HostTensor>& inputs) {
   checkInputs(model_, inputs);
   ImportOptions options;

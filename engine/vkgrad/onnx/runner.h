@@ -45,6 +45,7 @@ class Runner {
   // Throws Error naming a missing, unknown or mistyped input before any device work.
   std::vector<HostTensor> run(const std::map<std::string, HostTensor>& inputs);
   const Imported& imported() const;  // of the last run (its fusions, parameters)
+  uint32_t dispatches() const;       // compute dispatches in the last run's recording
   graph::ParameterStore& parameters() { return *store_; }
 
  private:
