@@ -374,6 +374,18 @@ TEST_F(StoredParametersMisuseTest, RefuseWhatWouldBreakTheContract) {
   EXPECT_TRUE(has(errorText([&] { graph::applyPrecision(before, graph::Precision::F32); }),
                   "applyPrecision: parameter emb.table is stored in f16 but this graph trains it"));
 
+  // While a compiled graph reads the store, its pages stay where they are.
+  {
+    Graph g;
+    const Tensor in = g.input("ids", {4}, DType::U32);
+    g.markOutput(logits(g, store, in));
+    graph::applyPrecision(g, graph::Precision::F32);
+    graph::Executor exec(ctx(), g);
+    EXPECT_TRUE(has(errorText([&] { store.setStorage("l0.w", DType::F32); }),
+                    "a compiled graph (an Executor, a Trainer) reads \"emb.table\""));
+    EXPECT_EQ(store.at("l0.w").dtype, DType::F16);
+  }
+
   // A 16-bit parameter stays frozen until it is stored in f32 again (its value widened
   // exactly: the f16 rounding of the initial one).
   EXPECT_TRUE(has(errorText([&] { store.setFrozen("l0.w", false); }),

@@ -105,6 +105,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
     } else if (info.kind == TensorKind::Parameter) {
       buffer_[t] = info.parameter->buffer.get();
       offset_[t] = info.parameter->offset;
+      pages_.push_back(info.parameter->buffer);
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
       offset_[t] = info.dataset->offset;

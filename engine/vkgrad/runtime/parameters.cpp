@@ -172,6 +172,15 @@ void ParameterStore::repack(const std::vector<ops::DType>& dtypes) {
   bool same = true;
   for (size_t i = 0; i < params_.size(); ++i) same &= params_[i]->dtype == dtypes[i];
   if (same) return;
+  // An Executor shares the pages its graph reads: packing anew would leave it the old bytes.
+  std::map<const vk::Buffer*, long> mine;  // the store's own references to each page
+  for (const auto& p : params_)
+    if (p->buffer) ++mine[p->buffer.get()];
+  if (page_) ++mine[page_.get()];
+  for (const auto& p : params_)
+    if (p->buffer && p->buffer.use_count() > mine[p->buffer.get()])
+      throw Error("ParameterStore: setStorage: a compiled graph (an Executor, a Trainer) reads \"" +
+                  p->name + "\": change the storage before building it");
   // The old layout stays alive until its values are copied; with no values yet it goes first,
   // so that packing anew never needs both.
   std::vector<Parameter> old;

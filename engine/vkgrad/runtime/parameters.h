@@ -101,11 +101,15 @@ class ParameterStore {
   // (training, evaluation, generation) binds the same bytes, under any policy, fp32 too.
   // Kernels read 16-bit parameters into f32 as they read 16-bit activations; applyPrecision
   // gives a graph's parameter tensors their stored format, and an Executor refuses a graph
-  // built before a change (call these before building graphs, as setFrozen).
+  // built before a change (call these before building graphs, as setFrozen). Inference
+  // stores a whole model so: setFrozen then setStorage on each of all(). Two kernels take f32
+  // only, and an Executor refuses their graph naming the op before any GPU work: conv2d's
+  // weights and batchNorm's running statistics (which a training graph also updates).
   // The parameters are packed anew (deviceBytes shrinks by 2 bytes per element stored in 16
   // bits), their values kept (converted on the device); before initialize() or load() there
   // is nothing to convert. setStorage throws Error naming an unknown name, a dtype that is
-  // not a float format, or a parameter that is not frozen; setStoragePrefix changes every
+  // not a float format, a parameter that is not frozen, or a parameter that a live Executor
+  // (a Trainer) reads while the format changes; setStoragePrefix changes every
   // parameter whose name starts with prefix and returns how many (Error when none does, the
   // prefix is empty or any of them is refused: then nothing changes).
   void setStorage(const std::string& name, ops::DType dtype);
