@@ -29,6 +29,17 @@ void checkHasMemory(const TensorInfo& info) {
                 "estimates and dry runs); compile with allocated ones");
 }
 
+// A parameter whose store changed its format (ParameterStore::setStorage) after the graph took
+// it: the kernels would read its bytes in the wrong format.
+void checkStored(const TensorInfo& info) {
+  if (info.kind != TensorKind::Parameter || info.dtype == info.parameter->dtype) return;
+  throw Error("executor: parameter " + info.name + " " + info.shape.str() + " is stored in " +
+              ops::dtypeName(info.parameter->dtype) + " but the graph reads it as " +
+              ops::dtypeName(info.dtype) +
+              ": call ParameterStore::setStorage before building the graph, and applyPrecision "
+              "(any policy, fp32 too) after");
+}
+
 // "matmul (x (4,64), w (64,256) -> h (4,256))": a node and its tensors, for errors.
 std::string nodeText(const Graph& g, const Node& node) {
   const auto list = [&](const std::vector<int>& ids) {
@@ -72,7 +83,10 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   const size_t chunks = !arena_bytes ? 0 : chunk ? (arena_bytes + chunk - 1) / chunk : 1;
   owned_.reserve(chunks + plan_.state_bytes.size());  // pointers into owned_ are kept
   for (size_t t = 0; t < n; ++t)
-    if (graph.tensor(int(t)).root == int(t) && plan_.used[t]) checkHasMemory(graph.tensor(int(t)));
+    if (graph.tensor(int(t)).root == int(t) && plan_.used[t]) {
+      checkHasMemory(graph.tensor(int(t)));
+      checkStored(graph.tensor(int(t)));
+    }
   for (size_t c = 0; c < chunks; ++c) {
     const uint64_t bytes = chunk ? std::min(chunk, arena_bytes - c * chunk) : arena_bytes;
     owned_.push_back(context.allocator().allocate(bytes, vk::Use::Activations));
@@ -91,6 +105,7 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
     } else if (info.kind == TensorKind::Parameter) {
       buffer_[t] = info.parameter->buffer.get();
       offset_[t] = info.parameter->offset;
+      pages_.push_back(info.parameter->buffer);
     } else if (info.kind == TensorKind::Dataset) {
       buffer_[t] = info.dataset->buffer.get();
       offset_[t] = info.dataset->offset;

@@ -177,7 +177,10 @@ class Executor {
   vk::Context& context_;
   const Graph& graph_;
   GraphPlan plan_;
-  std::vector<vk::Buffer> owned_;          // the arena's chunks, then the state buffers
+  std::vector<vk::Buffer> owned_;  // the arena's chunks, then the state buffers
+  // The parameters' pages, shared with their store, which refuses to pack them anew
+  // (ParameterStore::setStorage) while a compiled graph reads them.
+  std::vector<std::shared_ptr<vk::Buffer>> pages_;
   std::vector<const vk::Buffer*> buffer_;  // per tensor id (null: never used)
   std::vector<uint64_t> offset_;           // per tensor id, bytes into buffer_
   std::vector<Piece> pieces_;

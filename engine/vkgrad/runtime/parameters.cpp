@@ -1,13 +1,14 @@
 #include "vkgrad/runtime/parameters.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/safetensors.h"
 #include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/convert.h"
 #include "vkgrad/ops/random.h"
 #include "vkgrad/vk/context.h"
 #include "vkgrad/vk/memory.h"
@@ -56,18 +57,22 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   p->name = name;
   p->shape = shape;
   p->init = init;
+  place(*p);
+  index_.emplace(p->name, params_.size());
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+void ParameterStore::place(Parameter& p) {
   const uint64_t align = ops::bindingAlignment(context_);
-  const uint64_t need = (bytes + align - 1) / align * align;
+  const uint64_t need = (p.bytes() + align - 1) / align * align;
   if (!planning() && (!page_ || !page_->grow(page_used_ + need))) {
     page_ = std::make_shared<vk::Buffer>(context_.allocator().allocate(need, vk::Use::Parameters));
     page_used_ = 0;
   }
-  p->buffer = page_;
-  p->offset = page_used_;
+  p.buffer = page_;
+  p.offset = page_used_;
   page_used_ += need;
-  index_.emplace(p->name, params_.size());
-  params_.push_back(std::move(p));
-  return *params_.back();
 }
 
 const Parameter* ParameterStore::find(const std::string& name) const {
@@ -86,9 +91,22 @@ int64_t ParameterStore::elements() const {
   return n;
 }
 
+namespace {
+
+// A parameter the optimizer would update needs its f32 master: refuse to thaw a 16-bit one.
+void checkThaw(const char* fn, const Parameter& p) {
+  if (p.dtype != ops::DType::F32)
+    throw Error(std::string("ParameterStore: ") + fn + ": \"" + p.name + "\" is stored in " +
+                ops::dtypeName(p.dtype) +
+                " and trains only from an f32 master: setStorage(name, DType::F32) first");
+}
+
+}  // namespace
+
 void ParameterStore::setFrozen(const std::string& name, bool frozen) {
   const auto it = index_.find(name);
   if (it == index_.end()) throw Error("ParameterStore: setFrozen: no parameter \"" + name + "\"");
+  if (!frozen) checkThaw("setFrozen", *params_[it->second]);
   params_[it->second]->frozen = frozen;
 }
 
@@ -96,11 +114,95 @@ size_t ParameterStore::setFrozenPrefix(const std::string& prefix, bool frozen) {
   if (prefix.empty()) throw Error("ParameterStore: setFrozenPrefix: empty prefix");
   size_t count = 0;
   for (const auto& p : params_)
-    if (p->name.starts_with(prefix)) p->frozen = frozen, ++count;
+    if (p->name.starts_with(prefix)) {
+      if (!frozen) checkThaw("setFrozenPrefix", *p);
+      ++count;
+    }
   if (count == 0)
     throw Error("ParameterStore: setFrozenPrefix: no parameter name starts with \"" + prefix +
                 "\"");
+  for (const auto& p : params_)
+    if (p->name.starts_with(prefix)) p->frozen = frozen;
   return count;
+}
+
+namespace {
+
+void checkStorage(const char* fn, const Parameter& p, ops::DType dtype) {
+  if (!ops::isFloat(dtype))
+    throw Error(std::string("ParameterStore: ") + fn + ": \"" + p.name + "\" cannot be stored in " +
+                ops::dtypeName(dtype) + " (f32, f16 or bf16)");
+  if (dtype != ops::DType::F32 && !p.frozen)
+    throw Error(std::string("ParameterStore: ") + fn + ": \"" + p.name + "\" is trained: only a " +
+                "frozen parameter may be stored in " + ops::dtypeName(dtype) +
+                " (the optimizer updates f32 masters); setFrozen first");
+}
+
+}  // namespace
+
+void ParameterStore::setStorage(const std::string& name, ops::DType dtype) {
+  const auto it = index_.find(name);
+  if (it == index_.end()) throw Error("ParameterStore: setStorage: no parameter \"" + name + "\"");
+  checkStorage("setStorage", *params_[it->second], dtype);
+  std::vector<ops::DType> dtypes;
+  for (const auto& p : params_) dtypes.push_back(p->dtype);
+  dtypes[it->second] = dtype;
+  repack(dtypes);
+}
+
+size_t ParameterStore::setStoragePrefix(const std::string& prefix, ops::DType dtype) {
+  if (prefix.empty()) throw Error("ParameterStore: setStoragePrefix: empty prefix");
+  size_t count = 0;
+  std::vector<ops::DType> dtypes;
+  for (const auto& p : params_) {
+    dtypes.push_back(p->dtype);
+    if (!p->name.starts_with(prefix)) continue;
+    checkStorage("setStoragePrefix", *p, dtype);
+    dtypes.back() = dtype;
+    ++count;
+  }
+  if (count == 0)
+    throw Error("ParameterStore: setStoragePrefix: no parameter name starts with \"" + prefix +
+                "\"");
+  repack(dtypes);
+  return count;
+}
+
+void ParameterStore::repack(const std::vector<ops::DType>& dtypes) {
+  bool same = true;
+  for (size_t i = 0; i < params_.size(); ++i) same &= params_[i]->dtype == dtypes[i];
+  if (same) return;
+  // An Executor shares the pages its graph reads: packing anew would leave it the old bytes.
+  std::map<const vk::Buffer*, long> mine;  // the store's own references to each page
+  for (const auto& p : params_)
+    if (p->buffer) ++mine[p->buffer.get()];
+  if (page_) ++mine[page_.get()];
+  for (const auto& p : params_)
+    if (p->buffer && p->buffer.use_count() > mine[p->buffer.get()])
+      throw Error("ParameterStore: setStorage: a compiled graph (an Executor, a Trainer) reads \"" +
+                  p->name + "\": change the storage before building it");
+  // The old layout stays alive until its values are copied; with no values yet it goes first,
+  // so that packing anew never needs both.
+  std::vector<Parameter> old;
+  if (filled_)
+    for (const auto& p : params_) old.push_back(*p);
+  for (const auto& p : params_) p->buffer.reset();
+  page_.reset();
+  page_used_ = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->dtype = dtypes[i];
+    place(*params_[i]);
+  }
+  if (old.empty()) return;
+  vk::Recorder rec(context_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Parameter& to = *params_[i];
+    if (old[i].dtype == to.dtype)
+      rec.copy(*old[i].buffer, old[i].offset, *to.buffer, to.offset, to.bytes());
+    else
+      ops::convert(rec, old[i].view(), to.view());  // rounds to nearest even, or widens
+  }
+  rec.submit();
 }
 
 int64_t ParameterStore::trainableElements() const {
@@ -131,50 +233,66 @@ void ParameterStore::initialize(uint64_t seed) {
   const ops::RngState state = ops::RngState::make(seed);
   context_.staging().upload(rng, 0, &state, sizeof(state));
   const ops::TensorView rng_view = ops::view(rng, {4}, 0, ops::DType::U32);
+  // A 16-bit parameter draws into f32 scratch and is rounded from there, so that it holds the
+  // f32 parameter's values rounded once. One scratch serves all: the recorder puts a barrier
+  // between one parameter's conversion and the next one's draw.
+  uint64_t scratch_bytes = 0;
+  for (const auto& p : params_)
+    if (p->dtype != ops::DType::F32)
+      scratch_bytes = std::max(scratch_bytes, uint64_t(p->shape.numel()) * 4);
+  std::optional<vk::Buffer> scratch;
+  if (scratch_bytes) scratch.emplace(context_.allocator().allocate(scratch_bytes));
   vk::Recorder rec(context_);
   for (size_t i = 0; i < params_.size(); ++i) {
     const Parameter& p = *params_[i];
+    const ops::TensorView out =
+        p.dtype == ops::DType::F32 ? p.view() : ops::view(*scratch, p.shape);
     const uint32_t stream = uint32_t(i);
     float constant = 0.0f;
+    bool drawn = true;
     switch (p.init.kind) {
       case Init::Kind::Zeros:
-        constant = 0.0f;
+        constant = 0.0f, drawn = false;
         break;
       case Init::Kind::Ones:
-        constant = 1.0f;
+        constant = 1.0f, drawn = false;
         break;
       case Init::Kind::Constant:
-        constant = p.init.a;
+        constant = p.init.a, drawn = false;
         break;
       case Init::Kind::Uniform:
-        ops::uniform(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
-        continue;
+        ops::uniform(rec, out, p.init.a, p.init.b, rng_view, stream);
+        break;
       case Init::Kind::Normal:
-        ops::normal(rec, p.view(), p.init.a, p.init.b, rng_view, stream);
-        continue;
+        ops::normal(rec, out, p.init.a, p.init.b, rng_view, stream);
+        break;
       case Init::Kind::XavierUniform: {
         const float limit = float(std::sqrt(6.0 / fanSum(p.shape)));
-        ops::uniform(rec, p.view(), -limit, limit, rng_view, stream);
-        continue;
+        ops::uniform(rec, out, -limit, limit, rng_view, stream);
+        break;
       }
       case Init::Kind::XavierNormal:
-        ops::normal(rec, p.view(), 0.0f, float(std::sqrt(2.0 / fanSum(p.shape))), rng_view, stream);
-        continue;
+        ops::normal(rec, out, 0.0f, float(std::sqrt(2.0 / fanSum(p.shape))), rng_view, stream);
+        break;
     }
-    uint32_t word;
-    std::memcpy(&word, &constant, 4);
-    rec.fill(*p.buffer, word, p.offset, uint64_t(p.shape.numel()) * 4);
+    if (!drawn) {
+      uint32_t word;
+      std::memcpy(&word, &constant, 4);
+      rec.fill(*out.buffer, word, out.offset, uint64_t(p.shape.numel()) * 4);
+    }
+    if (p.dtype != ops::DType::F32) ops::convert(rec, out, p.view());
   }
   rec.submit();
+  filled_ = true;
 }
 
 std::vector<SavedTensor> ParameterStore::download() const {
   checkDevice("download() (or save())");
   std::vector<SavedTensor> out;
   for (const auto& p : params_) {
-    SavedTensor t{p->name, ops::DType::F32, savedDims(p->shape),
-                  std::vector<uint32_t>(size_t(p->shape.numel()))};
-    context_.staging().download(*p->buffer, p->offset, t.data.data(), t.data.size() * 4);
+    SavedTensor t{p->name, p->dtype, savedDims(p->shape),
+                  std::vector<uint32_t>(savedWords(p->dtype, uint64_t(p->shape.numel())))};
+    context_.staging().download(*p->buffer, p->offset, t.data.data(), p->bytes());
     out.push_back(std::move(t));
   }
   return out;
@@ -182,9 +300,11 @@ std::vector<SavedTensor> ParameterStore::download() const {
 
 void ParameterStore::save(const std::filesystem::path& path,
                           const std::map<std::string, std::string>& metadata,
-                          ops::DType dtype) const {
+                          std::optional<ops::DType> dtype) const {
   std::vector<SavedTensor> tensors = download();
-  for (SavedTensor& t : tensors) t = convertSaved(t, dtype);
+  if (dtype)
+    for (SavedTensor& t : tensors)
+      if (t.dtype != *dtype) t = convertSaved(t, *dtype);
   saveSafetensors(path, Checkpoint{std::move(tensors), metadata});
 }
 
@@ -218,19 +338,29 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
       continue;
     }
     given[it->second] = true;
-    if ((t->dtype == ops::DType::F16 || t->dtype == ops::DType::BF16) &&
-        t->shape == savedDims(p.shape)) {
-      widened.push_back(convertSaved(*t, ops::DType::F32));
-      t = &widened.back();
-    }
-    if (t->dtype != ops::DType::F32 || t->shape != savedDims(p.shape)) {
+    if (!ops::isFloat(t->dtype) || t->shape != savedDims(p.shape)) {
       problems += "\n  \"" + t->name + "\": the file has " + ops::dtypeName(t->dtype) + " " +
-                  dimsText(t->shape) + ", the model f32 " + p.shape.str();
+                  dimsText(t->shape) + ", the model " + ops::dtypeName(p.dtype) + " " +
+                  p.shape.str();
       continue;
     }
+    // Checked as the file holds it (a value finite in f32 may round to inf in f16: caught
+    // below), then in the parameter's format: widened exactly, or rounded once.
     if (const std::string bad = nonFiniteText(*t); !bad.empty()) {
       problems += "\n  \"" + t->name + "\" " + bad;
       continue;
+    }
+    if (t->dtype != p.dtype) {
+      if (t->dtype != ops::DType::F32 && p.dtype != ops::DType::F32)
+        widened.push_back(convertSaved(convertSaved(*t, ops::DType::F32), p.dtype));
+      else
+        widened.push_back(convertSaved(*t, p.dtype));
+      t = &widened.back();
+      if (const std::string bad = nonFiniteText(*t); !bad.empty()) {
+        problems +=
+            "\n  \"" + t->name + "\" " + bad + " once rounded to " + ops::dtypeName(p.dtype);
+        continue;
+      }
     }
     from[it->second] = t;
   }
@@ -240,7 +370,8 @@ void ParameterStore::upload(std::span<const SavedTensor* const> tensors,
     throw Error(source + ": does not match the model's parameters (nothing loaded):" + problems);
   for (size_t i = 0; i < params_.size(); ++i)
     context_.staging().upload(*params_[i]->buffer, params_[i]->offset, from[i]->data.data(),
-                              from[i]->data.size() * 4);
+                              params_[i]->bytes());
+  filled_ = true;
 }
 
 }  // namespace vkgrad::graph

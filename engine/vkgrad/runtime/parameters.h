@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -43,11 +44,15 @@ struct Parameter {
   uint64_t offset = 0;
   // Read but not trained (ParameterStore::setFrozen): no gradient, no optimizer state.
   bool frozen = false;
+  // The format its values are stored in: F32, or F16/BF16 for a frozen one
+  // (ParameterStore::setStorage), half the bytes.
+  ops::DType dtype = ops::DType::F32;
+  uint64_t bytes() const { return uint64_t(shape.numel()) * ops::dtypeBytes(dtype); }
   ops::TensorView view() const {
     if (!buffer)
       throw Error("parameter \"" + name +
                   "\" belongs to a planning ParameterStore: no device memory");
-    return ops::view(*buffer, shape, offset);
+    return ops::view(*buffer, shape, offset, dtype);
   }
 };
 
@@ -81,9 +86,34 @@ class ParameterStore {
   // building a Trainer. Saved and loaded like any parameter. setFrozen throws Error naming an
   // unknown name; setFrozenPrefix changes every parameter whose name starts with prefix
   // ("encoder.") and returns how many, throwing Error when none does (or prefix is empty).
+  // Unfreezing a parameter stored in 16 bits throws Error (nothing changed): store it in f32
+  // first (setStorage), so that the optimizer has an f32 master to update.
   void setFrozen(const std::string& name, bool frozen);
   size_t setFrozenPrefix(const std::string& prefix, bool frozen);
   int64_t trainableElements() const;  // of the parameters not frozen
+
+  // Storage: a frozen parameter may be stored in F16 or BF16, half the memory (a pretrained
+  // backbone frozen while a head fine-tunes; inference of an imported model, every parameter
+  // frozen). Its value becomes the f32 value rounded to nearest even once; F32 widens it back
+  // exactly. Trained parameters stay f32 masters (the optimizer updates f32 from f32
+  // gradients), so a parameter that is not frozen is refused. A store-wide choice rather
+  // than a precision policy's (runtime/precision.h): every graph that reads the parameter
+  // (training, evaluation, generation) binds the same bytes, under any policy, fp32 too.
+  // Kernels read 16-bit parameters into f32 as they read 16-bit activations; applyPrecision
+  // gives a graph's parameter tensors their stored format, and an Executor refuses a graph
+  // built before a change (call these before building graphs, as setFrozen). Inference
+  // stores a whole model so: setFrozen then setStorage on each of all(). Two kernels take f32
+  // only, and an Executor refuses their graph naming the op before any GPU work: conv2d's
+  // weights and batchNorm's running statistics (which a training graph also updates).
+  // The parameters are packed anew (deviceBytes shrinks by 2 bytes per element stored in 16
+  // bits), their values kept (converted on the device); before initialize() or load() there
+  // is nothing to convert. setStorage throws Error naming an unknown name, a dtype that is
+  // not a float format, a parameter that is not frozen, or a parameter that a live Executor
+  // (a Trainer) reads while the format changes; setStoragePrefix changes every
+  // parameter whose name starts with prefix and returns how many (Error when none does, the
+  // prefix is empty or any of them is refused: then nothing changes).
+  void setStorage(const std::string& name, ops::DType dtype);
+  size_t setStoragePrefix(const std::string& prefix, ops::DType dtype);
   // The device memory the parameters take (vk::Use::Parameters): the pages' allocations, or
   // for a planning store one page holding them all. A device store spread over several pages
   // takes up to one allocator alignment more per page than the planning store says.
@@ -92,27 +122,37 @@ class ParameterStore {
   // Runs every initialiser on the device; the i-th parameter added draws from stream i of
   // the counter-based generator (ops/random.h) seeded with `seed`, so the same seed gives the
   // same bits on a device, and adding a parameter leaves the earlier ones' values alone.
+  // A parameter stored in 16 bits gets the f32 draw rounded to nearest even.
   void initialize(uint64_t seed);
 
-  // Writes every parameter (and the metadata) to path; see saveSafetensors. dtype F16 or
-  // BF16 writes them rounded to that format: a half-size file for inference (the f32 masters
-  // stay as they are).
+  // Writes every parameter (and the metadata) to path; see saveSafetensors. Without dtype,
+  // each as it is stored (f32, or its 16-bit format); F32 writes them all in f32 (16-bit ones
+  // widened exactly); F16 or BF16 writes them rounded to that format: a half-size file for
+  // inference (the f32 masters stay as they are; one stored in the other 16-bit format is
+  // rounded from its stored value).
   void save(const std::filesystem::path& path,
             const std::map<std::string, std::string>& metadata = {},
-            ops::DType dtype = ops::DType::F32) const;
+            std::optional<ops::DType> dtype = std::nullopt) const;
   // Reads path and, only if it holds exactly this store's names with the same shapes (f32,
   // or f16/bf16, widened exactly) and only finite values, uploads them; otherwise throws
   // Error listing the differences (or the first NaN or inf of each tensor), with every
-  // parameter left as it was. Returns the file's metadata.
+  // parameter left as it was. A parameter stored in 16 bits takes the file's value rounded
+  // to nearest even once (exact when the file holds its format; a value that overflows the
+  // format is refused as inf). Returns the file's metadata.
   std::map<std::string, std::string> load(const std::filesystem::path& path);
 
-  // save() and load() without the file: every parameter downloaded, in the order added; and
-  // the same checks and upload from tensors read elsewhere (`source` names them in errors).
+  // save() and load() without the file: every parameter downloaded as it is stored, in the
+  // order added; and the same checks and upload from tensors read elsewhere (`source` names
+  // them in errors).
   std::vector<SavedTensor> download() const;
   void upload(std::span<const SavedTensor* const> tensors, const std::string& source);
 
  private:
   void checkDevice(const char* what) const;  // Error on a planning store
+  // Lays p out after the parameters placed before it (add, repack).
+  void place(Parameter& p);
+  // Stores parameter i in dtypes[i], packing every parameter anew and keeping the values.
+  void repack(const std::vector<ops::DType>& dtypes);
 
   vk::Context& context_;
   StoreMemory memory_;
@@ -120,6 +160,7 @@ class ParameterStore {
   std::unordered_map<std::string, size_t> index_;   // name -> position in params_
   std::shared_ptr<vk::Buffer> page_;                // the page parameters are added to
   uint64_t page_used_ = 0;  // bytes of it taken (a planning store: of its one virtual page)
+  bool filled_ = false;     // initialize() or an upload has given the parameters values
 };
 
 }  // namespace vkgrad::graph

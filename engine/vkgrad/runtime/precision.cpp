@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "vkgrad/runtime/parameters.h"
+
 namespace vkgrad::graph {
 
 const char* precisionName(Precision precision) {
@@ -34,11 +36,42 @@ DType activationDtype(Precision precision) {
   }
 }
 
+namespace {
+
+// Every float view takes its root's format.
+void setViewDtypes(Graph& g) {
+  for (size_t t = 0; t < g.tensors().size(); ++t) {
+    const TensorInfo& info = g.tensor(int(t));
+    if (info.root == int(t) || !ops::isFloat(info.dtype)) continue;
+    const DType root = g.tensor(info.root).dtype;
+    if (info.dtype != root) g.setDtype(int(t), root);
+  }
+}
+
+}  // namespace
+
 PrecisionSummary applyPrecision(Graph& g, Precision precision) {
   PrecisionSummary summary;
   const DType dtype = activationDtype(precision);
-  if (dtype == DType::F32) return summary;
   const size_t n = g.tensors().size();
+  // Parameters take the format their store keeps them in, whatever the policy.
+  for (size_t t = 0; t < n; ++t) {
+    const TensorInfo& info = g.tensor(int(t));
+    if (info.kind != TensorKind::Parameter || info.root != int(t) ||
+        info.dtype == info.parameter->dtype)
+      continue;
+    if (info.differentiable && info.parameter->dtype != DType::F32)
+      throw Error("applyPrecision: parameter " + info.name + " is stored in " +
+                  ops::dtypeName(info.parameter->dtype) +
+                  " but this graph trains it (it took the parameter before it was frozen): "
+                  "build the graph after setFrozen and setStorage");
+    g.setDtype(int(t), info.parameter->dtype);
+    ++summary.stored_parameters;
+  }
+  if (dtype == DType::F32) {
+    if (summary.stored_parameters) setViewDtypes(g);
+    return summary;
+  }
   std::vector<bool> keep(n, false);
   for (const Node& node : g.nodes())
     for (size_t slot = 0; slot < node.outputs.size(); ++slot)
@@ -58,12 +91,7 @@ PrecisionSummary applyPrecision(Graph& g, Precision precision) {
     g.setDtype(int(t), dtype);
     ++summary.sixteen_bit;
   }
-  for (size_t t = 0; t < n; ++t) {
-    const TensorInfo& info = g.tensor(int(t));
-    if (info.root == int(t) || !ops::isFloat(info.dtype)) continue;
-    const DType root = g.tensor(info.root).dtype;
-    if (info.dtype != root) g.setDtype(int(t), root);
-  }
+  setViewDtypes(g);
   return summary;
 }
 

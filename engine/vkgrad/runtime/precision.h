@@ -12,6 +12,10 @@
 //   - parameters (the f32 masters), their gradients, the optimizer's moments and every other
 //     State, Constant, Input and Dataset tensor: f32, untouched. The optimizer updates f32
 //     masters from f32 gradients; a kernel that reads a parameter widens nothing.
+//   - except a frozen parameter its store keeps in 16 bits (ParameterStore::setStorage): the
+//     store's choice, not the policy's, since every graph that reads it binds the same bytes.
+//     Its tensor takes the stored format under every policy, fp32 included; kernels read it
+//     into f32 as they read a 16-bit activation.
 //   - views (reshape, slice) take their root's format.
 #pragma once
 
@@ -31,13 +35,16 @@ Precision parsePrecision(std::string_view text);
 DType activationDtype(Precision precision);
 
 struct PrecisionSummary {
-  int sixteen_bit = 0;  // tensors stored in 16 bits
-  int kept_f32 = 0;     // activations and gradients an op keeps in f32
+  int sixteen_bit = 0;        // tensors stored in 16 bits
+  int kept_f32 = 0;           // activations and gradients an op keeps in f32
+  int stored_parameters = 0;  // parameter tensors given their store's 16-bit format
 };
 
-// Stores g's activations and activation gradients in the policy's format (see above). Call
-// it once, after the last node is added and before an Executor compiles g. F32 changes
-// nothing.
+// Stores g's activations and activation gradients in the policy's format (see above), and its
+// parameters in their stores' formats. Call it once, after the last node is added and before
+// an Executor compiles g (which refuses a parameter read in another format than it is
+// stored in). F32 changes nothing else. Throws Error for a 16-bit parameter that g trains
+// (a graph that took it before it was frozen).
 PrecisionSummary applyPrecision(Graph& g, Precision precision);
 
 }  // namespace vkgrad::graph
