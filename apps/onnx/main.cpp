@@ -14,6 +14,7 @@
 #include "common/progress.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/io/npy.h"
+#include "vkgrad/onnx/fusions.h"
 #include "vkgrad/onnx/importer.h"
 #include "vkgrad/onnx/runner.h"
 #include "vkgrad/runtime/parameters.h"
@@ -76,6 +77,9 @@ int info(int argc, char** argv) {
   }
   const auto unsupported = onnx::unsupportedNodes(model);
   const auto ops = model.opHistogram();
+  std::vector<std::string> fusions;
+  for (const auto& [node, fusion] : onnx::findFusions(model).at)
+    fusions.push_back(fusion.description);
   if (cli.has("json")) {
     Json j{{"model", model.source()},      {"producer", model.producer()},
            {"opset", model.opset()},       {"nodes", model.nodeCount()},
@@ -99,6 +103,7 @@ int info(int argc, char** argv) {
   std::printf("ops:");
   for (const auto& [op, n] : ops) std::printf(" %s %d", op.c_str(), n);
   std::printf("\n");
+  for (const auto& f : fusions) std::printf("fused: %s\n", f.c_str());
   if (unsupported.empty()) {
     std::printf("every op imports\n");
   } else {

@@ -12,6 +12,7 @@
 #include "onnx/model_builder.h"
 #include "vkgrad/onnx/importer.h"
 #include "vkgrad/onnx/runner.h"
+#include "vkgrad/runtime/executor.h"
 #include "vkgrad/runtime/graph.h"
 #include "vkgrad/runtime/parameters.h"
 
@@ -76,8 +77,9 @@ TEST_F(OnnxImportTest, AnEmbeddingMlpMatchesTheCpu) {
   // f32 dot products of 7 terms and the erf's few ulp.
   EXPECT_TRUE(allClose(out[0].floats, g_want, 2e-6));
   EXPECT_TRUE(allClose(out[1].floats, s_want, 2e-6));
-  EXPECT_EQ(runner.imported().parameters,
-            (std::vector<std::string>{"emb", "w", "b", "sqrt2", "one", "half"}));
+  // The GELU fuses (its constants are then never read on the device).
+  EXPECT_EQ(runner.imported().fusions.size(), 1u);
+  EXPECT_EQ(runner.imported().parameters, (std::vector<std::string>{"emb", "w", "b"}));
 }
 
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as a dynamic-batch export writes
@@ -255,6 +257,97 @@ TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
   onnx::ImportOptions huge;
   huge.input_dims["x"] = {int64_t(1) << 40, 3};
   EXPECT_NE(errorOf([&] { onnx::deviceInitializers(relu, huge); }).find("2^31"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vkgrad::test
+
+namespace vkgrad::test {
+namespace {
+
+// GELU as exporters write it: erf form (PyTorch's nn.GELU()) with `half` as its last factor,
+// tanh form (approximate="tanh"). x: (B, N).
+onnx::Model geluModel(bool tanh_form, float half, bool inner_is_output = false) {
+  ModelBuilder m;
+  m.input("x", {3, 7}).output("y");
+  if (inner_is_output) m.output("t");
+  m.floats("half", {}, {half}).floats("one", {}, {1.0f});
+  if (!tanh_form) {
+    m.floats("sqrt2", {}, {std::sqrt(2.0f)});
+    m.node("Div", {"x", "sqrt2"}, {"d"});
+    m.node("Erf", {"d"}, {"t"});
+  } else {
+    m.floats("c", {}, {0.044715f}).floats("k", {}, {float(std::sqrt(2.0 / M_PI))});
+    m.node("Mul", {"x", "x"}, {"x2"});
+    m.node("Mul", {"x", "x2"}, {"x3"});
+    m.node("Mul", {"c", "x3"}, {"cx3"});
+    m.node("Add", {"x", "cx3"}, {"s"});
+    m.node("Mul", {"k", "s"}, {"ks"});
+    m.node("Tanh", {"ks"}, {"t"});
+  }
+  m.node("Add", {"one", "t"}, {"a"});
+  m.node("Mul", {"x", "a"}, {"xa"});
+  m.node("Mul", {"xa", "half"}, {"y"});
+  return m.build();
+}
+
+std::vector<float> runOn(vk::Context& context, const onnx::Model& model,
+                         const std::vector<float>& x, bool fuse, size_t* nodes = nullptr,
+                         size_t* fusions = nullptr) {
+  graph::Graph g;
+  graph::ParameterStore store(context);
+  onnx::ImportOptions options;
+  options.fuse = fuse;
+  onnx::addParameters(store, model, onnx::deviceInitializers(model, options));
+  const onnx::Imported imported = onnx::importGraph(g, model, store, options);
+  if (nodes) *nodes = g.nodes().size();
+  if (fusions) *fusions = imported.fusions.size();
+  graph::Executor ex(context, g);
+  ex.setInput(imported.inputs[0].tensor, x);
+  ex.step();
+  return ex.read(imported.outputs[0].tensor);
+}
+
+TEST_F(OnnxImportTest, GeluPatternsFuseToOneActivationWithTheSameResults) {
+  SCOPED_TRACE(rng_.describe());
+  const auto x = rng_.normal(21, 0.0f, 2.0f);
+  for (bool tanh_form : {false, true}) {
+    SCOPED_TRACE(tanh_form ? "tanh form" : "erf form");
+    const onnx::Model model = geluModel(tanh_form, 0.5f);
+    size_t fused_nodes = 0, plain_nodes = 0, fusions = 0;
+    const auto fused = runOn(ctx(), model, x, true, &fused_nodes, &fusions);
+    const auto plain = runOn(ctx(), model, x, false, &plain_nodes);
+    EXPECT_EQ(fusions, 1u);
+    EXPECT_EQ(fused_nodes, 1u);  // the activation alone
+    EXPECT_GT(plain_nodes, 4u);
+    std::vector<float> want;
+    for (float v : x) {
+      const double d = v;
+      want.push_back(float(
+          tanh_form ? 0.5 * d * (1 + std::tanh(std::sqrt(2 / M_PI) * (d + 0.044715 * d * d * d)))
+                    : 0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
+    }
+    // Both within a few ulp of the exact function (the activation's tanh/erf, or the
+    // elementwise chain's roundings).
+    EXPECT_TRUE(allClose(fused, want, 2e-6));
+    EXPECT_TRUE(allClose(plain, want, 2e-6));
+  }
+}
+
+TEST_F(OnnxImportTest, NearMissesAndSharedInnerValuesDoNotFuse) {
+  SCOPED_TRACE(rng_.describe());
+  const auto x = rng_.normal(21);
+  size_t fusions = 1;
+  // 0.6 x (1 + erf(x / sqrt 2)) is not GELU: imported node by node.
+  const auto y = runOn(ctx(), geluModel(false, 0.6f), x, true, nullptr, &fusions);
+  EXPECT_EQ(fusions, 0u);
+  std::vector<float> want;
+  for (float v : x) want.push_back(float(0.6 * v * (1 + std::erf(double(v) / std::sqrt(2.0)))));
+  EXPECT_TRUE(allClose(y, want, 2e-6));
+  // erf(x / sqrt 2) also an output: the pattern's inner value is needed, so no fusion.
+  fusions = 1;
+  runOn(ctx(), geluModel(false, 0.5f, true), x, true, nullptr, &fusions);
+  EXPECT_EQ(fusions, 0u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "vkgrad/io/safetensors.h"
+#include "vkgrad/onnx/fusions.h"
 #include "vkgrad/onnx/node_context.h"
 #include "vkgrad/runtime/op.h"
 #include "vkgrad/runtime/parameters.h"
@@ -323,9 +324,22 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     params.push_back(name);
     return param(name, h);
   };
-  for (const auto& node : model.proto().graph().node()) {
+  const FusionPlan plan = options.fuse ? findFusions(model) : FusionPlan{};
+  const auto& nodes = model.proto().graph().node();
+  for (int index = 0; index < nodes.size(); ++index) {
+    const auto& node = nodes[index];
+    if (plan.skipped.count(index)) continue;
     NodeContext ctx(g, node, values, record);
     try {
+      if (const auto fused = plan.at.find(index); fused != plan.at.end()) {
+        Value& x = values.at(fused->second.input);
+        const graph::Tensor t =
+            x.onDevice() ? x.device
+                         : g.constant(fused->second.input, deviceShape(x.dims), x.host->toFloats());
+        ctx.setDevice(0, g.activation(t, fused->second.kind), x.dims);
+        imported.fusions.push_back(fused->second.description);
+        continue;
+      }
       opTable().at(node.op_type())(ctx);
     } catch (const ShapeError& e) {
       throw ShapeError(model.source() + ": " + ctx.name() + ": " + e.what());

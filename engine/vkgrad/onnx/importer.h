@@ -33,6 +33,9 @@ struct ImportOptions {
   // Marks the outputs (Graph::markOutput) so they can be read after a step; off when a loss
   // reads them inside a training graph (a Trainer takes marked tensors for metrics).
   bool mark_outputs = true;
+  // Replaces the patterns onnx/fusions.h finds (GELU written out) by their one op; off: every
+  // node as written (the same results within rounding, more dispatches).
+  bool fuse = true;
 };
 
 struct Port {
