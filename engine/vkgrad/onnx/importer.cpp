@@ -155,6 +155,20 @@ void NodeContext::setDevice(int i, graph::Tensor t, std::optional<std::vector<in
   values_[node.output(i)] = std::move(v);
 }
 
+std::vector<int64_t> NodeContext::broadcast(const std::vector<int64_t>& a,
+                                            const std::vector<int64_t>& b) const {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t da = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
+    const int64_t db = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail("shapes " + dimsText(a) + " and " + dimsText(b) + " do not broadcast");
+    out[k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
 int NodeContext::axis(int64_t a, int rank) const {
   if (a < -rank || a >= std::max(rank, 1))
     fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));

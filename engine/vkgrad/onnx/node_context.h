@@ -74,6 +74,10 @@ class NodeContext {
   void setDevice(int i, graph::Tensor t, std::optional<std::vector<int64_t>> dims = {},
                  int type = kFloat);
 
+  // numpy's broadcast of two shapes (right-aligned, size-1 axes stretched); Error naming both
+  // when they do not broadcast.
+  std::vector<int64_t> broadcast(const std::vector<int64_t>& a,
+                                 const std::vector<int64_t>& b) const;
   // An axis attribute or value normalised to [0, rank); Error when out of range.
   int axis(int64_t a, int rank) const;
   [[noreturn]] void fail(const std::string& why) const;

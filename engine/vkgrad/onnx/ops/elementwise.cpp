@@ -11,20 +11,6 @@
 namespace vkgrad::onnx {
 namespace {
 
-std::vector<int64_t> broadcastDims(const NodeContext& c, const std::vector<int64_t>& a,
-                                   const std::vector<int64_t>& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    const int64_t da = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
-    const int64_t db = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
-    if (da != db && da != 1 && db != 1)
-      c.fail("shapes " + dimsText(a) + " and " + dimsText(b) + " do not broadcast");
-    out[k] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 // The flat index into a tensor of `dims` that element `i` of `out` (the broadcast shape) reads.
 int64_t sourceIndex(int64_t i, const std::vector<int64_t>& out, const std::vector<int64_t>& dims) {
   int64_t index = 0, stride = 1;
@@ -44,7 +30,7 @@ int64_t sourceIndex(int64_t i, const std::vector<int64_t>& out, const std::vecto
 // out[i] = f(a[.], b[.]) over the broadcast shape, in doubles; floats rounded to f32.
 HostTensor hostBinary(const NodeContext& c, const HostTensor& a, const HostTensor& b, int type,
                       const std::function<double(double, double)>& f) {
-  const std::vector<int64_t> dims = broadcastDims(c, a.dims, b.dims);
+  const std::vector<int64_t> dims = c.broadcast(a.dims, b.dims);
   const int64_t n = dimsNumel(dims);
   HostTensor r;
   r.type = type;
@@ -88,7 +74,7 @@ void arithmetic(NodeContext& c) {
     c.fail(
         "integer arithmetic on the device is not supported (only on values known when "
         "importing)");
-  const std::vector<int64_t> dims = broadcastDims(c, c.dims(0), c.dims(1));
+  const std::vector<int64_t> dims = c.broadcast(c.dims(0), c.dims(1));
   const graph::Tensor a = c.tensor(0), b = c.tensor(1);
   graph::Tensor y;
   if constexpr (Fn == ops::MapFn::Add)
@@ -110,7 +96,7 @@ void comparison(NodeContext& c) {
 void whereOp(NodeContext& c) {
   if (c.allHost()) {
     const HostTensor &cond = c.host(0), &a = c.host(1), &b = c.host(2);
-    const std::vector<int64_t> dims = broadcastDims(c, cond.dims, broadcastDims(c, a.dims, b.dims));
+    const std::vector<int64_t> dims = c.broadcast(cond.dims, c.broadcast(a.dims, b.dims));
     HostTensor r;
     r.type = a.type;
     r.dims = dims;
@@ -129,8 +115,7 @@ void whereOp(NodeContext& c) {
   }
   if (!isFloatType(c.value(1).type) || !isFloatType(c.value(2).type))
     c.fail("Where on the device picks between floats only");
-  const std::vector<int64_t> dims =
-      broadcastDims(c, c.dims(0), broadcastDims(c, c.dims(1), c.dims(2)));
+  const std::vector<int64_t> dims = c.broadcast(c.dims(0), c.broadcast(c.dims(1), c.dims(2)));
   const graph::Tensor cond = c.tensor(0);
   c.setDevice(0, c.g.where(cond, c.tensor(1), c.tensor(2)), dims);
 }
@@ -145,7 +130,7 @@ void powOp(NodeContext& c) {
   }
   const HostTensor& e = c.host(1);
   if (e.numel() != 1) c.fail("the exponent must be one value (it is " + dimsText(e.dims) + ")");
-  c.setDevice(0, c.g.pow(c.tensor(0), float(e.at(0))), broadcastDims(c, c.dims(0), e.dims));
+  c.setDevice(0, c.g.pow(c.tensor(0), float(e.at(0))), c.broadcast(c.dims(0), e.dims));
 }
 
 // f(x) on the host, in f32 as the device computes it.

@@ -306,15 +306,8 @@ void gather(NodeContext& c) {
 void expand(NodeContext& c) {
   const auto& d = c.dims(0);
   const std::vector<int64_t> shape = c.hostInts(1);
-  const size_t rank = std::max(d.size(), shape.size());
-  std::vector<int64_t> out(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    const int64_t a = k + d.size() >= rank ? d[k + d.size() - rank] : 1;
-    const int64_t b = k + shape.size() >= rank ? shape[k + shape.size() - rank] : 1;
-    if (a != b && a != 1 && b != 1)
-      c.fail(dimsText(d) + " does not broadcast to " + dimsText(shape));
-    out[k] = a == 1 ? b : a;
-  }
+  const std::vector<int64_t> out = c.broadcast(d, shape);
+  const size_t rank = out.size();
   if (c.foldable(0)) {
     const auto out_strides = stridesOf(out);
     const auto in_strides = stridesOf(d);
