@@ -3,6 +3,7 @@
 // fine-tuning against a CPU SGD, and the errors bad models and inputs get.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -225,6 +226,7 @@ TEST(OnnxModelTest, BadFilesAreRefusedWithWhy) {
 }
 
 TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
+  SCOPED_TRACE(rng_.describe());
   ModelBuilder m;
   m.input("x", {-1, 3}).output("y");
   m.node("Relu", {"x"}, {"r"});
@@ -242,6 +244,14 @@ TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
   ok.node("Relu", {"x"}, {"y"});
   const onnx::Model relu = ok.build();
   onnx::Runner runner(ctx(), relu);
+  // The open batch axis takes any size; each new shape compiles its own graph, kept.
+  for (int64_t rows : {2, 5, 2}) {
+    std::vector<float> x = rng_.normal(size_t(rows * 3)), want = x;
+    for (float& v : want) v = std::max(v, 0.0f);
+    const auto y = runner.run({{"x", HostTensor::ofFloats({rows, 3}, x)}});
+    EXPECT_EQ(y[0].dims, (std::vector<int64_t>{rows, 3}));
+    EXPECT_EQ(y[0].floats, want);
+  }
   EXPECT_NE(errorOf([&] {
               runner.run({{"z", HostTensor::ofFloats({2, 3}, std::vector<float>(6, 1.0f))}});
             }).find("no input \"z\""),
