@@ -3,7 +3,8 @@
 # vkgrad::vk, vkgrad::ops, vkgrad::io (safetensors, JSON, bundles), vkgrad::runtime (graphs,
 # execution, parameters), vkgrad::training (autograd, optimizer, Trainer on top of it;
 # vkgrad::graph is its old name, kept one release), vkgrad::inference (nn blocks, the GPT's forward pass and sampler,
-# on vkgrad::runtime alone), vkgrad::models, and vkgrad::vkgrad for all of them.
+# on vkgrad::runtime alone), vkgrad::models, and vkgrad::vkgrad for all of them; vkgrad::onnx (the
+# ONNX importer) where VKGRAD_ONNX builds it, in an export set of its own.
 # Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
@@ -32,6 +33,17 @@ endforeach()
 
 set(VKGRAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vkgrad)
 install(EXPORT vkgradTargets NAMESPACE vkgrad:: DESTINATION ${VKGRAD_CMAKE_DIR})
+# vkgrad::onnx, the ONNX importer (VKGRAD_ONNX), in an export set of its own: the package
+# config loads it, and finds Debian's onnx and protobuf for it, only where it was installed.
+if(TARGET vkgrad_onnx)
+  set_target_properties(vkgrad_onnx PROPERTIES EXPORT_NAME onnx)
+  add_library(vkgrad::onnx ALIAS vkgrad_onnx)
+  install(TARGETS vkgrad_onnx EXPORT vkgradOnnxTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT vkgradOnnxTargets NAMESPACE vkgrad:: DESTINATION ${VKGRAD_CMAKE_DIR})
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vkgradConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/vkgradConfig.cmake
                               INSTALL_DESTINATION ${VKGRAD_CMAKE_DIR})
