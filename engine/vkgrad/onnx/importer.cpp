@@ -258,7 +258,8 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     if (bad.size() > 12) list += ", and " + std::to_string(bad.size() - 12) + " more";
     throw Error(model.source() + ": unsupported ops: " + list);
   }
-  for (const auto& [name, dims] : options.input_dims) {
+  for (const auto& given : options.input_dims) {
+    const std::string& name = given.first;  // a plain reference: lambdas capture it
     const auto& ins = model.inputs();
     if (std::none_of(ins.begin(), ins.end(), [&](const ValueInfo& v) { return v.name == name; }))
       throw Error(model.source() + ": the model has no input \"" + name + "\"");

@@ -35,7 +35,9 @@ namespace {
 
 // Checks the inputs against the model: each one given once, of its kind (float or integer).
 void checkInputs(const Model& model, const std::map<std::string, HostTensor>& inputs) {
-  for (const auto& [name, t] : inputs) {
+  for (const auto& entry : inputs) {
+    const std::string& name = entry.first;  // a plain reference: lambdas capture it
+    const HostTensor& t = entry.second;
     const auto& ins = model.inputs();
     const auto it =
         std::find_if(ins.begin(), ins.end(), [&](const ValueInfo& v) { return v.name == name; });
