@@ -44,9 +44,8 @@ class Matcher {
       if (a.name() == "value" && a.has_t()) {
         const auto& t = a.t();
         if (t.data_type() != ::onnx::TensorProto::FLOAT) return {};
-        int64_t n = 1;
-        for (int64_t d : t.dims()) n *= d;
-        if (n != 1) return {};
+        for (int64_t d : t.dims())
+          if (d != 1) return {};
         if (t.float_data_size() == 1) return t.float_data(0);
         if (t.raw_data().size() == 4) {
           float f;

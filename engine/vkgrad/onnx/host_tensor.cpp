@@ -1,5 +1,7 @@
 #include "vkgrad/onnx/host_tensor.h"
 
+#include <cstdint>
+
 namespace vkgrad::onnx {
 
 const char* elemTypeName(int type) {
@@ -47,8 +49,10 @@ bool isIntegerType(int type) {
 }
 
 int64_t dimsNumel(const std::vector<int64_t>& dims) {
+  // Saturating: absurd dims from a file or a caller (2^40 x 2^40) read as "too many".
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 

@@ -52,6 +52,6 @@ struct HostTensor {
 
 // "(2,3)"; "()" for a scalar.
 std::string dimsText(const std::vector<int64_t>& dims);
-int64_t dimsNumel(const std::vector<int64_t>& dims);
+int64_t dimsNumel(const std::vector<int64_t>& dims);  // INT64_MAX past it
 
 }  // namespace vkgrad::onnx

@@ -85,8 +85,9 @@ HostTensor readTensor(const ::onnx::TensorProto& t, const std::filesystem::path&
   for (int64_t d : t.dims()) {
     if (d < 0) throw Error(what + ": negative dimension " + std::to_string(d));
     h.dims.push_back(d);
+    if (d > kMaxElements || (d > 0 && n > kMaxElements / d))
+      throw Error(what + ": more than 2^31 elements");
     n *= d;
-    if (n > kMaxElements) throw Error(what + ": more than 2^31 elements");
   }
   const bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
   std::string external_bytes;

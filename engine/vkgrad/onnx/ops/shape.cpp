@@ -50,8 +50,8 @@ std::vector<int64_t> reshapeDims(const NodeContext& c, const std::vector<int64_t
       infer = int(k);
     } else if (shape[k] < 0) {
       c.fail("shape " + dimsText(shape) + " has a negative size");
-    } else {
-      known *= shape[k];
+    } else if (__builtin_mul_overflow(known, shape[k], &known)) {
+      c.fail("shape " + dimsText(shape) + " has too many elements");
     }
   }
   const int64_t n = dimsNumel(in);
