@@ -14,167 +14,6 @@
 
 namespace vkgrad::onnx {
 
-graph::Shape deviceShape(const std::vector<int64_t>& dims) {
-  if (dims.empty()) return graph::Shape{1};
-  return graph::Shape::of(dims.data(), int(dims.size()));
-}
-
-// --- NodeContext
-
-std::string NodeContext::name() const {
-  return node.op_type() + " node \"" + (node.name().empty() ? node.output(0) : node.name()) + "\"";
-}
-
-void NodeContext::fail(const std::string& why) const {
-  throw Error(name() + ": " + why);
-}
-
-const Value& NodeContext::value(int i) const {
-  if (!has(i)) fail("input " + std::to_string(i) + " is required");
-  const auto it = values_.find(node.input(i));
-  if (it == values_.end())
-    fail("input \"" + node.input(i) +
-         "\" is an output its node does not support (a BatchNormalization's saved "
-         "statistics, a Dropout's mask, ...)");
-  return it->second;
-}
-
-bool NodeContext::allHost() const {
-  for (int i = 0; i < inputCount(); ++i)
-    if (has(i) && !foldable(i)) return false;
-  return true;
-}
-
-const HostTensor& NodeContext::host(int i) const {
-  const Value& v = value(i);
-  if (!v.host)
-    fail("input " + std::to_string(i) + " (\"" + node.input(i) +
-         "\") must be known when the model is imported (a constant or shape arithmetic), "
-         "it is computed on the device");
-  return *v.host;
-}
-
-std::vector<int64_t> NodeContext::hostInts(int i) const {
-  const HostTensor& h = host(i);
-  std::vector<int64_t> out(size_t(h.numel()));
-  for (int64_t k = 0; k < h.numel(); ++k) out[size_t(k)] = h.intAt(k);
-  return out;
-}
-
-graph::Tensor NodeContext::tensor(int i, int64_t index_range) {
-  value(i);  // checks that input i is given
-  Value& v = values_.at(node.input(i));
-  if (v.onDevice()) return v.device;
-  const HostTensor& h = *v.host;
-  if (v.parameter) {
-    v.device = param_(node.input(i), h);
-  } else if (h.isFloat()) {
-    v.device = g.constant(node.input(i), deviceShape(h.dims), h.floats);
-  } else {
-    const int64_t range = index_range > 0 ? index_range : (int64_t(1) << 32);
-    std::vector<uint32_t> ids;
-    if (index_range > 0) {
-      ids = graph::Graph::narrowIndices(h.ints, range);
-    } else {
-      ids.reserve(h.ints.size());
-      for (int64_t x : h.ints) {
-        if (x < 0 || x >= range)
-          fail("integer input \"" + node.input(i) + "\" holds " + std::to_string(x) +
-               ": the device takes 0 to 2^32-1");
-        ids.push_back(uint32_t(x));
-      }
-    }
-    v.device = g.constantIds(node.input(i), deviceShape(h.dims), std::move(ids));
-  }
-  return v.device;
-}
-
-namespace {
-const ::onnx::AttributeProto* findAttr(const ::onnx::NodeProto& node, const char* name) {
-  for (const auto& a : node.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-}  // namespace
-
-bool NodeContext::hasAttr(const char* name) const {
-  return findAttr(node, name) != nullptr;
-}
-
-int64_t NodeContext::attrInt(const char* name, int64_t fallback) const {
-  const auto* a = findAttr(node, name);
-  return a ? a->i() : fallback;
-}
-
-float NodeContext::attrFloat(const char* name, float fallback) const {
-  const auto* a = findAttr(node, name);
-  return a ? a->f() : fallback;
-}
-
-std::string NodeContext::attrString(const char* name, const std::string& fallback) const {
-  const auto* a = findAttr(node, name);
-  return a ? a->s() : fallback;
-}
-
-std::vector<int64_t> NodeContext::attrInts(const char* name, std::vector<int64_t> fallback) const {
-  const auto* a = findAttr(node, name);
-  if (!a) return fallback;
-  return {a->ints().begin(), a->ints().end()};
-}
-
-const ::onnx::TensorProto* NodeContext::attrTensor(const char* name) const {
-  const auto* a = findAttr(node, name);
-  return a && a->has_t() ? &a->t() : nullptr;
-}
-
-void NodeContext::setHost(int i, HostTensor t) {
-  if (i >= outputCount() || node.output(i).empty()) return;
-  if (t.numel() > (int64_t(1) << 31)) fail("a result of more than 2^31 elements");
-  Value v;
-  v.dims = t.dims;
-  v.type = t.type;
-  v.host = std::move(t);
-  values_[node.output(i)] = std::move(v);
-}
-
-void NodeContext::setDevice(int i, graph::Tensor t, std::optional<std::vector<int64_t>> dims,
-                            int type) {
-  if (i >= outputCount() || node.output(i).empty()) return;
-  Value v;
-  const graph::Shape& s = g.shape(t);
-  if (dims) {
-    if (deviceShape(*dims).numel() != s.numel())
-      fail("internal: result " + s.str() + " is not " + dimsText(*dims));
-    v.dims = *dims;
-    if (!(deviceShape(*dims) == s)) t = g.reshape(t, deviceShape(*dims));
-  } else {
-    for (int k = 0; k < s.rank(); ++k) v.dims.push_back(s[k]);
-  }
-  v.type = type;
-  v.device = t;
-  values_[node.output(i)] = std::move(v);
-}
-
-std::vector<int64_t> NodeContext::broadcast(const std::vector<int64_t>& a,
-                                            const std::vector<int64_t>& b) const {
-  const size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t k = 0; k < rank; ++k) {
-    const int64_t da = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
-    const int64_t db = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
-    if (da != db && da != 1 && db != 1)
-      fail("shapes " + dimsText(a) + " and " + dimsText(b) + " do not broadcast");
-    out[k] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-int NodeContext::axis(int64_t a, int rank) const {
-  if (a < -rank || a >= std::max(rank, 1))
-    fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-  return int(a < 0 ? a + rank : a);
-}
-
 // --- the op table
 
 const OpTable& opTable() {
@@ -182,6 +21,7 @@ const OpTable& opTable() {
     OpTable t;
     registerElementwise(t);
     registerShapeOps(t);
+    registerConstantOps(t);
     registerNnOps(t);
     return t;
   }();
@@ -250,8 +90,8 @@ std::set<std::string> gradientReach(const Model& model) {
   return reach;
 }
 
-Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
-             const NodeContext::ParameterFn& param) {
+// Refuses unsupported ops and shapes for inputs the model lacks, before any work.
+void checkModel(const Model& model, const ImportOptions& options) {
   if (const auto bad = unsupportedNodes(model); !bad.empty()) {
     std::string list;
     for (size_t i = 0; i < bad.size() && i < 12; ++i) list += (i ? ", " : "") + bad[i];
@@ -264,6 +104,10 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
     if (std::none_of(ins.begin(), ins.end(), [&](const ValueInfo& v) { return v.name == name; }))
       throw Error(model.source() + ": the model has no input \"" + name + "\"");
   }
+}
+
+// Every initializer as a host value; a float one the outputs' gradients reach is a parameter.
+std::map<std::string, Value> initializerValues(const Model& model) {
   std::map<std::string, Value> values;
   const std::set<std::string> reach = gradientReach(model);
   for (const std::string& name : model.initializerNames()) {
@@ -278,67 +122,67 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
         std::all_of(h->floats.begin(), h->floats.end(), [](float f) { return std::isfinite(f); });
     values[name] = std::move(v);
   }
+  return values;
+}
 
-  Imported imported;
-  for (const ValueInfo& in : model.inputs()) {
-    std::vector<int64_t> dims = in.dims;
-    if (const auto it = options.input_dims.find(in.name); it != options.input_dims.end()) {
-      bool agrees = it->second.size() == in.dims.size();
-      for (size_t k = 0; agrees && k < dims.size(); ++k)
-        agrees = in.dims[k] < 0 || in.dims[k] == it->second[k];
-      if (!agrees)
-        throw Error(model.source() + ": input " + in.str() + " cannot take shape " +
-                    dimsText(it->second) +
-                    ": the file fixes its axes (export with dynamic_axes to vary them)");
-      dims = it->second;
-    }
-    for (int64_t d : dims)
-      if (d <= 0)
-        throw Error(model.source() + ": input " + in.str() +
-                    " has open axes: give its shape (--input-shape or ImportOptions::input_dims)");
-    if (dimsNumel(dims) > (int64_t(1) << 31))
-      throw Error(model.source() + ": input " + in.name + " " + dimsText(dims) +
-                  " has more than 2^31 elements");
-    if (const auto it = options.known_inputs.find(in.name); it != options.known_inputs.end()) {
-      if (it->second.dims != dims)
-        throw Error(model.source() + ": the value given for input " + in.str() + " is " +
-                    dimsText(it->second.dims));
-      Value v;
-      v.dims = dims;
-      v.type = in.type;
-      v.host = it->second;
-      v.host->type = in.type;
-      values[in.name] = std::move(v);
-      imported.inputs.push_back({in.name, {}, dims, in.type, false});
-      continue;
-    }
-    const bool is_float = isFloatType(in.type);
-    if (!is_float && !isIntegerType(in.type))
+// Input `in` as a value: known on the host, a given device tensor, or a new graph input.
+void addInput(graph::Graph& g, const Model& model, const ImportOptions& options,
+              const ValueInfo& in, std::map<std::string, Value>& values, Imported& imported) {
+  std::vector<int64_t> dims = in.dims;
+  if (const auto it = options.input_dims.find(in.name); it != options.input_dims.end()) {
+    bool agrees = it->second.size() == in.dims.size();
+    for (size_t k = 0; agrees && k < dims.size(); ++k)
+      agrees = in.dims[k] < 0 || in.dims[k] == it->second[k];
+    if (!agrees)
+      throw Error(model.source() + ": input " + in.str() + " cannot take shape " +
+                  dimsText(it->second) +
+                  ": the file fixes its axes (export with dynamic_axes to vary them)");
+    dims = it->second;
+  }
+  for (int64_t d : dims)
+    if (d <= 0)
       throw Error(model.source() + ": input " + in.str() +
-                  ": vkgrad takes float or integer inputs");
-    graph::Tensor t;
-    if (const auto it = options.provided.find(in.name); it != options.provided.end()) {
-      t = it->second;
-      if (!(g.shape(t) == deviceShape(dims)) ||
-          (g.tensor(t).dtype == graph::DType::U32) == is_float)
-        throw Error(model.source() + ": the tensor given for input " + in.str() + " is " +
-                    ops::dtypeName(g.tensor(t).dtype) + " " + g.shape(t).str());
-    } else {
-      t = g.input(in.name, deviceShape(dims), is_float ? graph::DType::F32 : graph::DType::U32);
-    }
+                  " has open axes: give its shape (an input array of that shape, or ImportOptions::input_dims)");
+  if (dimsNumel(dims) > (int64_t(1) << 31))
+    throw Error(model.source() + ": input " + in.name + " " + dimsText(dims) +
+                " has more than 2^31 elements");
+  if (const auto it = options.known_inputs.find(in.name); it != options.known_inputs.end()) {
+    if (it->second.dims != dims)
+      throw Error(model.source() + ": the value given for input " + in.str() + " is " +
+                  dimsText(it->second.dims));
     Value v;
     v.dims = dims;
     v.type = in.type;
-    v.device = t;
-    values[in.name] = v;
-    imported.inputs.push_back({in.name, t, dims, in.type});
+    v.host = it->second;
+    v.host->type = in.type;
+    values[in.name] = std::move(v);
+    imported.inputs.push_back({in.name, {}, dims, in.type, false});
+    return;
   }
+  const bool is_float = isFloatType(in.type);
+  if (!is_float && !isIntegerType(in.type))
+    throw Error(model.source() + ": input " + in.str() + ": vkgrad takes float or integer inputs");
+  graph::Tensor t;
+  if (const auto it = options.provided.find(in.name); it != options.provided.end()) {
+    t = it->second;
+    if (!(g.shape(t) == deviceShape(dims)) || (g.tensor(t).dtype == graph::DType::U32) == is_float)
+      throw Error(model.source() + ": the tensor given for input " + in.str() + " is " +
+                  ops::dtypeName(g.tensor(t).dtype) + " " + g.shape(t).str());
+  } else {
+    t = g.input(in.name, deviceShape(dims), is_float ? graph::DType::F32 : graph::DType::U32);
+  }
+  Value v;
+  v.dims = dims;
+  v.type = in.type;
+  v.device = t;
+  values[in.name] = v;
+  imported.inputs.push_back({in.name, t, dims, in.type});
+}
 
-  std::vector<std::string> params;
-  const NodeContext::ParameterFn record = [&](const std::string& name, const HostTensor& h) {
-    params.push_back(name);
-    return param(name, h);
-  };
+// Every node in file order, fused patterns as their one op.
+void importNodes(graph::Graph& g, const Model& model, const ImportOptions& options,
+                 std::map<std::string, Value>& values, const NodeContext::ParameterFn& record,
+                 Imported& imported) {
   const FusionPlan plan = options.fuse ? findFusions(model) : FusionPlan{};
   const auto& nodes = model.proto().graph().node();
   for (int index = 0; index < nodes.size(); ++index) {
@@ -364,28 +208,47 @@ Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
       throw Error(model.source() + ": " + ctx.name() + ": " + what);
     }
   }
-  for (const ValueInfo& out : model.outputs()) {
-    if (!values.count(out.name))
-      throw Error(model.source() + ": graph output \"" + out.name +
-                  "\" is an output its node does not support (a BatchNormalization's saved "
-                  "statistics, a Dropout's mask, ...)");
-    Value& v = values.at(out.name);
-    Port p{out.name, {}, v.dims, v.type};
-    if (!v.onDevice()) {
-      // An output known on the host (a constant): put it on the device so it reads alike.
-      const HostTensor& h = *v.host;
-      v.device = g.constant(out.name, deviceShape(h.dims), h.toFloats());
-      p.type = h.isFloat() ? h.type : kFloat;
-    }
-    // An output that is an input, a parameter or a constant (Identity, Flatten, Dropout at
-    // inference), or a view of one, gets a copy of its own: marked outputs are activations.
-    if (options.mark_outputs &&
-        g.tensor(g.tensor(v.device).root).kind != graph::TensorKind::Activation)
-      v.device = g.expand(v.device, g.shape(v.device));
-    p.tensor = v.device;
-    if (options.mark_outputs) g.markOutput(p.tensor);
-    imported.outputs.push_back(p);
+}
+
+// Output `out` as a port: on the device, and an activation of its own when marked.
+Port outputPort(graph::Graph& g, const Model& model, const ImportOptions& options,
+                const ValueInfo& out, std::map<std::string, Value>& values) {
+  if (!values.count(out.name))
+    throw Error(model.source() + ": graph output \"" + out.name +
+                "\" is an output its node does not support (a BatchNormalization's saved "
+                "statistics, a Dropout's mask, ...)");
+  Value& v = values.at(out.name);
+  Port p{out.name, {}, v.dims, v.type};
+  if (!v.onDevice()) {
+    // An output known on the host (a constant): put it on the device so it reads alike.
+    const HostTensor& h = *v.host;
+    v.device = g.constant(out.name, deviceShape(h.dims), h.toFloats());
+    p.type = h.isFloat() ? h.type : kFloat;
   }
+  // An output that is an input, a parameter or a constant (Identity, Flatten, Dropout at
+  // inference), or a view of one, gets a copy of its own: marked outputs are activations.
+  if (options.mark_outputs &&
+      g.tensor(g.tensor(v.device).root).kind != graph::TensorKind::Activation)
+    v.device = g.expand(v.device, g.shape(v.device));
+  p.tensor = v.device;
+  if (options.mark_outputs) g.markOutput(p.tensor);
+  return p;
+}
+
+Imported run(graph::Graph& g, const Model& model, const ImportOptions& options,
+             const NodeContext::ParameterFn& param) {
+  checkModel(model, options);
+  std::map<std::string, Value> values = initializerValues(model);
+  Imported imported;
+  for (const ValueInfo& in : model.inputs()) addInput(g, model, options, in, values, imported);
+  std::vector<std::string> params;
+  const NodeContext::ParameterFn record = [&](const std::string& name, const HostTensor& h) {
+    params.push_back(name);
+    return param(name, h);
+  };
+  importNodes(g, model, options, values, record, imported);
+  for (const ValueInfo& out : model.outputs())
+    imported.outputs.push_back(outputPort(g, model, options, out, values));
   for (Port& in : imported.inputs) {
     if (!in.tensor) continue;
     in.used = false;

@@ -93,6 +93,7 @@ using ImportFn = void (*)(NodeContext&);
 using OpTable = std::map<std::string, ImportFn>;
 void registerElementwise(OpTable& table);
 void registerShapeOps(OpTable& table);
+void registerConstantOps(OpTable& table);
 void registerNnOps(OpTable& table);
 const OpTable& opTable();
 

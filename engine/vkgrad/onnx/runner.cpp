@@ -63,6 +63,38 @@ void addMissing(graph::ParameterStore& store, const Model& model, const ImportOp
   if (!missing.empty()) addParameters(store, model, missing);
 }
 
+// The Trainer's loss: the model imported onto the batch's rows (inputs in `names` order, the
+// target last), its output `out_index` against the target by MSE or cross-entropy.
+graph::LossFn lossFunction(const Model& model, const graph::ParameterStore& store,
+                           const ImportOptions& shapes, const std::vector<std::string>& names,
+                           size_t out_index, Loss loss, const std::vector<int64_t>& target_dims,
+                           int64_t batch) {
+  return [&model, &store, shapes, names, out_index, loss, target_dims, batch](
+             graph::Graph& g, std::span<const graph::Tensor> batch_tensors) {
+    ImportOptions o = shapes;
+    o.mark_outputs = false;
+    for (size_t i = 0; i < names.size(); ++i) o.provided[names[i]] = batch_tensors[i];
+    const Imported imported = importGraph(g, model, store, o);
+    const Port& out = imported.outputs[out_index];
+    const graph::Tensor t = batch_tensors[names.size()];
+    std::vector<int64_t> per_row(target_dims.begin() + 1, target_dims.end());
+    if (loss == Loss::Mse) {
+      std::vector<int64_t> want{batch};
+      want.insert(want.end(), per_row.begin(), per_row.end());
+      if (out.dims != want)
+        throw Error("output " + out.name + " " + dimsText(out.dims) + " and the target rows " +
+                    dimsText(want) + " differ");
+      const graph::Tensor d = g.sub(out.tensor, t);
+      return g.mean(g.mul(d, d));
+    }
+    if (out.dims.size() != target_dims.size() + 1 || out.dims[0] != batch ||
+        !std::equal(per_row.begin(), per_row.end(), out.dims.begin() + 1))
+      throw Error("output " + out.name + " " + dimsText(out.dims) +
+                  " is not (rows, ..., classes) for class ids of shape " + dimsText(target_dims));
+    return g.crossEntropy(out.tensor, t);
+  };
+}
+
 }  // namespace
 
 struct Runner::Compiled {
@@ -189,32 +221,8 @@ FineTuner::FineTuner(vk::Context& context, const Model& model,
     throw Error(options.loss == Loss::CrossEntropy
                     ? "cross-entropy takes integer class ids as the target"
                     : "mse takes a float target");
-  const Loss loss = options.loss;
-  const std::vector<int64_t> target_dims = target.dims;
-  graph::LossFn fn = [this, &model, shapes, names, out_index, loss, target_dims, batch = batch_](
-                         graph::Graph& g, std::span<const graph::Tensor> batch_tensors) {
-    ImportOptions o = shapes;
-    o.mark_outputs = false;
-    for (size_t i = 0; i < names.size(); ++i) o.provided[names[i]] = batch_tensors[i];
-    const Imported imported = importGraph(g, model, *store_, o);
-    const Port& out = imported.outputs[out_index];
-    const graph::Tensor t = batch_tensors[names.size()];
-    std::vector<int64_t> per_row(target_dims.begin() + 1, target_dims.end());
-    if (loss == Loss::Mse) {
-      std::vector<int64_t> want{batch};
-      want.insert(want.end(), per_row.begin(), per_row.end());
-      if (out.dims != want)
-        throw Error("output " + out.name + " " + dimsText(out.dims) + " and the target rows " +
-                    dimsText(want) + " differ");
-      const graph::Tensor d = g.sub(out.tensor, t);
-      return g.mean(g.mul(d, d));
-    }
-    if (out.dims.size() != target_dims.size() + 1 || out.dims[0] != batch ||
-        !std::equal(per_row.begin(), per_row.end(), out.dims.begin() + 1))
-      throw Error("output " + out.name + " " + dimsText(out.dims) +
-                  " is not (rows, ..., classes) for class ids of shape " + dimsText(target_dims));
-    return g.crossEntropy(out.tensor, t);
-  };
+  const graph::LossFn fn =
+      lossFunction(model, *store_, shapes, names, out_index, options.loss, target.dims, batch_);
   graph::TrainerOptions to;
   to.batch = batch_;
   to.optimizer = options.optimizer;

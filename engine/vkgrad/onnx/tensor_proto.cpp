@@ -72,103 +72,64 @@ std::string readExternal(const ::onnx::TensorProto& t, const std::filesystem::pa
   return bytes;
 }
 
-}  // namespace
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
 
-HostTensor readTensor(const ::onnx::TensorProto& t, const std::filesystem::path& folder,
-                      const std::string& what) {
-  HostTensor h;
-  h.type = t.data_type();
-  const int bytes = elementBytes(h.type);
-  if (bytes == 0)
-    throw Error(what + ": element type " + elemTypeName(h.type) + " is not supported");
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0) throw Error(what + ": negative dimension " + std::to_string(d));
-    h.dims.push_back(d);
-    if (d > kMaxElements || (d > 0 && n > kMaxElements / d))
-      throw Error(what + ": more than 2^31 elements");
-    n *= d;
+// Raw little-endian bytes (checked to hold h's elements) into h's storage.
+void decodeRaw(HostTensor& h, const std::string& raw, int bytes) {
+  const char* p = raw.data();
+  for (size_t i = 0; i < size_t(h.numel()); ++i, p += bytes) {
+    switch (h.type) {
+      case kFloat:
+        h.floats[i] = load<float>(p);
+        break;
+      case kDouble:
+        h.floats[i] = float(load<double>(p));
+        break;
+      case kFloat16:
+        h.floats[i] = ops::ref::fromHalf(load<uint16_t>(p));
+        break;
+      case kBfloat16:
+        h.floats[i] = ops::ref::fromBf16(load<uint16_t>(p));
+        break;
+      case kInt64:
+      case kUint64:
+        h.ints[i] = load<int64_t>(p);
+        break;
+      case kInt32:
+        h.ints[i] = load<int32_t>(p);
+        break;
+      case kUint32:
+        h.ints[i] = load<uint32_t>(p);
+        break;
+      case kInt16:
+        h.ints[i] = load<int16_t>(p);
+        break;
+      case kUint16:
+        h.ints[i] = load<uint16_t>(p);
+        break;
+      case kInt8:
+        h.ints[i] = load<int8_t>(p);
+        break;
+      default:
+        h.ints[i] = load<uint8_t>(p);
+        break;  // uint8, bool
+    }
   }
-  const bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
-  std::string external_bytes;
-  if (external) external_bytes = readExternal(t, folder, what);
-  const std::string& raw = external ? external_bytes : t.raw_data();
-  const bool use_raw = external || t.has_raw_data();
-  if (use_raw && int64_t(raw.size()) != n * bytes)
-    throw Error(what + ": " + std::to_string(raw.size()) + " data bytes for " + std::to_string(n) +
-                " " + elemTypeName(h.type) + " elements");
+}
 
+// The typed fields (float_data, int64_data, ...) into h's storage; Error naming `what` for a
+// value count that is not the shape's.
+void decodeTyped(HostTensor& h, const ::onnx::TensorProto& t, const std::string& what) {
+  const int64_t n = h.numel();
   const auto check_count = [&](int64_t have) {
     if (have != n)
       throw Error(what + ": " + std::to_string(have) + " values for shape " + dimsText(h.dims));
   };
-  if (h.isFloat())
-    h.floats.resize(size_t(n));
-  else
-    h.ints.resize(size_t(n));
-  if (use_raw) {
-    const char* p = raw.data();
-    for (int64_t i = 0; i < n; ++i, p += bytes) {
-      switch (h.type) {
-        case kFloat:
-          std::memcpy(&h.floats[size_t(i)], p, 4);
-          break;
-        case kDouble: {
-          double d;
-          std::memcpy(&d, p, 8);
-          h.floats[size_t(i)] = float(d);
-          break;
-        }
-        case kFloat16: {
-          uint16_t v;
-          std::memcpy(&v, p, 2);
-          h.floats[size_t(i)] = ops::ref::fromHalf(v);
-          break;
-        }
-        case kBfloat16: {
-          uint16_t v;
-          std::memcpy(&v, p, 2);
-          h.floats[size_t(i)] = ops::ref::fromBf16(v);
-          break;
-        }
-        case kInt64:
-        case kUint64:
-          std::memcpy(&h.ints[size_t(i)], p, 8);
-          break;
-        case kInt32: {
-          int32_t v;
-          std::memcpy(&v, p, 4);
-          h.ints[size_t(i)] = v;
-          break;
-        }
-        case kUint32: {
-          uint32_t v;
-          std::memcpy(&v, p, 4);
-          h.ints[size_t(i)] = v;
-          break;
-        }
-        case kInt16: {
-          int16_t v;
-          std::memcpy(&v, p, 2);
-          h.ints[size_t(i)] = v;
-          break;
-        }
-        case kUint16: {
-          uint16_t v;
-          std::memcpy(&v, p, 2);
-          h.ints[size_t(i)] = v;
-          break;
-        }
-        case kInt8:
-          h.ints[size_t(i)] = int8_t(*p);
-          break;
-        default:
-          h.ints[size_t(i)] = uint8_t(*p);
-          break;  // uint8, bool
-      }
-    }
-    return h;
-  }
   switch (h.type) {
     case kFloat:
       check_count(t.float_data_size());
@@ -200,6 +161,42 @@ HostTensor readTensor(const ::onnx::TensorProto& t, const std::filesystem::path&
       std::copy(t.int32_data().begin(), t.int32_data().end(), h.ints.begin());
       break;
   }
+}
+
+}  // namespace
+
+HostTensor readTensor(const ::onnx::TensorProto& t, const std::filesystem::path& folder,
+                      const std::string& what) {
+  HostTensor h;
+  h.type = t.data_type();
+  const int bytes = elementBytes(h.type);
+  if (bytes == 0)
+    throw Error(what + ": element type " + elemTypeName(h.type) + " is not supported");
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw Error(what + ": negative dimension " + std::to_string(d));
+    h.dims.push_back(d);
+    if (d > kMaxElements || (d > 0 && n > kMaxElements / d))
+      throw Error(what + ": more than 2^31 elements");
+    n *= d;
+  }
+  const bool external = t.data_location() == ::onnx::TensorProto::EXTERNAL;
+  std::string external_bytes;
+  if (external) external_bytes = readExternal(t, folder, what);
+  const std::string& raw = external ? external_bytes : t.raw_data();
+  const bool use_raw = external || t.has_raw_data();
+  if (use_raw && int64_t(raw.size()) != n * bytes)
+    throw Error(what + ": " + std::to_string(raw.size()) + " data bytes for " + std::to_string(n) +
+                " " + elemTypeName(h.type) + " elements");
+
+  if (h.isFloat())
+    h.floats.resize(size_t(n));
+  else
+    h.ints.resize(size_t(n));
+  if (use_raw)
+    decodeRaw(h, raw, bytes);
+  else
+    decodeTyped(h, t, what);
   return h;
 }
 

@@ -1,7 +1,6 @@
 #include "vkgrad/runtime/executor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "vkgrad/core/error.h"
@@ -83,10 +82,8 @@ Executor::Executor(vk::Context& context, const Graph& graph, const CompileOption
   const size_t chunks = !arena_bytes ? 0 : chunk ? (arena_bytes + chunk - 1) / chunk : 1;
   owned_.reserve(chunks + plan_.state_bytes.size());  // pointers into owned_ are kept
   for (size_t t = 0; t < n; ++t)
-    if (graph.tensor(int(t)).root == int(t) && plan_.used[t]) {
-      checkHasMemory(graph.tensor(int(t)));
-      checkStored(graph.tensor(int(t)));
-    }
+    if (graph.tensor(int(t)).root == int(t) && plan_.used[t])
+      checkHasMemory(graph.tensor(int(t))), checkStored(graph.tensor(int(t)));
   for (size_t c = 0; c < chunks; ++c) {
     const uint64_t bytes = chunk ? std::min(chunk, arena_bytes - c * chunk) : arena_bytes;
     owned_.push_back(context.allocator().allocate(bytes, vk::Use::Activations));
