@@ -49,9 +49,9 @@ NodeTestResult runNodeTest(vk::Context& context, const std::filesystem::path& di
     // ("needs 5 storage buffers; ... allows 4 (maxPerStageDescriptorStorageBuffers)"):
     // not a wrong answer.
     const std::string what = e.what();
-    const bool limit = (what.find(" allows ") != std::string::npos &&
-                        what.find("(max") != std::string::npos) ||
-                       what.find("does not offer") != std::string::npos;
+    const bool limit =
+        (what.find(" allows ") != std::string::npos && what.find("(max") != std::string::npos) ||
+        what.find("does not offer") != std::string::npos;
     return {dir.filename().string(),
             limit ? NodeTestResult::Outcome::Refused : NodeTestResult::Outcome::Failed, what};
   }

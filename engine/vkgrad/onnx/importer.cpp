@@ -142,7 +142,8 @@ void addInput(graph::Graph& g, const Model& model, const ImportOptions& options,
   for (int64_t d : dims)
     if (d <= 0)
       throw Error(model.source() + ": input " + in.str() +
-                  " has open axes: give its shape (an input array of that shape, or ImportOptions::input_dims)");
+                  " has open axes: give its shape (an input array of that shape, or "
+                  "ImportOptions::input_dims)");
   if (dimsNumel(dims) > (int64_t(1) << 31))
     throw Error(model.source() + ": input " + in.name + " " + dimsText(dims) +
                 " has more than 2^31 elements");
