@@ -83,7 +83,9 @@ class FineTuner {
 
   int64_t rows() const { return rows_; }
   int64_t batch() const { return batch_; }
-  // One update on these rows (batch() of them); returns the loss before the update.
+  // One update on these rows (batch() of them); returns the loss before the update. Reading
+  // it back waits for the step (what `vkgrad-onnx train` reports every step); a loop that
+  // wants no wait per step uses a graph::Trainer on its own.
   float step(std::span<const uint32_t> rows);
   std::vector<std::string> trained() const;  // the initializers that train, in order
   // The trained values of every device parameter, by initializer name.
