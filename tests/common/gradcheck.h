@@ -7,7 +7,9 @@
 // differences of loss() at sampled coordinates of each input:
 //   fd = (loss(x + h e_j) - loss(x - h e_j)) / (x_j+h - (x_j-h)),   h = rel_step * max(1, |x_j|)
 // (the denominator uses the perturbations as actually rounded to float). The error is
-// normalised by the largest analytic gradient of that input.
+// normalised by the largest analytic gradient of that input. A loss read back as one f32
+// scalar carries rounding noise of a few units in its last place, which no step size
+// removes: loss_ulps grants that much (ulps of |loss| over the step) before the error counts.
 #pragma once
 
 #include <functional>
@@ -31,6 +33,7 @@ struct GradCheckOptions {
   double tolerance = 2e-3;  // on the normalised error
   double rel_step = 1e-3;   // h relative to max(1, |x|)
   size_t max_coords = 40;   // per input; all of them when the input is smaller
+  double loss_ulps = 0.0;   // f32 rounding noise of loss() forgiven, in ulps of |loss|
 };
 
 // loss() must read the current contents of every GradInput::values.
