@@ -60,8 +60,9 @@ std::string fileName(std::string name) {
 
 int info(int argc, char** argv) {
   Cli cli("vkgrad-onnx info",
-          "Prints an ONNX model's inputs and outputs, its parameters, its op histogram and\n"
-          "every node whose op vkgrad does not import.");
+          "Prints an ONNX model's inputs and outputs, its parameters, its op histogram, the\n"
+          "patterns that fuse (where the input shapes allow: `run` says what did) and every\n"
+          "node whose op vkgrad does not import.");
   cli.positional("info", "the command");
   cli.positional("MODEL.onnx", "the model");
   cli.flag("json", "print one JSON object instead of text");
@@ -77,7 +78,7 @@ int info(int argc, char** argv) {
   }
   const auto unsupported = onnx::unsupportedNodes(model);
   const auto ops = model.opHistogram();
-  std::vector<std::string> fusions;
+  std::vector<std::string> fusions;  // found by structure; shapes checked when importing
   for (const auto& [node, fusion] : onnx::findFusions(model).at)
     fusions.push_back(fusion.description);
   if (cli.has("json")) {
@@ -85,7 +86,7 @@ int info(int argc, char** argv) {
            {"opset", model.opset()},       {"nodes", model.nodeCount()},
            {"parameters", count},          {"parameter_elements", params},
            {"parameter_bytes_f32", bytes}, {"ops", ops},
-           {"unsupported", unsupported}};
+           {"fusions", fusions},           {"unsupported", unsupported}};
     j["inputs"] = Json::array();
     j["outputs"] = Json::array();
     for (const auto& v : model.inputs()) j["inputs"].push_back(v.str());
@@ -123,6 +124,7 @@ int run(int argc, char** argv) {
   cli.option("out", "the folder to write the outputs to (required)");
   cli.option("precision", "fp32, bf16 or fp16: the activations' format", "fp32");
   cli.option("repeat", "run this many more times and report the median time of one", "0");
+  cli.flag("no-fusion", "import every node as its own op (the fusions off: to compare)");
   cli.flag("json", "print one JSON object (outputs, shapes, time) instead of text");
   declareDeviceOptions(cli);
   cli.parse(argc, argv);
@@ -132,7 +134,7 @@ int run(int argc, char** argv) {
   const onnx::Model model = loadModel(cli);
   const auto inputs = readInputs(cli);
   vk::Context context(contextOptions(cli));
-  onnx::Runner runner(context, model, precision);
+  onnx::Runner runner(context, model, precision, !cli.has("no-fusion"));
   const auto start = Clock::now();
   const std::vector<onnx::HostTensor> outputs = runner.run(inputs);
   const double seconds = secondsSince(start);  // the first run compiles the graph
@@ -164,10 +166,14 @@ int run(int argc, char** argv) {
                                              {"seconds", seconds},
                                              {"median_ms", median_ms},
                                              {"dispatches", runner.dispatches()},
+                                             {"fused", runner.imported().fusions},
                                              {"repeats", repeat},
                                              {"precision", cli.get("precision")}})
                             .c_str());
-  else if (repeat > 0)
+  else
+    std::printf("%zu patterns fused, %u dispatches a run\n", runner.imported().fusions.size(),
+                runner.dispatches());
+  if (!cli.has("json") && repeat > 0)
     std::printf("median of %lld runs: %.3f ms\n", static_cast<long long>(repeat), median_ms);
   return validationFailed(context, "vkgrad-onnx") ? 1 : 0;
 }
@@ -189,6 +195,7 @@ int train(int argc, char** argv) {
   cli.option("batch", "rows per step; 0: all rows every step", "0");
   cli.repeated("freeze", "PATTERN: initializers matching it (* and ?) are not trained");
   cli.option("precision", "fp32, bf16 or fp16: the activations' format", "fp32");
+  cli.flag("no-fusion", "import every node as its own op (the fusions off: to compare)");
   cli.option("out", "the folder to write model.onnx to (required)");
   cli.flag("json", "print one JSON object per line, the last with every step's loss");
   declareDeviceOptions(cli);
@@ -208,6 +215,7 @@ int train(int argc, char** argv) {
   options.batch = cli.getInt("batch", 0, int64_t(1) << 31);
   options.freeze = cli.getAll("freeze");
   options.precision = graph::parsePrecision(cli.get("precision"));
+  options.fuse = !cli.has("no-fusion");
   const int64_t steps = cli.getInt("steps", 1, 10'000'000);
   const bool json = cli.has("json");
   const fs::path dir = cli.get("out");
@@ -228,28 +236,34 @@ int train(int argc, char** argv) {
     std::printf("%lld rows, batch %lld, %zu initializers train\n",
                 static_cast<long long>(tuner.rows()), static_cast<long long>(tuner.batch()),
                 trained.size());
-  std::vector<double> losses;
+  std::vector<double> losses, step_ms;
   std::vector<uint32_t> rows(size_t(tuner.batch()));
   int64_t next = 0;
   const auto start = Clock::now();
   for (int64_t s = 0; s < steps; ++s) {
     for (auto& r : rows) r = uint32_t(next++ % tuner.rows());
+    const auto step_start = Clock::now();
     losses.push_back(tuner.step(rows));
+    if (s > 0) step_ms.push_back(secondsSince(step_start) * 1e3);  // the first one compiles
     if (!json && (s + 1 == steps || (s + 1) % std::max<int64_t>(1, steps / 10) == 0))
       std::printf("step %lld/%lld  loss %.6f  %s\n", static_cast<long long>(s + 1),
                   static_cast<long long>(steps), losses.back(),
                   duration(secondsSince(start)).c_str());
   }
+  std::sort(step_ms.begin(), step_ms.end());
+  const double median_ms = step_ms.empty() ? 0.0 : step_ms[step_ms.size() / 2];
   fs::create_directories(dir);
   tuner.save(dir / "model.onnx");
   if (json)
     std::printf("%s\n", graph::dumpJson(Json{{"losses", losses},
                                              {"final_loss", losses.back()},
                                              {"model", (dir / "model.onnx").string()},
-                                             {"seconds", secondsSince(start)}})
+                                             {"seconds", secondsSince(start)},
+                                             {"median_step_ms", median_ms}})
                             .c_str());
   else
-    std::printf("wrote %s\n", (dir / "model.onnx").string().c_str());
+    std::printf("wrote %s (median step %.2f ms after the first)\n",
+                (dir / "model.onnx").string().c_str(), median_ms);
   return validationFailed(context, "vkgrad-onnx") ? 1 : 0;
 }
 

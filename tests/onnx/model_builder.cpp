@@ -53,6 +53,14 @@ ModelBuilder& ModelBuilder::ints(const std::string& name, std::vector<int64_t> d
   return *this;
 }
 
+ModelBuilder& ModelBuilder::constant(const std::string& name, float value) {
+  auto* a = node("Constant", {}, {name}).add_attribute();
+  a->set_name("value_float");
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+  return *this;
+}
+
 ::onnx::NodeProto& ModelBuilder::node(const std::string& op, std::vector<std::string> inputs,
                                       std::vector<std::string> outputs) {
   auto* n = model_.mutable_graph()->add_node();

@@ -19,6 +19,9 @@ class ModelBuilder {
   ModelBuilder& output(const std::string& name, int type = 1);
   ModelBuilder& floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> v);
   ModelBuilder& ints(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v);
+  // A Constant node holding one float, as exporters write scales and epsilons (a float
+  // initializer instead would be a parameter wherever a gradient reaches it).
+  ModelBuilder& constant(const std::string& name, float value);
   // A node; attributes added to the returned proto (attrInt, attrInts, attrFloat).
   ::onnx::NodeProto& node(const std::string& op, std::vector<std::string> inputs,
                           std::vector<std::string> outputs);

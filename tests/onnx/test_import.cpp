@@ -45,7 +45,7 @@ TEST_F(OnnxImportTest, AnEmbeddingMlpMatchesTheCpu) {
   ModelBuilder m;
   m.input("ids", {B, T}, onnx::kInt64).output("g").output("s");
   m.floats("emb", {V, D}, emb).floats("w", {D, H}, w).floats("b", {H}, b);
-  m.floats("sqrt2", {}, {std::sqrt(2.0f)}).floats("one", {}, {1.0f}).floats("half", {}, {0.5f});
+  m.constant("sqrt2", std::sqrt(2.0f)).constant("one", 1.0f).constant("half", 0.5f);
   m.ints("axes", {1}, {1});
   m.node("Gather", {"emb", "ids"}, {"e"});
   m.node("MatMul", {"e", "w"}, {"m"});
@@ -276,18 +276,28 @@ namespace vkgrad::test {
 namespace {
 
 // GELU as exporters write it: erf form (PyTorch's nn.GELU()) with `half` as its last factor,
-// tanh form (approximate="tanh"). x: (B, N).
-onnx::Model geluModel(bool tanh_form, float half, bool inner_is_output = false) {
+// tanh form (approximate="tanh"). x: (B, N). The constants are Constant nodes, as exporters
+// write them, or (initializers) float initializers, which a gradient reaches: parameters.
+onnx::Model geluModel(bool tanh_form, float half, bool inner_is_output = false,
+                      bool initializers = false) {
   ModelBuilder m;
   m.input("x", {3, 7}).output("y");
   if (inner_is_output) m.output("t");
-  m.floats("half", {}, {half}).floats("one", {}, {1.0f});
+  auto constant = [&](const char* name, float value) {
+    if (initializers)
+      m.floats(name, {}, {value});
+    else
+      m.constant(name, value);
+  };
+  constant("half", half);
+  constant("one", 1.0f);
   if (!tanh_form) {
-    m.floats("sqrt2", {}, {std::sqrt(2.0f)});
+    constant("sqrt2", std::sqrt(2.0f));
     m.node("Div", {"x", "sqrt2"}, {"d"});
     m.node("Erf", {"d"}, {"t"});
   } else {
-    m.floats("c", {}, {0.044715f}).floats("k", {}, {float(std::sqrt(2.0 / M_PI))});
+    constant("c", 0.044715f);
+    constant("k", float(std::sqrt(2.0 / M_PI)));
     m.node("Mul", {"x", "x"}, {"x2"});
     m.node("Mul", {"x", "x2"}, {"x3"});
     m.node("Mul", {"c", "x3"}, {"cx3"});
@@ -358,6 +368,14 @@ TEST_F(OnnxImportTest, NearMissesAndSharedInnerValuesDoNotFuse) {
   fusions = 1;
   runOn(ctx(), geluModel(false, 0.5f, true), x, true, nullptr, &fusions);
   EXPECT_EQ(fusions, 0u);
+  // Its constants float initializers: parameters (fine-tuning would train them, as it does
+  // node by node), so the pattern keeps its nodes.
+  fusions = 1;
+  const auto z = runOn(ctx(), geluModel(true, 0.5f, false, true), x, true, nullptr, &fusions);
+  EXPECT_EQ(fusions, 0u);
+  const auto fused = runOn(ctx(), geluModel(true, 0.5f), x, true, nullptr, &fusions);
+  EXPECT_EQ(fusions, 1u);
+  EXPECT_TRUE(allClose(z, fused, 2e-6));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "vkgrad/io/safetensors.h"
@@ -180,33 +181,59 @@ void addInput(graph::Graph& g, const Model& model, const ImportOptions& options,
   imported.inputs.push_back({in.name, t, dims, in.type});
 }
 
-// Every node in file order, fused patterns as their one op.
+// Every node in file order, fused patterns as their one op (or, where a check on shapes or
+// host values refuses the pattern, its members one by one at its last node).
 void importNodes(graph::Graph& g, const Model& model, const ImportOptions& options,
                  std::map<std::string, Value>& values, const NodeContext::ParameterFn& record,
                  Imported& imported) {
   const FusionPlan plan = options.fuse ? findFusions(model) : FusionPlan{};
   const auto& nodes = model.proto().graph().node();
-  for (int index = 0; index < nodes.size(); ++index) {
-    const auto& node = nodes[index];
-    if (plan.skipped.count(index)) continue;
-    NodeContext ctx(g, node, values, record);
+  auto importNode = [&](int index) {
+    NodeContext ctx(g, nodes[index], values, record);
     try {
-      if (const auto fused = plan.at.find(index); fused != plan.at.end()) {
-        Value& x = values.at(fused->second.input);
-        const graph::Tensor t =
-            x.onDevice() ? x.device
-                         : g.constant(fused->second.input, deviceShape(x.dims), x.host->toFloats());
-        ctx.setDevice(0, g.activation(t, fused->second.kind), x.dims);
-        imported.fusions.push_back(fused->second.description);
-        continue;
-      }
-      opTable().at(node.op_type())(ctx);
+      opTable().at(nodes[index].op_type())(ctx);
     } catch (const ShapeError& e) {
       throw ShapeError(model.source() + ": " + ctx.name() + ": " + e.what());
     } catch (const Error& e) {
       const std::string what = e.what();
       if (what.rfind(ctx.name(), 0) == 0) throw Error(model.source() + ": " + what);
       throw Error(model.source() + ": " + ctx.name() + ": " + what);
+    }
+  };
+  for (int index = 0; index < nodes.size(); ++index) {
+    if (plan.skipped.count(index)) continue;
+    const auto fused = plan.at.find(index);
+    if (fused == plan.at.end()) {
+      importNode(index);
+      continue;
+    }
+    const Fusion& f = fused->second;
+    const bool trains = std::any_of(f.constants.begin(), f.constants.end(), [&](const auto& c) {
+      const auto it = values.find(c);
+      return it == values.end() || it->second.parameter;
+    });
+    if (trains) {
+      for (int member : f.members) importNode(member);
+      continue;
+    }
+    std::map<int, std::unique_ptr<NodeContext>> contexts;
+    FusionSite site{g,
+                    [&](int i) -> NodeContext& {
+                      auto& c = contexts[i];
+                      if (!c) c = std::make_unique<NodeContext>(g, nodes[i], values, record);
+                      return *c;
+                    },
+                    importNode};
+    bool emitted = false;
+    try {
+      emitted = f.emit(site);
+    } catch (const Error& e) {
+      throw Error(model.source() + ": " + f.description + ": " + e.what());
+    }
+    if (emitted) {
+      imported.fusions.push_back(f.description);
+    } else {
+      for (int member : f.members) importNode(member);
     }
   }
 }

@@ -88,6 +88,11 @@ class NodeContext {
   const ParameterFn& param_;
 };
 
+// Reshape's target shape for an input of `in`: 0 copies the input's axis (unless allowzero),
+// one -1 is inferred; fails through c naming both shapes (onnx/ops/shape.cpp).
+std::vector<int64_t> reshapeDims(const NodeContext& c, const std::vector<int64_t>& in,
+                                 std::vector<int64_t> shape, bool allowzero);
+
 using ImportFn = void (*)(NodeContext&);
 // Each op file registers its ops here (onnx/ops/*.cpp: registerXxx(table)).
 using OpTable = std::map<std::string, ImportFn>;

@@ -103,10 +103,11 @@ struct Runner::Compiled {
   std::unique_ptr<graph::Executor> executor;
 };
 
-Runner::Runner(vk::Context& context, const Model& model, graph::Precision precision)
+Runner::Runner(vk::Context& context, const Model& model, graph::Precision precision, bool fuse)
     : context_(context),
       model_(model),
       precision_(precision),
+      fuse_(fuse),
       store_(std::make_unique<graph::ParameterStore>(context)) {}
 
 Runner::~Runner() = default;
@@ -124,6 +125,7 @@ uint32_t Runner::dispatches() const {
 std::vector<HostTensor> Runner::run(const std::map<std::string, HostTensor>& inputs) {
   checkInputs(model_, inputs);
   ImportOptions options;
+  options.fuse = fuse_;
   std::string key;
   for (const auto& [name, t] : inputs) {
     options.input_dims[name] = t.dims;
@@ -178,6 +180,7 @@ FineTuner::FineTuner(vk::Context& context, const Model& model,
 
   // The rows live on the device; a step gathers its batch there.
   ImportOptions shapes;
+  shapes.fuse = options.fuse;
   std::vector<const graph::Dataset*> sets;
   const auto upload = [&](const std::string& name, const HostTensor& t) {
     const graph::Shape shape = deviceShape(t.dims);

@@ -35,9 +35,10 @@ std::vector<uint32_t> toIds(const HostTensor& t, const std::string& what);
 
 class Runner {
  public:
-  // model must outlive the runner. Parameters are uploaded on the first run().
+  // model must outlive the runner. Parameters are uploaded on the first run(). fuse: the
+  // importer's fusions (onnx/fusions.h); off, every node imports as its own op.
   Runner(vk::Context& context, const Model& model,
-         graph::Precision precision = graph::Precision::F32);
+         graph::Precision precision = graph::Precision::F32, bool fuse = true);
   ~Runner();
 
   // Every model input by name (floats for float inputs, integers for integer ones; their
@@ -53,6 +54,7 @@ class Runner {
   vk::Context& context_;
   const Model& model_;
   graph::Precision precision_;
+  bool fuse_;
   std::unique_ptr<graph::ParameterStore> store_;
   std::map<std::string, std::unique_ptr<Compiled>> compiled_;  // by the inputs' shapes
   Compiled* last_ = nullptr;
@@ -67,6 +69,7 @@ struct FineTuneOptions {
   int64_t batch = 0;                 // rows per step; 0 all of them
   std::vector<std::string> freeze;   // glob patterns (* and ?) of initializer names not trained
   graph::Precision precision = graph::Precision::F32;
+  bool fuse = true;  // the importer's fusions (onnx/fusions.h)
 };
 
 // Trains a model's float initializers on rows held on the device: every input (and the

@@ -121,13 +121,14 @@ class Graph {
   // matmul(a, b, bias) + residual as one node, the residual shaped like the product: a
   // residual connection's x + proj(h) with no add pass (the Texel kernel adds it as it stores
   // the product, with the same bits as a separate add). The residual's gradient is the sum's.
-  Tensor matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual);
+  // trans_b: b is stored (N,K), as a PyTorch Linear's weight.
+  Tensor matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual, bool trans_b = false);
   // kind(matmul(a, b, bias)) as one node (an MLP's hidden layer): the Texel kernel applies the
   // activation as it stores the product (the bits of the separate pass) and stores the value
   // before it beside, which kind's backward reads; its reader's backward applies f' in its
   // own epilogue where it can (runtime/ops/fused_activation.h), as for the two-node form.
   Tensor matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind,
-                          float param = 0.0f);
+                          float param = 0.0f, bool trans_b = false);
   // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.
   Tensor add(Tensor a, Tensor b);
   // a * b elementwise, broadcast as add().

@@ -9,31 +9,7 @@
 #include "vkgrad/onnx/node_context.h"
 
 namespace vkgrad::onnx {
-namespace {
 
-std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
-  return s;
-}
-
-// A host tensor of `dims` whose element i is x's element at index(i).
-HostTensor hostGather(const HostTensor& x, const std::vector<int64_t>& dims,
-                      const std::function<int64_t(int64_t)>& index) {
-  HostTensor r;
-  r.type = x.type;
-  r.dims = dims;
-  const int64_t n = dimsNumel(dims);
-  for (int64_t i = 0; i < n; ++i) {
-    if (x.isFloat())
-      r.floats.push_back(x.floats[size_t(index(i))]);
-    else
-      r.ints.push_back(x.ints[size_t(index(i))]);
-  }
-  return r;
-}
-
-// Reshape's target: 0 copies the input's axis (unless allowzero), one -1 is inferred.
 std::vector<int64_t> reshapeDims(const NodeContext& c, const std::vector<int64_t>& in,
                                  std::vector<int64_t> shape, bool allowzero) {
   int infer = -1;
@@ -62,6 +38,30 @@ std::vector<int64_t> reshapeDims(const NodeContext& c, const std::vector<int64_t
     c.fail("cannot reshape " + dimsText(in) + " to " + dimsText(shape));
   }
   return shape;
+}
+
+namespace {
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
+  return s;
+}
+
+// A host tensor of `dims` whose element i is x's element at index(i).
+HostTensor hostGather(const HostTensor& x, const std::vector<int64_t>& dims,
+                      const std::function<int64_t(int64_t)>& index) {
+  HostTensor r;
+  r.type = x.type;
+  r.dims = dims;
+  const int64_t n = dimsNumel(dims);
+  for (int64_t i = 0; i < n; ++i) {
+    if (x.isFloat())
+      r.floats.push_back(x.floats[size_t(index(i))]);
+    else
+      r.ints.push_back(x.ints[size_t(index(i))]);
+  }
+  return r;
 }
 
 // The input with new dims: on the host a relabelling, on the device a view.

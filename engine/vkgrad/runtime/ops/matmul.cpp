@@ -4,12 +4,13 @@
 // that b's node also writes the bias's gradient when both need one: dbias sums the rows of
 // the dc that b's product reads, and the Texel kernel sums them in the same dispatch. Where a
 // is an activation's output that nothing else reads (an MLP's hidden layer), a's node writes
-// the activation's input gradient instead, f' applied on the way out (runtime/ops/fused_activation.h).
-// With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias + residual, and the residual's
-// gradient is dc itself (adopted where nothing else reads it, else added as add's rule does).
-// With an applied activation (Graph::matmulActivation) c = f(z), z = a·b + bias, and z is the
-// node's second output, pre: the rule starts from pre's gradient, which the reader of c wrote
-// itself where it could fuse f' in (fused_activation.h), plus f's backward of c's gradient if c has one.
+// the activation's input gradient instead, f' applied on the way out
+// (runtime/ops/fused_activation.h). With a residual (Graph::matmulAdd) c = op(a)·op(b) + bias +
+// residual, and the residual's gradient is dc itself (adopted where nothing else reads it, else
+// added as add's rule does). With an applied activation (Graph::matmulActivation) c = f(z), z = a·b
+// + bias, and z is the node's second output, pre: the rule starts from pre's gradient, which the
+// reader of c wrote itself where it could fuse f' in (fused_activation.h), plus f's backward of c's
+// gradient if c has one.
 #include <optional>
 #include <string>
 
@@ -27,7 +28,7 @@ struct Matmul {
   enum Out { c, pre, kOutputs };              // pre: -1 unless an activation is applied
   struct Attrs {
     bool trans_a = false, trans_b = false;
-    float alpha = 1.0f;  // scales op(a)·op(b), not the bias
+    float alpha = 1.0f;                  // scales op(a)·op(b), not the bias
     std::optional<ops::Activation> act;  // c = act(alpha·op(a)·op(b) + bias)
     float act_param = 0.0f;
   };
@@ -134,7 +135,8 @@ void launchBackward(const Launch& l) {
 
 }  // namespace
 
-std::optional<FusedActivation> appliedActivationBackward(const Backward& b, const Node& node, int y) {
+std::optional<FusedActivation> appliedActivationBackward(const Backward& b, const Node& node,
+                                                         int y) {
   const auto& at = node.attr<Matmul::Attrs>();
   if (!at.act || y != node.outputs[Matmul::c]) return std::nullopt;
   const int pre = node.outputs[Matmul::pre];
@@ -164,13 +166,14 @@ Tensor Graph::matmul(Tensor a, Tensor b, Tensor bias, bool trans_a, bool trans_b
   return {out};
 }
 
-Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
+Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual, bool trans_b) {
   for (Tensor t : {a, b, residual}) check(t, "matmulAdd");
   if (bias) check(bias, "matmulAdd");
   if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32 ||
       tensor(residual).dtype != DType::F32 || (bias && tensor(bias).dtype != DType::F32))
     throw ShapeError(describe("matmulAdd", {a, b, bias, residual}) + ": operands must be f32");
-  const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
+  const Shape c =
+      ops::matmulShape(shape(a), shape(b), false, trans_b, bias ? &shape(bias) : nullptr);
   if (!(shape(residual) == c))
     throw ShapeError(describe("matmulAdd", {a, b, residual}) + ": the residual must be " + c.str());
   const int out = output(c);
@@ -178,11 +181,12 @@ Tensor Graph::matmulAdd(Tensor a, Tensor b, Tensor bias, Tensor residual) {
            {a.id, b.id, bias ? bias.id : -1, residual.id},
            {out, -1},
            {},
-           Matmul::Attrs{false, false, 1.0f}});
+           Matmul::Attrs{false, trans_b, 1.0f}});
   return {out};
 }
 
-Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind, float param) {
+Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind, float param,
+                               bool trans_b) {
   const std::string op = std::string("matmulActivation(") + ops::activationName(kind) + ")";
   check(a, op.c_str());
   check(b, op.c_str());
@@ -190,9 +194,10 @@ Tensor Graph::matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation 
   if (tensor(a).dtype != DType::F32 || tensor(b).dtype != DType::F32 ||
       (bias && tensor(bias).dtype != DType::F32))
     throw ShapeError(describe(op.c_str(), {a, b, bias}) + ": operands must be f32");
-  const Shape c = ops::matmulShape(shape(a), shape(b), false, false, bias ? &shape(bias) : nullptr);
+  const Shape c =
+      ops::matmulShape(shape(a), shape(b), false, trans_b, bias ? &shape(bias) : nullptr);
   const int out = output(c), pre = output(c, DType::F32, true, "matmul.pre");
-  Matmul::Attrs attrs{false, false, 1.0f};
+  Matmul::Attrs attrs{false, trans_b, 1.0f};
   attrs.act = kind, attrs.act_param = param;
   addNode({OpKind::Matmul, {a.id, b.id, bias ? bias.id : -1, -1}, {out, pre}, {}, attrs});
   return {out};
