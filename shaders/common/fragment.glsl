@@ -39,6 +39,7 @@
 #define COMMON_FRAGMENT_GLSL
 
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
 
 #ifndef FRAG_EMULATED
 
@@ -144,20 +145,20 @@ uint fragAt(uint e, uint ld, bool cm) {
 
 FragH fragFillH(float16_t x) {
   FragH m;
-  for (uint i = 0; i < kFragPer; ++i) m.v[i] = x;
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) m.v[i] = x;
   return m;
 }
 FragF fragFillF(float x) {
   FragF m;
-  for (uint i = 0; i < kFragPer; ++i) m.v[i] = x;
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) m.v[i] = x;
   return m;
 }
 FragH fragScaleH(FragH m, float16_t s) {
-  for (uint i = 0; i < kFragPer; ++i) m.v[i] *= s;
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) m.v[i] *= s;
   return m;
 }
 FragF fragScaleF(FragF m, float s) {
-  for (uint i = 0; i < kFragPer; ++i) m.v[i] *= s;
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) m.v[i] *= s;
   return m;
 }
 
@@ -168,16 +169,16 @@ FragF fragMulAdd(FragH a, FragH b, FragF c) {
   const uint base = fragWarp() * 512, lane = fragLane();
   // The slice's last readers (the previous multiply-add or conversion) are done.
   barrier();
-  for (uint i = 0; i < kFragPer; ++i) {
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) {
     frag_scratch[base + fragPosH(lane, i)] = a.v[i];
     frag_scratch[base + 256 + fragPosH(lane, i)] = b.v[i];
   }
   // Both operands are whole in the slice before any lane reads a row or column of them.
   barrier();
-  for (uint i = 0; i < kFragPer; ++i) {
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) {
     const uint e = fragPosF(lane, i), r = e >> 4, col = e & 15;
     float sum = c.v[i];
-    for (uint k = 0; k < 16; ++k)
+    [[dont_unroll]] for (uint k = 0; k < 16; ++k)
       sum += float(frag_scratch[base + r * 16 + k]) * float(frag_scratch[base + 256 + k * 16 + col]);
     c.v[i] = sum;
   }
@@ -188,35 +189,36 @@ FragH fragToH(FragF f) {
   const uint base = fragWarp() * 512, lane = fragLane();
   // As in fragMulAdd: the slice is free, then whole before it is read in the other order.
   barrier();
-  for (uint i = 0; i < kFragPer; ++i) frag_scratch[base + fragPosF(lane, i)] = float16_t(f.v[i]);
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) frag_scratch[base + fragPosF(lane, i)] = float16_t(f.v[i]);
   barrier();
   FragH h;
-  for (uint i = 0; i < kFragPer; ++i) h.v[i] = frag_scratch[base + fragPosH(lane, i)];
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) h.v[i] = frag_scratch[base + fragPosH(lane, i)];
   return h;
 }
 
 #ifdef FRAG_INDEX
 FragF fragIndexF() {
   FragF m;
-  for (uint i = 0; i < kFragPer; ++i) m.v[i] = float(fragPosF(fragLane(), i));
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) m.v[i] = float(fragPosF(fragLane(), i));
   return m;
 }
 #endif
 
 // The frag_-prefixed locals keep the macros apart from the caller's names.
 #define FRAG_LOAD_H(m, arr, off, ld, cm)                                           \
-  for (uint frag_i = 0; frag_i < kFragPer; ++frag_i) {                             \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i) {                             \
     const uint frag_h = 4 * (off) + fragAt(fragPosH(fragLane(), frag_i), 4 * (ld), cm); \
     m.v[frag_i] = fragHalfOf(arr[frag_h >> 2], frag_h & 3);                        \
   }
 #define FRAG_LOAD_F(m, arr, off, ld, cm)                                        \
-  for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
     m.v[frag_i] = arr[(off) + fragAt(fragPosF(fragLane(), frag_i), ld, cm)];
 #define FRAG_STORE_F(m, arr, off, ld, cm)                                       \
-  for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
     arr[(off) + fragAt(fragPosF(fragLane(), frag_i), ld, cm)] = m.v[frag_i];
-// llvmpipe compiles each barrier as a coroutine split, and a kernel with its fragment loops
-// unrolled has hundreds: its compile ran for minutes. Kept rolled, it takes seconds.
+// llvmpipe's compile time grows with the code unrolled around barriers and shared-memory
+// gathers: a kernel with its fragment loops unrolled compiled for minutes. Every loop of the
+// emulated build stays rolled (runtime does not matter here; compile time does, in CI).
 #define FRAG_UNROLL [[dont_unroll]]
 #define FRAG_LENGTH(m) int(kFragPer)
 #define FRAG_EL(m, i) (m).v[i]

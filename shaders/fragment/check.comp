@@ -12,6 +12,7 @@
 // load column-major), as a kernel stages them.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint THREADS = 64;  // WARPS·LANES
@@ -75,11 +76,11 @@ void main() {
   const FragF index = fragIndexF();
   results[5] = index;
   // Row-wise work by the hook: each element finds its row, whatever the layout.
-  for (int i = 0; i < FRAG_LENGTH(fc); ++i)
+  FRAG_UNROLL for (int i = 0; i < FRAG_LENGTH(fc); ++i)
     FRAG_EL(results[0], i) *= rows[w * 16 + uint(FRAG_EL(index, i)) / 16];
 
   const uint out0 = w * 6 * 256;
-  for (uint j = 0; j < 6; ++j) {
+  FRAG_UNROLL for (uint j = 0; j < 6; ++j) {
     // Every lane has read the last result from the warp's slice before it is overwritten.
     fragWarpBarrier();
     FRAG_STORE_F(results[j], Cs, w * 16 * LDF, LDF, false);
