@@ -76,7 +76,7 @@ ops::Shape stored(int64_t batch, int64_t rows, int64_t cols, bool trans) {
 }
 
 constexpr const char* kMissing = "cooperative matrices (VK_NV_cooperative_matrix";
-constexpr const char* kMissingEmulated = "needs fp16 arithmetic (shaderFloat16)";
+constexpr const char* kMissingEmulated = "variant needs shaderFloat16 (fp16 arithmetic)";
 
 class MatmulCoopmatTest : public VkTest, public testing::WithParamInterface<MatmulVariant> {
  protected:

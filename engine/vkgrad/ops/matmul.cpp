@@ -335,9 +335,9 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
     if (variant == MatmulVariant::CoopmatEmulated) {
       if (!info.fp16 || !info.storage_16bit)
         throw Error(
-            "matmul: the emulated coopmat variant needs fp16 arithmetic (shaderFloat16) and "
-            "16-bit storage (storageBuffer16BitAccess), which " +
-            info.label() + " lacks");
+            "matmul: the emulated coopmat variant needs shaderFloat16 (fp16 arithmetic) and "
+            "storageBuffer16BitAccess (16-bit storage), which " +
+            info.label() + " does not offer");
       return variant;
     }
     if (!info.coopmat)
