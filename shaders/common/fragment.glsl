@@ -179,7 +179,8 @@ FragF fragMulAdd(FragH a, FragH b, FragF c) {
     const uint e = fragPosF(lane, i), r = e >> 4, col = e & 15;
     float sum = c.v[i];
     [[dont_unroll]] for (uint k = 0; k < 16; ++k)
-      sum += float(frag_scratch[base + r * 16 + k]) * float(frag_scratch[base + 256 + k * 16 + col]);
+      sum += float(frag_scratch[base + r * 16 + k]) *
+             float(frag_scratch[base + 256 + k * 16 + col]);
     c.v[i] = sum;
   }
   return c;
@@ -189,10 +190,12 @@ FragH fragToH(FragF f) {
   const uint base = fragWarp() * 512, lane = fragLane();
   // As in fragMulAdd: the slice is free, then whole before it is read in the other order.
   barrier();
-  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) frag_scratch[base + fragPosF(lane, i)] = float16_t(f.v[i]);
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i)
+    frag_scratch[base + fragPosF(lane, i)] = float16_t(f.v[i]);
   barrier();
   FragH h;
-  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i) h.v[i] = frag_scratch[base + fragPosH(lane, i)];
+  [[dont_unroll]] for (uint i = 0; i < kFragPer; ++i)
+    h.v[i] = frag_scratch[base + fragPosH(lane, i)];
   return h;
 }
 
@@ -205,20 +208,21 @@ FragF fragIndexF() {
 #endif
 
 // The frag_-prefixed locals keep the macros apart from the caller's names.
-#define FRAG_LOAD_H(m, arr, off, ld, cm)                                           \
-  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i) {                             \
+#define FRAG_LOAD_H(m, arr, off, ld, cm)                                                \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i) {                  \
     const uint frag_h = 4 * (off) + fragAt(fragPosH(fragLane(), frag_i), 4 * (ld), cm); \
-    m.v[frag_i] = fragHalfOf(arr[frag_h >> 2], frag_h & 3);                        \
+    m.v[frag_i] = fragHalfOf(arr[frag_h >> 2], frag_h & 3);                             \
   }
-#define FRAG_LOAD_F(m, arr, off, ld, cm)                                        \
-  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
+#define FRAG_LOAD_F(m, arr, off, ld, cm)                               \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)   \
     m.v[frag_i] = arr[(off) + fragAt(fragPosF(fragLane(), frag_i), ld, cm)];
-#define FRAG_STORE_F(m, arr, off, ld, cm)                                       \
-  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)                            \
+#define FRAG_STORE_F(m, arr, off, ld, cm)                              \
+  [[dont_unroll]] for (uint frag_i = 0; frag_i < kFragPer; ++frag_i)   \
     arr[(off) + fragAt(fragPosF(fragLane(), frag_i), ld, cm)] = m.v[frag_i];
-// llvmpipe's compile time grows with the code unrolled around barriers and shared-memory
-// gathers: a kernel with its fragment loops unrolled compiled for minutes. Every loop of the
-// emulated build stays rolled (runtime does not matter here; compile time does, in CI).
+// llvmpipe's compile time grows steeply with the code unrolled around barriers and
+// shared-memory gathers: the Coopmat kernel with its fragment loops unrolled compiled for
+// minutes. Every loop of the emulated build stays rolled (its speed does not matter; the
+// compile time of the tests does).
 #define FRAG_UNROLL [[dont_unroll]]
 #define FRAG_LENGTH(m) int(kFragPer)
 #define FRAG_EL(m, i) (m).v[i]

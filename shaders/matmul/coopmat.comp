@@ -8,7 +8,8 @@
 // subgroup size SG, so a workgroup of WM·WN·SG invocations is WM·WN whole subgroups (warps);
 // or, for the emulated build matmul/coopmat.emu (the Coopmat variant's tests on lavapipe), fp16
 // arithmetic and 16-bit storage, SG = 32 (a virtual warp). Everything here but the fragment
-// calls is the same in both builds: the tiling, the staging and every barrier.
+// calls is the same in both builds: the tiling, the staging and every barrier (FRAG_UNROLL
+// only keeps the emulated build's loops rolled, for llvmpipe's compile time).
 // fp16 holds up to 65504: larger f32 inputs become inf (ContextOptions::fp16_matmul).
 //
 // A workgroup owns a BM x BN tile of C, BM = WM·FM·16 and BN = WN·FN·16; warp (wm, wn)
