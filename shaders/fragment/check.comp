@@ -7,7 +7,9 @@
 //   2: fp16(c)·b                                    (fragToH, fragFillF)
 //   3: fill·b + c, then (alpha·a)·b in 4            (fragFillH, fragScaleH)
 //   5: the coordinate hook's fragment, 16·row + col  (fragIndexF)
-// and, through the hook, c with row r scaled by rows[w·16 + r] over result 0. Matrices go
+// and, through the hook, c with row r scaled by rows[w·16 + r] over result 0. After the six
+// results, warp w's hook fragment as its lanes hold it (lane-major: lane l's element i at
+// w·256 + l·FRAG_LENGTH + i), so a test sees the element order itself. Matrices go
 // through shared memory with padded rows, row-major or transposed (CM: the fragments then
 // load column-major), as a kernel stages them.
 #extension GL_GOOGLE_include_directive : require
@@ -89,4 +91,6 @@ void main() {
     for (uint e = lane; e < 256; e += LANES)
       out_[out0 + j * 256 + e] = Cs[w * 16 * LDF + (e >> 4) * LDF + (e & 15)];
   }
+  const uint raw = WARPS * 6 * 256 + w * 256 + lane * FRAG_LENGTH(index);
+  for (int i = 0; i < FRAG_LENGTH(index); ++i) out_[raw + i] = FRAG_EL(index, i);
 }

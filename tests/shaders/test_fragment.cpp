@@ -3,6 +3,7 @@
 // fill, scale, multiply-add and conversion against the CPU, and the coordinate hook. The
 // emulated build runs wherever the device has fp16 arithmetic (lavapipe); the native build
 // where it has cooperative matrices; a device without either refuses the kernel by name.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -76,7 +77,7 @@ TEST_P(FragmentTest, MatchesCpuThroughTheScrambledLayout) {
     const CheckPush push{0.75f, -1.5f, 0.25f};
     DeviceTensor ta = upload(ctx(), {n}, a), tb = upload(ctx(), {n}, b), tc = upload(ctx(), {n}, c),
                  trows = upload(ctx(), {kWarps * 16}, rows),
-                 out = poisoned(ctx(), {kWarps * kResults * 256});
+                 out = poisoned(ctx(), {kWarps * (kResults + 1) * 256});
     {
       const vk::Arg args[] = {ta.buffer, tb.buffer, tc.buffer, trows.buffer, out.buffer};
       vk::Recorder rec(ctx());
@@ -114,6 +115,27 @@ TEST_P(FragmentTest, MatchesCpuThroughTheScrambledLayout) {
         } else {
           EXPECT_TRUE(allClose(got_j, want_j, kTolerance));
         }
+      }
+      // The hook as the lanes hold it: each position once. Emulated, in an order that is
+      // neither row-major by lane nor NVIDIA's mma accumulator layout (lane l holding rows
+      // l/4 and l/4 + 8, columns 2(l%4) + {0, 1, 8, 9}), so code that guesses either fails.
+      const float* raw = got.data() + (kWarps * kResults + w) * 256;
+      std::vector<int> seen(256, 0);
+      int row_major = 0, nvidia = 0;
+      for (int e = 0; e < 256; ++e) {
+        const int at = int(raw[e]);
+        ASSERT_TRUE(at >= 0 && at < 256 && float(at) == raw[e]) << raw[e];
+        ++seen[at];
+        const int lane = e / 8, i = e % 8;
+        const int nv_row = lane / 4 + 8 * ((i / 2) % 2),
+                  nv_col = 2 * (lane % 4) + i % 2 + 8 * (i / 4);
+        row_major += at == e;
+        nvidia += at == nv_row * 16 + nv_col;
+      }
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 256);
+      if (emulated()) {
+        EXPECT_LT(row_major, 16);
+        EXPECT_LT(nvidia, 16);
       }
     }
   }
