@@ -14,13 +14,17 @@
 # shaders/common/reduce.glsl) is compiled again as "<name>.nsa" (and "<name>.s16.nsa") with
 # NO_SUBGROUP_ARITHMETIC defined: the reductions through shared memory only, for a device
 # without subgroup arithmetic (ops/storage.h picks it).
+#
+# A kernel whose .comp includes shaders/common/fragment.glsl (tensor-core fragments) is
+# compiled again as "<name>.emu" (and "<name>.emu.s16") with FRAG_EMULATED defined: the
+# fragments in plain GLSL, for tests on devices without cooperative matrices.
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(SPIRV_VAL spirv-val REQUIRED)
 
 # Whether a line of src matches regex (a configure dependency, so editing src re-checks):
 # "^#include \"common/storage.glsl\"" (a body shared with a texel variant is included after
-# it), "^#extension GL_KHR_shader_subgroup_arithmetic".
+# it), "^#extension GL_KHR_shader_subgroup_arithmetic", "^#include \"common/fragment.glsl\"".
 function(vkgrad_source_has src regex out)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${src}")
   file(STRINGS "${src}" found REGEX "${regex}")
@@ -46,6 +50,7 @@ function(vkgrad_embed_shaders target shader_root)
     list(APPEND variants "${src}|${name}|")
     vkgrad_source_has("${src}" "^#include \"common/storage.glsl\"" has_storage)
     vkgrad_source_has("${src}" "^#extension GL_KHR_shader_subgroup_arithmetic" has_arithmetic)
+    vkgrad_source_has("${src}" "^#include \"common/fragment.glsl\"" has_fragment)
     if(has_storage)
       list(APPEND variants "${src}|${name}.s16|-DSTORAGE16")
     endif()
@@ -54,6 +59,12 @@ function(vkgrad_embed_shaders target shader_root)
     endif()
     if(has_storage AND has_arithmetic)
       list(APPEND variants "${src}|${name}.s16.nsa|-DSTORAGE16,-DNO_SUBGROUP_ARITHMETIC")
+    endif()
+    if(has_fragment)
+      list(APPEND variants "${src}|${name}.emu|-DFRAG_EMULATED")
+    endif()
+    if(has_fragment AND has_storage)
+      list(APPEND variants "${src}|${name}.emu.s16|-DFRAG_EMULATED,-DSTORAGE16")
     endif()
   endforeach()
   foreach(variant IN LISTS variants)

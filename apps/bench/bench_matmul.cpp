@@ -32,7 +32,10 @@ void declare(Cli& cli) {
   cli.option("m", "matmul: rows of A and C", "1024");
   cli.option("n", "matmul: columns of B and C", "1024");
   cli.option("k", "matmul: columns of A, rows of B", "1024");
-  cli.option("variant", "matmul: auto, naive, tiled, texel, vector, coopmat or all", "auto");
+  cli.option("variant",
+             "matmul: auto, naive, tiled, texel, vector, coopmat, coopmat-emulated (the coopmat "
+             "kernel on plain-GLSL fragments) or all",
+             "auto");
   cli.option("tiling",
              "matmul: the vector or coopmat variant's tile, WXxWYxBKxTMxTN (e.g. 16x16x16x8x8; "
              "for coopmat subgroups and 16x16 fragments, e.g. 2x2x32x4x4)",
@@ -41,8 +44,8 @@ void declare(Cli& cli) {
              "matmul: how A and B are stored: f32, f16 or bf16 (rounded on the host, and the "
              "check uses the rounded values; the coopmat variant reads f32 and f16)",
              "f32");
-  cli.option("output",
-             "matmul: how C is stored: f32, f16 or bf16 (the check allows its rounding)", "f32");
+  cli.option("output", "matmul: how C is stored: f32, f16 or bf16 (the check allows its rounding)",
+             "f32");
   cli.option("batch", "matmul: batch B: A (B,M,K) and B (B,K,N), no broadcast", "1");
   cli.flag("transA", "matmul: A stored (K,M), C = Aᵀ·B");
   cli.flag("transB", "matmul: B stored (N,K), C = A·Bᵀ");
@@ -70,10 +73,12 @@ std::vector<ops::MatmulVariant> parseVariants(const Cli& cli) {
   using V = ops::MatmulVariant;
   const std::string text = cli.get("variant");
   if (text == "all") return {V::Naive, V::Tiled, V::Texel, V::Vector, V::Coopmat};
-  for (V v : {V::Auto, V::Naive, V::Tiled, V::Texel, V::Vector, V::Coopmat})
+  for (V v : {V::Auto, V::Naive, V::Tiled, V::Texel, V::Vector, V::Coopmat, V::CoopmatEmulated})
     if (text == ops::matmulVariantName(v)) return {v};
-  cli.fail("--variant must be auto, naive, tiled, texel, vector, coopmat or all, got '" + text +
-           "'");
+  cli.fail(
+      "--variant must be auto, naive, tiled, texel, vector, coopmat, coopmat-emulated or "
+      "all, got '" +
+      text + "'");
 }
 
 ops::MatmulTiling parseTiling(const Cli& cli) {
@@ -386,7 +391,7 @@ std::string tileText(const vk::Context& context, const Problem& p, ops::MatmulVa
                                                        p.inputs != "f32" || p.output != "f32")
                                 : p.tiling) +
            (split ? " split " + std::to_string(p.parts) : "");
-  if (variant == ops::MatmulVariant::Coopmat)
+  if (variant == ops::MatmulVariant::Coopmat || variant == ops::MatmulVariant::CoopmatEmulated)
     return ops::matmulTilingText(p.tiling.empty()
                                      ? ops::matmulCoopmatTilingFor(context, p.m, p.n, p.batch)
                                      : p.tiling) +

@@ -1,16 +1,18 @@
 #version 450
-// C = alpha·op(A)·op(B) + beta·C + bias on cooperative matrices (tensor cores): the operands
-// are rounded to fp16 on their way into shared memory (or read as fp16 where they are stored
-// so), multiplied 16x16x16 at a time by a subgroup, and summed in fp32.
+// C = alpha·op(A)·op(B) + beta·C + bias on fragments (tensor cores, common/fragment.glsl):
+// the operands are rounded to fp16 on their way into shared memory (or read as fp16 where they
+// are stored so), multiplied 16x16x16 at a time by a warp, and summed in fp32.
 //
 // Assumptions, checked by the host (ops/matmul.cpp) before this kernel is chosen: the device
 // has VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + fp32 subgroup shape, and a fixed
-// subgroup size SG, so a workgroup of WM·WN·SG invocations is WM·WN whole subgroups. Which
-// subgroup an invocation is in comes from gl_SubgroupID (not tid / SG, which Vulkan does not
-// promise): a cooperative matrix operation needs the same arguments across its subgroup.
+// subgroup size SG, so a workgroup of WM·WN·SG invocations is WM·WN whole subgroups (warps);
+// or, for the emulated build matmul/coopmat.emu (the Coopmat variant's tests on lavapipe), fp16
+// arithmetic and 16-bit storage, SG = 32 (a virtual warp). Everything here but the fragment
+// calls is the same in both builds: the tiling, the staging and every barrier (FRAG_UNROLL
+// only keeps the emulated build's loops rolled, for llvmpipe's compile time).
 // fp16 holds up to 65504: larger f32 inputs become inf (ContextOptions::fp16_matmul).
 //
-// A workgroup owns a BM x BN tile of C, BM = WM·FM·16 and BN = WN·FN·16; subgroup (wm, wn)
+// A workgroup owns a BM x BN tile of C, BM = WM·FM·16 and BN = WN·FN·16; warp (wm, wn)
 // owns FM x FN fragments of 16x16 at rows wm·FM·16 and columns wn·FN·16 of the tile. Per BK
 // step the workgroup stages op(A)'s BM x BK tile row-major (m, k) and op(B)'s BK x BN tile
 // row-major (k, n) in shared memory as fp16, and every fragment is loaded row-major: on an
@@ -24,9 +26,6 @@
 // Rows of the shared tiles are padded by 8 halves (16 bytes) so that the 16-byte rows a
 // fragment load reads at a time fall in different banks.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_NV_cooperative_matrix : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
@@ -36,11 +35,11 @@
 layout(local_size_x_id = 0) in;
 
 layout(constant_id = 0) const uint THREADS = 256;  // WM·WN·SG
-layout(constant_id = 1) const uint SG = 32;        // the device's (fixed) subgroup size
-layout(constant_id = 2) const uint WM = 2;         // subgroups along M
-layout(constant_id = 3) const uint WN = 4;         // subgroups along N
-layout(constant_id = 4) const uint FM = 4;         // 16-row fragments per subgroup along M
-layout(constant_id = 5) const uint FN = 2;         // 16-column fragments per subgroup along N
+layout(constant_id = 1) const uint SG = 32;        // lanes of a warp (the fixed subgroup size)
+layout(constant_id = 2) const uint WM = 2;         // warps along M
+layout(constant_id = 3) const uint WN = 4;         // warps along N
+layout(constant_id = 4) const uint FM = 4;         // 16-row fragments per warp along M
+layout(constant_id = 5) const uint FN = 2;         // 16-column fragments per warp along N
 layout(constant_id = 6) const uint BK = 32;        // depth of a shared tile, a multiple of 16
 // The operand's contiguous axis in memory: k for A (A_KCONTIG), n for B (B_NCONTIG);
 // otherwise m for A, k for B (a transposed operand).
@@ -55,6 +54,9 @@ layout(constant_id = 11) const bool A_HALF = false;
 layout(constant_id = 12) const bool B_HALF = false;
 
 const uint BM = WM * FM * 16, BN = WN * FN * 16;
+
+#define FRAG_WARPS (WM * WN)
+#include "common/fragment.glsl"
 const uint LDA = BK + 8, LDB = BN + 8;  // halves per shared row
 // Groups of four elements along a shared row per tile (quads), and per invocation; a
 // transposed operand moves 4x4 blocks, a quarter as many, each four quads once transposed.
@@ -89,7 +91,7 @@ layout(push_constant) uniform Push {
 // halves, so every fragment starts on 16 bytes, as cooperative matrix loads require.
 shared uvec2 As[2 * BM * LDA / 4];
 shared uvec2 Bs[2 * BK * LDB / 4];
-// One 16x16 fp32 fragment per subgroup on its way out (the epilogue).
+// One 16x16 fp32 fragment per warp on its way out (the epilogue).
 shared float Cs[WM * WN * 256];
 
 f16vec4 ra[A_PER], rb[B_PER];  // the next tile's reads, in flight during the multiplies
@@ -195,50 +197,49 @@ void stash(uint tid, uint buf) {
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint sg = fragWarp(), lane = fragLane();
   const uint wm = sg / WN, wn = sg % WN;
   const uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
   const uint z = gl_WorkGroupID.z;
   const uint abase = p.a_off + z * p.a_sb, bbase = p.b_off + z * p.b_sb;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  FragF acc[FM][FN];
   [[unroll]] for (uint i = 0; i < FM; ++i)
-    [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fragFillF(0.0);
 
   const uint steps = (p.K + BK - 1) / BK;
   fetch(tid, row0, col0, 0, abase, bbase);
   stash(tid, 0);
-  // The first tiles must be complete before any subgroup reads them.
+  // The first tiles must be complete before any warp reads them.
   barrier();
   for (uint s = 0; s < steps; ++s) {
     const uint buf = s & 1;
     if (s + 1 < steps) fetch(tid, row0, col0, (s + 1) * BK, abase, bbase);
     const uint a_buf = buf * (BM * LDA / 4), b_buf = buf * (BK * LDB / 4);
-    [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        coopMatLoadNV(fa[i], As, a_buf + ((wm * FM * 16 + i * 16) * LDA + kk) / 4, LDA / 4, false);
-      [[unroll]] for (uint j = 0; j < FN; ++j)
-        coopMatLoadNV(fb[j], Bs, b_buf + (kk * LDB + wn * FN * 16 + j * 16) / 4, LDB / 4, false);
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    FRAG_UNROLL for (uint kk = 0; kk < BK; kk += 16) {
+      FragH fa[FM], fb[FN];
+      FRAG_UNROLL for (uint i = 0; i < FM; ++i)
+        FRAG_LOAD_H(fa[i], As, a_buf + ((wm * FM * 16 + i * 16) * LDA + kk) / 4, LDA / 4, false);
+      FRAG_UNROLL for (uint j = 0; j < FN; ++j)
+        FRAG_LOAD_H(fb[j], Bs, b_buf + (kk * LDB + wn * FN * 16 + j * 16) / 4, LDB / 4, false);
+      FRAG_UNROLL for (uint i = 0; i < FM; ++i)
+        FRAG_UNROLL for (uint j = 0; j < FN; ++j) acc[i][j] = fragMulAdd(fa[i], fb[j], acc[i][j]);
     }
     if (s + 1 < steps) stash(tid, buf ^ 1);
-    // The other buffer is complete, and every subgroup is done with this one, before the
+    // The other buffer is complete, and every warp is done with this one, before the
     // next step reads the former and (one step later) overwrites the latter.
     barrier();
   }
 
-  // Each fragment goes through the subgroup's slice of Cs so that every element can be
+  // Each fragment goes through the warp's slice of Cs so that every element can be
   // checked against M and N and given alpha, beta and the bias.
   const uint cs = sg * 256;
-  [[unroll]] for (uint i = 0; i < FM; ++i)
-    [[unroll]] for (uint j = 0; j < FN; ++j) {
-      coopMatStoreNV(acc[i][j], Cs, cs, 16, false);
-      // The fragment is spread over the subgroup's invocations: all of it must be in Cs
+  FRAG_UNROLL for (uint i = 0; i < FM; ++i)
+    FRAG_UNROLL for (uint j = 0; j < FN; ++j) {
+      FRAG_STORE_F(acc[i][j], Cs, cs, 16, false);
+      // The fragment is spread over the warp's invocations: all of it must be in Cs
       // before any invocation reads another's part.
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
+      fragWarpBarrier();
       const uint frow = row0 + wm * FM * 16 + i * 16, fcol = col0 + wn * FN * 16 + j * 16;
       for (uint e = lane; e < 256; e += SG) {
         const uint row = frow + e / 16, col = fcol + e % 16;
@@ -250,6 +251,6 @@ void main() {
         STORE(c, at, v);
       }
       // Every invocation has read its part before the next fragment overwrites Cs.
-      subgroupBarrier();
+      fragWarpBarrier();
     }
 }

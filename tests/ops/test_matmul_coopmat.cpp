@@ -1,9 +1,13 @@
 // The Coopmat matmul (cooperative matrices, fp16 inputs, fp32 sums) against the fp64 CPU
-// reference, and its refusals; f16 operands on the other variants. On a device without cooperative
-// matrices (lavapipe) every test checks the refusal instead: the variant must fail before
+// reference, and its refusals; f16 operands on the other variants. Each test runs for the
+// native kernel (Coopmat) and for the same kernel on the emulated fragment layer
+// (CoopmatEmulated: plain GLSL, scrambled fragments, virtual warps of 32), which lavapipe runs
+// in CI. On a device without what a build needs (cooperative matrices; fp16 arithmetic and
+// 16-bit storage) every test checks the refusal instead: the variant must fail before
 // recording, naming what is missing, never run a wrong kernel.
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -71,9 +75,29 @@ ops::Shape stored(int64_t batch, int64_t rows, int64_t cols, bool trans) {
   return trans ? ops::Shape{batch, cols, rows} : ops::Shape{batch, rows, cols};
 }
 
-class MatmulCoopmatTest : public VkTest {
+constexpr const char* kMissing = "cooperative matrices (VK_NV_cooperative_matrix";
+constexpr const char* kMissingEmulated = "variant needs shaderFloat16 (fp16 arithmetic)";
+
+class MatmulCoopmatTest : public VkTest, public testing::WithParamInterface<MatmulVariant> {
  protected:
-  bool supported() const { return ctx().info().coopmat; }
+  MatmulVariant variant() const { return GetParam(); }
+  bool emulated() const { return variant() == MatmulVariant::CoopmatEmulated; }
+  bool supported() const {
+    const vk::DeviceInfo& info = ctx().info();
+    return emulated() ? info.fp16 && info.storage_16bit : info.coopmat;
+  }
+  const char* missing() const { return emulated() ? kMissingEmulated : kMissing; }
+  // Whether the device can run a tiling (coopmat.comp's needs: two buffers of each fp16 tile
+  // with rows padded by 8 halves, a 16x16 fp32 fragment per warp, and emulated 512 halves per
+  // warp for the fragment layer; warps of 32 lanes emulated, of a subgroup natively).
+  bool fits(const ops::MatmulTiling& t) const {
+    const vk::DeviceInfo& info = ctx().info();
+    const uint64_t bm = t.wy * t.tm * 16, bn = t.wx * t.tn * 16, warps = t.wx * t.wy;
+    const uint64_t shared =
+        4 * (bm * (t.bk + 8) + t.bk * (bn + 8)) + warps * (1024 + (emulated() ? 1024 : 0));
+    const uint64_t threads = warps * (emulated() ? 32 : info.subgroup_size);
+    return shared <= info.max_shared_memory && threads <= info.max_workgroup_invocations;
+  }
 
   void expectMatches(Rng& rng, const Case& cs) {
     SCOPED_TRACE(testing::Message()
@@ -103,7 +127,7 @@ class MatmulCoopmatTest : public VkTest {
     DeviceTensor dbias = upload(ctx(), {cs.n}, bias);
     DeviceTensor dc = cs.beta != 0.0f ? upload(ctx(), c_shape, c0) : poisoned(ctx(), c_shape);
     ops::MatmulOptions options;
-    options.variant = MatmulVariant::Coopmat;
+    options.variant = variant();
     options.trans_a = cs.trans_a, options.trans_b = cs.trans_b;
     options.alpha = cs.alpha, options.beta = cs.beta;
     options.tiling = cs.tiling;
@@ -115,35 +139,40 @@ class MatmulCoopmatTest : public VkTest {
     EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
   }
 
-  // On a device without cooperative matrices: the variant is refused before recording.
-  void expectRefused(const std::string& expected) {
+  // On a device without what the build needs: the variant is refused before recording.
+  void expectRefused() {
     auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
     expectError(
         ctx(),
-        [&](vk::Recorder& rec) {
-          ops::matmul(rec, a.view(), b.view(), c.view(), MatmulVariant::Coopmat);
-        },
-        expected);
+        [&](vk::Recorder& rec) { ops::matmul(rec, a.view(), b.view(), c.view(), variant()); },
+        missing());
   }
 };
 
-constexpr const char* kMissing = "cooperative matrices (VK_NV_cooperative_matrix";
-
 // Shapes that overhang every tile, K not a multiple of 16 or 4, 1-wide ones, with both
 // layouts of each operand, fp32 and fp16 storage, and views that start mid-word.
-TEST_F(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
-  if (!supported()) return expectRefused(kMissing);
+TEST_P(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
+  if (!supported()) return expectRefused();
   Rng rng;
   SCOPED_TRACE(rng.describe());
+  // The emulated build is slow on lavapipe (two workgroup barriers per fragment product, and
+  // a pipeline compile per layout): it leaves out the two large shapes for ones that still take
+  // several steps along K, and takes one storage per layout and shape, each layout meeting
+  // both storages over the shapes.
   const int64_t shapes[][3] = {{130, 129, 37}, {67, 260, 64},   {1, 5, 3},
                                {33, 1, 4},     {256, 256, 256}, {200, 72, 1000}};
-  for (const auto& s : shapes)
+  const int64_t emulated_shapes[][3] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3},
+                                        {33, 1, 4},     {70, 40, 200}, {45, 90, 130}};
+  for (int i = 0; i < 6; ++i) {
+    const int64_t* s = emulated() ? emulated_shapes[i] : shapes[i];
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true})
         for (const bool half : {false, true}) {
+          if (emulated() && half != ((trans_a != trans_b) != (i % 2 == 1))) continue;
           Case cs{s[0], s[1], s[2], trans_a, trans_b, half};
           expectMatches(rng, cs);
         }
+  }
   // 4 bytes into a binding no quad of an f16 view is aligned (scalar reads); 16 bytes in,
   // every row of either kind is (four at a time).
   for (const uint64_t lead : {uint64_t(4), uint64_t(16)})
@@ -154,8 +183,8 @@ TEST_F(MatmulCoopmatTest, MatchesCpuOnOddShapesLayoutsAndStorage) {
       }
 }
 
-TEST_F(MatmulCoopmatTest, AppliesAlphaBetaBiasAndBatches) {
-  if (!supported()) return expectRefused(kMissing);
+TEST_P(MatmulCoopmatTest, AppliesAlphaBetaBiasAndBatches) {
+  if (!supported()) return expectRefused();
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (const bool half : {false, true}) {
@@ -174,33 +203,49 @@ TEST_F(MatmulCoopmatTest, AppliesAlphaBetaBiasAndBatches) {
   expectMatches(rng, full);
 }
 
-// Every tiling the GPU sweep tries (bench/gpu/coopmat.sh), plain and transposed.
-TEST_F(MatmulCoopmatTest, TilingsMatchCpu) {
-  if (!supported()) return expectRefused(kMissing);
+// Every tiling the GPU sweep tries (bench/gpu/coopmat.sh), plain and transposed, where the
+// device holds it, else refused naming the tiling. lavapipe's 32 KiB of shared memory holds
+// only the small ones, so smaller tilings follow that take every other shape the sweep's do
+// (4x4 and 4x2 fragments per warp, 4x2 warps, bk 16, 32 and 64) within it.
+TEST_P(MatmulCoopmatTest, TilingsMatchCpu) {
+  if (!supported()) return expectRefused();
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const ops::MatmulTiling tilings[] = {{4, 2, 32, 4, 2}, {2, 2, 32, 4, 4}, {4, 2, 16, 4, 4},
                                        {2, 4, 16, 4, 4}, {2, 2, 64, 2, 2}, {2, 2, 32, 2, 2},
-                                       {4, 2, 32, 2, 2}, {2, 2, 16, 4, 2}};
+                                       {4, 2, 32, 2, 2}, {2, 2, 16, 4, 2}, {2, 2, 16, 4, 4},
+                                       {4, 2, 16, 2, 2}, {2, 2, 64, 1, 1}};
   for (const ops::MatmulTiling& tiling : tilings)
     for (const bool trans : {false, true}) {
       Case cs{150, 270, 100, trans, trans, !trans};
       cs.tiling = tiling;
-      expectMatches(rng, cs);
+      if (fits(tiling)) {
+        expectMatches(rng, cs);
+        continue;
+      }
+      auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
+      ops::MatmulOptions options;
+      options.variant = variant(), options.tiling = tiling;
+      expectError(
+          ctx(),
+          [&](vk::Recorder& rec) { ops::matmul(rec, a.view(), b.view(), c.view(), options); },
+          "coopmat tiling " + ops::matmulTilingText(tiling));
     }
 }
 
 // The gradients through matmulBackward: dA = dC·op(B)ᵀ and dB = op(A)ᵀ·dC run as Coopmat
 // products too (dC is narrowed to fp16 in the kernel, so the test rounds it first), with a
 // and b stored f32 or f16 (the gradients are f32 either way).
-TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
-  if (!supported()) return expectRefused(kMissing);
+TEST_P(MatmulCoopmatTest, BackwardMatchesCpu) {
+  if (!supported()) return expectRefused();
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const int64_t m = 75, n = 66, k = 130;
   for (const bool trans_a : {false, true})
     for (const bool trans_b : {false, true})
       for (const bool half : {false, true}) {
+        // Emulated, one storage per layout (the odd-shape test's reason), both over the four.
+        if (emulated() && half != (trans_a != trans_b)) continue;
         SCOPED_TRACE(testing::Message()
                      << "transA " << trans_a << " transB " << trans_b << (half ? " f16" : " f32"));
         const ops::Shape a_shape = stored(1, m, k, trans_a), b_shape = stored(1, k, n, trans_b);
@@ -218,7 +263,7 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
                      dbias = poisoned(ctx(), {n});
         const ops::TensorView vda = da.view(), vdb = db.view(), vdbias = dbias.view();
         ops::MatmulOptions forward;
-        forward.variant = MatmulVariant::Coopmat;
+        forward.variant = variant();
         forward.trans_a = trans_a, forward.trans_b = trans_b;
         vk::Recorder rec(ctx());
         ops::matmulBackward(rec, a_in.view, b_in.view, ddc.view(),
@@ -232,18 +277,23 @@ TEST_F(MatmulCoopmatTest, BackwardMatchesCpu) {
 
 // f16 operands go to Coopmat under Auto where the device has it (b, f32 here, then rounded
 // to fp16 too), and run on every other variant as they are (Auto's choice without
-// cooperative matrices). Coopmat's C may be f32, f16 or bf16; its operands f32 or f16.
-TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
+// cooperative matrices; never the emulated build). Coopmat's C may be f32, f16 or bf16; its
+// operands f32 or f16.
+TEST_P(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const int64_t m = 37, n = 53, k = 29;
   const std::vector<float> a = ops::ref::roundToHalf(rng.uniform(m * k)), b = rng.uniform(k * n);
   const Stored ta = store(ctx(), {m, k}, a, true);
   DeviceTensor tb = upload(ctx(), {k, n}, b);
-  for (const MatmulVariant v : {MatmulVariant::Auto, MatmulVariant::Naive, MatmulVariant::Tiled,
-                                MatmulVariant::Vector, MatmulVariant::Texel}) {
+  EXPECT_NE(ops::matmulVariantFor(ctx()), MatmulVariant::CoopmatEmulated);
+  // Auto and the other variants once, with the native build's parameter.
+  const std::initializer_list<MatmulVariant> others = {MatmulVariant::Auto, MatmulVariant::Naive,
+                                                       MatmulVariant::Tiled, MatmulVariant::Vector,
+                                                       MatmulVariant::Texel};
+  for (const MatmulVariant v : emulated() ? std::initializer_list<MatmulVariant>{} : others) {
     SCOPED_TRACE(ops::matmulVariantName(v));
-    const bool coopmat = v == MatmulVariant::Auto && supported();
+    const bool coopmat = v == MatmulVariant::Auto && ctx().info().coopmat;
     const std::vector<float> b_seen = coopmat ? ops::ref::roundToHalf(b) : b;
     std::vector<float> want(m * n);
     ops::ref::matmul(a.data(), b_seen.data(), want.data(), m, n, k);
@@ -253,40 +303,38 @@ TEST_F(MatmulCoopmatTest, F16OperandsRunOnCoopmatOrAStorageVariant) {
     rec.submit();
     EXPECT_TRUE(allClose(download(ctx(), tc), want, kTolerance));
   }
-  // C in f16 or bf16 too (one rounding on the store), or refused on a device without
-  // cooperative matrices; a bf16 operand is refused on any device, before recording.
+  // C in f16 or bf16 too (one rounding on the store), or refused on a device without what
+  // the build needs; a bf16 operand is refused on any device, before recording.
   for (const ops::DType c_dtype : {ops::DType::F16, ops::DType::BF16}) {
     SCOPED_TRACE(ops::dtypeName(c_dtype));
     DeviceTensor tc = poisoned(ctx(), {m, n}, c_dtype);
     if (!supported()) {
       expectError(
           ctx(),
-          [&](vk::Recorder& rec) {
-            ops::matmul(rec, ta.view, tb.view(), tc.view(), MatmulVariant::Coopmat);
-          },
-          kMissing);
+          [&](vk::Recorder& rec) { ops::matmul(rec, ta.view, tb.view(), tc.view(), variant()); },
+          missing());
       continue;
     }
     std::vector<float> want(m * n);
     ops::ref::matmul(a.data(), ops::ref::roundToHalf(b).data(), want.data(), m, n, k);
     vk::Recorder rec(ctx());
-    ops::matmul(rec, ta.view, tb.view(), tc.view(), MatmulVariant::Coopmat);
+    ops::matmul(rec, ta.view, tb.view(), tc.view(), variant());
     rec.submit();
     EXPECT_TRUE(closeInFormat(download(ctx(), tc), want, c_dtype, kTolerance));
   }
-  DeviceTensor b16 = upload(ctx(), {k, n}, ops::ref::roundTo(ops::DType::BF16, b), ops::DType::BF16);
+  DeviceTensor b16 =
+      upload(ctx(), {k, n}, ops::ref::roundTo(ops::DType::BF16, b), ops::DType::BF16);
   DeviceTensor tc = poisoned(ctx(), {m, n});
   vk::Recorder rec(ctx());
-  EXPECT_THROW(ops::matmul(rec, ta.view, b16.view(), tc.view(), MatmulVariant::Coopmat),
-               ShapeError);
+  EXPECT_THROW(ops::matmul(rec, ta.view, b16.view(), tc.view(), variant()), ShapeError);
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
-TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
-  if (!supported()) return expectRefused(kMissing);
+TEST_P(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
+  if (!supported()) return expectRefused();
   auto a = poisoned(ctx(), {4, 8}), b = poisoned(ctx(), {8, 2}), c = poisoned(ctx(), {4, 2});
   ops::MatmulOptions options;
-  options.variant = MatmulVariant::Coopmat;
+  options.variant = variant();
   // bk not a multiple of 16; too many fragments (and only that: 22 KB, 32 invocations); too
   // much shared memory; too many subgroups (and too much shared memory).
   for (const ops::MatmulTiling tiling :
@@ -298,6 +346,13 @@ TEST_F(MatmulCoopmatTest, RejectsATilingTheDeviceCannotRun) {
         "coopmat tiling " + ops::matmulTilingText(tiling));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Builds, MatmulCoopmatTest,
+                         testing::Values(MatmulVariant::Coopmat, MatmulVariant::CoopmatEmulated),
+                         [](const testing::TestParamInfo<MatmulVariant>& info) {
+                           return std::string(info.param == MatmulVariant::Coopmat ? "native"
+                                                                                   : "emulated");
+                         });
 
 // Auto with fp16 products allowed (a Context of its own, validation on): Coopmat where the
 // device has it, so a product matches the reference of its fp16-rounded inputs (and misses

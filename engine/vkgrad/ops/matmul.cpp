@@ -239,31 +239,48 @@ struct Choice {
   bool automatic = false;  // Auto picked the variant (Coopmat may then hand over to split-K)
 };
 
+bool isCoopmat(MatmulVariant variant) {
+  return variant == MatmulVariant::Coopmat || variant == MatmulVariant::CoopmatEmulated;
+}
+
+// The emulated fragment layer's virtual warp (shaders/common/fragment.glsl).
+constexpr uint32_t kEmulatedWarp = 32;
+
+// Lanes of a warp in the Coopmat kernel: the device's subgroup, or a virtual warp.
+uint32_t coopmatLanes(const vk::DeviceInfo& info, bool emulated) {
+  return emulated ? kEmulatedWarp : info.subgroup_size;
+}
+
 // The Coopmat kernel's shared memory for a tiling: two buffers of each fp16 tile, A (BM, BK)
-// and B (BK, BN), rows padded by 8 halves, and a 16x16 fp32 fragment per subgroup.
-uint64_t coopmatShared(const MatmulTiling& t) {
+// and B (BK, BN), rows padded by 8 halves, and a 16x16 fp32 fragment per warp; emulated, the
+// fragment layer's 512 halves per warp too.
+uint64_t coopmatShared(const MatmulTiling& t, bool emulated) {
   const uint64_t bm = uint64_t(t.wy) * t.tm * 16, bn = uint64_t(t.wx) * t.tn * 16;
-  return 2 * 2 * (bm * (t.bk + 8) + t.bk * (bn + 8)) + 4 * 256 * uint64_t(t.wx) * t.wy;
+  const uint64_t per_warp = 4 * 256 + (emulated ? 2 * 512 : 0);
+  return 2 * 2 * (bm * (t.bk + 8) + t.bk * (bn + 8)) + per_warp * t.wx * t.wy;
 }
 
 // Whether the Coopmat tiling can run on this device and keeps coopmat.comp's rules.
-bool coopmatTilingFits(const vk::DeviceInfo& info, const MatmulTiling& t) {
-  const uint64_t threads = uint64_t(t.wx) * t.wy * info.subgroup_size;
+bool coopmatTilingFits(const vk::DeviceInfo& info, const MatmulTiling& t, bool emulated) {
+  const uint64_t threads = uint64_t(t.wx) * t.wy * coopmatLanes(info, emulated);
   return t.wx > 0 && t.wy > 0 && t.bk > 0 && t.tm > 0 && t.tn > 0 && t.bk % 16 == 0 &&
          t.tm * t.tn <= 32 && threads <= info.max_workgroup_invocations &&
-         threads <= info.max_workgroup_size[0] && coopmatShared(t) <= info.max_shared_memory;
+         threads <= info.max_workgroup_size[0] &&
+         coopmatShared(t, emulated) <= info.max_shared_memory;
 }
 
 // Throws unless coopmatTilingFits.
-void checkCoopmatTiling(const vk::Context& context, const MatmulTiling& t) {
+void checkCoopmatTiling(const vk::Context& context, const MatmulTiling& t, bool emulated) {
   const vk::DeviceInfo& info = context.info();
-  if (!coopmatTilingFits(info, t))
-    throw Error("matmul: coopmat tiling " + matmulTilingText(t) + " cannot run on " + info.name +
-                ": bk must be a multiple of 16, tm*tn at most 32 fragments, wx*wy subgroups of " +
-                std::to_string(info.subgroup_size) + " at most " +
+  if (!coopmatTilingFits(info, t, emulated))
+    throw Error("matmul: coopmat tiling " + matmulTilingText(t) + (emulated ? " (emulated)" : "") +
+                " cannot run on " + info.label() +
+                ": bk must be a multiple of 16, tm*tn at most 32 fragments, wx*wy warps of " +
+                std::to_string(coopmatLanes(info, emulated)) + " at most " +
                 std::to_string(info.max_workgroup_invocations) +
                 " invocations, and the tiles at most " + std::to_string(info.max_shared_memory) +
-                " bytes of shared memory (this one " + std::to_string(coopmatShared(t)) + ")");
+                " bytes of shared memory (this one " + std::to_string(coopmatShared(t, emulated)) +
+                ")");
 }
 
 // Throws if the tiling cannot run on this device (or breaks vector.comp's rules).
@@ -285,8 +302,8 @@ void checkTiling(const vk::Context& context, const MatmulTiling& t) {
 // A tiling given with the options, checked for the kernel that will run it.
 void checkTilingFor(const vk::Context& context, const Choice& choice) {
   if (choice.tiling.empty()) return;
-  if (choice.variant == MatmulVariant::Coopmat)
-    checkCoopmatTiling(context, choice.tiling);
+  if (isCoopmat(choice.variant))
+    checkCoopmatTiling(context, choice.tiling, choice.variant == MatmulVariant::CoopmatEmulated);
   else
     checkTiling(context, choice.tiling);
 }
@@ -310,11 +327,19 @@ MatmulVariant resolve(const vk::Context& context, MatmulVariant variant,
     if (variant == MatmulVariant::Coopmat) variant = MatmulVariant::Vector;
     if (variant == MatmulVariant::Texel && !fit) variant = MatmulVariant::Tiled;
   }
-  if (variant == MatmulVariant::Coopmat) {
+  if (isCoopmat(variant)) {
     if (!f.coopmat)
       throw ShapeError(
           "matmul: the coopmat variant reads a and b in f32 or f16; the naive, tiled, vector "
           "and texel variants take bf16 operands");
+    if (variant == MatmulVariant::CoopmatEmulated) {
+      if (!info.fp16 || !info.storage_16bit)
+        throw Error(
+            "matmul: the emulated coopmat variant needs shaderFloat16 (fp16 arithmetic) and "
+            "storageBuffer16BitAccess (16-bit storage), which " +
+            info.label() + " does not offer");
+      return variant;
+    }
     if (!info.coopmat)
       throw Error(
           "matmul: the coopmat variant needs cooperative matrices (VK_NV_cooperative_matrix "
@@ -510,12 +535,14 @@ void recordTexel(vk::Recorder& rec, const Product& p, const TensorView& bias_vie
                      vk::divUp(m, texelRows(m)), uint32_t(p.batch));
 }
 
-// The Coopmat kernel (tensor cores), or under Auto Vector's split-K for a product too small
-// to fill the GPU. args: a, b, c and the bias (or its stand-in), bound as for Vector.
+// The Coopmat kernel (tensor cores, or its emulated build), or under Auto Vector's split-K
+// for a product too small to fill the GPU. args: a, b, c and the bias (or its stand-in),
+// bound as for Vector.
 void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
                    const MatmulPush& push, const vk::Arg (&args)[4], const TensorView& bias) {
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
+  const bool emulated = choice.variant == MatmulVariant::CoopmatEmulated;
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   // Auto's Coopmat hands a product too small to fill the GPU to Vector's split-K.
   if (choice.automatic && !isHalf(p.a.view) && !isHalf(p.b.view)) {
@@ -527,8 +554,8 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
     // The measured default, or the small tile on a device with less shared memory or
     // fewer invocations per workgroup than the H200 it was measured on.
     t = matmulCoopmatTilingFor(context, m, n, p.batch);
-    if (!coopmatTilingFits(info, t)) t = {2, 2, 32, 2, 2};
-    checkCoopmatTiling(context, t);
+    if (!coopmatTilingFits(info, t, emulated)) t = {2, 2, 32, 2, 2};
+    checkCoopmatTiling(context, t, emulated);
   }
   // Each operand's contiguous axis (coopmat.comp): k for a plain A, m for a transposed
   // one (read in 4x4 blocks and transposed); n for a plain B, k for a transposed one. Four
@@ -543,21 +570,22 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
   };
   const bool a_vec = quads(p.a, a_kcontig, push.a_off);
   const bool b_vec = quads(p.b, b_ncontig, push.b_off);
-  const uint32_t sg = info.subgroup_size, threads = t.wx * t.wy * sg;
+  const uint32_t sg = coopmatLanes(info, emulated), threads = t.wx * t.wy * sg;
   const vk::Kernel& kernel =
-      floatKernel(context, "matmul/coopmat", {{"THREADS", threads},
-                                               {"SG", sg},
-                                               {"WM", t.wy},
-                                               {"WN", t.wx},
-                                               {"FM", t.tm},
-                                               {"FN", t.tn},
-                                               {"BK", t.bk},
-                                               {"A_KCONTIG", a_kcontig},
-                                               {"B_NCONTIG", b_ncontig},
-                                               {"A_VEC", a_vec},
-                                               {"B_VEC", b_vec},
-                                               {"A_HALF", isHalf(p.a.view)},
-                                               {"B_HALF", isHalf(p.b.view)}},
+      floatKernel(context, emulated ? "matmul/coopmat.emu" : "matmul/coopmat",
+                  {{"THREADS", threads},
+                   {"SG", sg},
+                   {"WM", t.wy},
+                   {"WN", t.wx},
+                   {"FM", t.tm},
+                   {"FN", t.tn},
+                   {"BK", t.bk},
+                   {"A_KCONTIG", a_kcontig},
+                   {"B_NCONTIG", b_ncontig},
+                   {"A_VEC", a_vec},
+                   {"B_VEC", b_vec},
+                   {"A_HALF", isHalf(p.a.view)},
+                   {"B_HALF", isHalf(p.b.view)}},
                   {{"c_dtype", p.c.dtype}, {"bias_dtype", bias.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, t.wx * t.tn * 16),
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
@@ -601,8 +629,8 @@ void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, con
   vpush.k_chunk = choice.k_chunk;
   const bool a_vec = p.a.s_col == 1 && p.a.cols % 4 == 0 && p.a.s_row % 4 == 0 &&
                      p.a.s_batch % 4 == 0 && push.a_off % 4 == 0;
-  const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 &&
-                     p.b.s_batch % 4 == 0 && push.b_off % 4 == 0;
+  const bool b_vec = p.b.s_col == 1 && n % 4 == 0 && p.b.s_row % 4 == 0 && p.b.s_batch % 4 == 0 &&
+                     push.b_off % 4 == 0;
   const vk::Kernel& kernel = storageKernel(context, "matmul/vector",
                                            {{"WX", t.wx},
                                             {"WY", t.wy},
@@ -679,7 +707,8 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
       recordVector(rec, p, choice, push, args, bias_view, residual_view);
       break;
     }
-    case MatmulVariant::Coopmat: {
+    case MatmulVariant::Coopmat:
+    case MatmulVariant::CoopmatEmulated: {
       const vk::Arg coopmat_args[] = {ba.arg, bb.arg, bc.arg, bias.arg};
       recordCoopmat(rec, p, choice, push, coopmat_args, bias_view);
       // c + r, the order of the Texel kernel's epilogue; f32 (the barrier comes from the
@@ -782,6 +811,8 @@ const char* matmulVariantName(MatmulVariant variant) {
       return "vector";
     case MatmulVariant::Coopmat:
       return "coopmat";
+    case MatmulVariant::CoopmatEmulated:
+      return "coopmat-emulated";
   }
   return "?";
 }

@@ -29,13 +29,19 @@ enum class MatmulVariant {
   // DeviceInfo::coopmat; Auto takes it for f16 operands, and for f32 ones where the Context
   // allows fp16 products (fp16Matmul()), where the other tensors are f32.
   Coopmat,
+  // Coopmat's kernel on the emulated fragment layer (shaders/common/fragment.glsl: plain
+  // GLSL, virtual warps of 32 invocations, fragments in a scrambled order), with Coopmat's
+  // tiling, staging, barriers, formats and fp16 rounding, on any device with fp16 arithmetic
+  // and 16-bit storage: the tensor-core algorithm's tests on lavapipe. Slow; Auto never takes it.
+  CoopmatEmulated,
 };
 
 // The Vector variant's tile: (wx, wy) invocations, each owning tm x tn outputs, over k steps
 // of bk; a workgroup covers (wy·tm) x (wx·tn) of C. tm, tn and bk are multiples of 4. All
 // zero: matmulTilingFor picks one per product.
-// The Coopmat variant's: (wx, wy) subgroups, each owning tm x tn fragments of 16x16, over k
-// steps of bk (a multiple of 16); a workgroup covers (wy·tm·16) x (wx·tn·16) of C.
+// The Coopmat variants': (wx, wy) warps (subgroups; 32 invocations emulated), each owning
+// tm x tn fragments of 16x16, over k steps of bk (a multiple of 16); a workgroup covers
+// (wy·tm·16) x (wx·tn·16) of C.
 struct MatmulTiling {
   uint32_t wx = 0, wy = 0, bk = 0, tm = 0, tn = 0;
   bool empty() const { return wx == 0; }
@@ -124,8 +130,9 @@ Shape matmulShape(const Shape& a, const Shape& b, bool trans_a = false, bool tra
 // Throws ShapeError (matmulShape's, or "matmul: (M,K) x (K,N) -> (c): c must be ...")
 // before recording anything if the shapes disagree or a buffer is too small, or if Coopmat is
 // asked for with formats it does not take; Error if Texel is asked for on a device without
-// subgroup shuffle or with an operand larger than a texel view may be; if Coopmat is asked for on a device without cooperative matrices; if a tiling
-// cannot run; if a 16-bit tensor meets a device without 16-bit storage.
+// subgroup shuffle or with an operand larger than a texel view may be; if Coopmat is asked for on a
+// device without cooperative matrices; if a tiling cannot run; if a 16-bit tensor meets a device
+// without 16-bit storage.
 void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const TensorView& c,
             const MatmulOptions& options = {});
 // The plain product C = A·B (2-D or batched as above) with a chosen variant.
