@@ -93,77 +93,83 @@ std::optional<std::pair<std::vector<int64_t>, int64_t>> fusedProjection(const At
   return std::make_pair(heads, heads[2]);
 }
 
-bool emitAttention(const Attention& a, FusionSite& s, int last) {
-  graph::Graph& g = s.g;
-  // The logical (…, T, D) operands, as the products see them.
-  std::vector<int64_t> qd, kd, vd;  // q (…,Tq,D), k (…,Tk,D), v (…,Tk,D)
+// The operands as the products see them: q (…,Tq,D), k (…,Tk,D), v (…,Tk,D), and for the
+// fused form the projection's (B,T,H,D) and H. Nothing where the shapes do not fit.
+struct Operands {
+  std::vector<int64_t> q, k, v;
   std::optional<std::pair<std::vector<int64_t>, int64_t>> fused;
+  int64_t tq = 0, tk = 0, d = 0;
+};
+
+std::optional<Operands> operands(const Attention& a, FusionSite& s) {
+  Operands o;
   if (a.split >= 0) {
-    if (!(fused = fusedProjection(a, s))) return false;
-    qd = kd = vd = permuted(fused->first, kHeads);
+    if (!(o.fused = fusedProjection(a, s))) return {};
+    o.q = o.k = o.v = permuted(o.fused->first, kHeads);
   } else {
-    for (const auto* o : {&a.q, &a.k, &a.v})
-      if (!isFloatType(s.node(o->node).value(o->input).type)) return false;
+    for (const auto* op : {&a.q, &a.k, &a.v})
+      if (!isFloatType(s.node(op->node).value(op->input).type)) return {};
     NodeContext &qc = s.node(a.q.node), &kc = s.node(a.k.node), &vc = s.node(a.v.node);
-    qd = a.q_t >= 0 ? permuted(qc.dims(a.q.input), kHeads) : qc.dims(a.q.input);
-    vd = a.v_t >= 0 ? permuted(vc.dims(a.v.input), kHeads) : vc.dims(a.v.input);
-    kd = kc.dims(a.k.input);
+    o.q = a.q_t >= 0 ? permuted(qc.dims(a.q.input), kHeads) : qc.dims(a.q.input);
+    o.v = a.v_t >= 0 ? permuted(vc.dims(a.v.input), kHeads) : vc.dims(a.v.input);
+    o.k = kc.dims(a.k.input);
     if (a.k_t >= 0 && !a.k_swap) {
-      if (kd.size() != 4) return false;
-      kd = permuted(kd, kHeads);
-    } else if (a.k_t < 0 && kd.size() >= 2) {
-      std::swap(kd[kd.size() - 1], kd[kd.size() - 2]);  // the product reads kᵀ as given
+      if (o.k.size() != 4) return {};
+      o.k = permuted(o.k, kHeads);
+    } else if (a.k_t < 0 && o.k.size() >= 2) {
+      std::swap(o.k[o.k.size() - 1], o.k[o.k.size() - 2]);  // the product reads kᵀ as given
     }
   }
-  const size_t r = qd.size();
-  if (r < 2 || kd.size() != r || vd.size() != r) return false;
-  if (!std::equal(qd.begin(), qd.end() - 2, kd.begin()) ||
-      !std::equal(qd.begin(), qd.end() - 2, vd.begin()))
-    return false;
-  const int64_t tq = qd[r - 2], tk = kd[r - 2], dh = qd[r - 1];
-  if (kd[r - 1] != dh || vd[r - 1] != dh || vd[r - 2] != tk || dh > ops::kMaxHeadDim) return false;
-  if (a.softmax_axis != -1 && a.softmax_axis != int64_t(r) - 1) return false;
-  if (!(a.factor > 0) || !std::isfinite(a.factor)) return false;
-  bool causal = false;
-  if (a.mask >= 0) {
-    const auto verdict = causalMask(a, s.node(a.mask_in.node), tq, tk);
-    if (!verdict) return false;
-    causal = *verdict;
-  }
-  if ((a.q_t >= 0 || a.v_t >= 0) && r != 4) return false;
-  const float scale = float(a.factor);
+  const size_t r = o.q.size();
+  if (r < 2 || o.k.size() != r || o.v.size() != r) return {};
+  if (!std::equal(o.q.begin(), o.q.end() - 2, o.k.begin()) ||
+      !std::equal(o.q.begin(), o.q.end() - 2, o.v.begin()))
+    return {};
+  o.tq = o.q[r - 2], o.tk = o.k[r - 2], o.d = o.q[r - 1];
+  if (o.k[r - 1] != o.d || o.v[r - 1] != o.d || o.v[r - 2] != o.tk || o.d > ops::kMaxHeadDim)
+    return {};
+  if (a.softmax_axis != -1 && a.softmax_axis != int64_t(r) - 1) return {};
+  if ((a.q_t >= 0 || a.v_t >= 0) && r != 4) return {};
+  return o;
+}
 
-  // (B,Tq,H,D) from the first two forms, then (B,H,Tq,D) as the product wrote it, or the
-  // head transpose after it.
-  graph::Tensor bthd;
-  std::vector<int64_t> bthd_dims;
-  if (fused) {
-    const std::vector<int64_t>& h = fused->first;
-    const graph::Tensor y = g.attention(s.node(a.split).tensor(0), fused->second, causal, scale);
-    bthd = g.reshape(y, deviceShape(h)), bthd_dims = h;
+// The first two forms: (B,Tq,H,D) from flash attention, then (B,H,Tq,D) as the product
+// wrote it, or as the head transpose after it wrote (B,Tq,H,D). Nothing for the third form.
+std::optional<std::pair<graph::Tensor, std::vector<int64_t>>> emitHeads(const Attention& a,
+                                                                        const Operands& o,
+                                                                        FusionSite& s,
+                                                                        bool causal) {
+  graph::Graph& g = s.g;
+  const float scale = float(a.factor);
+  graph::Tensor y;
+  std::vector<int64_t> dims;
+  if (o.fused) {
+    dims = o.fused->first;
+    y = g.reshape(g.attention(s.node(a.split).tensor(0), o.fused->second, causal, scale),
+                  deviceShape(dims));
   } else if (a.q_t >= 0 && a.v_t >= 0 && a.k_t >= 0 && !a.k_swap) {
     NodeContext &qc = s.node(a.q.node), &kc = s.node(a.k.node), &vc = s.node(a.v.node);
-    bthd = g.attention(qc.tensor(a.q.input), kc.tensor(a.k.input), vc.tensor(a.v.input), causal,
-                       scale);
-    bthd_dims = qc.dims(a.q.input);
+    y = g.attention(qc.tensor(a.q.input), kc.tensor(a.k.input), vc.tensor(a.v.input), causal,
+                    scale);
+    dims = qc.dims(a.q.input);
+  } else {
+    return {};
   }
-  if (bthd.id >= 0) {
-    graph::Tensor o = bthd;
-    std::vector<int64_t> od = bthd_dims;
-    if (a.out_t < 0) o = g.transpose(o, {0, 2, 1, 3}), od = permuted(od, kHeads);
-    s.node(last).setDevice(0, o, od);
-    return true;
-  }
-  // Batches of one head: (N, T, 1, D) views of the (…, T, D) operands.
+  if (a.out_t < 0) y = g.transpose(y, {0, 2, 1, 3}), dims = permuted(dims, kHeads);
+  return std::make_pair(y, dims);
+}
+
+// The third form: batches of one head, (N, T, 1, D) views of the (…, T, D) operands, with
+// the transposes that make them (…, T, D) where the pattern had others.
+std::pair<graph::Tensor, std::vector<int64_t>> emitOneHeadBatches(const Attention& a,
+                                                                  const Operands& o, FusionSite& s,
+                                                                  bool causal) {
+  graph::Graph& g = s.g;
   NodeContext &qc = s.node(a.q.node), &kc = s.node(a.k.node), &vc = s.node(a.v.node);
-  const int64_t n = dimsNumel(qd) / (tq * dh);
-  auto heads = [&](NodeContext& c, const Operand& o, bool transposed) {
-    graph::Tensor t = c.tensor(o.input);
-    if (transposed) t = g.transpose(t, {0, 2, 1, 3});
-    return t;
-  };
-  const graph::Tensor q = heads(qc, a.q, a.q_t >= 0), v = heads(vc, a.v, a.v_t >= 0);
-  graph::Tensor k = kc.tensor(a.k.input);
+  const size_t r = o.q.size();
+  graph::Tensor q = qc.tensor(a.q.input), k = kc.tensor(a.k.input), v = vc.tensor(a.v.input);
+  if (a.q_t >= 0) q = g.transpose(q, {0, 2, 1, 3});
+  if (a.v_t >= 0) v = g.transpose(v, {0, 2, 1, 3});
   if (a.k_t >= 0 && !a.k_swap) {
     k = g.transpose(k, {0, 2, 1, 3});
   } else if (a.k_t < 0) {
@@ -172,14 +178,29 @@ bool emitAttention(const Attention& a, FusionSite& s, int last) {
     std::swap(perm[r - 1], perm[r - 2]);
     k = g.transpose(k, perm);
   }
+  const int64_t n = dimsNumel(o.q) / (o.tq * o.d);
   auto one = [&](graph::Tensor t, int64_t rows) {
-    return g.reshape(t, graph::Shape{n, rows, 1, dh});
+    return g.reshape(t, graph::Shape{n, rows, 1, o.d});
   };
-  graph::Tensor o = g.attention(one(q, tq), one(k, tk), one(v, tk), causal, scale);
-  o = g.reshape(o, deviceShape(qd));
-  std::vector<int64_t> od = qd;
-  if (a.out_t >= 0) o = g.transpose(o, {0, 2, 1, 3}), od = permuted(od, kHeads);
-  s.node(last).setDevice(0, o, od);
+  graph::Tensor y = g.attention(one(q, o.tq), one(k, o.tk), one(v, o.tk), causal, float(a.factor));
+  y = g.reshape(y, deviceShape(o.q));
+  std::vector<int64_t> dims = o.q;
+  if (a.out_t >= 0) y = g.transpose(y, {0, 2, 1, 3}), dims = permuted(dims, kHeads);
+  return {y, dims};
+}
+
+bool emitAttention(const Attention& a, FusionSite& s, int last) {
+  const std::optional<Operands> o = operands(a, s);
+  if (!o || !(a.factor > 0) || !std::isfinite(a.factor)) return false;
+  bool causal = false;
+  if (a.mask >= 0) {
+    const auto verdict = causalMask(a, s.node(a.mask_in.node), o->tq, o->tk);
+    if (!verdict) return false;
+    causal = *verdict;
+  }
+  auto out = emitHeads(a, *o, s, causal);
+  if (!out) out = emitOneHeadBatches(a, *o, s, causal);
+  s.node(last).setDevice(0, out->first, out->second);
   return true;
 }
 
