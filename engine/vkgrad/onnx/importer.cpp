@@ -116,7 +116,7 @@ std::map<std::string, Value> initializerValues(const Model& model) {
     Value v;
     v.dims = h->dims;
     v.type = h->type;
-    v.host = *h;
+    v.host = std::shared_ptr<const HostTensor>(std::shared_ptr<void>(), h);  // the Model's
     // A non-finite initializer (a -inf fill for masks) is a constant: no weight is infinite.
     v.parameter =
         h->isFloat() && reach.count(name) &&
@@ -155,8 +155,9 @@ void addInput(graph::Graph& g, const Model& model, const ImportOptions& options,
     Value v;
     v.dims = dims;
     v.type = in.type;
-    v.host = it->second;
-    v.host->type = in.type;
+    HostTensor given = it->second;
+    given.type = in.type;
+    v.host = std::make_shared<const HostTensor>(std::move(given));
     values[in.name] = std::move(v);
     imported.inputs.push_back({in.name, {}, dims, in.type, false});
     return;

@@ -124,7 +124,7 @@ void NodeContext::setHost(int i, HostTensor t) {
   Value v;
   v.dims = t.dims;
   v.type = t.type;
-  v.host = std::move(t);
+  v.host = std::make_shared<const HostTensor>(std::move(t));
   values_[node.output(i)] = std::move(v);
 }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,11 +20,12 @@
 namespace vkgrad::onnx {
 
 // A value of the model: known on the host, on the device, or both (a host constant that a
-// device op read is uploaded once and kept).
+// device op read is uploaded once and kept). An initializer's host value is the Model's own
+// (not copied: an import holds no second copy of the weights); a computed one is owned.
 struct Value {
   std::vector<int64_t> dims;  // ONNX's shape (empty: a scalar)
   int type = kFloat;          // ONNX's element type
-  std::optional<HostTensor> host;
+  std::shared_ptr<const HostTensor> host;
   graph::Tensor device{-1};
   // A float initializer: a trainable parameter, so never folded on the host (its host value
   // still serves inputs that must be known, a Pow's exponent, say).
@@ -47,7 +49,7 @@ class NodeContext {
   const Value& value(int i) const;
   const std::vector<int64_t>& dims(int i) const { return value(i).dims; }
   int rank(int i) const { return int(dims(i).size()); }
-  bool isHost(int i) const { return value(i).host.has_value(); }
+  bool isHost(int i) const { return value(i).host != nullptr; }
   // Known on the host and not a parameter: what the importer computes on the host.
   bool foldable(int i) const { return isHost(i) && !value(i).parameter; }
   bool allHost() const;  // every given input foldable
