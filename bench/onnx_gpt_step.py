@@ -4,8 +4,9 @@ MLP, a tied head) built in PyTorch, exported to ONNX (training export, opset 17)
 by `vkgrad-onnx train`, side by side with `vkgrad-gpt train` at the same configuration:
 AdamW at a constant learning rate, no clipping, no weight decay, the same batch and window.
 Each side runs twice per round, --steps-short and --steps-long steps, and the difference of
-their wall times over the difference of the steps is the steady step (setup, compile and the
-first step cancel out). Rounds alternate native, imported, imported without fusions.
+their training-loop times (each program's --json train_seconds) over the difference of the
+steps is the steady step: process start, import, compile and the first step cancel out.
+Rounds alternate native, imported, imported without fusions.
 Benchmark-only (needs Debian's python3-torch and python3-onnx; run with /usr/bin/python3):
   /usr/bin/python3 bench/onnx_gpt_step.py [--build build] [--rounds 3]
 """
@@ -15,7 +16,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -24,13 +24,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "peers"))
 import onnx_torch  # noqa: E402  (the GPT-2-style model, shared with the PyTorch comparison)
 
 
-def run(cmd):
-    start = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+def run(cmd, key):
+    r = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(" ".join(cmd) + "\n" + r.stderr[-2000:])
-    return seconds
+    return json.loads(r.stdout.strip().splitlines()[-1])[key]
 
 
 def main():
@@ -70,7 +68,8 @@ def main():
                     "--layers", str(args.layers), "--heads", str(args.heads),
                     "--width", str(args.width), "--context", str(t), "--batch", str(args.batch),
                     "--tie", "--schedule", "constant", "--clip", "0", "--weight-decay", "0",
-                    "--lr", "3e-3", "--steps", str(steps), "--out", os.path.join(work, "native")])
+                    "--lr", "3e-3", "--steps", str(steps), "--out", os.path.join(work, "native")],
+                   "train_seconds")
 
     def imported(steps, fuse=True):
         return run([os.path.join(bin_dir, "vkgrad-onnx"), "train", path,
@@ -78,7 +77,7 @@ def main():
                     "--target", os.path.join(work, "next.npy"), "--loss", "cross-entropy",
                     "--optimizer", "adamw", "--lr", "3e-3", "--batch", str(args.batch),
                     "--steps", str(steps), "--out", os.path.join(work, "onnx")]
-                   + ([] if fuse else ["--no-fusion"]))
+                   + ([] if fuse else ["--no-fusion"]), "train_seconds")
 
     sides = {"native": native, "imported": imported, "imported, no fusion": lambda s: imported(s, False)}
     results = {k: [] for k in sides}
