@@ -18,6 +18,8 @@
 #include "vkgrad/onnx/importer.h"
 #include "vkgrad/onnx/runner.h"
 #include "vkgrad/runtime/parameters.h"
+#include "vkgrad/runtime/profile.h"
+#include "vkgrad/training/trainer.h"
 #include "vkgrad/vk/context.h"
 
 namespace vkgrad::apps {
@@ -196,6 +198,7 @@ int train(int argc, char** argv) {
   cli.repeated("freeze", "PATTERN: initializers matching it (* and ?) are not trained");
   cli.option("precision", "fp32, bf16 or fp16: the activations' format", "fp32");
   cli.flag("no-fusion", "import every node as its own op (the fusions off: to compare)");
+  cli.flag("profile", "print the GPU time of the last step by op");
   cli.option("out", "the folder to write model.onnx to (required)");
   cli.flag("json", "print one JSON object per line, the last with every step's loss");
   declareDeviceOptions(cli);
@@ -216,6 +219,7 @@ int train(int argc, char** argv) {
   options.freeze = cli.getAll("freeze");
   options.precision = graph::parsePrecision(cli.get("precision"));
   options.fuse = !cli.has("no-fusion");
+  options.profile = cli.has("profile");
   const int64_t steps = cli.getInt("steps", 1, 10'000'000);
   const bool json = cli.has("json");
   const fs::path dir = cli.get("out");
@@ -261,11 +265,18 @@ int train(int argc, char** argv) {
                                              {"model", (dir / "model.onnx").string()},
                                              {"seconds", secondsSince(start)},
                                              {"train_seconds", train_seconds},
+                                             {"dispatches_per_step", tuner.dispatches()},
                                              {"median_step_ms", median_ms}})
                             .c_str());
   else
     std::printf("wrote %s (median step %.2f ms after the first)\n",
                 (dir / "model.onnx").string().c_str(), median_ms);
+  if (cli.has("profile")) {
+    graph::Trainer& trainer = tuner.trainer();
+    std::printf("GPU time of the last step by op (%.1f ms in all, %u dispatches):\n%s",
+                trainer.lastStepMilliseconds(), trainer.executor().dispatchCount(),
+                graph::formatProfile(trainer.graph(), trainer.executor().profile()).c_str());
+  }
   return validationFailed(context, "vkgrad-onnx") ? 1 : 0;
 }
 

@@ -231,6 +231,7 @@ FineTuner::FineTuner(vk::Context& context, const Model& model,
   to.optimizer = options.optimizer;
   to.schedule = graph::Schedule::constant(options.optimizer.lr);
   to.precision = options.precision;
+  to.profile = options.profile;
   trainer_ = std::make_unique<graph::Trainer>(context, *store_, sets, fn, to);
 }
 
@@ -238,6 +239,10 @@ FineTuner::~FineTuner() = default;
 
 float FineTuner::step(std::span<const uint32_t> rows) {
   return *trainer_->step(rows, true);
+}
+
+uint32_t FineTuner::dispatches() const {
+  return trainer_->executor().dispatchCount();
 }
 
 std::vector<std::string> FineTuner::trained() const {

@@ -69,7 +69,8 @@ struct FineTuneOptions {
   int64_t batch = 0;                 // rows per step; 0 all of them
   std::vector<std::string> freeze;   // glob patterns (* and ?) of initializer names not trained
   graph::Precision precision = graph::Precision::F32;
-  bool fuse = true;  // the importer's fusions (onnx/fusions.h)
+  bool fuse = true;      // the importer's fusions (onnx/fusions.h)
+  bool profile = false;  // time every node of the step (trainer().executor().profile())
 };
 
 // Trains a model's float initializers on rows held on the device: every input (and the
@@ -90,7 +91,9 @@ class FineTuner {
   // it back waits for the step (what `vkgrad-onnx train` reports every step); a loop that
   // wants no wait per step uses a graph::Trainer on its own.
   float step(std::span<const uint32_t> rows);
-  std::vector<std::string> trained() const;  // the initializers that train, in order
+  std::vector<std::string> trained() const;        // the initializers that train, in order
+  uint32_t dispatches() const;                     // compute dispatches of one step
+  graph::Trainer& trainer() { return *trainer_; }  // its graph, executor and profile
   // The trained values of every device parameter, by initializer name.
   std::map<std::string, std::vector<float>> values() const;
   // The model with its trained initializers (Model::save).

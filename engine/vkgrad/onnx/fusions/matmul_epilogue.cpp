@@ -81,8 +81,12 @@ bool emitEpilogue(const Epilogue& e, FusionSite& s, int last) {
 
   graph::Graph& g = s.g;
   const int64_t rows = dimsNumel(x) / k;
-  auto rowsOf = [&](graph::Tensor t) {  // (…, n) as (rows, n): a view
-    return x.size() == 2 ? t : g.reshape(t, graph::Shape{rows, g.shape(t)[g.shape(t).rank() - 1]});
+  // The matmul takes (M,K) and (B,M,K) rows as they are; more axes are viewed as rows. (No
+  // view where none is needed: a view between an applied activation and the product that
+  // reads it would keep the activation's derivative out of that product's backward.)
+  const bool as_is = x.size() <= 3;
+  auto rowsOf = [&](graph::Tensor t) {
+    return as_is ? t : g.reshape(t, graph::Shape{rows, g.shape(t)[g.shape(t).rank() - 1]});
   };
   const graph::Tensor a = rowsOf(p.tensor(0));
   const graph::Tensor b = wt ? wt->tensor(0) : p.tensor(1);
@@ -96,7 +100,7 @@ bool emitEpilogue(const Epilogue& e, FusionSite& s, int last) {
   } else {
     y = g.matmul(a, b, bias_t, false, trans_b);
   }
-  s.node(last).setDevice(0, x.size() == 2 ? y : g.reshape(y, deviceShape(out)), out);
+  s.node(last).setDevice(0, as_is ? y : g.reshape(y, deviceShape(out)), out);
   return true;
 }
 
