@@ -5,6 +5,7 @@
 #include <string>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/attention_fragment.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
@@ -163,6 +164,83 @@ bool rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slot
   return aligned;
 }
 
+// attentionBackward's tensors, as the texel and fragment kernels read and write them.
+struct BackwardTensors {
+  const AttentionTensor &q, &k, &v, &o, &dout, &dq, &dk, &dv;
+  const TensorView &lse, &rowdot;
+};
+
+// The fragment kernels' forward (tensor cores, or their emulated build): storage bindings,
+// R rows of queries per workgroup.
+void recordFragmentForward(vk::Recorder& rec, const Dims& dims, const AttentionOptions& options,
+                           const AttentionTensor& q, const AttentionTensor& k,
+                           const AttentionTensor& v, const AttentionTensor& o,
+                           const TensorView& lse) {
+  vk::Context& context = rec.context();
+  const detail::FragmentLaunch launch =
+      detail::fragmentLaunch(context, options.variant == AttentionVariant::FragmentEmulated,
+                             detail::FragmentKernel::Forward, dims.d);
+  AttentionPush push = makePush(dims, options);
+  const Bound bl = bindStorage(context, lse);
+  push.lse_skip = bl.skip;
+  const vk::Arg args[] = {bind(context, push, kQ, q), bind(context, push, kK, k),
+                          bind(context, push, kV, v), bind(context, push, kO, o), bl.arg};
+  const vk::Kernel& kernel = floatKernel(context, launch.name, launch.spec,
+                                         {{"q_dtype", q.view.dtype},
+                                          {"k_dtype", k.view.dtype},
+                                          {"v_dtype", v.view.dtype},
+                                          {"o_dtype", o.view.dtype},
+                                          {"lse_dtype", lse.dtype}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, launch.rows), push.h,
+                     push.b);
+}
+
+// The fragment kernels' backward, FlashAttention-2's order: the row dots D = rowsum(dO∘O)
+// first (the SIMT kernel: no products), then dK and dV (key rows per workgroup, query tiles
+// in order) and dQ (query rows per workgroup), each sum in one workgroup: no atomics. args:
+// q, k, v, dout, lse, rowdot, dq, dk, dv as bound for storage (push holds their skips and
+// strides); ao: o's binding.
+void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[9],
+                            const vk::Arg& ao, const BackwardTensors& t, const Dims& dims,
+                            const AttentionOptions& options) {
+  vk::Context& context = rec.context();
+  const auto& [aq, ak, av, ado, al, ar, adq, adk, adv] = args;
+  const uint32_t tile = tileRows(context, dims.d);
+  const vk::Arg rowdot_args[] = {ao, ado, ar};
+  rec.dispatchGroups(
+      floatKernel(context, "attention/backward_rowdot", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                  {{"o_dtype", t.o.view.dtype},
+                   {"dout_dtype", t.dout.view.dtype},
+                   {"rowdot_dtype", t.rowdot.dtype}}),
+      rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const bool emulated = options.variant == AttentionVariant::FragmentEmulated;
+  const detail::FragmentLaunch kv =
+      detail::fragmentLaunch(context, emulated, detail::FragmentKernel::BackwardKv, dims.d);
+  const vk::Arg kv_args[] = {aq, ak, av, ado, al, ar, adk, adv};
+  rec.dispatchGroups(floatKernel(context, kv.name, kv.spec,
+                                 {{"q_dtype", t.q.view.dtype},
+                                  {"k_dtype", t.k.view.dtype},
+                                  {"v_dtype", t.v.view.dtype},
+                                  {"dout_dtype", t.dout.view.dtype},
+                                  {"lse_dtype", t.lse.dtype},
+                                  {"rowdot_dtype", t.rowdot.dtype},
+                                  {"dk_dtype", t.dk.view.dtype},
+                                  {"dv_dtype", t.dv.view.dtype}}),
+                     kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h, push.b);
+  const detail::FragmentLaunch qk =
+      detail::fragmentLaunch(context, emulated, detail::FragmentKernel::BackwardQ, dims.d);
+  const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
+  rec.dispatchGroups(floatKernel(context, qk.name, qk.spec,
+                                 {{"q_dtype", t.q.view.dtype},
+                                  {"k_dtype", t.k.view.dtype},
+                                  {"v_dtype", t.v.view.dtype},
+                                  {"dout_dtype", t.dout.view.dtype},
+                                  {"lse_dtype", t.lse.dtype},
+                                  {"rowdot_dtype", t.rowdot.dtype},
+                                  {"dq_dtype", t.dq.view.dtype}}),
+                     q_args, &push, sizeof(push), vk::divUp(push.tq, qk.rows), push.h, push.b);
+}
+
 }  // namespace
 
 Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v, const char* op) {
@@ -191,6 +269,10 @@ const char* attentionVariantName(AttentionVariant variant) {
       return "shared";
     case AttentionVariant::Texel:
       return "texel";
+    case AttentionVariant::Fragment:
+      return "fragment";
+    case AttentionVariant::FragmentEmulated:
+      return "fragment-emulated";
   }
   return "?";
 }
@@ -200,6 +282,11 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                const AttentionOptions& options) {
   const Dims dims = checkForward("attention", q, k, v, o, lse);
   vk::Context& context = rec.context();
+  if (detail::useFragment(context, options.variant, dims.d, {&q.view, &k.view, &v.view},
+                          "attention")) {
+    recordFragmentForward(rec, dims, options, q, k, v, o, lse);
+    return;
+  }
   const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {});
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
@@ -228,12 +315,6 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                            {"lse_dtype", lse.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
-
-// attentionBackward's tensors, as the texel kernels read and write them.
-struct BackwardTensors {
-  const AttentionTensor &q, &k, &v, &o, &dout, &dq, &dk, &dv;
-  const TensorView &lse, &rowdot;
-};
 
 // The texel kernels of attentionBackward: dQ first (its kernel also writes each row's dO · O),
 // then dK and dV, which read the row dots and the LSE through one-element texels. args: q, k,
@@ -304,8 +385,10 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFloat(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel =
-      useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
+  const bool fragment = detail::useFragment(context, options.variant, dims.d,
+                                            {&q.view, &k.view, &v.view, &dout.view}, op);
+  const bool texel = !fragment && useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o},
+                                           {&lse, &rowdot});
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &dout.view, &dq.view, &dk.view,
                                &dv.view, &lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
@@ -324,6 +407,11 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   if (texel) {
     recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg,
                         {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, s16, tile, dims, w);
+    return;
+  }
+  if (fragment) {
+    recordFragmentBackward(rec, push, {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv}, ao,
+                           {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, dims, options);
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};

@@ -37,9 +37,17 @@ struct AttentionTensor {
 };
 
 enum class AttentionVariant {
-  Auto,    // Texel on CPU devices where it applies (D and strides multiples of 4), else Shared
+  Auto,    // Fragment where it applies (below), else Texel on CPU devices where it applies
+           // (D and strides multiples of 4), else Shared
   Shared,  // key/query tiles through shared memory: the GPU kernel, any D and strides
   Texel,   // texel fetches shared by subgroup shuffles, no shared memory: CPU devices only
+  // Tensor cores (VK_NV_cooperative_matrix): Q·Kᵀ, P·V, dO·Vᵀ, dS·K, dSᵀ·Q and Pᵀ·dO as
+  // 16x16x16 fp16 products with fp32 sums; Q, K, V, dO, P and dS rounded to fp16, the softmax
+  // statistics and row dots fp32. D from 16 to 128 in steps of 16; q, k, v and dout f32 or
+  // f16 (bf16: Shared or Texel). Auto takes it on a device with cooperative matrices where
+  // the operands are f16, or f32 with ContextOptions::fp16_matmul; never on lavapipe.
+  Fragment,
+  FragmentEmulated,  // the same kernels on the emulated fragment layer (plain GLSL, tests)
 };
 const char* attentionVariantName(AttentionVariant variant);
 
