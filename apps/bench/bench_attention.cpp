@@ -69,9 +69,10 @@ Problem parseProblem(const Cli& cli, const BenchOptions& options) {
 std::vector<ops::AttentionVariant> parseVariants(const Cli& cli) {
   using V = ops::AttentionVariant;
   if (cli.get("variant") == "all") return {V::Shared, V::Texel};
-  for (auto v : {V::Auto, V::Shared, V::Texel})
+  for (auto v : {V::Auto, V::Shared, V::Texel, V::Fragment, V::FragmentEmulated})
     if (cli.get("variant") == ops::attentionVariantName(v)) return {v};
-  cli.fail("--variant must be auto, shared, texel or all, got '" + cli.get("variant") + "'");
+  cli.fail("--variant must be auto, shared, texel, fragment, fragment-emulated or all, got '" +
+           cli.get("variant") + "'");
 }
 
 // One implementation to time: a flash variant, or the op-library reference.
