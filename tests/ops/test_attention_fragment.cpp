@@ -148,6 +148,48 @@ TEST_P(AttentionFragmentTest, TakesHalfTensorsAndAccumulates) {
   check({1, 1, 33, 45, 32, false}, rng, DType::F32, Write::Accumulate);
 }
 
+// Q, K and V read straight out of one fused projection (B, T, 3·H·D) and the gradients
+// written into one such buffer: token rows 3·H·D apart, heads side by side.
+TEST_P(AttentionFragmentTest, ReadsAndWritesStridedFusedQkv) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const int64_t b = 1, t = 37, h = 2, d = 32, row = 3 * h * d, n = b * t * row;
+  const auto qkv = ops::ref::roundToHalf(rng.normal(n));
+  const auto dout = ops::ref::roundToHalf(rng.normal(b * t * h * d));
+  ops::ref::AttentionShape s{b, h, t, t, d, true};
+  s.q_stride = s.k_stride = s.v_stride = row;
+  std::vector<float> o(b * t * h * d), lse(b * h * t), grad(n, 0.0f);
+  ops::ref::attention(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d, o.data(),
+                      lse.data());
+  ops::ref::attentionBackward(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d,
+                              dout.data(), grad.data(), grad.data() + h * d,
+                              grad.data() + 2 * h * d);
+  auto tqkv = upload(ctx(), {n}, qkv), tdout = upload(ctx(), {b, t, h, d}, dout);
+  auto to = poisoned(ctx(), {b, t, h, d}), tlse = poisoned(ctx(), {b, h, t});
+  auto tgrad = poisoned(ctx(), {n}), scratch = poisoned(ctx(), {b * h * t});
+  auto part = [&](const DeviceTensor& x, int64_t which) {
+    return ops::AttentionTensor{ops::view(x.buffer, {b, t, h, d}, uint64_t(which * h * d * 4)),
+                                row};
+  };
+  const AttentionOptions options{true, 0.0f, variant()};
+  auto record = [&](vk::Recorder& rec) {
+    ops::attention(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()}, tlse.view(),
+                   options);
+    ops::attentionBackward(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()},
+                           tlse.view(), {tdout.view()}, part(tgrad, 0), part(tgrad, 1),
+                           part(tgrad, 2), scratch.view(), options);
+  };
+  if (!supported()) {
+    expectError(ctx(), record, missing());
+    return;
+  }
+  vk::Recorder rec(ctx());
+  record(rec);
+  rec.submit();
+  EXPECT_TRUE(allClose(download(ctx(), to), o, kTolerance)) << "o";
+  EXPECT_TRUE(allClose(download(ctx(), tgrad), grad, kTolerance)) << "dq, dk, dv";
+}
+
 // What the fragments cannot take is refused before recording, naming it.
 TEST_P(AttentionFragmentTest, RefusesHeadDimsAndBf16) {
   if (!supported()) GTEST_SKIP() << "the variant's device refusal comes first";
