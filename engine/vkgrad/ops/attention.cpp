@@ -6,6 +6,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/ops/attention_fragment.h"
+#include "vkgrad/ops/attention_push.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
@@ -16,20 +17,11 @@
 namespace vkgrad::ops {
 namespace {
 
-// Mirrors shaders/attention/common.glsl.
-enum Slot : uint32_t { kQ, kK, kV, kO, kDO, kDQ, kDK, kDV };
-struct AttentionPush {
-  uint32_t b, h, tq, tk;
-  float scale;
-  uint32_t causal, accumulate;
-  uint32_t lse_skip, rowdot_skip;
-  uint32_t skip[8], stride[8];
-};
-static_assert(sizeof(AttentionPush) == 100);
-
-struct Dims {
-  int64_t b, h, tq, tk, d;
-};
+using detail::AttentionPush;
+using detail::BackwardTensors;
+using detail::Dims;
+using detail::Slot;
+using enum detail::Slot;
 
 int64_t rowStride(const AttentionTensor& t) {
   return t.row_stride ? t.row_stride : t.view.shape[2] * t.view.shape[3];
@@ -164,83 +156,6 @@ bool rowsStartOnVec4(const AttentionPush& push, std::initializer_list<Slot> slot
   return aligned;
 }
 
-// attentionBackward's tensors, as the texel and fragment kernels read and write them.
-struct BackwardTensors {
-  const AttentionTensor &q, &k, &v, &o, &dout, &dq, &dk, &dv;
-  const TensorView &lse, &rowdot;
-};
-
-// The fragment kernels' forward (tensor cores, or their emulated build): storage bindings,
-// R rows of queries per workgroup.
-void recordFragmentForward(vk::Recorder& rec, const Dims& dims, const AttentionOptions& options,
-                           const AttentionTensor& q, const AttentionTensor& k,
-                           const AttentionTensor& v, const AttentionTensor& o,
-                           const TensorView& lse) {
-  vk::Context& context = rec.context();
-  const detail::FragmentLaunch launch =
-      detail::fragmentLaunch(context, options.variant == AttentionVariant::FragmentEmulated,
-                             detail::FragmentKernel::Forward, dims.d);
-  AttentionPush push = makePush(dims, options);
-  const Bound bl = bindStorage(context, lse);
-  push.lse_skip = bl.skip;
-  const vk::Arg args[] = {bind(context, push, kQ, q), bind(context, push, kK, k),
-                          bind(context, push, kV, v), bind(context, push, kO, o), bl.arg};
-  const vk::Kernel& kernel = floatKernel(context, launch.name, launch.spec,
-                                         {{"q_dtype", q.view.dtype},
-                                          {"k_dtype", k.view.dtype},
-                                          {"v_dtype", v.view.dtype},
-                                          {"o_dtype", o.view.dtype},
-                                          {"lse_dtype", lse.dtype}});
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, launch.rows), push.h,
-                     push.b);
-}
-
-// The fragment kernels' backward, FlashAttention-2's order: the row dots D = rowsum(dO∘O)
-// first (the SIMT kernel: no products), then dK and dV (key rows per workgroup, query tiles
-// in order) and dQ (query rows per workgroup), each sum in one workgroup: no atomics. args:
-// q, k, v, dout, lse, rowdot, dq, dk, dv as bound for storage (push holds their skips and
-// strides); ao: o's binding.
-void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[9],
-                            const vk::Arg& ao, const BackwardTensors& t, const Dims& dims,
-                            const AttentionOptions& options) {
-  vk::Context& context = rec.context();
-  const auto& [aq, ak, av, ado, al, ar, adq, adk, adv] = args;
-  const uint32_t tile = tileRows(context, dims.d);
-  const vk::Arg rowdot_args[] = {ao, ado, ar};
-  rec.dispatchGroups(
-      floatKernel(context, "attention/backward_rowdot", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
-                  {{"o_dtype", t.o.view.dtype},
-                   {"dout_dtype", t.dout.view.dtype},
-                   {"rowdot_dtype", t.rowdot.dtype}}),
-      rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  const bool emulated = options.variant == AttentionVariant::FragmentEmulated;
-  const detail::FragmentLaunch kv =
-      detail::fragmentLaunch(context, emulated, detail::FragmentKernel::BackwardKv, dims.d);
-  const vk::Arg kv_args[] = {aq, ak, av, ado, al, ar, adk, adv};
-  rec.dispatchGroups(floatKernel(context, kv.name, kv.spec,
-                                 {{"q_dtype", t.q.view.dtype},
-                                  {"k_dtype", t.k.view.dtype},
-                                  {"v_dtype", t.v.view.dtype},
-                                  {"dout_dtype", t.dout.view.dtype},
-                                  {"lse_dtype", t.lse.dtype},
-                                  {"rowdot_dtype", t.rowdot.dtype},
-                                  {"dk_dtype", t.dk.view.dtype},
-                                  {"dv_dtype", t.dv.view.dtype}}),
-                     kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h, push.b);
-  const detail::FragmentLaunch qk =
-      detail::fragmentLaunch(context, emulated, detail::FragmentKernel::BackwardQ, dims.d);
-  const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
-  rec.dispatchGroups(floatKernel(context, qk.name, qk.spec,
-                                 {{"q_dtype", t.q.view.dtype},
-                                  {"k_dtype", t.k.view.dtype},
-                                  {"v_dtype", t.v.view.dtype},
-                                  {"dout_dtype", t.dout.view.dtype},
-                                  {"lse_dtype", t.lse.dtype},
-                                  {"rowdot_dtype", t.rowdot.dtype},
-                                  {"dq_dtype", t.dq.view.dtype}}),
-                     q_args, &push, sizeof(push), vk::divUp(push.tq, qk.rows), push.h, push.b);
-}
-
 }  // namespace
 
 Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v, const char* op) {
@@ -284,7 +199,15 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   vk::Context& context = rec.context();
   if (detail::useFragment(context, options.variant, dims.d, {&q.view, &k.view, &v.view},
                           "attention")) {
-    recordFragmentForward(rec, dims, options, q, k, v, o, lse);
+    AttentionPush push = makePush(dims, options);
+    const Bound bl = bindStorage(context, lse);
+    push.lse_skip = bl.skip;
+    detail::recordFragmentForward(
+        rec, push,
+        {bind(context, push, kQ, q), bind(context, push, kK, k), bind(context, push, kV, v),
+         bind(context, push, kO, o), bl.arg},
+        {q.view.dtype, k.view.dtype, v.view.dtype, o.view.dtype, lse.dtype}, dims.d,
+        options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
   const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {});
@@ -410,8 +333,10 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
     return;
   }
   if (fragment) {
-    recordFragmentBackward(rec, push, {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv}, ao,
-                           {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, dims, options);
+    detail::recordFragmentBackward(
+        rec, push, {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv, ao},
+        {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, dims.d, tileRows(context, dims.d),
+        options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};

@@ -3,7 +3,10 @@
 #include <string>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/recorder.h"
 
 namespace vkgrad::ops::detail {
 namespace {
@@ -93,6 +96,56 @@ FragmentLaunch fragmentLaunch(const vk::Context& context, bool emulated, Fragmen
   return {std::string(base) + (emulated ? ".emu" : ""),
           {{"D", uint32_t(d)}, {"TILE", warps * lanes}, {"WARPS", warps}, {"SG", lanes}},
           16 * warps};
+}
+
+void recordFragmentForward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[5],
+                           const DType (&dtypes)[5], int64_t d, bool emulated) {
+  vk::Context& context = rec.context();
+  const FragmentLaunch launch = fragmentLaunch(context, emulated, FragmentKernel::Forward, d);
+  const vk::Kernel& kernel = floatKernel(context, launch.name, launch.spec,
+                                         {{"q_dtype", dtypes[0]},
+                                          {"k_dtype", dtypes[1]},
+                                          {"v_dtype", dtypes[2]},
+                                          {"o_dtype", dtypes[3]},
+                                          {"lse_dtype", dtypes[4]}});
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, launch.rows), push.h,
+                     push.b);
+}
+
+void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
+                            const BackwardTensors& t, int64_t d, uint32_t tile, bool emulated) {
+  vk::Context& context = rec.context();
+  const auto& [aq, ak, av, ado, al, ar, adq, adk, adv, ao] = args;
+  const vk::Arg rowdot_args[] = {ao, ado, ar};
+  rec.dispatchGroups(
+      floatKernel(context, "attention/backward_rowdot", {{"D", uint32_t(d)}, {"TILE", tile}},
+                  {{"o_dtype", t.o.view.dtype},
+                   {"dout_dtype", t.dout.view.dtype},
+                   {"rowdot_dtype", t.rowdot.dtype}}),
+      rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const FragmentLaunch kv = fragmentLaunch(context, emulated, FragmentKernel::BackwardKv, d);
+  const vk::Arg kv_args[] = {aq, ak, av, ado, al, ar, adk, adv};
+  rec.dispatchGroups(floatKernel(context, kv.name, kv.spec,
+                                 {{"q_dtype", t.q.view.dtype},
+                                  {"k_dtype", t.k.view.dtype},
+                                  {"v_dtype", t.v.view.dtype},
+                                  {"dout_dtype", t.dout.view.dtype},
+                                  {"lse_dtype", t.lse.dtype},
+                                  {"rowdot_dtype", t.rowdot.dtype},
+                                  {"dk_dtype", t.dk.view.dtype},
+                                  {"dv_dtype", t.dv.view.dtype}}),
+                     kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h, push.b);
+  const FragmentLaunch qk = fragmentLaunch(context, emulated, FragmentKernel::BackwardQ, d);
+  const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
+  rec.dispatchGroups(floatKernel(context, qk.name, qk.spec,
+                                 {{"q_dtype", t.q.view.dtype},
+                                  {"k_dtype", t.k.view.dtype},
+                                  {"v_dtype", t.v.view.dtype},
+                                  {"dout_dtype", t.dout.view.dtype},
+                                  {"lse_dtype", t.lse.dtype},
+                                  {"rowdot_dtype", t.rowdot.dtype},
+                                  {"dq_dtype", t.dq.view.dtype}}),
+                     q_args, &push, sizeof(push), vk::divUp(push.tq, qk.rows), push.h, push.b);
 }
 
 }  // namespace vkgrad::ops::detail

@@ -10,11 +10,14 @@
 #include <string>
 
 #include "vkgrad/ops/attention.h"
+#include "vkgrad/ops/attention_push.h"
 #include "vkgrad/vk/spec_constants.h"
 
 namespace vkgrad::vk {
 class Context;
-}
+class Recorder;
+struct Arg;
+}  // namespace vkgrad::vk
 
 namespace vkgrad::ops::detail {
 
@@ -40,5 +43,17 @@ struct FragmentLaunch {
 };
 FragmentLaunch fragmentLaunch(const vk::Context& context, bool emulated, FragmentKernel kernel,
                               int64_t d);
+
+// The forward: args q, k, v, o, lse bound for storage (push holds their skips and strides),
+// dtypes their formats in that order; R query rows per workgroup.
+void recordFragmentForward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[5],
+                           const DType (&dtypes)[5], int64_t d, bool emulated);
+
+// The backward, FlashAttention-2's order: the row dots D = rowsum(dO∘O) first (the SIMT
+// kernel, `tile` rows per workgroup: no products), then dK and dV (key rows per workgroup,
+// query tiles in order) and dQ (query rows per workgroup), each sum in one workgroup: no
+// atomics. args: q, k, v, dout, lse, rowdot, dq, dk, dv, o bound for storage.
+void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
+                            const BackwardTensors& t, int64_t d, uint32_t tile, bool emulated);
 
 }  // namespace vkgrad::ops::detail
