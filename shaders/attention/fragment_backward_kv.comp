@@ -72,8 +72,7 @@ void main() {
     }
     // The tiles are whole before any warp reads them.
     barrier();
-    SCORES(Ss, w16 * R, kf, Xs);
-    SCORES(DPs, w16 * R, vf, Ys);
+    SCORES2(Ss, kf, Xs, DPs, vf, Ys, w16 * R);
     // The warp's Sᵀ and dPᵀ are in shared memory before its lanes read them by rows.
     fragWarpBarrier();
     if (lane < 16) {
@@ -92,8 +91,7 @@ void main() {
     }
     // The rows' Pᵀ and dSᵀ are in shared memory before the warp loads them.
     fragWarpBarrier();
-    PRODUCT(gv, Ps, w16 * LS / 4, Ys);
-    PRODUCT(gk, Gs, w16 * LS / 4, Xs);
+    PRODUCT2(gv, Ps, Ys, gk, Gs, Xs, w16 * LS / 4);
   }
 
   if (lane < 16) rowf[w16 + lane] = p.scale;

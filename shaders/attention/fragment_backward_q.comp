@@ -63,8 +63,7 @@ void main() {
     STAGE(Ys, v, V, p.Tk, j0, b, h);
     // The tiles are whole before any warp reads them.
     barrier();
-    SCORES(Ss, w16 * R, qf, Xs);
-    SCORES(DPs, w16 * R, gf, Ys);
+    SCORES2(Ss, qf, Xs, DPs, gf, Ys, w16 * R);
     // The warp's S and dP are in shared memory before its lanes read them by rows.
     fragWarpBarrier();
     if (lane < 16) {

@@ -64,6 +64,33 @@ vec4 roundQuad(vec4 x) {
     FRAG_STORE_F(sc_s, DST, (off) + sc_n * 16, R, false);                          \
   }
 
+// SCORES for two products in one loop, (DST1, a1, SRC1) then (DST2, a2, SRC2): one
+// multiply-add in the code instead of two (llvmpipe's compile time grows with each copy of
+// the emulated one; natively the unrolled loop folds the choices away).
+#define SCORES2(DST1, a1, SRC1, DST2, a2, SRC2, off)                                   \
+  FRAG_UNROLL for (uint sc_j = 0; sc_j < 2 * WARPS; ++sc_j) {                          \
+    const bool sc_two = sc_j >= WARPS;                                                 \
+    const uint sc_n = sc_j % WARPS;                                                    \
+    FragF sc_s = fragFillF(0.0);                                                       \
+    FRAG_UNROLL for (uint sc_d = 0; sc_d < ND; ++sc_d) {                               \
+      FragH sc_a, sc_t;                                                                \
+      const uint sc_at = (sc_n * 16 * LD + sc_d * 16) / 4;                             \
+      if (sc_two) {                                                                    \
+        sc_a = a2[sc_d];                                                               \
+        FRAG_LOAD_H(sc_t, SRC2, sc_at, LD / 4, true);                                  \
+      } else {                                                                         \
+        sc_a = a1[sc_d];                                                               \
+        FRAG_LOAD_H(sc_t, SRC1, sc_at, LD / 4, true);                                  \
+      }                                                                                \
+      sc_s = fragMulAdd(sc_a, sc_t, sc_s);                                             \
+    }                                                                                  \
+    if (sc_two) {                                                                      \
+      FRAG_STORE_F(sc_s, DST2, (off) + sc_n * 16, R, false);                           \
+    } else {                                                                           \
+      FRAG_STORE_F(sc_s, DST1, (off) + sc_n * 16, R, false);                           \
+    }                                                                                  \
+  }
+
 // acc[0 .. ND) += P·B: P the warp's 16 x R fp16 block of PSRC (from uvec2 poff, rows LS
 // halves apart), B the R x D rows staged in SRC.
 #define PRODUCT(acc, PSRC, poff, SRC)                                              \
@@ -75,6 +102,37 @@ vec4 roundQuad(vec4 x) {
       FRAG_LOAD_H(pr_v, SRC, (pr_k * 16 * LD + pr_d * 16) / 4, LD / 4, false);     \
       acc[pr_d] = fragMulAdd(pr_p, pr_v, acc[pr_d]);                               \
     }                                                                              \
+  }
+
+// PRODUCT for two products in one loop (one multiply-add in the code, as SCORES2):
+// acc1 += P1·SRC1, then acc2 += P2·SRC2, P1 and P2 at the same offset of their arrays.
+#define PRODUCT2(acc1, P1, SRC1, acc2, P2, SRC2, poff)                                 \
+  FRAG_UNROLL for (uint pr_j = 0; pr_j < 2 * WARPS; ++pr_j) {                          \
+    const bool pr_two = pr_j >= WARPS;                                                 \
+    const uint pr_k = pr_j % WARPS;                                                    \
+    FragH pr_p;                                                                        \
+    if (pr_two) {                                                                      \
+      FRAG_LOAD_H(pr_p, P2, (poff) + pr_k * 4, LS / 4, false);                         \
+    } else {                                                                           \
+      FRAG_LOAD_H(pr_p, P1, (poff) + pr_k * 4, LS / 4, false);                         \
+    }                                                                                  \
+    FRAG_UNROLL for (uint pr_d = 0; pr_d < ND; ++pr_d) {                               \
+      FragH pr_v;                                                                      \
+      FragF pr_c;                                                                      \
+      const uint pr_at = (pr_k * 16 * LD + pr_d * 16) / 4;                             \
+      if (pr_two) {                                                                    \
+        FRAG_LOAD_H(pr_v, SRC2, pr_at, LD / 4, false);                                 \
+        pr_c = acc2[pr_d];                                                             \
+      } else {                                                                         \
+        FRAG_LOAD_H(pr_v, SRC1, pr_at, LD / 4, false);                                 \
+        pr_c = acc1[pr_d];                                                             \
+      }                                                                                \
+      pr_c = fragMulAdd(pr_p, pr_v, pr_c);                                             \
+      if (pr_two)                                                                      \
+        acc2[pr_d] = pr_c;                                                             \
+      else                                                                             \
+        acc1[pr_d] = pr_c;                                                             \
+    }                                                                                  \
   }
 
 // Rows t0 .. t0+15 of tensor NAME (slot SLOT, T rows) = (or += where p.accumulate) the warp's
