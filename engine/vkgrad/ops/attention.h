@@ -15,12 +15,13 @@
 // gradients, never NaN. Key tiles no query of a workgroup sees are skipped, not computed.
 //
 // Precision: every tensor (Q, K, V, O, dO, the gradients, LSE and the backward's row dots)
-// may be stored in f32, f16 or bf16, each in its own (ops/storage.h), on either variant
-// (Texel fetches a 16-bit tensor as 16-bit words). The arithmetic is f32 whatever the
-// storage: softmax statistics, the row dots and the gradient sums are f32, and only a store
-// rounds. LSE in bf16 is lossy (a
-// log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward
-// by up to 2%): keep it in f32 where the gradients matter.
+// may be stored in f32, f16 or bf16, each in its own (ops/storage.h), on the Shared and Texel
+// variants (Texel fetches a 16-bit tensor as 16-bit words); the Fragment variants read Q, K, V
+// and dO in f32 or f16 only. The arithmetic is f32 whatever the storage: softmax statistics,
+// the row dots and the gradient sums are f32, and only a store rounds (the Fragment variants
+// also round the products' operands to fp16: see AttentionVariant). LSE in bf16 is lossy (a
+// log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward by
+// up to 2%): keep it in f32 where the gradients matter.
 #pragma once
 
 #include <cstdint>
