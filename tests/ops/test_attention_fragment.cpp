@@ -142,7 +142,7 @@ TEST_P(AttentionFragmentTest, MatchesReferenceAtHeadDim128) {
 }
 
 // T = 70 and cross-attention both ways: causal with Tq > Tk leaves the first queries with no
-// key at all (zero output, -inf LSE, zero gradients); Tq < Tk skips whole key tiles.
+// key at all (zero output, -inf LSE, zero gradients); Tq < Tk skips whole key tiles (causal).
 TEST_P(AttentionFragmentTest, MatchesReferenceAtOtherLengths) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
@@ -150,6 +150,7 @@ TEST_P(AttentionFragmentTest, MatchesReferenceAtOtherLengths) {
     check({2, 1, 70, 70, 32, causal}, rng);
     check({1, 1, 70, 21, 64, causal}, rng);
     check({1, 1, 19, 70, 32, causal}, rng);
+    check({1, 1, 1, 5, 32, causal}, rng);  // one query: a tile of 15 padded rows
   }
 }
 
