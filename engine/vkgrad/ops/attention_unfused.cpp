@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "vkgrad/core/error.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/permute.h"
 #include "vkgrad/ops/softmax.h"
 #include "vkgrad/vk/context.h"
+#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
