@@ -5,6 +5,8 @@
 #include <string>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/attention_fragment.h"
+#include "vkgrad/ops/attention_push.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
@@ -15,20 +17,11 @@
 namespace vkgrad::ops {
 namespace {
 
-// Mirrors shaders/attention/common.glsl.
-enum Slot : uint32_t { kQ, kK, kV, kO, kDO, kDQ, kDK, kDV };
-struct AttentionPush {
-  uint32_t b, h, tq, tk;
-  float scale;
-  uint32_t causal, accumulate;
-  uint32_t lse_skip, rowdot_skip;
-  uint32_t skip[8], stride[8];
-};
-static_assert(sizeof(AttentionPush) == 100);
-
-struct Dims {
-  int64_t b, h, tq, tk, d;
-};
+using detail::AttentionPush;
+using detail::BackwardTensors;
+using detail::Dims;
+using detail::Slot;
+using enum detail::Slot;
 
 int64_t rowStride(const AttentionTensor& t) {
   return t.row_stride ? t.row_stride : t.view.shape[2] * t.view.shape[3];
@@ -191,6 +184,10 @@ const char* attentionVariantName(AttentionVariant variant) {
       return "shared";
     case AttentionVariant::Texel:
       return "texel";
+    case AttentionVariant::Fragment:
+      return "fragment";
+    case AttentionVariant::FragmentEmulated:
+      return "fragment-emulated";
   }
   return "?";
 }
@@ -200,6 +197,19 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                const AttentionOptions& options) {
   const Dims dims = checkForward("attention", q, k, v, o, lse);
   vk::Context& context = rec.context();
+  if (detail::useFragment(context, options.variant, dims.d, {&q.view, &k.view, &v.view},
+                          "attention")) {
+    AttentionPush push = makePush(dims, options);
+    const Bound bl = bindStorage(context, lse);
+    push.lse_skip = bl.skip;
+    detail::recordFragmentForward(
+        rec, push,
+        {bind(context, push, kQ, q), bind(context, push, kK, k), bind(context, push, kV, v),
+         bind(context, push, kO, o), bl.arg},
+        {q.view.dtype, k.view.dtype, v.view.dtype, o.view.dtype, lse.dtype}, dims.d,
+        options.variant == AttentionVariant::FragmentEmulated);
+    return;
+  }
   const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {});
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
@@ -228,12 +238,6 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                            {"lse_dtype", lse.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
-
-// attentionBackward's tensors, as the texel kernels read and write them.
-struct BackwardTensors {
-  const AttentionTensor &q, &k, &v, &o, &dout, &dq, &dk, &dv;
-  const TensorView &lse, &rowdot;
-};
 
 // The texel kernels of attentionBackward: dQ first (its kernel also writes each row's dO · O),
 // then dK and dV, which read the row dots and the LSE through one-element texels. args: q, k,
@@ -304,8 +308,10 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   checkFloat(op, "scratch", rowdot);
 
   vk::Context& context = rec.context();
-  const bool texel =
-      useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o}, {&lse, &rowdot});
+  const bool fragment = detail::useFragment(context, options.variant, dims.d,
+                                            {&q.view, &k.view, &v.view, &dout.view}, op);
+  const bool texel = !fragment && useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o},
+                                           {&lse, &rowdot});
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &dout.view, &dq.view, &dk.view,
                                &dv.view, &lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
@@ -324,6 +330,13 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   if (texel) {
     recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg,
                         {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, s16, tile, dims, w);
+    return;
+  }
+  if (fragment) {
+    detail::recordFragmentBackward(
+        rec, push, {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv, ao},
+        {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, dims.d, tileRows(context, dims.d),
+        options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
   const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};

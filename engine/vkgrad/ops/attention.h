@@ -15,12 +15,13 @@
 // gradients, never NaN. Key tiles no query of a workgroup sees are skipped, not computed.
 //
 // Precision: every tensor (Q, K, V, O, dO, the gradients, LSE and the backward's row dots)
-// may be stored in f32, f16 or bf16, each in its own (ops/storage.h), on either variant
-// (Texel fetches a 16-bit tensor as 16-bit words). The arithmetic is f32 whatever the
-// storage: softmax statistics, the row dots and the gradient sums are f32, and only a store
-// rounds. LSE in bf16 is lossy (a
-// log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward
-// by up to 2%): keep it in f32 where the gradients matter.
+// may be stored in f32, f16 or bf16, each in its own (ops/storage.h), on the Shared and Texel
+// variants (Texel fetches a 16-bit tensor as 16-bit words); the Fragment variants read Q, K, V
+// and dO in f32 or f16 only. The arithmetic is f32 whatever the storage: softmax statistics,
+// the row dots and the gradient sums are f32, and only a store rounds (the Fragment variants
+// also round the products' operands to fp16: see AttentionVariant). LSE in bf16 is lossy (a
+// log-sum-exp of 5 is then known to ~0.02, which scales every P of its row in the backward by
+// up to 2%): keep it in f32 where the gradients matter.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +38,17 @@ struct AttentionTensor {
 };
 
 enum class AttentionVariant {
-  Auto,    // Texel on CPU devices where it applies (D and strides multiples of 4), else Shared
+  Auto,    // Fragment where it applies (below), else Texel on CPU devices where it applies
+           // (D and strides multiples of 4), else Shared
   Shared,  // key/query tiles through shared memory: the GPU kernel, any D and strides
   Texel,   // texel fetches shared by subgroup shuffles, no shared memory: CPU devices only
+  // Tensor cores (VK_NV_cooperative_matrix): Q·Kᵀ, P·V, dO·Vᵀ, dS·K, dSᵀ·Q and Pᵀ·dO as
+  // 16x16x16 fp16 products with fp32 sums; Q, K, V, dO, P and dS rounded to fp16, the softmax
+  // statistics and row dots fp32. D from 16 to 128 in steps of 16; q, k, v and dout f32 or
+  // f16 (bf16: Shared or Texel). Auto takes it on a device with cooperative matrices where
+  // the operands are f16, or f32 with ContextOptions::fp16_matmul; never on lavapipe.
+  Fragment,
+  FragmentEmulated,  // the same kernels on the emulated fragment layer (plain GLSL, tests)
 };
 const char* attentionVariantName(AttentionVariant variant);
 
