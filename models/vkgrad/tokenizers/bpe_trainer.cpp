@@ -39,9 +39,7 @@ TrainedBpe trainBpe(std::string_view text, size_t merges, const PreTokenizer& pr
   std::vector<Word> words;
   {
     std::unordered_map<std::string_view, size_t> index;
-    std::vector<Piece> pieces, scratch;
-    pre_tokenizer.split(text, 0, text.size(), pieces, scratch);
-    for (const Piece& p : pieces) {
+    for (const Piece& p : pre_tokenizer.words(text)) {
       const std::string_view w = text.substr(p.begin, p.end - p.begin);
       const auto [it, fresh] = index.emplace(w, words.size());
       if (fresh) {

@@ -10,16 +10,21 @@ PreTokenizer PreTokenizer::gpt2() {
   return PreTokenizer(std::move(steps));
 }
 
-void PreTokenizer::split(std::string_view text, size_t begin, size_t end, std::vector<Piece>& words,
-                         std::vector<Piece>& scratch) const {
-  words.clear();
+void PreTokenizer::split(std::string_view text, size_t begin, size_t end,
+                         const std::function<void(Piece)>& emit) const {
   if (begin >= end) return;
-  words.push_back({begin, end});
-  for (const SplitRegex& step : steps_) {
-    scratch.clear();
-    for (const Piece& piece : words) step.split(text, piece.begin, piece.end, scratch);
-    std::swap(words, scratch);
-  }
+  // Each step splits every piece of the step before it, depth first.
+  std::function<void(size_t, Piece)> step = [&](size_t index, Piece piece) {
+    if (index == steps_.size()) return emit(piece);
+    steps_[index].split(text, piece.begin, piece.end, [&](Piece inner) { step(index + 1, inner); });
+  };
+  step(0, {begin, end});
+}
+
+std::vector<Piece> PreTokenizer::words(std::string_view text) const {
+  std::vector<Piece> out;
+  split(text, 0, text.size(), [&](Piece p) { out.push_back(p); });
+  return out;
 }
 
 }  // namespace vkgrad::tokenizers

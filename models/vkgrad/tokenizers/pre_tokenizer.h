@@ -4,6 +4,7 @@
 // with their own pattern, SmolLM2's single digits (Digits) before GPT-2's pattern.
 #pragma once
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -19,10 +20,13 @@ class PreTokenizer {
   PreTokenizer() = default;
   explicit PreTokenizer(std::vector<SplitRegex> steps) : steps_(std::move(steps)) {}
 
-  // The words of text[begin, end), replacing what `words` held; `scratch` is working space.
-  // They cover the range exactly, in order, none empty.
-  void split(std::string_view text, size_t begin, size_t end, std::vector<Piece>& words,
-             std::vector<Piece>& scratch) const;
+  // Calls emit with each word of text[begin, end) as soon as it is found (nothing is
+  // collected: a text of many megabytes splits in constant memory). The words cover the range
+  // exactly, in order, none empty.
+  void split(std::string_view text, size_t begin, size_t end,
+             const std::function<void(Piece)>& emit) const;
+  // All the words of text, collected.
+  std::vector<Piece> words(std::string_view text) const;
 
   const std::vector<SplitRegex>& steps() const { return steps_; }
 

@@ -85,7 +85,7 @@ SplitRegex& SplitRegex::operator=(SplitRegex&& other) noexcept {
 }
 
 void SplitRegex::split(std::string_view text, size_t begin, size_t end,
-                       std::vector<Piece>& out) const {
+                       const std::function<void(Piece)>& emit_piece) const {
   // The piece alone is the subject: a lookaround sees nothing outside it, as each piece of a
   // sequence of pre-tokenizers is split on its own.
   const std::string_view subject = text.substr(begin, end - begin);
@@ -96,7 +96,7 @@ void SplitRegex::split(std::string_view text, size_t begin, size_t end,
   size_t at = 0;    // where the next search starts
   uint32_t flags = 0;
   const auto emit = [&](size_t from, size_t to) {
-    if (to > from) out.push_back({begin + from, begin + to});
+    if (to > from) emit_piece({begin + from, begin + to});
   };
   while (at < subject.size()) {
     const int rc = pcre2_match(code(code_), data, subject.size(), at, flags, match, nullptr);

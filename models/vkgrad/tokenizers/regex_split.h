@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,9 +36,10 @@ class SplitRegex {
   SplitRegex(const SplitRegex&) = delete;
   SplitRegex& operator=(const SplitRegex&) = delete;
 
-  // Appends the pieces of text[begin, end) to out, in order, covering it exactly; empty
+  // Calls emit with each piece of text[begin, end), in order, covering it exactly; empty
   // pieces are left out. Safe to call from several threads at once.
-  void split(std::string_view text, size_t begin, size_t end, std::vector<Piece>& out) const;
+  void split(std::string_view text, size_t begin, size_t end,
+             const std::function<void(Piece)>& emit) const;
 
   const std::string& pattern() const { return pattern_; }
 

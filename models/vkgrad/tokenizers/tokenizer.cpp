@@ -28,10 +28,9 @@ Tokenizer::Tokenizer(const BpeSpec& bpe, PreTokenizer pre_tokenizer, std::vector
 
 void Tokenizer::encodeText(std::string_view text, size_t begin, size_t end,
                            std::vector<uint32_t>& out) const {
-  // Per call, so that threads never share them.
-  thread_local std::vector<Piece> words, scratch;
-  pre_tokenizer_.split(text, begin, end, words, scratch);
-  for (const Piece& w : words) bpe_.encodeWord(text.substr(w.begin, w.end - w.begin), out);
+  pre_tokenizer_.split(text, begin, end, [&](Piece w) {
+    bpe_.encodeWord(text.substr(w.begin, w.end - w.begin), out);
+  });
 }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool special) const {

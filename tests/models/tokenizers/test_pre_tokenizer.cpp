@@ -24,8 +24,7 @@ const char* const kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 Words words(const PreTokenizer& pre, const std::string& text) {
-  std::vector<Piece> pieces, scratch;
-  pre.split(text, 0, text.size(), pieces, scratch);
+  const std::vector<Piece> pieces = pre.words(text);
   Words out;
   size_t covered = 0;
   for (const Piece& p : pieces) {
@@ -99,8 +98,7 @@ TEST(Gpt2PreTokenizer, LongRunsSplitQuickly) {
   const auto start = std::chrono::steady_clock::now();
   for (const char c : {'a', ' ', '\n', '7', '!'}) {
     const std::string text(1 << 20, c);
-    std::vector<Piece> pieces, scratch;
-    gpt2.split(text, 0, text.size(), pieces, scratch);
+    const std::vector<Piece> pieces = gpt2.words(text);
     size_t covered = 0;
     for (const Piece& p : pieces) covered += p.end - p.begin;
     EXPECT_EQ(covered, text.size()) << "runs of '" << c << "'";
