@@ -56,7 +56,9 @@ Bpe::Bpe(const BpeSpec& spec, const std::string& where) : ignore_merges_(spec.ig
   }
   merges_.reserve(spec.merges.size());
   for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
-    const auto& [left, right] = spec.merges[rank];
+    // Named references, not a structured binding: clang 14 cannot capture those in a lambda.
+    const std::string& left = spec.merges[rank].first;
+    const std::string& right = spec.merges[rank].second;
     const auto id = [&](const std::string& text) {
       const auto it = text_ids.find(text);
       if (it == text_ids.end())
@@ -90,6 +92,7 @@ void Bpe::encodeWord(std::string_view word, std::vector<uint32_t>& out) const {
     out.push_back(byte_ids_[uint8_t(word[0])]);
     return;
   }
+  if (word.size() > kCacheWordBytes) return encodeWordUncached(word, out);
   {
     const std::lock_guard lock(cache_mutex_);
     const auto it = cache_.find(word);

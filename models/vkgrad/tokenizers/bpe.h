@@ -8,7 +8,7 @@
 // Speed: a merge is found by a hash of the pair of ids (no strings at encode time), each
 // word's merges run over a linked list with a heap of candidate pairs (n log n however long the
 // word), and each distinct word's tokens are cached (up to kCacheWords words), since text
-// repeats its words.
+// repeats its words (up to kCacheWordBytes long).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,8 @@ constexpr uint32_t kMaxTokenId = (1u << 24) - 1;
 class Bpe {
  public:
   static constexpr size_t kCacheWords = 1 << 16;
+  // Longer words are not cached: they are rare, and the cache's memory stays bounded.
+  static constexpr size_t kCacheWordBytes = 256;
 
   // Throws Error "<where>: ..." for an id above kMaxTokenId, an id or a text given twice, a
   // byte with no single-byte token, or a merge whose parts or result are not in the vocabulary
