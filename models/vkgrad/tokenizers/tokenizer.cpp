@@ -11,8 +11,11 @@
 namespace vkgrad::tokenizers {
 
 Tokenizer::Tokenizer(const BpeSpec& bpe, PreTokenizer pre_tokenizer, std::vector<AddedToken> added,
-                     const std::string& where)
-    : bpe_(bpe, where), pre_tokenizer_(std::move(pre_tokenizer)), added_(std::move(added), where) {
+                     const std::string& where, Normalization normalization)
+    : bpe_(bpe, where),
+      pre_tokenizer_(std::move(pre_tokenizer)),
+      added_(std::move(added), where),
+      normalization_(normalization) {
   size_ = bpe_.size();
   for (size_t i = 0; i < added_.tokens().size(); ++i) {
     const AddedToken& token = added_.tokens()[i];
@@ -26,9 +29,13 @@ Tokenizer::Tokenizer(const BpeSpec& bpe, PreTokenizer pre_tokenizer, std::vector
   }
 }
 
-void Tokenizer::encodeText(std::string_view text, size_t begin, size_t end,
-                           std::vector<uint32_t>& out) const {
-  pre_tokenizer_.split(text, begin, end, [&](Piece w) {
+void Tokenizer::encodeText(std::string_view text, std::vector<uint32_t>& out) const {
+  std::string normalized;
+  if (mayNormalize(normalization_, text)) {
+    normalized = normalize(normalization_, text);
+    text = normalized;
+  }
+  pre_tokenizer_.split(text, 0, text.size(), [&](Piece w) {
     bpe_.encodeWord(text.substr(w.begin, w.end - w.begin), out);
   });
 }
@@ -39,7 +46,7 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool special) con
   size_t pos = 0;
   while (pos < text.size()) {
     const std::optional<AddedTokens::Match> match = added_.next(text, pos, special);
-    encodeText(text, pos, match ? match->begin : text.size(), ids);
+    encodeText(text.substr(pos, (match ? match->begin : text.size()) - pos), ids);
     if (!match) break;
     ids.push_back(match->id);
     pos = match->end;

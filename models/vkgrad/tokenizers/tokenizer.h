@@ -1,7 +1,8 @@
 // A byte-level BPE tokenizer as GPT-2, Llama 3, Qwen2 and SmolLM2 use it: added tokens found
-// first, the rest of the text cut into words by the pre-tokenizer, each word encoded by BPE;
-// decoding joins the tokens' bytes. Any bytes round-trip exactly, invalid UTF-8 included:
-// every byte has a token, and decode returns bytes, not text.
+// first, the rest of the text normalized (Qwen2's NFC, or not at all), cut into words by the
+// pre-tokenizer, each word encoded by BPE; decoding joins the tokens' bytes. Any bytes
+// round-trip exactly, invalid UTF-8 included: every byte has a token, and decode returns bytes,
+// not text (with NFC, any bytes whose valid stretches are already in NFC).
 //
 // Read from a Hugging Face folder (tokenizer.json, or GPT-2's vocab.json and merges.txt) by
 // loadTokenizer; tokenizer_json.h and gpt2_files.h read each format alone. encode and decode
@@ -18,6 +19,7 @@
 
 #include "vkgrad/tokenizers/added_tokens.h"
 #include "vkgrad/tokenizers/bpe.h"
+#include "vkgrad/tokenizers/normalizer.h"
 #include "vkgrad/tokenizers/pre_tokenizer.h"
 
 namespace vkgrad::tokenizers {
@@ -26,7 +28,7 @@ class Tokenizer {
  public:
   // Throws Error "<where>: ..." as Bpe and AddedTokens do.
   Tokenizer(const BpeSpec& bpe, PreTokenizer pre_tokenizer, std::vector<AddedToken> added,
-            const std::string& where);
+            const std::string& where, Normalization normalization = Normalization::None);
 
   // The ids of text (any bytes). With special = false, special added tokens written in the
   // text are encoded as the text they are (a user's text cannot inject "<|endoftext|>").
@@ -42,14 +44,16 @@ class Tokenizer {
   const std::vector<AddedToken>& addedTokens() const { return added_.tokens(); }
   const Bpe& bpe() const { return bpe_; }
   const PreTokenizer& preTokenizer() const { return pre_tokenizer_; }
+  Normalization normalization() const { return normalization_; }
 
  private:
-  void encodeText(std::string_view text, size_t begin, size_t end,
-                  std::vector<uint32_t>& out) const;
+  // text: the stretch between two added tokens.
+  void encodeText(std::string_view text, std::vector<uint32_t>& out) const;
 
   Bpe bpe_;
   PreTokenizer pre_tokenizer_;
   AddedTokens added_;
+  Normalization normalization_ = Normalization::None;
   std::unordered_map<uint32_t, size_t> added_by_id_;  // id -> index in added_.tokens()
   uint32_t size_ = 0;
 };

@@ -201,16 +201,19 @@ void checkDecoder(const Reader& r, const Json* decoder) {
   if (type != "ByteLevel") r.unsupported("decoder", "type " + type + " (only ByteLevel)");
 }
 
-void checkNormalizer(const Reader& r, const Json* normalizer) {
-  if (!normalizer || normalizer->is_null()) return;
+Normalization readNormalizer(const Reader& r, const Json* normalizer) {
+  if (!normalizer || normalizer->is_null()) return Normalization::None;
   std::string type = r.type(normalizer, "normalizer");
+  if (type == "NFC") return Normalization::Nfc;
   if (type == "Sequence") {
     const Json* list = r.member(*normalizer, "normalizer", "normalizers");
-    if (list && list->is_array() && list->empty()) return;  // nothing to do
+    if (list && list->is_array() && list->empty()) return Normalization::None;
+    if (list && list->is_array() && list->size() == 1 && r.type(&(*list)[0], "normalizer") == "NFC")
+      return Normalization::Nfc;
     if (list && list->is_array())
       for (const Json& inner : *list) type += " " + r.type(&inner, "normalizer.normalizers[]");
   }
-  r.unsupported("normalizer", "normalizer " + type);
+  r.unsupported("normalizer", "normalizer " + type + " (only NFC)");
 }
 
 void checkPostProcessor(const Reader& r, const Json* processor) {
@@ -228,13 +231,13 @@ Tokenizer parseTokenizerJson(std::string_view text, const std::string& where) {
   if (const Json* truncation = r.member(root, "", "truncation");
       truncation && !truncation->is_null())
     r.unsupported("truncation", "truncation (" + truncation->dump() + "; set it to null)");
-  checkNormalizer(r, r.member(root, "", "normalizer"));
+  const Normalization normalization = readNormalizer(r, r.member(root, "", "normalizer"));
   PreTokenizer pre = readPreTokenizers(r, r.member(root, "", "pre_tokenizer"));
   checkDecoder(r, r.member(root, "", "decoder"));
   checkPostProcessor(r, r.member(root, "", "post_processor"));
   const BpeSpec spec = readModel(r, r.member(root, "", "model"));
   return Tokenizer(spec, std::move(pre), readAddedTokens(r, r.member(root, "", "added_tokens")),
-                   where);
+                   where, normalization);
 }
 
 Tokenizer readTokenizerJson(const std::filesystem::path& path) {

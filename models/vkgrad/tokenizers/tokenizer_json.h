@@ -1,10 +1,12 @@
 // Hugging Face's tokenizer.json, for the byte-level BPE tokenizers vkgrad runs: a "BPE" model,
 // a "ByteLevel" decoder, and a pre-tokenizer that ends in "ByteLevel" (alone as GPT-2's, or
 // after a "Split" by a regex as Llama 3's and Qwen2's, or "Digits" as SmolLM2's), with no
-// normalizer. Merges may be strings "a b" or, in newer files, pairs ["a", "b"].
+// normalizer or "NFC" (Qwen2's). Merges may be strings "a b" or, in newer files, pairs
+// ["a", "b"].
 //
 // What vkgrad does not do is refused by name rather than run differently: another model type
-// (WordPiece, Unigram, WordLevel), a normalizer (NFC, Lowercase, ...), another pre-tokenizer or
+// (WordPiece, Unigram, WordLevel), another normalizer (Lowercase, NFKC, Llama 2's Prepend and
+// Replace, ...), another pre-tokenizer or
 // decoder, a Split behaviour other than "Isolated", BPE dropout or byte fallback, truncation,
 // and added tokens that strip white space or match single words only. The post-processor (the
 // tokens a model's template adds around a text, such as Llama 3's <|begin_of_text|>) is read

@@ -105,6 +105,23 @@ TEST_F(TokenizerFiles, Llama3AndSmolLM2PreTokenizers) {
   EXPECT_EQ(s.encode("2024"), (Ids{'2', '0', '2', '4'}));
 }
 
+TEST_F(TokenizerFiles, NfcNormalizer) {
+  // Qwen2's normalizer: decomposed text encodes as its composed form does.
+  for (const Json& normalizer :
+       {Json{{"type", "NFC"}}, Json{{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}}}) {
+    Json qwen = tokenizerJson(spec_, added_);
+    qwen["normalizer"] = normalizer;
+    const Tokenizer t = tokenizers::parseTokenizerJson(graph::dumpJson(qwen), "qwen");
+    EXPECT_EQ(t.normalization(), tokenizers::Normalization::Nfc);
+    const Ids composed = t.encode("the caf\xc3\xa9 licence");
+    EXPECT_EQ(t.encode("the cafe\xcc\x81 licence"), composed);
+    EXPECT_EQ(t.decode(composed), "the caf\xc3\xa9 licence");
+    // Text already in NFC, and bytes that are not UTF-8, still round-trip exactly.
+    const std::string mixed = "na\xc3\xafve \xff\xfe<|endoftext|>\xe6\x9d\xb1 GPL";
+    EXPECT_EQ(t.decode(t.encode(mixed)), mixed);
+  }
+}
+
 TEST_F(TokenizerFiles, UnsupportedIsRefusedByName) {
   const Json base = tokenizerJson(spec_, added_);
   const auto refused = [&](const char* pointer, const Json& value, const std::string& expected) {
@@ -116,10 +133,11 @@ TEST_F(TokenizerFiles, UnsupportedIsRefusedByName) {
   };
   refused("/model/type", "WordPiece", "model: type WordPiece is not supported");
   refused("/model/type", "Unigram", "model: type Unigram is not supported");
-  refused("/normalizer", {{"type", "NFC"}}, "normalizer: normalizer NFC is not supported");
+  refused("/normalizer", {{"type", "Lowercase"}},
+          "normalizer: normalizer Lowercase (only NFC) is not supported");
   refused("/normalizer",
           {{"type", "Sequence"}, {"normalizers", {{{"type", "Prepend"}}, {{"type", "Replace"}}}}},
-          "normalizer Sequence Prepend Replace is not supported");
+          "normalizer Sequence Prepend Replace (only NFC) is not supported");
   refused("/pre_tokenizer", {{"type", "Metaspace"}}, "pre_tokenizer: type Metaspace is not");
   refused("/pre_tokenizer", {{"type", "Whitespace"}}, "pre_tokenizer: type Whitespace is not");
   refused("/pre_tokenizer", nullptr, "a pre-tokenizer without ByteLevel");
