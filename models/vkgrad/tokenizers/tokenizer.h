@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "vkgrad/tokenizers/added_tokens.h"
@@ -23,6 +24,12 @@
 #include "vkgrad/tokenizers/pre_tokenizer.h"
 
 namespace vkgrad::tokenizers {
+
+// The ids a model's template puts around one encoded text (Llama 3's <|begin_of_text|> before
+// it); empty for GPT-2, Qwen2 and SmolLM2.
+struct Template {
+  std::vector<uint32_t> prefix, suffix;
+};
 
 class Tokenizer {
  public:
@@ -42,9 +49,12 @@ class Tokenizer {
   // The id of a token given as the files write it ("<|endoftext|>", "Ġthe"), or -1.
   int64_t tokenId(std::string_view text) const;
   const std::vector<AddedToken>& addedTokens() const { return added_.tokens(); }
+  bool isAddedToken(uint32_t id) const { return added_by_id_.count(id) > 0; }
   const Bpe& bpe() const { return bpe_; }
   const PreTokenizer& preTokenizer() const { return pre_tokenizer_; }
   Normalization normalization() const { return normalization_; }
+  const Template& postTemplate() const { return template_; }
+  void setTemplate(Template t) { template_ = std::move(t); }
 
  private:
   // text: the stretch between two added tokens.
@@ -54,6 +64,7 @@ class Tokenizer {
   PreTokenizer pre_tokenizer_;
   AddedTokens added_;
   Normalization normalization_ = Normalization::None;
+  Template template_;
   std::unordered_map<uint32_t, size_t> added_by_id_;  // id -> index in added_.tokens()
   uint32_t size_ = 0;
 };

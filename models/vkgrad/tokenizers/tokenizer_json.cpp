@@ -216,10 +216,41 @@ Normalization readNormalizer(const Reader& r, const Json* normalizer) {
   r.unsupported("normalizer", "normalizer " + type + " (only NFC)");
 }
 
-void checkPostProcessor(const Reader& r, const Json* processor) {
+// The ids a TemplateProcessing post-processor puts around one text ("single": special tokens,
+// then the text as "Sequence" A, then more special tokens); none for ByteLevel or none.
+Template readPostProcessor(const Reader& r, const Json* processor) {
   const std::string type = r.type(processor, "post_processor");
-  if (type != "none" && type != "ByteLevel" && type != "TemplateProcessing")
-    r.unsupported("post_processor", "type " + type);
+  if (type == "none" || type == "ByteLevel") return {};
+  if (type != "TemplateProcessing") r.unsupported("post_processor", "type " + type);
+  const Json* single = r.member(*processor, "post_processor", "single");
+  const Json* specials = r.member(*processor, "post_processor", "special_tokens");
+  if (!single || !single->is_array()) r.fail("post_processor.single", "must be an array");
+  Template result;
+  bool text_seen = false;
+  for (size_t i = 0; i < single->size(); ++i) {
+    const std::string path = "post_processor.single[" + std::to_string(i) + "]";
+    const Json& item = (*single)[i];
+    if (const Json* sequence = r.member(item, path, "Sequence")) {
+      const Json* id = r.member(*sequence, path + ".Sequence", "id");
+      if (!id || *id != "A" || text_seen) r.fail(path, "must be the text once, as \"A\"");
+      text_seen = true;
+      continue;
+    }
+    const Json* special = r.member(item, path, "SpecialToken");
+    const Json* name = special ? r.member(*special, path + ".SpecialToken", "id") : nullptr;
+    if (!name) r.fail(path, "must be a \"Sequence\" or a \"SpecialToken\"");
+    const std::string token = r.string(*name, path + ".SpecialToken.id");
+    const std::string entry_path = "post_processor.special_tokens[\"" + token + "\"]";
+    const Json* entry =
+        specials ? r.member(*specials, "post_processor.special_tokens", token.c_str()) : nullptr;
+    const Json* ids = entry ? r.member(*entry, entry_path, "ids") : nullptr;
+    if (!ids || !ids->is_array()) r.fail(entry_path, "must list the token's \"ids\"");
+    for (size_t k = 0; k < ids->size(); ++k)
+      (text_seen ? result.suffix : result.prefix)
+          .push_back(r.id((*ids)[k], entry_path + ".ids[" + std::to_string(k) + "]"));
+  }
+  if (!text_seen) r.fail("post_processor.single", "must hold the text (\"Sequence\" \"A\")");
+  return result;
 }
 
 }  // namespace
@@ -234,10 +265,16 @@ Tokenizer parseTokenizerJson(std::string_view text, const std::string& where) {
   const Normalization normalization = readNormalizer(r, r.member(root, "", "normalizer"));
   PreTokenizer pre = readPreTokenizers(r, r.member(root, "", "pre_tokenizer"));
   checkDecoder(r, r.member(root, "", "decoder"));
-  checkPostProcessor(r, r.member(root, "", "post_processor"));
+  const Template post = readPostProcessor(r, r.member(root, "", "post_processor"));
   const BpeSpec spec = readModel(r, r.member(root, "", "model"));
-  return Tokenizer(spec, std::move(pre), readAddedTokens(r, r.member(root, "", "added_tokens")),
-                   where, normalization);
+  Tokenizer t(spec, std::move(pre), readAddedTokens(r, r.member(root, "", "added_tokens")), where,
+              normalization);
+  for (const std::vector<uint32_t>* ids : {&post.prefix, &post.suffix})
+    for (const uint32_t id : *ids)
+      if (id >= t.size() || !(t.bpe().contains(id) || t.isAddedToken(id)))
+        r.fail("post_processor", "token id " + std::to_string(id) + " is not in the vocabulary");
+  t.setTemplate(post);
+  return t;
 }
 
 Tokenizer readTokenizerJson(const std::filesystem::path& path) {

@@ -8,9 +8,9 @@
 // (WordPiece, Unigram, WordLevel), another normalizer (Lowercase, NFKC, Llama 2's Prepend and
 // Replace, ...), another pre-tokenizer or
 // decoder, a Split behaviour other than "Isolated", BPE dropout or byte fallback, truncation,
-// and added tokens that strip white space or match single words only. The post-processor (the
-// tokens a model's template adds around a text, such as Llama 3's <|begin_of_text|>) is read
-// but not applied: encode gives the text's tokens alone.
+// and added tokens that strip white space or match single words only. A TemplateProcessing
+// post-processor (the tokens a model puts around a text, such as Llama 3's <|begin_of_text|>)
+// becomes the tokenizer's template(): encode gives the text's tokens alone.
 #pragma once
 
 #include <filesystem>
