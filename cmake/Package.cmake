@@ -3,14 +3,15 @@
 # vkgrad::vk, vkgrad::ops, vkgrad::io (safetensors, JSON, bundles), vkgrad::runtime (graphs,
 # execution, parameters), vkgrad::training (autograd, optimizer, Trainer on top of it;
 # vkgrad::graph is its old name, kept one release), vkgrad::inference (nn blocks, the GPT's forward pass and sampler,
-# on vkgrad::runtime alone), vkgrad::models, and vkgrad::vkgrad for all of them; vkgrad::onnx (the
+# on vkgrad::runtime alone), vkgrad::models, vkgrad::tokenizers (byte-level BPE, on the CPU; PCRE2),
+# and vkgrad::vkgrad for all of them; vkgrad::onnx (the
 # ONNX importer) where VKGRAD_ONNX builds it, in an export set of its own.
 # Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
 add_library(vkgrad_all INTERFACE)
-target_link_libraries(vkgrad_all INTERFACE vkgrad_models)
-foreach(layer vk ops io runtime training graph inference models all)
+target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_tokenizers)
+foreach(layer vk ops io runtime training graph inference models tokenizers all)
   set(export_name ${layer})
   if(layer STREQUAL all)
     set(export_name vkgrad)
@@ -20,7 +21,7 @@ foreach(layer vk ops io runtime training graph inference models all)
 endforeach()
 
 install(TARGETS vkgrad_vk vkgrad_ops vkgrad_io vkgrad_runtime vkgrad_training vkgrad_graph
-                vkgrad_inference vkgrad_models
+                vkgrad_inference vkgrad_models vkgrad_tokenizers
                 vkgrad_all
         EXPORT vkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -15,7 +15,8 @@ VKGRAD_BUILD="${VKGRAD_BUILD_DIR:-$VKGRAD_ROOT/build}"
 # data files; Fashion-MNIST (/usr/share/datasets/fashion-mnist), the image data set; GLFW for
 # vkgrad-play's window, and Xvfb (with xauth, for xvfb-run) to test it without a display;
 # onnx (its protobuf classes) and protobuf for the ONNX importer, and ONNX's node tests
-# (libonnx-testdata) that its conformance test runs.
+# (libonnx-testdata) that its conformance test runs; PCRE2 for the tokenizers' pre-tokenizer
+# patterns (Unicode classes, invalid UTF-8 matched safely) and ICU for their NFC normalizer.
 VKGRAD_PACKAGES=(
   cmake g++ make pkg-config
   libvulkan-dev libvulkan-volk-dev
@@ -26,6 +27,7 @@ VKGRAD_PACKAGES=(
   zlib1g-dev dataset-fashion-mnist
   libglfw3-dev xvfb xauth
   libonnx-dev libprotobuf-dev libonnx-testdata
+  libpcre2-dev libicu-dev
 )
 # shellcheck disable=SC2206  # a space-separated list, split on purpose
 VKGRAD_PACKAGES+=(${VKGRAD_EXTRA_PACKAGES:-})

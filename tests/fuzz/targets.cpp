@@ -18,6 +18,8 @@
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/io/npy.h"
 #include "vkgrad/io/safetensors.h"
+#include "vkgrad/tokenizers/bpe_trainer.h"
+#include "vkgrad/tokenizers/tokenizer_json.h"
 #ifdef VKGRAD_WITH_ONNX
 #include "vkgrad/onnx/importer.h"
 #endif
@@ -122,6 +124,35 @@ void npy(std::string_view bytes) {
   graph::parseNpy(std::vector<uint8_t>(bytes.begin(), bytes.end()), "fuzz.npy");
 }
 
+// tokenizer.json's reader; a tokenizer it accepts then encodes and decodes a text with every
+// kind of byte (whether that round-trips depends on the vocabulary, so it is not checked here).
+void tokenizerJson(std::string_view bytes) {
+  const tokenizers::Tokenizer t = tokenizers::parseTokenizerJson(bytes, "fuzz/tokenizer.json");
+  const std::string text = "Hello, world! It's 2024: naïve 東京 \xff\xc3 <|endoftext|>\n\n  x";
+  (void)t.decode(t.encode(text));
+  (void)t.decode(t.encode(text, false), true);
+}
+
+// Encoding and decoding any bytes (the first picks whether special tokens are matched) with a
+// tokenizer of GPT-2's kind: the round trip must give the bytes back exactly.
+void tokenizerEncode(std::string_view bytes) {
+  static const tokenizers::Tokenizer t = [] {
+    // Merges learnt from a few lines: enough that words become several-byte tokens.
+    std::string text;
+    for (int i = 0; i < 20; ++i)
+      text += "The quick brown fox jumps over the lazy dog; it's 1234 naïve cafés in 東京.\n";
+    tokenizers::BpeSpec spec = tokenizers::trainBpe(text, 60).spec();
+    const uint32_t eot = uint32_t(spec.vocab.size());
+    return tokenizers::Tokenizer(spec, tokenizers::PreTokenizer::gpt2(),
+                                 {{"<|endoftext|>", eot, true}, {"<pad>", eot + 1, false}},
+                                 "the fuzz target's tokenizer");
+  }();
+  if (bytes.empty()) return;
+  const std::string_view text = bytes.substr(1);
+  if (t.decode(t.encode(text, (bytes[0] & 1) != 0)) != text)
+    throw std::logic_error("tokenizer round trip lost bytes");
+}
+
 #ifdef VKGRAD_WITH_ONNX
 // The .onnx reader and the importer's host pass (shape inference and folding; no device).
 void onnxModel(std::string_view bytes) {
@@ -141,6 +172,8 @@ constexpr Target kTargets[] = {
     {"vocab", vocab},
     {"cli", cli},
     {"npy", npy},
+    {"tokenizer_json", tokenizerJson},
+    {"tokenizer_encode", tokenizerEncode},
 #ifdef VKGRAD_WITH_ONNX
     {"onnx", onnxModel},
 #endif

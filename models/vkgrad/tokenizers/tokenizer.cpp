@@ -1,0 +1,93 @@
+#include "vkgrad/tokenizers/tokenizer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/tokenizers/byte_level.h"
+#include "vkgrad/tokenizers/gpt2_files.h"
+#include "vkgrad/tokenizers/tokenizer_json.h"
+
+namespace vkgrad::tokenizers {
+
+Tokenizer::Tokenizer(const BpeSpec& bpe, PreTokenizer pre_tokenizer, std::vector<AddedToken> added,
+                     const std::string& where, Normalization normalization)
+    : bpe_(bpe, where),
+      pre_tokenizer_(std::move(pre_tokenizer)),
+      added_(std::move(added), where),
+      normalization_(normalization) {
+  size_ = bpe_.size();
+  for (size_t i = 0; i < added_.tokens().size(); ++i) {
+    const AddedToken& token = added_.tokens()[i];
+    if (token.id > kMaxTokenId)
+      throw Error(where + ": added token '" + token.content + "' has id " +
+                  std::to_string(token.id) + ", above the largest vkgrad takes (" +
+                  std::to_string(kMaxTokenId) + ")");
+    if (!added_by_id_.emplace(token.id, i).second)
+      throw Error(where + ": id " + std::to_string(token.id) + " is given to two added tokens");
+    size_ = std::max(size_, token.id + 1);
+  }
+}
+
+void Tokenizer::encodeText(std::string_view text, std::vector<uint32_t>& out) const {
+  std::string normalized;
+  if (mayNormalize(normalization_, text)) {
+    normalized = normalize(normalization_, text);
+    text = normalized;
+  }
+  pre_tokenizer_.split(text, 0, text.size(), [&](Piece w) {
+    bpe_.encodeWord(text.substr(w.begin, w.end - w.begin), out);
+  });
+}
+
+std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool special) const {
+  std::vector<uint32_t> ids;
+  ids.reserve(text.size() / 2 + 1);  // prose takes 2.2-2.7 bytes a token (BENCHMARKS.md)
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const std::optional<AddedTokens::Match> match = added_.next(text, pos, special);
+    encodeText(text.substr(pos, (match ? match->begin : text.size()) - pos), ids);
+    if (!match) break;
+    ids.push_back(match->id);
+    pos = match->end;
+  }
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const uint32_t> ids, bool skip_special) const {
+  std::string out;
+  for (const uint32_t id : ids) {
+    // An added token decodes to its content even where BPE has the id too, as in Hugging
+    // Face's tokenizers.
+    const auto added = added_by_id_.find(id);
+    if (added != added_by_id_.end()) {
+      const AddedToken& token = added_.tokens()[added->second];
+      if (!(skip_special && token.special)) out += token.content;
+    } else if (bpe_.contains(id)) {
+      out += bpe_.bytes(id);
+    } else {
+      throw Error("token id " + std::to_string(id) + " is not in the vocabulary (" +
+                  std::to_string(size_) + " ids)");
+    }
+  }
+  return out;
+}
+
+int64_t Tokenizer::tokenId(std::string_view text) const {
+  for (const AddedToken& token : added_.tokens())
+    if (token.content == text) return token.id;
+  const std::optional<std::string> bytes = fromByteLevel(text);
+  return bpe_.find(bytes ? std::string_view(*bytes) : text);
+}
+
+Tokenizer loadTokenizer(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw Error(dir.string() + ": no such folder");
+  if (fs::exists(dir / "tokenizer.json")) return readTokenizerJson(dir / "tokenizer.json");
+  if (fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt"))
+    return readGpt2Files(dir / "vocab.json", dir / "merges.txt");
+  throw Error(dir.string() +
+              ": no tokenizer (neither tokenizer.json nor vocab.json with merges.txt)");
+}
+
+}  // namespace vkgrad::tokenizers
