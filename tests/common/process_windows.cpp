@@ -118,23 +118,28 @@ int runChild(const std::string& path, const std::vector<std::string>& args,
   for (const std::string& a : args) command += L' ' + quoted(wide(a));
   std::wstring block = environmentBlock(env);
 
+  // Ours are closed on the way out, whatever happens: the child holds its own copies, and a
+  // file left open here could not be deleted.
+  struct StandardFiles {
+    HANDLE in = INVALID_HANDLE_VALUE, out = INVALID_HANDLE_VALUE, err = INVALID_HANDLE_VALUE;
+    ~StandardFiles() {
+      for (HANDLE h : {in, out, err})
+        if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    }
+  } files;
+  files.in = inheritedFile("NUL", GENERIC_READ, OPEN_EXISTING);
+  files.out = inheritedFile(out_path, GENERIC_WRITE, CREATE_ALWAYS);
+  files.err = inheritedFile(err_path, GENERIC_WRITE, CREATE_ALWAYS);
   STARTUPINFOW startup{};
   startup.cb = sizeof startup;
   startup.dwFlags = STARTF_USESTDHANDLES;
-  startup.hStdInput = inheritedFile("NUL", GENERIC_READ, OPEN_EXISTING);
-  startup.hStdOutput = inheritedFile(out_path, GENERIC_WRITE, CREATE_ALWAYS);
-  startup.hStdError = inheritedFile(err_path, GENERIC_WRITE, CREATE_ALWAYS);
+  startup.hStdInput = files.in;
+  startup.hStdOutput = files.out;
+  startup.hStdError = files.err;
   PROCESS_INFORMATION info{};
-  const BOOL started =
-      CreateProcessW(wide(path).c_str(), command.data(), nullptr, nullptr, TRUE,
-                     CREATE_UNICODE_ENVIRONMENT, block.data(), nullptr, &startup, &info);
-  const DWORD error = GetLastError();
-  // The child holds its own copies; ours must go, or the files stay open (and undeletable).
-  CloseHandle(startup.hStdInput);
-  CloseHandle(startup.hStdOutput);
-  CloseHandle(startup.hStdError);
-  if (!started)
-    throw std::runtime_error("cannot start " + path + ": error " + std::to_string(error));
+  if (!CreateProcessW(wide(path).c_str(), command.data(), nullptr, nullptr, TRUE,
+                      CREATE_UNICODE_ENVIRONMENT, block.data(), nullptr, &startup, &info))
+    throw std::runtime_error("cannot start " + path + ": error " + std::to_string(GetLastError()));
   CloseHandle(info.hThread);
 
   if (during) during(int(info.dwProcessId));
