@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -164,7 +165,7 @@ void Canvas::dot(Point centre, double radius, Rgb c, double alpha, Rect clip) {
   clipTo(clip);
   setColour(cr_, c, alpha);
   cairo_new_path(cr_);
-  cairo_arc(cr_, centre.x, centre.y, radius, 0.0, 2.0 * M_PI);
+  cairo_arc(cr_, centre.x, centre.y, radius, 0.0, 2.0 * std::numbers::pi);
   cairo_fill(cr_);
   cairo_reset_clip(cr_);
 }
@@ -219,7 +220,7 @@ void Canvas::textUp(double x, double y, std::string_view text, Font font, Rgb c,
   setColour(cr_, c);
   cairo_save(cr_);
   cairo_translate(cr_, x, y);
-  cairo_rotate(cr_, -0.5 * M_PI);
+  cairo_rotate(cr_, -0.5 * std::numbers::pi);
   cairo_move_to(cr_, -alignOffset(cr_, s, align), 0.0);
   cairo_show_text(cr_, s.c_str());
   cairo_new_path(cr_);

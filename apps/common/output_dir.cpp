@@ -1,16 +1,12 @@
 #include "common/output_dir.h"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <system_error>
 
+#include "common/platform.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/io/atomic_file.h"
 
 namespace vkgrad::apps {
 
@@ -25,9 +21,9 @@ void prepareOutput(const std::filesystem::path& dir) {
     if (!std::filesystem::is_directory(parent, ec))
       throw Error(dir.string() + ": cannot create the output directory: " + parent.string() +
                   " is not a directory");
-    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    if (const std::string problem = writeAccessProblem(parent); !problem.empty())
       throw Error(dir.string() + ": cannot create the output directory: " + parent.string() + ": " +
-                  std::strerror(errno));
+                  problem);
     return;
   }
   if (!std::filesystem::is_directory(dir, ec))
@@ -37,16 +33,9 @@ void prepareOutput(const std::filesystem::path& dir) {
     throw Error(dir.string() + ": cannot write files here");
   std::filesystem::remove(probe, ec);
   // What a killed run left: "<file>.tmp.<pid>" (io/atomic_file.h) of a process now gone.
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const size_t at = name.rfind(".tmp.");
-    if (at == std::string::npos || !entry.is_regular_file(ec)) continue;
-    const std::string digits = name.substr(at + 5);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long pid = std::strtol(digits.c_str(), nullptr, 10);
-    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_regular_file(ec) && graph::isAbandonedTemporary(entry.path()))
       std::filesystem::remove(entry.path(), ec);
-  }
 }
 
 }  // namespace vkgrad::apps

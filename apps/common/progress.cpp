@@ -1,10 +1,10 @@
 #include "common/progress.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <utility>
+
+#include "common/platform.h"
 
 namespace vkgrad::apps {
 
@@ -24,7 +24,7 @@ Progress::Progress(int64_t epoch, int64_t epochs, int64_t steps, std::string ite
       epochs_(epochs),
       steps_(steps),
       items_(std::move(items)),
-      tty_(isatty(fileno(stderr))) {}
+      tty_(isTerminal(stderr)) {}
 
 void Progress::update(int64_t step, int64_t items, const std::string& stats, double seconds) {
   const bool line_due = step * 10 / steps_ != (step - 1) * 10 / steps_;

@@ -1,16 +1,14 @@
 #include "common/training_run.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
 #include <random>
 
 #include "common/device_options.h"
 #include "common/output_dir.h"
+#include "common/platform.h"
 #include "common/progress.h"
 #include "common/resume.h"
 #include "vkgrad/core/error.h"
@@ -22,14 +20,6 @@ namespace vkgrad::apps {
 namespace {
 
 namespace fs = std::filesystem;
-
-// This process's resident set (Linux /proc/self/statm), 0 where unknown.
-uint64_t hostResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t pages_total = 0, pages_resident = 0;
-  if (!(statm >> pages_total >> pages_resident)) return 0;
-  return pages_resident * uint64_t(::sysconf(_SC_PAGESIZE));
-}
 
 // "12.3 MiB", or KiB below one MiB (a small GNN's whole footprint).
 std::string bytesText(uint64_t bytes) {
@@ -335,8 +325,8 @@ void TrainingRun::trainUnit(graph::Trainer& trainer, Loop& loop, int64_t unit, b
       ++loop.reads;
     }
     if (progress)
-      progress->update(s, s * itemsPerStep(loop),
-                       statsText(loop.means(), loop.hooks.metrics), secondsSince(start));
+      progress->update(s, s * itemsPerStep(loop), statsText(loop.means(), loop.hooks.metrics),
+                       secondsSince(start));
   }
   loop.train_seconds += secondsSince(start);
 }
@@ -368,7 +358,7 @@ void TrainingRun::logUnit(graph::Trainer& trainer, Loop& loop, int64_t unit, boo
   std::printf("  lr %.2e  (%s)", double(trainer.learningRate()),
               duration(secondsSince(loop.start)).c_str());
   if (cli_.has("log-memory"))
-    std::printf("  host RSS %.2f MiB  device %.2f MiB", double(hostResidentBytes()) / 1048576.0,
+    std::printf("  host RSS %.2f MiB  device %.2f MiB", double(residentBytes()) / 1048576.0,
                 double(device().allocator().bytesInUse()) / 1048576.0);
   std::printf("\n");
   std::fflush(stdout);

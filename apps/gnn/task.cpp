@@ -1,13 +1,12 @@
 #include "gnn/task.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <numeric>
 #include <random>
 #include <span>
 #include <utility>
 
+#include "common/platform.h"
 #include "common/resume.h"
 #include "vkgrad/core/error.h"
 
@@ -71,7 +70,7 @@ void checkHostMemory(int64_t nodes, int64_t features, double degree) {
   // Features and labels per node; each expected edge as a pair, in both directions, and again
   // in the CSR built for the device.
   const double need = double(nodes) * (4.0 * double(features) + 8.0) + double(nodes) * degree * 32;
-  const double have = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  const double have = double(physicalMemoryBytes());
   if (have > 0 && need > have / 2)
     throw Error("sbm: " + std::to_string(nodes) + " nodes with " + std::to_string(features) +
                 " features and ~" + std::to_string(int64_t(degree)) +

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/platform.h"
+
 namespace vkgrad::play {
 namespace {
 
@@ -38,7 +40,7 @@ void enableSubmitTimeSyncValidation() {
   std::string enables = set ? set : "";
   if (enables.find(check) != std::string::npos) return;
   enables += (enables.empty() ? "" : ":") + check;  // the layer splits on ':' here
-  ::setenv("VK_LAYER_ENABLES", enables.c_str(), 1);
+  apps::setEnvironment("VK_LAYER_ENABLES", enables);
 }
 
 bool hasDeviceExtension(VkPhysicalDevice physical, const char* name) {

@@ -1,12 +1,6 @@
 #include "apps/run_app.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,9 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/process.h"
 #include "vkgrad/io/safetensors.h"
-
-extern char** environ;
 
 namespace vkgrad::test {
 namespace {
@@ -35,7 +28,8 @@ std::string readFile(const std::string& path) {
 
 std::string appPath(const std::string& name) {
   const char* dir = std::getenv("VKGRAD_APPS_DIR");
-  return std::string(dir && *dir ? dir : VKGRAD_DEFAULT_APPS_DIR) + "/vkgrad-" + name;
+  return std::string(dir && *dir ? dir : VKGRAD_DEFAULT_APPS_DIR) + "/" +
+         executableName("vkgrad-" + name);
 }
 
 AppRun runApp(const std::string& name, const std::vector<std::string>& args,
@@ -47,7 +41,7 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
               const std::vector<std::pair<std::string, std::string>>& env,
               const std::function<void(int pid)>& during) {
   const std::string path = appPath(name);
-  if (::access(path.c_str(), X_OK) != 0)
+  if (!isExecutable(path))
     throw std::runtime_error(path + " is not an executable (are the apps built?)");
   return runProgram(path, args, env, during);
 }
@@ -59,44 +53,12 @@ AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
 
   // Output goes to files, not pipes, so a chatty child can never block on a full pipe.
   static std::atomic<int> counter{0};
-  const std::string stem = ::testing::TempDir() + name + "-" +
-                           std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const std::string stem = ::testing::TempDir() + name + "-" + std::to_string(processId()) + "-" +
+                           std::to_string(counter++);
   const std::string out_path = stem + ".out", err_path = stem + ".err";
 
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    bool overridden = false;
-    for (const auto& [key, value] : env) overridden |= entry.rfind(key + "=", 0) == 0;
-    if (!overridden) env_strings.push_back(entry);
-  }
-  for (const auto& [key, value] : env)
-    if (!value.empty()) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp, argv{const_cast<char*>(path.c_str())};
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    throw std::runtime_error("cannot start " + path + ": " + std::strerror(spawned));
-
-  if (during) during(int(pid));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error("waitpid failed for " + path);
   AppRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.exit_code = runChild(path, args, env, out_path, err_path, during);
   run.out = readFile(out_path);
   run.err = readFile(err_path);
   std::remove(out_path.c_str());

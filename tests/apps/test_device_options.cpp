@@ -4,8 +4,6 @@
 // devices.
 #include "common/device_options.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "apps/run_app.h"
+#include "common/process.h"
 #include "common/vk_test.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/vk/device_info.h"
@@ -35,7 +34,7 @@ class DeviceOptionsTest : public VkTest {
  protected:
   void SetUp() override {
     VkTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("vkgrad_device_options_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("vkgrad_device_options_" + std::to_string(processId()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream text(dir_ / "text.txt");

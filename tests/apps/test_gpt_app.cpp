@@ -2,10 +2,9 @@
 // and a JSON line whose losses fall; sample continues a prompt from the checkpoint; bad
 // input (missing or empty file, a prompt outside the vocabulary or longer than the context,
 // a checkpoint from another config) fails with a clear message; --profile prints a table.
-#include <signal.h>
-
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/run_app.h"
+#include "common/process.h"
 #include "common/temp_dir.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/io/json_io.h"
@@ -303,11 +303,11 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
              !(fs::exists(state_file) && fs::last_write_time(state_file) > saved_before))
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-      killed = ::kill(pid, SIGKILL) == 0;
+      killed = killProcess(pid);
     });
     SCOPED_TRACE("round " + std::to_string(round) + ", delays (ms):" + delays);
     ASSERT_TRUE(killed);
-    ASSERT_EQ(run.exit_code, 128 + SIGKILL) << run.out << run.err;
+    ASSERT_EQ(run.exit_code, kKilledExitCode) << run.out << run.err;
     // Every file is whole and of one save (reading the config settles what the kill left);
     // the training state is at or after the last round's.
     const int64_t steps_done = gpt::readConfig(out).training.at("steps_done").get<int64_t>();
@@ -337,6 +337,9 @@ TEST_F(GptApp, AKillAtAnyMomentLeavesACompleteCheckpoint) {
 // training state) leaves the folder with the last whole save: the state, the model and the
 // config all of step 10, and --resume goes on from there.
 TEST_F(GptApp, ASaveThatDiesLeavesTheLastWholeCheckpoint) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "the file-size limit comes from prlimit (Linux)";
+#else
   const fs::path out = dir_ / "limited";
   const AppRun first = train(out, {"--stop-at", "10"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -355,6 +358,7 @@ TEST_F(GptApp, ASaveThatDiesLeavesTheLastWholeCheckpoint) {
   const AppRun rest = runApp("gpt", {"train", "--resume", out.string(), "--validation"});
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_TRUE(contains(rest.out, "resumed after step 10 of 60")) << rest.out;
+#endif
 }
 
 // Steps draw their windows with replacement: a batch larger than the windows a short text

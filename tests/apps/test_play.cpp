@@ -3,8 +3,6 @@
 // semaphores between the engine's compute and the app's drawing. A screenshot after a few
 // frames (the barely trained model) and one after many (same seed) must both be real
 // pictures of the window's size, and training must have changed the picture.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include <stb_image.h>
 
 #include "apps/run_app.h"
+#include "common/process.h"
 #include "common/temp_dir.h"
 
 namespace vkgrad::test {
@@ -32,7 +31,7 @@ std::string findXvfbRun() {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
   for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && ::access((dir + "/xvfb-run").c_str(), X_OK) == 0) return dir + "/xvfb-run";
+    if (!dir.empty() && isExecutable(dir + "/xvfb-run")) return dir + "/xvfb-run";
   return "";
 }
 

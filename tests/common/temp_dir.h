@@ -3,12 +3,12 @@
 // (two builds' ctest at once) never share one.
 #pragma once
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "common/process.h"
 
 namespace vkgrad::test {
 
@@ -17,7 +17,7 @@ class TempDirTest : public ::testing::Test {
   void SetUp() override {
     const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::temp_directory_path() /
-           ("vkgrad-" + std::string(info->test_suite_name()) + "-" + std::to_string(::getpid()));
+           ("vkgrad-" + std::string(info->test_suite_name()) + "-" + std::to_string(processId()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

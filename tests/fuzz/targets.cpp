@@ -1,7 +1,5 @@
 #include "fuzz/targets.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "common/cli.h"
+#include "common/process.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/data/idx.h"
 #include "vkgrad/gnn/datasets.h"
@@ -35,7 +34,7 @@ namespace fs = std::filesystem;
 // tmpfs), removed at exit.
 const fs::path& scratch() {
   struct Scratch {
-    fs::path dir = fs::temp_directory_path() / ("vkgrad-fuzz-" + std::to_string(::getpid()));
+    fs::path dir = fs::temp_directory_path() / ("vkgrad-fuzz-" + std::to_string(test::processId()));
     Scratch() { fs::create_directories(dir); }
     ~Scratch() {
       std::error_code ec;

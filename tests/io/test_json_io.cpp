@@ -3,8 +3,6 @@
 // read back to the same value.
 #include "vkgrad/io/json_io.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/process.h"
 #include "common/random.h"
 #include "vkgrad/core/error.h"
 
@@ -132,7 +131,7 @@ TEST(JsonIo, StringsAreExactlyCountStrings) {
 
 TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("vkgrad-json-io-checkpoint-" + std::to_string(::getpid()));
+                   ("vkgrad-json-io-checkpoint-" + std::to_string(processId()));
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "x"); }),
                        "no such checkpoint directory"));
@@ -148,7 +147,7 @@ TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
 // order, training; one line and a newline, read back by readCheckpointFile.
 TEST(JsonIo, CheckpointFileEnvelopeReadsBack) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("vkgrad-json-io-envelope-" + std::to_string(::getpid()));
+                   ("vkgrad-json-io-envelope-" + std::to_string(processId()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   graph::writeCheckpointFile(dir, "config.json", "vkgrad-x", 3, {{"width", 8}, {"norm", "pre"}},

@@ -1,7 +1,5 @@
 #include "vkgrad/io/safetensors.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/process.h"
 #include "common/random.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/json_io.h"
@@ -26,7 +25,7 @@ class SafetensorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("vkgrad-safetensors-" + std::to_string(::getpid()) + "-" +
+           ("vkgrad-safetensors-" + std::to_string(processId()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }

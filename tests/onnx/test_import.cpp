@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "common/compare.h"
 #include "common/random.h"
@@ -297,7 +298,7 @@ onnx::Model geluModel(bool tanh_form, float half, bool inner_is_output = false,
     m.node("Erf", {"d"}, {"t"});
   } else {
     constant("c", 0.044715f);
-    constant("k", float(std::sqrt(2.0 / M_PI)));
+    constant("k", float(std::sqrt(2.0 / std::numbers::pi)));
     m.node("Mul", {"x", "x"}, {"x2"});
     m.node("Mul", {"x", "x2"}, {"x3"});
     m.node("Mul", {"c", "x3"}, {"cx3"});
@@ -343,9 +344,10 @@ TEST_F(OnnxImportTest, GeluPatternsFuseToOneActivationWithTheSameResults) {
     std::vector<float> want;
     for (float v : x) {
       const double d = v;
-      want.push_back(float(
-          tanh_form ? 0.5 * d * (1 + std::tanh(std::sqrt(2 / M_PI) * (d + 0.044715 * d * d * d)))
-                    : 0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
+      want.push_back(float(tanh_form ? 0.5 * d *
+                                           (1 + std::tanh(std::sqrt(2 / std::numbers::pi) *
+                                                          (d + 0.044715 * d * d * d)))
+                                     : 0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
     }
     // Both within a few ulp of the exact function (the activation's tanh/erf, or the
     // elementwise chain's roundings).

@@ -1,13 +1,12 @@
 #include "vkgrad/runtime/parameters.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/device_tensor.h"
+#include "common/process.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/safetensors.h"
@@ -36,7 +35,7 @@ class ParameterStoreTest : public VkTest {
  protected:
   void SetUp() override {
     VkTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("vkgrad-params-" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("vkgrad-params-" + std::to_string(processId()));
     fs::create_directories(dir_);
   }
   void TearDown() override {

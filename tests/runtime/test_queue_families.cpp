@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -38,14 +39,10 @@ constexpr uint32_t kNone = UINT32_MAX;
 class TwoFamilyApp {
  public:
   explicit TwoFamilyApp(const std::string& device_name, bool second_queue = false) {
-    ::setenv("VK_ADD_LAYER_PATH", VKGRAD_TEST_LAYER_DIR, 1);
-    if (second_queue)
-      ::setenv("VKGRAD_SPLIT_QUEUE_FAMILY", "queues", 1);
-    else
-      ::unsetenv("VKGRAD_SPLIT_QUEUE_FAMILY");
+    setEnv("VK_ADD_LAYER_PATH", VKGRAD_TEST_LAYER_DIR);
+    setEnv("VKGRAD_SPLIT_QUEUE_FAMILY", second_queue ? "queues" : nullptr);
     // Hazards between the two queues are across submissions: checked only when asked.
-    ::setenv("VK_LAYER_ENABLES", "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT",
-             1);
+    setEnv("VK_LAYER_ENABLES", "VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT");
     vk::loadVulkanLoader();
     createInstance();
     pickDevice(device_name, second_queue);

@@ -2,6 +2,7 @@
 #include "vkgrad/training/lr_schedule.h"
 
 #include <cmath>
+#include <numbers>
 
 #include <gtest/gtest.h>
 
@@ -35,7 +36,7 @@ TEST(LrScheduleTest, CosineDecaysFromThePeakToTheFloor) {
   EXPECT_FLOAT_EQ(s.at(7), 0.55f);   // halfway: the mean of peak and floor
   EXPECT_FLOAT_EQ(s.at(12), 0.1f);   // the end of the decay
   EXPECT_FLOAT_EQ(s.at(100), 0.1f);  // and after it
-  const float three_tenths = 0.1f + 0.45f * float(1.0 + std::cos(M_PI * 0.3));
+  const float three_tenths = 0.1f + 0.45f * float(1.0 + std::cos(std::numbers::pi * 0.3));
   EXPECT_FLOAT_EQ(s.at(5), three_tenths);  // 3 of 10 decay steps
   for (int64_t step = 2; step < 12; ++step) EXPECT_GT(s.at(step), s.at(step + 1)) << step;
   // Without warm-up the first step runs at the peak.

@@ -3,8 +3,6 @@
 // computes with those parameters rounded to that format beforehand, trains its head as that
 // model does, takes 2 bytes per stored element, saves and loads what it stores, and refuses
 // misuse with Errors that say what to do.
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -13,6 +11,7 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/process.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -95,7 +94,7 @@ const graph::SavedTensor& named(const std::vector<graph::SavedTensor>& ts, const
 struct TempDir {
   explicit TempDir(const std::string& name)
       : path(std::filesystem::temp_directory_path() /
-             ("vkgrad-" + name + "-" + std::to_string(::getpid()))) {
+             ("vkgrad-" + name + "-" + std::to_string(processId()))) {
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }

@@ -4,8 +4,6 @@
 // bad batches rejected before any GPU work.
 #include "vkgrad/training/trainer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -18,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "runtime/transformer_block.h"
@@ -90,7 +89,7 @@ class TrainerTest : public VkTest {
  protected:
   void SetUp() override {
     VkTest::SetUp();
-    dir_ = fs::temp_directory_path() / ("vkgrad-trainer-" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("vkgrad-trainer-" + std::to_string(processId()));
     fs::create_directories(dir_);
     data_ = rings(rng_, 64);
     x_ = graph::uploadDataset(ctx(), "x", {192, 2}, data_.x);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -28,14 +29,9 @@ class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
+    setEnv(name, value);
   }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
+  ~ScopedEnv() { setEnv(name_, old_ ? old_->c_str() : nullptr); }
 
  private:
   const char* name_;

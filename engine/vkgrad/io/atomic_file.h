@@ -17,4 +17,9 @@ inline void writeFileAtomically(const std::filesystem::path& path, std::string_v
   writeFileAtomically(path, std::span<const std::string_view>(&text, 1));
 }
 
+// Whether file is the temporary file of an atomic write ("<target>.tmp.<pid>") whose process
+// has ended: what a killed writer left, safe to remove. False for any other name, and for a
+// writer still running or one whose state cannot be told.
+bool isAbandonedTemporary(const std::filesystem::path& file);
+
 }  // namespace vkgrad::graph

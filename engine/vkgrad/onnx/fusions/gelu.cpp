@@ -1,6 +1,7 @@
 // GELU written out, as exporters write it, onto the one activation (ops/activation.h).
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "vkgrad/onnx/fusions/matcher.h"
 #include "vkgrad/onnx/node_context.h"
@@ -75,7 +76,7 @@ void geluErf(const Matcher& m, int erf, FusionPlan& plan) {
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as PyTorch writes it: Mul(x,x) -> Mul(x,.)
 // (or Pow(x,3)) -> Mul 0.044715 -> Add x -> Mul sqrt(2/pi) -> Tanh -> Add 1 -> Mul x -> Mul 0.5.
 void geluTanh(const Matcher& m, int tanh, FusionPlan& plan) {
-  const double k = std::sqrt(2.0 / M_PI);
+  const double k = std::sqrt(2.0 / std::numbers::pi);
   const auto& t = *m.node(tanh);
   const auto scale = m.inner(t.input(0), "Mul");
   if (!scale) return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 namespace vkgrad::ops::ref {
@@ -47,7 +48,7 @@ void normal(const Stream& s, float mean, float stddev, float* out, int64_t n) {
     // Element i pairs words (2m, 2m+1) of its block, m = (i % 4) / 2; even i takes cos.
     const uint64_t first = i / 4 * 4 + (i % 4) / 2 * 2;
     const double r = std::sqrt(-2.0 * std::log(unitNonZero(s.word(first))));
-    const double theta = M_PI * (2.0 * unit(s.word(first + 1)) - 1.0);
+    const double theta = std::numbers::pi * (2.0 * unit(s.word(first + 1)) - 1.0);
     const double z = r * (i % 2 == 0 ? std::cos(theta) : std::sin(theta));
     out[i] = float(double(mean) + double(stddev) * z);
   }
