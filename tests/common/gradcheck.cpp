@@ -47,7 +47,9 @@ double weightedSum(std::span<const float> out, std::span<const float> w) {
       // One f32 ulp of the loss is 2^-23 of its magnitude (within a factor of two).
       const double noise =
           options.loss_ulps * std::ldexp(std::max(std::fabs(up), std::fabs(down)), -23) / step;
-      const double err = std::max(0.0, std::fabs(fd - double(in.analytic[j])) - noise) / scale;
+      // (NaN stays NaN: max() would turn it into 0, so the noise comes off a finite error only.)
+      const double raw = std::fabs(fd - double(in.analytic[j]));
+      const double err = (std::isfinite(raw) ? std::max(0.0, raw - noise) : raw) / scale;
       if (!std::isfinite(err))
         return ::testing::AssertionFailure()
                << in.name << ": non-finite gradient check at element " << j << " (analytic "
