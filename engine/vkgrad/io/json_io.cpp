@@ -25,31 +25,41 @@ std::string bound(uint64_t max) {
   return std::to_string(max);
 }
 
-}  // namespace
-
-Json parseJson(std::string_view text, const std::string& where) {
+// parseJson into either nlohmann type.
+template <class J>
+J parseAs(std::string_view text, const std::string& where) {
   // nlohmann keeps the last of two equal keys and nests without limit; the parser's callback
   // sees every key and every opening bracket in document order, so it can refuse both.
   std::vector<std::set<std::string>> keys;  // one set per object being read
-  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
+  auto check = [&](int depth, typename J::parse_event_t event, J& parsed) {
+    if (event == J::parse_event_t::object_start || event == J::parse_event_t::array_start) {
       if (depth >= kMaxDepth)
         throw Error(where + ": invalid JSON: nesting deeper than " + std::to_string(kMaxDepth));
-      if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
+      if (event == J::parse_event_t::object_start) keys.emplace_back();
+    } else if (event == J::parse_event_t::object_end) {
       keys.pop_back();
-    } else if (event == Json::parse_event_t::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
+    } else if (event == J::parse_event_t::key) {
+      const std::string& key = parsed.template get_ref<const std::string&>();
       if (!keys.back().insert(key).second)
         throw Error(where + ": invalid JSON: key \"" + key + "\" twice in one object");
     }
     return true;
   };
   try {
-    return Json::parse(text, check);
-  } catch (const Json::exception& e) {
+    return J::parse(text, check);
+  } catch (const typename J::exception& e) {
     throw Error(where + ": invalid JSON: " + e.what());
   }
+}
+
+}  // namespace
+
+Json parseJson(std::string_view text, const std::string& where) {
+  return parseAs<Json>(text, where);
+}
+
+nlohmann::json parseJsonMapped(std::string_view text, const std::string& where) {
+  return parseAs<nlohmann::json>(text, where);
 }
 
 std::string dumpJson(const Json& value, int indent) {

@@ -22,6 +22,9 @@ using Json = nlohmann::ordered_json;
 // Exactly one document, surrounding whitespace allowed. Throws Error "<where>: invalid JSON:
 // <nlohmann's message>" for anything else, a key twice in one object, or nesting deeper than 64.
 Json parseJson(std::string_view text, const std::string& where);
+// The same into nlohmann::json, whose objects are std::maps: for documents looked up by key
+// more than read in order (a tokenizer's vocabulary of 150,000 tokens).
+nlohmann::json parseJsonMapped(std::string_view text, const std::string& where);
 
 // Compact text, or with indent >= 0 one member per line. Numbers print as the shortest text
 // that reads back to the same double (so a float round-trips), NaN and infinities as null,

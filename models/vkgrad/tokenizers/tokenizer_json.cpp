@@ -1,12 +1,12 @@
 #include "vkgrad/tokenizers/tokenizer_json.h"
 
-#include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/input_file.h"
+#include "vkgrad/io/json_io.h"
 
 namespace vkgrad::tokenizers {
 namespace {
@@ -15,34 +15,8 @@ namespace {
 // ordered kind searches its keys one by one).
 using Json = nlohmann::json;
 
-// Far deeper than any tokenizer.json (5 levels); shallow enough that nothing is costly to hold.
-constexpr int kMaxDepth = 64;
 // The largest tokenizer.json read: today's biggest vocabularies make files of tens of MB.
 constexpr uint64_t kMaxFileBytes = uint64_t(1) << 30;
-
-Json parse(std::string_view text, const std::string& where) {
-  // nlohmann keeps the last of two equal keys; a vocabulary that lists a token twice is corrupt.
-  std::vector<std::set<std::string>> keys;
-  auto check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) {
-      if (depth >= kMaxDepth)
-        throw Error(where + ": invalid JSON: nesting deeper than " + std::to_string(kMaxDepth));
-      if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == Json::parse_event_t::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!keys.back().insert(key).second)
-        throw Error(where + ": invalid JSON: key \"" + key + "\" twice in one object");
-    }
-    return true;
-  };
-  try {
-    return Json::parse(text, check);
-  } catch (const Json::exception& e) {
-    throw Error(where + ": invalid JSON: " + e.what());
-  }
-}
 
 // The reading context: the file and the path of the member being read ("model.merges[3]").
 struct Reader {
@@ -256,7 +230,7 @@ Template readPostProcessor(const Reader& r, const Json* processor) {
 }  // namespace
 
 Tokenizer parseTokenizerJson(std::string_view text, const std::string& where) {
-  const Json root = parse(text, where);
+  const Json root = graph::parseJsonMapped(text, where);
   const Reader r{where};
   if (!root.is_object()) r.fail("the top level", "must be an object");
   if (const Json* truncation = r.member(root, "", "truncation");
