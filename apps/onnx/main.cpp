@@ -180,6 +180,24 @@ int run(int argc, char** argv) {
   return validationFailed(context, "vkgrad-onnx") ? 1 : 0;
 }
 
+// train's options as parsed (--loss and --optimizer already checked).
+onnx::FineTuneOptions fineTuneOptions(const Cli& cli, const std::string& loss,
+                                      const std::string& opt) {
+  onnx::FineTuneOptions options;
+  options.loss = loss == "mse" ? onnx::Loss::Mse : onnx::Loss::CrossEntropy;
+  options.output = cli.get("output");
+  options.optimizer.kind =
+      opt == "sgd" ? graph::OptimizerConfig::Kind::Sgd : graph::OptimizerConfig::Kind::AdamW;
+  options.optimizer.sgd.momentum = 0.0f;
+  options.optimizer.lr = float(cli.getDouble("lr", 0.0, 1e3));
+  options.batch = cli.getInt("batch", 0, int64_t(1) << 31);
+  options.freeze = cli.getAll("freeze");
+  options.precision = graph::parsePrecision(cli.get("precision"));
+  options.fuse = !cli.has("no-fusion");
+  options.profile = cli.has("profile");
+  return options;
+}
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-onnx train",
           "Fine-tunes an ONNX model's float initializers on the device and writes the model\n"
@@ -208,18 +226,7 @@ int train(int argc, char** argv) {
   const std::string loss = cli.get("loss"), opt = cli.get("optimizer");
   if (loss != "mse" && loss != "cross-entropy") cli.fail("--loss is mse or cross-entropy");
   if (opt != "sgd" && opt != "adamw") cli.fail("--optimizer is sgd or adamw");
-  onnx::FineTuneOptions options;
-  options.loss = loss == "mse" ? onnx::Loss::Mse : onnx::Loss::CrossEntropy;
-  options.output = cli.get("output");
-  options.optimizer.kind =
-      opt == "sgd" ? graph::OptimizerConfig::Kind::Sgd : graph::OptimizerConfig::Kind::AdamW;
-  options.optimizer.sgd.momentum = 0.0f;
-  options.optimizer.lr = float(cli.getDouble("lr", 0.0, 1e3));
-  options.batch = cli.getInt("batch", 0, int64_t(1) << 31);
-  options.freeze = cli.getAll("freeze");
-  options.precision = graph::parsePrecision(cli.get("precision"));
-  options.fuse = !cli.has("no-fusion");
-  options.profile = cli.has("profile");
+  const onnx::FineTuneOptions options = fineTuneOptions(cli, loss, opt);
   const int64_t steps = cli.getInt("steps", 1, 10'000'000);
   const bool json = cli.has("json");
   const fs::path dir = cli.get("out");
