@@ -1,5 +1,7 @@
 // io/atomic_file_platform.h on POSIX systems: open, write, fsync, rename over the old file,
-// fsync the directory.
+// fsync the directory. This is the portable helper's POSIX side, so it is the one file in
+// engine/ that includes POSIX headers (fsync has no portable spelling); Windows builds take
+// atomic_file_windows.cpp instead.
 #if !defined(_WIN32)
 
 #if !defined(__unix__) && !defined(__APPLE__)
