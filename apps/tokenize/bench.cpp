@@ -34,6 +34,34 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Seconds per round of loading the tokenizer, encoding with an empty word cache, encoding
+// again with it filled, and decoding; each round checks the round trip.
+struct Rounds {
+  std::vector<double> load_s, cold_s, warm_s, decode_s;
+  size_t tokens = 0;
+};
+
+Rounds timeRounds(const std::string& file, const std::string& text, int rounds) {
+  Rounds out;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = Clock::now();
+    const tokenizers::Tokenizer t = tokenizers::parseTokenizerJson(file, "bench tokenizer.json");
+    out.load_s.push_back(seconds(start));
+    start = Clock::now();
+    const std::vector<uint32_t> ids = t.encode(text);
+    out.cold_s.push_back(seconds(start));
+    start = Clock::now();
+    const std::vector<uint32_t> again = t.encode(text);
+    out.warm_s.push_back(seconds(start));
+    start = Clock::now();
+    const std::string back = t.decode(ids);
+    out.decode_s.push_back(seconds(start));
+    if (back != text || again != ids) throw Error("vkgrad-tokenize bench: the round trip failed");
+    out.tokens = ids.size();
+  }
+  return out;
+}
+
 }  // namespace
 
 int bench(int argc, char** argv) {
@@ -58,7 +86,7 @@ int bench(int argc, char** argv) {
       cli.given("data") ? cli.getAll("data") : defaultEncodingPaths();
 
   const std::string training = readCorpus(train_paths, size_t(1) << 30);
-  auto start = Clock::now();
+  const auto start = Clock::now();
   const tokenizers::TrainedBpe trained = tokenizers::trainBpe(training, merges);
   const double train_s = seconds(start);
   tokenizers::BpeSpec spec = trained.spec();
@@ -73,37 +101,21 @@ int bench(int argc, char** argv) {
                trained.merges.size(), training.size(), train_s, spec.vocab.size(), text.size(),
                rounds);
 
-  std::vector<double> load_s, cold_s, warm_s, decode_s;
-  size_t tokens = 0;
-  for (int r = 0; r < rounds; ++r) {
-    start = Clock::now();
-    const tokenizers::Tokenizer t = tokenizers::parseTokenizerJson(file, "bench tokenizer.json");
-    load_s.push_back(seconds(start));
-    start = Clock::now();
-    const std::vector<uint32_t> ids = t.encode(text);
-    cold_s.push_back(seconds(start));
-    start = Clock::now();
-    const std::vector<uint32_t> again = t.encode(text);
-    warm_s.push_back(seconds(start));
-    start = Clock::now();
-    const std::string back = t.decode(ids);
-    decode_s.push_back(seconds(start));
-    if (back != text || again != ids) throw Error("vkgrad-tokenize bench: the round trip failed");
-    tokens = ids.size();
-  }
+  const Rounds timed = timeRounds(file, text, rounds);
   const double mb = double(text.size()) / 1e6;
-  Json result = {{"bench", "tokenize"},
-                 {"vocabulary", spec.vocab.size()},
-                 {"merges", trained.merges.size()},
-                 {"training_bytes", training.size()},
-                 {"train_s", train_s},
-                 {"bytes", text.size()},
-                 {"tokens", tokens},
-                 {"bytes_per_token", double(text.size()) / double(std::max<size_t>(tokens, 1))},
-                 {"load_ms", 1e3 * median(load_s)},
-                 {"encode_cold_mb_s", mb / median(cold_s)},
-                 {"encode_warm_mb_s", mb / median(warm_s)},
-                 {"decode_mb_s", mb / median(decode_s)}};
+  Json result = {
+      {"bench", "tokenize"},
+      {"vocabulary", spec.vocab.size()},
+      {"merges", trained.merges.size()},
+      {"training_bytes", training.size()},
+      {"train_s", train_s},
+      {"bytes", text.size()},
+      {"tokens", timed.tokens},
+      {"bytes_per_token", double(text.size()) / double(std::max<size_t>(timed.tokens, 1))},
+      {"load_ms", 1e3 * median(timed.load_s)},
+      {"encode_cold_mb_s", mb / median(timed.cold_s)},
+      {"encode_warm_mb_s", mb / median(timed.warm_s)},
+      {"decode_mb_s", mb / median(timed.decode_s)}};
   if (cli.has("json")) {
     std::printf("%s\n", graph::dumpJson(result).c_str());
   } else {
@@ -111,7 +123,7 @@ int bench(int argc, char** argv) {
         "vocabulary %zu tokens (%zu merges); %zu bytes -> %zu tokens (%.2f bytes/token)\n"
         "load %.1f ms; encode %.2f MB/s with an empty cache, %.2f MB/s warm; decode %.1f "
         "MB/s\n",
-        spec.vocab.size(), trained.merges.size(), text.size(), tokens,
+        spec.vocab.size(), trained.merges.size(), text.size(), timed.tokens,
         result["bytes_per_token"].get<double>(), result["load_ms"].get<double>(),
         result["encode_cold_mb_s"].get<double>(), result["encode_warm_mb_s"].get<double>(),
         result["decode_mb_s"].get<double>());

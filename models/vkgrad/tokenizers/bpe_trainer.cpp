@@ -18,6 +18,43 @@ struct Word {
   int64_t count = 0;
 };
 
+// The distinct words of `text` as byte ids, each with how often it occurs.
+std::vector<Word> distinctWords(std::string_view text, const PreTokenizer& pre_tokenizer) {
+  std::vector<Word> words;
+  std::unordered_map<std::string_view, size_t> index;
+  for (const Piece& p : pre_tokenizer.words(text)) {
+    const std::string_view w = text.substr(p.begin, p.end - p.begin);
+    const auto [it, fresh] = index.emplace(w, words.size());
+    if (fresh) {
+      Word word;
+      for (const char ch : w) word.ids.push_back(uint8_t(ch));
+      words.push_back(std::move(word));
+    }
+    ++words[it->second].count;
+  }
+  return words;
+}
+
+bool holdsPair(const Word& word, uint32_t l, uint32_t r) {
+  for (size_t i = 0; i + 1 < word.ids.size(); ++i)
+    if (word.ids[i] == l && word.ids[i + 1] == r) return true;
+  return false;
+}
+
+// Replaces every (l, r) in the word, left to right without overlaps, by `merged`.
+void mergePair(Word& word, uint32_t l, uint32_t r, uint32_t merged) {
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < word.ids.size(); ++i) {
+    if (i + 1 < word.ids.size() && word.ids[i] == l && word.ids[i + 1] == r) {
+      ids.push_back(merged);
+      ++i;
+    } else {
+      ids.push_back(word.ids[i]);
+    }
+  }
+  word.ids = std::move(ids);
+}
+
 }  // namespace
 
 BpeSpec TrainedBpe::spec() const {
@@ -35,21 +72,7 @@ TrainedBpe trainBpe(std::string_view text, size_t merges, const PreTokenizer& pr
   std::unordered_map<std::string, uint32_t> token_ids;
   for (uint32_t b = 0; b < 256; ++b) token_ids.emplace(out.tokens[b], b);
 
-  // The distinct words and their counts.
-  std::vector<Word> words;
-  {
-    std::unordered_map<std::string_view, size_t> index;
-    for (const Piece& p : pre_tokenizer.words(text)) {
-      const std::string_view w = text.substr(p.begin, p.end - p.begin);
-      const auto [it, fresh] = index.emplace(w, words.size());
-      if (fresh) {
-        Word word;
-        for (const char ch : w) word.ids.push_back(uint8_t(ch));
-        words.push_back(std::move(word));
-      }
-      ++words[it->second].count;
-    }
-  }
+  std::vector<Word> words = distinctWords(text, pre_tokenizer);
 
   // How often each pair occurs, and which words hold it (a word may be listed again, or no
   // longer hold it: checked when used).
@@ -89,22 +112,9 @@ TrainedBpe trainBpe(std::string_view text, size_t merges, const PreTokenizer& pr
     std::vector<uint32_t> affected = std::move(holders[k]);
     holders.erase(k);
     for (const uint32_t w : affected) {
-      Word& word = words[w];
-      bool holds = false;
-      for (size_t i = 0; i + 1 < word.ids.size() && !holds; ++i)
-        holds = word.ids[i] == l && word.ids[i + 1] == r;
-      if (!holds) continue;
+      if (!holdsPair(words[w], l, r)) continue;
       add(w, -1);
-      std::vector<uint32_t> ids;
-      for (size_t i = 0; i < word.ids.size(); ++i) {
-        if (i + 1 < word.ids.size() && word.ids[i] == l && word.ids[i + 1] == r) {
-          ids.push_back(result);
-          ++i;
-        } else {
-          ids.push_back(word.ids[i]);
-        }
-      }
-      word.ids = std::move(ids);
+      mergePair(words[w], l, r, result);
       add(w, 1);
     }
     counts.erase(k);
