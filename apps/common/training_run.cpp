@@ -242,19 +242,26 @@ int64_t TrainingRun::resume(graph::Trainer& trainer, Loop& loop) {
 
 void TrainingRun::save(graph::Trainer& trainer, Loop& loop, int64_t unit) {
   // The state, the model and its config appear in DIR together or not at all.
-  graph::BundleWriter bundle(out_);
-  trainer.saveState(
-      bundle.add(kTrainStateFile),
-      runMetadata(cli_,
-                  {fixed_, {lengthOption(defaults_.rows), "eval-every", "log-every", "save-every"}},
-                  defaults_.program, loop.state));
-  loop.saved.clear();
-  if (loop.hooks.save)
-    for (const std::string& name : loop.hooks.save(bundle.staging(), unit)) {
-      bundle.add(name);
-      loop.saved.push_back(name);
-    }
-  bundle.commit();
+  try {
+    graph::BundleWriter bundle(out_);
+    trainer.saveState(
+        bundle.add(kTrainStateFile),
+        runMetadata(
+            cli_, {fixed_, {lengthOption(defaults_.rows), "eval-every", "log-every", "save-every"}},
+            defaults_.program, loop.state));
+    loop.saved.clear();
+    if (loop.hooks.save)
+      for (const std::string& name : loop.hooks.save(bundle.staging(), unit)) {
+        bundle.add(name);
+        loop.saved.push_back(name);
+      }
+    bundle.commit();
+  } catch (const Error& e) {
+    // The message may name a file in DIR/.pending, which the failed save removed: say what
+    // DIR holds instead.
+    throw Error(std::string(e.what()) + " (saving " + this->unit() + " " + std::to_string(unit) +
+                " failed; " + out_.string() + " holds the last whole checkpoint, if any)");
+  }
   picture([&] { writeLinePlot(out_ / loop.hooks.curves_file, loop.plotted(), loop.hooks.plot); });
 }
 

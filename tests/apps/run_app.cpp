@@ -15,16 +15,13 @@
 #include "vkgrad/io/safetensors.h"
 
 namespace vkgrad::test {
-namespace {
 
-std::string readFile(const std::string& path) {
+std::string fileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 std::string appPath(const std::string& name) {
   const char* dir = std::getenv("VKGRAD_APPS_DIR");
@@ -46,6 +43,17 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
   return runProgram(path, args, env, during);
 }
 
+#if !defined(_WIN32)
+AppRun runAppOnAFullDisk(const std::string& name, uintmax_t bytes,
+                         const std::vector<std::string>& args) {
+  std::vector<std::string> shell{
+      "-c", "trap '' XFSZ; exec /usr/bin/prlimit --fsize=" + std::to_string(bytes) + " \"$@\"",
+      "sh", appPath(name)};
+  shell.insert(shell.end(), args.begin(), args.end());
+  return runProgram("/bin/sh", shell);
+}
+#endif
+
 AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
                   const std::vector<std::pair<std::string, std::string>>& env,
                   const std::function<void(int pid)>& during) {
@@ -59,8 +67,8 @@ AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
 
   AppRun run;
   run.exit_code = runChild(path, args, env, out_path, err_path, during);
-  run.out = readFile(out_path);
-  run.err = readFile(err_path);
+  run.out = fileBytes(out_path);
+  run.err = fileBytes(err_path);
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   // A failing program's reason in the test's log, whatever the test prints: the device

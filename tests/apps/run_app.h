@@ -17,6 +17,9 @@ inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A file's bytes ("" where it cannot be read).
+std::string fileBytes(const std::string& path);
+
 // The last line of a program's stdout parsed as JSON (what --json prints).
 graph::Json lastJsonLine(const std::string& out);
 
@@ -51,6 +54,14 @@ AppRun runApp(const std::string& name, const std::vector<std::string>& args,
 AppRun runApp(const std::string& name, const std::vector<std::string>& args,
               const std::vector<std::pair<std::string, std::string>>& env,
               const std::function<void(int pid)>& during);
+#if !defined(_WIN32)
+// runApp with the process's file-size limit at `bytes` and SIGXFSZ ignored, so that a write
+// past the limit fails with EFBIG ("File too large") as one on a full disk fails with ENOSPC,
+// instead of the signal killing the program: what the program does with the failure shows.
+// (POSIX only: the shell sets the signal's disposition, which exec keeps, and prlimit the limit.)
+AppRun runAppOnAFullDisk(const std::string& name, uintmax_t bytes,
+                         const std::vector<std::string>& args);
+#endif
 // Any program (runApp's worker): path with args, output captured to files.
 AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
                   const std::vector<std::pair<std::string, std::string>>& env = {},

@@ -1,9 +1,11 @@
 // vkgrad-gnn as a user runs it, with validation on: karate training writes the checkpoint,
 // curves.png, graph.png and a JSON line; the graph task and a user's edge list run; bad input
 // (an unknown model, a bad edge-list line, a missing file) fails with a clear message and the
-// documented exit code, writing nothing.
+// documented exit code, writing nothing; a full disk tears no checkpoint and no picture.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include "apps/run_app.h"
 #include "common/temp_dir.h"
+#include "vkgrad/io/bundle.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/io/safetensors.h"
 
@@ -88,6 +91,65 @@ TEST_F(GnnApp, APictureThatCannotBeWrittenLosesNoCheckpoint) {
   EXPECT_FALSE(savedWeights((out / "model.safetensors").string()).empty());
   EXPECT_TRUE(isPng(out / "graph.png"));  // the pictures after it are still drawn
 }
+
+#if !defined(_WIN32)
+// The files of a folder as they are now, by name.
+std::map<std::string, std::string> filesIn(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    files[entry.path().filename().string()] = fileBytes(entry.path().string());
+  return files;
+}
+
+// A save on a full disk (runAppOnAFullDisk: no file may pass half the training state's size)
+// fails naming the file and the reason, removes its staging folder and leaves the folder as
+// the last save left it. (POSIX: the limit.)
+TEST_F(GnnApp, ASaveOnAFullDiskLeavesTheLastSaveAndNoStaging) {
+  const fs::path out = dir_ / "full";
+  ASSERT_EQ(runApp("gnn", {"train", "--epochs", "20", "--stop-at", "10", "--out", out.string()})
+                .exit_code,
+            0);
+  const auto before = filesIn(out);
+  const uintmax_t limit = fs::file_size(out / "train_state.safetensors") / 2;
+  const AppRun run = runAppOnAFullDisk("gnn", limit, {"train", "--resume", out.string()});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, "train_state.safetensors: write failed: File too large"))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, "saving epoch 20 failed")) << run.err;
+  EXPECT_FALSE(fs::exists(out / graph::kPendingFolder));
+  EXPECT_TRUE(filesIn(out) == before);  // byte for byte, and no temporary file
+  EXPECT_EQ(graph::readJsonFile(out / "config.json")["training"]["epochs_done"], 10);
+}
+
+// On a full disk that still holds the checkpoint (each of its files is under the limit) but
+// not the pictures drawn after it (curves.png and graph.png are over it), the checkpoint is
+// saved, each picture stays the last run's whole picture, no temporary file is left, and the
+// run ends with status 1 naming the picture and the reason.
+TEST_F(GnnApp, APictureOnAFullDiskStaysWhole) {
+  const fs::path out = dir_ / "full";
+  ASSERT_EQ(runApp("gnn", {"train", "--epochs", "20", "--out", out.string()}).exit_code, 0);
+  const auto before = filesIn(out);
+  uintmax_t limit = 0;
+  for (const auto& [name, bytes] : before)
+    if (!name.ends_with(".png")) limit = std::max<uintmax_t>(limit, bytes.size() + 256);
+  ASSERT_LT(limit, before.at("curves.png").size());  // the longer run's curves are larger still
+  const AppRun run =
+      runAppOnAFullDisk("gnn", limit, {"train", "--resume", out.string(), "--epochs", "30"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, (out / "curves.png").string() + ": write failed: File too large"))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, (out / "graph.png").string() + ": write failed: File too large"))
+      << run.err;
+  EXPECT_EQ(graph::readJsonFile(out / "config.json")["training"]["epochs_done"], 30);
+  const auto after = filesIn(out);
+  for (const char* picture : {"curves.png", "graph.png"}) {
+    EXPECT_TRUE(after.at(picture) == before.at(picture)) << picture;
+    EXPECT_TRUE(isPng(out / picture)) << picture;
+  }
+  for (const auto& [name, bytes] : after) EXPECT_FALSE(contains(name, ".tmp.")) << name;
+  EXPECT_FALSE(fs::exists(out / graph::kPendingFolder));
+}
+#endif
 
 // A training state carrying a NaN (one Adam moment) is refused by --resume before any step,
 // naming the tensor; the folder keeps what it held.

@@ -1,8 +1,11 @@
 // vkgrad-onnx as a user runs it: info on a model, run on .npy inputs (the outputs as the
 // library computes them), train with --json (every step's loss, a model.onnx that loads and
-// runs), and bad input refused with a clear message and nothing written.
+// runs), bad input refused with a clear message and nothing written, and a full disk that
+// leaves the last outputs whole.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +18,8 @@
 
 namespace vkgrad::test {
 namespace {
+
+namespace fs = std::filesystem;
 
 class OnnxApp : public TempDirTest {
  protected:
@@ -80,6 +85,29 @@ TEST_F(OnnxApp, TrainReportsEveryLossAndWritesARunnableModel) {
                                        "x=" + path("x.npy"), "--out", path("out2")});
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
+
+#if !defined(_WIN32)
+// On a full disk (runAppOnAFullDisk: no file may pass half the output's size) a run fails
+// naming the output file and the reason, and the last run's y.npy stays, byte for byte, with
+// no temporary file beside it. (POSIX: the limit.)
+TEST_F(OnnxApp, AFullDiskLeavesTheLastOutputs) {
+  graph::writeNpy(dir_ / "a.npy", {400, 3}, rng_.normal(400 * 3));
+  graph::writeNpy(dir_ / "b.npy", {400, 3}, rng_.normal(400 * 3));
+  const fs::path y = dir_ / "out" / "y.npy";
+  ASSERT_EQ(runApp("onnx", {"run", path("model.onnx"), "--input", "x=" + path("a.npy"), "--out",
+                            path("out")})
+                .exit_code,
+            0);
+  const std::string before = fileBytes(y.string());
+  const AppRun run = runAppOnAFullDisk(
+      "onnx", before.size() / 2,
+      {"run", path("model.onnx"), "--input", "x=" + path("b.npy"), "--out", path("out")});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(contains(run.err, y.string() + ": write failed: File too large")) << run.err;
+  EXPECT_TRUE(fileBytes(y.string()) == before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "out"), fs::directory_iterator()), 1);
+}
+#endif
 
 TEST_F(OnnxApp, BadInputIsNamedAndWritesNothing) {
   std::ofstream(dir_ / "bad.npy", std::ios::binary) << "not an npy file";

@@ -1,7 +1,10 @@
 // vkgrad-tokenize as a user runs it: a vocabulary trained and written as a model folder's
-// files, text encoded and decoded back through them, the benchmark's JSON, and clear errors.
+// files, text encoded and decoded back through them, the benchmark's JSON, and clear errors;
+// a full disk leaves the last vocabulary's files whole.
 #include <filesystem>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +56,28 @@ TEST_F(TokenizeAppTest, ErrorsAreClear) {
   EXPECT_EQ(usage.exit_code, 2);
   EXPECT_TRUE(contains(usage.err, "a token id must be a number, got '12x'")) << usage.err;
 }
+
+#if !defined(_WIN32)
+// On a full disk (runAppOnAFullDisk: no file may pass half of tokenizer.json's size) a new
+// vocabulary fails naming the file and the reason, and the folder keeps the last one's files
+// byte for byte, with no temporary file beside them. (POSIX: the limit.)
+TEST_F(TokenizeAppTest, AFullDiskLeavesTheLastVocabulary) {
+  const fs::path dir = dir_ / "tok";
+  ASSERT_EQ(runApp("tokenize", {"train", "--out", dir.string(), "--merges", "200"}).exit_code, 0);
+  const char* const files[] = {"tokenizer.json", "vocab.json", "merges.txt"};
+  std::vector<std::string> before;
+  for (const char* file : files) before.push_back(fileBytes((dir / file).string()));
+  const AppRun run = runAppOnAFullDisk("tokenize", before[0].size() / 2,
+                                       {"train", "--out", dir.string(), "--merges", "300"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_TRUE(
+      contains(run.err, (dir / "tokenizer.json").string() + ": write failed: File too large"))
+      << run.err;
+  for (size_t i = 0; i < std::size(files); ++i)
+    EXPECT_TRUE(fileBytes((dir / files[i]).string()) == before[i]) << files[i];
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 3);
+}
+#endif
 
 }  // namespace
 }  // namespace vkgrad::test

@@ -1,7 +1,7 @@
 // graph/bundle: a checkpoint folder holds all of one save or all of the one before. Each
 // state a crash can leave (a staging folder before or after its commit, some files already
 // moved) is built by hand and must settle to one whole save; a file from another save is
-// refused by name.
+// refused by name; a save that fails cleans up after itself.
 #include "vkgrad/io/bundle.h"
 
 #include <filesystem>
@@ -64,14 +64,37 @@ TEST_F(BundleTest, ACommittedSaveIsWholeAndChecked) {
 
 TEST_F(BundleTest, ACrashBeforeTheCommitLeavesTheLastSave) {
   save("one");
-  {
-    graph::BundleWriter bundle(dir_);  // the next save writes its files and dies uncommitted
-    write(bundle.add("model.bin"), "model of two");
-  }
+  // What the next save leaves if it dies uncommitted (a failing one cleans up: below).
+  fs::create_directories(dir_ / graph::kPendingFolder);
+  write(dir_ / graph::kPendingFolder / "model.bin", "model of two");
   EXPECT_EQ(checkError(), "");
   EXPECT_FALSE(fs::exists(dir_ / graph::kPendingFolder));
   EXPECT_EQ(read("model.bin"), "model of one");
   EXPECT_EQ(read("config.json"), "config of one");
+}
+
+// A save that fails before its commit (here a file it never wrote; on a full disk, a write)
+// removes its staging folder on the way out, and the folder too where the save made it.
+TEST_F(BundleTest, AFailedSaveRemovesItsStagingFolder) {
+  save("one");
+  {
+    graph::BundleWriter bundle(dir_);
+    write(bundle.add("model.bin"), "model of two");
+    bundle.add("config.json");
+    EXPECT_THROW(bundle.commit(), Error);
+  }
+  EXPECT_FALSE(fs::exists(dir_ / graph::kPendingFolder));
+  EXPECT_EQ(checkError(), "");
+  EXPECT_EQ(read("model.bin"), "model of one");
+  EXPECT_EQ(read("config.json"), "config of one");
+  const fs::path fresh = dir_ / "fresh" / "run";
+  {
+    graph::BundleWriter bundle(fresh);
+    bundle.add("model.bin");
+    EXPECT_THROW(bundle.commit(), Error);
+  }
+  EXPECT_FALSE(fs::exists(fresh));
+  EXPECT_TRUE(fs::is_directory(dir_ / "fresh"));  // DIR only, not the folders above it
 }
 
 TEST_F(BundleTest, ACrashAfterTheCommitIsFinishedByTheReader) {

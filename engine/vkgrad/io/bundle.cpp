@@ -6,6 +6,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/atomic_file.h"
+#include "vkgrad/io/atomic_file_platform.h"
 #include "vkgrad/io/json_io.h"
 
 namespace vkgrad::graph {
@@ -70,18 +71,34 @@ void install(const fs::path& dir, const fs::path& staging, const Json& manifest)
     std::error_code ec;
     if (fs::exists(staging / name, ec)) fs::rename(staging / name, dir / name);
   }
-  writeFileAtomically(dir / kManifestFile, dumpJson(manifest, 2) + "\n");
-  fs::remove_all(staging);
+  // The staged manifest moves rather than being written again: a committed save needs no more
+  // space, so a full disk cannot leave DIR's new files beside the old manifest.
+  platform::replaceDurably(staging / kManifestFile, dir / kManifestFile,
+                           (dir / kManifestFile).string());
+  // What is left is empty and uncommitted: if it stays, the next reader removes it.
+  std::error_code ec;
+  fs::remove_all(staging, ec);
 }
 
 }  // namespace
 
 BundleWriter::BundleWriter(fs::path dir) : dir_(std::move(dir)), staging_(dir_ / kPendingFolder) {
   std::error_code ec;
+  made_dir_ = !fs::exists(dir_, ec) && !ec;
   fs::remove_all(staging_, ec);
   if (ec || !fs::create_directories(staging_, ec))
     throw Error(staging_.string() + ": cannot create the checkpoint's staging folder" +
                 (ec ? ": " + ec.message() : ""));
+}
+
+BundleWriter::~BundleWriter() {
+  if (committed_) return;
+  std::error_code ec;
+  // A staged manifest means the save committed and only its renames failed: the next reader
+  // finishes it. (Where even that cannot be told, the staging folder is left to the reader.)
+  if (fs::exists(staging_ / kManifestFile, ec) || ec) return;
+  fs::remove_all(staging_, ec);
+  if (made_dir_) fs::remove(dir_, ec);  // only if empty: removes no file
 }
 
 fs::path BundleWriter::add(const std::string& name) {
@@ -93,6 +110,7 @@ void BundleWriter::commit() {
   const Json manifest = manifestOf(staging_, names_);
   writeFileAtomically(staging_ / kManifestFile, dumpJson(manifest, 2) + "\n");  // committed
   install(dir_, staging_, manifest);
+  committed_ = true;
 }
 
 void checkBundle(const fs::path& dir) {
@@ -109,12 +127,14 @@ void checkBundle(const fs::path& dir) {
   for (const auto& [name, entry] : manifestFiles(manifest, dir / kManifestFile).items()) {
     const FileSum sum = sumOf(dir / name);
     if (sum.bytes != entry["bytes"].get<uint64_t>() || sum.fnv1a != entry["fnv1a"])
-      throw Error((dir / name).string() + ": differs from the checkpoint's manifest (" +
-                  std::to_string(sum.bytes) + " bytes, fnv1a " + sum.fnv1a +
-                  "; the manifest: " + std::to_string(entry["bytes"].get<uint64_t>()) +
-                  " bytes, fnv1a " + entry["fnv1a"].get<std::string>() +
-                  "): changed since it was saved, or from another save (to read the files as they are, "
-                  "remove " + (dir / kManifestFile).string() + ")");
+      throw Error(
+          (dir / name).string() + ": differs from the checkpoint's manifest (" +
+          std::to_string(sum.bytes) + " bytes, fnv1a " + sum.fnv1a +
+          "; the manifest: " + std::to_string(entry["bytes"].get<uint64_t>()) + " bytes, fnv1a " +
+          entry["fnv1a"].get<std::string>() +
+          "): changed since it was saved, or from another save (to read the files as they are, "
+          "remove " +
+          (dir / kManifestFile).string() + ")");
   }
 }
 
