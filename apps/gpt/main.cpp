@@ -1,8 +1,7 @@
 // vkgrad-gpt: trains a character-level (byte-level) GPT on a text file (or a directory of
-// them) and samples from it.
+// them); samples from and evaluates it or a Hugging Face GPT-2 folder (gpt/inference.h).
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,11 +19,11 @@
 #include "common/resume.h"
 #include "common/training_run.h"
 #include "gpt/corpus.h"
+#include "gpt/inference.h"
 #include "gpt/options.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/gpt/sampler.h"
 #include "vkgrad/gpt/vocab.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/runtime/parameters.h"
@@ -156,67 +155,6 @@ int train(int argc, char** argv) {
   return run.train(trainer, hooks);
 }
 
-int sample(int argc, char** argv) {
-  Cli cli(
-      "vkgrad-gpt sample",
-      "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
-  cli.positional("sample", "the command");
-  declareSampleOptions(cli);
-  declareDeviceOptions(cli);
-  cli.parse(argc, argv);
-  if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
-  const gpt::Decoding decoding = decodingFromCli(cli);
-  const int64_t count = cli.getInt("tokens", 0, 1 << 24);
-  ops::SampleOptions options;
-  options.temperature = float(cli.getDouble("temperature", 1e-6, 1e6));
-  options.top_k = cli.getInt("top-k", 0, 1 << 30);
-  const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
-
-  const fs::path dir = cli.get("checkpoint");
-  const gpt::GptCheckpoint cp = gpt::readConfig(dir);
-  const std::string prompt = cli.get("prompt");
-  if (prompt.empty()) cli.fail("--prompt must not be empty");
-  std::vector<uint32_t> tokens = cp.vocab.encode(prompt);
-  if (int64_t(tokens.size()) > cp.config.context)
-    throw Error("the prompt is " + std::to_string(tokens.size()) +
-                " bytes, longer than the model's context of " + std::to_string(cp.config.context) +
-                " it was trained with");
-  vk::Context context(contextOptions(cli));
-  graph::ParameterStore store(context);
-  gpt::declareGpt(store, cp.config);
-  try {
-    store.load(dir / gpt::kModelFile);
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + "\n(the checkpoint's model does not match its " +
-                gpt::kConfigFile + ")");
-  }
-  gpt::Sampler sampler(context, store, cp.config, options, seed, decoding);
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::pair<size_t, double>> token_ms;  // (the position drawn after, ms)
-  for (int64_t i = 0; i < count; ++i) {
-    const auto before = std::chrono::steady_clock::now();
-    const uint32_t next = sampler.next(tokens);
-    token_ms.emplace_back(tokens.size(), std::chrono::duration<double, std::milli>(
-                                             std::chrono::steady_clock::now() - before)
-                                             .count());
-    tokens.push_back(next);
-    const std::string byte = cp.vocab.decode(next);
-    std::fwrite(byte.data(), 1, byte.size(), stdout);
-    std::fflush(stdout);
-  }
-  std::printf("\n");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // On stderr: stdout is the text alone.
-  if (count > 0)
-    std::fprintf(stderr, "%lld tokens in %.2f s (%.2f ms per token, %s decoding)\n",
-                 static_cast<long long>(count), seconds, 1e3 * seconds / double(count),
-                 gpt::decodingName(decoding));
-  if (cli.has("timing")) printTokenTimes(token_ms, cp.config.context);
-  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
-}
-
 const char* const kUsage =
     "usage: vkgrad-gpt train --data FILE|DIR [--preset gpt2-small|mid --layers N --heads N\n"
     "                        --width N --context N --batch N --steps N --lr X --seed N --out DIR\n"
@@ -224,15 +162,19 @@ const char* const kUsage =
     "                        --dry-run]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
     "--top-k N --seed N\n"
-    "                         --kv-cache on|off]\n"
-    "`vkgrad-gpt train --help` and `vkgrad-gpt sample --help` list every option.\n";
+    "                         --kv-cache on|off --json]\n"
+    "       vkgrad-gpt eval --checkpoint DIR --data FILE [--context N --json]\n"
+    "A checkpoint DIR may also be a Hugging Face GPT-2 folder as downloaded.\n"
+    "`vkgrad-gpt <command> --help` lists every option.\n";
 
 }  // namespace
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
   using namespace vkgrad::apps;
-  return commandMain("vkgrad-gpt",
-                     "vkgrad-gpt: trains a byte-level GPT on a text file and samples from it.",
-                     kUsage, {{"train", train}, {"sample", sample}}, argc, argv);
+  return commandMain(
+      "vkgrad-gpt",
+      "vkgrad-gpt: trains a byte-level GPT on a text file, samples from it and evaluates "
+      "it; samples from and evaluates Hugging Face GPT-2 folders.",
+      kUsage, {{"train", train}, {"sample", sample}, {"eval", eval}}, argc, argv);
 }

@@ -181,9 +181,9 @@ void printDryRun(const vk::Context& context, const Cli& cli, const graph::Memory
 }
 
 void declareSampleOptions(Cli& cli) {
-  cli.option("checkpoint", "checkpoint directory (required)");
-  cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
-  cli.option("tokens", "tokens (bytes) to generate", "200");
+  cli.option("checkpoint", "checkpoint directory or Hugging Face model folder (required)");
+  cli.option("prompt", "text to continue (at most the model's context in tokens)", "\n");
+  cli.option("tokens", "tokens to generate (bytes for a vkgrad-gpt checkpoint)", "200");
   cli.option("temperature", "softmax temperature (> 0)", "0.8");
   cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
   cli.option("seed", "sampling seed", "1");
