@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -20,11 +21,13 @@
 #include "common/training_run.h"
 #include "gpt/corpus.h"
 #include "gpt/inference.h"
+#include "gpt/model_source.h"
 #include "gpt/options.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/vocab.h"
+#include "vkgrad/hf/model.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/memory_estimate.h"
@@ -37,8 +40,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The options that define a training run besides the shared ones (common/training_run.h).
-const std::vector<const char*> kFixed{"preset",  "data",  "layers",  "heads", "width",
-                                      "context", "batch", "dropout", "norm",  "tie"};
+const std::vector<const char*> kFixed{"preset", "data",    "layers", "heads", "width", "context",
+                                      "batch",  "dropout", "norm",   "tie",   "init"};
 
 // The shared options' defaults (common/training_run.h).
 const RunDefaults kDefaults{.program = "vkgrad-gpt",
@@ -74,12 +77,34 @@ std::vector<std::string> saveModel(const fs::path& dir, int64_t step,
   return {gpt::kModelFile, gpt::kConfigFile};
 }
 
+// --init's Hugging Face folder, read, or none. UsageError for a folder of another kind.
+std::optional<ModelSource> initSource(const Cli& cli) {
+  if (cli.get("init").empty()) return std::nullopt;
+  ModelSource source = readModelSource(cli.get("init"));
+  if (!source.huggingFace())
+    cli.fail("--init " + cli.get("init") +
+             " is not a Hugging Face model folder (config.json with a model_type)");
+  return source;
+}
+
+// The folder's model with --dropout; the options that shape a model are its own.
+gpt::GptConfig initConfig(const Cli& cli, gpt::GptConfig config) {
+  for (const char* option : {"preset", "layers", "heads", "width", "context", "norm", "tie"})
+    if (cli.given(option))
+      cli.fail(std::string("--") + option + " is the model's own with --init (its config.json)");
+  config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  return config;
+}
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
           "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
           "the rest validates) and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png\n"
           "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
-          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.");
+          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
+          "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
+          "(its tokenizer, windows of its context) and writes the folder's layout instead:\n"
+          "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.");
   cli.positional("train", "the command");
   declareModelOptions(cli);
   TrainingRun run(cli, kDefaults);
@@ -88,10 +113,16 @@ int train(int argc, char** argv) {
   run.parsed(kFixed);
 
   const Corpus corpus = readCorpus(cli.get("data"));
-  const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(corpus.text);
-  const gpt::GptConfig config = configFromCli(cli, vocab.size());
+  // A Hugging Face folder (--init) brings its config, weights and tokenizer; otherwise the
+  // model is the options' and its vocabulary the text's bytes.
+  const std::optional<ModelSource> source = initSource(cli);
+  std::optional<gpt::ByteVocab> vocab;
+  if (!source) vocab = gpt::ByteVocab::fromText(corpus.text);
+  const gpt::GptConfig config =
+      source ? initConfig(cli, source->config) : configFromCli(cli, vocab->size());
   const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
-  const std::vector<uint32_t> tokens = vocab.encode(corpus.text);
+  const std::vector<uint32_t> tokens =
+      source ? source->encode(corpus.text, cli.get("data")) : vocab->encode(corpus.text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
   // The windows of the whole text, stored once: training draws those whose targets lie in the
   // first 90%, validation reads windows that start after it.
@@ -118,8 +149,12 @@ int train(int argc, char** argv) {
 
   const gpt::TokenWindows windows = gpt::uploadTokenWindows(context, tokens, ctx);
   graph::ParameterStore store(context);
-  gpt::declareGpt(store, config);
-  store.initialize(run.seed());
+  if (source) {
+    hf::loadHfModel(store, *source->hf, /*frozen=*/false);  // trained: f32 masters
+  } else {
+    gpt::declareGpt(store, config);
+    store.initialize(run.seed());
+  }
   const graph::LossFn loss = gpt::gptLossFn(store, config);
   graph::Trainer trainer(context, store, {&windows.ids, &windows.targets}, loss, options);
 
@@ -143,7 +178,8 @@ int train(int argc, char** argv) {
     return std::string(line, size_t(std::snprintf(line, sizeof line, "val %.4f", double(val))));
   };
   hooks.save = [&](const fs::path& dir, int64_t step) {
-    return saveModel(dir, step, store, run, {config, vocab}, cli.get("data"), batch, val);
+    if (source) return hf::saveHfModel(dir, source->dir, config, store);
+    return saveModel(dir, step, store, run, {config, *vocab}, cli.get("data"), batch, val);
   };
   hooks.finish = [&](graph::Json& json) {
     std::printf("final loss: train %.4f, val %.4f (unigram entropy %.3f)\n", double(run.lastLoss()),
@@ -159,7 +195,7 @@ const char* const kUsage =
     "usage: vkgrad-gpt train --data FILE|DIR [--preset gpt2-small|mid --layers N --heads N\n"
     "                        --width N --context N --batch N --steps N --lr X --seed N --out DIR\n"
     "                        --norm pre|post --precision fp32|bf16|fp16 --device NAME --json\n"
-    "                        --dry-run]\n"
+    "                        --dry-run --init HF_DIR]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
     "--top-k N --seed N\n"
     "                         --kv-cache on|off --json]\n"

@@ -87,6 +87,10 @@ void declareModelOptions(Cli& cli) {
   cli.option("dropout", "dropout probability", "0");
   cli.option("norm", "pre (GPT-2) or post (the original transformer)", "pre");
   cli.flag("tie", "tie the output head to the token embedding");
+  cli.option("init",
+             "fine-tune a Hugging Face GPT-2 folder (config, weights and tokenizer from it; "
+             "saved back in its layout) instead of a new model",
+             "");
   cli.flag("dry-run",
            "print the device memory the run would take (parameters, gradients, optimizer state, "
            "activations, data) and exit without allocating it");

@@ -1,10 +1,11 @@
 // vkgrad-gpt sample and eval on a Hugging Face GPT-2 folder as downloaded (a small random one
 // written by the test, models/hf/gpt2_folder.h): the folder's tokenizer, --json's ids and
-// text, cached and window decoding agreeing, eval's windows against the CPU reference, and
-// bad folders and prompts refused clearly.
+// text, cached and window decoding agreeing, eval's windows against the CPU reference,
+// train --init saving the folder's layout, and bad folders and prompts refused clearly.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/random.h"
 #include "common/temp_dir.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/tokenizers/small_bpe.h"
 #include "vkgrad/tokenizers/tokenizer.h"
 
 namespace vkgrad::test {
@@ -92,6 +94,55 @@ TEST_F(GptHfApp, SamplesAndEvaluatesAFolder) {
   }
   const double reference = sum / double(tokens.size() - 1);
   EXPECT_NEAR(e.at("loss").get<double>(), reference, 1e-5 * reference);
+}
+
+TEST_F(GptHfApp, FineTunesAndSavesTheLayout) {
+  std::ofstream(dir_ / "data.txt") << licenceText(3000);
+  const fs::path out = dir_ / "tuned";
+  auto train = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"train",
+                                  "--init",
+                                  folder_.string(),
+                                  "--data",
+                                  (dir_ / "data.txt").string(),
+                                  "--out",
+                                  out.string(),
+                                  "--steps",
+                                  "6",
+                                  "--batch",
+                                  "4",
+                                  "--lr",
+                                  "1e-2",
+                                  "--eval-every",
+                                  "3",
+                                  "--validation",
+                                  "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runApp("gpt", args);
+  };
+  const AppRun run = train({});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The folder's layout: GPT-2's names (a tied head: no lm_head.weight), its config and
+  // tokenizer; read back as a Hugging Face folder, and better on the text it trained on.
+  const std::map<std::string, std::vector<uint32_t>> weights =
+      savedWeights((out / "model.safetensors").string());
+  EXPECT_TRUE(weights.count("transformer.wte.weight"));
+  EXPECT_TRUE(weights.count("transformer.h.1.mlp.c_proj.bias"));
+  EXPECT_FALSE(weights.count("lm_head.weight"));
+  EXPECT_EQ(graph::readJsonFile(out / "config.json").at("model_type"), "gpt2");
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+  auto eval = [&](const fs::path& model) {
+    const AppRun e = runApp("gpt", {"eval", "--checkpoint", model.string(), "--data",
+                                    (dir_ / "data.txt").string(), "--json"});
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    return lastJsonLine(e.out).at("loss").get<double>();
+  };
+  EXPECT_LT(eval(out), eval(folder_));
+  // The model's shape is its folder's.
+  const AppRun shaped = train({"--layers", "3"});
+  EXPECT_EQ(shaped.exit_code, 2);
+  EXPECT_NE(shaped.err.find("--layers is the model's own with --init"), std::string::npos)
+      << shaped.err;
 }
 
 TEST_F(GptHfApp, BadInputFailsClearly) {

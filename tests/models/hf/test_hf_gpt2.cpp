@@ -3,6 +3,7 @@
 // with the same weights; the name variants, shards and 16-bit files; and every bad folder.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -302,6 +303,28 @@ TEST_F(HfGpt2Files, UnsupportedConfigIsNamed) {
   editConfig("n_layer", 2);
   editConfig("layer_norm_epsilon", 1e-6);
   EXPECT_FLOAT_EQ(hf::readHfModel(dir_).gpt.norm_eps, 1e-6f);
+}
+
+TEST_F(HfGpt2Files, SavedNamesRoundTrip) {
+  // gpt2Weights undoes gpt2Parameters: save_pretrained's names, the untied head transposed back.
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    gpt::GptConfig c = smallConfig(tied);
+    const fs::path folder = dir_ / (tied ? "tied" : "untied");
+    Gpt2FolderOptions options;
+    options.mask_buffers = false;
+    writeGpt2Folder(folder, c, randomGptParameters(c, rng_), options);
+    const hf::HfModel model = hf::readHfModel(folder);
+    const std::vector<graph::SavedTensor> saved = hf::gpt2Weights(model.gpt, model.parameters);
+    std::map<std::string, graph::SavedTensor> file;
+    for (auto& t : graph::loadSafetensors(folder / "model.safetensors").tensors) file[t.name] = t;
+    ASSERT_EQ(saved.size(), file.size());
+    for (const graph::SavedTensor& t : saved) {
+      ASSERT_TRUE(file.count(t.name)) << t.name;
+      EXPECT_EQ(t.shape, file[t.name].shape) << t.name;
+      EXPECT_EQ(t.data, file[t.name].data) << t.name;
+    }
+  }
 }
 
 }  // namespace
