@@ -5,6 +5,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/executor.h"
+#include "vkgrad/runtime/precision.h"
 
 namespace vkgrad::gpt {
 
@@ -47,6 +48,8 @@ StreamLoss streamLoss(vk::Context& context, const graph::ParameterStore& store,
       w->targets = w->graph.input("targets", {1, length}, ops::DType::U32);
       w->loss = gptLoss(w->graph, store, config, w->ids, w->targets);  // (1)
       w->graph.markOutput(w->loss);
+      // Parameters a store keeps in 16 bits (an imported model's) are read as stored.
+      graph::applyPrecision(w->graph, graph::Precision::F32);
       w->executor = std::make_unique<graph::Executor>(context, w->graph);
     }
     return *w;
@@ -79,6 +82,7 @@ std::vector<float> windowLogits(vk::Context& context, const graph::ParameterStor
   const graph::Tensor in = g.input("ids", {1, t}, ops::DType::U32);
   const graph::Tensor logits = gptLogits(g, store, config, in);  // (t, vocab)
   g.markOutput(logits);
+  graph::applyPrecision(g, graph::Precision::F32);
   graph::Executor executor(context, g);
   executor.setInput(in, ids);
   executor.step();

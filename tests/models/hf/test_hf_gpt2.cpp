@@ -171,6 +171,14 @@ TEST_F(HfGpt2, ShardsAndSixteenBitFilesLoadTheSameTensors) {
       EXPECT_EQ(back[i].dtype, dtype);
       EXPECT_EQ(back[i].data, model.parameters[i].data) << back[i].name;
     }
+    // And run as stored: the same loss as the same values held in f32 (one format: each
+    // compiles its kernels' 16-bit variants, seconds on lavapipe).
+    if (dtype != ops::DType::BF16) continue;
+    graph::ParameterStore wide(ctx());
+    hf::loadHfModel(wide, model, /*frozen=*/false);
+    const std::vector<uint32_t> tokens = rng_.below(6, uint32_t(c.vocab));  // one window
+    const double narrow_loss = gpt::streamLoss(ctx(), store, c, tokens, 5).loss;
+    EXPECT_NEAR(narrow_loss, gpt::streamLoss(ctx(), wide, c, tokens, 5).loss, 1e-6 * narrow_loss);
   }
 }
 
