@@ -1,7 +1,8 @@
 #!/bin/sh
 # vkgrad-gpt against hf_gpt.py (an independent PyTorch GPT-2, in float64) on small random GPT-2
 # folders written by make_hf_gpt2.py: the first window's logits, greedy ids and text, and the
-# eval loss, for an f32 folder, a sharded one without the "transformer." prefix, and a bf16 one.
+# eval loss, for an f32 folder, a sharded one without the "transformer." prefix, a bf16 one,
+# and the f32 one fine-tuned by `vkgrad-gpt train --init` (saved in the same layout).
 #   bench/peers/compare_hf_gpt2.sh [BUILD_DIR]      (default: build)
 # Needs python3-torch and python3-numpy (Debian's /usr/bin/python3).
 set -eu
@@ -36,3 +37,13 @@ vk, pt = (json.loads(open(p).read().splitlines()[-1]) for p in sys.argv[1:3])
 print("greedy ids identical  ", vk["ids"] == pt["ids"], "text identical", vk["text"] == pt["text"])
 PY
 done
+# A folder fine-tuned by vkgrad-gpt (20 steps), read back by the PyTorch reader.
+"$gpt" train --init "$work/f32" --data "$work/data.txt" --steps 20 --batch 4 --out "$work/tuned" \
+  > /dev/null 2>&1
+echo "== tuned: vkgrad-gpt train --init f32, 20 steps"
+"$gpt" eval --checkpoint "$work/tuned" --data "$work/data.txt" --json --logits "$work/vk.npy" \
+  > "$work/vk_eval.json"
+echo "logits (first window)  $($py "$here/hf_gpt.py" logits --model "$work/tuned" \
+  --data "$work/data.txt" --compare "$work/vk.npy")"
+echo "eval vkgrad            $(tail -1 "$work/vk_eval.json")"
+echo "eval torch (f64)       $($py "$here/hf_gpt.py" eval --model "$work/tuned" --data "$work/data.txt")"
