@@ -139,7 +139,7 @@ int train(int argc, char** argv) {
   const graph::MemoryEstimate memory =
       gpt::estimateTraining(context, config, int64_t(tokens.size()), options);
   const double unigram = unigramEntropy(tokens, config.vocab);
-  printHeader(context, cli, corpus.files, tokens.size(), train_windows, val_rows.size(),
+  printHeader(context, cli, corpus.files, corpus.text.size(), train_windows, val_rows.size(),
               memory.parameter_count, config, unigram);
   if (dry_device) {
     printDryRun(context, cli, memory);
