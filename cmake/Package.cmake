@@ -4,14 +4,15 @@
 # execution, parameters), vkgrad::training (autograd, optimizer, Trainer on top of it;
 # vkgrad::graph is its old name, kept one release), vkgrad::inference (nn blocks, the GPT's forward pass and sampler,
 # on vkgrad::runtime alone), vkgrad::models, vkgrad::tokenizers (byte-level BPE, on the CPU; PCRE2),
+# vkgrad::hf (Hugging Face model folders onto vkgrad's models),
 # and vkgrad::vkgrad for all of them; vkgrad::onnx (the
 # ONNX importer) where VKGRAD_ONNX builds it, in an export set of its own.
 # Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
 add_library(vkgrad_all INTERFACE)
-target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_tokenizers)
-foreach(layer vk ops io runtime training graph inference models tokenizers all)
+target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_tokenizers vkgrad_hf)
+foreach(layer vk ops io runtime training graph inference models tokenizers hf all)
   set(export_name ${layer})
   if(layer STREQUAL all)
     set(export_name vkgrad)
@@ -21,7 +22,7 @@ foreach(layer vk ops io runtime training graph inference models tokenizers all)
 endforeach()
 
 install(TARGETS vkgrad_vk vkgrad_ops vkgrad_io vkgrad_runtime vkgrad_training vkgrad_graph
-                vkgrad_inference vkgrad_models vkgrad_tokenizers
+                vkgrad_inference vkgrad_models vkgrad_tokenizers vkgrad_hf
                 vkgrad_all
         EXPORT vkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

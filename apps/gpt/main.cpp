@@ -1,13 +1,13 @@
 // vkgrad-gpt: trains a character-level (byte-level) GPT on a text file (or a directory of
-// them) and samples from it.
+// them); samples from and evaluates it or a Hugging Face GPT-2 folder (gpt/inference.h).
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -20,12 +20,14 @@
 #include "common/resume.h"
 #include "common/training_run.h"
 #include "gpt/corpus.h"
+#include "gpt/inference.h"
+#include "gpt/model_source.h"
 #include "gpt/options.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/gpt.h"
-#include "vkgrad/gpt/sampler.h"
 #include "vkgrad/gpt/vocab.h"
+#include "vkgrad/hf/model.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/training/memory_estimate.h"
@@ -38,8 +40,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The options that define a training run besides the shared ones (common/training_run.h).
-const std::vector<const char*> kFixed{"preset",  "data",  "layers",  "heads", "width",
-                                      "context", "batch", "dropout", "norm",  "tie"};
+const std::vector<const char*> kFixed{"preset", "data",    "layers", "heads", "width", "context",
+                                      "batch",  "dropout", "norm",   "tie",   "init"};
 
 // The shared options' defaults (common/training_run.h).
 const RunDefaults kDefaults{.program = "vkgrad-gpt",
@@ -75,12 +77,34 @@ std::vector<std::string> saveModel(const fs::path& dir, int64_t step,
   return {gpt::kModelFile, gpt::kConfigFile};
 }
 
+// --init's Hugging Face folder, read, or none. UsageError for a folder of another kind.
+std::optional<ModelSource> initSource(const Cli& cli) {
+  if (cli.get("init").empty()) return std::nullopt;
+  ModelSource source = readModelSource(cli.get("init"));
+  if (!source.huggingFace())
+    cli.fail("--init " + cli.get("init") +
+             " is not a Hugging Face model folder (config.json with a model_type)");
+  return source;
+}
+
+// The folder's model with --dropout; the options that shape a model are its own.
+gpt::GptConfig initConfig(const Cli& cli, gpt::GptConfig config) {
+  for (const char* option : {"preset", "layers", "heads", "width", "context", "norm", "tie"})
+    if (cli.given(option))
+      cli.fail(std::string("--") + option + " is the model's own with --init (its config.json)");
+  config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
+  return config;
+}
+
 int train(int argc, char** argv) {
   Cli cli("vkgrad-gpt train",
           "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
           "the rest validates) and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png\n"
           "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
-          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.");
+          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
+          "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
+          "(its tokenizer, windows of its context) and writes the folder's layout instead:\n"
+          "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.");
   cli.positional("train", "the command");
   declareModelOptions(cli);
   TrainingRun run(cli, kDefaults);
@@ -89,10 +113,16 @@ int train(int argc, char** argv) {
   run.parsed(kFixed);
 
   const Corpus corpus = readCorpus(cli.get("data"));
-  const gpt::ByteVocab vocab = gpt::ByteVocab::fromText(corpus.text);
-  const gpt::GptConfig config = configFromCli(cli, vocab.size());
+  // A Hugging Face folder (--init) brings its config, weights and tokenizer; otherwise the
+  // model is the options' and its vocabulary the text's bytes.
+  const std::optional<ModelSource> source = initSource(cli);
+  std::optional<gpt::ByteVocab> vocab;
+  if (!source) vocab = gpt::ByteVocab::fromText(corpus.text);
+  const gpt::GptConfig config =
+      source ? initConfig(cli, source->config) : configFromCli(cli, vocab->size());
   const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
-  const std::vector<uint32_t> tokens = vocab.encode(corpus.text);
+  const std::vector<uint32_t> tokens =
+      source ? source->encode(corpus.text, cli.get("data")) : vocab->encode(corpus.text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
   // The windows of the whole text, stored once: training draws those whose targets lie in the
   // first 90%, validation reads windows that start after it.
@@ -109,7 +139,7 @@ int train(int argc, char** argv) {
   const graph::MemoryEstimate memory =
       gpt::estimateTraining(context, config, int64_t(tokens.size()), options);
   const double unigram = unigramEntropy(tokens, config.vocab);
-  printHeader(context, cli, corpus.files, tokens.size(), train_windows, val_rows.size(),
+  printHeader(context, cli, corpus.files, corpus.text.size(), train_windows, val_rows.size(),
               memory.parameter_count, config, unigram);
   if (dry_device) {
     printDryRun(context, cli, memory);
@@ -119,8 +149,12 @@ int train(int argc, char** argv) {
 
   const gpt::TokenWindows windows = gpt::uploadTokenWindows(context, tokens, ctx);
   graph::ParameterStore store(context);
-  gpt::declareGpt(store, config);
-  store.initialize(run.seed());
+  if (source) {
+    hf::loadHfModel(store, *source->hf, /*frozen=*/false);  // trained: f32 masters
+  } else {
+    gpt::declareGpt(store, config);
+    store.initialize(run.seed());
+  }
   const graph::LossFn loss = gpt::gptLossFn(store, config);
   graph::Trainer trainer(context, store, {&windows.ids, &windows.targets}, loss, options);
 
@@ -144,7 +178,8 @@ int train(int argc, char** argv) {
     return std::string(line, size_t(std::snprintf(line, sizeof line, "val %.4f", double(val))));
   };
   hooks.save = [&](const fs::path& dir, int64_t step) {
-    return saveModel(dir, step, store, run, {config, vocab}, cli.get("data"), batch, val);
+    if (source) return hf::saveHfModel(dir, source->dir, config, store);
+    return saveModel(dir, step, store, run, {config, *vocab}, cli.get("data"), batch, val);
   };
   hooks.finish = [&](graph::Json& json) {
     std::printf("final loss: train %.4f, val %.4f (unigram entropy %.3f)\n", double(run.lastLoss()),
@@ -156,83 +191,26 @@ int train(int argc, char** argv) {
   return run.train(trainer, hooks);
 }
 
-int sample(int argc, char** argv) {
-  Cli cli(
-      "vkgrad-gpt sample",
-      "Generates text from a checkpoint written by `vkgrad-gpt train`, sampling on the device.");
-  cli.positional("sample", "the command");
-  declareSampleOptions(cli);
-  declareDeviceOptions(cli);
-  cli.parse(argc, argv);
-  if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
-  const gpt::Decoding decoding = decodingFromCli(cli);
-  const int64_t count = cli.getInt("tokens", 0, 1 << 24);
-  ops::SampleOptions options;
-  options.temperature = float(cli.getDouble("temperature", 1e-6, 1e6));
-  options.top_k = cli.getInt("top-k", 0, 1 << 30);
-  const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
-
-  const fs::path dir = cli.get("checkpoint");
-  const gpt::GptCheckpoint cp = gpt::readConfig(dir);
-  const std::string prompt = cli.get("prompt");
-  if (prompt.empty()) cli.fail("--prompt must not be empty");
-  std::vector<uint32_t> tokens = cp.vocab.encode(prompt);
-  if (int64_t(tokens.size()) > cp.config.context)
-    throw Error("the prompt is " + std::to_string(tokens.size()) +
-                " bytes, longer than the model's context of " + std::to_string(cp.config.context) +
-                " it was trained with");
-  vk::Context context(contextOptions(cli));
-  graph::ParameterStore store(context);
-  gpt::declareGpt(store, cp.config);
-  try {
-    store.load(dir / gpt::kModelFile);
-  } catch (const Error& e) {
-    throw Error(std::string(e.what()) + "\n(the checkpoint's model does not match its " +
-                gpt::kConfigFile + ")");
-  }
-  gpt::Sampler sampler(context, store, cp.config, options, seed, decoding);
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::pair<size_t, double>> token_ms;  // (the position drawn after, ms)
-  for (int64_t i = 0; i < count; ++i) {
-    const auto before = std::chrono::steady_clock::now();
-    const uint32_t next = sampler.next(tokens);
-    token_ms.emplace_back(tokens.size(), std::chrono::duration<double, std::milli>(
-                                             std::chrono::steady_clock::now() - before)
-                                             .count());
-    tokens.push_back(next);
-    const std::string byte = cp.vocab.decode(next);
-    std::fwrite(byte.data(), 1, byte.size(), stdout);
-    std::fflush(stdout);
-  }
-  std::printf("\n");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // On stderr: stdout is the text alone.
-  if (count > 0)
-    std::fprintf(stderr, "%lld tokens in %.2f s (%.2f ms per token, %s decoding)\n",
-                 static_cast<long long>(count), seconds, 1e3 * seconds / double(count),
-                 gpt::decodingName(decoding));
-  if (cli.has("timing")) printTokenTimes(token_ms, cp.config.context);
-  return validationFailed(context, "vkgrad-gpt") ? 1 : 0;
-}
-
 const char* const kUsage =
     "usage: vkgrad-gpt train --data FILE|DIR [--preset gpt2-small|mid --layers N --heads N\n"
     "                        --width N --context N --batch N --steps N --lr X --seed N --out DIR\n"
     "                        --norm pre|post --precision fp32|bf16|fp16 --device NAME --json\n"
-    "                        --dry-run]\n"
+    "                        --dry-run --init HF_DIR]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
     "--top-k N --seed N\n"
-    "                         --kv-cache on|off]\n"
-    "`vkgrad-gpt train --help` and `vkgrad-gpt sample --help` list every option.\n";
+    "                         --kv-cache on|off --json]\n"
+    "       vkgrad-gpt eval --checkpoint DIR --data FILE [--context N --json]\n"
+    "A checkpoint DIR may also be a Hugging Face GPT-2 folder as downloaded.\n"
+    "`vkgrad-gpt <command> --help` lists every option.\n";
 
 }  // namespace
 }  // namespace vkgrad::apps
 
 int main(int argc, char** argv) {
   using namespace vkgrad::apps;
-  return commandMain("vkgrad-gpt",
-                     "vkgrad-gpt: trains a byte-level GPT on a text file and samples from it.",
-                     kUsage, {{"train", train}, {"sample", sample}}, argc, argv);
+  return commandMain(
+      "vkgrad-gpt",
+      "vkgrad-gpt: trains a byte-level GPT on a text file, samples from it and evaluates "
+      "it; samples from and evaluates Hugging Face GPT-2 folders.",
+      kUsage, {{"train", train}, {"sample", sample}, {"eval", eval}}, argc, argv);
 }

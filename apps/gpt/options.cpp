@@ -87,6 +87,10 @@ void declareModelOptions(Cli& cli) {
   cli.option("dropout", "dropout probability", "0");
   cli.option("norm", "pre (GPT-2) or post (the original transformer)", "pre");
   cli.flag("tie", "tie the output head to the token embedding");
+  cli.option("init",
+             "fine-tune a Hugging Face GPT-2 folder (config, weights and tokenizer from it; "
+             "saved back in its layout) instead of a new model",
+             "");
   cli.flag("dry-run",
            "print the device memory the run would take (parameters, gradients, optimizer state, "
            "activations, data) and exit without allocating it");
@@ -181,9 +185,9 @@ void printDryRun(const vk::Context& context, const Cli& cli, const graph::Memory
 }
 
 void declareSampleOptions(Cli& cli) {
-  cli.option("checkpoint", "checkpoint directory (required)");
-  cli.option("prompt", "text to continue (at most the model's context; only its bytes)", "\n");
-  cli.option("tokens", "tokens (bytes) to generate", "200");
+  cli.option("checkpoint", "checkpoint directory or Hugging Face model folder (required)");
+  cli.option("prompt", "text to continue (at most the model's context in tokens)", "\n");
+  cli.option("tokens", "tokens to generate (bytes for a vkgrad-gpt checkpoint)", "200");
   cli.option("temperature", "softmax temperature (> 0)", "0.8");
   cli.option("top-k", "draw only from the k most likely tokens (0: all)", "0");
   cli.option("seed", "sampling seed", "1");

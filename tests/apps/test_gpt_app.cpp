@@ -118,6 +118,15 @@ TEST_F(GptApp, TrainsWritesCheckpointAndSamples) {
   EXPECT_EQ(maybe.exit_code, 2);
   EXPECT_TRUE(contains(maybe.err, "--kv-cache must be on or off")) << maybe.err;
 
+  // eval on the training text: every byte but the first predicted once.
+  const AppRun eval = runApp("gpt", {"eval", "--checkpoint", out.string(), "--data",
+                                     (dir_ / "text.txt").string(), "--json"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  const graph::Json e = lastJsonLine(eval.out);
+  EXPECT_EQ(e.at("tokens").get<int64_t>(), int64_t(fs::file_size(dir_ / "text.txt")) - 1);
+  EXPECT_GT(e.at("loss").get<double>(), 0.0);
+  EXPECT_LT(e.at("loss").get<double>(), 2.83);  // the uniform loss over its 17 bytes
+
   const AppRun outside = runApp("gpt", {"sample", "--checkpoint", out.string(), "--prompt", "XYZ"});
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_TRUE(contains(outside.err, "'X' at position 0 is not in the model's vocabulary"))

@@ -32,6 +32,7 @@ void GptConfig::validate() const {
          ", above the attention kernels' " + std::to_string(ops::kMaxHeadDim) +
          " (ops/attention.h): more heads");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
+  if (!(norm_eps > 0.0f && norm_eps < 1.0f)) fail("norm_eps must be in (0, 1)");
 }
 
 nn::BlockConfig GptConfig::block() const {
@@ -42,6 +43,7 @@ nn::BlockConfig GptConfig::block() const {
   b.activation = activation;
   b.causal = true;
   b.dropout = dropout;
+  b.norm_eps = norm_eps;
   return b;
 }
 
@@ -88,7 +90,7 @@ Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptC
     x = g.recomputed(
         [&] { return nn::block(g, store, nn::blockName(i), config.block(), x, layer); });
   }
-  if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x);
+  if (config.norm == nn::Norm::Pre) x = nn::layerNorm(g, store, "ln_f", x, config.norm_eps);
   const ops::Shape s = g.shape(x);
   x = g.reshape(x, {s[0] * s[1], s[2]});  // (B*T,C)
   if (config.tie_weights) return g.matmul(x, tok, {}, false, /*trans_b=*/true);

@@ -33,6 +33,9 @@ struct GptConfig {
   bool tie_weights = false;  // the head is emb.tok transposed
   nn::ActivationSpec activation = nn::ActivationSpec::gelu();
   float dropout = 0.0f;  // GPT-2 places: after the embeddings, on attention and MLP outputs
+  // Every LayerNorm's epsilon: 1e-5 as vkgrad-gpt trains it; an imported model sets its own
+  // (hf/gpt2.h). Not in vkgrad-gpt's checkpoints, which all use the default.
+  float norm_eps = 1e-5f;
 
   // Throws Error naming the bad field (the bounds are the kMax* above).
   void validate() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/runtime/precision.h"
 
 namespace vkgrad::gpt {
 
@@ -39,6 +40,8 @@ Sampler::Sampler(vk::Context& context, const graph::ParameterStore& store, const
   }
   drawn_ = graph_.sample(row_logits, options);  // (1)
   graph_.markOutput(drawn_);
+  // Parameters a store keeps in 16 bits (an imported model's) are read as stored.
+  graph::applyPrecision(graph_, graph::Precision::F32);
   executor_ = std::make_unique<graph::Executor>(context, graph_);
 }
 

@@ -86,7 +86,9 @@ Tensor block(Graph& g, const ParameterStore& store, const std::string& prefix,
     if (merge_residual) return mlp(g, store, p, t, config.activation, residual);
     return g.add(residual, g.dropout(mlp(g, store, p, t, config.activation), config.dropout));
   };
-  auto norm = [&](const char* name, Tensor t) { return layerNorm(g, store, prefix + name, t); };
+  auto norm = [&](const char* name, Tensor t) {
+    return layerNorm(g, store, prefix + name, t, config.norm_eps);
+  };
   if (config.norm == Norm::Pre) {
     x = attn(norm(".ln1", x), x);
     return ff(norm(".ln2", x), x);

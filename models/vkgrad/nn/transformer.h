@@ -74,7 +74,8 @@ struct BlockConfig {
   Norm norm = Norm::Pre;
   ActivationSpec activation;
   bool causal = true;
-  float dropout = 0.0f;  // on the attention and MLP outputs
+  float dropout = 0.0f;    // on the attention and MLP outputs
+  float norm_eps = 1e-5f;  // the LayerNorms' epsilon (an imported model's own)
   int64_t mlpHidden() const { return hidden > 0 ? hidden : 4 * width; }
 };
 

@@ -1,0 +1,49 @@
+// What `vkgrad-gpt sample` and `eval` run: a checkpoint `vkgrad-gpt train` wrote (its byte
+// vocabulary), or a Hugging Face model folder as downloaded (config.json with a model_type,
+// the weights, and the folder's tokenizer: tokenizer.json, or vocab.json and merges.txt).
+// Everything is read and checked on the CPU before a device is created.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/gpt/vocab.h"
+#include "vkgrad/hf/model.h"
+#include "vkgrad/runtime/parameters.h"
+#include "vkgrad/tokenizers/tokenizer.h"
+
+namespace vkgrad::apps {
+
+struct ModelSource {
+  std::filesystem::path dir;
+  gpt::GptConfig config;
+  std::optional<gpt::ByteVocab> vocab;                     // a vkgrad-gpt checkpoint's
+  std::shared_ptr<const tokenizers::Tokenizer> tokenizer;  // a Hugging Face folder's
+  std::optional<hf::HfModel> hf;                           // its weights, read
+
+  bool huggingFace() const { return hf.has_value(); }
+  // The ids of text: bytes (a checkpoint), or the folder's tokenizer, special tokens written
+  // in the text included as Hugging Face's tokenizers encode them. A Hugging Face folder
+  // takes UTF-8 text only: Error "<what> is not valid UTF-8 (byte N)" otherwise.
+  std::vector<uint32_t> encode(std::string_view text, const std::string& what) const;
+  std::string decode(std::span<const uint32_t> ids) const;
+};
+
+// Reads DIR as a Hugging Face folder when its config.json has a model_type (hf::isHfFolder),
+// else as a vkgrad-gpt checkpoint. Throws Error naming the file and the problem, including a
+// tokenizer with more ids than the model's vocabulary.
+ModelSource readModelSource(const std::filesystem::path& dir);
+
+// The model's parameters on the device, frozen (sample and eval train nothing): a checkpoint's
+// model.safetensors, or the folder's weights (16-bit ones kept in 16 bits: hf::loadHfModel).
+// Throws Error when the checkpoint's file does not match its config.json.
+std::unique_ptr<graph::ParameterStore> loadParameters(vk::Context& context,
+                                                      const ModelSource& source);
+
+}  // namespace vkgrad::apps

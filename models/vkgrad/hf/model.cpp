@@ -1,0 +1,62 @@
+#include "vkgrad/hf/model.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/hf/gpt2.h"
+#include "vkgrad/hf/weights.h"
+#include "vkgrad/io/atomic_file.h"
+
+namespace vkgrad::hf {
+
+HfModel readHfModel(const std::filesystem::path& dir) {
+  const HfConfig config = readHfConfig(dir);
+  HfModel model;
+  model.type = config.type;
+  model.gpt = gpt2Config(config);
+  model.parameters = gpt2Parameters(model.gpt, readHfWeights(dir), dir.string());
+  model.stored = model.parameters.front().dtype;
+  for (const graph::SavedTensor& t : model.parameters)
+    if (t.dtype != model.stored) model.stored = ops::DType::F32;
+  return model;
+}
+
+void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
+  if (!store.all().empty()) throw Error("loadHfModel: the store must be empty");
+  gpt::declareGpt(store, model.gpt);
+  if (frozen)
+    for (const auto& p : store.all()) {
+      store.setFrozen(p->name, true);
+      if (model.stored != ops::DType::F32) store.setStorage(p->name, model.stored);
+    }
+  std::vector<const graph::SavedTensor*> tensors;
+  for (const graph::SavedTensor& t : model.parameters) tensors.push_back(&t);
+  store.upload(tensors, "the Hugging Face folder's weights");
+}
+
+std::vector<std::string> saveHfModel(const std::filesystem::path& out,
+                                     const std::filesystem::path& source,
+                                     const gpt::GptConfig& config,
+                                     const graph::ParameterStore& store) {
+  namespace fs = std::filesystem;
+  HfConfig hf = readHfConfig(source);
+  hf.json["torch_dtype"] = "float32";
+  graph::saveSafetensors(out / kWeightsFile,
+                         {gpt2Weights(config, store.download()), {{"format", "pt"}}});
+  graph::writeFileAtomically(out / kConfigFile, graph::dumpJson(hf.json, 2) + "\n");
+  std::vector<std::string> written{kWeightsFile, kConfigFile};
+  for (const char* file : kTokenizerFiles) {
+    std::error_code ec;
+    if (!fs::is_regular_file(source / file, ec)) continue;
+    std::ifstream in(source / file, std::ios::binary);
+    if (!in.is_open()) throw Error((source / file).string() + ": cannot read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    graph::writeFileAtomically(out / file, text.str());
+    written.push_back(file);
+  }
+  return written;
+}
+
+}  // namespace vkgrad::hf

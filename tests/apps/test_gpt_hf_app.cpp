@@ -1,0 +1,181 @@
+// vkgrad-gpt sample and eval on a Hugging Face GPT-2 folder as downloaded (a small random one
+// written by the test, models/hf/gpt2_folder.h): the folder's tokenizer, --json's ids and
+// text, cached and window decoding agreeing, eval's windows against the CPU reference,
+// train --init saving the folder's layout, and bad folders and prompts refused clearly.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "apps/run_app.h"
+#include "common/random.h"
+#include "common/temp_dir.h"
+#include "models/hf/gpt2_folder.h"
+#include "models/tokenizers/small_bpe.h"
+#include "vkgrad/tokenizers/tokenizer.h"
+
+namespace vkgrad::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GptHfApp : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    c_.vocab = smallTokenizerSize() + 3;
+    c_.layers = 2;
+    c_.heads = 2;
+    c_.width = 14;
+    c_.context = 9;
+    c_.tie_weights = true;
+    params_ = randomGptParameters(c_, rng_);
+    folder_ = dir_ / "gpt2";
+    writeGpt2Folder(folder_, c_, params_);
+  }
+  // Greedy, `tokens` of them, as JSON.
+  AppRun sample(const std::string& prompt, const std::vector<std::string>& extra = {},
+                const std::string& tokens = "6") {
+    std::vector<std::string> args{"sample", "--checkpoint", folder_.string(), "--prompt",
+                                  prompt,   "--tokens",     tokens,           "--top-k",
+                                  "1",      "--json",       "--validation"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runApp("gpt", args);
+  }
+  gpt::GptConfig c_;
+  NamedArrays params_;
+  fs::path folder_;
+  Rng rng_;
+};
+
+TEST_F(GptHfApp, SamplesAndEvaluatesAFolder) {
+  // Within the context (a prompt of 1 or 2 tokens and 6 more), cached and window decoding
+  // see the same tokens and draw the same greedy ids.
+  const tokenizers::Tokenizer tokenizer = tokenizers::loadTokenizer(folder_);
+  ASSERT_LE(tokenizer.encode("Per").size(), 3u);
+  const AppRun cached = sample("Per"), window = sample("Per", {"--kv-cache", "off"});
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  const graph::Json a = lastJsonLine(cached.out), b = lastJsonLine(window.out);
+  const std::vector<uint32_t> ids = a.at("ids").get<std::vector<uint32_t>>();
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(ids, b.at("ids").get<std::vector<uint32_t>>());
+  // The text as JSON carries it: bytes that are not UTF-8 (a token may end inside a
+  // character) become U+FFFD.
+  EXPECT_EQ(a.at("text"), graph::parseJson(graph::dumpJson(tokenizer.decode(ids)), "text"));
+  EXPECT_EQ(cached.err.find("pass the model's context"), std::string::npos) << cached.err;
+  // Past the context the program says how it goes on.
+  const AppRun longer = sample("Per", {}, "12");
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_EQ(lastJsonLine(longer.out).at("ids").size(), 12u);
+  EXPECT_NE(longer.err.find("pass the model's context of 9"), std::string::npos) << longer.err;
+
+  const std::string text = "Permission is hereby granted, free of charge, to any person.";
+  std::ofstream(dir_ / "data.txt") << text;
+  const AppRun eval =
+      runApp("gpt", {"eval", "--checkpoint", folder_.string(), "--data",
+                     (dir_ / "data.txt").string(), "--context", "4", "--json", "--validation"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  const graph::Json e = lastJsonLine(eval.out);
+  const std::vector<uint32_t> tokens = tokenizer.encode(text);
+  ASSERT_GT(tokens.size(), 9u);
+  EXPECT_EQ(e.at("tokens").get<int64_t>(), int64_t(tokens.size()) - 1);
+  double sum = 0;
+  const std::span<const uint32_t> all(tokens);
+  for (size_t start = 0; start + 1 < tokens.size(); start += 4) {
+    const size_t n = std::min<size_t>(4, tokens.size() - 1 - start);
+    sum += double(n) * gptReference(c_, params_, all.subspan(start, n), all.subspan(start + 1, n),
+                                    1, int64_t(n))
+                           .loss;
+  }
+  const double reference = sum / double(tokens.size() - 1);
+  EXPECT_NEAR(e.at("loss").get<double>(), reference, 1e-5 * reference);
+}
+
+TEST_F(GptHfApp, FineTunesAndSavesTheLayout) {
+  std::ofstream(dir_ / "data.txt") << licenceText(3000);
+  const fs::path out = dir_ / "tuned";
+  auto train = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{"train",
+                                  "--init",
+                                  folder_.string(),
+                                  "--data",
+                                  (dir_ / "data.txt").string(),
+                                  "--out",
+                                  out.string(),
+                                  "--steps",
+                                  "6",
+                                  "--batch",
+                                  "4",
+                                  "--lr",
+                                  "1e-2",
+                                  "--eval-every",
+                                  "3",
+                                  "--validation",
+                                  "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runApp("gpt", args);
+  };
+  const AppRun run = train({});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The folder's layout: GPT-2's names (a tied head: no lm_head.weight), its config and
+  // tokenizer; read back as a Hugging Face folder, and better on the text it trained on.
+  const std::map<std::string, std::vector<uint32_t>> weights =
+      savedWeights((out / "model.safetensors").string());
+  EXPECT_TRUE(weights.count("transformer.wte.weight"));
+  EXPECT_TRUE(weights.count("transformer.h.1.mlp.c_proj.bias"));
+  EXPECT_FALSE(weights.count("lm_head.weight"));
+  EXPECT_EQ(graph::readJsonFile(out / "config.json").at("model_type"), "gpt2");
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+  auto eval = [&](const fs::path& model) {
+    const AppRun e = runApp("gpt", {"eval", "--checkpoint", model.string(), "--data",
+                                    (dir_ / "data.txt").string(), "--json"});
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    return lastJsonLine(e.out).at("loss").get<double>();
+  };
+  EXPECT_LT(eval(out), eval(folder_));
+  // The model's shape is its folder's.
+  const AppRun shaped = train({"--layers", "3"});
+  EXPECT_EQ(shaped.exit_code, 2);
+  EXPECT_NE(shaped.err.find("--layers is the model's own with --init"), std::string::npos)
+      << shaped.err;
+}
+
+TEST_F(GptHfApp, BadInputFailsClearly) {
+  const AppRun utf8 = sample("ab\xff\xfe");
+  EXPECT_EQ(utf8.exit_code, 1);
+  EXPECT_NE(utf8.err.find("the prompt is not valid UTF-8 (byte 2)"), std::string::npos) << utf8.err;
+  const AppRun longer = sample(std::string(40, 'q') + " z y x w v u t s r");
+  EXPECT_EQ(longer.exit_code, 1);
+  EXPECT_NE(longer.err.find("longer than the model's context of 9"), std::string::npos)
+      << longer.err;
+  std::ofstream(dir_ / "data.txt") << "some text to evaluate on, long enough";
+  const AppRun context = runApp("gpt", {"eval", "--checkpoint", folder_.string(), "--data",
+                                        (dir_ / "data.txt").string(), "--context", "10"});
+  EXPECT_EQ(context.exit_code, 2);
+  EXPECT_NE(context.err.find("--context 10 is longer than the model's context of 9"),
+            std::string::npos)
+      << context.err;
+
+  std::ofstream(folder_ / "tokenizer.json") << "{\"model\": {\"type\": \"BPE\"";
+  const AppRun broken = sample("a");
+  EXPECT_EQ(broken.exit_code, 1);
+  EXPECT_NE(broken.err.find("tokenizer.json"), std::string::npos) << broken.err;
+  fs::remove(folder_ / "tokenizer.json");
+  const AppRun none = sample("a");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_FALSE(none.err.empty());
+
+  std::ofstream(folder_ / "config.json") << "{\"model_type\": \"qwen2\"}";
+  const AppRun qwen = sample("a");
+  EXPECT_EQ(qwen.exit_code, 1);
+  EXPECT_NE(qwen.err.find("model_type \"qwen2\" is not yet supported"), std::string::npos)
+      << qwen.err;
+}
+
+}  // namespace
+}  // namespace vkgrad::test
