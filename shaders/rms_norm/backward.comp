@@ -12,7 +12,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
 layout(constant_id = 2) const bool kAccumulate = false;
-const bool kOneSubgroup = false;  // as in forward.comp
+layout(constant_id = 3) const bool kOneSubgroup = false;  // as in forward.comp
 
 #include "common/reduce.glsl"
 #include "common/kahan.glsl"

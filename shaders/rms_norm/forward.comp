@@ -14,8 +14,9 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
-// The workgroup may be split into several subgroups: reduce.glsl's shared-memory stage stays.
-const bool kOneSubgroup = false;
+// A workgroup of one subgroup (CPU devices, which promise it): reduce.glsl's shared-memory
+// stage and its barriers compile away (see common/reduce.glsl).
+layout(constant_id = 2) const bool kOneSubgroup = false;
 
 #include "common/reduce.glsl"
 #include "common/kahan.glsl"
