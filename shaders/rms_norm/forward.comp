@@ -3,8 +3,9 @@
 // rstd = 1 / sqrt(mean(x^2) + eps); rstd is saved per row for the backward pass. Unlike
 // layer_norm/forward.comp there is no mean to subtract and no beta, so one pass of squares.
 //
-// kRowPerInvocation: one invocation per row (short rows); otherwise one workgroup per row,
-// its lanes' compensated partial sums combined by common/reduce.glsl. Every binding starts
+// kRowPerInvocation: one invocation per row (short rows); otherwise one workgroup per row
+// (of one subgroup on CPU devices: kOneSubgroup), its lanes' compensated partial sums combined
+// by common/reduce.glsl. Every binding starts
 // at the device's alignment at or below its view, and `*_skip` elements into it is the
 // view's first element (ops/binding.h). Tensors in any float format (common/storage.glsl);
 // the sum of squares and rstd are f32 whatever they are stored in.
