@@ -5,7 +5,9 @@
 //   y[i] = x[i] cos - x[i + D/2] sin,   y[i + D/2] = x[i + D/2] cos + x[i] sin.
 // kInverse turns by -angle instead: the backward (the rotation's transpose is its inverse).
 // The offset is 0, or (kPosition) word 0 of the position buffer, read on the device, so a
-// decoding step's recorded commands serve every position. One invocation per pair; each
+// decoding step's recorded commands serve every position. Only heads h < p.rotated turn; the
+// rest are copied (the value heads of a fused q, k, v row viewed as (B,T,H,D)). One
+// invocation per pair; each
 // reads both elements before it writes them, so y may be x itself.
 //
 // The angle is PyTorch's: inv_freq as f32 (the host computes it, ops/rope.h), then the one
@@ -34,6 +36,7 @@ layout(push_constant) uniform Push {
   uint t;      // T
   uint h;      // H
   uint half_d;  // D / 2
+  uint rotated;  // heads [0, rotated) of each (b, t) turn, the others are copied
   uint x_skip, inv_freq_skip, position_skip, y_skip;  // first elements inside the bindings
 } p;
 
@@ -71,7 +74,9 @@ void main() {
   for (uint q = gl_GlobalInvocationID.x; q < p.pairs; q += stride) {
     const uint row = q / p.half_d, i = q - row * p.half_d;
     const uint pos = (row / p.h) % p.t + offset;
-    const vec2 cs = cosSin(float(pos) * inv_freq[p.inv_freq_skip + i]);
+    // A copied head turns by 0: cos 1, sin 0, exactly.
+    const vec2 cs = row % p.h < p.rotated ? cosSin(float(pos) * inv_freq[p.inv_freq_skip + i])
+                                          : vec2(1.0, 0.0);
     const float sn = kInverse ? -cs.y : cs.y;
     const uint lo = row * 2u * p.half_d + i, hi = lo + p.half_d;
     const float a = LOAD(x, p.x_skip + lo), b = LOAD(x, p.x_skip + hi);

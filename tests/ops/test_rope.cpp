@@ -77,6 +77,29 @@ TEST_F(RopeTest, MatchesCpuOnOddShapes) {
   }
 }
 
+TEST_F(RopeTest, RotatesOnlyTheFirstHeads) {
+  SCOPED_TRACE(rng_.describe());
+  // A fused q, k, v row viewed as (B,T,Hq+2Hkv,D): 3 query and 1 key head turn, 1 value head
+  // is copied; forward and inverse, with a device position.
+  const Shape s{2, 3, 5, 8};
+  const std::vector<float> x = rng_.normal(size_t(s.numel()));
+  const std::vector<float> inv = ops::ropeInvFreq(8, 10000.0f);
+  auto dx = upload(ctx(), s, x), dinv = upload(ctx(), {4}, inv);
+  auto y = poisoned(ctx(), s), back = poisoned(ctx(), s);
+  const std::vector<uint32_t> word{11};
+  vk::Buffer pos = uploadWords(ctx(), word);
+  const ops::TensorView position = ops::view(pos, {1}, 0, DType::U32);
+  vk::Recorder rec(ctx());
+  ops::rope(rec, dx.view(), dinv.view(), position, y.view(), false, ops::Write::Overwrite, 4);
+  ops::rope(rec, dx.view(), dinv.view(), position, back.view(), true, ops::Write::Overwrite, 4);
+  rec.submit();
+  for (bool inverse : {false, true}) {
+    std::vector<float> want(x.size());
+    ops::ref::rope(x.data(), inv.data(), want.data(), 2, 3, 5, 8, 11, inverse, 4);
+    EXPECT_TRUE(allClose(download(ctx(), inverse ? back : y), want, kTolerance)) << inverse;
+  }
+}
+
 TEST_F(RopeTest, FarPositionsKeepTheirPrecision) {
   SCOPED_TRACE(rng_.describe());
   // Angles up to 1.3e5 rad at the lowest frequency (inv_freq[0] = 1): a 128k context.
@@ -143,6 +166,10 @@ TEST_F(RopeTest, RefusesBadShapesBeforeRecording) {
       ops::rope(rec, good.view(), good_inv.view(), {}, good.view(), true, ops::Write::Accumulate),
       ShapeError);  // accumulating in place
   EXPECT_THROW(ops::ropeInvFreq(6, 1.0f), ShapeError);
+  for (int64_t rotated : {0, 5})  // heads 1..4
+    EXPECT_THROW(ops::rope(rec, good.view(), good_inv.view(), {}, good.view(), false,
+                           ops::Write::Overwrite, rotated),
+                 ShapeError);
   EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 

@@ -15,12 +15,13 @@ namespace vkgrad::ops {
 namespace {
 
 struct RopePush {
-  uint32_t pairs;                                         // B * T * H * D / 2
-  uint32_t t, h;                                          // T, H
-  uint32_t half_d;                                        // D / 2
+  uint32_t pairs;    // B * T * H * D / 2
+  uint32_t t, h;     // T, H
+  uint32_t half_d;   // D / 2
+  uint32_t rotated;  // heads that turn, the first of each (b, t); the rest are copied
   uint32_t x_skip, inv_freq_skip, position_skip, y_skip;  // first elements inside the bindings
 };
-static_assert(sizeof(RopePush) == 32);
+static_assert(sizeof(RopePush) == 36);
 
 }  // namespace
 
@@ -39,7 +40,7 @@ std::vector<float> ropeInvFreq(int64_t d, float theta) {
   return inv;
 }
 
-void ropeCheckShapes(const Shape& x, const Shape* position) {
+void ropeCheckShapes(const Shape& x, const Shape* position, int64_t rotated_heads) {
   const std::string op = "rope: x " + x.str();
   if (x.rank() != 4) throw ShapeError(op + " must be (B,T,H,D)");
   if (x.numel() == 0) throw ShapeError(op + " is empty");
@@ -47,13 +48,17 @@ void ropeCheckShapes(const Shape& x, const Shape* position) {
   if (x.numel() > INT32_MAX) throw ShapeError(op + ": more than 2^31 elements");
   if (position && !(*position == Shape{1}))
     throw ShapeError(op + " needs position (1), got " + position->str());
+  if (rotated_heads != -1 && (rotated_heads < 1 || rotated_heads > x[2]))
+    throw ShapeError(op + ": rotated heads must be 1.." + std::to_string(x[2]) + ", got " +
+                     std::to_string(rotated_heads));
 }
 
 void rope(vk::Recorder& rec, const TensorView& x, const TensorView& inv_freq,
-          const TensorView& position, const TensorView& y, bool inverse, Write w) {
+          const TensorView& position, const TensorView& y, bool inverse, Write w,
+          int64_t rotated_heads) {
   const char* name = inverse ? "ropeBackward" : "rope";
   const bool has_position = position.buffer != nullptr;
-  ropeCheckShapes(x.shape, has_position ? &position.shape : nullptr);
+  ropeCheckShapes(x.shape, has_position ? &position.shape : nullptr, rotated_heads);
   const std::string op = std::string(name) + ": x " + x.shape.str();
   if (!(y.shape == x.shape)) throw ShapeError(op + " needs y shaped like x, got " + y.shape.str());
   if (!(inv_freq.shape == Shape{x.shape.back() / 2}))
@@ -77,6 +82,7 @@ void rope(vk::Recorder& rec, const TensorView& x, const TensorView& inv_freq,
                       uint32_t(x.shape[1]),
                       uint32_t(x.shape[2]),
                       uint32_t(x.shape[3] / 2),
+                      uint32_t(rotated_heads < 0 ? x.shape[2] : rotated_heads),
                       bx.skip,
                       bf.skip,
                       has_position ? bp.skip : 0u,

@@ -21,17 +21,20 @@ namespace vkgrad::ops {
 std::vector<float> ropeInvFreq(int64_t d, float theta);
 
 // The shape rule, Vulkan-free (the graph builder uses it): x (B,T,H,D) with D even and
-// B*T*H*D within 2^31; position, when given, (1). Throws ShapeError "rope: x (2,3,4,5) needs
-// an even head size D".
-void ropeCheckShapes(const Shape& x, const Shape* position);
+// B*T*H*D within 2^31; position, when given, (1); rotated_heads -1 or 1..H. Throws ShapeError
+// "rope: x (2,3,4,5) needs an even head size D".
+void ropeCheckShapes(const Shape& x, const Shape* position, int64_t rotated_heads = -1);
 
 // x, y: (B,T,H,D); inv_freq: (D/2) f32 (ropeInvFreq); position: (1) u32, the sequence
 // position of row t = 0 read on the device (cached decoding), or an empty view for 0.
 // y = x turned by +angle, or by -angle when inverse (the backward, dy in, dx out); written or
 // (Write::Accumulate) added. y may be x itself for an overwrite (then of x's dtype); other
-// overlaps are refused. Throws ShapeError naming the shapes before recording anything.
+// overlaps are refused. rotated_heads (1..H, or -1: all): only heads [0, rotated_heads) turn,
+// the others are copied, so a fused q, k, v projection viewed as (B,T,Hq+2Hkv,D) gets its q
+// and k heads rotated and its v heads passed through in one pass. Throws ShapeError naming
+// the shapes before recording anything.
 void rope(vk::Recorder& rec, const TensorView& x, const TensorView& inv_freq,
           const TensorView& position, const TensorView& y, bool inverse = false,
-          Write w = Write::Overwrite);
+          Write w = Write::Overwrite, int64_t rotated_heads = -1);
 
 }  // namespace vkgrad::ops

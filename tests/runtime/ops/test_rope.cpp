@@ -11,6 +11,7 @@
 #include "vkgrad/ops/reference/rope.h"
 #include "vkgrad/ops/rope.h"
 #include "vkgrad/runtime/graph.h"
+#include "vkgrad/runtime/ops/rope.h"
 
 namespace vkgrad::test {
 namespace {
@@ -49,6 +50,25 @@ TEST_F(GraphRopeTest, PositionFromAnInput) {
       [&](const Values& v) { return ropeOf(v[0], x, 500000.0f, 1234); }, 1e-6, {{{1}, {1234}}}));
 }
 
+TEST_F(GraphRopeTest, FusedQkvRotatesQueryAndKeyHeads) {
+  SCOPED_TRACE(rng_.describe());
+  // qkv (B,T,(2+2*1)*D) with 2 query heads and 1 key/value head, viewed as (B,T,4,D): the
+  // first 3 heads turn, the value head is copied, and its gradient passes straight through.
+  const Shape qkv{2, 3, 24}, heads{2, 3, 4, 6};
+  EXPECT_TRUE(checkGraphOp(
+      ctx(), rng_, {{qkv}},
+      [&](Graph& g, const std::vector<Tensor>& t) {
+        return graph::ropeHeads(g, g.reshape(t[0], heads), 10000.0f, t[1], 3);
+      },
+      [&](const Values& v) {
+        const std::vector<float> inv = ops::ropeInvFreq(6, 10000.0f);
+        std::vector<float> y(v[0].size());
+        ops::ref::rope(v[0].data(), inv.data(), y.data(), 2, 3, 4, 6, 5, false, 3);
+        return y;
+      },
+      1e-6, {{{1}, {5}}}));
+}
+
 TEST_F(GraphRopeTest, InputReadTwiceSharesTheTable) {
   SCOPED_TRACE(rng_.describe());
   const Shape x{2, 2, 1, 4};
@@ -81,6 +101,7 @@ TEST_F(GraphRopeTest, RefusesBadArguments) {
   EXPECT_THROW(g.rope(x, 10000.0f, fpos), ShapeError);  // f32 position
   EXPECT_THROW(g.rope(x, 10000.0f, pos2), ShapeError);  // two words
   EXPECT_THROW(g.rope(x, 0.5f), ShapeError);
+  EXPECT_THROW(graph::ropeHeads(g, x, 10000.0f, {}, 4), ShapeError);  // x has 3 heads
 }
 
 }  // namespace
