@@ -133,6 +133,45 @@ TEST_F(PrecisionTest, ASliceOfAnOddLengthActivationHasItsGradientZeroed) {
     EXPECT_NEAR(dw[1][i], dw[0][i], 0.02 * scale) << i << " " << rng_.describe();
 }
 
+// Llama's ops (rmsNorm, rope with the position read on the device, the fused swiglu) store
+// their activations and gradients in 16 bits under the policy, rmsNorm's rstd stays f32, and
+// the output and the parameters' gradients match the f32 graph's to the format's precision.
+TEST_F(PrecisionTest, LlamaOpsRunIn16Bits) {
+  graph::ParameterStore store(ctx());
+  const graph::Parameter& xp = store.add("x", {2, 3, 2, 8}, graph::Init::normal(0.0f, 1.0f));
+  const graph::Parameter& gp = store.add("gamma", {8}, graph::Init::uniform(0.5f, 1.5f));
+  store.initialize(rng_.seed());
+  const std::vector<float> w = rng_.uniform(48, -1.0f, 1.0f);
+  std::vector<std::vector<float>> results[3];  // per precision: y, dx, dgamma
+  const Precision precisions[] = {Precision::F32, Precision::BF16, Precision::F16};
+  for (int p = 0; p < 3; ++p) {
+    Graph g;
+    const Tensor pos = g.input("pos", {1}, DType::U32);
+    const Tensor h = g.rmsNorm(g.parameter(xp), g.parameter(gp));
+    const Tensor y = g.swiglu(g.reshape(g.rope(h, 10000.0f, pos), {2, 3, 16}));
+    const Tensor loss = g.sum(g.mul(y, g.constant("w", {2, 3, 8}, w)));
+    g.markOutput(y);
+    const graph::Gradients grads = graph::backward(g, loss);
+    graph::applyPrecision(g, precisions[p]);
+    ASSERT_EQ(g.tensor(h).dtype, graph::activationDtype(precisions[p]));
+    ASSERT_EQ(g.tensor(g.nodes()[size_t(g.producer(h.id))].outputs[1]).dtype, DType::F32);
+    graph::Executor exec(ctx(), g);
+    exec.setInput(pos, std::vector<uint32_t>{7});
+    exec.step();
+    results[p].push_back(exec.read(y));
+    for (const auto& [param, grad] : grads.parameters) results[p].push_back(exec.read(grad));
+  }
+  for (int p = 1; p < 3; ++p)
+    for (size_t k = 0; k < results[0].size(); ++k) {
+      double scale = 0;
+      for (float v : results[0][k]) scale = std::max(scale, double(std::fabs(v)));
+      for (size_t i = 0; i < results[0][k].size(); ++i)
+        ASSERT_NEAR(results[p][k][i], results[0][k][i], 0.03 * scale)
+            << graph::precisionName(precisions[p]) << " result " << k << " element " << i << " "
+            << rng_.describe();
+    }
+}
+
 // The same block, the same initial parameters and the same batches, trained 60 steps in
 // each precision. The 16-bit runs must learn (the loss falls from ~ln 11 to under 0.5 as the
 // f32 run does) and end within 0.1 + 10 % of the f32 run's evaluation loss: rounding each

@@ -75,6 +75,10 @@ const Case kCases[] = {
      [](Graph& g, auto& p, auto& in) {
        return g.layerNorm(in({5, 13}), p("gamma"), p("beta"));
      }},
+    {"rmsNorm",
+     [](Graph& g, auto& p, auto& in) {
+       return g.rmsNorm(in({5, 13}), p("gamma"));
+     }},
     {"add",
      [](Graph& g, auto& p, auto& in) {
        return g.add(in({2, 5, 13}), p("pos"));

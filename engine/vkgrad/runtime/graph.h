@@ -173,6 +173,16 @@ class Graph {
   Tensor pow(Tensor x, float exponent) { return activation(x, ops::Activation::Pow, exponent); }
   // x: (..., N), gamma, beta: (N).
   Tensor layerNorm(Tensor x, Tensor gamma, Tensor beta, float eps = 1e-5f);
+  // Llama's RMSNorm (ops/rms_norm.h): x (..., N), gamma (N) -> x / sqrt(mean(x^2) + eps) * gamma.
+  Tensor rmsNorm(Tensor x, Tensor gamma, float eps = 1e-6f);
+  // Rotary position embedding, Hugging Face Llama's rotate_half form (ops/rope.h): x (B,T,H,D),
+  // D even; row t sits at position t + offset, the offset 0 or read on the device from
+  // position, a (1) u32 tensor (cached decoding). Gradient for x: the inverse rotation.
+  Tensor rope(Tensor x, float theta = 10000.0f, Tensor position = {});
+  // silu(gate) * up elementwise (ops/swiglu.h), gate and up of one shape; or from one gate_up
+  // (..., 2F), gate the first F of each row and up the last F (one matmul for both) -> (..., F).
+  Tensor swiglu(Tensor gate, Tensor up);
+  Tensor swiglu(Tensor gate_up);
   // logits: (..., C) f32, targets: (...) u32 -> (1): the mean over rows of -log softmax[target].
   Tensor crossEntropy(Tensor logits, Tensor targets);
   // The same elements in another shape; no kernel, no copy.

@@ -19,6 +19,12 @@ VKGRAD_OP(Activation)  // ops/activation.cpp
 VKGRAD_OP(ActivationBackward)
 VKGRAD_OP(LayerNorm)  // ops/layer_norm.cpp
 VKGRAD_OP(LayerNormBackward)
+VKGRAD_OP(RmsNorm)  // ops/rms_norm.cpp
+VKGRAD_OP(RmsNormBackward)
+VKGRAD_OP(Rope)  // ops/rope.cpp
+VKGRAD_OP(RopeBackward)
+VKGRAD_OP(Swiglu)  // ops/swiglu.cpp
+VKGRAD_OP(SwigluBackward)
 VKGRAD_OP(CrossEntropy)  // ops/cross_entropy.cpp
 VKGRAD_OP(CrossEntropyBackward)
 VKGRAD_OP(Attention)  // ops/attention.cpp

@@ -1,0 +1,180 @@
+#include "vkgrad/ops/swiglu.h"
+
+#include <string>
+
+#include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
+#include "vkgrad/ops/storage.h"
+#include "vkgrad/vk/context.h"
+#include "vkgrad/vk/kernel.h"
+#include "vkgrad/vk/memory.h"
+#include "vkgrad/vk/recorder.h"
+
+namespace vkgrad::ops {
+namespace {
+
+struct SwigluPush {
+  uint32_t n;                                                 // elements of y
+  uint32_t f;                                                 // F
+  uint32_t gate_stride, up_stride;                            // F, or 2F for gate_up
+  uint32_t gate_skip, up_skip, y_skip, dgate_skip, dup_skip;  // y_skip: dy's in the backward
+};
+static_assert(sizeof(SwigluPush) == 36);
+
+// Where gate and up lie: two tensors, or the halves of one gate_up.
+struct Halves {
+  TensorView gate, up;     // the bound tensors (both gate_up for the fused form)
+  uint32_t stride = 0;     // row stride of each
+  uint32_t up_offset = 0;  // elements from the bound up's first element to up's
+};
+
+Halves separate(const TensorView& gate, const TensorView& up) {
+  return {gate, up, uint32_t(gate.shape.back()), 0};
+}
+Halves fused(const TensorView& gate_up) {
+  const uint32_t f = uint32_t(gate_up.shape.back() / 2);
+  return {gate_up, gate_up, 2 * f, f};
+}
+
+void checkSame(const char* op, const char* name, const TensorView& t, const Shape& s) {
+  if (!(t.shape == s))
+    throw ShapeError(std::string(op) + ": " + name + " " + t.shape.str() + " must be " + s.str());
+}
+
+void checkElements(const char* op, const Shape& s) {
+  if (s.numel() > INT32_MAX) throw ShapeError(std::string(op) + ": more than 2^31 elements");
+}
+
+void launchForward(vk::Recorder& rec, const Halves& h, const TensorView& y) {
+  const uint64_t n = uint64_t(y.shape.numel());
+  if (n == 0) return;
+  vk::Context& ctx = rec.context();
+  const Bound bg = bindStorage(ctx, h.gate), bu = bindStorage(ctx, h.up), by = bindStorage(ctx, y);
+  const SwigluPush push{uint32_t(n),
+                        uint32_t(y.shape.back()),
+                        h.stride,
+                        h.stride,
+                        bg.skip,
+                        bu.skip + h.up_offset,
+                        by.skip,
+                        0,
+                        0};
+  const vk::Kernel& kernel =
+      floatKernel(ctx, "swiglu/forward", {{"local_size_x", workgroupSize(ctx)}},
+                  {{"gate_dtype", h.gate.dtype}, {"up_dtype", h.up.dtype}, {"y_dtype", y.dtype}});
+  const vk::Arg args[] = {bg.arg, bu.arg, by.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, workgroupSize(ctx)));
+}
+
+// dgate and dup bound like gate and up (the same gate_up gradient for the fused form).
+void launchBackward(vk::Recorder& rec, const Halves& h, const TensorView& dy,
+                    const TensorView& dgate, const TensorView& dup, Write gate_write,
+                    Write up_write) {
+  const uint64_t n = uint64_t(dy.shape.numel());
+  const bool want_gate = dgate.buffer != nullptr, want_up = dup.buffer != nullptr;
+  if (n == 0 || (!want_gate && !want_up)) return;
+  vk::Context& ctx = rec.context();
+  const Bound bg = bindStorage(ctx, h.gate), bu = bindStorage(ctx, h.up),
+              bdy = bindStorage(ctx, dy);
+  // An unwanted output's binding is a placeholder (the other output's), never touched.
+  const Bound bdg = bindStorage(ctx, want_gate ? dgate : dup),
+              bdu = bindStorage(ctx, want_up ? dup : dgate);
+  const SwigluPush push{uint32_t(n),
+                        uint32_t(dy.shape.back()),
+                        h.stride,
+                        h.stride,
+                        bg.skip,
+                        bu.skip + h.up_offset,
+                        bdy.skip,
+                        bdg.skip,
+                        bdu.skip + (want_up ? h.up_offset : 0)};
+  const vk::Kernel& kernel = floatKernel(ctx, "swiglu/backward",
+                                         {{"local_size_x", workgroupSize(ctx)},
+                                          {"kGate", want_gate},
+                                          {"kUp", want_up},
+                                          {"kAccumulateGate", gate_write == Write::Accumulate},
+                                          {"kAccumulateUp", up_write == Write::Accumulate}},
+                                         {{"gate_dtype", h.gate.dtype},
+                                          {"up_dtype", h.up.dtype},
+                                          {"dy_dtype", dy.dtype},
+                                          {"dgate_dtype", want_gate ? dgate.dtype : dup.dtype},
+                                          {"dup_dtype", want_up ? dup.dtype : dgate.dtype}});
+  const vk::Arg args[] = {bg.arg, bu.arg, bdy.arg, bdg.arg, bdu.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, workgroupSize(ctx)));
+}
+
+}  // namespace
+
+Shape swigluFusedShape(const Shape& gate_up) {
+  const std::string op = "swiglu: gate_up " + gate_up.str();
+  if (gate_up.rank() < 1) throw ShapeError(op + " needs at least one dim");
+  if (gate_up.back() < 2 || gate_up.back() % 2 != 0)
+    throw ShapeError(op + " needs an even last axis (gate and up side by side)");
+  int64_t dims[Shape::kMaxRank];
+  for (int i = 0; i < gate_up.rank(); ++i) dims[i] = gate_up[i];
+  dims[gate_up.rank() - 1] /= 2;
+  return Shape::of(dims, gate_up.rank());
+}
+
+void swiglu(vk::Recorder& rec, const TensorView& gate, const TensorView& up, const TensorView& y) {
+  const char* op = "swiglu";
+  checkSame(op, "up", up, gate.shape);
+  checkSame(op, "y", y, gate.shape);
+  checkElements(op, gate.shape);
+  checkFloatOperand(op, "gate", gate);
+  checkFloatOperand(op, "up", up);
+  checkFloatOperand(op, "y", y);
+  checkAlias(op, "y", y, "gate", gate, true);
+  checkAlias(op, "y", y, "up", up, true);
+  checkInPlaceDtype(op, "y", y, "gate", gate);
+  checkInPlaceDtype(op, "y", y, "up", up);
+  launchForward(rec, separate(gate, up), y);
+}
+
+void swiglu(vk::Recorder& rec, const TensorView& gate_up, const TensorView& y) {
+  const char* op = "swiglu";
+  checkSame(op, "y", y, swigluFusedShape(gate_up.shape));
+  checkElements(op, gate_up.shape);
+  checkFloatOperand(op, "gate_up", gate_up);
+  checkFloatOperand(op, "y", y);
+  checkAlias(op, "y", y, "gate_up", gate_up, false);
+  launchForward(rec, fused(gate_up), y);
+}
+
+void swigluBackward(vk::Recorder& rec, const TensorView& gate, const TensorView& up,
+                    const TensorView& dy, const TensorView& dgate, const TensorView& dup,
+                    Write gate_write, Write up_write) {
+  const char* op = "swigluBackward";
+  checkSame(op, "up", up, gate.shape);
+  checkSame(op, "dy", dy, gate.shape);
+  checkElements(op, gate.shape);
+  checkFloatOperand(op, "gate", gate);
+  checkFloatOperand(op, "up", up);
+  checkFloatOperand(op, "dy", dy);
+  for (const auto& [name, out] : {std::pair{"dgate", &dgate}, std::pair{"dup", &dup}}) {
+    if (!out->buffer) continue;
+    checkSame(op, name, *out, gate.shape);
+    checkFloatOperand(op, name, *out);
+    checkAlias(op, name, *out, "gate", gate, false);
+    checkAlias(op, name, *out, "up", up, false);
+    checkAlias(op, name, *out, "dy", dy, false);
+  }
+  checkAlias(op, "dgate", dgate, "dup", dup, false);
+  launchBackward(rec, separate(gate, up), dy, dgate, dup, gate_write, up_write);
+}
+
+void swigluBackward(vk::Recorder& rec, const TensorView& gate_up, const TensorView& dy,
+                    const TensorView& dgate_up, Write w) {
+  const char* op = "swigluBackward";
+  checkSame(op, "dy", dy, swigluFusedShape(gate_up.shape));
+  checkSame(op, "dgate_up", dgate_up, gate_up.shape);
+  checkElements(op, gate_up.shape);
+  checkFloatOperand(op, "gate_up", gate_up);
+  checkFloatOperand(op, "dy", dy);
+  checkFloatOperand(op, "dgate_up", dgate_up);
+  checkAlias(op, "dgate_up", dgate_up, "gate_up", gate_up, false);
+  checkAlias(op, "dgate_up", dgate_up, "dy", dy, false);
+  launchBackward(rec, fused(gate_up), dy, dgate_up, dgate_up, w, w);
+}
+
+}  // namespace vkgrad::ops
