@@ -148,7 +148,8 @@ Tensor Graph::attention(Tensor qkv, int64_t heads, int64_t kv_heads, bool causal
   if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0)
     fail("the key/value heads must divide the query heads");
   if (s[2] % (heads + 2 * kv_heads) != 0)
-    fail("the last dim must be a multiple of heads + 2*kv_heads");
+    fail(kv_heads == heads ? "the last dim must be a multiple of 3*heads"
+                           : "the last dim must be a multiple of heads + 2*kv_heads");
   if (!(scale >= 0)) fail("scale must be >= 0 (0: 1/sqrt(D))");
   const int64_t d = s[2] / (heads + 2 * kv_heads);
   // q and k, v as the kernels see them.

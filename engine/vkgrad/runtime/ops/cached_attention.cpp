@@ -73,7 +73,8 @@ Tensor Graph::cachedAttention(Tensor qkv, int64_t heads, int64_t kv_heads, Tenso
   if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0)
     fail("the key/value heads must divide the query heads");
   if (s[2] % (heads + 2 * kv_heads) != 0)
-    fail("qkv's last dim must be a multiple of heads + 2*kv_heads");
+    fail(kv_heads == heads ? "qkv's last dim must be a multiple of 3*heads"
+                           : "qkv's last dim must be a multiple of heads + 2*kv_heads");
   const int64_t head_dim = s[2] / (heads + 2 * kv_heads);
   const int64_t width = heads * head_dim, kv_width = kv_heads * head_dim;
   for (Tensor cache : {k_cache, v_cache}) {
