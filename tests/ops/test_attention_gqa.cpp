@@ -57,14 +57,16 @@ double maxAbs(const std::vector<float>& x) {
 class AttentionGqaTest : public VkTest {
  protected:
   // Forward and backward on random data against the reference; gradients start random when
-  // accumulating, else poisoned.
-  void check(const Case& c, Rng& rng, Write w = Write::Overwrite) {
-    SCOPED_TRACE(describe(c));
+  // accumulating, else poisoned. q, k, v and dout stored in `inputs` (rounded to it first, so
+  // the reference sees what the kernels read); the outputs f32.
+  void check(const Case& c, Rng& rng, Write w = Write::Overwrite, DType inputs = DType::F32) {
+    SCOPED_TRACE(describe(c) + " " + ops::dtypeName(inputs));
     const bool fragment = c.variant == AttentionVariant::FragmentEmulated;
     const double tolerance = fragment ? kFragmentTolerance : kTolerance;
     const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.hkv * c.d;
     auto random = [&](int64_t n) {
-      return fragment ? ops::ref::roundToHalf(rng.normal(n)) : rng.normal(n);
+      return fragment ? ops::ref::roundToHalf(rng.normal(n))
+                      : ops::ref::roundTo(inputs, rng.normal(n));
     };
     const auto q = random(nq), k = random(nk), v = random(nk), dout = random(nq);
     std::vector<float> o(nq), lse(c.b * c.h * c.tq), dq(nq), dk(nk), dv(nk);
@@ -75,8 +77,8 @@ class AttentionGqaTest : public VkTest {
                                 dv.data());
 
     const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.hkv, c.d};
-    auto tq = upload(ctx(), sq, q), tk = upload(ctx(), sk, k), tv = upload(ctx(), sk, v),
-         tdout = upload(ctx(), sq, dout);
+    auto tq = upload(ctx(), sq, q, inputs), tk = upload(ctx(), sk, k, inputs),
+         tv = upload(ctx(), sk, v, inputs), tdout = upload(ctx(), sq, dout, inputs);
     auto to = poisoned(ctx(), sq), tlse = poisoned(ctx(), {c.b, c.h, c.tq});
     const bool acc = w == Write::Accumulate;
     const auto iq = rng.normal(nq), ik = rng.normal(nk), iv = rng.normal(nk);
@@ -131,6 +133,14 @@ TEST_F(AttentionGqaTest, GradientsAccumulate) {
   SCOPED_TRACE(rng.describe());
   for (AttentionVariant variant : simt(8))
     check({1, 4, 2, 7, 7, 8, true, variant}, rng, Write::Accumulate);
+}
+
+// 16-bit inputs go through the same indexing (the kernels' ".s16" builds).
+TEST_F(AttentionGqaTest, SixteenBitInputsMatchRepeatKvReference) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (AttentionVariant variant : simt(8))
+    check({1, 4, 2, 9, 9, 8, true, variant}, rng, Write::Overwrite, DType::BF16);
 }
 
 TEST_F(AttentionGqaTest, EmulatedFragmentKernelsMatchRepeatKvReference) {
