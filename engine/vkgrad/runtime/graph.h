@@ -127,8 +127,8 @@ class Graph {
   // activation as it stores the product (the bits of the separate pass) and stores the value
   // before it beside, which kind's backward reads; its reader's backward applies f' in its
   // own epilogue where it can (runtime/ops/fused_activation.h), as for the two-node form.
-  Tensor matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind, float param = 0.0f,
-                          bool trans_b = false);
+  Tensor matmulActivation(Tensor a, Tensor b, Tensor bias, ops::Activation kind,
+                          float param = 0.0f, bool trans_b = false);
   // a + b with numpy-style broadcast (see ops/elementwise.h); the larger operand gives the shape.
   Tensor add(Tensor a, Tensor b);
   // a * b elementwise, broadcast as add().
