@@ -33,6 +33,8 @@ constexpr double kFragmentTolerance = 3e-3;
 void declare(Cli& cli) {
   cli.option("b", "batch", "1");
   cli.option("h", "heads", "4");
+  cli.option("kv-heads",
+             "key/value heads, dividing --h (grouped-query attention; 0: --h); flash only", "0");
   cli.option("t", "sequence length (queries and keys)", "1024");
   cli.option("d", "head dim", "64");
   cli.flag("causal", "causal mask (query i sees keys 0..i)");
@@ -42,11 +44,12 @@ void declare(Cli& cli) {
   cli.option("impl", "flash, reference (the op-library path that stores P) or both", "both");
 }
 
-// The sizes and modes the options ask for: Q, K, V, O (B, T, H, D).
+// The sizes and modes the options ask for: Q, O (B, T, H, D), K, V (B, T, Hkv, D).
 struct Problem {
   int64_t b, h, t, d;
   bool causal, backward;
   bool check;  // against the fp64 CPU reference
+  int64_t hkv;
 
   // Visible (query, key) pairs over every head.
   double pairs() const {
@@ -54,7 +57,12 @@ struct Problem {
   }
   double flop() const { return (backward ? 14.0 : 4.0) * pairs() * double(d); }
   ops::Shape shape() const { return {b, t, h, d}; }
-  ops::ref::AttentionShape refShape() const { return {b, h, t, t, d, causal}; }
+  ops::Shape kvShape() const { return {b, t, hkv, d}; }
+  ops::ref::AttentionShape refShape() const {
+    ops::ref::AttentionShape s{b, h, t, t, d, causal};
+    s.hkv = hkv;
+    return s;
+  }
 };
 
 Problem parseProblem(const Cli& cli, const BenchOptions& options) {
@@ -64,7 +72,10 @@ Problem parseProblem(const Cli& cli, const BenchOptions& options) {
             cli.getInt("d", 1, 256),
             cli.has("causal"),
             cli.has("backward"),
-            false};
+            false,
+            cli.getInt("kv-heads", 0, 1 << 16)};
+  if (p.hkv == 0) p.hkv = p.h;
+  if (p.h % p.hkv != 0) cli.fail("--kv-heads must divide --h");
   p.check = options.check || 14.0 * p.pairs() * double(p.d) <= kCheckLimit;
   return p;
 }
@@ -117,12 +128,13 @@ struct Inputs {
 // The largest normalised error of the gradients in dq, dk and dv against the CPU reference.
 double backwardError(vk::Context& context, const Problem& p, const Inputs& in, const vk::Buffer& dq,
                      const vk::Buffer& dk, const vk::Buffer& dv) {
-  const size_t n = size_t(p.b * p.t * p.h * p.d);
-  std::vector<float> want_q(n), want_k(n), want_v(n), got(n);
+  const size_t n = size_t(p.b * p.t * p.h * p.d), nkv = size_t(p.b * p.t * p.hkv * p.d);
+  std::vector<float> want_q(n), want_k(nkv), want_v(nkv), got;
   ops::ref::attentionBackward(p.refShape(), in.q.data(), in.k.data(), in.v.data(), in.dout.data(),
                               want_q.data(), want_k.data(), want_v.data());
   double error = 0;
   for (auto [buffer, want] : {std::pair{&dq, &want_q}, {&dk, &want_k}, {&dv, &want_v}}) {
+    got.resize(want->size());
     context.staging().download(*buffer, 0, got.data(), got.size() * 4);
     error = std::max(error, normalisedError(got, *want));
   }
@@ -144,29 +156,29 @@ Run runImpl(vk::Context& context, const BenchOptions& options, const Problem& p,
   vk::Allocator& allocator = context.allocator();
   const uint64_t before = allocator.bytesInUse();
   allocator.resetPeak();
-  const int64_t b = p.b, h = p.h, t = p.t, n = b * t * h * p.d;
-  const ops::Shape shape = p.shape();
+  const int64_t b = p.b, h = p.h, t = p.t, n = b * t * h * p.d, nkv = b * t * p.hkv * p.d;
+  const ops::Shape shape = p.shape(), kv_shape = p.kvShape();
   std::vector<vk::Buffer> buffers;
   auto tensor = [&](int64_t elements) -> const vk::Buffer& {
     buffers.push_back(allocator.allocate(uint64_t(elements) * 4));
     return buffers.back();
   };
   buffers.reserve(12);
-  const vk::Buffer &q = tensor(n), &k = tensor(n), &v = tensor(n), &o = tensor(n),
+  const vk::Buffer &q = tensor(n), &k = tensor(nkv), &v = tensor(nkv), &o = tensor(n),
                    &lse = tensor(b * h * t);
-  const Inputs in{benchData(size_t(n), -1, 1, 1), benchData(size_t(n), -1, 1, 2),
-                  benchData(size_t(n), -1, 1, 3), benchData(size_t(n), -1, 1, 4)};
+  const Inputs in{benchData(size_t(n), -1, 1, 1), benchData(size_t(nkv), -1, 1, 2),
+                  benchData(size_t(nkv), -1, 1, 3), benchData(size_t(n), -1, 1, 4)};
   context.staging().upload(q, 0, in.q.data(), in.q.size() * 4);
   context.staging().upload(k, 0, in.k.data(), in.k.size() * 4);
   context.staging().upload(v, 0, in.v.data(), in.v.size() * 4);
   const ops::AttentionOptions attn{p.causal, 0.0f, variant};
-  const ops::AttentionTensor tq{ops::view(q, shape)}, tk{ops::view(k, shape)},
-      tv{ops::view(v, shape)}, to{ops::view(o, shape)};
+  const ops::AttentionTensor tq{ops::view(q, shape)}, tk{ops::view(k, kv_shape)},
+      tv{ops::view(v, kv_shape)}, to{ops::view(o, shape)};
   const ops::TensorView tlse = ops::view(lse, {b, h, t});
 
   Run run;
   std::unique_ptr<ops::UnfusedAttention> unfused;
-  if (!flash) unfused = std::make_unique<ops::UnfusedAttention>(context, shape, shape, attn);
+  if (!flash) unfused = std::make_unique<ops::UnfusedAttention>(context, shape, kv_shape, attn);
   auto forward = [&](vk::Recorder& rec) {
     if (flash)
       ops::attention(rec, tq, tk, tv, to, tlse, attn);
@@ -176,15 +188,15 @@ Run runImpl(vk::Context& context, const BenchOptions& options, const Problem& p,
   if (!p.backward) {
     run.timing = timeRuns(context, options.warmup, options.iters, forward);
   } else {
-    const vk::Buffer &dout = tensor(n), &dq = tensor(n), &dk = tensor(n), &dv = tensor(n),
+    const vk::Buffer &dout = tensor(n), &dq = tensor(n), &dk = tensor(nkv), &dv = tensor(nkv),
                      &scratch = tensor(ops::attentionBackwardScratch(tq));
     context.staging().upload(dout, 0, in.dout.data(), in.dout.size() * 4);
     run.timing = timeRuns(context, options.warmup, options.iters, [&](vk::Recorder& rec) {
       forward(rec);
       if (flash)
         ops::attentionBackward(rec, tq, tk, tv, to, tlse, {ops::view(dout, shape)},
-                               {ops::view(dq, shape)}, {ops::view(dk, shape)},
-                               {ops::view(dv, shape)}, ops::view(scratch, {b * h * t}), attn);
+                               {ops::view(dq, shape)}, {ops::view(dk, kv_shape)},
+                               {ops::view(dv, kv_shape)}, ops::view(scratch, {b * h * t}), attn);
       else
         unfused->backward(rec, ops::view(dout, shape), ops::view(dq, shape), ops::view(dk, shape),
                           ops::view(dv, shape));
@@ -212,6 +224,7 @@ void printRun(const vk::Context& context, const BenchOptions& options, const Pro
                    {"variant", variant},
                    {"b", p.b},
                    {"h", p.h},
+                   {"kv_heads", p.hkv},
                    {"t", p.t},
                    {"d", p.d},
                    {"causal", p.causal},
@@ -230,9 +243,10 @@ void printRun(const vk::Context& context, const BenchOptions& options, const Pro
                    {"device", context.info().name}});
   } else {
     std::printf(
-        "attention %-9s %-6s B%lld H%lld T%lld D%lld%s%s  %10.3f ms  %9.2f GFLOP/s  "
+        "attention %-9s %-6s B%lld H%lld%s T%lld D%lld%s%s  %10.3f ms  %9.2f GFLOP/s  "
         "%8.1f MiB on device  (min %.3f, max %.3f)  %s\n",
-        name, variant, (long long)p.b, (long long)p.h, (long long)p.t, (long long)p.d,
+        name, variant, (long long)p.b, (long long)p.h,
+        p.hkv != p.h ? ("/" + std::to_string(p.hkv)).c_str() : "", (long long)p.t, (long long)p.d,
         p.causal ? " causal" : "", p.backward ? " +bwd" : "", s.median, gflops,
         double(r.device_bytes) / (1 << 20), s.min, s.max,
         r.checked ? ("error " + std::to_string(r.error) + (ok ? "" : "  WRONG")).c_str()

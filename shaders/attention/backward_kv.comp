@@ -1,11 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Flash attention backward, dK and dV: a workgroup owns TILE key rows of one (batch, head),
-// one invocation per key holding k, v and their gradients; query tiles (q, dO, LSE, rowdot)
-// pass through shared memory. P is recomputed from q, k and LSE:
+// Flash attention backward, dK and dV: a workgroup owns TILE key rows of one (batch,
+// key/value head), one invocation per key holding k, v and their gradients; query tiles (q,
+// dO, LSE, rowdot) pass through shared memory. P is recomputed from q, k and LSE:
 //   P_ij = exp(scale q_i·k_j - LSE_i),  dV_j += P_ij dO_i,
-//   dS_ij = P_ij (dO_i·v_j - rowdot_i),  dK_j += scale dS_ij q_i.
-// Each key's sums run over queries in order in one invocation: deterministic, no atomics.
+//   dS_ij = P_ij (dO_i·v_j - rowdot_i),  dK_j += scale dS_ij q_i,
+// summed over the queries of every query head that reads this key/value head (the group's,
+// grouped-query attention), head after head. Each key's sums run over heads and queries in
+// order in one invocation: deterministic, no atomics.
 // Query tiles before the first query that sees the workgroup's first key are not visited.
 // Every tensor in any float format (LSE and the row dots too); the arithmetic is f32.
 #include "common/storage.glsl"
@@ -26,20 +28,21 @@ shared float ls[TILE];
 shared float rs[TILE];
 
 void main() {
-  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z, hk = gl_WorkGroupID.y;  // a key/value head
   const uint j0 = gl_WorkGroupID.x * TILE, j = j0 + gl_LocalInvocationID.x;
   const bool key = j < p.Tk;
 
   float kj[D], vj[D], gk[D], gv[D];
   for (uint d = 0; d < D; ++d) {
-    kj[d] = key ? LOAD(k, at(K, b, j, p.Tk, h) + d) : 0.0;
-    vj[d] = key ? LOAD(v, at(V, b, j, p.Tk, h) + d) : 0.0;
+    kj[d] = key ? LOAD(k, at(K, b, j, p.Tk, hk) + d) : 0.0;
+    vj[d] = key ? LOAD(v, at(V, b, j, p.Tk, hk) + d) : 0.0;
     gk[d] = 0.0;
     gv[d] = 0.0;
   }
   const uint first = key ? queryBegin(j) : p.Tq;
   const uint tile_begin = queryBegin(j0) / TILE * TILE;
 
+  for (uint h = hk * p.group; h < (hk + 1) * p.group; ++h)
   for (uint i0 = tile_begin; i0 < p.Tq; i0 += TILE) {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
@@ -70,7 +73,7 @@ void main() {
     }
   }
   if (!key) return;
-  const uint ki = at(DK, b, j, p.Tk, h), vi = at(DV, b, j, p.Tk, h);
+  const uint ki = at(DK, b, j, p.Tk, hk), vi = at(DV, b, j, p.Tk, hk);
   for (uint d = 0; d < D; ++d) {
     const float gkd = gk[d] * p.scale;
     STORE(dk, ki + d, p.accumulate != 0 ? LOAD(dk, ki + d) + gkd : gkd);

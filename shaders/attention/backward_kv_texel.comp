@@ -1,8 +1,9 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Flash attention backward, dK and dV, for SIMD CPUs (see attention/texel.glsl;
-// backward_kv.comp has the algorithm): each lane owns one key row; per query tile every lane
-// fetches one query's q and dO rows, LSE and row dot, and the shuffles share them.
+// backward_kv.comp has the algorithm, the group's query heads included): each lane owns one
+// key row; per query tile every lane fetches one query's q and dO rows, LSE and row dot, and
+// the shuffles share them.
 #include "common/storage.glsl"
 #include "attention/texel.glsl"
 
@@ -21,13 +22,13 @@ layout(set = 0, binding = 7) buffer DVb4 { vec4 dv4[]; };
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
-  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z, hk = gl_WorkGroupID.y;  // a key/value head
   const uint j0 = gl_WorkGroupID.x * TILE, j = j0 + lane;
   const bool key = j < p.Tk;
   const uint jc = min(j, p.Tk - 1);
 
   vec4 kv[D4], vv[D4], gk[D4], gv[D4];
-  const int kbase = texelAt(K, b, jc, p.Tk, h), vbase = texelAt(V, b, jc, p.Tk, h);
+  const int kbase = texelAt(K, b, jc, p.Tk, hk), vbase = texelAt(V, b, jc, p.Tk, hk);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
     kv[c] = FETCH(Kt, kbase + int(c)) * p.scale;
     vv[c] = FETCH(Vt, vbase + int(c));
@@ -37,6 +38,7 @@ void main() {
   const uint first = key ? queryBegin(j) : p.Tq;
   const uint tile_begin = queryBegin(j0) / TILE * TILE;  // uniform
 
+  for (uint h = hk * p.group; h < (hk + 1) * p.group; ++h)  // uniform
   for (uint i0 = tile_begin; i0 < p.Tq; i0 += TILE) {
     const uint mine = min(i0 + lane, p.Tq - 1);  // the query row this lane fetches for all
     const int qbase = texelAt(Q, b, mine, p.Tq, h), dbase = texelAt(DO, b, mine, p.Tq, h);
@@ -74,7 +76,7 @@ void main() {
     }
   }
   if (!key) return;
-  const uint at_k = at(DK, b, j, p.Tk, h), at_v = at(DV, b, j, p.Tk, h);
+  const uint at_k = at(DK, b, j, p.Tk, hk), at_v = at(DV, b, j, p.Tk, hk);
   [[unroll]] for (uint c = 0; c < D4; ++c) {
     const vec4 gkd = gk[c] * p.scale, gvd = gv[c];
     if (STORE4) {

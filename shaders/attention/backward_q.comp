@@ -21,7 +21,7 @@ shared float ks[TILE][D];
 shared float vs[TILE][D];
 
 void main() {
-  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y, hk = kvHead(h);
   const uint i0 = gl_WorkGroupID.x * TILE, i = i0 + gl_LocalInvocationID.x;
   const bool row = i < p.Tq;
 
@@ -41,8 +41,8 @@ void main() {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
       const uint r = e / D, d = e % D, j = j0 + r;
-      ks[r][d] = j < p.Tk ? LOAD(k, at(K, b, j, p.Tk, h) + d) : 0.0;
-      vs[r][d] = j < p.Tk ? LOAD(v, at(V, b, j, p.Tk, h) + d) : 0.0;
+      ks[r][d] = j < p.Tk ? LOAD(k, at(K, b, j, p.Tk, hk) + d) : 0.0;
+      vs[r][d] = j < p.Tk ? LOAD(v, at(V, b, j, p.Tk, hk) + d) : 0.0;
     }
     barrier();
     const uint n = j0 < end ? min(TILE, end - j0) : 0;

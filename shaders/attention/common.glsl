@@ -1,7 +1,8 @@
 // Shared by the attention kernels: the push constants, the tensor layout and the mask.
 //
-// Q, O, dO and dQ are (B, Tq, H, D) and K, V, dK, dV (B, Tk, H, D): D contiguous, heads D
-// apart, tokens stride[slot] apart (H*D when packed; more inside a fused QKV projection),
+// Q, O, dO and dQ are (B, Tq, H, D) and K, V, dK, dV (B, Tk, Hkv, D), H = group * Hkv: query
+// head h reads key/value head h / group (grouped-query attention; group 1 is plain multi-head
+// attention). D contiguous, heads D apart, tokens stride[slot] apart (H*D when packed; more inside a fused QKV projection),
 // starting skip[slot] elements into their binding. LSE and the backward's row dots are
 // (B, H, Tq), contiguous. Query i sees key j when !causal or j <= i + (Tk - Tq).
 
@@ -20,12 +21,16 @@ layout(push_constant) uniform Push {
   uint accumulate;  // backward: 1 adds to dQ, dK, dV instead of overwriting
   uint lse_skip, rowdot_skip;
   uint skip[8], stride[8];
+  uint group;  // query heads per key/value head, H / Hkv
 } p;
 
 // Element d of row t of head h, batch b, of the tensor in `slot`.
 uint at(uint slot, uint b, uint t, uint T, uint h) {
   return p.skip[slot] + (b * T + t) * p.stride[slot] + h * D;
 }
+
+// The key/value head query head h reads.
+uint kvHead(uint h) { return h / p.group; }
 
 // Index of (b, h, i) in LSE and the row dots, before their skip.
 uint rowIndex(uint b, uint h, uint i) { return (b * p.H + h) * p.Tq + i; }

@@ -15,7 +15,7 @@ FLOATS(4, lse, writeonly)
 
 void main() {
   const uint lane = gl_SubgroupInvocationID;
-  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y, hk = kvHead(h);
   const uint i0 = gl_WorkGroupID.x * TILE, i = i0 + lane;
   const bool row = i < p.Tq;
 
@@ -31,7 +31,7 @@ void main() {
 
   for (uint j0 = 0; j0 < tile_end; j0 += TILE) {
     const uint mine = min(j0 + lane, p.Tk - 1);  // the key row this lane fetches for all
-    const int kbase = texelAt(K, b, mine, p.Tk, h), vbase = texelAt(V, b, mine, p.Tk, h);
+    const int kbase = texelAt(K, b, mine, p.Tk, hk), vbase = texelAt(V, b, mine, p.Tk, hk);
     float s[TILE];
     [[unroll]] for (uint r = 0; r < TILE; ++r) s[r] = 0.0;
     [[unroll]] for (uint c = 0; c < D4; ++c) {

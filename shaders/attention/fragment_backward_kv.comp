@@ -10,9 +10,10 @@
 //
 // A workgroup owns R = 16·WARPS key rows (attention/fragment_tiles.glsl); warp w keeps its 16
 // rows of K and V as fragments and its 16 x D of dK and dV as accumulators, and walks the
-// query tiles in order: each key's sums are the workgroup's alone (no atomics, the same bits
-// every run). Per query tile, Sᵀ and dPᵀ go to the warp's blocks of Ss and DPs, where lane r
-// (< 16) reads key row r and writes its Pᵀ and dSᵀ as fp16. Query tiles before the first
+// query tiles in order, those of each query head that reads this key/value head in turn
+// (grouped-query attention): each key's sums are the workgroup's alone (no atomics, the same
+// bits every run). Per query tile, Sᵀ and dPᵀ go to the warp's blocks of Ss and DPs, where
+// lane r (< 16) reads key row r and writes its Pᵀ and dSᵀ as fp16. Query tiles before the first
 // query that sees the workgroup's first key (causal) are skipped.
 #include "common/storage.glsl"
 #include "attention/common.glsl"
@@ -39,11 +40,11 @@ shared uvec2 Gs[WARPS * 16 * LS / 4];  // each warp's 16 x R of dSᵀ, fp16
 shared float ls[R], rs[R];             // the query tile's LSE and row dots
 
 void main() {
-  const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y, j0 = gl_WorkGroupID.x * R;
+  const uint b = gl_WorkGroupID.z, hk = gl_WorkGroupID.y, j0 = gl_WorkGroupID.x * R;  // hk: a key/value head
   const uint warp = fragWarp(), lane = fragLane(), w16 = warp * 16;
 
-  STAGE(Xs, k, K, p.Tk, j0, b, h);
-  STAGE(Ys, v, V, p.Tk, j0, b, h);
+  STAGE(Xs, k, K, p.Tk, j0, b, hk);
+  STAGE(Ys, v, V, p.Tk, j0, b, hk);
   // The workgroup's K and V rows are staged before a warp loads its own.
   barrier();
   FragH kf[ND], vf[ND];
@@ -60,6 +61,9 @@ void main() {
   const uint first = lane < 16 && j < p.Tk ? queryBegin(j) : p.Tq;
   const uint tile_begin = queryBegin(j0) / R * R;
 
+  // The query heads that read this key/value head (grouped-query attention), one after
+  // another: the sums stay the workgroup's own.
+  for (uint h = hk * p.group; h < (hk + 1) * p.group; ++h)
   for (uint i0 = tile_begin; i0 < p.Tq; i0 += R) {
     // Every warp has loaded K and V (the first time) or read the last tile's Q and dO.
     barrier();
@@ -97,9 +101,9 @@ void main() {
   if (lane < 16) rowf[w16 + lane] = p.scale;
   // The factors are in rowf before the warp's lanes store dK.
   fragWarpBarrier();
-  STORE_ROWS(gk, dk, DK, p.Tk, j0 + w16, b, h);
+  STORE_ROWS(gk, dk, DK, p.Tk, j0 + w16, b, hk);
   if (lane < 16) rowf[w16 + lane] = 1.0;
   // dK's stores have read rowf (STORE_ROWS ends on a warp barrier); dV's factors are in it.
   fragWarpBarrier();
-  STORE_ROWS(gv, dv, DV, p.Tk, j0 + w16, b, h);
+  STORE_ROWS(gv, dv, DV, p.Tk, j0 + w16, b, hk);
 }

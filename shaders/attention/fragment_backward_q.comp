@@ -35,6 +35,7 @@ shared uvec2 Gs[WARPS * 16 * LS / 4];  // each warp's 16 x R of dS, fp16
 
 void main() {
   const uint b = gl_WorkGroupID.z, h = gl_WorkGroupID.y, i0 = gl_WorkGroupID.x * R;
+  const uint hk = kvHead(h);  // the key/value head this query head reads
   const uint warp = fragWarp(), lane = fragLane(), w16 = warp * 16;
 
   STAGE(Xs, q, Q, p.Tq, i0, b, h);
@@ -59,8 +60,8 @@ void main() {
   for (uint j0 = 0; j0 < tile_end; j0 += R) {
     // Every warp has loaded Q and dO (the first time) or read the last tile's K.
     barrier();
-    STAGE(Xs, k, K, p.Tk, j0, b, h);
-    STAGE(Ys, v, V, p.Tk, j0, b, h);
+    STAGE(Xs, k, K, p.Tk, j0, b, hk);
+    STAGE(Ys, v, V, p.Tk, j0, b, hk);
     // The tiles are whole before any warp reads them.
     barrier();
     SCORES2(Ss, qf, Xs, DPs, gf, Ys, w16 * R);

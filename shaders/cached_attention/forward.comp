@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Attention of R new query rows over a key/value cache, for decoding: query row r of batch b
-// and head h sees cache rows [0, position + r] (clamped to the cache), the causal rule of a
+// and head h sees cache rows [0, position + r] of key/value head h / (H / Hkv) (grouped-query
+// attention; Hkv = H for multi-head) (clamped to the cache), the causal rule of a
 // window whose last R rows are these queries. position comes from a device buffer, so one
 // recorded dispatch serves every step.
 //
@@ -30,6 +31,7 @@ layout(push_constant) uniform Push {
   float scale;
   uint q_stride, o_stride;  // elements between tokens of q and o
   uint skip[5];             // q, k_cache, v_cache, o, position
+  uint Hkv;                 // the caches' heads: query head h reads h / (H / Hkv)
 } p;
 
 const uint COLS = (D + W - 1) / W;  // output columns per invocation
@@ -54,13 +56,14 @@ float reduce(float x, bool is_max) {
 
 void main() {
   const uint r = gl_WorkGroupID.x, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint tid = gl_LocalInvocationID.x, HD = p.H * D;
+  const uint tid = gl_LocalInvocationID.x, HD = p.Hkv * D;  // HD: a cache row
   const uint qi = p.skip[0] + (b * p.R + r) * p.q_stride + h * D;
   for (uint d = tid; d < D; d += W) qs[d] = LOAD(q, qi + d) * p.scale;
   barrier();
 
   const uint keys = min(position[p.skip[4]] + r + 1, p.rows);
-  const uint cache0 = b * p.rows * HD + h * D;  // element 0 of the head's row 0
+  const uint hk = h / (p.H / p.Hkv);  // the key/value head (grouped-query attention)
+  const uint cache0 = b * p.rows * HD + hk * D;  // element 0 of the head's row 0
   float m = uintBitsToFloat(0xff800000u), l = 0.0;  // running max (-inf) and sum
   float acc[COLS];
   for (uint c = 0; c < COLS; ++c) acc[c] = 0.0;

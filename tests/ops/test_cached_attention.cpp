@@ -170,7 +170,7 @@ TEST_F(CachedAttentionTest, RefusesBadShapes) {
   expectShapeError(
       rec,
       [&] { ops::cachedAttention(rec, {q.view()}, narrow.view(), narrow.view(), pv, {o.view()}); },
-      "the caches must both be (B,rows,H,D)");
+      "the caches must both be (B,rows,Hkv,D)");
   expectShapeError(
       rec,
       [&] {

@@ -59,10 +59,10 @@ Dims checkForward(const char* op, const AttentionTensor& q, const AttentionTenso
                   const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse) {
   const Shape& qs = q.view.shape;
   const Shape lse_shape = attentionLseShape(qs, k.view.shape, v.view.shape, op);
-  const Dims dims{qs[0], qs[2], qs[1], k.view.shape[1], qs[3]};
+  const Dims dims{qs[0], qs[2], qs[1], k.view.shape[1], qs[3], k.view.shape[2]};
   checkTensor(op, "q", q, dims.b, dims.tq, dims.h, dims.d);
-  checkTensor(op, "k", k, dims.b, dims.tk, dims.h, dims.d);
-  checkTensor(op, "v", v, dims.b, dims.tk, dims.h, dims.d);
+  checkTensor(op, "k", k, dims.b, dims.tk, dims.hkv, dims.d);
+  checkTensor(op, "v", v, dims.b, dims.tk, dims.hkv, dims.d);
   checkTensor(op, "o", o, dims.b, dims.tq, dims.h, dims.d);
   if (!(lse.shape == lse_shape))
     throw ShapeError(std::string(op) + ": lse " + lse.shape.str() + " must be " + lse_shape.str() +
@@ -85,6 +85,7 @@ AttentionPush makePush(const Dims& dims, const AttentionOptions& options) {
   push.tq = uint32_t(dims.tq), push.tk = uint32_t(dims.tk);
   push.scale = options.scale != 0.0f ? options.scale : float(1.0 / std::sqrt(double(dims.d)));
   push.causal = options.causal ? 1 : 0;
+  push.group = uint32_t(dims.h / dims.hkv);
   return push;
 }
 
@@ -168,11 +169,16 @@ Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v, const ch
   if (q[3] > kMaxHeadDim)
     throw ShapeError(std::string(op) + ": head dim " + std::to_string(q[3]) +
                      " is above the supported " + std::to_string(kMaxHeadDim));
-  const Shape kv{q[0], k[1], q[2], q[3]};
+  // Grouped-query attention: k may have fewer heads than q, as long as they divide q's.
+  if (k[2] > q[2] || q[2] % k[2] != 0)
+    throw ShapeError(std::string(op) + ": q " + q.str() + " has " + std::to_string(q[2]) +
+                     " heads and k " + k.str() + " " + std::to_string(k[2]) +
+                     ": the key/value heads must divide the query heads");
+  const Shape kv{q[0], k[1], k[2], q[3]};
   for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}})
     if (!(*t == kv))
       throw ShapeError(std::string(op) + ": " + name + " " + t->str() + " must be " + kv.str() +
-                       " (B,T,H,D)");
+                       (k[2] == q[2] ? " (B,T,H,D)" : " (B,T,Hkv,D)"));
   return {q[0], q[2], q[1]};
 }
 
@@ -280,7 +286,8 @@ void recordBackwardTexel(vk::Recorder& rec, AttentionPush push, const vk::Arg (&
                                   {"Rt_dtype", t.rowdot.dtype},
                                   {"dk_dtype", t.dk.view.dtype},
                                   {"dv_dtype", t.dv.view.dtype}}),
-                     kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+                     kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), uint32_t(dims.hkv),
+                     push.b);
 }
 
 int64_t attentionBackwardScratch(const AttentionTensor& q) {
@@ -297,8 +304,8 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   const Dims dims = checkForward(op, q, k, v, o, lse);
   checkTensor(op, "dout", dout, dims.b, dims.tq, dims.h, dims.d);
   checkTensor(op, "dq", dq, dims.b, dims.tq, dims.h, dims.d);
-  checkTensor(op, "dk", dk, dims.b, dims.tk, dims.h, dims.d);
-  checkTensor(op, "dv", dv, dims.b, dims.tk, dims.h, dims.d);
+  checkTensor(op, "dk", dk, dims.b, dims.tk, dims.hkv, dims.d);
+  checkTensor(op, "dv", dv, dims.b, dims.tk, dims.hkv, dims.d);
   const int64_t rows = dims.b * dims.h * dims.tq;
   if (scratch.shape.numel() < rows)
     throw ShapeError(std::string(op) + ": scratch " + scratch.shape.str() + " needs at least " +
@@ -356,7 +363,9 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                                   {"dout_dtype", dout.view.dtype},
                                   {"rowdot_dtype", rowdot.dtype}}),
                      rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), push.h, push.b);
+  // One workgroup per key tile and key/value head: it sums over the head's query heads.
+  rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), uint32_t(dims.hkv),
+                     push.b);
   const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
   rec.dispatchGroups(floatKernel(context, "attention/backward_q", spec,
                                  {{"q_dtype", q.view.dtype},

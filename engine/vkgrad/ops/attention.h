@@ -3,7 +3,12 @@
 //
 //   O = softmax(scale Q Kᵀ + mask) V   per batch and head
 //
-// Layout: Q and O are (B, Tq, H, D), K and V (B, Tk, H, D), the layout a linear projection
+// Grouped-query attention: K and V may have Hkv heads, fewer than Q's H as long as Hkv divides
+// H; query head h then reads key/value head h / (H / Hkv) (Hugging Face's repeat_kv order),
+// and dK, dV sum over the query heads that share them (in one workgroup, in a fixed order:
+// deterministic). Hkv = H is plain multi-head attention, bit for bit as before.
+//
+// Layout: Q and O are (B, Tq, H, D), K and V (B, Tk, Hkv, D), the layout a linear projection
 // writes (tokens as rows, heads side by side), so a model needs no transposes. D is
 // contiguous and heads are D apart; tokens are `row_stride` elements apart, H*D when the
 // tensor is packed alone, or e.g. 3*H*D for Q, K and V read straight out of one fused QKV
@@ -63,8 +68,9 @@ struct AttentionOptions {
 constexpr int64_t kMaxHeadDim = 256;
 
 // The shape rule of attention, Vulkan-free (the graph builder uses it too): q (B,Tq,H,D),
-// k and v (B,Tk,H,D), D at most 256; returns the shape of lse, (B,H,Tq) (o is shaped like q).
-// Throws ShapeError "attention: v (1,8,2,16) must be (1,9,2,16) (B,T,H,D)".
+// k and v (B,Tk,Hkv,D) with Hkv dividing H, D at most 256; returns the shape of lse, (B,H,Tq)
+// (o is shaped like q). Throws ShapeError "attention: v (1,8,2,16) must be (1,9,2,16)
+// (B,T,Hkv,D)", or "attention: q (1,8,6,16) has 6 heads and k (1,8,4,16) 4: ...".
 Shape attentionLseShape(const Shape& q, const Shape& k, const Shape& v,
                         const char* op = "attention");
 
@@ -79,7 +85,8 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
 int64_t attentionBackwardScratch(const AttentionTensor& q);
 
 // Given dout (like o) and the forward's o and lse, dq, dk, dv (like q, k, v; strided the
-// same way or not) (= or +=, by w) the gradients of sum(dout ∘ o). scratch: >=
+// same way or not) (= or +=, by w) the gradients of sum(dout ∘ o); with grouped-query
+// attention dk and dv hold the sums over each key/value head's query heads. scratch: >=
 // attentionBackwardScratch(q) floats, overwritten. Deterministic: no float atomics.
 void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
                        const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,

@@ -134,7 +134,8 @@ void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const 
                                   {"rowdot_dtype", t.rowdot.dtype},
                                   {"dk_dtype", t.dk.view.dtype},
                                   {"dv_dtype", t.dv.view.dtype}}),
-                     kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h, push.b);
+                     kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h / push.group,
+                     push.b);
   const FragmentLaunch qk = fragmentLaunch(context, emulated, FragmentKernel::BackwardQ, d);
   const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
   rec.dispatchGroups(floatKernel(context, qk.name, qk.spec,

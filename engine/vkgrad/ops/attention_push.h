@@ -17,11 +17,13 @@ struct AttentionPush {
   uint32_t causal, accumulate;
   uint32_t lse_skip, rowdot_skip;
   uint32_t skip[8], stride[8];
+  uint32_t group;  // query heads per key/value head, H / Hkv
 };
-static_assert(sizeof(AttentionPush) == 100);
+static_assert(sizeof(AttentionPush) == 104);
 
+// hkv: key/value heads (grouped-query attention; h when every query head has its own).
 struct Dims {
-  int64_t b, h, tq, tk, d;
+  int64_t b, h, tq, tk, d, hkv;
 };
 
 // attentionBackward's tensors, as the texel and fragment kernels read and write them.

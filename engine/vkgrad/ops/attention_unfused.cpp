@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/matmul.h"
 #include "vkgrad/ops/permute.h"
 #include "vkgrad/ops/softmax.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
 #include "vkgrad/vk/staging.h"
@@ -31,6 +31,13 @@ vk::Buffer floats(vk::Context& context, int64_t n) {
 UnfusedAttention::UnfusedAttention(vk::Context& context, const Shape& q, const Shape& k,
                                    const AttentionOptions& options)
     : options_(options) {
+  // The oracle and baseline of multi-head attention only; grouped-query attention is the
+  // flash kernels' (a wrong answer is never given: k's heads must be q's).
+  if (q.rank() == 4 && k.rank() == 4 && q[2] != k[2] && k[2] > 0 && q[2] % k[2] == 0)
+    throw ShapeError("UnfusedAttention: the unfused variant does not do grouped-query " +
+                     std::string("attention: q ") + q.str() + " has " + std::to_string(q[2]) +
+                     " heads, k " + k.str() + " " + std::to_string(k[2]) +
+                     " (use the flash kernels, ops/attention.h)");
   if (q.rank() != 4 || k.rank() != 4 || q[0] != k[0] || q[2] != k[2] || q[3] != k[3])
     throw ShapeError("UnfusedAttention: q " + q.str() + ", k " + k.str() +
                      " must be (B,Tq,H,D) and (B,Tk,H,D)");

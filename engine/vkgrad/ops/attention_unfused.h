@@ -2,7 +2,8 @@
 // P = softmax(S), O = P·V, and its backward through the same ops' backward passes. It stores
 // P, so it needs B·H·Tq·Tk floats where flash attention needs none: the oracle the flash
 // kernels are tested against and the baseline vkgrad-bench compares them with. Same layouts,
-// mask and results as ops/attention.h (packed (B,T,H,D) tensors only). Heads go through the
+// mask and results as ops/attention.h (packed (B,T,H,D) tensors only; k and v with fewer
+// heads than q, grouped-query attention, are refused with a ShapeError). Heads go through the
 // per-head ops in chunks small enough for the device's largest storage binding.
 #pragma once
 

@@ -26,7 +26,9 @@ struct CachedPush {
   float scale;
   uint32_t q_stride, o_stride;
   uint32_t skip[5];
+  uint32_t hkv;  // the caches' heads (grouped-query attention: fewer than h)
 };
+static_assert(sizeof(CachedPush) == 52);
 
 constexpr uint32_t kWriteWorkgroup = 64;
 // Invocations per (row, head): a power of two, at most the 128 every device allows.
@@ -64,12 +66,13 @@ std::vector<vk::Arg> bindAll(const vk::Context& ctx, std::initializer_list<Tenso
 }
 
 struct Dims {
-  int64_t b, r, h, d, rows;
+  int64_t b, r, h, d, rows, hkv;
 };
 
-// The cache pair against (B, rows, H, D) and the position word.
+// The cache pair against (B, rows, Hkv, D) and the position word: Hkv is the new rows' H, or
+// (grouped, for queries) any divisor of it.
 Dims checkCache(const char* op, const Shape& new_rows, const TensorView& k_cache,
-                const TensorView& v_cache, const TensorView& position) {
+                const TensorView& v_cache, const TensorView& position, bool grouped) {
   const Shape& c = k_cache.shape;
   const std::string shapes = std::string(op) + ": rows " + new_rows.str() + ", k_cache " + c.str() +
                              ", v_cache " + v_cache.shape.str();
@@ -77,16 +80,18 @@ Dims checkCache(const char* op, const Shape& new_rows, const TensorView& k_cache
     throw ShapeError(shapes + ": the new rows must be a non-empty (B,R,H,D)");
   if (new_rows[3] > kMaxHeadDim)
     throw ShapeError(shapes + ": head dim above the supported " + std::to_string(kMaxHeadDim));
-  if (c.rank() != 4 || c[0] != new_rows[0] || c[2] != new_rows[2] || c[3] != new_rows[3] ||
-      !(v_cache.shape == c))
-    throw ShapeError(shapes + ": the caches must both be (B,rows,H,D) with the rows' B, H, D");
+  if (c.rank() != 4 || c[0] != new_rows[0] || c[3] != new_rows[3] || !(v_cache.shape == c))
+    throw ShapeError(shapes + ": the caches must both be (B,rows,Hkv,D) with the rows' B and D");
+  if (grouped ? (c[2] < 1 || new_rows[2] % c[2] != 0) : c[2] != new_rows[2])
+    throw ShapeError(shapes + (grouped ? ": the caches' heads must divide the queries' heads"
+                                       : ": the new rows must have the caches' heads"));
   if (c[1] < new_rows[1]) throw ShapeError(shapes + ": more new rows than the cache holds");
   checkFloatOperand(op, "k_cache", k_cache);
   checkFloatOperand(op, "v_cache", v_cache);
   checkFits(op, "position", position, DType::U32);
   if (position.shape.numel() != 1)
     throw ShapeError(std::string(op) + ": position " + position.shape.str() + " must be (1)");
-  return {new_rows[0], new_rows[1], new_rows[2], new_rows[3], c[1]};
+  return {new_rows[0], new_rows[1], new_rows[2], new_rows[3], c[1], c[2]};
 }
 
 }  // namespace
@@ -95,7 +100,7 @@ void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTe
                   const TensorView& k_cache, const TensorView& v_cache,
                   const TensorView& position) {
   const char* op = "writeKvCache";
-  const Dims d = checkCache(op, k.view.shape, k_cache, v_cache, position);
+  const Dims d = checkCache(op, k.view.shape, k_cache, v_cache, position, false);
   const TensorView fk = rows(op, "k", k, k.view.shape), fv = rows(op, "v", v, k.view.shape);
   checkAlias(op, "k_cache", k_cache, "v_cache", v_cache, false);
   for (const TensorView* in : {&fk, &fv})
@@ -124,7 +129,7 @@ void cachedAttention(vk::Recorder& rec, const AttentionTensor& q, const TensorVi
                      const TensorView& v_cache, const TensorView& position,
                      const AttentionTensor& o, float scale) {
   const char* op = "cachedAttention";
-  const Dims d = checkCache(op, q.view.shape, k_cache, v_cache, position);
+  const Dims d = checkCache(op, q.view.shape, k_cache, v_cache, position, true);
   const TensorView fq = rows(op, "q", q, q.view.shape), fo = rows(op, "o", o, q.view.shape);
   for (const TensorView* in : {&fq, &k_cache, &v_cache})
     checkAlias(op, "o", fo, "an input", *in, false);
@@ -137,7 +142,8 @@ void cachedAttention(vk::Recorder& rec, const AttentionTensor& q, const TensorVi
                   scale != 0.0f ? scale : float(1.0 / std::sqrt(double(d.d))),
                   uint32_t(strideOf(q)),
                   uint32_t(strideOf(o)),
-                  {}};
+                  {},
+                  uint32_t(d.hkv)};
   const std::vector<vk::Arg> args = bindAll(ctx, {fq, k_cache, v_cache, fo, position}, push.skip);
   const vk::Kernel& kernel =
       floatKernel(ctx, "cached_attention/forward",

@@ -204,14 +204,19 @@ class Graph {
   // Indices as 64-bit (or 32-bit) integers, negative ones counting from the end, checked and
   // narrowed to the u32 ids the kernels take; ShapeError naming the first out of range.
   static std::vector<uint32_t> narrowIndices(std::span<const int64_t> ids, int64_t n);
-  // Flash attention (ops/attention.h): q (B,Tq,H,D), k and v (B,Tk,H,D) -> o (B,Tq,H,D),
-  // softmax(scale q kᵀ [+ causal mask]) v per batch and head; scale 0 means 1/sqrt(D). The
+  // Flash attention (ops/attention.h): q (B,Tq,H,D), k and v (B,Tk,Hkv,D) -> o (B,Tq,H,D),
+  // softmax(scale q kᵀ [+ causal mask]) v per batch and head; scale 0 means 1/sqrt(D). Hkv
+  // divides H (grouped-query attention: query head h reads key/value head h / (H / Hkv)). The
   // per-row log-sum-exp is a second output, saved for the backward pass.
   Tensor attention(Tensor q, Tensor k, Tensor v, bool causal = false, float scale = 0.0f);
   // The same from one fused QKV projection qkv (B,T,3*H*D) (q, k, v side by side in each
   // row, heads within each): q, k and v are strided views of it, read in place, and their
   // gradients land in one (B,T,3*H*D) gradient the same way. -> o (B,T,H*D).
   Tensor attention(Tensor qkv, int64_t heads, bool causal = false, float scale = 0.0f);
+  // The same with kv_heads key/value heads (dividing heads): qkv (B,T,(H+2*Hkv)*D), each row
+  // [H q heads | Hkv k heads | Hkv v heads]. causal has no default here, so a call with two
+  // head counts never reads as the overload above.
+  Tensor attention(Tensor qkv, int64_t heads, int64_t kv_heads, bool causal, float scale = 0.0f);
   // One step of causal attention for decoding over a key/value cache
   // (ops/cached_attention.h): qkv (B,R,3*H*D) as above, the R newest rows of a sequence;
   // k_cache, v_cache (B,rows,H*D): Input tensors (they persist between steps, so the host
@@ -221,6 +226,10 @@ class Graph {
   // keeps position + R <= rows. Not differentiable; never pruned.
   Tensor cachedAttention(Tensor qkv, int64_t heads, Tensor k_cache, Tensor v_cache, Tensor position,
                          float scale = 0.0f);
+  // The same with kv_heads key/value heads (dividing heads): qkv (B,R,(H+2*Hkv)*D) laid out
+  // as attention's, caches (B,rows,Hkv*D) (grouped-query attention's smaller cache).
+  Tensor cachedAttention(Tensor qkv, int64_t heads, int64_t kv_heads, Tensor k_cache,
+                         Tensor v_cache, Tensor position, float scale = 0.0f);
   // Inverted dropout with probability p (0 <= p < 1) from the graph's on-device generator
   // (ops/random.h): a fresh mask every step (the executor advances the generator after each
   // step), the same mask in the step's backward pass. Returns x itself when p is 0 or the

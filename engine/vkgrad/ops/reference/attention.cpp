@@ -12,13 +12,21 @@ struct Resolved {
   AttentionShape s;
   double scale;
   int64_t qs, ks, vs, os;
+  int64_t hkv, group;  // key/value heads; query heads per key/value head
+
+  int64_t kvHead(int64_t h) const { return h / group; }
 };
 
 Resolved resolve(const AttentionShape& s) {
-  const int64_t packed = s.h * s.d;
-  return {s, s.scale != 0 ? s.scale : 1.0 / std::sqrt(double(s.d)),
-          s.q_stride ? s.q_stride : packed, s.k_stride ? s.k_stride : packed,
-          s.v_stride ? s.v_stride : packed, s.o_stride ? s.o_stride : packed};
+  const int64_t packed = s.h * s.d, hkv = s.hkv ? s.hkv : s.h, kv_packed = hkv * s.d;
+  return {s,
+          s.scale != 0 ? s.scale : 1.0 / std::sqrt(double(s.d)),
+          s.q_stride ? s.q_stride : packed,
+          s.k_stride ? s.k_stride : kv_packed,
+          s.v_stride ? s.v_stride : kv_packed,
+          s.o_stride ? s.o_stride : packed,
+          hkv,
+          s.h / hkv};
 }
 
 bool visible(const AttentionShape& s, int64_t i, int64_t j) {
@@ -37,7 +45,7 @@ bool probabilities(const Resolved& r, const float* q, const float* k, int64_t b,
       p[j] = -std::numeric_limits<double>::infinity();
       continue;
     }
-    const float* kj = k + (b * s.tk + j) * r.ks + h * s.d;
+    const float* kj = k + (b * s.tk + j) * r.ks + r.kvHead(h) * s.d;
     double dot = 0;
     for (int64_t d = 0; d < s.d; ++d) dot += double(qi[d]) * double(kj[d]);
     p[j] = r.scale * dot;
@@ -69,7 +77,7 @@ void attention(const AttentionShape& shape, const float* q, const float* k, cons
         probabilities(r, q, k, b, h, i, p, row_lse);
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < s.tk; ++j) {
-          const float* vj = v + (b * s.tk + j) * r.vs + h * s.d;
+          const float* vj = v + (b * s.tk + j) * r.vs + r.kvHead(h) * s.d;
           for (int64_t d = 0; d < s.d; ++d) acc[d] += p[j] * double(vj[d]);
         }
         float* oi = o + (b * s.tq + i) * r.os + h * s.d;
@@ -78,14 +86,20 @@ void attention(const AttentionShape& shape, const float* q, const float* k, cons
       }
 }
 
-void attentionBackward(const AttentionShape& shape, const float* q, const float* k,
-                       const float* v, const float* dout, float* dq, float* dk, float* dv) {
+void attentionBackward(const AttentionShape& shape, const float* q, const float* k, const float* v,
+                       const float* dout, float* dq, float* dk, float* dv) {
   const Resolved r = resolve(shape);
   const AttentionShape& s = r.s;
   // Gradients accumulate in double, then are written once.
-  std::vector<double> gq(s.b * s.tq * s.h * s.d, 0.0), gk(s.b * s.tk * s.h * s.d, 0.0),
-      gv(s.b * s.tk * s.h * s.d, 0.0);
-  auto at = [&](int64_t b, int64_t t, int64_t h, int64_t T) { return ((b * T + t) * s.h + h) * s.d; };
+  std::vector<double> gq(s.b * s.tq * s.h * s.d, 0.0), gk(s.b * s.tk * r.hkv * s.d, 0.0),
+      gv(s.b * s.tk * r.hkv * s.d, 0.0);
+  auto at = [&](int64_t b, int64_t t, int64_t h, int64_t T) {
+    return ((b * T + t) * s.h + h) * s.d;
+  };
+  // (b, t) of key/value head kh in gk and gv.
+  auto kv_at = [&](int64_t b, int64_t t, int64_t kh) {
+    return ((b * s.tk + t) * r.hkv + kh) * s.d;
+  };
   std::vector<double> p(s.tk), dp(s.tk);
   for (int64_t b = 0; b < s.b; ++b)
     for (int64_t h = 0; h < s.h; ++h)
@@ -95,13 +109,14 @@ void attentionBackward(const AttentionShape& shape, const float* q, const float*
         // o_i = sum_j p_j v_j; dp_j = do_i · v_j; ds_j = p_j (dp_j - sum_l p_l dp_l).
         const float* doi = dout + (b * s.tq + i) * r.os + h * s.d;
         const float* qi = q + (b * s.tq + i) * r.qs + h * s.d;
+        const int64_t kh = r.kvHead(h);
         double dot_p_dp = 0;
         for (int64_t j = 0; j < s.tk; ++j) {
-          const float* vj = v + (b * s.tk + j) * r.vs + h * s.d;
+          const float* vj = v + (b * s.tk + j) * r.vs + kh * s.d;
           double x = 0;
           for (int64_t d = 0; d < s.d; ++d) {
             x += double(doi[d]) * double(vj[d]);
-            gv[at(b, j, h, s.tk) + d] += p[j] * double(doi[d]);
+            gv[kv_at(b, j, kh) + d] += p[j] * double(doi[d]);
           }
           dp[j] = x;
           dot_p_dp += p[j] * x;
@@ -109,23 +124,24 @@ void attentionBackward(const AttentionShape& shape, const float* q, const float*
         for (int64_t j = 0; j < s.tk; ++j) {
           const double ds = p[j] * (dp[j] - dot_p_dp) * r.scale;
           if (ds == 0) continue;
-          const float* kj = k + (b * s.tk + j) * r.ks + h * s.d;
+          const float* kj = k + (b * s.tk + j) * r.ks + kh * s.d;
           for (int64_t d = 0; d < s.d; ++d) {
             gq[at(b, i, h, s.tq) + d] += ds * double(kj[d]);
-            gk[at(b, j, h, s.tk) + d] += ds * double(qi[d]);
+            gk[kv_at(b, j, kh) + d] += ds * double(qi[d]);
           }
         }
       }
   for (int64_t b = 0; b < s.b; ++b)
-    for (int64_t h = 0; h < s.h; ++h)
-      for (int64_t d = 0; d < s.d; ++d) {
+    for (int64_t d = 0; d < s.d; ++d) {
+      for (int64_t h = 0; h < s.h; ++h)
         for (int64_t i = 0; i < s.tq; ++i)
           dq[(b * s.tq + i) * r.qs + h * s.d + d] = float(gq[at(b, i, h, s.tq) + d]);
+      for (int64_t kh = 0; kh < r.hkv; ++kh)
         for (int64_t j = 0; j < s.tk; ++j) {
-          dk[(b * s.tk + j) * r.ks + h * s.d + d] = float(gk[at(b, j, h, s.tk) + d]);
-          dv[(b * s.tk + j) * r.vs + h * s.d + d] = float(gv[at(b, j, h, s.tk) + d]);
+          dk[(b * s.tk + j) * r.ks + kh * s.d + d] = float(gk[kv_at(b, j, kh) + d]);
+          dv[(b * s.tk + j) * r.vs + kh * s.d + d] = float(gv[kv_at(b, j, kh) + d]);
         }
-      }
+    }
 }
 
 }  // namespace vkgrad::ops::ref

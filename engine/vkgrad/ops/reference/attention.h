@@ -11,7 +11,10 @@ struct AttentionShape {
   int64_t b, h, tq, tk, d;
   bool causal = false;  // query i sees keys j <= i + (tk - tq)
   double scale = 0;     // 0: 1/sqrt(d)
-  int64_t q_stride = 0, k_stride = 0, v_stride = 0, o_stride = 0;  // 0: h*d
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0, o_stride = 0;  // 0: packed (h*d, hkv*d)
+  // Key/value heads (0: h), dividing h: k and v are (B,Tk,hkv,D) and query head h reads
+  // key/value head h / (h / hkv), as if each were repeated h / hkv times (repeat_kv).
+  int64_t hkv = 0;
 };
 
 // o = softmax(scale q kᵀ + mask) v per (batch, head); lse = log-sum-exp of each row of
@@ -20,7 +23,8 @@ void attention(const AttentionShape& s, const float* q, const float* k, const fl
                float* lse);
 
 // Gradients of sum(dout ∘ o) with respect to q, k and v, overwritten (rows strided like q, k,
-// v). Recomputes everything from q, k, v in double.
+// v; dk and dv summed over the query heads that share a key/value head). Recomputes everything
+// from q, k, v in double.
 void attentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
                        const float* dout, float* dq, float* dk, float* dv);
 

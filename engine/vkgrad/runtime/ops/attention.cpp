@@ -1,7 +1,8 @@
 // attention: flash attention (ops/attention.h), softmax(scale q kᵀ [+ causal mask]) v per
 // batch and head, saving each row's log-sum-exp for the backward, which writes dq, dk and dv
-// in one kernel. Fused: q, k and v are column blocks of one (B,T,3*H*D) tensor, read in
-// place (the kernels take a row stride), and their gradients land in one gradient the same way.
+// in one kernel. Fused: q, k and v are column blocks of one (B,T,(H+2*Hkv)*D) tensor, read
+// in place (the kernels take a row stride), and their gradients land in one gradient the same
+// way. Grouped-query attention (Hkv < H key/value heads) is the kernels' own.
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,7 @@ struct Attention {
   enum In { q, k, v, kInputs };   // fused: all three are the qkv tensor
   enum Out { o, lse, kOutputs };  // o (B,Tq,H,D) or fused (B,T,H*D); lse (B,H,Tq)
   struct Attrs {
-    int64_t heads = 0, head_dim = 0;
+    int64_t heads = 0, kv_heads = 0, head_dim = 0;  // kv_heads: k's and v's (dividing heads)
     bool fused = false, causal = false;
     float scale = 0.0f;  // 0: 1/sqrt(D)
   };
@@ -30,16 +31,19 @@ struct AttentionBackward {
   using Attrs = Attention::Attrs;
 };
 
-// One of attention's (B,T,H,D) operands. A fused node's q, k, v (and their gradients) are
-// column blocks `part` of a (B,T,3*H*D) tensor, rows 3*H*D apart; o and dout are packed (-1).
+// One of attention's (B,T,H,D) operands (k, v and their gradients: (B,T,Hkv,D)). A fused
+// node's q, k, v (and their gradients) are column blocks `part` (0, 1, 2) of a
+// (B,T,(H+2*Hkv)*D) tensor, [q heads | k heads | v heads] in each row; o and dout are packed
+// (-1).
 ops::AttentionTensor operand(ops::TensorView t, const Attention::Attrs& at, int part) {
-  const int64_t h = at.heads, d = at.head_dim;
+  const int64_t d = at.head_dim, heads = part == 1 || part == 2 ? at.kv_heads : at.heads;
   ops::AttentionTensor a;
   a.view = t;
-  a.view.shape = {t.shape[0], t.shape[1], h, d};
+  a.view.shape = {t.shape[0], t.shape[1], heads, d};
   if (at.fused && part >= 0) {
-    a.view.offset += uint64_t(part * h * d) * ops::dtypeBytes(t.dtype);
-    a.row_stride = 3 * h * d;
+    const int64_t first_head = part == 0 ? 0 : at.heads + (part - 1) * at.kv_heads;
+    a.view.offset += uint64_t(first_head * d) * ops::dtypeBytes(t.dtype);
+    a.row_stride = (at.heads + 2 * at.kv_heads) * d;
   }
   return a;
 }
@@ -122,31 +126,42 @@ Tensor Graph::attention(Tensor q, Tensor k, Tensor v, bool causal, float scale) 
            {q.id, k.id, v.id},
            {o, lse},
            {},
-           Attention::Attrs{sq[2], sq[3], false, causal, scale}});
+           Attention::Attrs{sq[2], shape(k)[2], sq[3], false, causal, scale}});
   return {o};
 }
 
 Tensor Graph::attention(Tensor qkv, int64_t heads, bool causal, float scale) {
+  return attention(qkv, heads, heads, causal, scale);
+}
+
+Tensor Graph::attention(Tensor qkv, int64_t heads, int64_t kv_heads, bool causal, float scale) {
   check(qkv, "attention");
   const Shape s = shape(qkv);  // a copy: output() may move tensors_
   auto fail = [&](const std::string& why) {
-    throw ShapeError(describe("attention", {qkv}) + " with " + std::to_string(heads) +
-                     " heads: " + why);
+    throw ShapeError(describe("attention", {qkv}) + " with " + std::to_string(heads) + " heads" +
+                     (kv_heads != heads ? " and " + std::to_string(kv_heads) + " key/value heads"
+                                        : std::string()) +
+                     ": " + why);
   };
   if (tensor(qkv).dtype != DType::F32) fail("qkv must be f32");
-  if (s.rank() != 3) fail("qkv must be (B,T,3*H*D)");
-  if (heads <= 0 || s[2] % (3 * heads) != 0) fail("the last dim must be a multiple of 3*heads");
+  if (s.rank() != 3) fail("qkv must be (B,T,(H+2*Hkv)*D)");
+  if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0)
+    fail("the key/value heads must divide the query heads");
+  if (s[2] % (heads + 2 * kv_heads) != 0)
+    fail(kv_heads == heads ? "the last dim must be a multiple of 3*heads"
+                           : "the last dim must be a multiple of heads + 2*kv_heads");
   if (!(scale >= 0)) fail("scale must be >= 0 (0: 1/sqrt(D))");
-  const int64_t d = s[2] / (3 * heads);
-  const Shape per_head{s[0], s[1], heads, d};  // q, k and v as the kernels see them
-  const Shape lse_shape = ops::attentionLseShape(per_head, per_head, per_head);
+  const int64_t d = s[2] / (heads + 2 * kv_heads);
+  // q and k, v as the kernels see them.
+  const Shape per_head{s[0], s[1], heads, d}, kv{s[0], s[1], kv_heads, d};
+  const Shape lse_shape = ops::attentionLseShape(per_head, kv, kv);
   const int o = output({s[0], s[1], heads * d});
   const int lse = output(lse_shape, DType::F32, true, "attention.lse");
   addNode({OpKind::Attention,
            {qkv.id, qkv.id, qkv.id},
            {o, lse},
            {},
-           Attention::Attrs{heads, d, true, causal, scale}});
+           Attention::Attrs{heads, kv_heads, d, true, causal, scale}});
   return {o};
 }
 
