@@ -3,7 +3,9 @@
 #include <volk.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "vkgrad/vk/error.h"
 
@@ -19,6 +21,23 @@ bool hasLayer(const char* name) {
   VK_CHECK(vkEnumerateInstanceLayerProperties(&count, layers.data()));
   for (const auto& layer : layers)
     if (std::strcmp(layer.layerName, name) == 0) return true;
+  return false;
+}
+
+// Whether the environment makes the loader enable layer `name` itself: VK_INSTANCE_LAYERS, a
+// list separated by ':' (';' on Windows; layer names hold neither). Under Wine the host's
+// loader enables such a layer, but Wine lists no layers and refuses any named in
+// ppEnabledLayerNames, so forcing is the only way validation reaches a program there.
+bool forcedByEnvironment(const char* name) {
+  const char* env = std::getenv("VK_INSTANCE_LAYERS");
+  if (!env) return false;
+  std::string_view rest(env);
+  while (!rest.empty()) {
+    const size_t end = rest.find_first_of(":;");
+    if (rest.substr(0, end) == name) return true;
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
   return false;
 }
 
@@ -87,11 +106,15 @@ Instance::Instance(bool validation) : owned_(true) {
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
   if (validation) {
-    if (!hasLayer(kValidationLayer))
+    // A layer the environment forces is enabled by the loader whether listed or not; naming
+    // it as well is only needed (and only allowed, under Wine) where it is listed.
+    if (hasLayer(kValidationLayer)) {
+      layers.push_back(kValidationLayer);
+    } else if (!forcedByEnvironment(kValidationLayer)) {
       throw Error(
           "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
           "(Debian: vulkan-validationlayers)");
-    layers.push_back(kValidationLayer);
+    }
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
   }
@@ -186,10 +209,11 @@ std::vector<std::string> Instance::messages() const {
 }
 
 VkBool32 Instance::onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                             VkDebugUtilsMessageTypeFlagsEXT, 
+                             VkDebugUtilsMessageTypeFlagsEXT,
                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* self) {
   auto* instance = static_cast<Instance*>(self);
-  std::string text = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
+  std::string text =
+      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
   text += data->pMessage ? data->pMessage : "(no message)";
   std::fprintf(stderr, "vkgrad validation %s\n", text.c_str());
   std::lock_guard lock(instance->mutex_);
