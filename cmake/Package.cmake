@@ -9,9 +9,16 @@
 # Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
+# The tokenizers where PCRE2 and ICU were found (models/CMakeLists.txt).
+set(VKGRAD_LAYERS vk ops io runtime training graph inference models)
+set(VKGRAD_WITH_TOKENIZERS OFF)
+if(TARGET vkgrad_tokenizers)
+  list(APPEND VKGRAD_LAYERS tokenizers)
+  set(VKGRAD_WITH_TOKENIZERS ON)
+endif()
 add_library(vkgrad_all INTERFACE)
-target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_tokenizers)
-foreach(layer vk ops io runtime training graph inference models tokenizers all)
+target_link_libraries(vkgrad_all INTERFACE vkgrad_models $<TARGET_NAME_IF_EXISTS:vkgrad_tokenizers>)
+foreach(layer ${VKGRAD_LAYERS} all)
   set(export_name ${layer})
   if(layer STREQUAL all)
     set(export_name vkgrad)
@@ -20,9 +27,8 @@ foreach(layer vk ops io runtime training graph inference models tokenizers all)
   add_library(vkgrad::${export_name} ALIAS vkgrad_${layer})
 endforeach()
 
-install(TARGETS vkgrad_vk vkgrad_ops vkgrad_io vkgrad_runtime vkgrad_training vkgrad_graph
-                vkgrad_inference vkgrad_models vkgrad_tokenizers
-                vkgrad_all
+list(TRANSFORM VKGRAD_LAYERS PREPEND vkgrad_)
+install(TARGETS ${VKGRAD_LAYERS} vkgrad_all
         EXPORT vkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
