@@ -26,8 +26,8 @@ bool hasLayer(const char* name) {
 
 // Whether the environment makes the loader enable layer `name` itself: VK_INSTANCE_LAYERS, a
 // list separated by ':' (';' on Windows; layer names hold neither). Under Wine the host's
-// loader enables such a layer, but Wine lists no layers and refuses any named in
-// ppEnabledLayerNames, so forcing is the only way validation reaches a program there.
+// loader (inside winevulkan) enables such a layer, but Wine lists no layers to the program,
+// so forcing is the only way validation reaches a program there.
 bool forcedByEnvironment(const char* name) {
   const char* env = std::getenv("VK_INSTANCE_LAYERS");
   if (!env) return false;
@@ -106,8 +106,8 @@ Instance::Instance(bool validation) : owned_(true) {
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
   if (validation) {
-    // A layer the environment forces is enabled by the loader whether listed or not; naming
-    // it as well is only needed (and only allowed, under Wine) where it is listed.
+    // A layer the environment forces is enabled by the loader whether listed or not: it is
+    // named here only where the loader lists it.
     if (hasLayer(kValidationLayer)) {
       layers.push_back(kValidationLayer);
     } else if (!forcedByEnvironment(kValidationLayer)) {
