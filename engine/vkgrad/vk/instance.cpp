@@ -3,9 +3,7 @@
 #include <volk.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "vkgrad/vk/error.h"
 
@@ -21,23 +19,6 @@ bool hasLayer(const char* name) {
   VK_CHECK(vkEnumerateInstanceLayerProperties(&count, layers.data()));
   for (const auto& layer : layers)
     if (std::strcmp(layer.layerName, name) == 0) return true;
-  return false;
-}
-
-// Whether the environment makes the loader enable layer `name` itself: VK_INSTANCE_LAYERS, a
-// list separated by ':' (';' on Windows; layer names hold neither). Under Wine the host's
-// loader (inside winevulkan) enables such a layer, but Wine lists no layers to the program,
-// so forcing is the only way validation reaches a program there.
-bool forcedByEnvironment(const char* name) {
-  const char* env = std::getenv("VK_INSTANCE_LAYERS");
-  if (!env) return false;
-  std::string_view rest(env);
-  while (!rest.empty()) {
-    const size_t end = rest.find_first_of(":;");
-    if (rest.substr(0, end) == name) return true;
-    if (end == std::string_view::npos) break;
-    rest.remove_prefix(end + 1);
-  }
   return false;
 }
 
@@ -105,16 +86,14 @@ Instance::Instance(bool validation) : owned_(true) {
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
+  // The layer is named where the loader lists it. Where it does not, it may still be on: a
+  // layer forced through VK_INSTANCE_LAYERS is enabled by the loader unnamed, and under Wine,
+  // which lists no layers and hides VK_* variables from the program, that is the only way
+  // (the host's loader runs it inside winevulkan). The instance is then asked for the
+  // extension the layer provides, and refused only if nothing provides it.
+  const bool listed = validation && hasLayer(kValidationLayer);
   if (validation) {
-    // A layer the environment forces is enabled by the loader whether listed or not: it is
-    // named here only where the loader lists it.
-    if (hasLayer(kValidationLayer)) {
-      layers.push_back(kValidationLayer);
-    } else if (!forcedByEnvironment(kValidationLayer)) {
-      throw Error(
-          "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
-          "(Debian: vulkan-validationlayers)");
-    }
+    if (listed) layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
   }
@@ -150,8 +129,13 @@ Instance::Instance(bool validation) : owned_(true) {
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
+  const VkResult result = vkCreateInstance(&info, nullptr, &instance_);
+  if (validation && !listed && result == VK_ERROR_EXTENSION_NOT_PRESENT)
+    throw Error(
+        "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+        "(Debian: vulkan-validationlayers)");
   // The loader answers INCOMPATIBLE_DRIVER when it finds no driver at all.
-  if (VkResult result = vkCreateInstance(&info, nullptr, &instance_); result != VK_SUCCESS)
+  if (result != VK_SUCCESS)
     throwVulkanError("vkCreateInstance", result,
                      result == VK_ERROR_INCOMPATIBLE_DRIVER
                          ? "no Vulkan driver found; install a GPU driver, or "
