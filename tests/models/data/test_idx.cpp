@@ -245,8 +245,8 @@ TEST_F(IdxTest, AbsurdHeadersFailBeforeAllocating) {
 
 TEST_F(IdxTest, MissingFilesAreErrors) {
   expectError([&] { data::readIdxImages(path("none")); }, path("none"), "no such file");
-  expectError([&] { data::readIdxLabels(dir_); }, dir_, "not a regular file");
-  expectError([&] { data::loadFashionMnist(dir_); }, dir_,
+  expectError([&] { data::readIdxLabels(dir_.string()); }, dir_, "not a regular file");
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, dir_,
               "neither train-images-idx3-ubyte nor train-images-idx3-ubyte.gz");
 }
 
@@ -270,7 +270,7 @@ class FashionMnistDirTest : public IdxTest {
 TEST_F(FashionMnistDirTest, LoadsPlainAndGzipFiles) {
   SCOPED_TRACE(rng_.describe());
   writeSplits(13, 13, 5, 5);
-  const data::ImageDataset d = data::loadFashionMnist(dir_);
+  const data::ImageDataset d = data::loadFashionMnist(dir_.string());
   EXPECT_EQ(d.train_images.count, 13);
   EXPECT_EQ(d.train_labels.size(), 13u);
   EXPECT_EQ(d.test_images.count, 5);
@@ -281,18 +281,18 @@ TEST_F(FashionMnistDirTest, LoadsPlainAndGzipFiles) {
 TEST_F(FashionMnistDirTest, CountAndSizeMismatchesAreErrors) {
   SCOPED_TRACE(rng_.describe());
   writeSplits(13, 12, 5, 5);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("train-labels-idx1-ubyte"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("train-labels-idx1-ubyte"),
               "holds 13 images but");
   writeSplits(13, 13, 5, 6);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("t10k-labels-idx1-ubyte.gz"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("t10k-labels-idx1-ubyte.gz"),
               "holds 5 images but");
   writeSplits(13, 13, 5, 5, 4);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("t10k-images-idx3-ubyte.gz"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("t10k-images-idx3-ubyte.gz"),
               "has 3x5 images but");
   // One bad file fails the whole load: no dataset in part.
   writeSplits(13, 13, 5, 5);
   fs::remove(path("t10k-labels-idx1-ubyte.gz"));
-  expectError([&] { data::loadFashionMnist(dir_); }, dir_,
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, dir_,
               "neither t10k-labels-idx1-ubyte nor t10k-labels-idx1-ubyte.gz");
 }
 
