@@ -40,13 +40,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/${VKGRAD_MINGW_TRIPLE}/lib/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# ctest runs the tests (and lists them: gtest_discover_tests) under Wine where it is installed
-# (Debian's wine64 has no `wine` on PATH, only /usr/lib/wine/wine64).
-find_program(VKGRAD_WINE NAMES wine64 wine PATHS /usr/lib/wine NO_DEFAULT_PATH)
-find_program(VKGRAD_WINE NAMES wine64 wine)
-if(VKGRAD_WINE)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${VKGRAD_WINE})
-endif()
+# ctest runs the tests (and lists them: gtest_discover_tests) under Wine, through
+# wine-run.sh (Debian's wine64 puts no `wine` on PATH, only /usr/lib/wine/wine64).
+set(CMAKE_CROSSCOMPILING_EMULATOR ${CMAKE_CURRENT_LIST_DIR}/wine-run.sh)
 
 # Static C and C++ runtimes: the programs run on Windows (or under Wine) without the
 # compiler's DLLs beside them.
