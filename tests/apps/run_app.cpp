@@ -17,11 +17,18 @@
 namespace vkgrad::test {
 namespace {
 
+// A child's output as text: on Windows the C runtime ends its lines "\r\n", read back as "\n"
+// so that the tests compare the same text everywhere.
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  std::string s = text.str();
+  size_t kept = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!(s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n')) s[kept++] = s[i];
+  s.resize(kept);
+  return s;
 }
 
 }  // namespace
