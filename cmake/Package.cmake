@@ -10,9 +10,17 @@
 # Headers install to P/include/vkgrad/<layer>/, included as "vkgrad/training/trainer.h".
 include(CMakePackageConfigHelpers)
 
+# The tokenizers where PCRE2 and ICU were found (models/CMakeLists.txt).
+set(VKGRAD_LAYERS vk ops io runtime training graph inference models hf)
+set(VKGRAD_WITH_TOKENIZERS OFF)
+if(TARGET vkgrad_tokenizers)
+  list(APPEND VKGRAD_LAYERS tokenizers)
+  set(VKGRAD_WITH_TOKENIZERS ON)
+endif()
 add_library(vkgrad_all INTERFACE)
-target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_tokenizers vkgrad_hf)
-foreach(layer vk ops io runtime training graph inference models tokenizers hf all)
+target_link_libraries(vkgrad_all INTERFACE vkgrad_models vkgrad_hf
+                      $<TARGET_NAME_IF_EXISTS:vkgrad_tokenizers>)
+foreach(layer ${VKGRAD_LAYERS} all)
   set(export_name ${layer})
   if(layer STREQUAL all)
     set(export_name vkgrad)
@@ -21,9 +29,8 @@ foreach(layer vk ops io runtime training graph inference models tokenizers hf al
   add_library(vkgrad::${export_name} ALIAS vkgrad_${layer})
 endforeach()
 
-install(TARGETS vkgrad_vk vkgrad_ops vkgrad_io vkgrad_runtime vkgrad_training vkgrad_graph
-                vkgrad_inference vkgrad_models vkgrad_tokenizers vkgrad_hf
-                vkgrad_all
+list(TRANSFORM VKGRAD_LAYERS PREPEND vkgrad_)
+install(TARGETS ${VKGRAD_LAYERS} vkgrad_all
         EXPORT vkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

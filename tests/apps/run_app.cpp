@@ -18,10 +18,25 @@ namespace vkgrad::test {
 
 std::string fileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
 }
+
+namespace {
+
+// A child's output as text: on Windows the C runtime ends its lines "\r\n", read back as "\n"
+// so that the tests compare the same text everywhere.
+std::string childOutput(const std::string& path) {
+  std::string s = fileBytes(path);
+  size_t kept = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!(s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n')) s[kept++] = s[i];
+  s.resize(kept);
+  return s;
+}
+
+}  // namespace
 
 std::string appPath(const std::string& name) {
   const char* dir = std::getenv("VKGRAD_APPS_DIR");
@@ -67,8 +82,8 @@ AppRun runProgram(const std::string& path, const std::vector<std::string>& args,
 
   AppRun run;
   run.exit_code = runChild(path, args, env, out_path, err_path, during);
-  run.out = fileBytes(out_path);
-  run.err = fileBytes(err_path);
+  run.out = childOutput(out_path);
+  run.err = childOutput(err_path);
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   // A failing program's reason in the test's log, whatever the test prints: the device

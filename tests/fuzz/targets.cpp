@@ -17,8 +17,10 @@
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/io/npy.h"
 #include "vkgrad/io/safetensors.h"
+#ifdef VKGRAD_WITH_TOKENIZERS
 #include "vkgrad/tokenizers/bpe_trainer.h"
 #include "vkgrad/tokenizers/tokenizer_json.h"
+#endif
 #ifdef VKGRAD_WITH_ONNX
 #include "vkgrad/onnx/importer.h"
 #endif
@@ -123,6 +125,7 @@ void npy(std::string_view bytes) {
   graph::parseNpy(std::vector<uint8_t>(bytes.begin(), bytes.end()), "fuzz.npy");
 }
 
+#ifdef VKGRAD_WITH_TOKENIZERS
 // tokenizer.json's reader; a tokenizer it accepts then encodes and decodes a text with every
 // kind of byte (whether that round-trips depends on the vocabulary, so it is not checked here).
 void tokenizerJson(std::string_view bytes) {
@@ -151,6 +154,7 @@ void tokenizerEncode(std::string_view bytes) {
   if (t.decode(t.encode(text, (bytes[0] & 1) != 0)) != text)
     throw std::logic_error("tokenizer round trip lost bytes");
 }
+#endif
 
 #ifdef VKGRAD_WITH_ONNX
 // The .onnx reader and the importer's host pass (shape inference and folding; no device).
@@ -171,8 +175,10 @@ constexpr Target kTargets[] = {
     {"vocab", vocab},
     {"cli", cli},
     {"npy", npy},
+#ifdef VKGRAD_WITH_TOKENIZERS
     {"tokenizer_json", tokenizerJson},
     {"tokenizer_encode", tokenizerEncode},
+#endif
 #ifdef VKGRAD_WITH_ONNX
     {"onnx", onnxModel},
 #endif

@@ -86,12 +86,14 @@ Instance::Instance(bool validation) : owned_(true) {
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
+  // The layer is named where the loader lists it. Where it does not, it may still be on: a
+  // layer forced through VK_INSTANCE_LAYERS is enabled by the loader unnamed, and under Wine,
+  // which lists no layers and hides VK_* variables from the program, that is the only way
+  // (the host's loader runs it inside winevulkan). The instance is then asked for the
+  // extension the layer provides, and refused only if nothing provides it.
+  const bool listed = validation && hasLayer(kValidationLayer);
   if (validation) {
-    if (!hasLayer(kValidationLayer))
-      throw Error(
-          "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
-          "(Debian: vulkan-validationlayers)");
-    layers.push_back(kValidationLayer);
+    if (listed) layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);  // the layer provides it
   }
@@ -127,8 +129,13 @@ Instance::Instance(bool validation) : owned_(true) {
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
+  const VkResult result = vkCreateInstance(&info, nullptr, &instance_);
+  if (validation && !listed && result == VK_ERROR_EXTENSION_NOT_PRESENT)
+    throw Error(
+        "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+        "(Debian: vulkan-validationlayers)");
   // The loader answers INCOMPATIBLE_DRIVER when it finds no driver at all.
-  if (VkResult result = vkCreateInstance(&info, nullptr, &instance_); result != VK_SUCCESS)
+  if (result != VK_SUCCESS)
     throwVulkanError("vkCreateInstance", result,
                      result == VK_ERROR_INCOMPATIBLE_DRIVER
                          ? "no Vulkan driver found; install a GPU driver, or "
@@ -186,10 +193,11 @@ std::vector<std::string> Instance::messages() const {
 }
 
 VkBool32 Instance::onMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                             VkDebugUtilsMessageTypeFlagsEXT, 
+                             VkDebugUtilsMessageTypeFlagsEXT,
                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* self) {
   auto* instance = static_cast<Instance*>(self);
-  std::string text = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
+  std::string text =
+      (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error: " : "warning: ";
   text += data->pMessage ? data->pMessage : "(no message)";
   std::fprintf(stderr, "vkgrad validation %s\n", text.c_str());
   std::lock_guard lock(instance->mutex_);

@@ -14,7 +14,8 @@ namespace vkgrad::vk {
 class Instance {
  public:
   // Creates a Vulkan 1.2 instance. validation: enable VK_LAYER_KHRONOS_validation and a
-  // debug messenger (throws if the layer is not installed).
+  // debug messenger (throws if the layer is not installed). A layer the loader does not list
+  // but enables anyway (forced through VK_INSTANCE_LAYERS, as under Wine) is accepted.
   explicit Instance(bool validation);
   // Adopts a host's instance; it is never destroyed here. Validation messages are the host's.
   Instance(VkInstance adopted, PFN_vkGetInstanceProcAddr get_instance_proc_addr);

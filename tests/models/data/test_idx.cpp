@@ -3,8 +3,8 @@
 // files of the Debian package read as what they are.
 #include "vkgrad/data/idx.h"
 
-#include <algorithm>
 #include <zlib.h>
+#include <algorithm>
 
 #include <cstdio>
 #include <filesystem>
@@ -45,7 +45,7 @@ void writeFile(const fs::path& path, const Bytes& bytes) {
 }
 
 void writeGzip(const fs::path& path, const Bytes& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
+  gzFile f = gzopen(path.string().c_str(), "wb");  // a narrow name on Windows too
   ASSERT_NE(f, nullptr) << path;
   ASSERT_EQ(gzwrite(f, bytes.data(), unsigned(bytes.size())), int(bytes.size()));
   ASSERT_EQ(gzclose(f), Z_OK);
@@ -82,7 +82,8 @@ class IdxTest : public ::testing::Test {
     const auto words = rng_.below(n, below);
     return Bytes(words.begin(), words.end());
   }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  // A string, as the readers take: std::filesystem::path converts to none on Windows.
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   Rng rng_;
   fs::path dir_;
@@ -95,8 +96,8 @@ TEST_F(IdxTest, ImagesAndLabelsRoundTripPlainAndGzip) {
   const Bytes labels = randomBytes(count, 10);
   for (bool gzip : {false, true}) {
     SCOPED_TRACE(gzip ? "gzip" : "plain");
-    const fs::path images_path = path(gzip ? "images.gz" : "images");
-    const fs::path labels_path = path(gzip ? "labels.gz" : "labels");
+    const std::string images_path = path(gzip ? "images.gz" : "images");
+    const std::string labels_path = path(gzip ? "labels.gz" : "labels");
     auto write = gzip ? writeGzip : writeFile;
     write(images_path, idxBytes(kImagesMagic, {count, rows, cols}, pixels));
     write(labels_path, idxBytes(kLabelsMagic, {count}, labels));
@@ -244,8 +245,8 @@ TEST_F(IdxTest, AbsurdHeadersFailBeforeAllocating) {
 
 TEST_F(IdxTest, MissingFilesAreErrors) {
   expectError([&] { data::readIdxImages(path("none")); }, path("none"), "no such file");
-  expectError([&] { data::readIdxLabels(dir_); }, dir_, "not a regular file");
-  expectError([&] { data::loadFashionMnist(dir_); }, dir_,
+  expectError([&] { data::readIdxLabels(dir_.string()); }, dir_, "not a regular file");
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, dir_,
               "neither train-images-idx3-ubyte nor train-images-idx3-ubyte.gz");
 }
 
@@ -269,7 +270,7 @@ class FashionMnistDirTest : public IdxTest {
 TEST_F(FashionMnistDirTest, LoadsPlainAndGzipFiles) {
   SCOPED_TRACE(rng_.describe());
   writeSplits(13, 13, 5, 5);
-  const data::ImageDataset d = data::loadFashionMnist(dir_);
+  const data::ImageDataset d = data::loadFashionMnist(dir_.string());
   EXPECT_EQ(d.train_images.count, 13);
   EXPECT_EQ(d.train_labels.size(), 13u);
   EXPECT_EQ(d.test_images.count, 5);
@@ -280,18 +281,18 @@ TEST_F(FashionMnistDirTest, LoadsPlainAndGzipFiles) {
 TEST_F(FashionMnistDirTest, CountAndSizeMismatchesAreErrors) {
   SCOPED_TRACE(rng_.describe());
   writeSplits(13, 12, 5, 5);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("train-labels-idx1-ubyte"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("train-labels-idx1-ubyte"),
               "holds 13 images but");
   writeSplits(13, 13, 5, 6);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("t10k-labels-idx1-ubyte.gz"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("t10k-labels-idx1-ubyte.gz"),
               "holds 5 images but");
   writeSplits(13, 13, 5, 5, 4);
-  expectError([&] { data::loadFashionMnist(dir_); }, path("t10k-images-idx3-ubyte.gz"),
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, path("t10k-images-idx3-ubyte.gz"),
               "has 3x5 images but");
   // One bad file fails the whole load: no dataset in part.
   writeSplits(13, 13, 5, 5);
   fs::remove(path("t10k-labels-idx1-ubyte.gz"));
-  expectError([&] { data::loadFashionMnist(dir_); }, dir_,
+  expectError([&] { data::loadFashionMnist(dir_.string()); }, dir_,
               "neither t10k-labels-idx1-ubyte nor t10k-labels-idx1-ubyte.gz");
 }
 

@@ -36,7 +36,9 @@ Tensor Graph::reduce(ops::Fold fold, bool mean, Tensor x, const std::vector<int>
   const char* name = fold == ops::Fold::Max ? "max" : mean ? "mean" : "sum";
   check(x, name);
   if (!ops::isFloat(tensor(x).dtype)) throw ShapeError(describe(name, {x}) + ": x must be floats");
-  const Shape& s = shape(x);
+  // A copy, not a reference: output() below adds a tensor, which may move the graph's tensors
+  // (and x's shape with them) before the node's attributes read it.
+  const Shape s = shape(x);
   const uint32_t mask = axisMask(name, s, axes);
   const Shape out = ops::reducedShape(s, mask, keep_dims);
   const float alpha = mean ? float(double(out.numel()) / double(s.numel())) : 1.0f;
