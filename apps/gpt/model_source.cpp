@@ -50,7 +50,13 @@ std::vector<uint32_t> ModelSource::encode(std::string_view text, const std::stri
 }
 
 std::string ModelSource::decode(std::span<const uint32_t> ids) const {
-  return vocab ? vocab->decode(ids) : tokenizer->decode(ids);
+  if (vocab) return vocab->decode(ids);
+  // A model's vocabulary may be padded past its tokenizer's (config.json's vocab_size rounded
+  // up): a sampled id in the padding stands for no text, as Hugging Face's decoders skip it.
+  std::vector<uint32_t> known;
+  for (const uint32_t id : ids)
+    if (id < tokenizer->size()) known.push_back(id);
+  return tokenizer->decode(known);
 }
 
 ModelSource readModelSource(const std::filesystem::path& dir) {

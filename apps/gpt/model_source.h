@@ -32,6 +32,7 @@ struct ModelSource {
   // in the text included as Hugging Face's tokenizers encode them. A Hugging Face folder
   // takes UTF-8 text only: Error "<what> is not valid UTF-8 (byte N)" otherwise.
   std::vector<uint32_t> encode(std::string_view text, const std::string& what) const;
+  // Their text; ids past the tokenizer's (a padded vocabulary) stand for none and are skipped.
   std::string decode(std::span<const uint32_t> ids) const;
 };
 
