@@ -9,13 +9,19 @@
 #
 # Prints, per run, the passes and the refusals by the limit or feature named; exits 1 if a
 # test failed without naming one (a crash, a wrong answer or a vague error). Reuses the build
-# of scripts/test.sh (build/, or $VKGRAD_BUILD) and skips the consumer builds.
+# of scripts/test.sh (build/, or $VKGRAD_BUILD) and skips the consumer builds and the apps'
+# tests (*App, *AppTest, DeviceOptions*: a program's options, files and output, which no limit
+# changes; the models they train run under every profile in their own tests, GptTest, VitTest,
+# VaeTest, GnnTest...): a third of the suite's time, run three times. VKGRAD_PROFILE_APPS=1
+# runs them too.
 #   scripts/test-profiles.sh              (after scripts/test.sh)
 #   scripts/test-profiles.sh mobile       (one run: mobile, small-workgroups or vulkan12-minimum)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${VKGRAD_BUILD:-$root/build}"
 if (($#)); then runs=("$@"); else runs=(mobile small-workgroups vulkan12-minimum); fi
+exclude='^Consumer\.|App\.|AppTest\.|^DeviceOptions'
+[[ "${VKGRAD_PROFILE_APPS:-0}" == 1 ]] && exclude='^Consumer\.'
 status=0
 for run in "${runs[@]}"; do
   unset VKGRAD_DEVICE_PROFILE VKGRAD_LIMITS
@@ -28,7 +34,7 @@ for run in "${runs[@]}"; do
   "$build/apps/vkgrad-info" | sed -n '/^\*/,/^$/p' |
     grep -E "profile|subgroups|shared memory|workgroup|descriptors|buffer storage" || true
   start=$(date +%s)
-  ctest --test-dir "$build" -E Consumer --no-tests=error -j2 >"$build/profile-$run.txt" 2>&1
+  ctest --test-dir "$build" -E "$exclude" --no-tests=error -j2 >"$build/profile-$run.txt" 2>&1
   log="$build/profile-$run.log"
   cp "$build/Testing/Temporary/LastTest.log" "$log"
   failed="$(awk -f "$root/scripts/profile-refusals.awk" "$log")"

@@ -61,7 +61,7 @@ TEST_F(PrecisionTest, StoresActivationsIn16BitsAndKeepsTheRestF32) {
     const Tensor loss = transformerLoss(g, store, config, ids, targets);
     const graph::Gradients grads = graph::backward(g, loss);
     graph::addOptimizer(g, grads, {});
-    const std::vector<graph::TensorInfo> before = g.tensors();
+    const std::vector<graph::TensorInfo> before(g.tensors().begin(), g.tensors().end());
     const graph::PrecisionSummary summary = graph::applyPrecision(g, precision);
     const DType half = graph::activationDtype(precision);
     int sixteen = 0, kept = 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -299,7 +300,7 @@ class Graph {
   const TensorInfo& tensor(Tensor t) const;
   const TensorInfo& tensor(int id) const { return tensors_.at(size_t(id)); }
   const Shape& shape(Tensor t) const { return tensor(t).shape; }
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const std::deque<TensorInfo>& tensors() const { return tensors_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   int producer(int tensor_id) const { return producers_.at(size_t(tensor_id)); }
   int newTensor(TensorInfo info);  // root defaults to itself
@@ -333,7 +334,9 @@ class Graph {
   Tensor broadcastBinary(OpKind op, Tensor a, Tensor b);
   Tensor reduce(ops::Fold fold, bool mean, Tensor x, const std::vector<int>& axes, bool keep_dims);
   Tensor rowwise(OpKind op, Tensor x, int axis);  // softmax, logSoftmax
-  std::vector<TensorInfo> tensors_;
+  // A deque: adding a tensor leaves references to the others valid, so a builder may hold
+  // shape(x) (or be passed it: expand(x, shape(y))) across output(). A vector moved them.
+  std::deque<TensorInfo> tensors_;
   std::vector<int> producers_;  // first node writing each tensor, -1 for leaves
   std::vector<Node> nodes_;
   std::vector<int> outputs_;

@@ -1,6 +1,7 @@
 // Hugging Face GPT-2 folders (hf/): small random models written by the test in the hub's
 // layout, read and run on the device against the CPU reference GPT (models/gpt_reference.h)
 // with the same weights; the name variants, shards and 16-bit files; and every bad folder.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -269,8 +270,12 @@ TEST_F(HfGpt2Files, MissingOrMisShapedTensorIsNamed) {
   EXPECT_ERROR_HAS(readError(), "tensor \"h.2.ln_1.weight\" (15) is not part of a GPT-2");
   writeGpt2Folder(dir_, c_, randomGptParameters(c_, rng_));
   editWeights([](std::vector<graph::SavedTensor>& t) {
-    for (auto& x : t)
-      if (x.name == "transformer.ln_f.bias") t.push_back({"ln_f.bias", x.dtype, x.shape, x.data});
+    const auto bias = std::find_if(t.begin(), t.end(),
+                                   [](const auto& x) { return x.name == "transformer.ln_f.bias"; });
+    ASSERT_NE(bias, t.end());
+    graph::SavedTensor copy = *bias;  // a copy: push_back may move t's elements
+    copy.name = "ln_f.bias";
+    t.push_back(std::move(copy));
   });
   EXPECT_ERROR_HAS(readError(), "\"ln_f.bias\" is given both with and without");
 }
