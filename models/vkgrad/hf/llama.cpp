@@ -32,6 +32,9 @@ void refuseUnsupported(const graph::Json& j) {
   if (configBool(j, "use_sliding_window", false))
     throw Error("use_sliding_window true is not supported (attention over the whole context)");
   if (configBool(j, "mlp_bias", false)) throw Error("mlp_bias true is not supported");
+  // Some exports (SmolLM2's) say which rotary form they use: vkgrad's is rotate_half's halves.
+  if (configBool(j, "rope_interleaved", false))
+    throw Error("rope_interleaved true is not supported (rotate_half's pairs (i, i + D/2))");
   if (const int64_t tp = configInt(j, "pretraining_tp", 1); tp > 1)
     throw Error("pretraining_tp " + std::to_string(tp) + " is not supported (1)");
 }

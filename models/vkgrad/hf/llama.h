@@ -10,7 +10,8 @@
 // vocab_size, tie_word_embeddings, hidden_act (silu), attention_bias (llama: biases on q, k, v
 // and o; qwen2 always has q, k, v biases and none on o); an absent key takes Hugging Face's
 // default for the model type. Refused by name: rope_scaling other than null,
-// use_sliding_window true, mlp_bias true, pretraining_tp above 1, another hidden_act.
+// use_sliding_window true, mlp_bias true, rope_interleaved true, pretraining_tp above 1,
+// another hidden_act.
 //
 // Tensors: model.embed_tokens.weight (vocab, C); per layer model.layers.<i>.:
 // input_layernorm.weight (C), self_attn.{q,k,v}_proj.weight ((H or Hkv)*D, C) and their
