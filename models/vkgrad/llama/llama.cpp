@@ -89,7 +89,7 @@ Tensor llamaLogits(Graph& g, const ParameterStore& store, const gpt::GptConfig& 
     throw ShapeError(g.describe("llamaLogits", {ids}) + ": ids must be (B,T) with T <= context " +
                      std::to_string(c.context));
   const Tensor tok = g.parameter(store.at("emb.tok"));
-  Tensor x = g.dropout(g.gather(tok, ids), c.dropout);  // (B,T,C)
+  Tensor x = g.gather(tok, ids);  // (B,T,C)
   for (int64_t i = 0; i < c.layers; ++i) {
     const nn::KvCache* layer = cache ? &cache->layers[size_t(i)] : nullptr;
     // A recomputed segment (Graph::recomputed): where the trainer asks for it, only x is kept.

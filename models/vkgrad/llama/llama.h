@@ -10,6 +10,9 @@
 // A model is a gpt::GptConfig with `llama` set: declareGpt, gptCache and gptLogits call the
 // functions here, so the sampler, the stream loss and the trainer run it as they run a GPT.
 // Every product goes through nn::linear (weights (in, out), the bias where the store has one).
+// GptConfig::dropout, for fine-tuning, acts on the attention and MLP outputs before they join
+// the residual stream (Hugging Face's Llama has only attention_dropout, on the attention
+// weights, which the flash kernels do not form).
 //
 // Parameter names: emb.tok (vocab,C); per block h<i>: ln1.g (C), attn.qkv.w (C,(H+2Hkv)D) and
 // attn.qkv.b with qkv_bias, attn.proj.w (C,C) and attn.proj.b with proj_bias, ln2.g (C),
