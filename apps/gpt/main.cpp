@@ -1,5 +1,6 @@
 // vkgrad-gpt: trains a character-level (byte-level) GPT on a text file (or a directory of
-// them); samples from and evaluates it or a Hugging Face GPT-2 folder (gpt/inference.h).
+// them); samples from and evaluates it or a Hugging Face GPT-2, Llama or Qwen2 folder
+// (gpt/inference.h).
 // All model logic lives in models/gpt; this program parses options, reports progress and
 // writes DIR/{model.safetensors, config.json, loss.png}.
 #include <cmath>
@@ -200,7 +201,7 @@ const char* const kUsage =
     "--top-k N --seed N\n"
     "                         --kv-cache on|off --json]\n"
     "       vkgrad-gpt eval --checkpoint DIR --data FILE [--context N --json]\n"
-    "A checkpoint DIR may also be a Hugging Face GPT-2 folder as downloaded.\n"
+    "A checkpoint DIR may also be a Hugging Face GPT-2, Llama or Qwen2 folder as downloaded.\n"
     "`vkgrad-gpt <command> --help` lists every option.\n";
 
 }  // namespace
@@ -211,6 +212,6 @@ int main(int argc, char** argv) {
   return commandMain(
       "vkgrad-gpt",
       "vkgrad-gpt: trains a byte-level GPT on a text file, samples from it and evaluates "
-      "it; samples from and evaluates Hugging Face GPT-2 folders.",
+      "it; samples from, evaluates and fine-tunes Hugging Face GPT-2, Llama and Qwen2 folders.",
       kUsage, {{"train", train}, {"sample", sample}, {"eval", eval}}, argc, argv);
 }

@@ -151,6 +151,11 @@ void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_
                  int64_t windows, size_t val_windows, int64_t parameters,
                  const gpt::GptConfig& config, double unigram) {
   const std::string from = files > 1 ? " (" + std::to_string(files) + " files)" : "";
+  // A Llama's blocks are pre-norm RMSNorm; its own shape is its key/value heads and MLP.
+  const std::string norm = config.llama ? "Llama: " + std::to_string(config.llama->kv_heads) +
+                                              " key/value heads, MLP " +
+                                              std::to_string(config.llama->intermediate) + ", RMS"
+                                        : cli.get("norm");
   std::fprintf(stderr,
                "device: %s\ndata: %s%s, %zu bytes, vocab %lld; %lld training windows, %zu "
                "validation windows\nmodel: %lld parameters; %lld layers, %lld heads, width "
@@ -159,7 +164,7 @@ void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_
                static_cast<long long>(config.vocab), static_cast<long long>(windows), val_windows,
                static_cast<long long>(parameters), static_cast<long long>(config.layers),
                static_cast<long long>(config.heads), static_cast<long long>(config.width),
-               static_cast<long long>(config.context), cli.get("norm").c_str(), unigram);
+               static_cast<long long>(config.context), norm.c_str(), unigram);
 }
 
 void printDryRun(const vk::Context& context, const Cli& cli, const graph::MemoryEstimate& e) {

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""An independent PyTorch GPT-2 that reads a Hugging Face model folder, the peer of
+"""An independent PyTorch GPT-2 (and, through hf_llama.py, Llama and Qwen2) that reads a
+Hugging Face model folder, the peer of
 `vkgrad-gpt sample/eval --checkpoint DIR` (Debian 12 has no `transformers` or `safetensors`
 package, so the folder's files are read here with the standard library, numpy and torch).
 
@@ -168,6 +169,8 @@ class Tokenizer:
     def decode(self, ids):
         out = bytearray()
         for i in ids:
+            if i not in self.by_id:  # a padded vocabulary's id stands for no text
+                continue
             t = self.by_id[i]
             if t in self.added:
                 out.extend(t.encode("utf-8"))
@@ -179,7 +182,21 @@ class Tokenizer:
 # ---------------------------------------------------------------- GPT-2
 
 
-class Gpt2:
+class CausalLm:
+    """What eval needs of a model: logits(ids) -> (T, vocab), and its context."""
+
+    def stream_loss(self, tokens, window):
+        total, count = 0.0, 0
+        for start in range(0, len(tokens) - 1, window):
+            n = min(window, len(tokens) - 1 - start)
+            logits = self.logits(tokens[start : start + n])
+            target = torch.tensor(tokens[start + 1 : start + n + 1])
+            total += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
+            count += n
+        return total / count, count
+
+
+class Gpt2(CausalLm):
     def __init__(self, folder, dtype):
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
@@ -229,15 +246,17 @@ class Gpt2:
             x = x + self._linear(h, p + ".mlp.c_proj")
         return self._norm(x, "ln_f") @ self.head.T
 
-    def stream_loss(self, tokens, window):
-        total, count = 0.0, 0
-        for start in range(0, len(tokens) - 1, window):
-            n = min(window, len(tokens) - 1 - start)
-            logits = self.logits(tokens[start : start + n])
-            target = torch.tensor(tokens[start + 1 : start + n + 1])
-            total += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
-            count += n
-        return total / count, count
+
+def load_model(folder, dtype):
+    """The folder's model by config.json's model_type: gpt2 here, llama and qwen2 in
+    hf_llama.py."""
+    with open(os.path.join(folder, "config.json")) as f:
+        model_type = json.load(f)["model_type"]
+    if model_type == "gpt2":
+        return Gpt2(folder, dtype)
+    from hf_llama import Llama
+
+    return Llama(folder, dtype)
 
 
 def main():
@@ -253,7 +272,7 @@ def main():
     ap.add_argument("--float32", action="store_true")
     a = ap.parse_args()
     torch.set_grad_enabled(False)
-    model = Gpt2(a.model, torch.float32 if a.float32 else torch.float64)
+    model = load_model(a.model, torch.float32 if a.float32 else torch.float64)
     tok = Tokenizer(a.model)
     window = a.context or model.context
     if a.command == "greedy":

@@ -75,6 +75,36 @@ def write_safetensors(path, tensors, dtype):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+def write_tokenizer(out, text_path, merges_count):
+    """A byte-level BPE of `merges_count` merges trained on the text's first 20000 characters,
+    with "<|endoftext|>" last, into out: vocab.json + merges.txt and the same as tokenizer.json.
+    Returns the id of "<|endoftext|>" (the tokenizer has one more id)."""
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()[:20000]
+    vocab, merges = train_bpe(text, merges_count)
+    end = len(vocab)
+    vocab_with_end = dict(vocab, **{"<|endoftext|>": end})
+    with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab_with_end, f, ensure_ascii=False)
+    with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{x} {y}\n" for x, y in merges))
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": end, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True}],
+        "normalizer": None, "pre_tokenizer": byte_level,
+        "post_processor": dict(byte_level, add_prefix_space=True, trim_offsets=False),
+        "decoder": dict(byte_level, add_prefix_space=True),
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "vocab": vocab_with_end, "merges": [f"{x} {y}" for x, y in merges]},
+    }
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False)
+    return end
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -91,29 +121,7 @@ def main():
     ap.add_argument("--no-prefix", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    with open(a.text, encoding="utf-8") as f:
-        text = f.read()[:20000]
-    vocab, merges = train_bpe(text, a.merges)
-    end = len(vocab)
-    vocab_with_end = dict(vocab, **{"<|endoftext|>": end})
-    with open(os.path.join(a.out, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab_with_end, f, ensure_ascii=False)
-    with open(os.path.join(a.out, "merges.txt"), "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n" + "".join(f"{x} {y}\n" for x, y in merges))
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    tokenizer = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": end, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
-                          "rstrip": False, "normalized": False, "special": True}],
-        "normalizer": None, "pre_tokenizer": byte_level,
-        "post_processor": dict(byte_level, add_prefix_space=True, trim_offsets=False),
-        "decoder": dict(byte_level, add_prefix_space=True),
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
-                  "vocab": vocab_with_end, "merges": [f"{x} {y}" for x, y in merges]},
-    }
-    with open(os.path.join(a.out, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(tokenizer, f, ensure_ascii=False)
+    end = write_tokenizer(a.out, a.text, a.merges)
     n_vocab, c, ctx = end + 1, a.width, a.context
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
               "n_embd": c, "n_layer": a.layers, "n_head": a.heads, "n_positions": ctx, "n_ctx": ctx,

@@ -1,7 +1,8 @@
 // vkgrad-gpt sample and eval on a Hugging Face GPT-2 folder as downloaded (a small random one
 // written by the test, models/hf/gpt2_folder.h): the folder's tokenizer, --json's ids and
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
-// train --init saving the folder's layout, and bad folders and prompts refused clearly.
+// train --init saving the folder's layout, and bad folders and prompts refused clearly; the
+// same commands on a Qwen2 folder with grouped-query attention (models/hf/llama_folder.h).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "common/random.h"
 #include "common/temp_dir.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/hf/llama_folder.h"
 #include "models/tokenizers/small_bpe.h"
 #include "vkgrad/tokenizers/tokenizer.h"
 
@@ -170,11 +172,95 @@ TEST_F(GptHfApp, BadInputFailsClearly) {
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_FALSE(none.err.empty());
 
-  std::ofstream(folder_ / "config.json") << "{\"model_type\": \"qwen2\"}";
-  const AppRun qwen = sample("a");
-  EXPECT_EQ(qwen.exit_code, 1);
-  EXPECT_NE(qwen.err.find("model_type \"qwen2\" is not yet supported"), std::string::npos)
-      << qwen.err;
+  std::ofstream(folder_ / "config.json") << "{\"model_type\": \"mistral\"}";
+  const AppRun mistral = sample("a");
+  EXPECT_EQ(mistral.exit_code, 1);
+  EXPECT_NE(mistral.err.find("model_type \"mistral\" is not supported"), std::string::npos)
+      << mistral.err;
+}
+
+// A Qwen2 (q/k/v biases, 4 query heads over 2 key/value heads, tied) through the same commands.
+class GptHfLlamaApp : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    c_.vocab = smallTokenizerSize() + 3;
+    c_.layers = 2;
+    c_.heads = 4;
+    c_.width = 16;
+    c_.context = 9;
+    c_.tie_weights = true;
+    c_.norm_eps = 1e-6f;
+    gpt::LlamaSpec& l = c_.llama.emplace();
+    l.kv_heads = 2;
+    l.intermediate = 11;
+    l.qkv_bias = true;
+    weights_ = randomLlamaWeights(c_, rng_);
+    folder_ = dir_ / "qwen2";
+    LlamaFolderOptions qwen;
+    qwen.qwen2 = true;
+    writeLlamaFolder(folder_, c_, weights_, qwen);
+    std::ofstream(dir_ / "data.txt") << licenceText(400);
+  }
+  AppRun eval(const fs::path& model, const std::string& context) {
+    return runApp("gpt", {"eval", "--checkpoint", model.string(), "--data",
+                          (dir_ / "data.txt").string(), "--context", context, "--json"});
+  }
+  gpt::GptConfig c_;
+  HfArrays weights_;
+  fs::path folder_;
+  Rng rng_;
+};
+
+TEST_F(GptHfLlamaApp, SamplesAndEvaluatesAFolder) {
+  auto sample = [&](const std::string& cache) {
+    return runApp("gpt", {"sample", "--checkpoint", folder_.string(), "--prompt", "Per", "--tokens",
+                          "6", "--top-k", "1", "--json", "--kv-cache", cache, "--validation"});
+  };
+  const AppRun cached = sample("on"), window = sample("off");
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  ASSERT_EQ(window.exit_code, 0) << window.err;
+  EXPECT_EQ(lastJsonLine(cached.out).at("ids"), lastJsonLine(window.out).at("ids"));
+  EXPECT_NE(cached.err.find("Hugging Face qwen2 model"), std::string::npos) << cached.err;
+  // eval's windows of 4 against the CPU reference's cross-entropy.
+  const AppRun e = eval(folder_, "4");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const std::vector<uint32_t> tokens = tokenizers::loadTokenizer(folder_).encode(licenceText(400));
+  const size_t V = size_t(c_.vocab);
+  double sum = 0;
+  for (size_t start = 0; start + 1 < tokens.size(); start += 4) {
+    const size_t n = std::min<size_t>(4, tokens.size() - 1 - start);
+    const std::vector<float> logits =
+        llamaReferenceLogits(c_, weights_, std::span<const uint32_t>(tokens).subspan(start, n));
+    for (size_t r = 0; r < n; ++r) {
+      const float* row = &logits[r * V];
+      double top = -INFINITY, total = 0;
+      for (size_t v = 0; v < V; ++v) top = std::max(top, double(row[v]));
+      for (size_t v = 0; v < V; ++v) total += std::exp(double(row[v]) - top);
+      sum += top + std::log(total) - double(row[tokens[start + r + 1]]);
+    }
+  }
+  const double reference = sum / double(tokens.size() - 1);
+  EXPECT_NEAR(lastJsonLine(e.out).at("loss").get<double>(), reference, 1e-5 * reference);
+}
+
+TEST_F(GptHfLlamaApp, FineTunesAndSavesTheLayout) {
+  const fs::path out = dir_ / "tuned";
+  const AppRun run =
+      runApp("gpt", {"train", "--init", folder_.string(), "--data", (dir_ / "data.txt").string(),
+                     "--out", out.string(), "--steps", "4", "--batch", "4", "--lr", "1e-2",
+                     "--eval-every", "4", "--validation"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::map<std::string, std::vector<uint32_t>> saved =
+      savedWeights((out / "model.safetensors").string());
+  EXPECT_TRUE(saved.count("model.layers.1.self_attn.k_proj.bias"));
+  EXPECT_TRUE(saved.count("model.layers.0.mlp.up_proj.weight"));
+  EXPECT_FALSE(saved.count("lm_head.weight"));
+  EXPECT_EQ(graph::readJsonFile(out / "config.json").at("model_type"), "qwen2");
+  const AppRun before = eval(folder_, "9"), after = eval(out, "9");
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_LT(lastJsonLine(after.out).at("loss").get<double>(),
+            lastJsonLine(before.out).at("loss").get<double>());
 }
 
 }  // namespace

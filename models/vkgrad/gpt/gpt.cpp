@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/llama/llama.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/runtime/parameters.h"
 
@@ -33,6 +34,7 @@ void GptConfig::validate() const {
          " (ops/attention.h): more heads");
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("dropout must be in [0, 1)");
   if (!(norm_eps > 0.0f && norm_eps < 1.0f)) fail("norm_eps must be in (0, 1)");
+  if (llama) llama::validateLlama(*this);
 }
 
 nn::BlockConfig GptConfig::block() const {
@@ -48,6 +50,7 @@ nn::BlockConfig GptConfig::block() const {
 }
 
 void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
+  if (config.llama) return llama::declareLlama(store, config);
   config.validate();
   const Init normal = Init::normal(0.0f, 0.02f);
   // GPT-2: each block adds two projections into the residual stream, so their scale keeps
@@ -64,9 +67,12 @@ void declareGpt(graph::ParameterStore& store, const GptConfig& config) {
 
 GptCache gptCache(graph::Graph& g, const GptConfig& config, int64_t batch) {
   GptCache cache{g.input("position", {1}, ops::DType::U32), {}};
+  // A Llama caches its kv_heads key/value heads only (grouped-query attention).
+  const int64_t columns =
+      config.llama ? config.llama->kv_heads * (config.width / config.heads) : config.width;
   for (int64_t i = 0; i < config.layers; ++i) {
     const std::string name = nn::blockName(i);
-    const ops::Shape shape{batch, config.context, config.width};
+    const ops::Shape shape{batch, config.context, columns};
     cache.layers.push_back(
         {g.input(name + ".keys", shape), g.input(name + ".values", shape), cache.position});
   }
@@ -80,6 +86,7 @@ Tensor gptLogits(graph::Graph& g, const graph::ParameterStore& store, const GptC
     throw ShapeError(g.describe("gptLogits", {ids}) +
                      ": decoding with a cache takes one token per sequence, (B,1), and a cache "
                      "of every layer");
+  if (config.llama) return llama::llamaLogits(g, store, config, ids, cache);
   Tensor tok;
   const Tensor positions = cache ? cache->position : Tensor{};
   Tensor x = g.dropout(nn::embedding(g, store, "emb", ids, &tok, positions),

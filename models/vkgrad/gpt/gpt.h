@@ -5,9 +5,13 @@
 //
 // Parameter names: emb.tok (vocab,width), emb.pos (context,width), h<i>.* for block i,
 // ln_f.{g,b} (pre-norm), head.w (width,vocab) unless tied.
+//
+// The same functions build a Llama-family model (llama/llama.h) when the config says so
+// (GptConfig::llama): the decoding, evaluation and training code around them is shared.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +27,17 @@ namespace vkgrad::gpt {
 constexpr int64_t kMaxLayers = 256, kMaxHeads = 256, kMaxWidth = 1 << 16, kMaxContext = 1 << 16,
                   kMaxVocab = 1 << 20;
 
+// A Llama-family model's own settings (llama/llama.h): RMSNorm, rotary positions,
+// grouped-query attention and a SwiGLU MLP instead of GPT-2's LayerNorm, learned positions and
+// GELU MLP. GptConfig's norm, activation and dropout places do not apply to it.
+struct LlamaSpec {
+  int64_t kv_heads = 0;         // key/value heads, dividing heads (grouped-query attention)
+  int64_t intermediate = 0;     // the SwiGLU MLP's hidden width
+  float rope_theta = 10000.0f;  // the rotary embedding's base
+  bool qkv_bias = false;        // biases on the q, k, v projections (Qwen2's)
+  bool proj_bias = false;       // a bias on the attention's output projection
+};
+
 struct GptConfig {
   int64_t vocab = 0;
   int64_t layers = 2;
@@ -36,15 +51,17 @@ struct GptConfig {
   // Every LayerNorm's epsilon: 1e-5 as vkgrad-gpt trains it; an imported model sets its own
   // (hf/gpt2.h). Not in vkgrad-gpt's checkpoints, which all use the default.
   float norm_eps = 1e-5f;
+  // Set: the model is a Llama (RMSNorm's epsilon is norm_eps); context is its longest window.
+  std::optional<LlamaSpec> llama;
 
   // Throws Error naming the bad field (the bounds are the kMax* above).
   void validate() const;
   nn::BlockConfig block() const;
 };
 
-// Adds every parameter with GPT-2's initialisation: weights and embeddings N(0, 0.02), the
-// residual projections (attn.proj, mlp.proj) N(0, 0.02/sqrt(2*layers)), biases 0, LayerNorm
-// gain 1 and bias 0. Call store.initialize(seed) afterwards.
+// Adds every parameter with GPT-2's initialisation (a Llama's: llama::declareLlama): weights and
+// embeddings N(0, 0.02), the residual projections (attn.proj, mlp.proj) N(0, 0.02/sqrt(2*layers)),
+// biases 0, LayerNorm gain 1 and bias 0. Call store.initialize(seed) afterwards.
 void declareGpt(graph::ParameterStore& store, const GptConfig& config);
 
 // The state of a decoding graph (gptLogits with a cache): `position`, a (1) u32 input, the

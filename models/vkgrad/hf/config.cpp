@@ -13,6 +13,10 @@ const char* modelTypeName(ModelType type) {
   switch (type) {
     case ModelType::Gpt2:
       return "gpt2";
+    case ModelType::Llama:
+      return "llama";
+    case ModelType::Qwen2:
+      return "qwen2";
   }
   return "?";
 }
@@ -42,16 +46,12 @@ HfConfig readHfConfig(const fs::path& dir) {
   const std::string type = configString(config.json, "model_type", "");
   try {
     if (type.empty()) throw Error("has no \"model_type\"");
-    for (ModelType t : {ModelType::Gpt2})
+    for (ModelType t : {ModelType::Gpt2, ModelType::Llama, ModelType::Qwen2})
       if (type == modelTypeName(t)) {
         config.type = t;
         return config;
       }
-    // The Llama family shares the folder layout; its ops (RMSNorm, rotary positions, SwiGLU,
-    // grouped-query attention) are not in vkgrad's GPT yet.
-    if (type == "llama" || type == "qwen2")
-      throw Error("model_type \"" + type + "\" is not yet supported (vkgrad runs gpt2)");
-    throw Error("model_type \"" + type + "\" is not supported (vkgrad runs gpt2)");
+    throw Error("model_type \"" + type + "\" is not supported (vkgrad runs gpt2, llama, qwen2)");
   } catch (const Error& e) {
     throw Error(config.where + ": " + e.what());
   }

@@ -1,7 +1,6 @@
 // A Hugging Face model folder's config.json: which architecture it holds ("model_type") and
-// the document itself, for the architecture's own reader (gpt2.h). The model types vkgrad
-// runs are listed in ModelType; "llama" and "qwen2" are recognised and refused as not yet
-// supported, anything else as unknown, each by name.
+// the document itself, for the architecture's own reader (gpt2.h, llama.h). The model types
+// vkgrad runs are listed in ModelType; anything else is refused by name.
 #pragma once
 
 #include <filesystem>
@@ -13,8 +12,8 @@ namespace vkgrad::hf {
 
 inline constexpr const char* kConfigFile = "config.json";
 
-enum class ModelType { Gpt2 };
-const char* modelTypeName(ModelType type);  // as config.json writes it: "gpt2"
+enum class ModelType { Gpt2, Llama, Qwen2 };
+const char* modelTypeName(ModelType type);  // as config.json writes it: "gpt2", "llama", "qwen2"
 
 struct HfConfig {
   ModelType type = ModelType::Gpt2;
@@ -29,7 +28,8 @@ struct HfConfig {
 bool isHfFolder(const std::filesystem::path& dir);
 
 // Throws Error "<dir>: no such folder", "<dir>/config.json: missing", parse errors, or
-// "<dir>/config.json: model_type \"bert\" is not supported (vkgrad runs gpt2)".
+// "<dir>/config.json: model_type \"bert\" is not supported (vkgrad runs gpt2, llama,
+// qwen2)".
 HfConfig readHfConfig(const std::filesystem::path& dir);
 
 // Optional members of a config with Hugging Face's default when absent (or null, as

@@ -22,17 +22,6 @@ ops::Activation activation(const std::string& name) {
               "\" is not supported (gelu_new, gelu_pytorch_tanh, gelu, relu)");
 }
 
-// (rows, cols) of a 2-d tensor in f32 -> (cols, rows).
-SavedTensor transposed(const SavedTensor& t, const std::string& name) {
-  const SavedTensor f = convertSaved(t, ops::DType::F32);
-  const size_t rows = size_t(t.shape[0]), cols = size_t(t.shape[1]);
-  SavedTensor out{
-      name, ops::DType::F32, {t.shape[1], t.shape[0]}, std::vector<uint32_t>(f.data.size())};
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out.data[c * rows + r] = f.data[r * cols + c];
-  return out;
-}
-
 // True for the attention's causal-mask buffers, h.<i>.attn.bias and h.<i>.attn.masked_bias.
 bool maskBuffer(const std::string& name) {
   if (name.rfind("h.", 0) != 0) return false;
@@ -134,7 +123,7 @@ std::vector<SavedTensor> gpt2Parameters(gpt::GptConfig& config, HfWeights weight
       throw Error(where + ": tensor \"" + want.hf + "\" holds integers, not a float format");
     used.insert(want.hf);
     if (want.transposed) {
-      out.push_back(transposed(t, want.vkgrad));
+      out.push_back(transposedSaved(t, want.vkgrad));
     } else {
       t.name = want.vkgrad;
       out.push_back(std::move(t));
@@ -164,7 +153,7 @@ std::vector<SavedTensor> gpt2Weights(const gpt::GptConfig& config,
           (it == by_name.end() ? " is missing" : " is " + graph::dimsText(it->second->shape)));
     const std::string name = want.transposed ? want.hf : kPrefix + want.hf;
     if (want.transposed) {
-      out.push_back(transposed(*it->second, name));
+      out.push_back(transposedSaved(*it->second, name));
     } else {
       out.push_back(convertSaved(*it->second, ops::DType::F32));
       out.back().name = name;

@@ -5,6 +5,7 @@
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/hf/gpt2.h"
+#include "vkgrad/hf/llama.h"
 #include "vkgrad/hf/weights.h"
 #include "vkgrad/io/atomic_file.h"
 
@@ -14,8 +15,13 @@ HfModel readHfModel(const std::filesystem::path& dir) {
   const HfConfig config = readHfConfig(dir);
   HfModel model;
   model.type = config.type;
-  model.gpt = gpt2Config(config);
-  model.parameters = gpt2Parameters(model.gpt, readHfWeights(dir), dir.string());
+  if (config.type == ModelType::Gpt2) {
+    model.gpt = gpt2Config(config);
+    model.parameters = gpt2Parameters(model.gpt, readHfWeights(dir), dir.string());
+  } else {
+    model.gpt = llamaConfig(config);
+    model.parameters = llamaParameters(model.gpt, readHfWeights(dir), dir.string());
+  }
   model.stored = model.parameters.front().dtype;
   for (const graph::SavedTensor& t : model.parameters)
     if (t.dtype != model.stored) model.stored = ops::DType::F32;
@@ -42,8 +48,10 @@ std::vector<std::string> saveHfModel(const std::filesystem::path& out,
   namespace fs = std::filesystem;
   HfConfig hf = readHfConfig(source);
   hf.json["torch_dtype"] = "float32";
-  graph::saveSafetensors(out / kWeightsFile,
-                         {gpt2Weights(config, store.download()), {{"format", "pt"}}});
+  const std::vector<graph::SavedTensor> parameters = store.download();
+  graph::saveSafetensors(out / kWeightsFile, {config.llama ? llamaWeights(config, parameters)
+                                                           : gpt2Weights(config, parameters),
+                                              {{"format", "pt"}}});
   graph::writeFileAtomically(out / kConfigFile, graph::dumpJson(hf.json, 2) + "\n");
   std::vector<std::string> written{kWeightsFile, kConfigFile};
   for (const char* file : kTokenizerFiles) {

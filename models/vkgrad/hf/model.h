@@ -1,6 +1,6 @@
 // A Hugging Face model folder as vkgrad runs it: config.json's model type picks the
-// architecture's reader (gpt2.h; the Llama family joins here as another ModelType), which
-// maps the folder's weights onto a vkgrad model. The tokenizer is read apart
+// architecture's reader (gpt2.h, llama.h), which maps the folder's weights onto a vkgrad
+// model: a GPT, or a Llama (a GptConfig with llama set, llama/llama.h). The tokenizer is read apart
 // (tokenizers/tokenizer.h, loadTokenizer on the same folder).
 #pragma once
 
@@ -17,7 +17,8 @@ namespace vkgrad::hf {
 
 struct HfModel {
   ModelType type = ModelType::Gpt2;
-  gpt::GptConfig gpt;  // the model vkgrad builds (declareGpt, gptLogits)
+  gpt::GptConfig gpt;  // the model vkgrad builds (declareGpt, gptLogits); llama and qwen2 set
+                       // gpt.llama
   // Its parameters by vkgrad's names, as declareGpt declares them, in the file's formats.
   std::vector<graph::SavedTensor> parameters;
   // The float format every weight is stored in, or F32 when they differ.
@@ -42,9 +43,10 @@ inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "vocab.json"
 
 // Writes the model in `store` (declared by loadHfModel from `source`, then trained) into out in
 // the Hugging Face layout, so that PyTorch and readHfModel read it: model.safetensors in f32
-// under GPT-2's names (gpt2Weights), source's config.json with "torch_dtype" "float32", and
-// source's tokenizer files, each written atomically (io/atomic_file.h). Returns the names of
-// the files written. Throws Error naming the file that cannot be read or written.
+// under the architecture's names (gpt2Weights, llamaWeights), source's config.json with
+// "torch_dtype" "float32", and source's tokenizer files, each written atomically
+// (io/atomic_file.h). Returns the names of the files written. Throws Error naming the file that
+// cannot be read or written.
 std::vector<std::string> saveHfModel(const std::filesystem::path& out,
                                      const std::filesystem::path& source,
                                      const gpt::GptConfig& config,

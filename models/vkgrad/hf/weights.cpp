@@ -83,4 +83,14 @@ HfWeights readHfWeights(const fs::path& dir) {
   return weights;
 }
 
+graph::SavedTensor transposedSaved(const graph::SavedTensor& t, const std::string& name) {
+  const graph::SavedTensor f = graph::convertSaved(t, ops::DType::F32);
+  const size_t rows = size_t(t.shape[0]), cols = size_t(t.shape[1]);
+  graph::SavedTensor out{
+      name, ops::DType::F32, {t.shape[1], t.shape[0]}, std::vector<uint32_t>(f.data.size())};
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out.data[c * rows + r] = f.data[r * cols + c];
+  return out;
+}
+
 }  // namespace vkgrad::hf

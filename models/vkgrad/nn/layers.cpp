@@ -44,6 +44,15 @@ Tensor layerNorm(Graph& g, const ParameterStore& store, const std::string& prefi
                      eps);
 }
 
+void declareRmsNorm(ParameterStore& store, const std::string& prefix, int64_t dim) {
+  store.add(prefix + ".g", {dim}, Init::ones());
+}
+
+Tensor rmsNorm(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+               float eps) {
+  return g.rmsNorm(x, g.parameter(store.at(prefix + ".g")), eps);
+}
+
 void declareEmbedding(ParameterStore& store, const std::string& prefix, int64_t vocab,
                       int64_t context, int64_t width, Init tokens, Init positions) {
   store.add(prefix + ".tok", {vocab, width}, tokens);

@@ -1,4 +1,4 @@
-// The basic nn blocks: Linear, LayerNorm and the token + learned positional embedding.
+// The basic nn blocks: Linear, LayerNorm, RMSNorm and the token + learned positional embedding.
 //
 // Each block is two functions: declare*() adds its parameters to a ParameterStore under a
 // name prefix (once, before the store is initialised), and the graph function adds its nodes
@@ -38,6 +38,12 @@ void declareLayerNorm(ParameterStore& store, const std::string& prefix, int64_t 
 // x: (..., dim) -> (..., dim).
 Tensor layerNorm(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
                  float eps = 1e-5f);
+
+// RMSNorm's gain, 1, over the last dim ("<prefix>.g"; no bias).
+void declareRmsNorm(ParameterStore& store, const std::string& prefix, int64_t dim);
+// x: (..., dim) -> (..., dim): x / sqrt(mean(x^2) + eps) * g (Graph::rmsNorm).
+Tensor rmsNorm(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
+               float eps = 1e-6f);
 
 // Token table (vocab, width) and positions (context, width).
 void declareEmbedding(ParameterStore& store, const std::string& prefix, int64_t vocab,

@@ -121,10 +121,14 @@ void writeGpt2Folder(const fs::path& dir, const gpt::GptConfig& c, const NamedAr
     writeText(dir / "model.safetensors.index.json",
               graph::dumpJson({{"metadata", {{"total_size", 0}}}, {"weight_map", map}}, 2));
   }
+  writeSmallTokenizer(dir, o.tokenizer_json);
+}
+
+void writeSmallTokenizer(const fs::path& dir, bool tokenizer_json) {
   const tokenizers::BpeSpec spec = trained().spec();
   const std::vector<tokenizers::AddedToken> added{
       {"<|endoftext|>", uint32_t(trained().tokens.size()), true}};
-  if (o.tokenizer_json) {
+  if (tokenizer_json) {
     writeText(dir / "tokenizer.json", graph::dumpJson(tokenizers::tokenizerJson(spec, added), 2));
   } else {
     // GPT-2's vocab.json holds "<|endoftext|>" as its last entry.

@@ -31,6 +31,8 @@ graph::Json gpt2ConfigJson(const gpt::GptConfig& c);
 // tokenizer of smallTokenizerSize() ids.
 void writeGpt2Folder(const std::filesystem::path& dir, const gpt::GptConfig& c,
                      const NamedArrays& params, const Gpt2FolderOptions& options = {});
+// Writes the small tokenizer (below) into dir: tokenizer.json, or vocab.json + merges.txt.
+void writeSmallTokenizer(const std::filesystem::path& dir, bool tokenizer_json = true);
 // Random parameters of c, each N(0, 0.3) (LayerNorm gains around 1).
 NamedArrays randomGptParameters(const gpt::GptConfig& c, Rng& rng);
 // Ids of the small tokenizer writeGpt2Folder writes (BPE trained on Debian's licence texts,
