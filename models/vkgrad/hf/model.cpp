@@ -22,7 +22,7 @@ HfModel readHfModel(const std::filesystem::path& dir) {
   return model;
 }
 
-void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
+void declareHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
   if (!store.all().empty()) throw Error("loadHfModel: the store must be empty");
   gpt::declareGpt(store, model.gpt);
   if (frozen)
@@ -30,6 +30,10 @@ void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen
       store.setFrozen(p->name, true);
       if (model.stored != ops::DType::F32) store.setStorage(p->name, model.stored);
     }
+}
+
+void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
+  declareHfModel(store, model, frozen);
   std::vector<const graph::SavedTensor*> tensors;
   for (const graph::SavedTensor& t : model.parameters) tensors.push_back(&t);
   store.upload(tensors, "the Hugging Face folder's weights");
@@ -39,11 +43,17 @@ std::vector<std::string> saveHfModel(const std::filesystem::path& out,
                                      const std::filesystem::path& source,
                                      const gpt::GptConfig& config,
                                      const graph::ParameterStore& store) {
+  return saveHfModel(out, source, config, store.download());
+}
+
+std::vector<std::string> saveHfModel(const std::filesystem::path& out,
+                                     const std::filesystem::path& source,
+                                     const gpt::GptConfig& config,
+                                     const std::vector<graph::SavedTensor>& parameters) {
   namespace fs = std::filesystem;
   HfConfig hf = readHfConfig(source);
   hf.json["torch_dtype"] = "float32";
-  graph::saveSafetensors(out / kWeightsFile,
-                         {gpt2Weights(config, store.download()), {{"format", "pt"}}});
+  graph::saveSafetensors(out / kWeightsFile, {gpt2Weights(config, parameters), {{"format", "pt"}}});
   graph::writeFileAtomically(out / kConfigFile, graph::dumpJson(hf.json, 2) + "\n");
   std::vector<std::string> written{kWeightsFile, kConfigFile};
   for (const char* file : kTokenizerFiles) {
