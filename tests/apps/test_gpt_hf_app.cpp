@@ -1,7 +1,8 @@
 // vkgrad-gpt sample and eval on a Hugging Face GPT-2 folder as downloaded (a small random one
 // written by the test, models/hf/gpt2_folder.h): the folder's tokenizer, --json's ids and
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
-// train --init saving the folder's layout, and bad folders and prompts refused clearly.
+// train --init saving the folder's layout (every weight, or LoRA adapters in PEFT's), and bad
+// folders and prompts refused clearly.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,60 @@ TEST_F(GptHfApp, FineTunesAndSavesTheLayout) {
   EXPECT_EQ(shaped.exit_code, 2);
   EXPECT_NE(shaped.err.find("--layers is the model's own with --init"), std::string::npos)
       << shaped.err;
+}
+
+TEST_F(GptHfApp, LoraSavesPeftAdaptersThatSampleAndEvalRun) {
+  std::ofstream(dir_ / "data.txt") << licenceText(3000);
+  const fs::path out = dir_ / "adapter";
+  auto train = [&](const std::string& rank) {
+    return runApp("gpt", {"train",
+                          "--init",
+                          folder_.string(),
+                          "--data",
+                          (dir_ / "data.txt").string(),
+                          "--out",
+                          out.string(),
+                          "--steps",
+                          "6",
+                          "--batch",
+                          "4",
+                          "--lr",
+                          "1e-2",
+                          "--lora",
+                          rank,
+                          "--lora-targets",
+                          "c_attn,mlp.c_proj",
+                          "--eval-every",
+                          "0",
+                          "--validation",
+                          "--json"});
+  };
+  const AppRun run = train("2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(lastJsonLine(run.out).at("trained_parameters"),
+            c_.layers * 2 * (4 * c_.width + 5 * c_.width));
+  // PEFT's layout only: the base is the --init folder, named in adapter_config.json.
+  EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+  const std::map<std::string, std::vector<uint32_t>> weights =
+      savedWeights((out / "adapter_model.safetensors").string());
+  EXPECT_EQ(weights.size(), size_t(2 * 2 * c_.layers));
+  EXPECT_TRUE(weights.count("base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"));
+  EXPECT_EQ(graph::readJsonFile(out / "adapter_config.json").at("target_modules"),
+            (std::vector<std::string>{"c_attn", "mlp.c_proj"}));
+  // The adapter folder alone, or the base with --adapter: the same model.
+  auto eval = [&](const std::vector<std::string>& model) {
+    std::vector<std::string> args{"eval", "--data", (dir_ / "data.txt").string(), "--json"};
+    args.insert(args.end(), model.begin(), model.end());
+    const AppRun e = runApp("gpt", args);
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    return lastJsonLine(e.out).at("loss").get<double>();
+  };
+  EXPECT_EQ(eval({"--checkpoint", out.string()}),
+            eval({"--checkpoint", folder_.string(), "--adapter", out.string()}));
+  const AppRun wide = train("15");  // width 14
+  EXPECT_EQ(wide.exit_code, 2);
+  EXPECT_NE(wide.err.find("rank 15 must be in [1, min(in, out) = 14]"), std::string::npos)
+      << wide.err;
 }
 
 TEST_F(GptHfApp, BadInputFailsClearly) {
