@@ -4,7 +4,8 @@
 # adapters (train --init --adapter) from one PEFT adapter folder both sides read. Both draw
 # the same rows (std::mt19937_64 from --seed) with AdamW at a constant learning rate, no
 # clipping; vkgrad's losses come from the run's train_state.safetensors (one per step with
-# --log-every 1). Prints the largest difference of the 20 losses; fails above 1e-4.
+# --log-every 1). Prints the largest difference of the 20 losses; fails above 1e-4. Then the
+# adapters vkgrad saved (PEFT's layout) are read back by the PyTorch side: eval losses.
 #   bench/peers/compare_hf_gpt2_train.sh [BUILD_DIR]      (default: build)
 # Needs python3-torch and python3-numpy (Debian's /usr/bin/python3).
 set -eu
@@ -47,3 +48,7 @@ if diff[worst] > 1e-4:
     sys.exit(1)
 PY
 done
+echo "== the adapters vkgrad-gpt saved, read back"
+echo "eval vkgrad            $("$gpt" eval --checkpoint "$work/vk_lora" --data "$work/data.txt" --json)"
+echo "eval torch (f64)       $($py "$here/hf_gpt_train.py" eval --model "$work/base" \
+  --adapter "$work/vk_lora" --data "$work/data.txt")"

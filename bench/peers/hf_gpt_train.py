@@ -5,6 +5,7 @@ learning rate, every weight trained or only LoRA adapters (PEFT's layout) with t
 
   hf_gpt_train.py train --model DIR --data FILE --steps N --batch B --lr X
                         [--weight-decay W --seed S --adapter PEFT_DIR]     {"losses": [...]}
+  hf_gpt_train.py eval  --model DIR --adapter PEFT_DIR --data FILE        {"loss", "tokens"}
   hf_gpt_train.py init-adapter --model DIR --out PEFT_DIR --rank R [--alpha A --seed S
                         --targets c_attn,c_proj,c_fc --b-std X]
 
@@ -147,6 +148,17 @@ def train(a):
     print(json.dumps({"losses": losses}))
 
 
+def evaluate(a):
+    """hf_gpt.py eval's windows on the base with the adapter folder's LoRA terms."""
+    torch.set_grad_enabled(False)
+    model = LoraGpt2(a.model, torch.float64, {}, 1.0)
+    model.adapters, model.scale = read_adapter(a.adapter, model, torch.float64)
+    with open(a.data, "rb") as f:
+        tokens = Tokenizer(a.model).encode(f.read().decode("utf-8"))
+    loss, count = model.stream_loss(tokens, model.context)
+    print(json.dumps({"loss": loss, "tokens": count}))
+
+
 def init_adapter(a):
     from make_hf_gpt2 import write_safetensors  # noqa: E402
 
@@ -170,7 +182,7 @@ def init_adapter(a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["train", "init-adapter"])
+    ap.add_argument("command", choices=["train", "eval", "init-adapter"])
     ap.add_argument("--model", required=True)
     ap.add_argument("--data")
     ap.add_argument("--steps", type=int, default=20)
@@ -188,6 +200,8 @@ def main():
     a = ap.parse_args()
     if a.command == "train":
         train(a)
+    elif a.command == "eval":
+        evaluate(a)
     else:
         init_adapter(a)
 
