@@ -82,6 +82,9 @@ std::optional<FineTune> fineTuneFromCli(const Cli& cli) {
       if (cli.given(option)) cli.fail(std::string("--") + option + " needs --init");
     return std::nullopt;
   }
+  if (hf::isHfAdapterFolder(cli.get("init")) && !hf::isHfFolder(cli.get("init")))
+    cli.fail("--init " + cli.get("init") + " is an adapter folder: give --init BASE --adapter " +
+             cli.get("init"));
   FineTune tune{readModelSource(cli.get("init")), std::nullopt, cli.has("merge")};
   if (!tune.source.huggingFace())
     cli.fail("--init " + cli.get("init") +
