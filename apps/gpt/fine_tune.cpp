@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string>
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/hf/model.h"
@@ -21,28 +22,40 @@ std::vector<std::string> splitList(const std::string& text) {
   return out;
 }
 
+constexpr const char* kDefaultAlpha = "8";
+constexpr const char* kDefaultTargets = "c_attn,c_proj,c_fc";
+
+// The LoRA options set to something else than their defaults. By value, not by what the line
+// gave: a resumed run has every saved option set (TrainingRun::parsed).
+std::vector<std::string> loraOptionsSet(const Cli& cli) {
+  std::vector<std::string> out;
+  if (cli.get("lora") != "0") out.push_back("--lora");
+  if (cli.getDouble("lora-alpha", 1e-6, 1e6) != std::stod(kDefaultAlpha))
+    out.push_back("--lora-alpha");
+  if (cli.get("lora-targets") != kDefaultTargets) out.push_back("--lora-targets");
+  return out;
+}
+
 // --lora's (or --adapter's) adapters; none for a full fine-tune.
 std::optional<hf::HfLora> loraFromCli(const Cli& cli, const hf::HfModel& model,
                                       const fs::path& base) {
   const int64_t rank = cli.getInt("lora", 0, int64_t(1) << 20);
   const std::string adapter = cli.get("adapter");
   if (rank == 0 && adapter.empty()) {
-    for (const char* option : {"lora-alpha", "lora-targets", "merge"})
-      if (cli.given(option)) cli.fail(std::string("--") + option + " needs --lora or --adapter");
+    for (const std::string& option : loraOptionsSet(cli))
+      cli.fail(option + " needs --lora or --adapter");
+    if (cli.has("merge")) cli.fail("--merge needs --lora or --adapter");
     return std::nullopt;
   }
   hf::HfLora lora;
   if (!adapter.empty()) {
-    for (const char* option : {"lora", "lora-alpha", "lora-targets"})
-      if (cli.given(option))
-        cli.fail(std::string("--") + option + " is the adapter's own with --adapter (" +
-                 hf::kAdapterConfigFile + ")");
+    for (const std::string& option : loraOptionsSet(cli))
+      cli.fail(option + " is the adapter's own with --adapter (" + hf::kAdapterConfigFile + ")");
     lora = hf::readHfLora(adapter, model);
   } else {
     lora.config.rank = rank;
     lora.config.alpha = float(cli.getDouble("lora-alpha", 1e-6, 1e6));
-    lora.targets = cli.given("lora-targets") ? splitList(cli.get("lora-targets"))
-                                             : hf::defaultLoraTargets(model);
+    lora.targets = splitList(cli.get("lora-targets"));
   }
   lora.base = fs::absolute(base).lexically_normal().string();
   try {
@@ -62,11 +75,11 @@ void declareFineTuneOptions(Cli& cli) {
              "(adapter_model.safetensors, adapter_config.json); 0: fine-tune every weight",
              "0");
   cli.option("lora-alpha", "the adapters' alpha: they add (alpha / rank) x A B (PEFT's default)",
-             "8");
+             kDefaultAlpha);
   cli.option("lora-targets",
              "comma-separated module names the adapters go on, PEFT's target_modules (a name "
              "selects every module it ends: c_proj is attn.c_proj and mlp.c_proj)",
-             "c_attn,c_proj,c_fc");
+             kDefaultTargets);
   cli.option("adapter",
              "with --init: go on training this PEFT adapter folder (its rank, alpha, targets and "
              "values)",
@@ -78,8 +91,10 @@ void declareFineTuneOptions(Cli& cli) {
 
 std::optional<FineTune> fineTuneFromCli(const Cli& cli) {
   if (cli.get("init").empty()) {
-    for (const char* option : {"lora", "lora-alpha", "lora-targets", "adapter", "merge"})
-      if (cli.given(option)) cli.fail(std::string("--") + option + " needs --init");
+    std::vector<std::string> set = loraOptionsSet(cli);
+    if (!cli.get("adapter").empty()) set.push_back("--adapter");
+    if (cli.has("merge")) set.push_back("--merge");
+    if (!set.empty()) cli.fail(set.front() + " needs --init");
     return std::nullopt;
   }
   if (hf::isHfAdapterFolder(cli.get("init")) && !hf::isHfFolder(cli.get("init")))
@@ -94,8 +109,9 @@ std::optional<FineTune> fineTuneFromCli(const Cli& cli) {
 }
 
 gpt::GptConfig fineTuneConfig(const Cli& cli, const FineTune& tune) {
+  // Given on the line, not set from a resumed run's saved options (which hold the defaults).
   for (const char* option : {"preset", "layers", "heads", "width", "context", "norm", "tie"})
-    if (cli.given(option))
+    if (cli.given(option) && cli.origin(option).empty())
       cli.fail(std::string("--") + option + " is the model's own with --init (its config.json)");
   gpt::GptConfig config = tune.source.config;
   config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));

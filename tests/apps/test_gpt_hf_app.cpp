@@ -149,30 +149,33 @@ TEST_F(GptHfApp, FineTunesAndSavesTheLayout) {
 TEST_F(GptHfApp, LoraSavesPeftAdaptersThatSampleAndEvalRun) {
   std::ofstream(dir_ / "data.txt") << licenceText(3000);
   const fs::path out = dir_ / "adapter";
-  auto train = [&](const std::string& rank) {
-    return runApp("gpt", {"train",
-                          "--init",
-                          folder_.string(),
-                          "--data",
-                          (dir_ / "data.txt").string(),
-                          "--out",
-                          out.string(),
-                          "--steps",
-                          "6",
-                          "--batch",
-                          "4",
-                          "--lr",
-                          "1e-2",
-                          "--lora",
-                          rank,
-                          "--lora-targets",
-                          "c_attn,mlp.c_proj",
-                          "--eval-every",
-                          "0",
-                          "--validation",
-                          "--json"});
+  auto train = [&](const std::string& rank, const fs::path& to,
+                   const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"train",
+                                  "--init",
+                                  folder_.string(),
+                                  "--data",
+                                  (dir_ / "data.txt").string(),
+                                  "--out",
+                                  to.string(),
+                                  "--steps",
+                                  "4",
+                                  "--batch",
+                                  "4",
+                                  "--lr",
+                                  "1e-2",
+                                  "--lora",
+                                  rank,
+                                  "--lora-targets",
+                                  "c_attn,mlp.c_proj",
+                                  "--eval-every",
+                                  "0",
+                                  "--validation",
+                                  "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runApp("gpt", args);
   };
-  const AppRun run = train("2");
+  const AppRun run = train("2", out);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(lastJsonLine(run.out).at("trained_parameters"),
             c_.layers * 2 * (4 * c_.width + 5 * c_.width));
@@ -194,7 +197,14 @@ TEST_F(GptHfApp, LoraSavesPeftAdaptersThatSampleAndEvalRun) {
   };
   EXPECT_EQ(eval({"--checkpoint", out.string()}),
             eval({"--checkpoint", folder_.string(), "--adapter", out.string()}));
-  const AppRun wide = train("15");  // width 14
+  // A run stopped and resumed (its saved options set again) ends with the same adapters.
+  const fs::path half = dir_ / "half";
+  ASSERT_EQ(train("2", half, {"--stop-at", "2"}).exit_code, 0);
+  const AppRun resumed = runApp("gpt", {"train", "--resume", half.string(), "--validation"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(fileBytes((half / "adapter_model.safetensors").string()),
+            fileBytes((out / "adapter_model.safetensors").string()));
+  const AppRun wide = train("15", out);  // width 14
   EXPECT_EQ(wide.exit_code, 2);
   EXPECT_NE(wide.err.find("rank 15 must be in [1, min(in, out) = 14]"), std::string::npos)
       << wide.err;
