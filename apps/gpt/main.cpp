@@ -87,7 +87,8 @@ void loadModel(graph::ParameterStore& store, const gpt::GptConfig& config,
   store.initialize(seed);
 }
 
-// The run's hooks beside the model's save: validation on val_rows, the curve, the summary.
+// The run's hooks but save and finish: the data, its rate, the plot, and validation on
+// val_rows into val and val_curve (which, with the trainer, must outlive the run).
 RunHooks gptHooks(const Corpus& corpus, int64_t tokens_per_step, graph::Trainer& trainer,
                   const std::vector<uint32_t>& val_rows, Series& val_curve, float& val) {
   RunHooks hooks;
