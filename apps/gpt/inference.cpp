@@ -24,8 +24,9 @@ namespace vkgrad::apps {
 namespace {
 
 std::string modelKind(const ModelSource& source) {
-  return source.huggingFace() ? "Hugging Face " + std::string(hf::modelTypeName(source.hf->type))
-                              : std::string("vkgrad-gpt");
+  if (!source.huggingFace()) return "vkgrad-gpt";
+  return "Hugging Face " + std::string(hf::modelTypeName(source.hf->type)) +
+         (source.lora ? " with LoRA adapters" : "");
 }
 
 }  // namespace
@@ -51,7 +52,7 @@ int sample(int argc, char** argv) {
   const uint64_t seed = uint64_t(cli.getInt("seed", 0, INT64_MAX));
   const bool json = cli.has("json");
 
-  const ModelSource source = readModelSource(cli.get("checkpoint"));
+  const ModelSource source = readModelSource(cli.get("checkpoint"), cli.get("adapter"));
   const gpt::GptConfig& config = source.config;
   const std::string prompt = cli.get("prompt");
   if (prompt.empty()) cli.fail("--prompt must not be empty");
@@ -111,7 +112,9 @@ int eval(int argc, char** argv) {
           "context + 1 tokens and predicts all but its first, so every token but the file's\n"
           "first is predicted once.");
   cli.positional("eval", "the command");
-  cli.option("checkpoint", "checkpoint or Hugging Face model folder (required)");
+  cli.option("checkpoint",
+             "checkpoint, Hugging Face model folder or PEFT adapter folder (required)");
+  cli.option("adapter", "a PEFT LoRA adapter folder to run on the --checkpoint folder", "");
   cli.option("data", "text file or directory of them (required; read as train reads it)");
   cli.option("context", "window length in tokens (0: the model's context; longer is refused)", "0");
   cli.flag("json", "print one JSON line: {\"loss\": mean loss in nats, \"tokens\": predicted}");
@@ -123,7 +126,7 @@ int eval(int argc, char** argv) {
   cli.parse(argc, argv);
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
   if (cli.get("data").empty()) cli.fail("no --data file given");
-  const ModelSource source = readModelSource(cli.get("checkpoint"));
+  const ModelSource source = readModelSource(cli.get("checkpoint"), cli.get("adapter"));
   int64_t window = cli.getInt("context", 0, INT64_MAX);
   if (window == 0) window = source.config.context;
   if (window > source.config.context)

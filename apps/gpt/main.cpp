@@ -21,6 +21,7 @@
 #include "common/resume.h"
 #include "common/training_run.h"
 #include "gpt/corpus.h"
+#include "gpt/fine_tune.h"
 #include "gpt/inference.h"
 #include "gpt/model_source.h"
 #include "gpt/options.h"
@@ -41,8 +42,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The options that define a training run besides the shared ones (common/training_run.h).
-const std::vector<const char*> kFixed{"preset", "data",    "layers", "heads", "width", "context",
-                                      "batch",  "dropout", "norm",   "tie",   "init"};
+const std::vector<const char*> kFixed{
+    "preset", "data", "layers", "heads", "width",      "context",      "batch",   "dropout",
+    "norm",   "tie",  "init",   "lora",  "lora-alpha", "lora-targets", "adapter", "merge"};
 
 // The shared options' defaults (common/training_run.h).
 const RunDefaults kDefaults{.program = "vkgrad-gpt",
@@ -78,23 +80,36 @@ std::vector<std::string> saveModel(const fs::path& dir, int64_t step,
   return {gpt::kModelFile, gpt::kConfigFile};
 }
 
-// --init's Hugging Face folder, read, or none. UsageError for a folder of another kind.
-std::optional<ModelSource> initSource(const Cli& cli) {
-  if (cli.get("init").empty()) return std::nullopt;
-  ModelSource source = readModelSource(cli.get("init"));
-  if (!source.huggingFace())
-    cli.fail("--init " + cli.get("init") +
-             " is not a Hugging Face model folder (config.json with a model_type)");
-  return source;
+// The run's store: a new model from the seed, or --init's folder (fine_tune.h).
+void loadModel(graph::ParameterStore& store, const gpt::GptConfig& config,
+               const std::optional<FineTune>& tune, uint64_t seed) {
+  if (tune) return loadFineTune(store, *tune, seed);
+  gpt::declareGpt(store, config);
+  store.initialize(seed);
 }
 
-// The folder's model with --dropout; the options that shape a model are its own.
-gpt::GptConfig initConfig(const Cli& cli, gpt::GptConfig config) {
-  for (const char* option : {"preset", "layers", "heads", "width", "context", "norm", "tie"})
-    if (cli.given(option))
-      cli.fail(std::string("--") + option + " is the model's own with --init (its config.json)");
-  config.dropout = float(cli.getDouble("dropout", 0.0, 0.99));
-  return config;
+// The run's hooks but save and finish: the data, its rate, the plot, and validation on
+// val_rows into val and val_curve (which, with the trainer, must outlive the run).
+RunHooks gptHooks(const Corpus& corpus, int64_t tokens_per_step, graph::Trainer& trainer,
+                  const std::vector<uint32_t>& val_rows, Series& val_curve, float& val) {
+  RunHooks hooks;
+  hooks.data = fingerprint(corpus.text);
+  hooks.items = "tokens";
+  hooks.items_per_step = tokens_per_step;
+  hooks.rate_key = "tokens_per_s";
+  hooks.curves = {&val_curve};
+  hooks.curves_file = "loss.png";
+  hooks.plot = {
+      .title = "vkgrad-gpt: loss", .x_label = "step", .y_label = "cross-entropy loss (nats)"};
+  hooks.evaluate_first = true;
+  hooks.evaluate = [&trainer, &val_rows, &val_curve, &val](int64_t step, const TrainStats&) {
+    val = trainer.evaluate(val_rows);
+    val_curve.x.push_back(double(step));
+    val_curve.y.push_back(val);
+    char line[32];
+    return std::string(line, size_t(std::snprintf(line, sizeof line, "val %.4f", double(val))));
+  };
+  return hooks;
 }
 
 int train(int argc, char** argv) {
@@ -105,9 +120,13 @@ int train(int argc, char** argv) {
           "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
           "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
           "(its tokenizer, windows of its context) and writes the folder's layout instead:\n"
-          "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.");
+          "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.\n"
+          "With --init DIR --lora RANK, trains low-rank adapters with the folder's weights\n"
+          "frozen and writes them in PEFT's layout (adapter_model.safetensors,\n"
+          "adapter_config.json), or the merged model with --merge.");
   cli.positional("train", "the command");
   declareModelOptions(cli);
+  declareFineTuneOptions(cli);
   TrainingRun run(cli, kDefaults);
   cli.parse(argc, argv);
   applyPreset(cli);  // before the run reads its options: a preset sets --lr too
@@ -116,14 +135,14 @@ int train(int argc, char** argv) {
   const Corpus corpus = readCorpus(cli.get("data"));
   // A Hugging Face folder (--init) brings its config, weights and tokenizer; otherwise the
   // model is the options' and its vocabulary the text's bytes.
-  const std::optional<ModelSource> source = initSource(cli);
+  const std::optional<FineTune> tune = fineTuneFromCli(cli);
   std::optional<gpt::ByteVocab> vocab;
-  if (!source) vocab = gpt::ByteVocab::fromText(corpus.text);
+  if (!tune) vocab = gpt::ByteVocab::fromText(corpus.text);
   const gpt::GptConfig config =
-      source ? initConfig(cli, source->config) : configFromCli(cli, vocab->size());
+      tune ? fineTuneConfig(cli, *tune) : configFromCli(cli, vocab->size());
   const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
   const std::vector<uint32_t> tokens =
-      source ? source->encode(corpus.text, cli.get("data")) : vocab->encode(corpus.text);
+      tune ? tune->source.encode(corpus.text, cli.get("data")) : vocab->encode(corpus.text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
   // The windows of the whole text, stored once: training draws those whose targets lie in the
   // first 90%, validation reads windows that start after it.
@@ -137,8 +156,8 @@ int train(int argc, char** argv) {
   std::unique_ptr<vk::Context> dry_device;
   if (cli.has("dry-run")) dry_device = std::make_unique<vk::Context>(contextOptions(cli));
   vk::Context& context = dry_device ? *dry_device : run.device();
-  const graph::MemoryEstimate memory =
-      gpt::estimateTraining(context, config, int64_t(tokens.size()), options);
+  const graph::MemoryEstimate memory = gpt::estimateTraining(
+      context, config, int64_t(tokens.size()), options, tune ? fineTuneAdapt(*tune) : nullptr);
   const double unigram = unigramEntropy(tokens, config.vocab);
   printHeader(context, cli, corpus.files, corpus.text.size(), train_windows, val_rows.size(),
               memory.parameter_count, config, unigram);
@@ -150,43 +169,25 @@ int train(int argc, char** argv) {
 
   const gpt::TokenWindows windows = gpt::uploadTokenWindows(context, tokens, ctx);
   graph::ParameterStore store(context);
-  if (source) {
-    hf::loadHfModel(store, *source->hf, /*frozen=*/false);  // trained: f32 masters
-  } else {
-    gpt::declareGpt(store, config);
-    store.initialize(run.seed());
-  }
+  loadModel(store, config, tune, run.seed());
+  if (tune) printFineTune(*tune, store);
   const graph::LossFn loss = gpt::gptLossFn(store, config);
   graph::Trainer trainer(context, store, {&windows.ids, &windows.targets}, loss, options);
 
   Series val_curve{"validation", {}, {}, {255, 127, 14}, true};
   float val = NAN;
-  RunHooks hooks;
-  hooks.data = fingerprint(corpus.text);
-  hooks.items = "tokens";
-  hooks.items_per_step = batch * ctx;
-  hooks.rate_key = "tokens_per_s";
-  hooks.curves = {&val_curve};
-  hooks.curves_file = "loss.png";
-  hooks.plot = {
-      .title = "vkgrad-gpt: loss", .x_label = "step", .y_label = "cross-entropy loss (nats)"};
-  hooks.evaluate_first = true;
-  hooks.evaluate = [&](int64_t step, const TrainStats&) {
-    val = trainer.evaluate(val_rows);
-    val_curve.x.push_back(double(step));
-    val_curve.y.push_back(val);
-    char line[32];
-    return std::string(line, size_t(std::snprintf(line, sizeof line, "val %.4f", double(val))));
-  };
+  RunHooks hooks = gptHooks(corpus, batch * ctx, trainer, val_rows, val_curve, val);
   hooks.save = [&](const fs::path& dir, int64_t step) {
-    if (source) return hf::saveHfModel(dir, source->dir, config, store);
+    if (tune) return saveFineTune(dir, *tune, config, store);
     return saveModel(dir, step, store, run, {config, *vocab}, cli.get("data"), batch, val);
   };
   hooks.finish = [&](graph::Json& json) {
     std::printf("final loss: train %.4f, val %.4f (unigram entropy %.3f)\n", double(run.lastLoss()),
                 double(val), unigram);
-    json.update(
-        {{"train_loss", run.lastLoss()}, {"val_loss", val}, {"parameters", store.elements()}});
+    json.update({{"train_loss", run.lastLoss()},
+                 {"val_loss", val},
+                 {"parameters", store.elements()},
+                 {"trained_parameters", store.trainableElements()}});
     return std::vector<std::string>{};
   };
   return run.train(trainer, hooks);
@@ -196,12 +197,14 @@ const char* const kUsage =
     "usage: vkgrad-gpt train --data FILE|DIR [--preset gpt2-small|mid --layers N --heads N\n"
     "                        --width N --context N --batch N --steps N --lr X --seed N --out DIR\n"
     "                        --norm pre|post --precision fp32|bf16|fp16 --device NAME --json\n"
-    "                        --dry-run --init HF_DIR]\n"
+    "                        --dry-run --init HF_DIR [--lora RANK --lora-alpha A\n"
+    "                        --lora-targets LIST --adapter PEFT_DIR --merge]]\n"
     "       vkgrad-gpt sample --checkpoint DIR --prompt TEXT --tokens N [--temperature X "
     "--top-k N --seed N\n"
     "                         --kv-cache on|off --json]\n"
     "       vkgrad-gpt eval --checkpoint DIR --data FILE [--context N --json]\n"
-    "A checkpoint DIR may also be a Hugging Face GPT-2, Llama or Qwen2 folder as downloaded.\n"
+    "A checkpoint DIR may also be a Hugging Face GPT-2, Llama or Qwen2 folder as downloaded,\n"
+    "a PEFT adapter folder (its base_model_name_or_path), or a base folder with --adapter DIR.\n"
     "`vkgrad-gpt <command> --help` lists every option.\n";
 
 }  // namespace

@@ -59,7 +59,10 @@ std::string ModelSource::decode(std::span<const uint32_t> ids) const {
   return tokenizer->decode(known);
 }
 
-ModelSource readModelSource(const std::filesystem::path& dir) {
+namespace {
+
+// A Hugging Face folder or a vkgrad-gpt checkpoint.
+ModelSource readFolder(const std::filesystem::path& dir) {
   ModelSource source;
   source.dir = dir;
   if (!hf::isHfFolder(dir)) {
@@ -77,9 +80,46 @@ ModelSource readModelSource(const std::filesystem::path& dir) {
   return source;
 }
 
+// The folder an adapter's base_model_name_or_path names (see readModelSource).
+std::filesystem::path adapterBase(const std::filesystem::path& adapter) {
+  const std::string base = hf::readHfLoraConfig(adapter).base;
+  const std::string where = (adapter / hf::kAdapterConfigFile).string();
+  if (base.empty())
+    throw Error(where + ": no base_model_name_or_path (give --checkpoint BASE --adapter DIR)");
+  std::error_code ec;
+  for (const std::filesystem::path& p : {std::filesystem::path(base), adapter / base})
+    if (std::filesystem::is_directory(p, ec)) return p;
+  throw Error(where + ": base_model_name_or_path \"" + base +
+              "\" is no folder here (a hub name is not downloaded: give --checkpoint BASE "
+              "--adapter DIR)");
+}
+
+}  // namespace
+
+ModelSource readModelSource(const std::filesystem::path& dir_or_adapter,
+                            const std::filesystem::path& adapter_dir) {
+  std::filesystem::path dir = dir_or_adapter, adapter = adapter_dir;
+  if (adapter.empty() && !hf::isHfFolder(dir) && hf::isHfAdapterFolder(dir)) {
+    adapter = dir;
+    dir = adapterBase(adapter);
+  }
+  ModelSource source = readFolder(dir);
+  if (adapter.empty()) return source;
+  if (!source.huggingFace())
+    throw Error(dir.string() +
+                ": an adapter needs a Hugging Face base folder, not a vkgrad-gpt "
+                "checkpoint");
+  source.lora = hf::readHfLora(adapter, *source.hf);
+  return source;
+}
+
 std::unique_ptr<graph::ParameterStore> loadParameters(vk::Context& context,
                                                       const ModelSource& source) {
   auto store = std::make_unique<graph::ParameterStore>(context);
+  if (source.lora) {
+    hf::loadHfLora(*store, *source.hf, *source.lora, /*train=*/false, /*seed=*/0);
+    return store;
+  }
   if (source.hf) {
     hf::loadHfModel(*store, *source.hf, /*frozen=*/true);
     return store;

@@ -14,6 +14,7 @@
 
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/vocab.h"
+#include "vkgrad/hf/lora.h"
 #include "vkgrad/hf/model.h"
 #include "vkgrad/runtime/parameters.h"
 #include "vkgrad/tokenizers/tokenizer.h"
@@ -26,6 +27,7 @@ struct ModelSource {
   std::optional<gpt::ByteVocab> vocab;                     // a vkgrad-gpt checkpoint's
   std::shared_ptr<const tokenizers::Tokenizer> tokenizer;  // a Hugging Face folder's
   std::optional<hf::HfModel> hf;                           // its weights, read
+  std::optional<hf::HfLora> lora;                          // a PEFT adapter on them, read
 
   bool huggingFace() const { return hf.has_value(); }
   // The ids of text: bytes (a checkpoint), or the folder's tokenizer, special tokens written
@@ -37,12 +39,17 @@ struct ModelSource {
 };
 
 // Reads DIR as a Hugging Face folder when its config.json has a model_type (hf::isHfFolder),
-// else as a vkgrad-gpt checkpoint. Throws Error naming the file and the problem, including a
-// tokenizer with more ids than the model's vocabulary.
-ModelSource readModelSource(const std::filesystem::path& dir);
+// else as a vkgrad-gpt checkpoint. A PEFT adapter folder (adapter_config.json, no config.json)
+// stands for its base_model_name_or_path (a folder: absolute, or relative to the working
+// directory or else to the adapter folder) with the adapters on; so does a Hugging Face DIR
+// with an `adapter` folder. Throws Error naming the file and the problem, including a
+// tokenizer with more ids than the model's vocabulary and an adapter of another model.
+ModelSource readModelSource(const std::filesystem::path& dir,
+                            const std::filesystem::path& adapter = {});
 
 // The model's parameters on the device, frozen (sample and eval train nothing): a checkpoint's
-// model.safetensors, or the folder's weights (16-bit ones kept in 16 bits: hf::loadHfModel).
+// model.safetensors, or the folder's weights (16-bit ones kept in 16 bits: hf::loadHfModel),
+// with its adapters where it has some (hf::loadHfLora).
 // Throws Error when the checkpoint's file does not match its config.json.
 std::unique_ptr<graph::ParameterStore> loadParameters(vk::Context& context,
                                                       const ModelSource& source);

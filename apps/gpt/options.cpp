@@ -191,6 +191,7 @@ void printDryRun(const vk::Context& context, const Cli& cli, const graph::Memory
 
 void declareSampleOptions(Cli& cli) {
   cli.option("checkpoint", "checkpoint directory or Hugging Face model folder (required)");
+  cli.option("adapter", "a PEFT LoRA adapter folder to run on the --checkpoint folder", "");
   cli.option("prompt", "text to continue (at most the model's context in tokens)", "\n");
   cli.option("tokens", "tokens to generate (bytes for a vkgrad-gpt checkpoint)", "200");
   cli.option("temperature", "softmax temperature (> 0)", "0.8");

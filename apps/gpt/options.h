@@ -44,7 +44,7 @@ void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_
 // --json, one line of its numbers.
 void printDryRun(const vk::Context& context, const Cli& cli, const graph::MemoryEstimate& estimate);
 
-// vkgrad-gpt sample's options: --checkpoint, --prompt, --tokens, --temperature, --top-k,
+// vkgrad-gpt sample's options: --checkpoint, --adapter, --prompt, --tokens, --temperature, --top-k,
 // --seed, --kv-cache, --timing.
 void declareSampleOptions(Cli& cli);
 // --kv-cache's decoding; UsageError unless it is on or off.

@@ -1,8 +1,9 @@
 // vkgrad-gpt sample and eval on a Hugging Face GPT-2 folder as downloaded (a small random one
 // written by the test, models/hf/gpt2_folder.h): the folder's tokenizer, --json's ids and
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
-// train --init saving the folder's layout, and bad folders and prompts refused clearly; the
-// same commands on a Qwen2 folder with grouped-query attention (models/hf/llama_folder.h).
+// train --init saving the folder's layout (every weight, or LoRA adapters in PEFT's), and bad
+// folders and prompts refused clearly; the same commands on a Qwen2 folder with grouped-query
+// attention (models/hf/llama_folder.h).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +146,70 @@ TEST_F(GptHfApp, FineTunesAndSavesTheLayout) {
   EXPECT_EQ(shaped.exit_code, 2);
   EXPECT_NE(shaped.err.find("--layers is the model's own with --init"), std::string::npos)
       << shaped.err;
+}
+
+TEST_F(GptHfApp, LoraSavesPeftAdaptersThatSampleAndEvalRun) {
+  std::ofstream(dir_ / "data.txt") << licenceText(3000);
+  const fs::path out = dir_ / "adapter";
+  auto train = [&](const std::string& rank, const fs::path& to,
+                   const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"train",
+                                  "--init",
+                                  folder_.string(),
+                                  "--data",
+                                  (dir_ / "data.txt").string(),
+                                  "--out",
+                                  to.string(),
+                                  "--steps",
+                                  "4",
+                                  "--batch",
+                                  "4",
+                                  "--lr",
+                                  "1e-2",
+                                  "--lora",
+                                  rank,
+                                  "--lora-targets",
+                                  "c_attn,mlp.c_proj",
+                                  "--eval-every",
+                                  "0",
+                                  "--validation",
+                                  "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runApp("gpt", args);
+  };
+  const AppRun run = train("2", out);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(lastJsonLine(run.out).at("trained_parameters"),
+            c_.layers * 2 * (4 * c_.width + 5 * c_.width));
+  // PEFT's layout only: the base is the --init folder, named in adapter_config.json.
+  EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+  const std::map<std::string, std::vector<uint32_t>> weights =
+      savedWeights((out / "adapter_model.safetensors").string());
+  EXPECT_EQ(weights.size(), size_t(2 * 2 * c_.layers));
+  EXPECT_TRUE(weights.count("base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"));
+  EXPECT_EQ(graph::readJsonFile(out / "adapter_config.json").at("target_modules"),
+            (std::vector<std::string>{"c_attn", "mlp.c_proj"}));
+  // The adapter folder alone, or the base with --adapter: the same model.
+  auto eval = [&](const std::vector<std::string>& model) {
+    std::vector<std::string> args{"eval", "--data", (dir_ / "data.txt").string(), "--json"};
+    args.insert(args.end(), model.begin(), model.end());
+    const AppRun e = runApp("gpt", args);
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    return lastJsonLine(e.out).at("loss").get<double>();
+  };
+  EXPECT_EQ(eval({"--checkpoint", out.string()}),
+            eval({"--checkpoint", folder_.string(), "--adapter", out.string()}));
+  // A run stopped and resumed (its saved options set again) ends with the same adapters.
+  const fs::path half = dir_ / "half";
+  ASSERT_EQ(train("2", half, {"--stop-at", "2"}).exit_code, 0);
+  const AppRun resumed = runApp("gpt", {"train", "--resume", half.string(), "--validation"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(fileBytes((half / "adapter_model.safetensors").string()),
+            fileBytes((out / "adapter_model.safetensors").string()));
+  const AppRun wide = train("15", out);  // width 14
+  EXPECT_EQ(wide.exit_code, 2);
+  EXPECT_NE(wide.err.find("rank 15 must be in [1, min(in, out) = 14]"), std::string::npos)
+      << wide.err;
 }
 
 TEST_F(GptHfApp, BadInputFailsClearly) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -107,8 +108,12 @@ TokenWindows declareTokenWindows(int64_t tokens, int64_t length);
 // `tokens` tokens (context-long, uploadTokenWindows) and evaluating it on the same windows: the
 // parameters, the stream, the training graph and the evaluation graph
 // (graph::estimateTrainer). Computed from a planning store and declared windows: nothing is
-// allocated, whatever the size. Throws what declaring or building the model throws.
-graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
-                                       int64_t tokens, const graph::TrainerOptions& options);
+// allocated, whatever the size. `adapt`, when given, changes the planning store after
+// declareGpt as the run will change its own (frozen weights, LoRA adapters: hf/lora.h). Throws
+// what declaring or building the model throws.
+graph::MemoryEstimate estimateTraining(
+    vk::Context& context, const GptConfig& config, int64_t tokens,
+    const graph::TrainerOptions& options,
+    const std::function<void(graph::ParameterStore&)>& adapt = {});
 
 }  // namespace vkgrad::gpt

@@ -6,9 +6,11 @@
 namespace vkgrad::gpt {
 
 graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
-                                       int64_t tokens, const graph::TrainerOptions& options) {
+                                       int64_t tokens, const graph::TrainerOptions& options,
+                                       const std::function<void(graph::ParameterStore&)>& adapt) {
   graph::ParameterStore store(context, graph::StoreMemory::Planning);
   declareGpt(store, config);
+  if (adapt) adapt(store);
   const TokenWindows windows = declareTokenWindows(tokens, config.context);
   const graph::Dataset* datasets[] = {&windows.ids, &windows.targets};
   return graph::estimateTrainer(context, store, datasets, gptLossFn(store, config), options,

@@ -28,7 +28,7 @@ HfModel readHfModel(const std::filesystem::path& dir) {
   return model;
 }
 
-void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
+void declareHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
   if (!store.all().empty()) throw Error("loadHfModel: the store must be empty");
   gpt::declareGpt(store, model.gpt);
   if (frozen)
@@ -36,6 +36,10 @@ void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen
       store.setFrozen(p->name, true);
       if (model.stored != ops::DType::F32) store.setStorage(p->name, model.stored);
     }
+}
+
+void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
+  declareHfModel(store, model, frozen);
   std::vector<const graph::SavedTensor*> tensors;
   for (const graph::SavedTensor& t : model.parameters) tensors.push_back(&t);
   store.upload(tensors, "the Hugging Face folder's weights");
@@ -45,10 +49,16 @@ std::vector<std::string> saveHfModel(const std::filesystem::path& out,
                                      const std::filesystem::path& source,
                                      const gpt::GptConfig& config,
                                      const graph::ParameterStore& store) {
+  return saveHfModel(out, source, config, store.download());
+}
+
+std::vector<std::string> saveHfModel(const std::filesystem::path& out,
+                                     const std::filesystem::path& source,
+                                     const gpt::GptConfig& config,
+                                     const std::vector<graph::SavedTensor>& parameters) {
   namespace fs = std::filesystem;
   HfConfig hf = readHfConfig(source);
   hf.json["torch_dtype"] = "float32";
-  const std::vector<graph::SavedTensor> parameters = store.download();
   graph::saveSafetensors(out / kWeightsFile, {config.llama ? llamaWeights(config, parameters)
                                                            : gpt2Weights(config, parameters),
                                               {{"format", "pt"}}});

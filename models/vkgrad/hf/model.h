@@ -35,6 +35,9 @@ HfModel readHfModel(const std::filesystem::path& dir);
 // on the device (ParameterStore::setStorage: half the memory, the file's values exactly);
 // otherwise they are f32 as training needs. Throws what the store throws.
 void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen);
+// loadHfModel without the upload: the parameters declared (frozen and stored as it says), for
+// a caller that adds its own before uploading them all (hf/lora.h).
+void declareHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen);
 
 // The files of a folder's tokenizer that a saved folder copies, where the source has them.
 inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "vocab.json", "merges.txt",
@@ -51,5 +54,10 @@ std::vector<std::string> saveHfModel(const std::filesystem::path& out,
                                      const std::filesystem::path& source,
                                      const gpt::GptConfig& config,
                                      const graph::ParameterStore& store);
+// The same from parameters by vkgrad's names (a store's download(), nn::mergeLora's result).
+std::vector<std::string> saveHfModel(const std::filesystem::path& out,
+                                     const std::filesystem::path& source,
+                                     const gpt::GptConfig& config,
+                                     const std::vector<graph::SavedTensor>& parameters);
 
 }  // namespace vkgrad::hf

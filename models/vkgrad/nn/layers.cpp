@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "vkgrad/core/error.h"
+#include "vkgrad/nn/lora.h"
 
 namespace vkgrad::nn {
 
@@ -24,12 +25,16 @@ std::pair<Tensor, Tensor> linearParameters(Graph& g, const ParameterStore& store
 Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
               Tensor residual) {
   const auto [w, bias] = linearParameters(g, store, prefix);
-  return residual ? g.matmulAdd(x, w, bias, residual) : g.matmul(x, w, bias);
+  return addLora(g, store, prefix, x,
+                 residual ? g.matmulAdd(x, w, bias, residual) : g.matmul(x, w, bias));
 }
 
 Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
               ops::Activation kind, float param) {
   const auto [w, bias] = linearParameters(g, store, prefix);
+  // An adapter joins the product before the activation, which then takes a node of its own.
+  if (hasLora(store, prefix))
+    return g.activation(addLora(g, store, prefix, x, g.matmul(x, w, bias)), kind, param);
   return g.matmulActivation(x, w, bias, kind, param);
 }
 

@@ -25,7 +25,8 @@ using graph::Tensor;
 void declareLinear(ParameterStore& store, const std::string& prefix, int64_t in, int64_t out,
                    Init weight = Init::xavierUniform(), bool bias = true);
 // x: (..., in) -> (..., out). Uses the bias when the store has one. With a residual (shaped
-// like the output), x·W + b + residual as one node (Graph::matmulAdd).
+// like the output), x·W + b + residual as one node (Graph::matmulAdd). Both forms add the
+// low-rank adapter the store holds at prefix, if any (nn/lora.h).
 Tensor linear(Graph& g, const ParameterStore& store, const std::string& prefix, Tensor x,
               Tensor residual = {});
 // kind(x·W + b) as one node (Graph::matmulActivation: the activation applied as the product
