@@ -17,7 +17,8 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILE
 cmake --build "$build" --target vkgrad-fuzz-all -j"$(nproc)"
 targets=("$@")
 ((${#targets[@]})) || targets=(safetensors gpt_config vit_config vae_config idx_images idx_labels
-                                edge_list vocab cli tokenizer_json tokenizer_encode)
+                                edge_list vocab cli npy hf_folder tokenizer_json
+                                tokenizer_encode)
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$build/corpus/$t" "$build/findings/$t"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/app_main.h"
@@ -198,11 +199,8 @@ onnx::FineTuneOptions fineTuneOptions(const Cli& cli, const std::string& loss,
   return options;
 }
 
-int train(int argc, char** argv) {
-  Cli cli("vkgrad-onnx train",
-          "Fine-tunes an ONNX model's float initializers on the device and writes the model\n"
-          "with the trained weights as DIR/model.onnx. Rows (the first axis of every input\n"
-          "and of the target) are taken in file order, --batch at a time, wrapping around.");
+// train's command line.
+void declareTrainOptions(Cli& cli) {
   cli.positional("train", "the command");
   cli.positional("MODEL.onnx", "the model");
   cli.repeated("input", "NAME=FILE.npy: a model input, all rows");
@@ -220,6 +218,45 @@ int train(int argc, char** argv) {
   cli.option("out", "the folder to write model.onnx to (required)");
   cli.flag("json", "print one JSON object per line, the last with every step's loss");
   declareDeviceOptions(cli);
+}
+
+// What train's steps measured.
+struct TrainSteps {
+  std::vector<double> losses;
+  Clock::time_point start;  // before the first step
+  double train_seconds;     // the steps alone, as vkgrad-gpt reports
+  double median_ms;         // one step's, the first (which compiles) left out
+};
+
+// steps updates over the rows in file order, --batch at a time, wrapping around; the loss
+// printed ten times along the way unless json.
+TrainSteps trainSteps(onnx::FineTuner& tuner, int64_t steps, bool json) {
+  std::vector<double> losses, step_ms;
+  std::vector<uint32_t> rows(size_t(tuner.batch()));
+  int64_t next = 0;
+  const auto start = Clock::now();
+  for (int64_t s = 0; s < steps; ++s) {
+    for (auto& r : rows) r = uint32_t(next++ % tuner.rows());
+    const auto step_start = Clock::now();
+    losses.push_back(tuner.step(rows));
+    if (s > 0) step_ms.push_back(secondsSince(step_start) * 1e3);  // the first one compiles
+    if (!json && (s + 1 == steps || (s + 1) % std::max<int64_t>(1, steps / 10) == 0))
+      std::printf("step %lld/%lld  loss %.6f  %s\n", static_cast<long long>(s + 1),
+                  static_cast<long long>(steps), losses.back(),
+                  duration(secondsSince(start)).c_str());
+  }
+  const double train_seconds = secondsSince(start);
+  std::sort(step_ms.begin(), step_ms.end());
+  const double median_ms = step_ms.empty() ? 0.0 : step_ms[step_ms.size() / 2];
+  return {std::move(losses), start, train_seconds, median_ms};
+}
+
+int train(int argc, char** argv) {
+  Cli cli("vkgrad-onnx train",
+          "Fine-tunes an ONNX model's float initializers on the device and writes the model\n"
+          "with the trained weights as DIR/model.onnx. Rows (the first axis of every input\n"
+          "and of the target) are taken in file order, --batch at a time, wrapping around.");
+  declareTrainOptions(cli);
   cli.parse(argc, argv);
   if (cli.get("out").empty()) cli.fail("--out DIR is required");
   if (cli.get("target").empty()) cli.fail("--target FILE.npy is required");
@@ -247,23 +284,7 @@ int train(int argc, char** argv) {
     std::printf("%lld rows, batch %lld, %zu initializers train\n",
                 static_cast<long long>(tuner.rows()), static_cast<long long>(tuner.batch()),
                 trained.size());
-  std::vector<double> losses, step_ms;
-  std::vector<uint32_t> rows(size_t(tuner.batch()));
-  int64_t next = 0;
-  const auto start = Clock::now();
-  for (int64_t s = 0; s < steps; ++s) {
-    for (auto& r : rows) r = uint32_t(next++ % tuner.rows());
-    const auto step_start = Clock::now();
-    losses.push_back(tuner.step(rows));
-    if (s > 0) step_ms.push_back(secondsSince(step_start) * 1e3);  // the first one compiles
-    if (!json && (s + 1 == steps || (s + 1) % std::max<int64_t>(1, steps / 10) == 0))
-      std::printf("step %lld/%lld  loss %.6f  %s\n", static_cast<long long>(s + 1),
-                  static_cast<long long>(steps), losses.back(),
-                  duration(secondsSince(start)).c_str());
-  }
-  const double train_seconds = secondsSince(start);  // the steps alone, as vkgrad-gpt reports
-  std::sort(step_ms.begin(), step_ms.end());
-  const double median_ms = step_ms.empty() ? 0.0 : step_ms[step_ms.size() / 2];
+  const auto [losses, start, train_seconds, median_ms] = trainSteps(tuner, steps, json);
   fs::create_directories(dir);
   tuner.save(dir / "model.onnx");
   if (json)

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -14,6 +15,9 @@
 #include "vkgrad/gnn/datasets.h"
 #include "vkgrad/gpt/checkpoint.h"
 #include "vkgrad/gpt/vocab.h"
+#include "vkgrad/hf/config.h"
+#include "vkgrad/hf/model.h"
+#include "vkgrad/hf/weights.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/io/npy.h"
 #include "vkgrad/io/safetensors.h"
@@ -125,6 +129,45 @@ void npy(std::string_view bytes) {
   graph::parseNpy(std::vector<uint8_t>(bytes.begin(), bytes.end()), "fuzz.npy");
 }
 
+// A Hugging Face model folder (hf/config.h, hf/weights.h, hf/model.h). The bytes hold its
+// files, each "<name>\n<contents>", separated by kFileSeparator; a part whose name is not a
+// plain file name is left out. config.json and the weights (one model.safetensors, or
+// model.safetensors.index.json and the shards it names) are read each on its own, so that a
+// bad config still leaves the weights' reader fuzzed, then mapped onto the GPT (host only).
+constexpr std::string_view kFileSeparator = "\n--file--\n";
+
+bool plainFileName(std::string_view name) {
+  if (name.empty() || name.size() > 100 || name == "." || name == "..") return false;
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/' || c == '\\' || c == ':') return false;
+  return true;
+}
+
+void hfFolder(std::string_view bytes) {
+  const fs::path dir = scratch() / "hf";
+  fs::remove_all(dir);  // the last input's files
+  fs::create_directories(dir);
+  for (size_t begin = 0; begin <= bytes.size();) {
+    const size_t end = std::min(bytes.find(kFileSeparator, begin), bytes.size());
+    const std::string_view part = bytes.substr(begin, end - begin);
+    const size_t eol = std::min(part.find('\n'), part.size());
+    const std::string_view name = part.substr(0, eol);
+    if (plainFileName(name))
+      writeScratch("hf/" + std::string(name), part.substr(eol + (eol < part.size())));
+    begin = end + kFileSeparator.size();
+  }
+  (void)hf::isHfFolder(dir);
+  try {
+    (void)hf::readHfConfig(dir);
+  } catch (const Error&) {
+  }
+  try {
+    (void)hf::readHfWeights(dir);
+  } catch (const Error&) {
+  }
+  (void)hf::readHfModel(dir);
+}
+
 #ifdef VKGRAD_WITH_TOKENIZERS
 // tokenizer.json's reader; a tokenizer it accepts then encodes and decodes a text with every
 // kind of byte (whether that round-trips depends on the vocabulary, so it is not checked here).
@@ -175,6 +218,7 @@ constexpr Target kTargets[] = {
     {"vocab", vocab},
     {"cli", cli},
     {"npy", npy},
+    {"hf_folder", hfFolder},
 #ifdef VKGRAD_WITH_TOKENIZERS
     {"tokenizer_json", tokenizerJson},
     {"tokenizer_encode", tokenizerEncode},

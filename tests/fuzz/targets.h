@@ -19,7 +19,7 @@ struct Target {
 };
 
 // safetensors, gpt_config, vit_config, vae_config, idx_images, idx_labels, edge_list, vocab,
-// cli, npy, tokenizer_json and tokenizer_encode where the tokenizers are built
+// cli, npy, hf_folder, tokenizer_json and tokenizer_encode where the tokenizers are built
 // (VKGRAD_WITH_TOKENIZERS), and onnx where the importer is (VKGRAD_WITH_ONNX).
 std::span<const Target> targets();
 const Target* findTarget(std::string_view name);

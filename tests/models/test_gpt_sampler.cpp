@@ -4,6 +4,7 @@
 // than the context (the window path pads and slides its window; the cached path restarts its
 // cache), and the cached path must give the window path's greedy text token for token.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -206,26 +207,26 @@ TEST_F(GptSamplerTest, GreedyPicksTheArgmaxOfTheLastToken) {
   gpt::declareGpt(store, c);
   store.initialize(rng_.seed());
   for (const gpt::Decoding decoding : {gpt::Decoding::Cached, gpt::Decoding::Window}) {
-  SCOPED_TRACE(gpt::decodingName(decoding));
-  gpt::Sampler greedy(ctx(), store, c, {1.0f, 1}, rng_.seed(), decoding);
-  for (size_t length : {1, 4, 7, 12}) {
-    std::vector<uint32_t> tokens(length);
-    for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
-    const size_t seen = gpt::visibleTokens(length, c.context, decoding);
-    const auto logits =
-        lastLogits(store, c, std::vector<uint32_t>(tokens.end() - ptrdiff_t(seen), tokens.end()));
-    const auto best = std::max_element(logits.begin(), logits.end());
-    const uint32_t picked = greedy.next(tokens);
-    ASSERT_LT(picked, uint32_t(c.vocab));
-    // A near-tie could flip with the padded graph's different rounding: accept only that.
-    EXPECT_GE(logits[picked], *best - 1e-5f * std::max(1.0f, std::fabs(*best)))
-        << "length " << length << ": picked " << picked << ", argmax " << (best - logits.begin())
-        << "; " << rng_.describe();
-  }
-  std::vector<uint32_t> none;
-  expectErrorContaining([&] { greedy.next(none); }, "at least one token");
-  const std::vector<uint32_t> bad{uint32_t(c.vocab)};
-  expectErrorContaining([&] { greedy.next(bad); }, "outside the vocabulary");
+    SCOPED_TRACE(gpt::decodingName(decoding));
+    gpt::Sampler greedy(ctx(), store, c, {1.0f, 1}, rng_.seed(), decoding);
+    for (size_t length : {1, 4, 7, 12}) {
+      std::vector<uint32_t> tokens(length);
+      for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
+      const size_t seen = gpt::visibleTokens(length, c.context, decoding);
+      const auto logits =
+          lastLogits(store, c, std::vector<uint32_t>(tokens.end() - ptrdiff_t(seen), tokens.end()));
+      const auto best = std::max_element(logits.begin(), logits.end());
+      const uint32_t picked = greedy.next(tokens);
+      ASSERT_LT(picked, uint32_t(c.vocab));
+      // A near-tie could flip with the padded graph's different rounding: accept only that.
+      EXPECT_GE(logits[picked], *best - 1e-5f * std::max(1.0f, std::fabs(*best)))
+          << "length " << length << ": picked " << picked << ", argmax " << (best - logits.begin())
+          << "; " << rng_.describe();
+    }
+    std::vector<uint32_t> none;
+    expectErrorContaining([&] { greedy.next(none); }, "at least one token");
+    const std::vector<uint32_t> bad{uint32_t(c.vocab)};
+    expectErrorContaining([&] { greedy.next(bad); }, "outside the vocabulary");
   }
 }
 
@@ -310,9 +311,9 @@ TEST_F(GptSamplerTest, CachedGreedyTextEqualsTheWindowPath) {
     gpt::Sampler cached(ctx(), store, c, {1.0f, 1}, 1, gpt::Decoding::Cached);
     gpt::Sampler window(ctx(), store, c, {1.0f, 1}, 1, gpt::Decoding::Window);
     for (const size_t prompt : {size_t(1), size_t(context - 1), size_t(2 * context + 3)}) {
-      SCOPED_TRACE(testing::Message() << layers << " layers, " << heads << " heads, width "
-                                      << width << ", context " << context << ", prompt "
-                                      << prompt << "; " << rng_.describe());
+      SCOPED_TRACE(testing::Message()
+                   << layers << " layers, " << heads << " heads, width " << width << ", context "
+                   << context << ", prompt " << prompt << "; " << rng_.describe());
       std::vector<uint32_t> tokens(prompt);
       for (auto& t : tokens) t = rng_.below(uint32_t(c.vocab));
       for (int i = 0; i < 2 * context + 5; ++i) {
@@ -352,6 +353,51 @@ TEST_F(GptSamplerTest, SeedFixesTheDraws) {
   EXPECT_EQ(generate(seed), generate(seed)) << rng_.describe();
   // An untrained model is near uniform over 11 tokens: 24 equal draws by chance ~ 11^-24.
   EXPECT_NE(generate(seed), generate(seed + 1)) << rng_.describe();
+}
+
+// A vocabulary padded past its tokenizer (GPT-2's 50257 ids in 50304 rows): with valid_vocab
+// the padded ids are never drawn, even when their logits are the largest by far. ln_f's gain
+// is 0 and its bias b, so every row's final state is b; the head's padded columns are 4b:
+// their logits 4|b|^2 ~ 64 against the others' ~0.1. Without the limit greedy draws them.
+TEST_F(GptSamplerTest, PaddedIdsAreNeverDrawn) {
+  const GptConfig c = config();
+  const int64_t valid = 8;
+  graph::ParameterStore store(ctx());
+  gpt::declareGpt(store, c);
+  store.initialize(rng_.seed());
+  std::vector<graph::SavedTensor> saved = store.download();
+  const std::vector<float> b = rng_.normal(size_t(c.width));
+  for (graph::SavedTensor& t : saved) {
+    auto set = [&](size_t i, float v) { std::memcpy(&t.data[i], &v, 4); };
+    if (t.name == "ln_f.g")
+      for (size_t i = 0; i < t.data.size(); ++i) set(i, 0.0f);
+    if (t.name == "ln_f.b")
+      for (size_t i = 0; i < t.data.size(); ++i) set(i, b[i]);
+    if (t.name == "head.w")  // (width, vocab)
+      for (int64_t i = 0; i < c.width; ++i)
+        for (int64_t j = valid; j < c.vocab; ++j) set(size_t(i * c.vocab + j), 4.0f * b[size_t(i)]);
+  }
+  std::vector<const graph::SavedTensor*> all;
+  for (const auto& t : saved) all.push_back(&t);
+  store.upload(all, "test");
+  const std::vector<uint32_t> prompt{1, 2, 3};
+  for (const gpt::Decoding decoding : {gpt::Decoding::Cached, gpt::Decoding::Window}) {
+    SCOPED_TRACE(gpt::decodingName(decoding));
+    gpt::Sampler unlimited(ctx(), store, c, {1.0f, 1}, rng_.seed(), decoding);
+    EXPECT_GE(unlimited.next(prompt), uint32_t(valid)) << "the padded logits are not the largest";
+    // Greedy, and every id drawn at a high temperature over the whole (cut) row.
+    for (const ops::SampleOptions options : {ops::SampleOptions{1.0f, 1}, {4.0f, 0}}) {
+      gpt::Sampler limited(ctx(), store, c, options, rng_.seed(), decoding, valid);
+      std::vector<uint32_t> tokens = prompt;
+      limited.extend(tokens, 16);
+      for (uint32_t t : tokens) EXPECT_LT(t, uint32_t(valid)) << rng_.describe();
+    }
+  }
+  expectErrorContaining(
+      [&] {
+        gpt::Sampler(ctx(), store, c, {1.0f, 1}, 1, gpt::Decoding::Cached, c.vocab + 1);
+      },
+      "valid_vocab 12");
 }
 
 }  // namespace

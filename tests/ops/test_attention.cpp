@@ -14,6 +14,7 @@
 #include "common/gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/attention_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/ops/reference/attention.h"
 #include "vkgrad/ops/reference/half.h"
@@ -61,62 +62,21 @@ std::string describe(const Case& c) {
          (c.causal ? " causal " : " ") + ops::attentionVariantName(c.variant);
 }
 
-double maxAbs(const std::vector<float>& x) {
-  double m = 0;
-  for (float v : x) m = std::max(m, double(std::fabs(v)));
-  return m;
-}
-
 ops::ref::AttentionShape refShape(const Case& c) {
   return {c.b, c.h, c.tq, c.tk, c.d, c.causal};
 }
 
 class AttentionTest : public VkTest {
  protected:
-  // Runs forward and backward on random data and compares o, lse, dq, dk, dv with the fp64
-  // reference. Gradients start as `init` when accumulating, else poisoned.
+  // Forward and backward on random data against the fp64 reference (ops/attention_check.h),
+  // with every kernel the device runs for the case.
   static void check(const Case& both, Rng& rng, Write w = Write::Overwrite) {
-    for (const Case& c : bothVariants(both)) checkOne(c, rng, w);
-  }
-  static void checkOne(const Case& c, Rng& rng, Write w) {
-    SCOPED_TRACE(describe(c));
-    const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.h * c.d;
-    const auto q = rng.normal(nq), k = rng.normal(nk), v = rng.normal(nk), dout = rng.normal(nq);
-    std::vector<float> o(nq), lse(c.b * c.h * c.tq), dq(nq), dk(nk), dv(nk);
-    ops::ref::attention(refShape(c), q.data(), k.data(), v.data(), o.data(), lse.data());
-    ops::ref::attentionBackward(refShape(c), q.data(), k.data(), v.data(), dout.data(), dq.data(),
-                                dk.data(), dv.data());
-
-    const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.h, c.d};
-    auto tq = upload(ctx(), sq, q), tk = upload(ctx(), sk, k), tv = upload(ctx(), sk, v),
-         tdout = upload(ctx(), sq, dout);
-    auto to = poisoned(ctx(), sq), tlse = poisoned(ctx(), {c.b, c.h, c.tq});
-    const bool acc = w == Write::Accumulate;
-    const auto iq = rng.normal(nq), ik = rng.normal(nk), iv = rng.normal(nk);
-    auto tdq = acc ? upload(ctx(), sq, iq) : poisoned(ctx(), sq);
-    auto tdk = acc ? upload(ctx(), sk, ik) : poisoned(ctx(), sk);
-    auto tdv = acc ? upload(ctx(), sk, iv) : poisoned(ctx(), sk);
-    auto scratch = poisoned(ctx(), {c.b * c.h * c.tq});
-    const AttentionOptions options{c.causal, 0.0f, c.variant};
-    vk::Recorder rec(ctx());
-    ops::attention(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(), options);
-    ops::attentionBackward(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(),
-                           {tdout.view()}, {tdq.view()}, {tdk.view()}, {tdv.view()}, scratch.view(),
-                           options, w);
-    rec.submit();
-    auto plus = [&](std::vector<float> x, const std::vector<float>& y) {
-      if (acc)
-        for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-      return x;
-    };
-    EXPECT_TRUE(allClose(download(ctx(), to), o, kTolerance)) << "o";
-    EXPECT_TRUE(allClose(download(ctx(), tlse), lse, kTolerance)) << "lse";
-    // dQ and dK are sums of terms p (dO·v - dO·o) k that cancel exactly in some cases (one
-    // visible key: softmax is constant); their rounding is on the scale of dV's terms p dO.
-    const auto [dq_got, dk_got] = std::pair{download(ctx(), tdq), download(ctx(), tdk)};
-    EXPECT_TRUE(allClose(download(ctx(), tdv), plus(dv, iv), kTolerance)) << "dv";
-    EXPECT_TRUE(allCloseOnScale(dq_got, plus(dq, iq), maxAbs(dv), kTolerance)) << "dq";
-    EXPECT_TRUE(allCloseOnScale(dk_got, plus(dk, ik), maxAbs(dv), kTolerance)) << "dk";
+    for (const Case& c : bothVariants(both)) {
+      SCOPED_TRACE(describe(c));
+      AttentionRun run{c.variant, kTolerance};
+      run.write = w;
+      AttentionCheck(ctx(), rng, {c.b, c.h, c.h, c.tq, c.tk, c.d, c.causal}, run).run();
+    }
   }
 };
 
@@ -244,34 +204,9 @@ TEST_F(AttentionTest, StaysFiniteForHugeLogits) {
 TEST_F(AttentionTest, ReadsAndWritesStridedFusedQkv) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const int64_t b = 2, t = 21, h = 3, d = 16, row = 3 * h * d, n = b * t * row;
-  const auto qkv = rng.normal(n), dout = rng.normal(b * t * h * d);
-  ops::ref::AttentionShape s{b, h, t, t, d, true};
-  s.q_stride = s.k_stride = s.v_stride = row;
-  std::vector<float> o(b * t * h * d), lse(b * h * t), grad(n, 0.0f);
-  ops::ref::attention(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d, o.data(),
-                      lse.data());
-  ops::ref::attentionBackward(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d,
-                              dout.data(), grad.data(), grad.data() + h * d,
-                              grad.data() + 2 * h * d);
-  auto tqkv = upload(ctx(), {n}, qkv), tdout = upload(ctx(), {b, t, h, d}, dout);
-  auto to = poisoned(ctx(), {b, t, h, d}), tlse = poisoned(ctx(), {b, h, t});
-  auto tgrad = poisoned(ctx(), {n}), scratch = poisoned(ctx(), {b * h * t});
-  auto part = [&](const DeviceTensor& x, int64_t which) {
-    return AttentionTensor{ops::view(x.buffer, {b, t, h, d}, uint64_t(which * h * d * 4)), row};
-  };
   for (AttentionVariant variant : deviceVariants()) {
     SCOPED_TRACE(ops::attentionVariantName(variant));
-    vk::Recorder rec(ctx());
-    const AttentionOptions options{true, 0.0f, variant};
-    ops::attention(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()}, tlse.view(),
-                   options);
-    ops::attentionBackward(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()},
-                           tlse.view(), {tdout.view()}, part(tgrad, 0), part(tgrad, 1),
-                           part(tgrad, 2), scratch.view(), options);
-    rec.submit();
-    EXPECT_TRUE(allClose(download(ctx(), to), o, kTolerance));
-    EXPECT_TRUE(allClose(download(ctx(), tgrad), grad, kTolerance));
+    FusedQkvCheck(ctx(), rng, {2, 3, 3, 21, 21, 16, true}, {variant, kTolerance}).run();
   }
 }
 

@@ -13,6 +13,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/attention_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/reference/attention.h"
@@ -46,12 +47,6 @@ std::string describe(const Case& c) {
          " Tk " + std::to_string(c.tk) + " D " + std::to_string(c.d) + (c.causal ? " causal" : "");
 }
 
-double maxAbs(const std::vector<float>& x) {
-  double m = 0;
-  for (float v : x) m = std::max(m, double(std::fabs(v)));
-  return m;
-}
-
 constexpr const char* kMissing = "cooperative matrices (VK_NV_cooperative_matrix";
 constexpr const char* kMissingEmulated = "shaderFloat16 (fp16 arithmetic)";
 
@@ -67,57 +62,24 @@ class AttentionFragmentTest : public VkTest, public testing::WithParamInterface<
     return variant() == AttentionVariant::FragmentEmulated ? kMissingEmulated : kMissing;
   }
 
-  // Forward and backward on fp16-exact random data, the tensors stored in `dtype`, against
-  // the reference. Gradients start as random values when accumulating, else poisoned.
-  void check(const Case& c, Rng& rng, DType dtype = DType::F32, Write w = Write::Overwrite) {
-    SCOPED_TRACE(describe(c) + " " + ops::dtypeName(dtype));
-    const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.h * c.d;
-    auto half = [&](int64_t n) { return ops::ref::roundToHalf(rng.normal(n)); };
-    const auto q = half(nq), k = half(nk), v = half(nk), dout = half(nq);
-    std::vector<float> o(nq), lse(c.b * c.h * c.tq), dq(nq), dk(nk), dv(nk);
-    const ops::ref::AttentionShape rs{c.b, c.h, c.tq, c.tk, c.d, c.causal};
-    ops::ref::attention(rs, q.data(), k.data(), v.data(), o.data(), lse.data());
-    ops::ref::attentionBackward(rs, q.data(), k.data(), v.data(), dout.data(), dq.data(), dk.data(),
-                                dv.data());
-
-    const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.h, c.d};
-    auto tq = upload(ctx(), sq, q, dtype), tk = upload(ctx(), sk, k, dtype),
-         tv = upload(ctx(), sk, v, dtype), tdout = upload(ctx(), sq, dout, dtype);
-    auto to = poisoned(ctx(), sq), tlse = poisoned(ctx(), {c.b, c.h, c.tq});
-    const bool acc = w == Write::Accumulate;
-    const auto iq = rng.normal(nq), ik = rng.normal(nk), iv = rng.normal(nk);
-    auto tdq = acc ? upload(ctx(), sq, iq) : poisoned(ctx(), sq);
-    auto tdk = acc ? upload(ctx(), sk, ik) : poisoned(ctx(), sk);
-    auto tdv = acc ? upload(ctx(), sk, iv) : poisoned(ctx(), sk);
-    auto scratch = poisoned(ctx(), {c.b * c.h * c.tq});
-    const AttentionOptions options{c.causal, 0.0f, variant()};
-    auto record = [&](vk::Recorder& rec) {
-      ops::attention(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(), options);
-      ops::attentionBackward(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(),
-                             {tdout.view()}, {tdq.view()}, {tdk.view()}, {tdv.view()},
-                             scratch.view(), options, w);
-    };
+  // A check (ops/attention_check.h) on fp16-exact random data where the device runs the
+  // variant, else the refusal naming what the device lacks.
+  template <typename Check>
+  void runOrRefused(const Check& check) {
     if (!supported()) {
-      expectError(ctx(), record, missing());
+      expectError(
+          ctx(), [&](vk::Recorder& rec) { check.record(rec); }, missing());
       return;
     }
-    vk::Recorder rec(ctx());
-    record(rec);
-    rec.submit();
-    auto plus = [&](std::vector<float> x, const std::vector<float>& y) {
-      if (acc)
-        for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-      return x;
-    };
-    EXPECT_TRUE(allClose(download(ctx(), to), o, kTolerance)) << "o";
-    EXPECT_TRUE(allClose(download(ctx(), tlse), lse, kTolerance)) << "lse";
-    // dQ and dK are sums of terms p (dO·v - dO·o) k that cancel (one visible key: softmax is
-    // constant); their rounding is on the scale of dV's terms p dO.
-    EXPECT_TRUE(allClose(download(ctx(), tdv), plus(dv, iv), kTolerance)) << "dv";
-    EXPECT_TRUE(allCloseOnScale(download(ctx(), tdq), plus(dq, iq), maxAbs(dv), kTolerance))
-        << "dq";
-    EXPECT_TRUE(allCloseOnScale(download(ctx(), tdk), plus(dk, ik), maxAbs(dv), kTolerance))
-        << "dk";
+    check.run();
+  }
+
+  // Forward and backward, the tensors stored in `dtype`, against the reference. Gradients
+  // start as random values when accumulating, else poisoned.
+  void check(const Case& c, Rng& rng, DType dtype = DType::F32, Write w = Write::Overwrite) {
+    SCOPED_TRACE(describe(c) + " " + ops::dtypeName(dtype));
+    runOrRefused(AttentionCheck(ctx(), rng, {c.b, c.h, c.h, c.tq, c.tk, c.d, c.causal},
+                                {variant(), kTolerance, dtype, /*half_exact=*/true, w}));
   }
 };
 
@@ -167,41 +129,8 @@ TEST_P(AttentionFragmentTest, TakesHalfTensorsAndAccumulates) {
 TEST_P(AttentionFragmentTest, ReadsAndWritesStridedFusedQkv) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
-  const int64_t b = 1, t = 37, h = 2, d = 32, row = 3 * h * d, n = b * t * row;
-  const auto qkv = ops::ref::roundToHalf(rng.normal(n));
-  const auto dout = ops::ref::roundToHalf(rng.normal(b * t * h * d));
-  ops::ref::AttentionShape s{b, h, t, t, d, true};
-  s.q_stride = s.k_stride = s.v_stride = row;
-  std::vector<float> o(b * t * h * d), lse(b * h * t), grad(n, 0.0f);
-  ops::ref::attention(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d, o.data(),
-                      lse.data());
-  ops::ref::attentionBackward(s, qkv.data(), qkv.data() + h * d, qkv.data() + 2 * h * d,
-                              dout.data(), grad.data(), grad.data() + h * d,
-                              grad.data() + 2 * h * d);
-  auto tqkv = upload(ctx(), {n}, qkv), tdout = upload(ctx(), {b, t, h, d}, dout);
-  auto to = poisoned(ctx(), {b, t, h, d}), tlse = poisoned(ctx(), {b, h, t});
-  auto tgrad = poisoned(ctx(), {n}), scratch = poisoned(ctx(), {b * h * t});
-  auto part = [&](const DeviceTensor& x, int64_t which) {
-    return ops::AttentionTensor{ops::view(x.buffer, {b, t, h, d}, uint64_t(which * h * d * 4)),
-                                row};
-  };
-  const AttentionOptions options{true, 0.0f, variant()};
-  auto record = [&](vk::Recorder& rec) {
-    ops::attention(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()}, tlse.view(),
-                   options);
-    ops::attentionBackward(rec, part(tqkv, 0), part(tqkv, 1), part(tqkv, 2), {to.view()},
-                           tlse.view(), {tdout.view()}, part(tgrad, 0), part(tgrad, 1),
-                           part(tgrad, 2), scratch.view(), options);
-  };
-  if (!supported()) {
-    expectError(ctx(), record, missing());
-    return;
-  }
-  vk::Recorder rec(ctx());
-  record(rec);
-  rec.submit();
-  EXPECT_TRUE(allClose(download(ctx(), to), o, kTolerance)) << "o";
-  EXPECT_TRUE(allClose(download(ctx(), tgrad), grad, kTolerance)) << "dq, dk, dv";
+  runOrRefused(FusedQkvCheck(ctx(), rng, {1, 2, 2, 37, 37, 32, true},
+                             {variant(), kTolerance, DType::F32, /*half_exact=*/true}));
 }
 
 // What the fragments cannot take is refused before recording, naming it.

@@ -13,6 +13,7 @@
 #include "common/expect.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/attention_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/ops/attention.h"
 #include "vkgrad/ops/attention_unfused.h"
@@ -48,63 +49,17 @@ std::string describe(const Case& c) {
          ops::attentionVariantName(c.variant);
 }
 
-double maxAbs(const std::vector<float>& x) {
-  double m = 0;
-  for (float v : x) m = std::max(m, double(std::fabs(v)));
-  return m;
-}
-
 class AttentionGqaTest : public VkTest {
  protected:
-  // Forward and backward on random data against the reference; gradients start random when
-  // accumulating, else poisoned. q, k, v and dout stored in `inputs` (rounded to it first, so
-  // the reference sees what the kernels read); the outputs f32.
+  // Forward and backward on random data against the reference (ops/attention_check.h);
+  // gradients start random when accumulating, else poisoned. q, k, v and dout stored in
+  // `inputs`; the outputs f32.
   void check(const Case& c, Rng& rng, Write w = Write::Overwrite, DType inputs = DType::F32) {
     SCOPED_TRACE(describe(c) + " " + ops::dtypeName(inputs));
     const bool fragment = c.variant == AttentionVariant::FragmentEmulated;
-    const double tolerance = fragment ? kFragmentTolerance : kTolerance;
-    const int64_t nq = c.b * c.tq * c.h * c.d, nk = c.b * c.tk * c.hkv * c.d;
-    auto random = [&](int64_t n) {
-      return fragment ? ops::ref::roundToHalf(rng.normal(n))
-                      : ops::ref::roundTo(inputs, rng.normal(n));
-    };
-    const auto q = random(nq), k = random(nk), v = random(nk), dout = random(nq);
-    std::vector<float> o(nq), lse(c.b * c.h * c.tq), dq(nq), dk(nk), dv(nk);
-    ops::ref::AttentionShape rs{c.b, c.h, c.tq, c.tk, c.d, c.causal};
-    rs.hkv = c.hkv;
-    ops::ref::attention(rs, q.data(), k.data(), v.data(), o.data(), lse.data());
-    ops::ref::attentionBackward(rs, q.data(), k.data(), v.data(), dout.data(), dq.data(), dk.data(),
-                                dv.data());
-
-    const Shape sq{c.b, c.tq, c.h, c.d}, sk{c.b, c.tk, c.hkv, c.d};
-    auto tq = upload(ctx(), sq, q, inputs), tk = upload(ctx(), sk, k, inputs),
-         tv = upload(ctx(), sk, v, inputs), tdout = upload(ctx(), sq, dout, inputs);
-    auto to = poisoned(ctx(), sq), tlse = poisoned(ctx(), {c.b, c.h, c.tq});
-    const bool acc = w == Write::Accumulate;
-    const auto iq = rng.normal(nq), ik = rng.normal(nk), iv = rng.normal(nk);
-    auto tdq = acc ? upload(ctx(), sq, iq) : poisoned(ctx(), sq);
-    auto tdk = acc ? upload(ctx(), sk, ik) : poisoned(ctx(), sk);
-    auto tdv = acc ? upload(ctx(), sk, iv) : poisoned(ctx(), sk);
-    auto scratch = poisoned(ctx(), {c.b * c.h * c.tq});
-    const AttentionOptions options{c.causal, 0.0f, c.variant};
-    vk::Recorder rec(ctx());
-    ops::attention(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(), options);
-    ops::attentionBackward(rec, {tq.view()}, {tk.view()}, {tv.view()}, {to.view()}, tlse.view(),
-                           {tdout.view()}, {tdq.view()}, {tdk.view()}, {tdv.view()}, scratch.view(),
-                           options, w);
-    rec.submit();
-    auto plus = [&](std::vector<float> x, const std::vector<float>& y) {
-      if (acc)
-        for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-      return x;
-    };
-    EXPECT_TRUE(allClose(download(ctx(), to), o, tolerance)) << "o";
-    EXPECT_TRUE(allClose(download(ctx(), tlse), lse, tolerance)) << "lse";
-    // dK and dV sum over the group's query heads; dQ and dK on the scale of dV's terms, as in
-    // test_attention.cpp (their terms cancel).
-    EXPECT_TRUE(allCloseOnScale(download(ctx(), tdv), plus(dv, iv), maxAbs(dv), tolerance)) << "dv";
-    EXPECT_TRUE(allCloseOnScale(download(ctx(), tdq), plus(dq, iq), maxAbs(dv), tolerance)) << "dq";
-    EXPECT_TRUE(allCloseOnScale(download(ctx(), tdk), plus(dk, ik), maxAbs(dv), tolerance)) << "dk";
+    AttentionCheck(ctx(), rng, {c.b, c.h, c.hkv, c.tq, c.tk, c.d, c.causal},
+                   {c.variant, fragment ? kFragmentTolerance : kTolerance, inputs, fragment, w})
+        .run();
   }
 
   // The SIMT variants this device runs at head dim d (Texel: CPU devices, d % 4 == 0).
@@ -125,6 +80,17 @@ TEST_F(AttentionGqaTest, SharedAndTexelMatchRepeatKvReference) {
       check({1, 6, 3, 11, 4, 8, causal, variant}, rng);  // Tq > Tk: early rows see no key
     }
     check({1, 6, 2, 9, 9, 5, causal, AttentionVariant::Shared}, rng);  // D not a multiple of 4
+  }
+}
+
+// One fused (B, T, (H+2*Hkv)*D) projection, [q heads | k heads | v heads], read in place and
+// its gradients written back in that layout.
+TEST_F(AttentionGqaTest, ReadsAndWritesStridedFusedQkv) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  for (AttentionVariant variant : simt(8)) {
+    SCOPED_TRACE(ops::attentionVariantName(variant));
+    FusedQkvCheck(ctx(), rng, {2, 6, 2, 13, 13, 8, true}, {variant, kTolerance}).run();
   }
 }
 

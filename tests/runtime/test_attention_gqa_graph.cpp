@@ -15,6 +15,8 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/attention_check.h"
+#include "runtime/attention_graph_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/ops/reference/attention.h"
 #include "vkgrad/runtime/executor.h"
@@ -32,24 +34,7 @@ using graph::Tensor;
 // fp32 kernels against the fp64 reference, as tests/ops/test_attention.cpp.
 constexpr double kTolerance = 2e-5;
 
-double maxAbs(const std::vector<float>& x) {
-  double m = 0;
-  for (float v : x) m = std::max(m, double(std::fabs(v)));
-  return m;
-}
-
-class AttentionGqaGraphTest : public VkTest {
- protected:
-  void checkAllParameters(graph::ParameterStore& store, const Graph& g,
-                          const graph::Gradients& grads, graph::Executor& exec,
-                          const std::function<double()>& value) {
-    const GradCheckOptions options = lossGradCheckOptions(10);
-    EXPECT_TRUE(checkParameterGradients(ctx(), store, g, grads, exec, value, rng_, options))
-        << rng_.describe();
-  }
-
-  Rng rng_;
-};
+using AttentionGqaGraphTest = AttentionGraphFixture;
 
 // qkv (1,13,(6+2*2)*8), each row [6 q heads | 2 k heads | 2 v heads], as a parameter: o and
 // the one gradient of sum(o ∘ dout) (q's, k's and v's blocks side by side) against the
@@ -122,28 +107,7 @@ TEST_F(AttentionGqaGraphTest, FusedProjectionMatchesFiniteDifferences) {
 // explicit scale; q's, k's and v's weights against finite differences (D = 4: the texel
 // kernels on lavapipe).
 TEST_F(AttentionGqaGraphTest, SeparateProjectionsMatchFiniteDifferences) {
-  graph::ParameterStore store(ctx());
-  store.add("wq", {5, 24}, Init::xavierUniform());
-  store.add("wk", {4, 8}, Init::xavierUniform());
-  store.add("wv", {4, 8}, Init::xavierUniform());
-  store.add("head", {24, 3}, Init::xavierUniform());
-  store.initialize(rng_.seed() + 3);
-  Graph g;
-  auto p = [&](const char* name) { return g.parameter(store.at(name)); };
-  const Tensor x = g.input("x", {2, 3, 5}), m = g.input("m", {2, 7, 4});
-  const Tensor y = g.input("y", {2, 3}, ops::DType::U32);
-  const Tensor q = g.reshape(g.matmul(x, p("wq")), {2, 3, 6, 4});
-  const Tensor k = g.reshape(g.matmul(m, p("wk")), {2, 7, 2, 4});
-  const Tensor v = g.reshape(g.matmul(m, p("wv")), {2, 7, 2, 4});
-  const Tensor o = g.reshape(g.attention(q, k, v, false, 0.7f), {2, 3, 24});
-  const Tensor loss = g.crossEntropy(g.matmul(o, p("head")), y);
-  g.markOutput(loss);
-  const graph::Gradients grads = graph::backward(g, loss);
-  graph::Executor exec(ctx(), g);
-  exec.setInput(x, rng_.normal(30));
-  exec.setInput(m, rng_.normal(56));
-  exec.setInput(y, rng_.below(6, 3));
-  checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
+  checkSeparateProjections(ctx(), rng_, {2, 3, 7, 6, 2, 4, 5, 4, 3, 0.7f}, rng_.seed() + 3);
 }
 
 // Decoding one row at a time over (1,rows,Hkv*D) caches gives, row by row, what causal

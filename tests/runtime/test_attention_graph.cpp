@@ -12,6 +12,7 @@
 #include "common/graph_gradcheck.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "runtime/attention_graph_check.h"
 #include "runtime/transformer_block.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/executor.h"
@@ -28,20 +29,7 @@ using graph::OpKind;
 using graph::Tensor;
 using ops::Write;
 
-class AttentionGraphTest : public VkTest {
- protected:
-  // Every parameter's analytic gradient (one step) against finite differences of value(),
-  // which reads the scalar being differentiated after a step (common/graph_gradcheck.h).
-  void checkAllParameters(graph::ParameterStore& store, const Graph& g,
-                          const graph::Gradients& grads, graph::Executor& exec,
-                          const std::function<double()>& value) {
-    const GradCheckOptions options = lossGradCheckOptions(10);
-    EXPECT_TRUE(checkParameterGradients(ctx(), store, g, grads, exec, value, rng_, options))
-        << rng_.describe();
-  }
-
-  Rng rng_;
-};
+using AttentionGraphTest = AttentionGraphFixture;
 
 // x (2,5,8) -> layerNorm -> fused QKV projection (8 -> 24) -> causal attention with 2 heads of
 // 4, read in place from the projection -> output projection -> + x -> head -> cross-entropy.
@@ -86,28 +74,7 @@ TEST_F(AttentionGraphTest, LayerNormFusedAttentionResidualMatchesFiniteDifferenc
 // Cross-attention from separate projections: queries from x (2,3,..), keys and values from m
 // (2,6,..), reshaped to (B,T,H,D) without copies; no mask, an explicit scale.
 TEST_F(AttentionGraphTest, SeparateProjectionsMatchFiniteDifferences) {
-  graph::ParameterStore store(ctx());
-  store.add("wq", {5, 6}, Init::xavierUniform());
-  store.add("wk", {4, 6}, Init::xavierUniform());
-  store.add("wv", {4, 6}, Init::xavierUniform());
-  store.add("head", {6, 3}, Init::xavierUniform());
-  store.initialize(rng_.seed() + 1);
-  Graph g;
-  auto p = [&](const char* name) { return g.parameter(store.at(name)); };
-  const Tensor x = g.input("x", {2, 3, 5}), m = g.input("m", {2, 6, 4});
-  const Tensor y = g.input("y", {2, 3}, ops::DType::U32);
-  const Tensor q = g.reshape(g.matmul(x, p("wq")), {2, 3, 3, 2});
-  const Tensor k = g.reshape(g.matmul(m, p("wk")), {2, 6, 3, 2});
-  const Tensor v = g.reshape(g.matmul(m, p("wv")), {2, 6, 3, 2});
-  const Tensor o = g.reshape(g.attention(q, k, v, false, 0.8f), {2, 3, 6});
-  const Tensor loss = g.crossEntropy(g.matmul(o, p("head")), y);
-  g.markOutput(loss);
-  const graph::Gradients grads = graph::backward(g, loss);
-  graph::Executor exec(ctx(), g);
-  exec.setInput(x, rng_.normal(30));
-  exec.setInput(m, rng_.normal(48));
-  exec.setInput(y, rng_.below(6, 3));
-  checkAllParameters(store, g, grads, exec, [&] { return double(exec.readScalar(loss)); });
+  checkSeparateProjections(ctx(), rng_, {2, 3, 6, 3, 3, 2, 5, 4, 3, 0.8f}, rng_.seed() + 1);
 }
 
 // q = k = v = one tensor: the kernel cannot write one gradient three times, so k's and v's

@@ -245,6 +245,8 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
+namespace {
+
 // The texel kernels of attentionBackward: dQ first (its kernel also writes each row's dO · O),
 // then dK and dV, which read the row dots and the LSE through one-element texels. args: q, k,
 // v, dout (texel views), dq, dk, dv; lse and rowdot: their storage bindings; s16: some
@@ -290,6 +292,8 @@ void recordBackwardTexel(vk::Recorder& rec, AttentionPush push, const vk::Arg (&
                      push.b);
 }
 
+}  // namespace
+
 int64_t attentionBackwardScratch(const AttentionTensor& q) {
   const Shape& s = q.view.shape;
   return s.rank() == 4 ? s[0] * s[2] * s[1] : 0;
@@ -322,7 +326,6 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &dout.view, &dq.view, &dk.view,
                                &dv.view, &lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
-  const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
   AttentionPush push = makePush(dims, options);
   push.accumulate = w == Write::Accumulate ? 1 : 0;
   const Bound bl = bindStorage(context, lse), br = bindStorage(context, rowdot);
@@ -334,48 +337,22 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                 ak = bind(context, push, kK, k, texel, s16),
                 av = bind(context, push, kV, v, texel, s16),
                 ado_read = bind(context, push, kDO, dout, texel, s16);
+  const BackwardTensors tensors{q, k, v, o, dout, dq, dk, dv, lse, rowdot};
   if (texel) {
-    recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg,
-                        {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, s16, tile, dims, w);
+    recordBackwardTexel(rec, push, {aq, ak, av, ado_read, adq, adk, adv}, bl.arg, br.arg, tensors,
+                        s16, tile, dims, w);
     return;
   }
+  const vk::Arg args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv, ao};
   if (fragment) {
-    detail::recordFragmentBackward(
-        rec, push, {aq, ak, av, ado_read, bl.arg, br.arg, adq, adk, adv, ao},
-        {q, k, v, o, dout, dq, dk, dv, lse, rowdot}, dims.d, tileRows(context, dims.d),
-        options.variant == AttentionVariant::FragmentEmulated);
+    detail::recordFragmentBackward(rec, push, args, tensors, dims.d, tileRows(context, dims.d),
+                                   options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
-  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
-  const vk::Kernel& kv = floatKernel(context, "attention/backward_kv", spec,
-                                     {{"q_dtype", q.view.dtype},
-                                      {"k_dtype", k.view.dtype},
-                                      {"v_dtype", v.view.dtype},
-                                      {"dout_dtype", dout.view.dtype},
-                                      {"lse_dtype", lse.dtype},
-                                      {"rowdot_dtype", rowdot.dtype},
-                                      {"dk_dtype", dk.view.dtype},
-                                      {"dv_dtype", dv.view.dtype}});
-  // The row dots first, then dK, dV and dQ.
-  const vk::Arg rowdot_args[] = {ao, ado_read, br.arg};
-  rec.dispatchGroups(floatKernel(context, "attention/backward_rowdot", spec,
-                                 {{"o_dtype", o.view.dtype},
-                                  {"dout_dtype", dout.view.dtype},
-                                  {"rowdot_dtype", rowdot.dtype}}),
-                     rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  // One workgroup per key tile and key/value head: it sums over the head's query heads.
-  rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), uint32_t(dims.hkv),
-                     push.b);
-  const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
-  rec.dispatchGroups(floatKernel(context, "attention/backward_q", spec,
-                                 {{"q_dtype", q.view.dtype},
-                                  {"k_dtype", k.view.dtype},
-                                  {"v_dtype", v.view.dtype},
-                                  {"dout_dtype", dout.view.dtype},
-                                  {"lse_dtype", lse.dtype},
-                                  {"rowdot_dtype", rowdot.dtype},
-                                  {"dq_dtype", dq.view.dtype}}),
-                     q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
+  detail::recordBackwardKernels(rec, push, args, tensors, dims.d, tile,
+                                {"attention/backward_kv", spec, tile},
+                                {"attention/backward_q", spec, tile});
 }
 
 }  // namespace vkgrad::ops

@@ -112,8 +112,9 @@ void recordFragmentForward(vk::Recorder& rec, const AttentionPush& push, const v
                      push.b);
 }
 
-void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
-                            const BackwardTensors& t, int64_t d, uint32_t tile, bool emulated) {
+void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
+                           const BackwardTensors& t, int64_t d, uint32_t tile,
+                           const FragmentLaunch& kv, const FragmentLaunch& q) {
   vk::Context& context = rec.context();
   const auto& [aq, ak, av, ado, al, ar, adq, adk, adv, ao] = args;
   const vk::Arg rowdot_args[] = {ao, ado, ar};
@@ -123,7 +124,7 @@ void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const 
                    {"dout_dtype", t.dout.view.dtype},
                    {"rowdot_dtype", t.rowdot.dtype}}),
       rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
-  const FragmentLaunch kv = fragmentLaunch(context, emulated, FragmentKernel::BackwardKv, d);
+  // One workgroup per key tile and key/value head: it sums over the head's query heads.
   const vk::Arg kv_args[] = {aq, ak, av, ado, al, ar, adk, adv};
   rec.dispatchGroups(floatKernel(context, kv.name, kv.spec,
                                  {{"q_dtype", t.q.view.dtype},
@@ -136,9 +137,8 @@ void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const 
                                   {"dv_dtype", t.dv.view.dtype}}),
                      kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h / push.group,
                      push.b);
-  const FragmentLaunch qk = fragmentLaunch(context, emulated, FragmentKernel::BackwardQ, d);
   const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
-  rec.dispatchGroups(floatKernel(context, qk.name, qk.spec,
+  rec.dispatchGroups(floatKernel(context, q.name, q.spec,
                                  {{"q_dtype", t.q.view.dtype},
                                   {"k_dtype", t.k.view.dtype},
                                   {"v_dtype", t.v.view.dtype},
@@ -146,7 +146,16 @@ void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const 
                                   {"lse_dtype", t.lse.dtype},
                                   {"rowdot_dtype", t.rowdot.dtype},
                                   {"dq_dtype", t.dq.view.dtype}}),
-                     q_args, &push, sizeof(push), vk::divUp(push.tq, qk.rows), push.h, push.b);
+                     q_args, &push, sizeof(push), vk::divUp(push.tq, q.rows), push.h, push.b);
+}
+
+void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
+                            const BackwardTensors& t, int64_t d, uint32_t tile, bool emulated) {
+  vk::Context& context = rec.context();
+  // Both launches are sized before anything is recorded: either may refuse the device.
+  const FragmentLaunch kv = fragmentLaunch(context, emulated, FragmentKernel::BackwardKv, d);
+  const FragmentLaunch q = fragmentLaunch(context, emulated, FragmentKernel::BackwardQ, d);
+  recordBackwardKernels(rec, push, args, t, d, tile, kv, q);
 }
 
 }  // namespace vkgrad::ops::detail

@@ -2,7 +2,8 @@
 // shaders/attention/fragment_forward.comp, fragment_backward_q.comp and
 // fragment_backward_kv.comp, natively on VK_NV_cooperative_matrix or as their emulated builds
 // (".emu", plain GLSL: lavapipe in CI). They take Q, K, V and dO stored f32 or f16, round
-// them to fp16 and sum in fp32; bf16 keeps the SIMT kernels (fragments are fp16 only).
+// them to fp16 and sum in fp32; bf16 keeps the SIMT kernels (fragments are fp16 only). The
+// backward's dispatch order is shared with the SIMT shared-memory kernels.
 #pragma once
 
 #include <cstdint>
@@ -55,5 +56,12 @@ void recordFragmentForward(vk::Recorder& rec, const AttentionPush& push, const v
 // atomics. args: q, k, v, dout, lse, rowdot, dq, dk, dv, o bound for storage.
 void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
                             const BackwardTensors& t, int64_t d, uint32_t tile, bool emulated);
+
+// The same three dispatches with the given dK/dV and dQ kernels (`rows` key or query rows per
+// workgroup): recordFragmentBackward's, or the shared-memory kernels ops/attention.cpp
+// launches (attention/backward_kv and backward_q, `tile` rows each).
+void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
+                           const BackwardTensors& t, int64_t d, uint32_t tile,
+                           const FragmentLaunch& kv, const FragmentLaunch& q);
 
 }  // namespace vkgrad::ops::detail

@@ -150,29 +150,28 @@ int64_t rmsNormBackwardScratch(int64_t rows, int64_t n) {
   return blocksOf(rows) * n;
 }
 
-void rmsNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
-                     const TensorView& rstd, const TensorView& dy, const TensorView& dx,
-                     const TensorView& dgamma, const TensorView& scratch, Write dx_write,
-                     Write dgamma_write) {
-  vk::Context& context = rec.context();
+namespace {
+
+// rmsNormBackward's checks, all before anything is recorded.
+void checkBackward(const vk::Context& context, const TensorView& x, const TensorView& gamma,
+                   const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                   const TensorView& dgamma, const TensorView& scratch) {
   const Shape stats = rmsNormStatsShape(x.shape, gamma.shape, 0.0f);
   const std::string op = "rmsNormBackward: x " + x.shape.str();
-  const bool want_dx = dx.buffer != nullptr, want_dgamma = dgamma.buffer != nullptr;
   checkLike(op, "dy", dy, x.shape);
   checkLike(op, "rstd", rstd, stats);
   for (const auto& [name, t] : {std::pair{"x", &x}, std::pair{"gamma", &gamma},
                                 std::pair{"rstd", &rstd}, std::pair{"dy", &dy}})
     checkFloat("rmsNormBackward", name, *t);
-  const int64_t rows = x.shape.rows(), n = x.shape.back();
-  const int64_t blocks = blocksOf(rows);
-  if (want_dx) {
+  const int64_t blocks = blocksOf(x.shape.rows()), n = x.shape.back();
+  if (dx.buffer != nullptr) {
     checkLike(op, "dx", dx, x.shape);
     checkFloat("rmsNormBackward", "dx", dx);
     for (const auto& [name, t] : {std::pair{"x", &x}, std::pair{"gamma", &gamma},
                                   std::pair{"rstd", &rstd}, std::pair{"dy", &dy}})
       checkAlias("rmsNormBackward", "dx", dx, name, *t, false);
   }
-  if (want_dgamma) {
+  if (dgamma.buffer != nullptr) {
     checkLike(op, "dgamma", dgamma, gamma.shape);
     checkFloat("rmsNormBackward", "dgamma", dgamma);
     for (const auto& [name, t] :
@@ -190,29 +189,39 @@ void rmsNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& g
     }
   }
   checkRange(context, op, x);
-  if (want_dx) {
-    const RowLayout layout = rowLayout(context, x.shape);
-    const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
-                brstd = bindStorage(context, rstd), bdy = bindStorage(context, dy),
-                bdx = bindStorage(context, dx);
-    const BackwardPush push{uint32_t(rows), uint32_t(n), bx.skip, bgamma.skip,
-                            brstd.skip,     bdy.skip,    bdx.skip};
-    const vk::Kernel& kernel = floatKernel(context, "rms_norm/backward",
-                                           {{"local_size_x", layout.group},
-                                            {"kRowPerInvocation", layout.row_per_invocation},
-                                            {"kOneSubgroup", layout.one_subgroup},
-                                            {"kAccumulate", dx_write == Write::Accumulate}},
-                                           {{"x_dtype", x.dtype},
-                                            {"gamma_dtype", gamma.dtype},
-                                            {"rstd_dtype", rstd.dtype},
-                                            {"dy_dtype", dy.dtype},
-                                            {"dx_dtype", dx.dtype}});
-    const vk::Arg args[] = {bx.arg, bgamma.arg, brstd.arg, bdy.arg, bdx.arg};
-    rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
-  }
-  if (!want_dgamma) return;
-  // One block: the column sums go straight to dgamma; several: partials into scratch, then
-  // layer norm's column sum over blocks (the same reduction, there for dgamma and dbeta).
+}
+
+void recordDx(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+              const TensorView& rstd, const TensorView& dy, const TensorView& dx, Write dx_write) {
+  vk::Context& context = rec.context();
+  const RowLayout layout = rowLayout(context, x.shape);
+  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
+              brstd = bindStorage(context, rstd), bdy = bindStorage(context, dy),
+              bdx = bindStorage(context, dx);
+  const uint32_t rows = uint32_t(x.shape.rows()), n = uint32_t(x.shape.back());
+  const BackwardPush push{rows, n, bx.skip, bgamma.skip, brstd.skip, bdy.skip, bdx.skip};
+  const vk::Kernel& kernel = floatKernel(context, "rms_norm/backward",
+                                         {{"local_size_x", layout.group},
+                                          {"kRowPerInvocation", layout.row_per_invocation},
+                                          {"kOneSubgroup", layout.one_subgroup},
+                                          {"kAccumulate", dx_write == Write::Accumulate}},
+                                         {{"x_dtype", x.dtype},
+                                          {"gamma_dtype", gamma.dtype},
+                                          {"rstd_dtype", rstd.dtype},
+                                          {"dy_dtype", dy.dtype},
+                                          {"dx_dtype", dx.dtype}});
+  const vk::Arg args[] = {bx.arg, bgamma.arg, brstd.arg, bdy.arg, bdx.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
+}
+
+// One block: the column sums go straight to dgamma; several: partials into scratch, then
+// layer norm's column sum over blocks (the same reduction, there for dgamma and dbeta).
+void recordDgamma(vk::Recorder& rec, const TensorView& x, const TensorView& rstd,
+                  const TensorView& dy, const TensorView& dgamma, const TensorView& scratch,
+                  Write dgamma_write) {
+  vk::Context& context = rec.context();
+  const int64_t rows = x.shape.rows(), n = x.shape.back();
+  const int64_t blocks = blocksOf(rows);
   const bool direct = blocks == 1;
   const TensorView& out = direct ? dgamma : scratch;
   const bool accumulate = dgamma_write == Write::Accumulate;
@@ -245,6 +254,17 @@ void rmsNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& g
   const vk::Arg reduce_args[] = {bout.arg, bdgamma.arg, bdgamma.arg};
   rec.dispatchGroups(reducer, reduce_args, &reduce, sizeof(reduce),
                      gridGroups(context, uint64_t(n), kColumnGroup));
+}
+
+}  // namespace
+
+void rmsNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
+                     const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                     const TensorView& dgamma, const TensorView& scratch, Write dx_write,
+                     Write dgamma_write) {
+  checkBackward(rec.context(), x, gamma, rstd, dy, dx, dgamma, scratch);
+  if (dx.buffer != nullptr) recordDx(rec, x, gamma, rstd, dy, dx, dx_write);
+  if (dgamma.buffer != nullptr) recordDgamma(rec, x, rstd, dy, dgamma, scratch, dgamma_write);
 }
 
 }  // namespace vkgrad::ops

@@ -1,5 +1,6 @@
 #include "vkgrad/ops/swiglu.h"
 
+#include <span>
 #include <string>
 
 #include "vkgrad/core/error.h"
@@ -45,49 +46,63 @@ void checkElements(const char* op, const Shape& s) {
   if (s.numel() > INT32_MAX) throw ShapeError(std::string(op) + ": more than 2^31 elements");
 }
 
-void launchForward(vk::Recorder& rec, const Halves& h, const TensorView& y) {
-  const uint64_t n = uint64_t(y.shape.numel());
-  if (n == 0) return;
+// The separate form's inputs: gate, up and `name` (y, or dy in the backward) of one shape,
+// float views of at most 2^31 elements.
+void checkSeparate(const char* op, const TensorView& gate, const TensorView& up, const char* name,
+                   const TensorView& t) {
+  checkSame(op, "up", up, gate.shape);
+  checkSame(op, name, t, gate.shape);
+  checkElements(op, gate.shape);
+  checkFloatOperand(op, "gate", gate);
+  checkFloatOperand(op, "up", up);
+  checkFloatOperand(op, name, t);
+}
+
+// gate, up and y (dy in the backward) bound, and the push both kernels read; the backward
+// adds its outputs' skips.
+struct Bindings {
+  Bound gate, up, y;
+  SwigluPush push;
+};
+Bindings bindHalves(vk::Context& ctx, const Halves& h, const TensorView& y) {
+  Bindings b{bindStorage(ctx, h.gate), bindStorage(ctx, h.up), bindStorage(ctx, y), {}};
+  const uint32_t n = uint32_t(y.shape.numel()), f = uint32_t(y.shape.back());
+  b.push = {n, f, h.stride, h.stride, b.gate.skip, b.up.skip + h.up_offset, b.y.skip, 0, 0};
+  return b;
+}
+
+// One invocation per element of y.
+void dispatch(vk::Recorder& rec, const vk::Kernel& kernel, std::span<const vk::Arg> args,
+              const SwigluPush& push) {
   vk::Context& ctx = rec.context();
-  const Bound bg = bindStorage(ctx, h.gate), bu = bindStorage(ctx, h.up), by = bindStorage(ctx, y);
-  const SwigluPush push{uint32_t(n),
-                        uint32_t(y.shape.back()),
-                        h.stride,
-                        h.stride,
-                        bg.skip,
-                        bu.skip + h.up_offset,
-                        by.skip,
-                        0,
-                        0};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     gridGroups(ctx, push.n, workgroupSize(ctx)));
+}
+
+void launchForward(vk::Recorder& rec, const Halves& h, const TensorView& y) {
+  if (y.shape.numel() == 0) return;
+  vk::Context& ctx = rec.context();
+  const Bindings b = bindHalves(ctx, h, y);
   const vk::Kernel& kernel =
       floatKernel(ctx, "swiglu/forward", {{"local_size_x", workgroupSize(ctx)}},
                   {{"gate_dtype", h.gate.dtype}, {"up_dtype", h.up.dtype}, {"y_dtype", y.dtype}});
-  const vk::Arg args[] = {bg.arg, bu.arg, by.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, workgroupSize(ctx)));
+  const vk::Arg args[] = {b.gate.arg, b.up.arg, b.y.arg};
+  dispatch(rec, kernel, args, b.push);
 }
 
 // dgate and dup bound like gate and up (the same gate_up gradient for the fused form).
 void launchBackward(vk::Recorder& rec, const Halves& h, const TensorView& dy,
                     const TensorView& dgate, const TensorView& dup, Write gate_write,
                     Write up_write) {
-  const uint64_t n = uint64_t(dy.shape.numel());
   const bool want_gate = dgate.buffer != nullptr, want_up = dup.buffer != nullptr;
-  if (n == 0 || (!want_gate && !want_up)) return;
+  if (dy.shape.numel() == 0 || (!want_gate && !want_up)) return;
   vk::Context& ctx = rec.context();
-  const Bound bg = bindStorage(ctx, h.gate), bu = bindStorage(ctx, h.up),
-              bdy = bindStorage(ctx, dy);
+  Bindings b = bindHalves(ctx, h, dy);
   // An unwanted output's binding is a placeholder (the other output's), never touched.
   const Bound bdg = bindStorage(ctx, want_gate ? dgate : dup),
               bdu = bindStorage(ctx, want_up ? dup : dgate);
-  const SwigluPush push{uint32_t(n),
-                        uint32_t(dy.shape.back()),
-                        h.stride,
-                        h.stride,
-                        bg.skip,
-                        bu.skip + h.up_offset,
-                        bdy.skip,
-                        bdg.skip,
-                        bdu.skip + (want_up ? h.up_offset : 0)};
+  b.push.dgate_skip = bdg.skip;
+  b.push.dup_skip = bdu.skip + (want_up ? h.up_offset : 0);
   const vk::Kernel& kernel = floatKernel(ctx, "swiglu/backward",
                                          {{"local_size_x", workgroupSize(ctx)},
                                           {"kGate", want_gate},
@@ -99,8 +114,8 @@ void launchBackward(vk::Recorder& rec, const Halves& h, const TensorView& dy,
                                           {"dy_dtype", dy.dtype},
                                           {"dgate_dtype", want_gate ? dgate.dtype : dup.dtype},
                                           {"dup_dtype", want_up ? dup.dtype : dgate.dtype}});
-  const vk::Arg args[] = {bg.arg, bu.arg, bdy.arg, bdg.arg, bdu.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push), gridGroups(ctx, n, workgroupSize(ctx)));
+  const vk::Arg args[] = {b.gate.arg, b.up.arg, b.y.arg, bdg.arg, bdu.arg};
+  dispatch(rec, kernel, args, b.push);
 }
 
 }  // namespace
@@ -118,12 +133,7 @@ Shape swigluFusedShape(const Shape& gate_up) {
 
 void swiglu(vk::Recorder& rec, const TensorView& gate, const TensorView& up, const TensorView& y) {
   const char* op = "swiglu";
-  checkSame(op, "up", up, gate.shape);
-  checkSame(op, "y", y, gate.shape);
-  checkElements(op, gate.shape);
-  checkFloatOperand(op, "gate", gate);
-  checkFloatOperand(op, "up", up);
-  checkFloatOperand(op, "y", y);
+  checkSeparate(op, gate, up, "y", y);
   checkAlias(op, "y", y, "gate", gate, true);
   checkAlias(op, "y", y, "up", up, true);
   checkInPlaceDtype(op, "y", y, "gate", gate);
@@ -145,12 +155,7 @@ void swigluBackward(vk::Recorder& rec, const TensorView& gate, const TensorView&
                     const TensorView& dy, const TensorView& dgate, const TensorView& dup,
                     Write gate_write, Write up_write) {
   const char* op = "swigluBackward";
-  checkSame(op, "up", up, gate.shape);
-  checkSame(op, "dy", dy, gate.shape);
-  checkElements(op, gate.shape);
-  checkFloatOperand(op, "gate", gate);
-  checkFloatOperand(op, "up", up);
-  checkFloatOperand(op, "dy", dy);
+  checkSeparate(op, gate, up, "dy", dy);
   for (const auto& [name, out] : {std::pair{"dgate", &dgate}, std::pair{"dup", &dup}}) {
     if (!out->buffer) continue;
     checkSame(op, name, *out, gate.shape);

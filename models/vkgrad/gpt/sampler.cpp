@@ -1,6 +1,7 @@
 #include "vkgrad/gpt/sampler.h"
 
 #include <algorithm>
+#include <string>
 
 #include "vkgrad/core/error.h"
 #include "vkgrad/runtime/precision.h"
@@ -21,9 +22,14 @@ size_t visibleTokens(size_t n, int64_t context, Decoding decoding) {
 }
 
 Sampler::Sampler(vk::Context& context, const graph::ParameterStore& store, const GptConfig& config,
-                 const ops::SampleOptions& options, uint64_t seed, Decoding decoding)
+                 const ops::SampleOptions& options, uint64_t seed, Decoding decoding,
+                 int64_t valid_vocab)
     : config_(config), decoding_(decoding) {
   config_.validate();
+  if (valid_vocab < 0 || valid_vocab > config_.vocab)
+    throw Error("Sampler: valid_vocab " + std::to_string(valid_vocab) +
+                " must be from 1 to the vocabulary's " + std::to_string(config_.vocab) +
+                " (0: all of it)");
   graph_.setTraining(false);  // no dropout
   graph_.setSeed(seed);
   graph::Tensor row_logits;
@@ -38,7 +44,11 @@ Sampler::Sampler(vk::Context& context, const graph::ParameterStore& store, const
     row_logits = graph_.gather(logits, row_);
     tokens_.assign(size_t(config_.context), 0);
   }
-  drawn_ = graph_.sample(row_logits, options);  // (1)
+  // Cut rather than masked: the top-k weights take finite logits only (ops/sample.h), and
+  // the ids below valid_vocab keep their numbers.
+  if (valid_vocab > 0 && valid_vocab < config_.vocab)
+    row_logits = graph_.sliceAxis(row_logits, 1, 0, valid_vocab);  // (1, valid_vocab)
+  drawn_ = graph_.sample(row_logits, options);                     // (1)
   graph_.markOutput(drawn_);
   // Parameters a store keeps in 16 bits (an imported model's) are read as stored.
   graph::applyPrecision(graph_, graph::Precision::F32);

@@ -40,9 +40,14 @@ size_t visibleTokens(size_t n, int64_t context, Decoding decoding);
 class Sampler {
  public:
   // The store holds the model's parameters (initialised or loaded) and must outlive the
-  // sampler. seed fixes the draws: the same seed and calls give the same text.
+  // sampler. seed fixes the draws: the same seed and calls give the same text. valid_vocab:
+  // only ids below it are drawn (0: the whole vocabulary), for a vocabulary padded past its
+  // tokenizer's size (GPT-2's 50257 to 50304), whose padded ids stand for no text; the
+  // logits are cut to their first valid_vocab columns before top-k and the draw. Throws Error
+  // on a valid_vocab outside 0..vocab.
   Sampler(vk::Context& context, const graph::ParameterStore& store, const GptConfig& config,
-          const ops::SampleOptions& options, uint64_t seed, Decoding decoding = Decoding::Cached);
+          const ops::SampleOptions& options, uint64_t seed, Decoding decoding = Decoding::Cached,
+          int64_t valid_vocab = 0);
   ~Sampler();
 
   // The next token after `tokens` (at least one; the last visibleTokens() of them are seen).
