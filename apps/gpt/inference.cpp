@@ -69,7 +69,9 @@ int sample(int argc, char** argv) {
                  static_cast<long long>(config.context), gpt::decodingName(decoding));
   vk::Context context(contextOptions(cli));
   const auto store = loadParameters(context, source);
-  gpt::Sampler sampler(context, *store, config, options, seed, decoding);
+  // A padded vocabulary's ids past the tokenizer's stand for no text: never drawn.
+  const int64_t valid_vocab = source.tokenizer ? int64_t(source.tokenizer->size()) : 0;
+  gpt::Sampler sampler(context, *store, config, options, seed, decoding, valid_vocab);
   if (!json) std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   const size_t prompt_tokens = tokens.size();
   const auto start = std::chrono::steady_clock::now();
