@@ -198,6 +198,22 @@ const char* attentionVariantName(AttentionVariant variant) {
   return "?";
 }
 
+namespace {
+
+// The LSE as the forward's .sb4 build writes it: an R32F storage texel view (the same skip as
+// its storage binding). Refused by name where it is not f32 or does not fit a texel view.
+Bound bindLseImage(const vk::Context& context, const TensorView& lse) {
+  if (lse.dtype != DType::F32)
+    throw Error("attention: lse " + lse.shape.str() + " is " + dtypeName(lse.dtype) +
+                "; where the device binds " + std::to_string(context.info().max_storage_buffers) +
+                " storage buffers per stage it is written through an R32F texel view, f32 only");
+  if (!texelFits(context, lse, vk::TexelFormat::R32f))
+    throw Error(texelViewRefusal(context, "attention", "lse", lse));
+  return bindTexel(context, lse, vk::TexelFormat::R32f);
+}
+
+}  // namespace
+
 void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
                const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
                const AttentionOptions& options) {
@@ -220,7 +236,10 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
-  const Bound bl = bindStorage(context, lse);
+  // q, k, v, o and lse: within 4 storage buffers the storage kernel's ".sb4" build writes the
+  // (f32) LSE through a storage texel view.
+  const bool four = !texel && fewerStorageBuffers(context, 5);
+  const Bound bl = four ? bindLseImage(context, lse) : bindStorage(context, lse);
   push.lse_skip = bl.skip;
   const vk::Arg args[] = {
       bind(context, push, kQ, q, texel, s16), bind(context, push, kK, k, texel, s16),
@@ -236,12 +255,18 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                            {"Vt_dtype", v.view.dtype},
                            {"o_dtype", o.view.dtype},
                            {"lse_dtype", lse.dtype}})
-            : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
-                          {{"q_dtype", q.view.dtype},
-                           {"k_dtype", k.view.dtype},
-                           {"v_dtype", v.view.dtype},
-                           {"o_dtype", o.view.dtype},
-                           {"lse_dtype", lse.dtype}});
+      : four
+          ? floatKernel(context, "attention/forward.sb4", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                        {{"q_dtype", q.view.dtype},
+                         {"k_dtype", k.view.dtype},
+                         {"v_dtype", v.view.dtype},
+                         {"o_dtype", o.view.dtype}})
+          : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                        {{"q_dtype", q.view.dtype},
+                         {"k_dtype", k.view.dtype},
+                         {"v_dtype", v.view.dtype},
+                         {"o_dtype", o.view.dtype},
+                         {"lse_dtype", lse.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -346,16 +371,26 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
         options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
-  const vk::Arg kv_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adk, adv};
-  const vk::Kernel& kv = floatKernel(context, "attention/backward_kv", spec,
-                                     {{"q_dtype", q.view.dtype},
-                                      {"k_dtype", k.view.dtype},
-                                      {"v_dtype", v.view.dtype},
-                                      {"dout_dtype", dout.view.dtype},
-                                      {"lse_dtype", lse.dtype},
-                                      {"rowdot_dtype", rowdot.dtype},
-                                      {"dk_dtype", dk.view.dtype},
-                                      {"dv_dtype", dv.view.dtype}});
+  // The kernels bind up to 8 storage buffers; within fewer their ".sb4" builds read q, the LSE
+  // and the row dots (and in the dK/dV kernel dout) through one-component texel views, which
+  // keep the storage bindings' skips.
+  const bool four = fewerStorageBuffers(context, 8);
+  auto input = [&](const TensorView& t, const char* name, const vk::Arg& storage) {
+    return four ? bindInput(context, t, true, s16, op, name).arg : storage;
+  };
+  const vk::Arg tq = input(spanView(q), "q", aq), tdo = input(spanView(dout), "dout", ado_read),
+                tl = input(lse, "lse", bl.arg), tr = input(rowdot, "rowdot", br.arg);
+  const vk::Arg kv_args[] = {tq, ak, av, tdo, tl, tr, adk, adv};
+  const vk::Kernel& kv =
+      floatKernel(context, four ? "attention/backward_kv.sb4" : "attention/backward_kv", spec,
+                  {{"q_dtype", q.view.dtype},
+                   {"k_dtype", k.view.dtype},
+                   {"v_dtype", v.view.dtype},
+                   {"dout_dtype", dout.view.dtype},
+                   {"lse_dtype", lse.dtype},
+                   {"rowdot_dtype", rowdot.dtype},
+                   {"dk_dtype", dk.view.dtype},
+                   {"dv_dtype", dv.view.dtype}});
   // The row dots first, then dK, dV and dQ.
   const vk::Arg rowdot_args[] = {ao, ado_read, br.arg};
   rec.dispatchGroups(floatKernel(context, "attention/backward_rowdot", spec,
@@ -366,16 +401,17 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
   // One workgroup per key tile and key/value head: it sums over the head's query heads.
   rec.dispatchGroups(kv, kv_args, &push, sizeof(push), vk::divUp(push.tk, tile), uint32_t(dims.hkv),
                      push.b);
-  const vk::Arg q_args[] = {aq, ak, av, ado_read, bl.arg, br.arg, adq};
-  rec.dispatchGroups(floatKernel(context, "attention/backward_q", spec,
-                                 {{"q_dtype", q.view.dtype},
-                                  {"k_dtype", k.view.dtype},
-                                  {"v_dtype", v.view.dtype},
-                                  {"dout_dtype", dout.view.dtype},
-                                  {"lse_dtype", lse.dtype},
-                                  {"rowdot_dtype", rowdot.dtype},
-                                  {"dq_dtype", dq.view.dtype}}),
-                     q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
+  const vk::Arg q_args[] = {tq, ak, av, ado_read, tl, tr, adq};
+  rec.dispatchGroups(
+      floatKernel(context, four ? "attention/backward_q.sb4" : "attention/backward_q", spec,
+                  {{"q_dtype", q.view.dtype},
+                   {"k_dtype", k.view.dtype},
+                   {"v_dtype", v.view.dtype},
+                   {"dout_dtype", dout.view.dtype},
+                   {"lse_dtype", lse.dtype},
+                   {"rowdot_dtype", rowdot.dtype},
+                   {"dq_dtype", dq.view.dtype}}),
+      q_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
 }  // namespace vkgrad::ops
