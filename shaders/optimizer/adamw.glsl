@@ -53,15 +53,19 @@ layout(set = 0, binding = 7) writeonly buffer V4 { vec4 m24[]; };
 layout(constant_id = 1) const uint PASS = 0;
 // PASS 0: grad (only read); PASS 1: param. Not readonly: PASS 1 writes it.
 layout(set = 0, binding = 0) buffer First { float first[]; };  // (n)
-layout(set = 0, binding = 2) buffer M { float m1[]; };          // (n) first moment
-layout(set = 0, binding = 3) buffer V { float m2[]; };          // (n) second moment
+layout(set = 0, binding = 1) buffer M { float m1[]; };          // (n) first moment
+layout(set = 0, binding = 2) buffer V { float m2[]; };          // (n) second moment
+#define STATE_BINDING 3  // bindings are numbered without gaps
 #else
 layout(set = 0, binding = 0) buffer Param { float param[]; };       // (n)
 layout(set = 0, binding = 1) readonly buffer Grad { float grad[]; };  // (n)
 layout(set = 0, binding = 2) buffer M { float m1[]; };                // (n) first moment
 layout(set = 0, binding = 3) buffer V { float m2[]; };                // (n) second moment
 #endif
-layout(set = 0, binding = 4) readonly buffer State {
+#ifndef STATE_BINDING
+#define STATE_BINDING 4
+#endif
+layout(set = 0, binding = STATE_BINDING) readonly buffer State {
   float lr;
   uint step;
   float beta1, beta2, bias1, bias2;

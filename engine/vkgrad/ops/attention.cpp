@@ -201,12 +201,8 @@ const char* attentionVariantName(AttentionVariant variant) {
 namespace {
 
 // The LSE as the forward's .sb4 build writes it: an R32F storage texel view (the same skip as
-// its storage binding). Refused by name where it is not f32 or does not fit a texel view.
+// its storage binding); f32 only. Refused by name where it does not fit a texel view.
 Bound bindLseImage(const vk::Context& context, const TensorView& lse) {
-  if (lse.dtype != DType::F32)
-    throw Error("attention: lse " + lse.shape.str() + " is " + dtypeName(lse.dtype) +
-                "; where the device binds " + std::to_string(context.info().max_storage_buffers) +
-                " storage buffers per stage it is written through an R32F texel view, f32 only");
   if (!texelFits(context, lse, vk::TexelFormat::R32f))
     throw Error(texelViewRefusal(context, "attention", "lse", lse));
   return bindTexel(context, lse, vk::TexelFormat::R32f);
@@ -238,7 +234,8 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   AttentionPush push = makePush(dims, options);
   // q, k, v, o and lse: within 4 storage buffers the storage kernel's ".sb4" build writes the
   // (f32) LSE through a storage texel view.
-  const bool four = !texel && fewerStorageBuffers(context, 5);
+  // A 16-bit LSE keeps the usual build, whose refusal names the limit.
+  const bool four = !texel && fewerStorageBuffers(context, 5) && lse.dtype == DType::F32;
   const Bound bl = four ? bindLseImage(context, lse) : bindStorage(context, lse);
   push.lse_skip = bl.skip;
   const vk::Arg args[] = {

@@ -142,6 +142,11 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                                     {"OP", is_mul ? 1u : 0u},
                                     {"ACCUMULATE_A", acc_a},
                                     {"ACCUMULATE_B", acc_b}};
+  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
+  if (!texel && fewerStorageBuffers(ctx, 5)) {
+    recordOneGradientEach(rec, constants, push, dout, a_arg, b_arg, da, db, is_mul);
+    return;
+  }
   const vk::Kernel& kernel = texel
                                  ? ctx.kernels().get("elementwise/binary_backward_texel", constants)
                                  : floatKernel(ctx, "elementwise/binary_backward", constants,
@@ -150,7 +155,6 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                                                 {"b_dtype", b_arg.dtype},
                                                 {"da_dtype", da.dtype},
                                                 {"db_dtype", db.dtype}});
-  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   if (texel) {
     const auto td = bindTexel(ctx, dout, kRgba), ta = bindTexel(ctx, a_arg, kRgba),
                tb = bindTexel(ctx, b_arg, kRgba);
@@ -162,8 +166,6 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
     const vk::Arg args[] = {td.arg, ta.arg, tb.arg, tda.arg, tdb.arg, sda.arg, sdb.arg};
     rec.dispatchGroups(kernel, args, &push, sizeof(push),
                        gridGroups(rec.context(), (n + 3) / 4, workgroupSize(rec.context())));
-  } else if (fewerStorageBuffers(ctx, 5)) {
-    recordOneGradientEach(rec, constants, push, dout, a_arg, b_arg, da, db, is_mul);
   } else {
     const auto sd = bindStorage(ctx, dout), sa = bindStorage(ctx, a_arg),
                sb = bindStorage(ctx, b_arg), sda = bindStorage(ctx, da), sdb = bindStorage(ctx, db);
