@@ -18,6 +18,12 @@
 # A kernel whose .comp includes shaders/common/fragment.glsl (tensor-core fragments) is
 # compiled again as "<name>.emu" (and "<name>.emu.s16") with FRAG_EMULATED defined: the
 # fragments in plain GLSL, for tests on devices without cooperative matrices.
+#
+# A kernel whose .comp tests FOUR_STORAGE_BUFFERS in a preprocessor line, or declares a binding
+# with FLOATS_OR_TEXELS (shaders/common/storage.glsl), is compiled again as
+# "<name>.sb4" (and ".sb4.s16", ".sb4.nsa", ... as it has those builds) with it defined: its
+# build that binds at most 4 storage buffers, for a device at Vulkan's minimum
+# maxPerStageDescriptorStorageBuffers (the launcher picks it only there).
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
 find_program(SPIRV_VAL spirv-val REQUIRED)
@@ -47,10 +53,12 @@ function(vkgrad_embed_shaders target shader_root)
   foreach(src IN LISTS sources)
     file(RELATIVE_PATH rel "${shader_root}" "${src}")
     string(REGEX REPLACE "\\.comp$" "" name "${rel}")
+    list(LENGTH variants first_count)
     list(APPEND variants "${src}|${name}|")
     vkgrad_source_has("${src}" "^#include \"common/storage.glsl\"" has_storage)
     vkgrad_source_has("${src}" "^#extension GL_KHR_shader_subgroup_arithmetic" has_arithmetic)
     vkgrad_source_has("${src}" "^#include \"common/fragment.glsl\"" has_fragment)
+    vkgrad_source_has("${src}" "^(#if.*FOUR_STORAGE_BUFFERS|FLOATS_OR_TEXELS\\()" has_four)
     if(has_storage)
       list(APPEND variants "${src}|${name}.s16|-DSTORAGE16")
     endif()
@@ -65,6 +73,24 @@ function(vkgrad_embed_shaders target shader_root)
     endif()
     if(has_fragment AND has_storage)
       list(APPEND variants "${src}|${name}.emu.s16|-DFRAG_EMULATED,-DSTORAGE16")
+    endif()
+    if(has_four)
+      # Each of this source's builds again, ".sb4" after the kernel's name.
+      list(SUBLIST variants ${first_count} -1 own)
+      foreach(build IN LISTS own)
+        string(REPLACE "|" ";" build_parts "${build}")
+        list(GET build_parts 1 build_name)
+        list(LENGTH build_parts build_n)
+        set(build_defines "-DFOUR_STORAGE_BUFFERS")
+        if(build_n GREATER 2)
+          list(GET build_parts 2 more)
+          if(more)
+            string(APPEND build_defines ",${more}")
+          endif()
+        endif()
+        string(REPLACE "${name}" "${name}.sb4" build_name "${build_name}")
+        list(APPEND variants "${src}|${build_name}|${build_defines}")
+      endforeach()
     endif()
   endforeach()
   foreach(variant IN LISTS variants)

@@ -11,14 +11,17 @@
 // Query tiles before the first query that sees the workgroup's first key are not visited.
 // Every tensor in any float format (LSE and the row dots too); the arithmetic is f32.
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 #include "attention/common.glsl"
 
-FLOATS(0, q, readonly)
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads q, dout, lse and rowdot
+// through one-component texel views (FLOATS_OR_TEXELS).
+FLOATS_OR_TEXELS(0, q)
 FLOATS(1, k, readonly)
 FLOATS(2, v, readonly)
-FLOATS(3, dout, readonly)
-FLOATS(4, lse, readonly)
-FLOATS(5, rowdot, readonly)
+FLOATS_OR_TEXELS(3, dout)
+FLOATS_OR_TEXELS(4, lse)
+FLOATS_OR_TEXELS(5, rowdot)
 FLOATS(6, dk, )  // not writeonly: accumulate reads them
 FLOATS(7, dv, )
 
@@ -47,13 +50,13 @@ void main() {
     barrier();  // the previous tile is no longer read
     for (uint e = gl_LocalInvocationID.x; e < TILE * D; e += TILE) {
       const uint r = e / D, d = e % D, i = i0 + r;
-      qs[r][d] = i < p.Tq ? LOAD(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
-      dos[r][d] = i < p.Tq ? LOAD(dout, at(DO, b, i, p.Tq, h) + d) : 0.0;
+      qs[r][d] = i < p.Tq ? LOAD_OR_FETCH(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
+      dos[r][d] = i < p.Tq ? LOAD_OR_FETCH(dout, at(DO, b, i, p.Tq, h) + d) : 0.0;
     }
     {
       const uint i = i0 + gl_LocalInvocationID.x;
-      ls[gl_LocalInvocationID.x] = i < p.Tq ? LOAD(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
-      rs[gl_LocalInvocationID.x] = i < p.Tq ? LOAD(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
+      ls[gl_LocalInvocationID.x] = i < p.Tq ? LOAD_OR_FETCH(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
+      rs[gl_LocalInvocationID.x] = i < p.Tq ? LOAD_OR_FETCH(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
     }
     barrier();
     for (uint r = 0; r < TILE; ++r) {

@@ -7,14 +7,17 @@
 // Key tiles past the last one any row of the workgroup sees (causal) are not visited. Every
 // tensor in any float format (LSE and the row dots too); the arithmetic is f32.
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 #include "attention/common.glsl"
 
-FLOATS(0, q, readonly)
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads q, lse and rowdot
+// through one-component texel views (FLOATS_OR_TEXELS).
+FLOATS_OR_TEXELS(0, q)
 FLOATS(1, k, readonly)
 FLOATS(2, v, readonly)
 FLOATS(3, dout, readonly)
-FLOATS(4, lse, readonly)
-FLOATS(5, rowdot, readonly)
+FLOATS_OR_TEXELS(4, lse)
+FLOATS_OR_TEXELS(5, rowdot)
 FLOATS(6, dq, )  // not writeonly: accumulate reads it
 
 shared float ks[TILE][D];
@@ -27,12 +30,12 @@ void main() {
 
   float qi[D], doi[D], g[D];
   for (uint d = 0; d < D; ++d) {
-    qi[d] = row ? LOAD(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
+    qi[d] = row ? LOAD_OR_FETCH(q, at(Q, b, i, p.Tq, h) + d) : 0.0;
     doi[d] = row ? LOAD(dout, at(DO, b, i, p.Tq, h) + d) : 0.0;
     g[d] = 0.0;
   }
-  const float l = row ? LOAD(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
-  const float rd = row ? LOAD(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
+  const float l = row ? LOAD_OR_FETCH(lse, p.lse_skip + rowIndex(b, h, i)) : NEG_INF;
+  const float rd = row ? LOAD_OR_FETCH(rowdot, p.rowdot_skip + rowIndex(b, h, i)) : 0.0;
   // A row that sees no key has LSE = -inf and a zero gradient.
   const uint end = l == NEG_INF ? 0 : keyEnd(i);
   const uint tile_end = keyEnd(min(i0 + TILE, p.Tq) - 1);

@@ -13,7 +13,15 @@ FLOATS(0, q, readonly)
 FLOATS(1, k, readonly)
 FLOATS(2, v, readonly)
 FLOATS(3, o, writeonly)
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) writes the f32 LSE
+// through an R32F storage texel view, which counts against maxPerStageDescriptorStorageImages.
+layout(set = 0, binding = 4, r32f) uniform writeonly imageBuffer lse_image;
+#define STORE_LSE(I, V) imageStore(lse_image, int(I), vec4(V))
+#else
 FLOATS(4, lse, writeonly)
+#define STORE_LSE(I, V) STORE(lse, I, V)
+#endif
 
 shared float ks[TILE][D];
 shared float vs[TILE][D];
@@ -65,5 +73,5 @@ void main() {
   const float inv = l > 0.0 ? 1.0 / l : 0.0;
   const uint oi = at(O, b, i, p.Tq, h);
   for (uint d = 0; d < D; ++d) STORE(o, oi + d, acc[d] * inv);
-  STORE(lse, p.lse_skip + rowIndex(b, h, i), l > 0.0 ? m + log(l) : NEG_INF);
+  STORE_LSE(p.lse_skip + rowIndex(b, h, i), l > 0.0 ? m + log(l) : NEG_INF);
 }

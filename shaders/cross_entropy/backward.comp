@@ -21,7 +21,15 @@ layout(constant_id = 4) const bool kAccumulate = false;
 
 FLOATS(0, logits, readonly)                                                // (rows, C)
 layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;  // if kTexelInput (f32)
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads the targets
+// through an R32UI texel view, which counts against the sampled-image limit instead.
+layout(set = 0, binding = 2) uniform usamplerBuffer target_texels;  // (rows) u32
+#define TARGET(I) texelFetch(target_texels, int(I)).x
+#else
 layout(set = 0, binding = 2) readonly buffer Targets { uint targets[]; };  // (rows) u32
+#define TARGET(I) targets[I]
+#endif
 FLOATS(3, saved, readonly)                                                 // (2 rows + 1)
 FLOATS(4, dmean, readonly)                                                 // (1)
 FLOATS(5, dlogits, )  // (rows, C); not writeonly: kAccumulate reads it
@@ -40,7 +48,7 @@ float loadLogit(uint i) {
 
 void processRow(uint row, uint first, uint step) {
   const uint base = row * p.classes;
-  const uint t = targets[p.targets_skip + row];
+  const uint t = TARGET(p.targets_skip + row);
   const float count = LOAD(saved, p.saved_skip + 2 * p.rows);
   const bool used = t < p.classes && t != p.ignore_index && count > 0.0;
   const float g = used ? LOAD(dmean, p.dmean_skip) / count : 0.0;

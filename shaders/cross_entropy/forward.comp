@@ -25,7 +25,15 @@
 
 FLOATS(0, logits, readonly)                                                // (rows, C)
 layout(set = 0, binding = 1) uniform samplerBuffer logit_texels;  // if kTexelInput (f32)
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads the targets
+// through an R32UI texel view, which counts against the sampled-image limit instead.
+layout(set = 0, binding = 2) uniform usamplerBuffer target_texels;  // (rows) u32
+#define TARGET(I) texelFetch(target_texels, int(I)).x
+#else
 layout(set = 0, binding = 2) readonly buffer Targets { uint targets[]; };  // (rows) u32
+#define TARGET(I) targets[I]
+#endif
 FLOATS(3, losses, writeonly)                                               // (rows)
 FLOATS(4, saved, writeonly)                                                // (2 rows + 1)
 layout(set = 0, binding = 5) buffer Status { uint status[]; };             // {flags, max bad}
@@ -50,7 +58,7 @@ void processRow(uint row, uint first, uint step) {
   const MaxSum stats = rowMaxSum(maxSumAccResult(acc));
   if (first != 0) return;  // one writer per row
   const float log_s = log(stats.s);  // -inf for an all -inf row (s = 0)
-  const uint t = targets[p.targets_skip + row];
+  const uint t = TARGET(p.targets_skip + row);
   float loss = 0.0;
   if (t < p.classes && t != p.ignore_index) {
     const float target_logit = loadLogit(base + t);

@@ -26,6 +26,15 @@ layout(set = 0, binding = 3) uniform samplerBuffer da_tex;    // da itself; read
 layout(set = 0, binding = 4) uniform samplerBuffer db_tex;    // db itself; read if ACCUMULATE_B
 layout(set = 0, binding = 5) writeonly buffer DA { float da[]; };
 layout(set = 0, binding = 6) writeonly buffer DB { float db[]; };
+#elif EW_ONE_GRADIENT
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage): one gradient per
+// dispatch, da or db (GRAD_B), into binding 3; the host records the two in an order that no
+// output overwrites an input the other still reads.
+layout(constant_id = 4) const bool GRAD_B = false;
+FLOATS(0, dout, readonly)
+FLOATS(1, a, readonly)  // placeholder for OP 0
+FLOATS(2, b, readonly)  // placeholder for OP 0
+FLOATS(3, grad, )       // da or db; not writeonly: ACCUMULATE_* reads it
 #else
 FLOATS(0, dout, readonly)
 FLOATS(1, a, readonly)  // placeholder for OP 0
@@ -73,6 +82,17 @@ void main() {
       da[p.da_skip + 4 * t + c] = ga[c];
       db[p.db_skip + 4 * t + c] = gb[c];
     }
+  }
+#elif EW_ONE_GRADIENT
+  // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid. The
+  // arithmetic of the loop below, for one of the two gradients.
+  const uint skip = GRAD_B ? p.db_skip : p.da_skip;
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    const float g = LOAD(dout, p.dout_skip + i);
+    float v = GRAD_B ? p.beta * g : p.alpha * g;
+    if (OP == 1) v = GRAD_B ? p.alpha * g * LOAD(a, p.a_skip + i) : p.alpha * g * LOAD(b, p.b_skip + i);
+    if (GRAD_B ? ACCUMULATE_B : ACCUMULATE_A) v += LOAD(grad, skip + i);
+    STORE(grad, skip + i, v);
   }
 #else
   // Grid-stride loop; the condition is also the bounds guard for the rounded-up grid.

@@ -14,6 +14,10 @@
 // views are 16-byte aligned, so skips are multiples of 4). Every
 // binding starts at the device's alignment at or below its view, and `*_skip` elements
 // into it is the view's first element (ops/binding.h).
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma, mean
+// and rstd through one-component texel views at bindings 4, 6 and 7 (FLOATS_OR_TEXELS) and
+// has no partials (the host sums the parameters with backward_params.comp instead), so it
+// binds x, dy, dx and the addend as storage buffers.
 // The storage bindings but the partials hold any float format (common/storage.glsl), each as
 // its view says; texels and partials are f32, and so is every sum.
 #extension GL_GOOGLE_include_directive : require
@@ -24,6 +28,7 @@
 // workgroup of the device's subgroup size, which the host's Auto picks only where that size is
 // fixed (a split workgroup would give NaN, not a partial sum). Run at 8 and 16 lanes in CI.
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -47,15 +52,17 @@ FLOATS(0, x, readonly)                                            // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)
 FLOATS(2, dy, readonly)                                           // (rows, N)
 layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;     // (rows, N)
-FLOATS(4, gamma, readonly)                                        // (N)
+FLOATS_OR_TEXELS(4, gamma)                                        // (N)
 layout(set = 0, binding = 5) uniform samplerBuffer gamma_texels;  // (N)
-FLOATS(6, mean, readonly)                                         // (rows)
-FLOATS(7, rstd, readonly)                                         // (rows)
+FLOATS_OR_TEXELS(6, mean)                                         // (rows)
+FLOATS_OR_TEXELS(7, rstd)                                         // (rows)
 FLOATS(8, dx, )  // (rows, N); not writeonly: read when kAccumulate
 // (rows, N) with kAddend; otherwise a stand-in never read.
 FLOATS(9, addend, readonly)
 // kWithParams' partial sums (a stand-in otherwise, never written).
+#ifndef FOUR_STORAGE_BUFFERS
 layout(set = 0, binding = 10) writeonly buffer Partials { float partials[]; };
+#endif
 layout(push_constant) uniform Push {
   uint rows;  // numel / N
   uint n;     // length of the last axis, >= 1
@@ -72,7 +79,7 @@ float loadDy(uint i) {
 }
 float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
-                     : LOAD(gamma, p.gamma_skip + i);
+                     : LOAD_OR_FETCH(gamma, p.gamma_skip + i);
 }
 // dx (and the x̂ it reads) are precise: no multiply-add may be fused, which NVIDIA's compiler
 // does otherwise and differently per specialization, so that v + addend rounds v first, as
@@ -119,7 +126,7 @@ void blockWithParams(uint block, uint lane, uint step, float inv_n) {
     gamma4[i] = lane + i * step < n4 ? fetchGamma4(lane + i * step) : vec4(0.0);
   }
   for (uint row = begin; row < end; ++row) {
-    const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
+    const float mu = LOAD_OR_FETCH(mean, p.mean_skip + row), rs = LOAD_OR_FETCH(rstd, p.rstd_skip + row);
     const uint base4 = row * n4;
     Kahan4 sum_g = kKahan4Zero, sum_gx = kKahan4Zero;
     [[unroll]] for (uint i = 0; i < kLaneVec4s; ++i) {
@@ -147,10 +154,12 @@ void blockWithParams(uint block, uint lane, uint step, float inv_n) {
     const uint t = lane + i * step;
     if (t >= n4) continue;
     const vec4 gx = kahan4Value(sum_dyx[i]), g = kahan4Value(sum_dy[i]);
+#ifndef FOUR_STORAGE_BUFFERS  // the .sb4 build has no partials: the host never sets kWithParams
     for (uint k = 0; k < 4; ++k) {
       partials[p.gamma_first + block * p.n + 4 * t + k] = gx[k];
       partials[p.beta_first + block * p.n + 4 * t + k] = g[k];
     }
+#endif
   }
 }
 
@@ -161,7 +170,7 @@ void main() {
     // row < rows: the grid is rounded up to whole workgroups (no barriers on this path).
     for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += stride) {
       const uint base = row * p.n;
-      const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
+      const float mu = LOAD_OR_FETCH(mean, p.mean_skip + row), rs = LOAD_OR_FETCH(rstd, p.rstd_skip + row);
       Kahan sum_g = kKahanZero, sum_gx = kKahanZero;
       for (uint i = 0; i < p.n; ++i) {
         const float g = loadDy(base + i) * loadGamma(i);
@@ -185,7 +194,7 @@ void main() {
     // The row loop is the same for the whole workgroup, so the barriers inside
     // workgroupSum stay in uniform control flow.
     for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
-      const float mu = LOAD(mean, p.mean_skip + row), rs = LOAD(rstd, p.rstd_skip + row);
+      const float mu = LOAD_OR_FETCH(mean, p.mean_skip + row), rs = LOAD_OR_FETCH(rstd, p.rstd_skip + row);
       if (kVec4) {
         row4(row, lane, step, inv_n, mu, rs);
         continue;

@@ -15,8 +15,11 @@
 // at or below its view, and `*_skip` elements into it is the view's first element.
 // The storage bindings hold any float format (common/storage.glsl), each as its view says
 // (the scratch partials are f32); texels are f32, and every sum is.
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads mean and
+// rstd through one-component texel views (FLOATS_OR_TEXELS): x, dy and the two outputs remain.
 #extension GL_GOOGLE_include_directive : require
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kTexelInput = false;
@@ -31,8 +34,8 @@ FLOATS(0, x, readonly)                                         // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;   // (rows, N)
 FLOATS(2, dy, readonly)                                        // (rows, N)
 layout(set = 0, binding = 3) uniform samplerBuffer dy_texels;  // (rows, N)
-FLOATS(4, mean, readonly)                                      // (rows)
-FLOATS(5, rstd, readonly)                                      // (rows)
+FLOATS_OR_TEXELS(4, mean)                                      // (rows)
+FLOATS_OR_TEXELS(5, rstd)                                      // (rows)
 // (blocks, N) each; not writeonly: kAccumulate reads them.
 FLOATS(6, out_gamma, )
 FLOATS(7, out_beta, )
@@ -78,8 +81,8 @@ void main() {
         for (uint r = begin; r < end; ++r) {
           const vec4 d = texelFetch(dy_texels, int(dy4 + r * n4 + c));
           const vec4 xhat = (texelFetch(x_texels, int(x4 + r * n4 + c)) -
-                             LOAD(mean, p.mean_skip + r)) *
-                            LOAD(rstd, p.rstd_skip + r);
+                             LOAD_OR_FETCH(mean, p.mean_skip + r)) *
+                            LOAD_OR_FETCH(rstd, p.rstd_skip + r);
           sum_gx = kahan4Add(sum_gx, d * xhat);
           sum_g = kahan4Add(sum_g, d);
         }
@@ -94,7 +97,7 @@ void main() {
       for (uint r = begin; r < end; ++r) {
         const float d = loadDy(r * p.n + c);
         const float xhat =
-            (loadX(r * p.n + c) - LOAD(mean, p.mean_skip + r)) * LOAD(rstd, p.rstd_skip + r);
+            (loadX(r * p.n + c) - LOAD_OR_FETCH(mean, p.mean_skip + r)) * LOAD_OR_FETCH(rstd, p.rstd_skip + r);
         sum_gx = kahanAdd(sum_gx, d * xhat);
         sum_g = kahanAdd(sum_g, d);
       }

@@ -19,6 +19,10 @@
 // Every binding starts at the device's alignment at or below its view, and `*_skip`
 // elements into it is the view's first element (ops/binding.h).
 //
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma and
+// beta through one-component texel views at bindings 2 and 4 (FLOATS_OR_TEXELS), so it binds
+// x, y, mean and rstd as storage buffers.
+//
 // The storage bindings hold any float format (common/storage.glsl), each as its view says;
 // the texels (kTexelInput, kVec4, kStore4) are f32 only, and the statistics are f32 whatever
 // mean and rstd are stored in.
@@ -29,6 +33,7 @@
 // workgroup of the device's subgroup size, which the host's Auto picks only where that size is
 // fixed (a split workgroup would give NaN, not a partial sum). Run at 8 and 16 lanes in CI.
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -42,9 +47,9 @@ layout(constant_id = 5) const bool kStore4 = false;  // only with kVec4
 
 FLOATS(0, x, readonly)                                            // (rows, N)
 layout(set = 0, binding = 1) uniform samplerBuffer x_texels;      // (rows, N)
-FLOATS(2, gamma, readonly)                                        // (N)
+FLOATS_OR_TEXELS(2, gamma)                                        // (N)
 layout(set = 0, binding = 3) uniform samplerBuffer gamma_texels;  // (N)
-FLOATS(4, beta, readonly)                                         // (N)
+FLOATS_OR_TEXELS(4, beta)                                         // (N)
 layout(set = 0, binding = 5) uniform samplerBuffer beta_texels;   // (N)
 FLOATS(6, y, writeonly)                                           // (rows, N)
 layout(set = 0, binding = 6) writeonly buffer Y4 { vec4 y4[]; };  // the same, kStore4 (f32)
@@ -63,11 +68,11 @@ float loadX(uint i) {
 }
 float loadGamma(uint i) {
   return kTexelInput ? texelFetch(gamma_texels, int(p.gamma_skip + i)).x
-                     : LOAD(gamma, p.gamma_skip + i);
+                     : LOAD_OR_FETCH(gamma, p.gamma_skip + i);
 }
 float loadBeta(uint i) {
   return kTexelInput ? texelFetch(beta_texels, int(p.beta_skip + i)).x
-                     : LOAD(beta, p.beta_skip + i);
+                     : LOAD_OR_FETCH(beta, p.beta_skip + i);
 }
 void store(uint row, uint i, float v) { STORE(y, p.y_skip + row * p.n + i, v); }
 void storeStats(uint row, float mean, float rstd) {

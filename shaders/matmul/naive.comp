@@ -8,14 +8,20 @@
 #include "common/storage.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
-// The residual (laid out as C, from epi_off) is added last, after the bias.
+// The residual (laid out as C, from epi_off) is added last, after the bias. The ".sb4" build
+// (FOUR_STORAGE_BUFFERS: a device that binds at most 4 storage buffers per stage) has no
+// residual binding; ops/matmul.cpp adds the residual in a pass of its own after the product.
+#ifndef FOUR_STORAGE_BUFFERS
 layout(constant_id = 2) const bool RESIDUAL = false;
+#endif
 
 FLOATS(0, a, readonly)
 FLOATS(1, b, readonly)
 FLOATS(2, c, )  // (batch,M,N), contiguous
 FLOATS(3, bias, readonly)  // (N), if has_bias
+#ifndef FOUR_STORAGE_BUFFERS
 FLOATS(4, residual, readonly)  // like C, if RESIDUAL
+#endif
 // op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk], op(B)[z][k][n] likewise; *_off include
 // the skip from the binding's aligned start to the tensor (ops/binding.h).
 layout(push_constant) uniform Push {
@@ -41,6 +47,8 @@ void main() {
   float v = p.alpha * sum;
   if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
   if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+#ifndef FOUR_STORAGE_BUFFERS
   if (RESIDUAL) v += LOAD(residual, p.epi_off + e);
+#endif
   STORE(c, at, v);
 }

@@ -20,15 +20,21 @@ layout(constant_id = 1) const uint WY = 16;  // invocations along M; BM = WY * T
 layout(constant_id = 2) const uint BK = 16;  // depth of a shared tile
 layout(constant_id = 3) const uint TM = 4;   // rows of C per invocation
 layout(constant_id = 4) const uint TN = 4;   // columns of C per invocation
-// The residual (laid out as C, from epi_off) is added last, after the bias.
+// The residual (laid out as C, from epi_off) is added last, after the bias. The ".sb4" build
+// (FOUR_STORAGE_BUFFERS: a device that binds at most 4 storage buffers per stage) has no
+// residual binding; ops/matmul.cpp adds the residual in a pass of its own after the product.
+#ifndef FOUR_STORAGE_BUFFERS
 layout(constant_id = 5) const bool RESIDUAL = false;
+#endif
 const uint BM = WY * TM, BN = WX * TN, THREADS = WX * WY;
 
 FLOATS(0, a, readonly)
 FLOATS(1, b, readonly)
 FLOATS(2, c, )  // (batch,M,N), contiguous
 FLOATS(3, bias, readonly)  // (N), if has_bias
+#ifndef FOUR_STORAGE_BUFFERS
 FLOATS(4, residual, readonly)  // like C, if RESIDUAL
+#endif
 // op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk], op(B)[z][k][n] likewise; *_off include
 // the skip from the binding's aligned start to the tensor (ops/binding.h).
 layout(push_constant) uniform Push {
@@ -100,7 +106,9 @@ void main() {
       float v = p.alpha * acc[i][j];
       if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
       if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+#ifndef FOUR_STORAGE_BUFFERS
       if (RESIDUAL) v += LOAD(residual, p.epi_off + e);
+#endif
       STORE(c, at, v);
     }
   }

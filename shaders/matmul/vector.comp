@@ -28,8 +28,12 @@ layout(constant_id = 3) const uint TM = 8;   // rows of C per invocation, a mult
 layout(constant_id = 4) const uint TN = 8;   // columns of C per invocation, a multiple of 4
 layout(constant_id = 5) const bool A_VEC = false;
 layout(constant_id = 6) const bool B_VEC = false;
-// The residual (laid out as C, from epi_off) is added last, after the bias.
+// The residual (laid out as C, from epi_off) is added last, after the bias. The ".sb4" build
+// (FOUR_STORAGE_BUFFERS: a device that binds at most 4 storage buffers per stage) has no
+// residual binding; ops/matmul.cpp adds the residual in a pass of its own after the product.
+#ifndef FOUR_STORAGE_BUFFERS
 layout(constant_id = 7) const bool RESIDUAL = false;
+#endif
 const uint BM = WY * TM, BN = WX * TN, THREADS = WX * WY;
 const uint BM4 = BM / 4, BN4 = BN / 4, TM4 = TM / 4, TN4 = TN / 4;
 
@@ -53,7 +57,9 @@ vec4 widen4(uvec2 w, uint dtype) {
 #endif
 FLOATS(2, c, )  // (batch,M,N), contiguous
 FLOATS(3, bias, readonly)  // (N), if has_bias
+#ifndef FOUR_STORAGE_BUFFERS
 FLOATS(4, residual, readonly)  // like C, if RESIDUAL
+#endif
 // As tiled.comp: op(A)[z][m][k] = a[a_off + z*a_sb + m*a_sm + k*a_sk], op(B) likewise.
 layout(push_constant) uniform Push {
   uint M, N, K;
@@ -146,7 +152,9 @@ void main() {
         float v = p.alpha * acc[i][j][q];
         if (p.beta != 0.0) v += p.beta * LOAD(c, at);  // beta == 0 must not read C: it may be NaN
         if (p.has_bias != 0) v += LOAD(bias, p.bias_off + col);
+#ifndef FOUR_STORAGE_BUFFERS
         if (RESIDUAL) v += LOAD(residual, p.epi_off + e);
+#endif
         STORE(c, at, v);
       }
     }

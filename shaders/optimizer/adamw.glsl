@@ -45,13 +45,27 @@ layout(set = 0, binding = 6) writeonly buffer M { float m1[]; };
 layout(set = 0, binding = 6) writeonly buffer M4 { vec4 m14[]; };
 layout(set = 0, binding = 7) writeonly buffer V { float m2[]; };
 layout(set = 0, binding = 7) writeonly buffer V4 { vec4 m24[]; };
+#elif ADAMW_SPLIT
+// A device that binds at most 4 storage buffers per stage: param, grad, m, v and the state are
+// 5, so the update takes two dispatches of 4 each: PASS 0 updates m and v from grad, PASS 1
+// param from m and v. The moments are f32, so PASS 1 reads back exactly what PASS 0 computed,
+// and the result is the bits of the one-pass kernel.
+layout(constant_id = 1) const uint PASS = 0;
+// PASS 0: grad (only read); PASS 1: param. Not readonly: PASS 1 writes it.
+layout(set = 0, binding = 0) buffer First { float first[]; };  // (n)
+layout(set = 0, binding = 1) buffer M { float m1[]; };          // (n) first moment
+layout(set = 0, binding = 2) buffer V { float m2[]; };          // (n) second moment
+#define STATE_BINDING 3  // bindings are numbered without gaps
 #else
 layout(set = 0, binding = 0) buffer Param { float param[]; };       // (n)
 layout(set = 0, binding = 1) readonly buffer Grad { float grad[]; };  // (n)
 layout(set = 0, binding = 2) buffer M { float m1[]; };                // (n) first moment
 layout(set = 0, binding = 3) buffer V { float m2[]; };                // (n) second moment
 #endif
-layout(set = 0, binding = 4) readonly buffer State {
+#ifndef STATE_BINDING
+#define STATE_BINDING 4
+#endif
+layout(set = 0, binding = STATE_BINDING) readonly buffer State {
   float lr;
   uint step;
   float beta1, beta2, bias1, bias2;
@@ -59,11 +73,15 @@ layout(set = 0, binding = 4) readonly buffer State {
   uint skip;         // nonzero: this step changes nothing (an fp16 step that overflowed)
 } state;
 
-// One update of w, m, v from g: floats or vec4s, elementwise.
-#define ADAMW(W, G, M, V)                        \
-  M = b1 * M + (1.0 - b1) * G;                   \
-  V = b2 * V + (1.0 - b2) * (G * G);             \
-  W = W * decay - lr * (M / bias1) / (sqrt(V / bias2) + p.eps);
+// One update of w, m, v from g: floats or vec4s, elementwise; the moments first, then the
+// weight from them (ADAMW_SPLIT runs the two halves in two dispatches).
+#define ADAMW_MOMENTS(G, M, V)       \
+  M = b1 * M + (1.0 - b1) * G;       \
+  V = b2 * V + (1.0 - b2) * (G * G);
+#define ADAMW_WEIGHT(W, M, V) W = W * decay - lr * (M / bias1) / (sqrt(V / bias2) + p.eps);
+#define ADAMW(W, G, M, V) \
+  ADAMW_MOMENTS(G, M, V)  \
+  ADAMW_WEIGHT(W, M, V)
 
 #if ADAMW_TEXEL
 // Invocation `first` and every `stride`-th after it update whole texels of one tensor in a
@@ -125,6 +143,21 @@ void main() {
   const float bias1 = state.bias1 > 0.0 ? state.bias1 : 1.0 - b1;
   const float bias2 = state.bias2 > 0.0 ? state.bias2 : 1.0 - b2;
   const float decay = 1.0 - lr * p.weight_decay, scale = state.grad_scale;
+#if ADAMW_SPLIT
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    float m = m1[i], v = m2[i];
+    if (PASS == 0) {
+      const float g = first[i] * scale;
+      ADAMW_MOMENTS(g, m, v)
+      m1[i] = m;
+      m2[i] = v;
+    } else {
+      float w = first[i];
+      ADAMW_WEIGHT(w, m, v)
+      first[i] = w;
+    }
+  }
+#else
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     float w = param[i], m = m1[i], v = m2[i];
     const float g = grad[i] * scale;
@@ -133,5 +166,6 @@ void main() {
     m2[i] = v;
     param[i] = w;
   }
+#endif
 #endif
 }

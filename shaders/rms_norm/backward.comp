@@ -8,6 +8,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kRowPerInvocation = false;
@@ -18,8 +19,10 @@ layout(constant_id = 3) const bool kOneSubgroup = false;  // as in forward.comp
 #include "common/kahan.glsl"
 
 FLOATS(0, x, readonly)      // (rows, N)
-FLOATS(1, gamma, readonly)  // (N)
-FLOATS(2, rstd, readonly)   // (rows)
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma and
+// rstd through one-component texel views (FLOATS_OR_TEXELS).
+FLOATS_OR_TEXELS(1, gamma)  // (N)
+FLOATS_OR_TEXELS(2, rstd)   // (rows)
 FLOATS(3, dy, readonly)     // (rows, N)
 FLOATS(4, dx, )             // (rows, N); not writeonly: kAccumulate reads it
 layout(push_constant) uniform Push {
@@ -29,13 +32,13 @@ layout(push_constant) uniform Push {
 
 // g * xhat / rstd = dy * gamma * x: the row sum is taken of this and scaled by rstd once.
 float gx(uint row, uint i) {
-  return LOAD(dy, p.dy_skip + row * p.n + i) * LOAD(gamma, p.gamma_skip + i) *
+  return LOAD(dy, p.dy_skip + row * p.n + i) * LOAD_OR_FETCH(gamma, p.gamma_skip + i) *
          LOAD(x, p.x_skip + row * p.n + i);
 }
 
 void store(uint row, uint i, float r, float c) {
   const uint at = p.dx_skip + row * p.n + i;
-  const float g = LOAD(dy, p.dy_skip + row * p.n + i) * LOAD(gamma, p.gamma_skip + i);
+  const float g = LOAD(dy, p.dy_skip + row * p.n + i) * LOAD_OR_FETCH(gamma, p.gamma_skip + i);
   float v = r * (g - LOAD(x, p.x_skip + row * p.n + i) * c);
   if (kAccumulate) v += LOAD(dx, at);
   STORE(dx, at, v);
@@ -47,7 +50,7 @@ void main() {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     // row < rows: the grid is rounded up to whole workgroups (no barriers on this path).
     for (uint row = gl_GlobalInvocationID.x; row < p.rows; row += stride) {
-      const float r = LOAD(rstd, p.rstd_skip + row);
+      const float r = LOAD_OR_FETCH(rstd, p.rstd_skip + row);
       Kahan s = kKahanZero;
       for (uint i = 0; i < p.n; ++i) s = kahanAdd(s, gx(row, i));
       // xhat * mean(g * xhat) = x * (r^2 * mean(g * x)): c is the factor of x.
@@ -58,7 +61,7 @@ void main() {
     const uint lane = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
     // Uniform row loop: workgroupSum's barriers stay in uniform control flow.
     for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
-      const float r = LOAD(rstd, p.rstd_skip + row);
+      const float r = LOAD_OR_FETCH(rstd, p.rstd_skip + row);
       Kahan s = kKahanZero;
       // i < n: the row need not be a multiple of the workgroup; idle lanes add 0.
       for (uint i = lane; i < p.n; i += step) s = kahanAdd(s, gx(row, i));

@@ -17,8 +17,18 @@ FLOATS(0, gate, readonly)  // (rows, gate_stride)
 FLOATS(1, up, readonly)    // (rows, up_stride)
 FLOATS(2, dy, readonly)    // (rows, F)
 // Not writeonly: the accumulating builds read them.
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage): one output at
+// binding 3, dgate's or dup's, whichever of kGate and kUp the host sets (a dispatch for each;
+// no output may sit on an input, so their order does not matter).
+FLOATS(3, dgate, )  // (rows, gate_stride) or (rows, up_stride)
+#define dup dgate
+#define dup_dtype dgate_dtype
+#define dup_16 dgate_16
+#else
 FLOATS(3, dgate, )  // (rows, gate_stride)
 FLOATS(4, dup, )    // (rows, up_stride)
+#endif
 
 #include "swiglu/swiglu.glsl"
 

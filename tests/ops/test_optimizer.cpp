@@ -439,7 +439,12 @@ TEST_F(OptimizerTest, AdamWManyEqualsOneUpdatePerTensorBitForBit) {
   const auto table_view = ops::view(table.buffer, {ops::segmentTableWords(sizes.size())}, 12,
                                     ops::DType::U32);  // not on the binding alignment
   ops::adamwMany(rec_many, many, stateView(state_many), table_view);
-  EXPECT_EQ(rec_many.dispatchCount(), 1u + 3u);  // the advance, then runs [0, 3), [3], [4, 7)
+  // The advance, then runs [0, 3), [3], [4, 7); one update per tensor where the device binds
+  // fewer than the many-tensor kernel's 5 storage buffers.
+  if (ctx().info().max_storage_buffers >= 5)
+    EXPECT_EQ(rec_many.dispatchCount(), 1u + 3u);
+  else
+    EXPECT_GE(rec_many.dispatchCount(), 1u + sizes.size());
 
   std::vector<DeviceTensor> ps, gs, ms, vs;
   auto state_one = stateBuffer(ops::OptimizerState::make(0.05f));

@@ -198,6 +198,18 @@ const char* attentionVariantName(AttentionVariant variant) {
   return "?";
 }
 
+namespace {
+
+// The LSE as the forward's .sb4 build writes it: an R32F storage texel view (the same skip as
+// its storage binding); f32 only. Refused by name where it does not fit a texel view.
+Bound bindLseImage(const vk::Context& context, const TensorView& lse) {
+  if (!texelFits(context, lse, vk::TexelFormat::R32f))
+    throw Error(texelViewRefusal(context, "attention", "lse", lse));
+  return bindTexel(context, lse, vk::TexelFormat::R32f);
+}
+
+}  // namespace
+
 void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTensor& k,
                const AttentionTensor& v, const AttentionTensor& o, const TensorView& lse,
                const AttentionOptions& options) {
@@ -220,7 +232,11 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
-  const Bound bl = bindStorage(context, lse);
+  // q, k, v, o and lse: within 4 storage buffers the storage kernel's ".sb4" build writes the
+  // (f32) LSE through a storage texel view.
+  // A 16-bit LSE keeps the usual build, whose refusal names the limit.
+  const bool four = !texel && fewerStorageBuffers(context, 5) && lse.dtype == DType::F32;
+  const Bound bl = four ? bindLseImage(context, lse) : bindStorage(context, lse);
   push.lse_skip = bl.skip;
   const vk::Arg args[] = {
       bind(context, push, kQ, q, texel, s16), bind(context, push, kK, k, texel, s16),
@@ -236,12 +252,18 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
                            {"Vt_dtype", v.view.dtype},
                            {"o_dtype", o.view.dtype},
                            {"lse_dtype", lse.dtype}})
-            : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
-                          {{"q_dtype", q.view.dtype},
-                           {"k_dtype", k.view.dtype},
-                           {"v_dtype", v.view.dtype},
-                           {"o_dtype", o.view.dtype},
-                           {"lse_dtype", lse.dtype}});
+      : four
+          ? floatKernel(context, "attention/forward.sb4", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                        {{"q_dtype", q.view.dtype},
+                         {"k_dtype", k.view.dtype},
+                         {"v_dtype", v.view.dtype},
+                         {"o_dtype", o.view.dtype}})
+          : floatKernel(context, "attention/forward", {{"D", uint32_t(dims.d)}, {"TILE", tile}},
+                        {{"q_dtype", q.view.dtype},
+                         {"k_dtype", k.view.dtype},
+                         {"v_dtype", v.view.dtype},
+                         {"o_dtype", o.view.dtype},
+                         {"lse_dtype", lse.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
 }
 
@@ -349,10 +371,20 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                                    options.variant == AttentionVariant::FragmentEmulated);
     return;
   }
+  // The kernels bind up to 8 storage buffers; within fewer their ".sb4" builds read q, the LSE
+  // and the row dots (and in the dK/dV kernel dout) through one-component texel views, which
+  // keep the storage bindings' skips.
+  const bool four = fewerStorageBuffers(context, 8);
+  auto input = [&](const TensorView& t, const char* name, const vk::Arg& storage) {
+    return four ? bindInput(context, t, true, s16, op, name).arg : storage;
+  };
+  const vk::Arg reads[] = {input(spanView(q), "q", aq), input(spanView(dout), "dout", ado_read),
+                           input(lse, "lse", bl.arg), input(rowdot, "rowdot", br.arg)};
   const vk::SpecConstants spec = {{"D", uint32_t(dims.d)}, {"TILE", tile}};
-  detail::recordBackwardKernels(rec, push, args, tensors, dims.d, tile,
-                                {"attention/backward_kv", spec, tile},
-                                {"attention/backward_q", spec, tile});
+  detail::recordBackwardKernels(
+      rec, push, args, tensors, dims.d, tile,
+      {four ? "attention/backward_kv.sb4" : "attention/backward_kv", spec, tile},
+      {four ? "attention/backward_q.sb4" : "attention/backward_q", spec, tile}, &reads);
 }
 
 }  // namespace vkgrad::ops

@@ -114,9 +114,14 @@ void recordFragmentForward(vk::Recorder& rec, const AttentionPush& push, const v
 
 void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
                            const BackwardTensors& t, int64_t d, uint32_t tile,
-                           const FragmentLaunch& kv, const FragmentLaunch& q) {
+                           const FragmentLaunch& kv, const FragmentLaunch& q,
+                           const vk::Arg (*reads)[4]) {
   vk::Context& context = rec.context();
   const auto& [aq, ak, av, ado, al, ar, adq, adk, adv, ao] = args;
+  const vk::Arg& rq = reads ? (*reads)[0] : aq;
+  const vk::Arg& rdo = reads ? (*reads)[1] : ado;
+  const vk::Arg& rl = reads ? (*reads)[2] : al;
+  const vk::Arg& rr = reads ? (*reads)[3] : ar;
   const vk::Arg rowdot_args[] = {ao, ado, ar};
   rec.dispatchGroups(
       floatKernel(context, "attention/backward_rowdot", {{"D", uint32_t(d)}, {"TILE", tile}},
@@ -125,7 +130,7 @@ void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const v
                    {"rowdot_dtype", t.rowdot.dtype}}),
       rowdot_args, &push, sizeof(push), vk::divUp(push.tq, tile), push.h, push.b);
   // One workgroup per key tile and key/value head: it sums over the head's query heads.
-  const vk::Arg kv_args[] = {aq, ak, av, ado, al, ar, adk, adv};
+  const vk::Arg kv_args[] = {rq, ak, av, rdo, rl, rr, adk, adv};
   rec.dispatchGroups(floatKernel(context, kv.name, kv.spec,
                                  {{"q_dtype", t.q.view.dtype},
                                   {"k_dtype", t.k.view.dtype},
@@ -137,7 +142,7 @@ void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const v
                                   {"dv_dtype", t.dv.view.dtype}}),
                      kv_args, &push, sizeof(push), vk::divUp(push.tk, kv.rows), push.h / push.group,
                      push.b);
-  const vk::Arg q_args[] = {aq, ak, av, ado, al, ar, adq};
+  const vk::Arg q_args[] = {rq, ak, av, ado, rl, rr, adq};  // dout: storage in both builds
   rec.dispatchGroups(floatKernel(context, q.name, q.spec,
                                  {{"q_dtype", t.q.view.dtype},
                                   {"k_dtype", t.k.view.dtype},

@@ -59,9 +59,12 @@ void recordFragmentBackward(vk::Recorder& rec, const AttentionPush& push, const 
 
 // The same three dispatches with the given dK/dV and dQ kernels (`rows` key or query rows per
 // workgroup): recordFragmentBackward's, or the shared-memory kernels ops/attention.cpp
-// launches (attention/backward_kv and backward_q, `tile` rows each).
+// launches (attention/backward_kv and backward_q, `tile` rows each). reads, when given: q,
+// dout, lse and rowdot as the dK/dV kernel binds them and q, lse and rowdot as the dQ kernel
+// does (texel views in the ".sb4" builds of a device with fewer storage buffers); else args'.
 void recordBackwardKernels(vk::Recorder& rec, const AttentionPush& push, const vk::Arg (&args)[10],
                            const BackwardTensors& t, int64_t d, uint32_t tile,
-                           const FragmentLaunch& kv, const FragmentLaunch& q);
+                           const FragmentLaunch& kv, const FragmentLaunch& q,
+                           const vk::Arg (*reads)[4] = nullptr);
 
 }  // namespace vkgrad::ops::detail

@@ -32,6 +32,28 @@ Bound bindTexel(const vk::Context& context, const TensorView& t, vk::TexelFormat
           uint32_t(lead / dtypeBytes(t.dtype))};
 }
 
+bool fewerStorageBuffers(const vk::Context& context, uint32_t needed) {
+  return context.info().max_storage_buffers < needed;
+}
+
+Bound bindInput(const vk::Context& context, const TensorView& t, bool texels, bool s16,
+                const char* op, const char* name) {
+  if (!texels) return bindStorage(context, t);
+  const vk::TexelFormat format = texelFormat(t.dtype, false, s16);
+  if (!texelFits(context, t, format)) throw Error(texelViewRefusal(context, op, name, t));
+  return bindTexel(context, t, format);
+}
+
+std::string texelViewRefusal(const vk::Context& context, const std::string& op, const char* name,
+                             const TensorView& t) {
+  const vk::DeviceInfo& info = context.info();
+  return op + ": " + name + " " + t.shape.str() + " is read through a texel view where the " +
+         "device binds " + std::to_string(info.max_storage_buffers) +
+         " storage buffers per stage (maxPerStageDescriptorStorageBuffers), and needs " +
+         std::to_string(t.shape.numel()) + " texels; " + info.label() + " allows " +
+         std::to_string(info.max_texel_buffer_elements) + " (maxTexelBufferElements)";
+}
+
 bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat format) {
   // One component per element: 32-bit formats for f32 and u32, 16-bit ones for f16 and bf16.
   if (dtypeBytes(t.dtype) != vk::texelComponentBytes(format)) return false;

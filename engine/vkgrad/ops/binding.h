@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "vkgrad/ops/tensor.h"
 #include "vkgrad/vk/recorder.h"
@@ -31,6 +32,20 @@ bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat 
 // in the f32 build R32F (or RGBA32F for vec4 fetches); in the ".s16" build, which any 16-bit
 // tensor of the dispatch selects, unsigned words of the element's size, widened in the kernel.
 vk::TexelFormat texelFormat(DType dtype, bool vec4, bool s16);
+// Kernels with a ".sb4" build (cmake/Shaders.cmake) take it where the device binds fewer
+// storage buffers per stage than their usual build does (`needed`; Vulkan's minimum is 4).
+bool fewerStorageBuffers(const vk::Context& context, uint32_t needed);
+// A read-only input a kernel declares with FLOATS_OR_TEXELS (shaders/common/storage.glsl): its
+// storage binding, or for the .sb4 build (`texels`) a one-component texel view in the
+// kernel's format (texelFormat(t.dtype, false, s16)); the skip is the same. Throws Error
+// naming the op, the input and maxTexelBufferElements where that view does not fit.
+Bound bindInput(const vk::Context& context, const TensorView& t, bool texels, bool s16,
+                const char* op, const char* name);
+// The refusal bindInput throws: "<op>: <name> (shape) is read through a texel view where the
+// device binds 4 storage buffers per stage ..., and needs N texels; <device> allows M
+// (maxTexelBufferElements)".
+std::string texelViewRefusal(const vk::Context& context, const std::string& op, const char* name,
+                             const TensorView& t);
 // Whether a kernel can store t 16 bytes at a time (its storage binding seen as vec4[]): t is
 // f32 and its first element is a multiple of 4 elements into its binding.
 bool vec4Storable(const vk::Context& context, const TensorView& t);

@@ -5,11 +5,11 @@
 #include <string>
 #include <utility>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/row_kernels.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -42,6 +42,15 @@ struct CrossEntropyBackwardPush {
   uint32_t logits_skip, targets_skip, saved_skip, dmean_skip, dlogits_skip;
 };
 static_assert(sizeof(CrossEntropyBackwardPush) == 32);
+
+// The targets' binding: storage, or for a kernel's .sb4 build an R32UI texel view (the same
+// skip), refused naming maxTexelBufferElements where it does not fit one.
+Bound bindTargets(const vk::Context& ctx, const TensorView& targets, bool four, const char* op) {
+  if (!four) return bindStorage(ctx, targets);
+  if (!texelFits(ctx, targets, vk::TexelFormat::R32u))
+    throw Error(texelViewRefusal(ctx, op, "targets", targets));
+  return bindTexel(ctx, targets, vk::TexelFormat::R32u);
+}
 
 // logits (..., C) and targets (...), the dims before C; returns the row count.
 int64_t checkLogitsAndTargets(const char* op, const TensorView& logits, const TensorView& targets) {
@@ -111,17 +120,21 @@ void crossEntropy(vk::Recorder& rec, const TensorView& logits, const TensorView&
   const SoftmaxLayout l =
       softmaxLayout(op, ctx, variant, uint64_t(rows), classes, texelFits(ctx, logits, kR32f));
   const RowInput bl = bindRowInput(ctx, logits, l.texel);
-  const Bound bt = bindStorage(ctx, targets), bloss = bindStorage(ctx, loss_rows),
+  // logits, targets, losses, saved and status: within 4 storage buffers the ".sb4" build reads
+  // the targets through a texel view.
+  const bool four = fewerStorageBuffers(ctx, 5);
+  const Bound bt = bindTargets(ctx, targets, four, op), bloss = bindStorage(ctx, loss_rows),
               bsaved = bindStorage(ctx, saved), bstatus = bindStorage(ctx, status),
               bmean = bindStorage(ctx, loss_mean);
 
   const CrossEntropyPush push{uint32_t(rows), classes,    ignore_index, bl.skip,
                               bt.skip,        bloss.skip, bsaved.skip,  bstatus.skip};
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bloss.arg, bsaved.arg, bstatus.arg};
-  const vk::Kernel& forward = floatKernel(ctx, "cross_entropy/forward", rowsSpec(l),
-                                          {{"logits_dtype", logits.dtype},
-                                           {"losses_dtype", loss_rows.dtype},
-                                           {"saved_dtype", saved.dtype}});
+  const vk::Kernel& forward =
+      floatKernel(ctx, four ? "cross_entropy/forward.sb4" : "cross_entropy/forward", rowsSpec(l),
+                  {{"logits_dtype", logits.dtype},
+                   {"losses_dtype", loss_rows.dtype},
+                   {"saved_dtype", saved.dtype}});
   rec.dispatchGroups(forward, args, &push, sizeof(push), l.groups);
 
   const CrossEntropyMeanPush mean_push{uint32_t(rows), classes,    ignore_index, bloss.skip,
@@ -161,18 +174,21 @@ void crossEntropyBackward(vk::Recorder& rec, const TensorView& logits, const Ten
   const SoftmaxLayout l =
       softmaxLayout(op, ctx, variant, uint64_t(rows), classes, texelFits(ctx, logits, kR32f));
   const RowInput bl = bindRowInput(ctx, logits, l.texel);
-  const Bound bt = bindStorage(ctx, targets), bsaved = bindStorage(ctx, saved),
+  // logits, targets, saved, dmean and dlogits: as the forward.
+  const bool four = fewerStorageBuffers(ctx, 5);
+  const Bound bt = bindTargets(ctx, targets, four, op), bsaved = bindStorage(ctx, saved),
               bdmean = bindStorage(ctx, dmean), bdl = bindStorage(ctx, dlogits);
   const CrossEntropyBackwardPush push{uint32_t(rows), classes,     ignore_index, bl.skip,
                                       bt.skip,        bsaved.skip, bdmean.skip,  bdl.skip};
   const vk::Arg args[] = {bl.storage, bl.texel, bt.arg, bsaved.arg, bdmean.arg, bdl.arg};
   vk::SpecConstants spec = rowsSpec(l);
   spec.push_back({"kAccumulate", w == Write::Accumulate});
-  const vk::Kernel& kernel = floatKernel(ctx, "cross_entropy/backward", spec,
-                                         {{"logits_dtype", logits.dtype},
-                                          {"saved_dtype", saved.dtype},
-                                          {"dmean_dtype", dmean.dtype},
-                                          {"dlogits_dtype", dlogits.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(ctx, four ? "cross_entropy/backward.sb4" : "cross_entropy/backward", spec,
+                  {{"logits_dtype", logits.dtype},
+                   {"saved_dtype", saved.dtype},
+                   {"dmean_dtype", dmean.dtype},
+                   {"dlogits_dtype", dlogits.dtype}});
   rec.dispatchGroups(kernel, args, &push, sizeof(push), l.groups);
 }
 

@@ -89,6 +89,43 @@ void recordBinary(vk::Recorder& rec, BinaryOp op, const TensorView& a, const Ten
   }
 }
 
+// binary_backward's ".sb4" build, for a device that binds 4 storage buffers per stage: da and
+// db in a dispatch each. Either may sit on an input (the one-pass kernel reads each element
+// before it writes it), so the one whose output another dispatch still reads goes second.
+void recordOneGradientEach(vk::Recorder& rec, vk::SpecConstants constants, BinaryBackwardPush push,
+                           const TensorView& dout, const TensorView& a, const TensorView& b,
+                           const TensorView& da, const TensorView& db, bool is_mul) {
+  vk::Context& ctx = rec.context();
+  // What each gradient's dispatch reads besides its own output.
+  const auto clobbers = [&](const TensorView& out, const TensorView& other_reads) {
+    return overlaps(out, dout) || (is_mul && overlaps(out, other_reads));
+  };
+  const bool da_first = !clobbers(da, a);  // db's dispatch reads dout and a
+  if (!da_first && clobbers(db, b))
+    throw Error(
+        "binary backward: da and db each overwrite an input the other's dispatch reads, "
+        "which a device that binds " +
+        std::to_string(ctx.info().max_storage_buffers) +
+        " storage buffers per stage cannot order (maxPerStageDescriptorStorageBuffers)");
+  const auto sd = bindStorage(ctx, dout), sa = bindStorage(ctx, a), sb = bindStorage(ctx, b);
+  push.dout_skip = sd.skip, push.a_skip = sa.skip, push.b_skip = sb.skip;
+  for (const bool grad_b : {!da_first, da_first}) {
+    const TensorView& out = grad_b ? db : da;
+    const auto so = bindStorage(ctx, out);
+    (grad_b ? push.db_skip : push.da_skip) = so.skip;
+    vk::SpecConstants spec = constants;
+    spec.push_back({"GRAD_B", grad_b});
+    const vk::Kernel& kernel = floatKernel(ctx, "elementwise/binary_backward.sb4", spec,
+                                           {{"dout_dtype", dout.dtype},
+                                            {"a_dtype", a.dtype},
+                                            {"b_dtype", b.dtype},
+                                            {"grad_dtype", out.dtype}});
+    const vk::Arg args[] = {sd.arg, sa.arg, sb.arg, so.arg};
+    rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                       gridGroups(ctx, uint64_t(push.n), workgroupSize(ctx)));
+  }
+}
+
 // Both gradients of a same-shape op in one pass: OP 0 (a and b not read) or OP 1 (mul).
 void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, const TensorView& b,
                           const TensorView& dout, const TensorView& da, const TensorView& db,
@@ -105,6 +142,11 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                                     {"OP", is_mul ? 1u : 0u},
                                     {"ACCUMULATE_A", acc_a},
                                     {"ACCUMULATE_B", acc_b}};
+  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
+  if (!texel && fewerStorageBuffers(ctx, 5)) {
+    recordOneGradientEach(rec, constants, push, dout, a_arg, b_arg, da, db, is_mul);
+    return;
+  }
   const vk::Kernel& kernel = texel
                                  ? ctx.kernels().get("elementwise/binary_backward_texel", constants)
                                  : floatKernel(ctx, "elementwise/binary_backward", constants,
@@ -113,7 +155,6 @@ void recordBinaryBackward(vk::Recorder& rec, bool is_mul, const TensorView& a, c
                                                 {"b_dtype", b_arg.dtype},
                                                 {"da_dtype", da.dtype},
                                                 {"db_dtype", db.dtype}});
-  BinaryBackwardPush push{uint32_t(n), 1.0f, beta, 0, 0, 0, 0, 0};
   if (texel) {
     const auto td = bindTexel(ctx, dout, kRgba), ta = bindTexel(ctx, a_arg, kRgba),
                tb = bindTexel(ctx, b_arg, kRgba);

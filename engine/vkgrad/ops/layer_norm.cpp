@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vkgrad/core/error.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/softmax.h"
 #include "vkgrad/ops/storage.h"
 #include "vkgrad/vk/context.h"
-#include "vkgrad/core/error.h"
 #include "vkgrad/vk/kernel.h"
 #include "vkgrad/vk/memory.h"
 #include "vkgrad/vk/recorder.h"
@@ -252,9 +253,16 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
   if (variant == LayerNormVariant::Auto) variant = layerNormVariantFor(context, x, gamma, beta);
   const RowLayout layout = rowLayout(context, variant, x.shape);
   const bool texels = layout.texels;
-  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
-              bbeta = bindStorage(context, beta), by = bindStorage(context, y),
-              bmean = bindStorage(context, mean), brstd = bindStorage(context, rstd);
+  // x, gamma, beta, y, mean and rstd: on a device that binds fewer than 6 storage buffers the
+  // ".sb4" build reads gamma and beta through texel views.
+  const bool four = fewerStorageBuffers(context, 6);
+  const bool s16 = x.dtype != DType::F32 || gamma.dtype != DType::F32 || beta.dtype != DType::F32 ||
+                   y.dtype != DType::F32 || mean.dtype != DType::F32 || rstd.dtype != DType::F32;
+  const Bound bx = bindStorage(context, x),
+              bgamma = bindInput(context, gamma, four, s16, "layer_norm", "gamma"),
+              bbeta = bindInput(context, beta, four, s16, "layer_norm", "beta"),
+              by = bindStorage(context, y), bmean = bindStorage(context, mean),
+              brstd = bindStorage(context, rstd);
   const LayerNormPush push{uint32_t(x.shape.rows()),
                            uint32_t(x.shape.back()),
                            eps,
@@ -274,13 +282,14 @@ void layerNorm(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
   vk::SpecConstants spec = layout.spec();
   spec.push_back({"kVec4", vec4});
   spec.push_back({"kStore4", vec4 && vec4Storable(context, y)});
-  const vk::Kernel& kernel = floatKernel(context, "layer_norm/forward", spec,
-                                         {{"x_dtype", x.dtype},
-                                          {"gamma_dtype", gamma.dtype},
-                                          {"beta_dtype", beta.dtype},
-                                          {"y_dtype", y.dtype},
-                                          {"mean_out_dtype", mean.dtype},
-                                          {"rstd_out_dtype", rstd.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(context, four ? "layer_norm/forward.sb4" : "layer_norm/forward", spec,
+                  {{"x_dtype", x.dtype},
+                   {"gamma_dtype", gamma.dtype},
+                   {"beta_dtype", beta.dtype},
+                   {"y_dtype", y.dtype},
+                   {"mean_out_dtype", mean.dtype},
+                   {"rstd_out_dtype", rstd.dtype}});
   // Storage and texel bindings of a view start at the same aligned offset, so one skip
   // serves both.
   const vk::Arg args[] = {bx.arg,     texelArg(context, x, texels, format),
@@ -331,6 +340,9 @@ struct BackwardJob {
   bool accumulate;      // dgamma, dbeta (params_write)
   uint32_t group;       // columnGroup
   TensorView partials;  // scratch as (layerNormBackwardScratch) f32, when params are wanted
+  // The device binds fewer than the dx kernel's 8 storage buffers: both kernels take their
+  // ".sb4" builds (gamma, mean and rstd read as texels; no WithDx).
+  bool four;
 };
 
 // The views and shapes layerNormBackward takes; returns the message prefix "layerNormBackward:
@@ -455,22 +467,29 @@ ParamsPush recordColumnSums(const BackwardJob& job, bool blocked) {
                         job.bx.skip,        job.bdy.skip,
                         job.bmean.skip,     job.brstd.skip,
                         bgamma_out.skip,    beta_first};
-  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward_params",
-                                         {{"local_size_x", job.group},
-                                          {"kTexelInput", texels},
-                                          {"kAccumulate", job.accumulate && !blocked},
-                                          {"kGamma", job.want_gamma},
-                                          {"kBeta", job.want_beta},
-                                          {"kVec4", vec4}},
-                                         {{"x_dtype", job.x.dtype},
-                                          {"dy_dtype", job.dy.dtype},
-                                          {"mean_dtype", job.mean.dtype},
-                                          {"rstd_dtype", job.rstd.dtype},
-                                          {"out_gamma_dtype", gamma_out.dtype},
-                                          {"out_beta_dtype", beta_out.dtype}});
+  const bool s16 = job.x.dtype != DType::F32 || job.dy.dtype != DType::F32 ||
+                   job.mean.dtype != DType::F32 || job.rstd.dtype != DType::F32 ||
+                   gamma_out.dtype != DType::F32 || beta_out.dtype != DType::F32;
+  const char* op = "layerNormBackward";
+  const Bound bmean = bindInput(context, job.mean, job.four, s16, op, "mean"),
+              brstd = bindInput(context, job.rstd, job.four, s16, op, "rstd");
+  const vk::Kernel& kernel = floatKernel(
+      context, job.four ? "layer_norm/backward_params.sb4" : "layer_norm/backward_params",
+      {{"local_size_x", job.group},
+       {"kTexelInput", texels},
+       {"kAccumulate", job.accumulate && !blocked},
+       {"kGamma", job.want_gamma},
+       {"kBeta", job.want_beta},
+       {"kVec4", vec4}},
+      {{"x_dtype", job.x.dtype},
+       {"dy_dtype", job.dy.dtype},
+       {"mean_dtype", job.mean.dtype},
+       {"rstd_dtype", job.rstd.dtype},
+       {"out_gamma_dtype", gamma_out.dtype},
+       {"out_beta_dtype", beta_out.dtype}});
   const vk::Arg args[] = {job.bx.arg,     texelArg(context, job.x, texels, format),
                           job.bdy.arg,    texelArg(context, job.dy, texels, format),
-                          job.bmean.arg,  job.brstd.arg,
+                          bmean.arg,      brstd.arg,
                           bgamma_out.arg, bbeta_out.arg};
   const uint32_t max_y = context.info().max_workgroup_count[1];
   job.rec.dispatchGroups(kernel, args, &push, sizeof(push),
@@ -526,24 +545,35 @@ BackwardPush recordDx(const BackwardJob& job, const DxArgs& a, const Bound* part
   spec.push_back({"kAddend", a.addend != nullptr});
   spec.push_back({"kWithParams", partials != nullptr});
   spec.push_back({"kLaneVec4s", partials ? a.lane_vec4s : 1u});
-  const vk::Kernel& kernel = floatKernel(context, "layer_norm/backward", spec,
-                                         {{"x_dtype", job.x.dtype},
-                                          {"dy_dtype", job.dy.dtype},
-                                          {"gamma_dtype", a.gamma.dtype},
-                                          {"mean_dtype", job.mean.dtype},
-                                          {"rstd_dtype", job.rstd.dtype},
-                                          {"dx_dtype", a.dx.dtype},
-                                          {"addend_dtype", addend.dtype}});
+  const bool s16 = job.x.dtype != DType::F32 || job.dy.dtype != DType::F32 ||
+                   a.gamma.dtype != DType::F32 || job.mean.dtype != DType::F32 ||
+                   job.rstd.dtype != DType::F32 || a.dx.dtype != DType::F32 ||
+                   addend.dtype != DType::F32;
+  const char* op = "layerNormBackward";
+  const Bound bgamma_in = bindInput(context, a.gamma, job.four, s16, op, "gamma"),
+              bmean = bindInput(context, job.mean, job.four, s16, op, "mean"),
+              brstd = bindInput(context, job.rstd, job.four, s16, op, "rstd");
+  const vk::Kernel& kernel =
+      floatKernel(context, job.four ? "layer_norm/backward.sb4" : "layer_norm/backward", spec,
+                  {{"x_dtype", job.x.dtype},
+                   {"dy_dtype", job.dy.dtype},
+                   {"gamma_dtype", a.gamma.dtype},
+                   {"mean_dtype", job.mean.dtype},
+                   {"rstd_dtype", job.rstd.dtype},
+                   {"dx_dtype", a.dx.dtype},
+                   {"addend_dtype", addend.dtype}});
   const bool texels = a.layout.texels;
   const vk::Arg args[] = {job.bx.arg,    texelArg(context, job.x, texels, format),
                           job.bdy.arg,   texelArg(context, job.dy, texels, format),
-                          bgamma.arg,    texelArg(context, a.gamma, texels, format),
-                          job.bmean.arg, job.brstd.arg,
+                          bgamma_in.arg, texelArg(context, a.gamma, texels, format),
+                          bmean.arg,     brstd.arg,
                           bdx.arg,       baddend.arg,
                           bpartials.arg};
+  // The .sb4 build has no partials binding (and never runs WithDx).
+  const std::span<const vk::Arg> bound(args, job.four ? 10 : 11);
   const uint32_t groups =
       partials ? std::min(blocks, context.info().max_workgroup_count[0]) : a.layout.groups;
-  job.rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
+  job.rec.dispatchGroups(kernel, bound, &push, sizeof(push), groups);
   return push;
 }
 
@@ -592,7 +622,9 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   // held in registers.
   const uint32_t sg = std::max(1u, context.info().subgroup_size);
   const uint32_t lane_vec4s = uint32_t((n / 4 + sg - 1) / sg);
-  const bool with_dx_fits = dx_vec4 && layout.one_subgroup && lane_vec4s <= kWithDxMaxLaneVec4s;
+  const bool four = fewerStorageBuffers(context, 8);
+  const bool with_dx_fits =
+      !four && dx_vec4 && layout.one_subgroup && lane_vec4s <= kWithDxMaxLaneVec4s;
   const bool want_gamma = dgamma.buffer != nullptr, want_beta = dbeta.buffer != nullptr;
   const bool want_params = want_gamma || want_beta;
   params = pickParams(context, op, params, with_dx_fits, rows, want_params);
@@ -615,7 +647,8 @@ void layerNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
       params_write == Write::Accumulate,
       columnGroup(context),
       want_params ? view(*scratch.buffer, {layerNormBackwardScratch(rows, n)}, scratch.offset)
-                  : TensorView{}};
+                  : TensorView{},
+      four};
   const DxArgs dx_args{gamma,     dx, dx_addend, layout, dx_vec4, dx_write == Write::Accumulate,
                        lane_vec4s};
   // Columns and Blocked first: they only read, so nothing orders them after dx.

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -591,11 +592,25 @@ void recordCoopmat(vk::Recorder& rec, const Product& p, const Choice& choice,
                      vk::divUp(m, t.wy * t.tm * 16), uint32_t(p.batch));
 }
 
+// The storage-buffer kernels (naive, tiled, vector) bind a, b, c, the bias and the residual:
+// one more than a device at Vulkan's minimum of 4 per stage allows. There they take their
+// ".sb4" builds, which have no residual binding, and the residual is added in a pass after
+// (the same bits for an f32 C: the kernel's epilogue adds it last, in f32, too).
+bool fourBindings(const vk::Context& context) {
+  return context.info().max_storage_buffers < 5;
+}
+
 // A storage-buffer kernel (naive, tiled, vector) for p: its constants, the residual's, and
 // every tensor's format (the stand-ins' for a bias or residual not given).
 const vk::Kernel& storageKernel(vk::Context& context, const char* name, vk::SpecConstants constants,
                                 const Product& p, const TensorView& bias,
                                 const TensorView& residual) {
+  if (fourBindings(context))
+    return floatKernel(context, std::string(name) + ".sb4", std::move(constants),
+                       {{"a_dtype", p.a.view.dtype},
+                        {"b_dtype", p.b.view.dtype},
+                        {"c_dtype", p.c.dtype},
+                        {"bias_dtype", bias.dtype}});
   constants.push_back({"RESIDUAL", p.residual != nullptr});
   return floatKernel(context, name, std::move(constants),
                      {{"a_dtype", p.a.view.dtype},
@@ -674,7 +689,9 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   MatmulPush push =
       pushFor(p, ba.skip + uint32_t(p.a.start), bb.skip + uint32_t(p.b.start), bc.skip, bias.skip);
   push.epi_off = residual.skip;
-  const vk::Arg args[] = {ba.arg, bb.arg, bc.arg, bias.arg, residual.arg};
+  const vk::Arg all_args[] = {ba.arg, bb.arg, bc.arg, bias.arg, residual.arg};
+  const bool four = fourBindings(context);
+  const std::span<const vk::Arg> args(all_args, four ? 4 : 5);
   switch (variant) {
     case MatmulVariant::Naive: {
       // 16x16 invocations, or 16x8 where a workgroup may have fewer than 256 (the minimum is 128).
@@ -683,6 +700,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
           storageKernel(context, "matmul/naive", {{"local_size_x", 16u}, {"local_size_y", rows}}, p,
                         bias_view, residual_view);
       rec.dispatch(kernel, args, &push, sizeof(push), n, m, uint64_t(p.batch));
+      if (four && p.residual) add(rec, c, *p.residual, c);  // the .sb4 build's residual
       break;
     }
     case MatmulVariant::Tiled: {
@@ -696,6 +714,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
           p, bias_view, residual_view);
       rec.dispatchGroups(kernel, args, &push, sizeof(push), vk::divUp(n, 64), vk::divUp(m, 64),
                          uint32_t(p.batch));
+      if (four && p.residual) add(rec, c, *p.residual, c);  // the .sb4 build's residual
       break;
     }
     case MatmulVariant::Vector: {
@@ -705,6 +724,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
         break;
       }
       recordVector(rec, p, choice, push, args, bias_view, residual_view);
+      if (four && p.residual) add(rec, c, *p.residual, c);  // the .sb4 build's residual
       break;
     }
     case MatmulVariant::Coopmat:

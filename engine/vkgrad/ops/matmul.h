@@ -77,7 +77,9 @@ struct MatmulOptions {
   // in the kernel's epilogue instead of a pass of its own: Texel's before beta·C, Naive's,
   // Tiled's and Vector's after it (the same within rounding); Coopmat and a split-K product
   // add it in a pass after (split-K with f32 C and residual only; Coopmat then rounds a
-  // 16-bit C twice, the product's store and the sum's). It may not overlap C.
+  // 16-bit C twice, the product's store and the sum's), as do Naive, Tiled and Vector on a
+  // device that binds fewer than 5 storage buffers per stage (their ".sb4" builds: the same
+  // bits for an f32 C). It may not overlap C.
   const TensorView* residual = nullptr;
   // An activation applied on the way out (an MLP's hidden layer): c = f(alpha·op(A)·op(B) +
   // bias), and, where act_pre is given (shaped like c, not overlapping it), the value before f

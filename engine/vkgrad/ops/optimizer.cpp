@@ -241,6 +241,19 @@ void adamw(vk::Recorder& rec, const TensorView& param, const TensorView& grad, c
     throw Error("adamw: param, grad, m and v " + param.shape.str() +
                 " cannot all be read as RGBA32F texels and stored 16 bytes at a time (each "
                 "must start on 16 bytes)");
+  if (variant == AdamWVariant::Storage && ctx.info().max_storage_buffers < 5) {
+    // param, grad, m, v and the state are 5 storage buffers: on a device that binds 4 the
+    // ".sb4" build updates m and v in one pass and param in a second (the same bits).
+    const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
+    for (const uint32_t pass : {0u, 1u}) {
+      const vk::Arg args[] = {arg(pass == 0 ? grad : param), arg(m), arg(v), stateArg(state)};
+      rec.dispatchGroups(ctx.kernels().get("optimizer/adamw.sb4",
+                                           {{"local_size_x", workgroupSize(ctx)}, {"PASS", pass}}),
+                         args, &push, sizeof(push),
+                         gridGroups(rec.context(), n, workgroupSize(rec.context())));
+    }
+    return;
+  }
   if (variant == AdamWVariant::Storage) {
     const AdamWPush push{n, options.eps, options.weight_decay, 0, 0, 0, 0};
     const vk::Arg args[] = {arg(param), arg(grad), arg(m), arg(v), stateArg(state)};
@@ -273,7 +286,9 @@ void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const Te
   auto one = [&](const AdamWTensor& t, AdamWVariant variant) {
     adamw(rec, t.param, t.grad, t.m, t.v, state, {options.eps, t.weight_decay, variant});
   };
-  if (options.variant != AdamWVariant::Auto) {
+  // The many-tensor kernel binds the state, the table and param, m and v as storage buffers:
+  // a device that binds 4 updates one tensor at a time.
+  if (options.variant != AdamWVariant::Auto || rec.context().info().max_storage_buffers < 5) {
     for (const AdamWTensor& t : tensors) one(t, options.variant);
     return;
   }

@@ -59,9 +59,12 @@ void sgd(vk::Recorder& rec, const TensorView& param, const TensorView& grad,
          const TensorView& velocity, const TensorView& state, const SgdOptions& options = {});
 
 enum class AdamWVariant {
-  Auto,     // Texel where every view allows it, else Storage
-  Storage,  // one float per step through storage buffers: any device, any aligned view
-  Texel,    // four floats per step: texel fetches and 16-byte stores (views on 16 bytes)
+  Auto,  // Texel where every view allows it, else Storage
+  // One float per step through storage buffers: any device, any aligned view (in two passes,
+  // the moments then the weights, with the same bits, where the device binds fewer than 5
+  // storage buffers per stage).
+  Storage,
+  Texel,  // four floats per step: texel fetches and 16-byte stores (views on 16 bytes)
 };
 struct AdamWOptions {
   float eps = 1e-8f;
@@ -90,7 +93,8 @@ struct AdamWTensor {
 // in one buffer, their ms in one, their vs in one), each view on 16 bytes and each run's span
 // within one texel and storage binding; one adamw() each for the rest. options.weight_decay
 // is ignored (each tensor has its own); options.variant Storage or Texel records one adamw()
-// per tensor with that variant (for comparisons).
+// per tensor with that variant (for comparisons). On a device that binds fewer than 5 storage
+// buffers per stage (the many-tensor kernel binds 5), one adamw() per tensor.
 void adamwMany(vk::Recorder& rec, std::span<const AdamWTensor> tensors, const TensorView& state,
                const TensorView& table, const AdamWOptions& options = {});
 

@@ -195,21 +195,29 @@ void recordDx(vk::Recorder& rec, const TensorView& x, const TensorView& gamma,
               const TensorView& rstd, const TensorView& dy, const TensorView& dx, Write dx_write) {
   vk::Context& context = rec.context();
   const RowLayout layout = rowLayout(context, x.shape);
-  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
-              brstd = bindStorage(context, rstd), bdy = bindStorage(context, dy),
-              bdx = bindStorage(context, dx);
+  // x, gamma, rstd, dy and dx: within 4 storage buffers the ".sb4" build reads gamma and
+  // rstd through texel views.
+  const bool four = fewerStorageBuffers(context, 5);
+  const bool s16 = x.dtype != DType::F32 || gamma.dtype != DType::F32 || rstd.dtype != DType::F32 ||
+                   dy.dtype != DType::F32 || dx.dtype != DType::F32;
+  const std::string op = "rmsNormBackward: x " + x.shape.str();
+  const Bound bx = bindStorage(context, x),
+              bgamma = bindInput(context, gamma, four, s16, op.c_str(), "gamma"),
+              brstd = bindInput(context, rstd, four, s16, op.c_str(), "rstd"),
+              bdy = bindStorage(context, dy), bdx = bindStorage(context, dx);
   const uint32_t rows = uint32_t(x.shape.rows()), n = uint32_t(x.shape.back());
   const BackwardPush push{rows, n, bx.skip, bgamma.skip, brstd.skip, bdy.skip, bdx.skip};
-  const vk::Kernel& kernel = floatKernel(context, "rms_norm/backward",
-                                         {{"local_size_x", layout.group},
-                                          {"kRowPerInvocation", layout.row_per_invocation},
-                                          {"kOneSubgroup", layout.one_subgroup},
-                                          {"kAccumulate", dx_write == Write::Accumulate}},
-                                         {{"x_dtype", x.dtype},
-                                          {"gamma_dtype", gamma.dtype},
-                                          {"rstd_dtype", rstd.dtype},
-                                          {"dy_dtype", dy.dtype},
-                                          {"dx_dtype", dx.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(context, four ? "rms_norm/backward.sb4" : "rms_norm/backward",
+                  {{"local_size_x", layout.group},
+                   {"kRowPerInvocation", layout.row_per_invocation},
+                   {"kOneSubgroup", layout.one_subgroup},
+                   {"kAccumulate", dx_write == Write::Accumulate}},
+                  {{"x_dtype", x.dtype},
+                   {"gamma_dtype", gamma.dtype},
+                   {"rstd_dtype", rstd.dtype},
+                   {"dy_dtype", dy.dtype},
+                   {"dx_dtype", dx.dtype}});
   const vk::Arg args[] = {bx.arg, bgamma.arg, brstd.arg, bdy.arg, bdx.arg};
   rec.dispatchGroups(kernel, args, &push, sizeof(push), layout.groups);
 }

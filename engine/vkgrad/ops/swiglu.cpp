@@ -103,6 +103,25 @@ void launchBackward(vk::Recorder& rec, const Halves& h, const TensorView& dy,
               bdu = bindStorage(ctx, want_up ? dup : dgate);
   b.push.dgate_skip = bdg.skip;
   b.push.dup_skip = bdu.skip + (want_up ? h.up_offset : 0);
+  if (fewerStorageBuffers(ctx, 5)) {
+    // gate, up, dy, dgate and dup: the ".sb4" build writes one gradient per dispatch.
+    for (const bool gate : {true, false}) {
+      if (!(gate ? want_gate : want_up)) continue;
+      const vk::Kernel& kernel = floatKernel(ctx, "swiglu/backward.sb4",
+                                             {{"local_size_x", workgroupSize(ctx)},
+                                              {"kGate", gate},
+                                              {"kUp", !gate},
+                                              {"kAccumulateGate", gate_write == Write::Accumulate},
+                                              {"kAccumulateUp", up_write == Write::Accumulate}},
+                                             {{"gate_dtype", h.gate.dtype},
+                                              {"up_dtype", h.up.dtype},
+                                              {"dy_dtype", dy.dtype},
+                                              {"dgate_dtype", gate ? dgate.dtype : dup.dtype}});
+      const vk::Arg args[] = {b.gate.arg, b.up.arg, b.y.arg, gate ? bdg.arg : bdu.arg};
+      dispatch(rec, kernel, args, b.push);
+    }
+    return;
+  }
   const vk::Kernel& kernel = floatKernel(ctx, "swiglu/backward",
                                          {{"local_size_x", workgroupSize(ctx)},
                                           {"kGate", want_gate},

@@ -34,14 +34,15 @@ DeviceLimits parseDeviceLimits(const std::string& text, const std::string& sourc
       limits.no_subgroup_arithmetic = true;
       continue;
     }
-    if (name == "invocations" && eq != std::string::npos) {
+    if ((name == "invocations" || name == "storage-buffers") && eq != std::string::npos) {
       const std::string value = item.substr(eq + 1);
       const bool digits = !value.empty() && value.size() <= 6 &&
                           value.find_first_not_of("0123456789") == std::string::npos;
       const uint32_t n = digits ? uint32_t(std::stoul(value)) : 0;
       if (n == 0)
-        throw Error(source + "='" + text + "': invocations wants a count (e.g. invocations=128)");
-      limits.max_workgroup_invocations = n;
+        throw Error(source + "='" + text + "': " + name + " wants a count (e.g. " + name + "=" +
+                    (name == "invocations" ? "128" : "4") + ")");
+      (name == "invocations" ? limits.max_workgroup_invocations : limits.max_storage_buffers) = n;
       continue;
     }
     uint64_t* slot = name == "allocation" ? &limits.max_allocation_bytes
@@ -50,7 +51,8 @@ DeviceLimits parseDeviceLimits(const std::string& text, const std::string& sourc
     if ((!slot && name != "shared") || eq == std::string::npos)
       throw Error(source + "='" + text + "': '" + item +
                   "' is not allocation=SIZE, storage=SIZE, shared=SIZE, invocations=N, "
-                  "storage16=off or subgroup-arithmetic=off (e.g. allocation=1M,storage=64K)");
+                  "storage-buffers=N, storage16=off or subgroup-arithmetic=off (e.g. "
+                  "allocation=1M,storage=64K)");
     const uint64_t bytes = parseMemorySize(item.substr(eq + 1), source + " " + name);
     if (slot)
       *slot = bytes;

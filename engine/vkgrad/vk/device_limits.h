@@ -39,7 +39,8 @@ struct DeviceLimits {
 
 // "allocation=1M,storage=64K,storage16=off": comma-separated limits to lower (sizes as
 // parseMemorySize's; storage is maxStorageBufferRange, allocation maxMemoryAllocationSize,
-// invocations maxComputeWorkGroupInvocations, shared maxComputeSharedMemorySize;
+// invocations maxComputeWorkGroupInvocations, shared maxComputeSharedMemorySize,
+// storage-buffers maxPerStageDescriptorStorageBuffers;
 // storage16=off takes 16-bit storage buffers away, subgroup-arithmetic=off subgroup
 // arithmetic). Throws Error naming `source` for an
 // unknown name or a bad value.
