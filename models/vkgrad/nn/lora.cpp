@@ -98,7 +98,7 @@ void declareLora(graph::ParameterStore& store, const std::string& prefix, const 
   if (!(config.alpha > 0.0f) || !std::isfinite(config.alpha))
     throw Error(what + ": alpha " + std::to_string(config.alpha) + " must be finite and positive");
   for (const LoraBlock& other : loraBlocks(store, prefix))
-    if (whole || other.end - other.begin == w->shape[1] || (begin < other.end && other.begin < end))
+    if (whole || (begin < other.end && other.begin < end))  // a new whole one overlaps any
       throw Error(what + ": overlaps the adapter declared there (columns [" +
                   std::to_string(other.begin) + ", " + std::to_string(other.end) + "))");
   if (const graph::Parameter* s = store.find(loraScale(prefix)); s && s->init.a != config.scale())
