@@ -23,7 +23,8 @@ std::vector<std::string> splitList(const std::string& text) {
 }
 
 constexpr const char* kDefaultAlpha = "8";
-constexpr const char* kDefaultTargets = "c_attn,c_proj,c_fc";
+// No targets named: the model's (hf::defaultLoraTargets).
+constexpr const char* kDefaultTargets = "";
 
 // The LoRA options set to something else than their defaults. By value, not by what the line
 // gave: a resumed run has every saved option set (TrainingRun::parsed).
@@ -56,6 +57,7 @@ std::optional<hf::HfLora> loraFromCli(const Cli& cli, const hf::HfModel& model,
     lora.config.rank = rank;
     lora.config.alpha = float(cli.getDouble("lora-alpha", 1e-6, 1e6));
     lora.targets = splitList(cli.get("lora-targets"));
+    if (lora.targets.empty()) lora.targets = hf::defaultLoraTargets(model);
   }
   lora.base = fs::absolute(base).lexically_normal().string();
   try {
@@ -78,7 +80,9 @@ void declareFineTuneOptions(Cli& cli) {
              kDefaultAlpha);
   cli.option("lora-targets",
              "comma-separated module names the adapters go on, PEFT's target_modules (a name "
-             "selects every module it ends: c_proj is attn.c_proj and mlp.c_proj)",
+             "selects every module it ends: c_proj is attn.c_proj and mlp.c_proj); empty: every "
+             "product (GPT-2: c_attn,c_proj,c_fc; Llama, Qwen2: q_proj,k_proj,v_proj,o_proj,"
+             "gate_proj,up_proj,down_proj)",
              kDefaultTargets);
   cli.option("adapter",
              "with --init: go on training this PEFT adapter folder (its rank, alpha, targets and "
@@ -137,11 +141,12 @@ void printFineTune(const FineTune& tune, const graph::ParameterStore& store) {
   std::string targets;
   for (const std::string& t : tune.lora->targets) targets += (targets.empty() ? "" : ",") + t;
   std::fprintf(stderr,
-               "LoRA: rank %lld, alpha %g (scale %g) on %zu products (%s); %lld of %lld "
+               "LoRA: rank %lld, alpha %g (scale %g) on %zu modules (%s); %lld of %lld "
                "parameters trained, the rest frozen\n",
                static_cast<long long>(tune.lora->config.rank), double(tune.lora->config.alpha),
-               double(tune.lora->config.scale()), nn::loraPrefixes(store).size(), targets.c_str(),
-               static_cast<long long>(store.trainableElements()),
+               double(tune.lora->config.scale()),
+               hf::selectLinears(hf::hfLinears(*tune.source.hf), tune.lora->targets).size(),
+               targets.c_str(), static_cast<long long>(store.trainableElements()),
                static_cast<long long>(store.elements()));
 }
 

@@ -1,24 +1,35 @@
 #!/bin/sh
 # 20 fine-tuning steps of vkgrad-gpt against hf_gpt_train.py (PyTorch, float64) on a small
-# random GPT-2 folder written by make_hf_gpt2.py: every weight (train --init), then LoRA
+# random GPT-2 folder written by make_hf_gpt2.py (or a Llama or Qwen2 one by make_hf_llama.py:
+# grouped-query attention, vkgrad's fused q/k/v and gate/up products adapted in column blocks,
+# PyTorch's seven nn.Linear modules one adapter each): every weight (train --init), then LoRA
 # adapters (train --init --adapter) from one PEFT adapter folder both sides read. Both draw
 # the same rows (std::mt19937_64 from --seed) with AdamW at a constant learning rate, no
 # clipping; vkgrad's losses come from the run's train_state.safetensors (one per step with
 # --log-every 1). Prints the largest difference of the 20 losses; fails above 1e-4. Then the
 # adapters vkgrad saved (PEFT's layout) are read back by the PyTorch side: eval losses.
-#   bench/peers/compare_hf_gpt2_train.sh [BUILD_DIR]      (default: build)
+#   bench/peers/compare_hf_gpt2_train.sh [BUILD_DIR [gpt2|llama|qwen2 [TARGETS]]]
+# (default: build gpt2, every product adapted; TARGETS: the adapters' target_modules, such as
+# q_proj,v_proj,up_proj, which leaves columns of the fused products without one)
 # Needs python3-torch and python3-numpy (Debian's /usr/bin/python3).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
+model=${2:-gpt2}
+targets=${3:-}
 gpt="$build/apps/vkgrad-gpt"
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -c 6000 /usr/share/common-licenses/Apache-2.0 > "$work/data.txt"
-$py "$here/make_hf_gpt2.py" --out "$work/base" --context 32 > /dev/null
+case "$model" in
+  gpt2) $py "$here/make_hf_gpt2.py" --out "$work/base" --context 32 > /dev/null ;;
+  llama) $py "$here/make_hf_llama.py" --out "$work/base" --context 32 > /dev/null ;;
+  qwen2) $py "$here/make_hf_llama.py" --out "$work/base" --context 32 --qwen2 --tied > /dev/null ;;
+  *) echo "model: gpt2, llama or qwen2" >&2; exit 2 ;;
+esac
 $py "$here/hf_gpt_train.py" init-adapter --model "$work/base" --out "$work/adapter" --rank 4 \
-  --alpha 8
+  --alpha 8 ${targets:+--targets "$targets"}
 common="--steps 20 --batch 4 --lr 1e-3 --weight-decay 0.1 --seed 7"
 for mode in full lora; do
   extra=""

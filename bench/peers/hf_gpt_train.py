@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fine-tuning steps of a Hugging Face GPT-2 folder in PyTorch, the peer of
+"""Fine-tuning steps of a Hugging Face GPT-2, Llama or Qwen2 folder in PyTorch, the peer of
 `vkgrad-gpt train --init DIR [--adapter PEFT_DIR]`: the same windows, rows, optimizer and
 learning rate, every weight trained or only LoRA adapters (PEFT's layout) with the base frozen.
 
@@ -7,7 +7,10 @@ learning rate, every weight trained or only LoRA adapters (PEFT's layout) with t
                         [--weight-decay W --seed S --adapter PEFT_DIR]     {"losses": [...]}
   hf_gpt_train.py eval  --model DIR --adapter PEFT_DIR --data FILE        {"loss", "tokens"}
   hf_gpt_train.py init-adapter --model DIR --out PEFT_DIR --rank R [--alpha A --seed S
-                        --targets c_attn,c_proj,c_fc --b-std X]
+                        --targets LIST --b-std X]
+  (targets by default every product: GPT-2's c_attn,c_proj,c_fc; Llama's and Qwen2's
+  q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj, each its own nn.Linear here as
+  in PEFT, where vkgrad fuses q, k, v and gate, up and adapts column blocks)
 
 What it reproduces of vkgrad-gpt train (apps/common/training_run.cpp, training/optimizer.h):
   - tokens: the whole file through the folder's tokenizer; the first 90% trains; row i is the
@@ -33,7 +36,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_gpt import Gpt2, Tokenizer, read_safetensors  # noqa: E402
+from hf_gpt import Tokenizer, load_model, read_safetensors  # noqa: E402
 
 _MASK64 = (1 << 64) - 1
 
@@ -70,32 +73,50 @@ class Mt19937_64:
         return y & _MASK64
 
 
+def is_gpt2(model):
+    return model.config["model_type"] == "gpt2"
+
+
 def products(model):
-    """GPT-2's products LoRA may adapt: (PEFT module name, weight name in model.w)."""
+    """The products LoRA may adapt: (PEFT module name, weight name in model.w less .weight)."""
     out = []
     for i in range(model.layers):
-        for part in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"):
-            out.append((f"transformer.h.{i}.{part}", f"h.{i}.{part}"))
+        if is_gpt2(model):
+            for part in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"):
+                out.append((f"transformer.h.{i}.{part}", f"h.{i}.{part}"))
+        else:
+            for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                         "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"):
+                out.append((f"model.layers.{i}.{part}",) * 2)
     return out
+
+
+def default_targets(model):
+    if is_gpt2(model):
+        return "c_attn,c_proj,c_fc"
+    return "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
 
 
 def selected(model, targets):
     return [(m, w) for m, w in products(model) if any(m == t or m.endswith("." + t) for t in targets)]
 
 
-class LoraGpt2(Gpt2):
-    """Gpt2 whose Conv1D products add PEFT's LoRA term where an adapter is given."""
+def lora_model(folder, dtype):
+    """The folder's model (hf_gpt.load_model) whose products add PEFT's LoRA term where an
+    adapter is given: model.adapters (weight name -> (A (r,in), B (out,r))), model.scale."""
+    model = load_model(folder, dtype)
 
-    def __init__(self, folder, dtype, adapters, scale):
-        super().__init__(folder, dtype)
-        self.adapters, self.scale = adapters, scale  # weight name -> (A (r,in), B (out,r))
+    class Lora(type(model)):
+        def _linear(self, x, name):
+            y = super()._linear(x, name)
+            if name in self.adapters:
+                a, b = self.adapters[name]
+                y = y + self.scale * ((x @ a.T) @ b.T)
+            return y
 
-    def _linear(self, x, name):
-        y = super()._linear(x, name)
-        if name in self.adapters:
-            a, b = self.adapters[name]
-            y = y + self.scale * ((x @ a.T) @ b.T)
-        return y
+    model.__class__ = Lora
+    model.adapters, model.scale = {}, 1.0
+    return model
 
 
 def read_adapter(folder, model, dtype):
@@ -112,7 +133,7 @@ def read_adapter(folder, model, dtype):
 
 def train(a):
     dtype = torch.float32 if a.float32 else torch.float64
-    model = LoraGpt2(a.model, dtype, {}, 1.0)
+    model = lora_model(a.model, dtype)
     if a.adapter:
         model.adapters, model.scale = read_adapter(a.adapter, model, dtype)
         params = [t for pair in model.adapters.values() for t in pair]
@@ -151,7 +172,7 @@ def train(a):
 def evaluate(a):
     """hf_gpt.py eval's windows on the base with the adapter folder's LoRA terms."""
     torch.set_grad_enabled(False)
-    model = LoraGpt2(a.model, torch.float64, {}, 1.0)
+    model = lora_model(a.model, torch.float64)
     model.adapters, model.scale = read_adapter(a.adapter, model, torch.float64)
     with open(a.data, "rb") as f:
         tokens = Tokenizer(a.model).encode(f.read().decode("utf-8"))
@@ -162,19 +183,21 @@ def evaluate(a):
 def init_adapter(a):
     from make_hf_gpt2 import write_safetensors  # noqa: E402
 
-    model = Gpt2(a.model, torch.float64)
+    model = load_model(a.model, torch.float64)
     gen = np.random.default_rng(a.seed)
-    targets = a.targets.split(",")
+    targets = (a.targets or default_targets(model)).split(",")
     tensors = {}
     for module, weight in selected(model, targets):
-        n_in, n_out = model.w[weight + ".weight"].shape
+        n_in, n_out = model.w[weight + ".weight"].shape  # GPT-2's Conv1D: (in, out)
+        if not is_gpt2(model):
+            n_out, n_in = n_in, n_out  # nn.Linear: (out, in)
         bound = 1.0 / np.sqrt(n_in)
         tensors[f"base_model.model.{module}.lora_A.weight"] = gen.uniform(-bound, bound, (a.rank, n_in)).astype(np.float32)
         tensors[f"base_model.model.{module}.lora_B.weight"] = (gen.standard_normal((n_out, a.rank)) * a.b_std).astype(np.float32)
     os.makedirs(a.out, exist_ok=True)
     write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), tensors, "f32")
     config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": a.rank, "lora_alpha": a.alpha,
-              "target_modules": targets, "fan_in_fan_out": True, "bias": "none",
+              "target_modules": targets, "fan_in_fan_out": is_gpt2(model), "bias": "none",
               "base_model_name_or_path": os.path.abspath(a.model), "lora_dropout": 0.0}
     with open(os.path.join(a.out, "adapter_config.json"), "w") as f:
         json.dump(config, f, indent=2)
@@ -195,7 +218,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--alpha", type=float, default=8.0)
-    ap.add_argument("--targets", default="c_attn,c_proj,c_fc")
+    ap.add_argument("--targets", default="")
     ap.add_argument("--b-std", type=float, default=0.02)
     a = ap.parse_args()
     if a.command == "train":

@@ -328,5 +328,46 @@ TEST_F(GptHfLlamaApp, FineTunesAndSavesTheLayout) {
             lastJsonLine(before.out).at("loss").get<double>());
 }
 
+// LoRA on a Qwen2 folder: the default targets (all seven modules, q/k/v and gate/up as blocks
+// of vkgrad's fused products) saved under PEFT's names, and --merge's folder giving the
+// adapted model's loss (the same seed draws the same adapters and rows).
+TEST_F(GptHfLlamaApp, LoraAdaptersAndTheirMerge) {
+  auto train = [&](const fs::path& to, const std::string& extra) {
+    std::vector<std::string> args{"train",
+                                  "--init",
+                                  folder_.string(),
+                                  "--data",
+                                  (dir_ / "data.txt").string(),
+                                  "--out",
+                                  to.string(),
+                                  "--steps",
+                                  "2",
+                                  "--batch",
+                                  "2",
+                                  "--lr",
+                                  "1e-2",
+                                  "--lora",
+                                  "2",
+                                  "--eval-every",
+                                  "0",
+                                  "--validation"};
+    if (!extra.empty()) args.push_back(extra);
+    return runApp("gpt", args);
+  };
+  const fs::path adapter = dir_ / "adapter", merged = dir_ / "merged";
+  const AppRun run = train(adapter, "");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::map<std::string, std::vector<uint32_t>> saved =
+      savedWeights((adapter / "adapter_model.safetensors").string());
+  EXPECT_EQ(saved.size(), size_t(2 * 7 * c_.layers));
+  EXPECT_TRUE(saved.count("base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight"));
+  ASSERT_EQ(train(merged, "--merge").exit_code, 0);
+  const AppRun a = eval(adapter, "9"), m = eval(merged, "9");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const double loss = lastJsonLine(a.out).at("loss").get<double>();
+  EXPECT_NEAR(lastJsonLine(m.out).at("loss").get<double>(), loss, 1e-5 * loss);
+}
+
 }  // namespace
 }  // namespace vkgrad::test

@@ -10,6 +10,7 @@
 #include "vkgrad/hf/gpt2.h"
 #include "vkgrad/io/atomic_file.h"
 #include "vkgrad/io/json_io.h"
+#include "vkgrad/nn/transformer.h"
 
 namespace vkgrad::hf {
 
@@ -44,9 +45,27 @@ std::string peftName(const HfLinear& l, const char* which) {
 }  // namespace
 
 std::vector<HfLinear> hfLinears(const HfModel& model) {
+  std::vector<HfLinear> out;
+  if (const auto& llama = model.gpt.llama) {
+    // Per layer the seven nn.Linear modules: q, k, v and gate, up as column blocks of the
+    // fused products (hf/llama.h's order), o and down whole.
+    const gpt::GptConfig& c = model.gpt;
+    const int64_t C = c.width, D = C / c.heads, Q = c.heads * D, KV = llama->kv_heads * D;
+    const int64_t I = llama->intermediate;
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string h = "model.layers." + std::to_string(i) + ".", v = nn::blockName(i);
+      out.push_back({h + "self_attn.q_proj", v + ".attn.qkv", C, Q, 0});
+      out.push_back({h + "self_attn.k_proj", v + ".attn.qkv", C, KV, Q});
+      out.push_back({h + "self_attn.v_proj", v + ".attn.qkv", C, KV, Q + KV});
+      out.push_back({h + "self_attn.o_proj", v + ".attn.proj", Q, C});
+      out.push_back({h + "mlp.gate_proj", v + ".mlp.gate_up", C, I, 0});
+      out.push_back({h + "mlp.up_proj", v + ".mlp.gate_up", C, I, I});
+      out.push_back({h + "mlp.down_proj", v + ".mlp.proj", I, C});
+    }
+    return out;
+  }
   // GPT-2's products are the Conv1D weights of its blocks: "h.<i>.*.weight" (in, out) mapped
   // onto a Linear's ".w".
-  std::vector<HfLinear> out;
   for (const Gpt2Tensor& t : gpt2Tensors(model.gpt))
     if (t.hf.rfind("h.", 0) == 0 && endsWith(t.hf, ".weight") && endsWith(t.vkgrad, ".w"))
       out.push_back({"transformer." + t.hf.substr(0, t.hf.size() - 7),
@@ -54,7 +73,9 @@ std::vector<HfLinear> hfLinears(const HfModel& model) {
   return out;
 }
 
-std::vector<std::string> defaultLoraTargets(const HfModel&) {
+std::vector<std::string> defaultLoraTargets(const HfModel& model) {
+  if (model.gpt.llama)
+    return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
   return {"c_attn", "c_proj", "c_fc"};
 }
 
@@ -138,8 +159,8 @@ HfLora readHfLora(const fs::path& dir, const HfModel& base) {
   for (const HfLinear& l : selectLinears(hfLinears(base), lora.targets)) {
     const int64_t r = lora.config.rank;
     for (const auto& [which, shape, name] :
-         {std::tuple{"lora_A", std::vector<int64_t>{r, l.in}, nn::loraA(l.prefix)},
-          std::tuple{"lora_B", std::vector<int64_t>{l.out, r}, nn::loraB(l.prefix)}}) {
+         {std::tuple{"lora_A", std::vector<int64_t>{r, l.in}, nn::loraA(l.prefix, l.block)},
+          std::tuple{"lora_B", std::vector<int64_t>{l.out, r}, nn::loraB(l.prefix, l.block)}}) {
       const std::string file_name = peftName(l, which);
       const auto it = named.find(file_name);
       if (it == named.end())
@@ -178,10 +199,11 @@ void adaptHfLora(graph::ParameterStore& store, const HfModel& model, const HfLor
     if (model.stored != ops::DType::F32) store.setStorage(p->name, model.stored);
   }
   for (const HfLinear& l : selectLinears(hfLinears(model), lora.targets)) {
-    nn::declareLora(store, l.prefix, lora.config);
+    nn::declareLora(store, l.prefix, lora.config, l.block,
+                    l.block == nn::kWholeProduct ? nn::kWholeProduct : l.block + l.out);
     if (!train) {
-      store.setFrozen(nn::loraA(l.prefix), true);
-      store.setFrozen(nn::loraB(l.prefix), true);
+      store.setFrozen(nn::loraA(l.prefix, l.block), true);
+      store.setFrozen(nn::loraB(l.prefix, l.block), true);
     }
   }
 }
@@ -210,8 +232,10 @@ std::vector<std::string> saveHfLora(const fs::path& out, const HfModel& model, c
   for (SavedTensor& t : store.download()) values.emplace(t.name, std::move(t));
   graph::Checkpoint file{{}, {{"format", "pt"}}};
   for (const HfLinear& l : selectLinears(hfLinears(model), lora.targets)) {
-    file.tensors.push_back(transpose(values.at(nn::loraA(l.prefix)), peftName(l, "lora_A")));
-    file.tensors.push_back(transpose(values.at(nn::loraB(l.prefix)), peftName(l, "lora_B")));
+    file.tensors.push_back(
+        transpose(values.at(nn::loraA(l.prefix, l.block)), peftName(l, "lora_A")));
+    file.tensors.push_back(
+        transpose(values.at(nn::loraB(l.prefix, l.block)), peftName(l, "lora_B")));
   }
   graph::Json config = {{"peft_type", "LORA"},
                         {"task_type", "CAUSAL_LM"},

@@ -17,6 +17,14 @@
 // ends with "." + it ("c_proj": attn.c_proj and mlp.c_proj). GPT-2's products are
 // transformer.h.<i>.{attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj}; by default all four
 // (the attention and MLP products; PEFT's own default for GPT-2 is c_attn alone).
+//
+// Llama and Qwen2 (hf/llama.h): model.layers.<i>.self_attn.{q,k,v,o}_proj and
+// model.layers.<i>.mlp.{gate,up,down}_proj, nn.Linear layers (fan_in_fan_out false). vkgrad
+// fuses q, k, v into one product and gate, up into another, so an adapter on q_proj is a
+// column block of the fused product (nn/lora.h's blocks: the q columns, then k, then v; gate,
+// then up), each with its own A and B as PEFT has them; o_proj and down_proj are whole
+// products. By default all seven, as for GPT-2 every product (QLoRA's choice, the common one
+// for instruction tuning; PEFT's own default for Llama and Qwen2 is q_proj and v_proj alone).
 #pragma once
 
 #include <filesystem>
@@ -31,15 +39,18 @@ namespace vkgrad::hf {
 inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 inline constexpr const char* kAdapterWeightsFile = "adapter_model.safetensors";
 
-// A product LoRA may adapt: its module name as PEFT names it, its vkgrad prefix (nn/layers.h)
-// and its weight's (in, out).
+// A product LoRA may adapt: its module name as PEFT names it, its vkgrad prefix (nn/layers.h),
+// the module's (in, out), and where the module is a column block of a fused product, its
+// first column there (nn::declareLora's block; else nn::kWholeProduct).
 struct HfLinear {
   std::string module, prefix;
   int64_t in = 0, out = 0;
+  int64_t block = nn::kWholeProduct;
 };
 // Every product of the model that takes an adapter, in declaration order.
 std::vector<HfLinear> hfLinears(const HfModel& model);
-// The targets when none are named: GPT-2's c_attn, c_proj and c_fc.
+// The targets when none are named: GPT-2's c_attn, c_proj and c_fc; Llama's and Qwen2's
+// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj and down_proj.
 std::vector<std::string> defaultLoraTargets(const HfModel& model);
 // The products the targets select (PEFT's suffix rule). Throws Error naming a target that
 // selects nothing (the model's module names given), or an empty list.
