@@ -19,6 +19,7 @@
 #include "common/vk_test.h"
 #include "models/hf/gpt2_folder.h"
 #include "models/hf/llama_folder.h"
+#include "models/hf/lora_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/gpt.h"
 #include "vkgrad/gpt/stream_loss.h"
@@ -246,22 +247,7 @@ TEST_F(HfLlamaLora, TrainingChangesOnlyTheAdapters) {
   hf::loadHfLora(store, model, lora, /*train=*/true, 0);
   const int64_t C = c.width, KV = 12, I = c.llama->intermediate;
   EXPECT_EQ(store.trainableElements(), c.layers * 2 * ((C + C) + (C + KV) + (C + I) + (I + C)));
-  const std::vector<uint32_t> tokens = rng_.below(40, uint32_t(c.vocab));
-  const gpt::TokenWindows windows = gpt::uploadTokenWindows(ctx(), tokens, c.context);
-  graph::TrainerOptions options;
-  options.batch = 3;
-  options.schedule = graph::Schedule::constant(1e-2f);
-  graph::Trainer trainer(ctx(), store, {&windows.ids, &windows.targets}, gpt::gptLossFn(store, c),
-                         options);
-  for (int i = 0; i < 2; ++i) trainer.step(std::vector<uint32_t>{uint32_t(i), 7, 20});
-  std::map<std::string, const SavedTensor*> given;
-  for (const SavedTensor& t : model.parameters) given[t.name] = &t;
-  for (const SavedTensor& t : lora.tensors) given[t.name] = &t;
-  for (const SavedTensor& t : store.download()) {
-    if (t.name.find("lora_scale") != std::string::npos) continue;
-    const bool adapter = t.name.find(".lora_") != std::string::npos;
-    EXPECT_EQ(t.data == given.at(t.name)->data, !adapter) << t.name;
-  }
+  expectOnlyAdaptersTrain(ctx(), rng_, store, model, lora);
 }
 
 // vkgrad's adapted logits against the CPU reference over the folder's tensors with PEFT's
