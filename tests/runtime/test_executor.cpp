@@ -143,7 +143,13 @@ TEST_F(ExecutorTest, OneDispatchUpdatesEveryParameterWithTheSameBits) {
   eb.setInput(b.x, x), eb.setInput(b.y, y);
   const size_t params = store_a.all().size();
   ASSERT_EQ(params, 6u);
-  EXPECT_EQ(ea.dispatchCount() + (params - 1), eb.dispatchCount());
+  // One many-tensor update against one per parameter; where the device binds fewer than the
+  // many-tensor kernel's 5 storage buffers, that update is one per tensor as well (its ".sb4"
+  // build also takes two passes per tensor): no fewer dispatches than the per-tensor graph.
+  if (ctx().info().max_storage_buffers >= 5)
+    EXPECT_EQ(ea.dispatchCount() + (params - 1), eb.dispatchCount());
+  else
+    EXPECT_GE(ea.dispatchCount(), eb.dispatchCount());
   const auto initial = readAll(store_a);
   for (int step = 0; step < 4; ++step) {
     ea.step();
