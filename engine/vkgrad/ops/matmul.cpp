@@ -659,6 +659,14 @@ void recordVector(vk::Recorder& rec, const Product& p, const Choice& choice, con
                      vk::divUp(m, t.wy * t.tm), uint32_t(p.batch));
 }
 
+// Without a bias (or residual) the kernels' binding still needs a buffer: 4 bytes of b, which
+// it reads anyway and the kernels never index (has_bias = 0, RESIDUAL false); of C where b is
+// 16-bit (its last element may be the last 2 bytes of its buffer), in C's format.
+TensorView standIn(const Product& p) {
+  return p.b.view.dtype == DType::F32 ? view(*p.b.view.buffer, {1}, p.b.view.offset)
+                                      : view(*p.c.buffer, {1}, p.c.offset, p.c.dtype);
+}
+
 // Records one product with the chosen kernel.
 void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const MatmulVariant variant = choice.variant;
@@ -667,12 +675,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const vk::DeviceInfo& info = context.info();
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
-  // Without a bias (or residual) the kernels' binding still needs a buffer: 4 bytes of b,
-  // which it reads anyway and the kernels never index (has_bias = 0, RESIDUAL false); of C
-  // where b is 16-bit (its last element may be the last 2 bytes of its buffer), in C's format.
-  const TensorView stand_in = p.b.view.dtype == DType::F32
-                                  ? view(*p.b.view.buffer, {1}, p.b.view.offset)
-                                  : view(*c.buffer, {1}, c.offset, c.dtype);
+  const TensorView stand_in = standIn(p);
   const TensorView& bias_view = p.bias ? *p.bias : stand_in;
   const Bound bias = bindStorage(context, bias_view);
 
