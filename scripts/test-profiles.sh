@@ -37,8 +37,9 @@ for run in "${runs[@]}"; do
   ctest --test-dir "$build" -E "$exclude" --no-tests=error -j2 >"$build/profile-$run.txt" 2>&1
   log="$build/profile-$run.log"
   cp "$build/Testing/Temporary/LastTest.log" "$log"
-  failed="$(awk -f "$root/scripts/profile-refusals.awk" "$log")"
-  total=$(grep -c "^Test \(Passed\|Failed\)\." "$log" || true)
+  results="$(awk -f "$root/scripts/profile-refusals.awk" "$log")"
+  failed="$(printf '%s\n' "$results" | awk '$2 == "fail" {print $1, $3}')"
+  total=$(printf '%s\n' "$results" | grep -c . || true)
   refused=$(printf '%s' "$failed" | grep -c . || true)
   seconds=$(($(date +%s) - start))
   echo "$run: $((total - refused)) of $total tests passed, $refused refused, in $seconds s"
