@@ -34,6 +34,8 @@ constexpr uint32_t kWriteWorkgroup = 64;
 // Invocations per (row, head): a power of two, at most the 128 every device allows.
 constexpr uint32_t kCachedWorkgroup = 64;
 constexpr uint32_t kChunk = 256;  // keys per pass through shared memory
+// What both kernels' usual builds bind: four float tensors and the position word.
+constexpr uint32_t kStorageBuffers = 5;
 
 int64_t strideOf(const AttentionTensor& t) {
   return t.row_stride ? t.row_stride : t.view.shape[2] * t.view.shape[3];
@@ -70,8 +72,6 @@ std::vector<vk::Arg> bindAll(const vk::Context& ctx, std::initializer_list<Tenso
   args.push_back(bound.arg);
   return args;
 }
-
-constexpr uint32_t kStorageBuffers = 5;
 
 struct Dims {
   int64_t b, r, h, d, rows, hkv;
