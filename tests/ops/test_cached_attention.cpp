@@ -147,6 +147,8 @@ TEST_F(CachedAttentionTest, WithinFourStorageBuffersReadsThePositionAsATexel) {
   // The .sb4.s16 build, where the device has 16-bit storage (a profile may take it away).
   if (four.info().storage_16bit)
     check(four, {2, 3, 33, 300, 2, 290}, rng, {DType::BF16, DType::F32, DType::F16}, 1);
+  // The fixture watches the shared context's validation layer; this one is its own.
+  for (const auto& message : four.validationMessages()) ADD_FAILURE() << message;
 }
 
 // The position is read on the device: one recording, replayed at successive positions as a
