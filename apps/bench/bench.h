@@ -44,6 +44,7 @@ const BenchOp& foldsBench();
 const BenchOp& batchNormBench();
 const BenchOp& conv2dBench();
 const BenchOp& generalBench();
+const BenchOp& cachedAttentionBench();
 
 struct Timing {
   std::vector<double> ms;  // GPU milliseconds of each timed run

@@ -15,9 +15,9 @@ namespace vkgrad::apps {
 namespace {
 
 const BenchOp* const kOps[] = {
-    &matmulBench(),    &copyBench(), &elementwiseBench(), &softmaxBench(), &layerNormBench(),
-    &attentionBench(), &spmmBench(), &adamwBench(),       &foldsBench(),   &batchNormBench(),
-    &conv2dBench(),    &generalBench()};
+    &matmulBench(),    &copyBench(),    &elementwiseBench(),    &softmaxBench(), &layerNormBench(),
+    &attentionBench(), &spmmBench(),    &adamwBench(),          &foldsBench(),   &batchNormBench(),
+    &conv2dBench(),    &generalBench(), &cachedAttentionBench()};
 
 int run(int argc, char** argv) {
   std::string summary =

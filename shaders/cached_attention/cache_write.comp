@@ -13,7 +13,16 @@ FLOATS(0, k, readonly)
 FLOATS(1, v, readonly)
 FLOATS(2, k_cache, writeonly)
 FLOATS(3, v_cache, writeonly)
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads the
+// position word through an R32UI texel view, which counts against the sampled-image limit;
+// the float tensors stay storage buffers.
+layout(set = 0, binding = 4) uniform usamplerBuffer position_texels;
+#define POSITION(I) texelFetch(position_texels, int(I)).x
+#else
 layout(set = 0, binding = 4) readonly buffer Position { uint position[]; };
+#define POSITION(I) position[I]
+#endif
 
 layout(push_constant) uniform Push {
   uint B, R, rows, HD;  // HD = H * D, a cache row
@@ -23,7 +32,7 @@ layout(push_constant) uniform Push {
 
 void main() {
   const uint total = p.B * p.R * p.HD, step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  const uint start = position[p.skip[4]];
+  const uint start = POSITION(p.skip[4]);
   for (uint i = gl_GlobalInvocationID.x; i < total; i += step) {
     const uint e = i % p.HD, br = i / p.HD, r = br % p.R, b = br / p.R;
     const uint t = start + r;

@@ -24,7 +24,16 @@ FLOATS(0, q, readonly)
 FLOATS(1, k_cache, readonly)
 FLOATS(2, v_cache, readonly)
 FLOATS(3, o, writeonly)
+#ifdef FOUR_STORAGE_BUFFERS
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads the
+// position word through an R32UI texel view, which counts against the sampled-image limit;
+// the float tensors stay storage buffers.
+layout(set = 0, binding = 4) uniform usamplerBuffer position_texels;
+#define POSITION(I) texelFetch(position_texels, int(I)).x
+#else
 layout(set = 0, binding = 4) readonly buffer Position { uint position[]; };
+#define POSITION(I) position[I]
+#endif
 
 layout(push_constant) uniform Push {
   uint B, H, R, rows;
@@ -61,7 +70,7 @@ void main() {
   for (uint d = tid; d < D; d += W) qs[d] = LOAD(q, qi + d) * p.scale;
   barrier();
 
-  const uint keys = min(position[p.skip[4]] + r + 1, p.rows);
+  const uint keys = min(POSITION(p.skip[4]) + r + 1, p.rows);
   const uint hk = h / (p.H / p.Hkv);  // the key/value head (grouped-query attention)
   const uint cache0 = b * p.rows * HD + hk * D;  // element 0 of the head's row 0
   float m = uintBitsToFloat(0xff800000u), l = 0.0;  // running max (-inf) and sum

@@ -17,9 +17,11 @@ namespace {
 
 // Runs vkgrad-bench with --json and the validation layer on, and returns one parsed object
 // per stdout line.
-std::vector<graph::Json> runJson(std::vector<std::string> args) {
+std::vector<graph::Json> runJson(std::vector<std::string> args,
+                                 std::vector<std::pair<std::string, std::string>> env = {}) {
   args.insert(args.end(), {"--json", "--iters", "3", "--warmup", "1"});
-  const AppRun run = runApp("bench", args, {{"VKGRAD_VALIDATION", "1"}});
+  env.push_back({"VKGRAD_VALIDATION", "1"});
+  const AppRun run = runApp("bench", args, env);
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_FALSE(contains(run.err, "alidation")) << run.err;
   std::vector<graph::Json> lines;
@@ -253,6 +255,29 @@ TEST(BenchApp, SpmmReportsTheBytesItMustMove) {
     expectTimed(line);
   }
   EXPECT_EQ(runApp("bench", {"spmm", "--features", "9", "--heads", "2"}).exit_code, 2);
+}
+
+// cached-attention: one decoding step (cache write, attention) checked against the fp64
+// reference, naming the build that ran; within 4 storage buffers the .sb4 build, with the same
+// bits (the same error). Grouped heads, an odd head dim, 3 new rows near the cache's end.
+TEST(BenchApp, CachedAttentionNamesTheBuildThatRan) {
+  const std::vector<std::string> args = {
+      "cached-attention", "--h", "4",          "--kv-heads", "2",   "--d", "17",
+      "--rows",           "40",  "--position", "35",         "--r", "3"};
+  const auto usual = runJson(args, {{"VKGRAD_LIMITS", ""}});
+  const auto four = runJson(args, {{"VKGRAD_LIMITS", "storage-buffers=4"}});
+  ASSERT_EQ(usual.size(), 1u);
+  ASSERT_EQ(four.size(), 1u);
+  EXPECT_EQ(four[0].at("variant").get<std::string>(), "sb4");
+  for (const graph::Json& line : {usual[0], four[0]}) {
+    EXPECT_EQ(line.at("op").get<std::string>(), "cached_attn");
+    EXPECT_EQ(line.at("keys").get<double>(), 38.0);
+    EXPECT_LE(line.at("error").get<double>(), 1e-4);
+    expectTimed(line);
+  }
+  EXPECT_EQ(usual[0].at("error").get<double>(), four[0].at("error").get<double>());
+  EXPECT_EQ(runApp("bench", {"cached-attention", "--h", "4", "--kv-heads", "3"}).exit_code, 2);
+  EXPECT_EQ(runApp("bench", {"cached-attention", "--rows", "8", "--position", "8"}).exit_code, 2);
 }
 
 TEST(BenchApp, HelpExitsZeroAndBadArgumentsExitTwo) {

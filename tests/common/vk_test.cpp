@@ -1,6 +1,11 @@
 #include "common/vk_test.h"
 
+#include <cstdio>
 #include <memory>
+#include <set>
+#include <string>
+
+#include "common/not_run.h"
 
 namespace vkgrad::test {
 namespace {
@@ -28,6 +33,17 @@ vk::Context& sharedContext() {
     context = std::make_unique<vk::Context>(options);
   }
   return *context;
+}
+
+void noteNotRun(const std::string& what, const std::string& limit) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name =
+      test ? std::string(test->test_suite_name()) + "." + test->name() : std::string("(no test)");
+  static std::set<std::string> noted;
+  if (!noted.insert(name + "\n" + what).second) return;
+  std::printf("[ NOT RUN  ] %s: %s: the device lacks %s\n", name.c_str(), what.c_str(),
+              limit.c_str());
+  if (test) ::testing::Test::RecordProperty("not_run", what + " (" + limit + ")");
 }
 
 void VkTest::SetUp() {

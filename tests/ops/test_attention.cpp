@@ -12,6 +12,7 @@
 #include "common/device_tensor.h"
 #include "common/expect.h"
 #include "common/gradcheck.h"
+#include "common/not_run.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "ops/attention_check.h"
@@ -39,17 +40,27 @@ struct Case {
   AttentionVariant variant = AttentionVariant::Shared;
 };
 
-// The kernels this device runs: Shared everywhere, Texel on CPU devices (lavapipe, where CI
-// runs); TexelIsRefusedOnGpus checks the refusal elsewhere.
+// Whether this device runs Texel: a CPU device (lavapipe, where CI runs) with subgroup shuffle
+// (ops/attention.cpp). A CPU device without it (the vulkan12-minimum profile) runs Shared only,
+// and the test says so; TexelIsRefusedOnGpus checks the refusal.
+bool texelRuns(bool note = true) {
+  const vk::DeviceInfo& info = sharedContext().info();
+  if (!info.isCpu()) return false;
+  if (info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0) return true;
+  if (note) noteNotRun("the Texel variant", "subgroupShuffle");
+  return false;
+}
+
+// The kernels this device runs: Shared everywhere, Texel where texelRuns().
 std::vector<AttentionVariant> deviceVariants() {
-  if (sharedContext().info().isCpu()) return {AttentionVariant::Shared, AttentionVariant::Texel};
+  if (texelRuns()) return {AttentionVariant::Shared, AttentionVariant::Texel};
   return {AttentionVariant::Shared};
 }
 
 // Both kernels on every case where the device runs both; the texel one needs D % 4 == 0.
 std::vector<Case> bothVariants(Case c) {
   std::vector<Case> cases{c};
-  if (c.d % 4 == 0 && sharedContext().info().isCpu()) {
+  if (c.d % 4 == 0 && texelRuns()) {
     c.variant = AttentionVariant::Texel;
     cases.push_back(c);
   }
@@ -512,8 +523,9 @@ TEST_F(AttentionTest, RejectsBadShapesBeforeRecording) {
       "attentionBackward: scratch (7) needs at least 16 elements");
 }
 
-// Texel runs on CPU devices only (ops/attention.cpp says why); elsewhere asking for it is a
-// clear error before anything is recorded, and Auto takes Shared.
+// Texel runs on CPU devices with subgroup shuffle only (ops/attention.cpp says why); elsewhere
+// (a GPU, or a profile without shuffle) asking for it is a clear error before anything is
+// recorded, and Auto takes Shared.
 TEST_F(AttentionTest, TexelIsRefusedOnGpus) {
   Rng rng;
   auto q = upload(ctx(), {1, 8, 2, 16}, rng.uniform(256)), o = poisoned(ctx(), {1, 8, 2, 16}),
@@ -521,7 +533,7 @@ TEST_F(AttentionTest, TexelIsRefusedOnGpus) {
   vk::Recorder rec(ctx());
   const AttentionTensor tq{q.view()};
   const ops::AttentionOptions texel{false, 0.0f, AttentionVariant::Texel};
-  if (ctx().info().isCpu()) {
+  if (texelRuns(/*note=*/false)) {
     ops::attention(rec, tq, tq, tq, {o.view()}, lse.view(), texel);
     EXPECT_EQ(rec.dispatchCount(), 1u);
   } else {

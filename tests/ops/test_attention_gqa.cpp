@@ -11,6 +11,7 @@
 #include "common/compare.h"
 #include "common/device_tensor.h"
 #include "common/expect.h"
+#include "common/not_run.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "ops/attention_check.h"
@@ -62,9 +63,13 @@ class AttentionGqaTest : public VkTest {
         .run();
   }
 
-  // The SIMT variants this device runs at head dim d (Texel: CPU devices, d % 4 == 0).
+  // The SIMT variants this device runs at head dim d (Texel: CPU devices with subgroup shuffle,
+  // d % 4 == 0; a CPU device without shuffle says it ran Shared only).
   std::vector<AttentionVariant> simt(int64_t d) const {
-    if (ctx().info().isCpu() && d % 4 == 0)
+    const vk::DeviceInfo& info = ctx().info();
+    const bool shuffle = info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+    if (info.isCpu() && !shuffle) noteNotRun("the Texel variant", "subgroupShuffle");
+    if (info.isCpu() && shuffle && d % 4 == 0)
       return {AttentionVariant::Shared, AttentionVariant::Texel};
     return {AttentionVariant::Shared};
   }

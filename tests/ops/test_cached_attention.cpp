@@ -44,7 +44,10 @@ class CachedAttentionTest : public VkTest {
   // buffer. Writes the new rows at `position`, attends, and compares: the written rows with
   // the new k and v, every other cache row unchanged, o with causal attention over the first
   // position + R rows (what the whole window's last R rows would get).
-  static void check(const Case& c, Rng& rng, Formats f = {}) {
+  // The position word sits `position_word` words into its buffer (a skip for the kernels).
+  static void check(const Case& c, Rng& rng, Formats f = {}) { check(ctx(), c, rng, f, 0); }
+  static void check(vk::Context& context, const Case& c, Rng& rng, Formats f,
+                    uint32_t position_word) {
     SCOPED_TRACE(describe(c) + " qkv " + ops::dtypeName(f.qkv) + " cache " +
                  ops::dtypeName(f.cache) + " o " + ops::dtypeName(f.o));
     const int64_t hd = c.h * c.d, ncache = c.b * c.rows * hd, nnew = c.b * c.r * hd;
@@ -52,19 +55,21 @@ class CachedAttentionTest : public VkTest {
     const auto k0 = ops::ref::roundTo(f.cache, rng.normal(ncache)),
                v0 = ops::ref::roundTo(f.cache, rng.normal(ncache));
     const auto qkv = ops::ref::roundTo(f.qkv, rng.normal(3 * nnew));
-    auto kc = upload(ctx(), cache_shape, k0, f.cache), vc = upload(ctx(), cache_shape, v0, f.cache);
-    auto fused = upload(ctx(), {c.b, c.r, 3 * hd}, qkv, f.qkv);
-    auto o = poisoned(ctx(), new_shape, f.o);
-    const uint32_t pos = uint32_t(c.position);
-    vk::Buffer position = uploadWords(ctx(), std::span(&pos, 1));
+    auto kc = upload(context, cache_shape, k0, f.cache),
+         vc = upload(context, cache_shape, v0, f.cache);
+    auto fused = upload(context, {c.b, c.r, 3 * hd}, qkv, f.qkv);
+    auto o = poisoned(context, new_shape, f.o);
+    std::vector<uint32_t> words(position_word + 2, 0xdeadu);
+    words[position_word] = uint32_t(c.position);
+    vk::Buffer position = uploadWords(context, std::span(words));
     auto part = [&](int i) {
       AttentionTensor t{fused.view(), 3 * hd};
       t.view.shape = new_shape;
       t.view.offset = uint64_t(i * hd) * ops::dtypeBytes(f.qkv);
       return t;
     };
-    const ops::TensorView pv = ops::view(position, {1}, 0, DType::U32);
-    vk::Recorder rec(ctx());
+    const ops::TensorView pv = ops::view(position, {1}, 4 * position_word, DType::U32);
+    vk::Recorder rec(context);
     ops::writeKvCache(rec, part(1), part(2), kc.view(), vc.view(), pv);
     ops::cachedAttention(rec, part(0), kc.view(), vc.view(), pv, {o.view()});
     rec.submit();
@@ -80,8 +85,8 @@ class CachedAttentionTest : public VkTest {
           k1[size_t(to)] = ops::ref::roundTo(f.cache, qkv[size_t(from + hd)]);
           v1[size_t(to)] = ops::ref::roundTo(f.cache, qkv[size_t(from + 2 * hd)]);
         }
-    EXPECT_EQ(download(ctx(), kc), k1) << "k_cache";
-    EXPECT_EQ(download(ctx(), vc), v1) << "v_cache";
+    EXPECT_EQ(download(context, kc), k1) << "k_cache";
+    EXPECT_EQ(download(context, vc), v1) << "v_cache";
     const int64_t keys = c.position + c.r;
     ops::ref::AttentionShape s{c.b, c.h, c.r, keys, c.d, /*causal=*/true};
     s.k_stride = s.v_stride = hd;
@@ -94,7 +99,7 @@ class CachedAttentionTest : public VkTest {
       vw.insert(vw.end(), v1.begin() + ptrdiff_t(first), v1.begin() + ptrdiff_t(last));
     }
     ops::ref::attention(s, q.data(), kw.data(), vw.data(), want.data(), lse.data());
-    EXPECT_TRUE(closeInFormat(download(ctx(), o), want, f.o, kTolerance)) << "o";
+    EXPECT_TRUE(closeInFormat(download(context, o), want, f.o, kTolerance)) << "o";
   }
 };
 
@@ -119,6 +124,31 @@ TEST_F(CachedAttentionTest, SixteenBitTensorsMatchCpu) {
        {Formats{DType::F16, DType::F16, DType::F16}, Formats{DType::BF16, DType::BF16, DType::BF16},
         Formats{DType::F32, DType::F16, DType::F32}, Formats{DType::BF16, DType::F32, DType::F16}})
     for (const Case& c : cases) check(c, rng, f);
+}
+
+// Within 4 storage buffers (Vulkan's minimum; as `VKGRAD_LIMITS=storage-buffers=4` sets it) the
+// cache write and the attention bind 5: their ".sb4" builds read the position word through a
+// texel view. Odd heads and sizes, several chunks of keys, the word at a skip into its buffer.
+TEST_F(CachedAttentionTest, WithinFourStorageBuffersReadsThePositionAsATexel) {
+  vk::ContextOptions options;
+  options.validation = true;
+  options.limits.max_storage_buffers = 4;
+  vk::Context four(options);
+  ASSERT_EQ(four.info().max_storage_buffers, 4u);
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cases[] = {{1, 1, 16, 1, 1, 0},
+                        {2, 3, 5, 37, 1, 17},
+                        {1, 2, 64, 37, 3, 34},
+                        {2, 1, 7, 19, 19, 0},
+                        {2, 3, 17, 300, 4, 257}};
+  for (const uint32_t word : {0u, 3u})
+    for (const Case& c : cases) check(four, c, rng, {}, word);
+  // The .sb4.s16 build, where the device has 16-bit storage (a profile may take it away).
+  if (four.info().storage_16bit)
+    check(four, {2, 3, 33, 300, 2, 290}, rng, {DType::BF16, DType::F32, DType::F16}, 1);
+  // The fixture watches the shared context's validation layer; this one is its own.
+  for (const auto& message : four.validationMessages()) ADD_FAILURE() << message;
 }
 
 // The position is read on the device: one recording, replayed at successive positions as a

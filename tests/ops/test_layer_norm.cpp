@@ -12,6 +12,7 @@
 #include "common/device_tensor.h"
 #include "common/expect.h"
 #include "common/gradcheck.h"
+#include "common/not_run.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -106,8 +107,16 @@ TEST_P(LayerNormTest, MatchesCpuOnOddShapes) {
   // y = beta, rstd = 1/sqrt(eps).
   const ops::Shape shapes[] = {{1, 1},     {3, 7},  {33, 257}, {5, 1000}, {2, 100003}, {1000, 7},
                                {2, 3, 17}, {4, 32}, {4, 33},   {4, 64},   {4, 65},     {7}};
+  const vk::DeviceInfo& info = ctx().info();
   for (const ops::Shape& shape : shapes) {
     SCOPED_TRACE(shape.str());
+    // Within 4 storage buffers (Vulkan's minimum) the ".sb4" build reads gamma and beta through
+    // texel views, so rows longer than one holds (vulkan12-minimum: 65,536) are refused there.
+    if (info.max_storage_buffers < 6 && uint64_t(shape.back()) > info.max_texel_buffer_elements) {
+      noteNotRun("rows of " + std::to_string(shape.back()) + " (gamma and beta read as texels)",
+                 "maxTexelBufferElements");
+      continue;
+    }
     const Inputs in = randomInputs(rng, shape, 0.3f, 1.5f);
     expectMatchesReference(in, run(in));
   }

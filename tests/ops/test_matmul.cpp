@@ -12,6 +12,7 @@
 #include "common/device_tensor.h"
 #include "common/expect.h"
 #include "common/gradcheck.h"
+#include "common/not_run.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -170,7 +171,18 @@ TEST_F(VkTest, MatmulVectorTilingsMatchCpu) {
                                        {8, 16, 16, 8, 8},  {16, 16, 32, 4, 4}, {8, 8, 16, 4, 4},
                                        {32, 8, 16, 4, 8},  {16, 16, 16, 4, 8}, {8, 8, 4, 16, 16}};
   const Shape3 shapes[] = {{130, 129, 37}, {67, 260, 64}, {1, 5, 3}};
-  for (const ops::MatmulTiling& tiling : tilings)
+  const vk::DeviceInfo& info = ctx().info();
+  for (const ops::MatmulTiling& tiling : tilings) {
+    // A tiling past this device's workgroup or shared memory (vulkan12-minimum: 128
+    // invocations, 16 KiB) is refused by name (MatmulRejectsATilingTheDeviceCannotRun).
+    const uint64_t shared = 4ull * tiling.bk * (tiling.wy * tiling.tm + tiling.wx * tiling.tn);
+    if (tiling.wx * tiling.wy > info.max_workgroup_invocations ||
+        tiling.wx > info.max_workgroup_size[0] || tiling.wy > info.max_workgroup_size[1] ||
+        shared > info.max_shared_memory) {
+      noteNotRun("tiling " + ops::matmulTilingText(tiling),
+                 "maxComputeWorkGroupInvocations|maxComputeSharedMemorySize");
+      continue;
+    }
     for (const Shape3& s : shapes)
       for (const bool trans : {false, true}) {
         SCOPED_TRACE(testing::Message() << ops::matmulTilingText(tiling) << " m=" << s.m
@@ -194,6 +206,7 @@ TEST_F(VkTest, MatmulVectorTilingsMatchCpu) {
         rec.submit();
         EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
       }
+  }
 }
 
 TEST_F(VkTest, MatmulRejectsATilingTheDeviceCannotRun) {
@@ -617,7 +630,13 @@ TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
                         {ops::Activation::LeakyRelu, 0.1f},
                         {ops::Activation::Elu, 0.7f}};
   const Case cases[] = {{64, 128, 512, 12, 0}, {37, 13, 21}, {5, 9, 7, 3, 0}, {6, 5, 8, 2, 0}};
-  for (ops::MatmulVariant variant : {ops::MatmulVariant::Texel, ops::MatmulVariant::Vector})
+  const vk::DeviceInfo& info = ctx().info();
+  const bool shuffle = info.subgroup_compute && info.subgroup_shuffle && info.subgroup_size > 0;
+  for (ops::MatmulVariant variant : {ops::MatmulVariant::Texel, ops::MatmulVariant::Vector}) {
+    if (variant == ops::MatmulVariant::Texel && !shuffle) {
+      noteNotRun("the Texel variant", "subgroupShuffle");  // a profile without it: Vector only
+      continue;
+    }
     for (const Case& cs : cases)
       for (const Kind& k : kinds) {
         // The GPT's shape once, as the GPT runs it (Texel, GELU): the rest are slow on a CPU.
@@ -647,6 +666,7 @@ TEST_F(VkTest, MatmulBackwardFoldsAnActivationGradientIntoDa) {
         rec.submit();
         EXPECT_TRUE(allClose(download(ctx(), ga), want, kTolerance));
       }
+  }
 }
 
 // The folded activation gradient's rules: x shaped like a, a not transposed, da overwritten,
@@ -1090,8 +1110,8 @@ class MatmulSixteenBitTest : public VkTest,
     if (onCoopmat({f.a, f.b, f.c})) {  // the bias's gradient still sums dc as stored
       std::vector<float> unused(cs.n);
       ops::ref::matmulBackward(asRead(a, true).data(), asRead(b, true).data(),
-                               asRead(dc, true).data(), want_a.data(), want_b.data(),
-                               unused.data(), cs.ref());
+                               asRead(dc, true).data(), want_a.data(), want_b.data(), unused.data(),
+                               cs.ref());
     }
     const auto init_a = ops::ref::roundTo(f.a, rng.uniform(a.size()));
     const auto init_b = ops::ref::roundTo(f.b, rng.uniform(b.size()));

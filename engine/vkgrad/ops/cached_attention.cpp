@@ -34,6 +34,8 @@ constexpr uint32_t kWriteWorkgroup = 64;
 // Invocations per (row, head): a power of two, at most the 128 every device allows.
 constexpr uint32_t kCachedWorkgroup = 64;
 constexpr uint32_t kChunk = 256;  // keys per pass through shared memory
+// What both kernels' usual builds bind: four float tensors and the position word.
+constexpr uint32_t kStorageBuffers = 5;
 
 int64_t strideOf(const AttentionTensor& t) {
   return t.row_stride ? t.row_stride : t.view.shape[2] * t.view.shape[3];
@@ -53,15 +55,21 @@ TensorView rows(const char* op, const char* name, const AttentionTensor& t, cons
   return flat;
 }
 
-// Binds the views in order, each one's skip into skip[i].
+// Binds the four float views in order and then the position word, each one's skip into
+// skip[i]. Both kernels bind 5 storage buffers; within 4 (`four`) their ".sb4" builds read the
+// position through an R32UI texel view (one texel: it fits every device).
 std::vector<vk::Arg> bindAll(const vk::Context& ctx, std::initializer_list<TensorView> views,
-                             uint32_t (&skip)[5]) {
+                             const TensorView& position, bool four, uint32_t (&skip)[5]) {
   std::vector<vk::Arg> args;
   for (const TensorView& t : views) {
     const Bound bound = bindStorage(ctx, t);
     skip[args.size()] = bound.skip;
     args.push_back(bound.arg);
   }
+  const Bound bound =
+      four ? bindTexel(ctx, position, vk::TexelFormat::R32u) : bindStorage(ctx, position);
+  skip[args.size()] = bound.skip;
+  args.push_back(bound.arg);
   return args;
 }
 
@@ -114,9 +122,12 @@ void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTe
                  uint32_t(strideOf(k)),
                  uint32_t(strideOf(v)),
                  {}};
-  const std::vector<vk::Arg> args = bindAll(ctx, {fk, fv, k_cache, v_cache, position}, push.skip);
+  const bool four = fewerStorageBuffers(ctx, kStorageBuffers);
+  const std::vector<vk::Arg> args =
+      bindAll(ctx, {fk, fv, k_cache, v_cache}, position, four, push.skip);
   const vk::Kernel& kernel =
-      floatKernel(ctx, "cached_attention/cache_write", {{"local_size_x", kWriteWorkgroup}},
+      floatKernel(ctx, four ? "cached_attention/cache_write.sb4" : "cached_attention/cache_write",
+                  {{"local_size_x", kWriteWorkgroup}},
                   {{"k_dtype", k.view.dtype},
                    {"v_dtype", v.view.dtype},
                    {"k_cache_dtype", k_cache.dtype},
@@ -144,9 +155,11 @@ void cachedAttention(vk::Recorder& rec, const AttentionTensor& q, const TensorVi
                   uint32_t(strideOf(o)),
                   {},
                   uint32_t(d.hkv)};
-  const std::vector<vk::Arg> args = bindAll(ctx, {fq, k_cache, v_cache, fo, position}, push.skip);
+  const bool four = fewerStorageBuffers(ctx, kStorageBuffers);
+  const std::vector<vk::Arg> args =
+      bindAll(ctx, {fq, k_cache, v_cache, fo}, position, four, push.skip);
   const vk::Kernel& kernel =
-      floatKernel(ctx, "cached_attention/forward",
+      floatKernel(ctx, four ? "cached_attention/forward.sb4" : "cached_attention/forward",
                   {{"D", uint32_t(d.d)}, {"W", kCachedWorkgroup}, {"CHUNK", kChunk}},
                   {{"q_dtype", q.view.dtype},
                    {"k_cache_dtype", k_cache.dtype},

@@ -16,7 +16,9 @@
 // query there sees the whole cache.
 //
 // Precision: every float tensor in f32, f16 or bf16, each in its own; the arithmetic is f32.
-// Inference only: no backward.
+// Inference only: no backward. Where the device binds 4 storage buffers per stage (Vulkan's
+// minimum) both kernels take their ".sb4" builds, which read the position word through a
+// texel view: the same bits.
 #pragma once
 
 #include "vkgrad/ops/attention.h"
