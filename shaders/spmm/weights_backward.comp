@@ -26,10 +26,11 @@ void main() {
   const uint n = p.edges * p.heads;
   for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const uint e = i / p.heads, h = i - e * p.heads;
-    const uint source = LOAD_OR_FETCH_UINT(sources, p.sources_skip + e);
-    const uint destination = LOAD_OR_FETCH_UINT(destinations, p.destinations_skip + e);
-    const uint xs = p.x_skip + source * p.cols + h * p.head_cols;
-    const uint ds = p.dy_skip + destination * p.cols + h * p.head_cols;
+    const uint xs =
+        p.x_skip + LOAD_OR_FETCH_UINT(sources, p.sources_skip + e) * p.cols + h * p.head_cols;
+    const uint ds = p.dy_skip +
+                    LOAD_OR_FETCH_UINT(destinations, p.destinations_skip + e) * p.cols +
+                    h * p.head_cols;
     float sum = 0.0;
     for (uint f = 0; f < p.head_cols; ++f) sum += LOAD(dy, ds + f) * LOAD(x, xs + f);
     if (kAccumulate) sum += LOAD(dw, p.dw_skip + i);
