@@ -11,7 +11,8 @@
 // in any float format (common/storage.glsl); accumulation adds in f32 and rounds once.
 // The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma and
 // the statistics through texel views and binds two outputs: the host dispatches it once for
-// dx and once for dgamma and dbeta, each taking the same sums in the same order.
+// dgamma and dbeta and once for dx. The dx dispatch takes the sums again in the same order, or
+// with kSavedSums reads them back from dgamma and dbeta (f32, overwritten: the same bits).
 #include "common/storage.glsl"
 #include "common/storage_or_texels.glsl"
 
@@ -44,6 +45,13 @@ layout(set = 0, binding = 3) readonly buffer Stat1 { float stat1[]; };  // (C)
 #define STAT1(I) stat1[I]
 #endif
 FLOATS(4, dy, readonly)  // (N,C,S)
+#ifdef FOUR_STORAGE_BUFFERS
+// kDx alone: the channel sums from the dgamma and dbeta an earlier dispatch stored (f32), at
+// dgamma_skip and dbeta_skip (this dispatch writes neither).
+layout(constant_id = 9) const bool kSavedSums = false;
+TEXELS(7, saved_dgamma)  // (C) f32: sum dy xhat
+TEXELS(8, saved_dbeta)   // (C) f32: sum dy
+#endif
 // Outputs; one not wanted is bound to a stand-in and never touched. Read to accumulate.
 #ifdef FOUR_STORAGE_BUFFERS
 // Binding 5 is dx (kDx) or dbeta (kBeta, never with kDx), binding 6 dgamma.
@@ -69,7 +77,12 @@ layout(push_constant) uniform Push {
 
 void main() {
   const uint m = p.n * p.s, t = gl_LocalInvocationID.x, w = gl_WorkGroupSize.x;
+#ifdef FOUR_STORAGE_BUFFERS
+  // dx in inference needs none; with kSavedSums it reads them.
+  const bool sums = kGamma || kBeta || (kDx && kTraining && !kSavedSums);
+#else
   const bool sums = kGamma || kBeta || (kDx && kTraining);  // dx in inference needs none
+#endif
   // The channel loop depends on the workgroup alone, so every invocation of a workgroup
   // reaches the reductions' barriers together.
   for (uint c = gl_WorkGroupID.x; c < p.c; c += gl_NumWorkGroups.x) {
@@ -88,6 +101,12 @@ void main() {
       sum_dy = workgroupSum(sum_dy);
       sum_dyx = workgroupSum(sum_dyx);
     }
+#ifdef FOUR_STORAGE_BUFFERS
+    if (kSavedSums) {
+      sum_dy = FETCH(saved_dbeta, int(p.dbeta_skip + c)).x;
+      sum_dyx = FETCH(saved_dgamma, int(p.dgamma_skip + c)).x;
+    }
+#endif
     if (t == 0) {  // one writer per channel
       if (kGamma) {
         const uint at = p.dgamma_skip + c;

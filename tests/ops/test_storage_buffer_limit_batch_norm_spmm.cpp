@@ -80,7 +80,8 @@ NormCase normCase(Rng& rng, const Shape& shape, DType dtype = DType::F32,
 //   0..4  the training forward's y, mean, rstd, running_mean, running_var;
 //   5     the inference forward's y (from the updated running statistics);
 //   6..8  the training backward's dx, dgamma, dbeta, added to dx0, dgamma0, dbeta0;
-//   9..11 the inference backward's, overwritten; 12 dbeta alone.
+//   9..11 the inference backward's, overwritten; 12 dbeta alone;
+//   13..15 the training backward's, overwritten (the .sb4 dx dispatch reads the sums back).
 struct NormRun {
   std::vector<std::vector<float>> out;
   uint32_t forward_dispatches = 0, backward_dispatches = 0;
@@ -104,6 +105,9 @@ NormRun runNorm(vk::Context& context, const NormCase& k) {
        dgamma_inf = shiftedPoisoned(context, stats, k.param_dtype),
        dbeta_inf = shiftedPoisoned(context, stats, k.param_dtype),
        dbeta_only = shiftedPoisoned(context, stats, DType::F32);
+  auto dx2 = shiftedPoisoned(context, k.shape, k.dtype),
+       dgamma2 = shiftedPoisoned(context, stats, k.param_dtype),
+       dbeta2 = shiftedPoisoned(context, stats, k.param_dtype);
   NormRun run;
   vk::Recorder rec(context);
   const ops::BatchNormRunning running{rm.view, rv.view, kMomentum};
@@ -118,16 +122,19 @@ NormRun runNorm(vk::Context& context, const NormCase& k) {
                          {dx_inf.view, dgamma_inf.view, dbeta_inf.view}, false, kEps);
   ops::batchNormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view,
                          {{}, {}, dbeta_only.view}, true, kEps);
+  ops::batchNormBackward(rec, x.view, gamma.view, mean.view, rstd.view, dy.view,
+                         {dx2.view, dgamma2.view, dbeta2.view}, true, kEps);
   rec.submit();
   for (const ShiftedTensor* t : {&y, &mean, &rstd, &rm, &rv, &y_inf, &dx, &dgamma, &dbeta, &dx_inf,
-                                 &dgamma_inf, &dbeta_inf, &dbeta_only})
+                                 &dgamma_inf, &dbeta_inf, &dbeta_only, &dx2, &dgamma2, &dbeta2})
     run.out.push_back(downloadShifted(context, *t));
   return run;
 }
 
 // Within 4 storage buffers the forward reads gamma and beta as texels and updates the running
 // statistics in a second dispatch (batch_norm/running.comp); the backward reads gamma and the
-// statistics as texels and writes dx in one dispatch, dgamma and dbeta in another. Odd shapes
+// statistics as texels and writes dgamma and dbeta in one dispatch, dx in another (from the
+// sums stored in f32 dgamma and dbeta where it overwrites them, else summing again). Odd shapes
 // (strided channel loops, an MLP's (N,C), rank 3), f32 and 16-bit tensors (the .sb4.s16
 // build's unsigned texel views), accumulating and overwriting, one gradient alone.
 TEST_F(VkTest, BatchNormWithinFourStorageBuffersSplitsItsPassesWithTheSameBits) {
@@ -149,7 +156,7 @@ TEST_F(VkTest, BatchNormWithinFourStorageBuffersSplitsItsPassesWithTheSameBits) 
     const NormCase k = normCase(rng, cfg.shape, cfg.dtype, cfg.param_dtype);
     const NormRun want = runNorm(ctx(), k), got = runNorm(four, k);
     EXPECT_EQ(got.forward_dispatches, 3u);   // the statistics and y, the running update, inference
-    EXPECT_EQ(got.backward_dispatches, 2u);  // dx, then dgamma and dbeta
+    EXPECT_EQ(got.backward_dispatches, 2u);  // dgamma and dbeta, then dx
     for (size_t i = 0; i < want.out.size(); ++i)
       EXPECT_TRUE(sameBits(got.out[i], want.out[i])) << i;
 
@@ -168,6 +175,9 @@ TEST_F(VkTest, BatchNormWithinFourStorageBuffersSplitsItsPassesWithTheSameBits) 
                                 k.dy.data(), dx.data(), dgamma.data(), dbeta.data(), k.shape[0],
                                 k.c(), k.s(), true, kEps);
     EXPECT_TRUE(allClose(got.out[12], dbeta, 2e-5)) << "dbeta";
+    if (k.dtype == DType::F32) {
+      EXPECT_TRUE(allClose(got.out[13], dx, 5e-6)) << "dx";
+    }
     if (k.dtype == DType::F32 && k.param_dtype == DType::F32) {
       for (size_t i = 0; i < dx.size(); ++i) dx[i] += k.dx0[i];
       for (size_t i = 0; i < dgamma.size(); ++i) dgamma[i] += k.dgamma0[i];

@@ -34,6 +34,14 @@ struct BackwardPush {
 };
 static_assert(sizeof(BackwardPush) == 48);
 
+// batch_norm/running.comp's push constants (the ".sb4" forward's running update).
+struct RunningPush {
+  uint32_t c, m;  // channels, values per channel
+  float eps, momentum;
+  uint32_t mean_skip, stat1_skip, rmean_skip, rvar_skip;
+};
+static_assert(sizeof(RunningPush) == 32);
+
 // CPU devices end an invocation after 65535 loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS);
 // each invocation loops over M / workgroup elements of its channel.
 constexpr int64_t kCpuLoopLimit = 65535;
@@ -107,19 +115,14 @@ std::string checkForward(const char* fn, const TensorView& x, const TensorView& 
 // variance it saved (in mean and rstd), then rstd in place of the variance.
 void recordRunning(vk::Recorder& rec, const Dims& d, float eps, float momentum, const Bound& mean,
                    const Bound& stat1, const Bound& running_mean, const Bound& running_var) {
-  struct {
-    uint32_t c, m;
-    float eps, momentum;
-    uint32_t mean_skip, stat1_skip, rmean_skip, rvar_skip;
-  } const push{d.c,
-               uint32_t(d.perChannel()),
-               eps,
-               momentum,
-               mean.skip,
-               stat1.skip,
-               running_mean.skip,
-               running_var.skip};
-  static_assert(sizeof(push) == 32);
+  const RunningPush push{d.c,
+                         uint32_t(d.perChannel()),
+                         eps,
+                         momentum,
+                         mean.skip,
+                         stat1.skip,
+                         running_mean.skip,
+                         running_var.skip};
   vk::Context& context = rec.context();
   const uint32_t group = workgroupSize(context, 64);
   const vk::Arg args[] = {mean.arg, stat1.arg, running_mean.arg, running_var.arg};
@@ -192,6 +195,9 @@ struct BackwardJob {
 struct BackwardOutputs {
   const TensorView &at5, &at6;
   const TensorView* at7;  // null: the ".sb4" build
+  // The ".sb4" dx dispatch's kSavedSums: the sums an earlier dispatch stored (f32), or null.
+  const TensorView* saved_dgamma = nullptr;
+  const TensorView* saved_dbeta = nullptr;
 };
 struct BackwardWrites {
   bool dx, gamma, beta;
@@ -227,16 +233,30 @@ void recordBackward(vk::Recorder& rec, const std::string& op, const BackwardJob&
                                {"kAccBeta", grads.dbeta_write == Write::Accumulate}};
   const uint32_t groups = std::min(job.d.c, context.info().max_workgroup_count[0]);
   if (four) {
-    const vk::Arg args[] = {bx.arg, bgamma.arg, b0.arg, b1.arg, bdy.arg, b5.arg, b6.arg};
-    rec.dispatchGroups(floatKernel(context, "batch_norm/backward.sb4", spec,
+    // Without saved sums their texel bindings are stand-ins (mean's view), never read; with
+    // them, the dispatch writes neither dgamma nor dbeta, so their skips carry the sums'.
+    const bool saved = out.saved_dgamma != nullptr;
+    const Bound bsg = saved ? bindInput(context, *out.saved_dgamma, true, s16, op.c_str(), "dgamma")
+                            : b0,
+                bsb = saved ? bindInput(context, *out.saved_dbeta, true, s16, op.c_str(), "dbeta")
+                            : b0;
+    BackwardPush sb4_push = push;
+    if (saved) sb4_push.dgamma_skip = bsg.skip, sb4_push.dbeta_skip = bsb.skip;
+    vk::SpecConstants sb4_spec = spec;
+    sb4_spec.push_back({"kSavedSums", saved});
+    const vk::Arg args[] = {bx.arg, bgamma.arg, b0.arg,  b1.arg, bdy.arg,
+                            b5.arg, b6.arg,     bsg.arg, bsb.arg};
+    rec.dispatchGroups(floatKernel(context, "batch_norm/backward.sb4", sb4_spec,
                                    {{"x_dtype", job.x.dtype},
                                     {"gamma_dtype", job.gamma.dtype},
                                     {"stat0_dtype", DType::F32},
                                     {"stat1_dtype", DType::F32},
                                     {"dy_dtype", job.dy.dtype},
                                     {"dx_dtype", out.at5.dtype},
-                                    {"dgamma_dtype", out.at6.dtype}}),
-                       args, &push, sizeof(push), groups);
+                                    {"dgamma_dtype", out.at6.dtype},
+                                    {"saved_dgamma_dtype", DType::F32},
+                                    {"saved_dbeta_dtype", DType::F32}}),
+                       args, &sb4_push, sizeof(sb4_push), groups);
     return;
   }
   const vk::Arg args[] = {bx.arg, bgamma.arg, b0.arg, b1.arg, bdy.arg, b5.arg, b6.arg, b7.arg};
@@ -372,12 +392,19 @@ void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
     recordBackward(rec, op, job, {dx, dgamma, &dbeta}, {want_dx, want_gamma, want_beta}, grads);
     return;
   }
-  // Within 4 storage buffers the ".sb4" build binds two outputs: dx in one dispatch, dgamma
-  // and dbeta (at dx's binding) in another, each taking the channel's sums again.
-  if (want_dx) recordBackward(rec, op, job, {dx, dx, nullptr}, {true, false, false}, grads);
+  // Within 4 storage buffers the ".sb4" build binds two outputs: dgamma and dbeta (at dx's
+  // binding) in one dispatch, dx in another. Where the first stores both channel sums exactly
+  // (training, f32, overwritten) the dx dispatch reads them back; otherwise it sums again.
   if (want_gamma || want_beta)
     recordBackward(rec, op, job, {want_beta ? dbeta : dgamma, dgamma, nullptr},
                    {false, want_gamma, want_beta}, grads);
+  const bool saved = training && want_gamma && want_beta && dgamma.dtype == DType::F32 &&
+                     dbeta.dtype == DType::F32 && grads.dgamma_write == Write::Overwrite &&
+                     grads.dbeta_write == Write::Overwrite;
+  if (want_dx)
+    recordBackward(rec, op, job,
+                   {dx, dx, nullptr, saved ? &dgamma : nullptr, saved ? &dbeta : nullptr},
+                   {true, false, false}, grads);
 }
 
 }  // namespace vkgrad::ops
