@@ -20,9 +20,9 @@
 # fragments in plain GLSL, for tests on devices without cooperative matrices.
 #
 # A kernel whose .comp tests FOUR_STORAGE_BUFFERS in a preprocessor line, or declares a binding
-# with FLOATS_OR_TEXELS (shaders/common/storage.glsl), is compiled again as
-# "<name>.sb4" (and ".sb4.s16", ".sb4.nsa", ... as it has those builds) with it defined: its
-# build that binds at most 4 storage buffers, for a device at Vulkan's minimum
+# with FLOATS_OR_TEXELS or UINTS_OR_TEXELS (shaders/common/storage_or_texels.glsl), is compiled
+# again as "<name>.sb4" (and ".sb4.s16", ".sb4.nsa", ... as it has those builds) with it
+# defined: its build that binds at most 4 storage buffers, for a device at Vulkan's minimum
 # maxPerStageDescriptorStorageBuffers (the launcher picks it only there).
 
 find_program(GLSLANG_VALIDATOR glslangValidator REQUIRED)
@@ -58,7 +58,7 @@ function(vkgrad_embed_shaders target shader_root)
     vkgrad_source_has("${src}" "^#include \"common/storage.glsl\"" has_storage)
     vkgrad_source_has("${src}" "^#extension GL_KHR_shader_subgroup_arithmetic" has_arithmetic)
     vkgrad_source_has("${src}" "^#include \"common/fragment.glsl\"" has_fragment)
-    vkgrad_source_has("${src}" "^(#if.*FOUR_STORAGE_BUFFERS|FLOATS_OR_TEXELS\\()" has_four)
+    vkgrad_source_has("${src}" "^(#if.*FOUR_STORAGE_BUFFERS|(FLOATS|UINTS)_OR_TEXELS\\()" has_four)
     if(has_storage)
       list(APPEND variants "${src}|${name}.s16|-DSTORAGE16")
     endif()

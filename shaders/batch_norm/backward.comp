@@ -9,7 +9,12 @@
 // running variance bound as `stat1`. The sums are strided per-invocation sums then
 // common/reduce.glsl's fixed tree: deterministic, no atomics. x, gamma, dy and the gradients
 // in any float format (common/storage.glsl); accumulation adds in f32 and rounds once.
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma and
+// the statistics through texel views and binds two outputs: the host dispatches it once for
+// dgamma and dbeta and once for dx. The dx dispatch takes the sums again in the same order, or
+// with kSavedSums reads them back from dgamma and dbeta (f32, overwritten: the same bits).
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kTraining = true;
@@ -26,15 +31,40 @@ layout(constant_id = 8) const bool kOneSubgroup = false;
 #include "common/reduce.glsl"
 
 FLOATS(0, x, readonly)      // (N,C,S)
-FLOATS(1, gamma, readonly)  // (C)
+FLOATS_OR_TEXELS(1, gamma)  // (C)
 // Training: the saved mean and 1/std; inference: the running mean and variance.
+#ifdef FOUR_STORAGE_BUFFERS
+TEXELS(2, stat0)  // (C) f32
+TEXELS(3, stat1)  // (C) f32
+#define STAT0(I) FETCH(stat0, int(I)).x
+#define STAT1(I) FETCH(stat1, int(I)).x
+#else
 layout(set = 0, binding = 2) readonly buffer Stat0 { float stat0[]; };  // (C)
 layout(set = 0, binding = 3) readonly buffer Stat1 { float stat1[]; };  // (C)
+#define STAT0(I) stat0[I]
+#define STAT1(I) stat1[I]
+#endif
 FLOATS(4, dy, readonly)  // (N,C,S)
+#ifdef FOUR_STORAGE_BUFFERS
+// kDx alone: the channel sums from the dgamma and dbeta an earlier dispatch stored (f32), at
+// dgamma_skip and dbeta_skip (this dispatch writes neither).
+layout(constant_id = 9) const bool kSavedSums = false;
+TEXELS(7, saved_dgamma)  // (C) f32: sum dy xhat
+TEXELS(8, saved_dbeta)   // (C) f32: sum dy
+#endif
 // Outputs; one not wanted is bound to a stand-in and never touched. Read to accumulate.
+#ifdef FOUR_STORAGE_BUFFERS
+// Binding 5 is dx (kDx) or dbeta (kBeta, never with kDx), binding 6 dgamma.
+FLOATS(5, dx, )      // (N,C,S) or (C)
+FLOATS(6, dgamma, )  // (C)
+#define dbeta dx
+#define dbeta_dtype dx_dtype
+#define dbeta_16 dx_16
+#else
 FLOATS(5, dx, )      // (N,C,S)
 FLOATS(6, dgamma, )  // (C)
 FLOATS(7, dbeta, )   // (C)
+#endif
 
 layout(push_constant) uniform Push {
   uint n, c, s;  // x as (N,C,S)
@@ -47,13 +77,18 @@ layout(push_constant) uniform Push {
 
 void main() {
   const uint m = p.n * p.s, t = gl_LocalInvocationID.x, w = gl_WorkGroupSize.x;
+#ifdef FOUR_STORAGE_BUFFERS
+  // dx in inference needs none; with kSavedSums it reads them.
+  const bool sums = kGamma || kBeta || (kDx && kTraining && !kSavedSums);
+#else
   const bool sums = kGamma || kBeta || (kDx && kTraining);  // dx in inference needs none
+#endif
   // The channel loop depends on the workgroup alone, so every invocation of a workgroup
   // reaches the reductions' barriers together.
   for (uint c = gl_WorkGroupID.x; c < p.c; c += gl_NumWorkGroups.x) {
-    const float mean = stat0[p.stat0_skip + c];
+    const float mean = STAT0(p.stat0_skip + c);
     const float rstd =
-        kTraining ? stat1[p.stat1_skip + c] : inversesqrt(stat1[p.stat1_skip + c] + p.eps);
+        kTraining ? STAT1(p.stat1_skip + c) : inversesqrt(STAT1(p.stat1_skip + c) + p.eps);
     float sum_dy = 0.0, sum_dyx = 0.0;
     if (sums) {
       // Strided loops: the condition is the bounds guard of the last stride.
@@ -66,6 +101,12 @@ void main() {
       sum_dy = workgroupSum(sum_dy);
       sum_dyx = workgroupSum(sum_dyx);
     }
+#ifdef FOUR_STORAGE_BUFFERS
+    if (kSavedSums) {
+      sum_dy = FETCH(saved_dbeta, int(p.dbeta_skip + c)).x;
+      sum_dyx = FETCH(saved_dgamma, int(p.dgamma_skip + c)).x;
+    }
+#endif
     if (t == 0) {  // one writer per channel
       if (kGamma) {
         const uint at = p.dgamma_skip + c;
@@ -77,7 +118,7 @@ void main() {
       }
     }
     if (kDx) {
-      const float scale = LOAD(gamma, p.gamma_skip + c) * rstd;
+      const float scale = LOAD_OR_FETCH(gamma, p.gamma_skip + c) * rstd;
       const float a = sum_dy / float(m), b = sum_dyx / float(m);
       for (uint i = t; i < m; i += w) {
         const uint e = channelElement(c, i);

@@ -11,7 +11,12 @@
 // The sums are per-invocation strided sums then common/reduce.glsl's fixed tree: the same
 // bits every run. x, gamma, beta and y in any float format (common/storage.glsl); the
 // statistics f32.
+// The ".sb4" build (a device that binds at most 4 storage buffers per stage) reads gamma and
+// beta through texel views and has no running bindings: with kUpdateRunning it saves the
+// biased variance in place of rstd, and batch_norm/running.comp, the next dispatch, updates
+// the running statistics from it and writes rstd (the same f32 operations, the same bits).
 #include "common/storage.glsl"
+#include "common/storage_or_texels.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool kTraining = true;
@@ -23,15 +28,18 @@ layout(constant_id = 3) const bool kOneSubgroup = false;
 #include "common/reduce.glsl"
 
 FLOATS(0, x, readonly)   // (N,C,S)
-FLOATS(1, gamma, readonly)  // (C)
-FLOATS(2, beta, readonly)   // (C)
+FLOATS_OR_TEXELS(1, gamma)  // (C)
+FLOATS_OR_TEXELS(2, beta)   // (C)
 FLOATS(3, y, writeonly)     // (N,C,S)
-// Training: mean and 1/std written. Inference: running mean and variance, read.
+// Training: mean and 1/std written (.sb4 with kUpdateRunning: mean and the biased variance).
+// Inference: running mean and variance, read.
 layout(set = 0, binding = 4) buffer Stat0 { float stat0[]; };  // (C)
 layout(set = 0, binding = 5) buffer Stat1 { float stat1[]; };  // (C)
+#ifndef FOUR_STORAGE_BUFFERS
 // kUpdateRunning: updated in place; otherwise stand-ins, never touched.
 layout(set = 0, binding = 6) buffer RunningMean { float running_mean[]; };  // (C)
 layout(set = 0, binding = 7) buffer RunningVar { float running_var[]; };    // (C)
+#endif
 
 layout(push_constant) uniform Push {
   uint n, c, s;    // x as (N,C,S)
@@ -65,6 +73,10 @@ void main() {
       if (t == 0) {  // one writer per channel
         const float mean = shift + delta;
         stat0[p.stat0_skip + c] = mean;
+#ifdef FOUR_STORAGE_BUFFERS
+        // batch_norm/running.comp turns the variance into rstd after the update.
+        stat1[p.stat1_skip + c] = kUpdateRunning ? var : rstd;
+#else
         stat1[p.stat1_skip + c] = rstd;
         if (kUpdateRunning) {
           const float unbiased = var * (float(m) / float(m - 1));  // m >= 2 (host check)
@@ -72,14 +84,15 @@ void main() {
           running_mean[rm] = (1.0 - p.momentum) * running_mean[rm] + p.momentum * mean;
           running_var[rv] = (1.0 - p.momentum) * running_var[rv] + p.momentum * unbiased;
         }
+#endif
       }
     } else {
       shift = stat0[p.stat0_skip + c];
       delta = 0.0;
       rstd = inversesqrt(stat1[p.stat1_skip + c] + p.eps);
     }
-    const float scale = rstd * LOAD(gamma, p.gamma_skip + c);
-    const float bias = LOAD(beta, p.beta_skip + c);
+    const float scale = rstd * LOAD_OR_FETCH(gamma, p.gamma_skip + c);
+    const float bias = LOAD_OR_FETCH(beta, p.beta_skip + c);
     for (uint i = t; i < m; i += w) {
       const uint e = channelElement(c, i);
       STORE(y, p.y_skip + e, (LOAD(x, p.x_skip + e) - shift - delta) * scale + bias);

@@ -17,10 +17,10 @@ layout(constant_id = 1) const bool kIndirect = false;  // edges through edge_ids
 layout(constant_id = 2) const bool kWeighted = false;  // false: every weight is 1
 layout(constant_id = 3) const bool kAccumulate = false;
 
+// The includer declares the index arrays, bindings 0 to 2 (UINTS_OR_TEXELS: texel views in
+// its ".sb4" build, for a device that binds at most 4 storage buffers per stage):
+//   offsets (rows + 1), nodes (E), edge_ids (E).
 // Without kIndirect, edge_ids is unread (bound to nodes); without kWeighted, w is (bound to x).
-layout(set = 0, binding = 0) readonly buffer Offsets { uint offsets[]; };   // (rows + 1)
-layout(set = 0, binding = 1) readonly buffer Nodes { uint nodes[]; };       // (E)
-layout(set = 0, binding = 2) readonly buffer EdgeIds { uint edge_ids[]; };  // (E)
 #if SPMM_WIDTH == 4
 #define VEC vec4
 layout(set = 0, binding = 3) readonly buffer Weights { float w[]; };  // (E, heads)
@@ -53,12 +53,13 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     const uint j = i / vcols, c = i - j * vcols;
     const uint h = c * WIDTH / p.head_cols;  // one head for all WIDTH features
-    const uint begin = offsets[p.offsets_skip + j], end = offsets[p.offsets_skip + j + 1];
+    const uint begin = LOAD_OR_FETCH_UINT(offsets, p.offsets_skip + j),
+               end = LOAD_OR_FETCH_UINT(offsets, p.offsets_skip + j + 1);
     VEC sum = VEC(0.0);
     for (uint k = begin; k < end; ++k) {
-      const VEC v = LOAD_X(x_skip + nodes[p.nodes_skip + k] * vcols + c);
+      const VEC v = LOAD_X(x_skip + LOAD_OR_FETCH_UINT(nodes, p.nodes_skip + k) * vcols + c);
       if (kWeighted) {
-        const uint e = kIndirect ? edge_ids[p.edge_ids_skip + k] : k;
+        const uint e = kIndirect ? LOAD_OR_FETCH_UINT(edge_ids, p.edge_ids_skip + k) : k;
         sum += LOAD_W(p.w_skip + e * p.heads + h) * v;
       } else {
         sum += v;

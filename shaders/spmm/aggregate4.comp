@@ -4,5 +4,11 @@
 // every storage-buffer load, so a vec4 of x per edge with its index and weight loaded once
 // instead of 4 times is what pays (BENCHMARKS.md). The body is aggregate.glsl.
 #extension GL_GOOGLE_include_directive : require
+#include "common/storage_or_texels.glsl"
+// The index arrays: storage buffers, or texel views in the ".sb4" build (a device that binds
+// at most 4 storage buffers per stage).
+UINTS_OR_TEXELS(0, offsets)   // (rows + 1)
+UINTS_OR_TEXELS(1, nodes)     // (E)
+UINTS_OR_TEXELS(2, edge_ids)  // (E)
 #define SPMM_WIDTH 4
 #include "spmm/aggregate.glsl"

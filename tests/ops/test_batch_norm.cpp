@@ -14,6 +14,7 @@
 #include "common/shifted_view.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/reference/batch_norm.h"
 #include "vkgrad/ops/reference/half.h"
 
@@ -79,7 +80,8 @@ Forward runTraining(vk::Context& context, const Case& k, DType dtype = DType::F3
   vk::Recorder rec(context);
   ops::batchNorm(rec, x.view, gamma.view, beta.view, y.view, mean.view, rstd.view, kEps, &running,
                  variant);
-  EXPECT_EQ(rec.dispatchCount(), 1u);
+  // Within 4 storage buffers the running update is a dispatch of its own (ops/batch_norm.cpp).
+  EXPECT_EQ(rec.dispatchCount(), ops::fewerStorageBuffers(context, 8) ? 2u : 1u);
   rec.submit();
   return {downloadShifted(context, y), downloadShifted(context, mean),
           downloadShifted(context, rstd), downloadShifted(context, rm),
@@ -185,7 +187,8 @@ Grads runBackward(vk::Context& context, const Case& k, const std::vector<float>&
   ops::batchNormBackward(rec, x.view(), gamma.view(), s0.view(), s1.view(), tdy.view(),
                          {dx.view(), dgamma.view(), dbeta.view(), write, write, write}, training,
                          kEps, variant);
-  EXPECT_EQ(rec.dispatchCount(), 1u);
+  // Within 4 storage buffers dx is a dispatch, dgamma and dbeta another (ops/batch_norm.cpp).
+  EXPECT_EQ(rec.dispatchCount(), ops::fewerStorageBuffers(context, 8) ? 2u : 1u);
   rec.submit();
   return {download(context, dx), download(context, dgamma), download(context, dbeta)};
 }

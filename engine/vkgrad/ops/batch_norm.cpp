@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,14 @@ struct BackwardPush {
   uint32_t x_skip, gamma_skip, stat0_skip, stat1_skip, dy_skip, dx_skip, dgamma_skip, dbeta_skip;
 };
 static_assert(sizeof(BackwardPush) == 48);
+
+// batch_norm/running.comp's push constants (the ".sb4" forward's running update).
+struct RunningPush {
+  uint32_t c, m;  // channels, values per channel
+  float eps, momentum;
+  uint32_t mean_skip, stat1_skip, rmean_skip, rvar_skip;
+};
+static_assert(sizeof(RunningPush) == 32);
 
 // CPU devices end an invocation after 65535 loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS);
 // each invocation loops over M / workgroup elements of its channel.
@@ -102,6 +111,26 @@ std::string checkForward(const char* fn, const TensorView& x, const TensorView& 
   return op;
 }
 
+// batch_norm/running.comp after the ".sb4" forward: the running update from the mean and
+// variance it saved (in mean and rstd), then rstd in place of the variance.
+void recordRunning(vk::Recorder& rec, const Dims& d, float eps, float momentum, const Bound& mean,
+                   const Bound& stat1, const Bound& running_mean, const Bound& running_var) {
+  const RunningPush push{d.c,
+                         uint32_t(d.perChannel()),
+                         eps,
+                         momentum,
+                         mean.skip,
+                         stat1.skip,
+                         running_mean.skip,
+                         running_var.skip};
+  vk::Context& context = rec.context();
+  const uint32_t group = workgroupSize(context, 64);
+  const vk::Arg args[] = {mean.arg, stat1.arg, running_mean.arg, running_var.arg};
+  rec.dispatchGroups(context.kernels().get("batch_norm/running", {{"local_size_x", group}}), args,
+                     &push, sizeof(push),
+                     std::min(vk::divUp(d.c, group), context.info().max_workgroup_count[0]));
+}
+
 struct ForwardArgs {
   const TensorView &x, &gamma, &beta, &y, &stat0, &stat1;
   const TensorView* running_mean;  // null: not updated
@@ -116,27 +145,129 @@ void recordForward(vk::Recorder& rec, const std::string& op, const ForwardArgs& 
   const Dims d = dims(a.x.shape);
   const ChannelLayout layout = channelLayout(context, d.perChannel(), a.variant);
   checkDevice(context, op, d.perChannel(), layout.group);
-  const Bound bx = bindStorage(context, a.x), bgamma = bindStorage(context, a.gamma),
-              bbeta = bindStorage(context, a.beta), by = bindStorage(context, a.y),
-              b0 = bindStorage(context, a.stat0), b1 = bindStorage(context, a.stat1);
+  // Within 4 storage buffers the ".sb4" build reads gamma and beta through texel views and
+  // leaves the running statistics to batch_norm/running.comp (recordRunning).
+  const bool four = fewerStorageBuffers(context, 8);
+  const bool s16 = a.x.dtype != DType::F32 || a.gamma.dtype != DType::F32 ||
+                   a.beta.dtype != DType::F32 || a.y.dtype != DType::F32;
+  const Bound bx = bindStorage(context, a.x),
+              bgamma = bindInput(context, a.gamma, four, s16, op.c_str(), "gamma"),
+              bbeta = bindInput(context, a.beta, four, s16, op.c_str(), "beta"),
+              by = bindStorage(context, a.y), b0 = bindStorage(context, a.stat0),
+              b1 = bindStorage(context, a.stat1);
   const bool update = a.running_mean != nullptr;
   // Without an update the running bindings are stand-ins (the statistics'), never touched.
   const Bound brm = update ? bindStorage(context, *a.running_mean) : b0;
   const Bound brv = update ? bindStorage(context, *a.running_var) : b1;
   const ForwardPush push{d.n,        d.c,     d.s,     a.eps,   a.momentum, bx.skip, bgamma.skip,
                          bbeta.skip, by.skip, b0.skip, b1.skip, brm.skip,   brv.skip};
-  const vk::Kernel& kernel = floatKernel(context, "batch_norm/forward",
-                                         {{"local_size_x", layout.group},
-                                          {"kTraining", a.training},
-                                          {"kUpdateRunning", update},
-                                          {"kOneSubgroup", layout.one_subgroup}},
-                                         {{"x_dtype", a.x.dtype},
-                                          {"gamma_dtype", a.gamma.dtype},
-                                          {"beta_dtype", a.beta.dtype},
-                                          {"y_dtype", a.y.dtype}});
+  const vk::Kernel& kernel =
+      floatKernel(context, four ? "batch_norm/forward.sb4" : "batch_norm/forward",
+                  {{"local_size_x", layout.group},
+                   {"kTraining", a.training},
+                   {"kUpdateRunning", update},
+                   {"kOneSubgroup", layout.one_subgroup}},
+                  {{"x_dtype", a.x.dtype},
+                   {"gamma_dtype", a.gamma.dtype},
+                   {"beta_dtype", a.beta.dtype},
+                   {"y_dtype", a.y.dtype}});
   const vk::Arg args[] = {bx.arg, bgamma.arg, bbeta.arg, by.arg, b0.arg, b1.arg, brm.arg, brv.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     std::min(d.c, context.info().max_workgroup_count[0]));
+  const uint32_t groups = std::min(d.c, context.info().max_workgroup_count[0]);
+  if (!four) {
+    rec.dispatchGroups(kernel, args, &push, sizeof(push), groups);
+    return;
+  }
+  rec.dispatchGroups(kernel, std::span(args, 6), &push, sizeof(push), groups);
+  if (update) recordRunning(rec, d, a.eps, a.momentum, b0, b1, brm, brv);
+}
+
+// What every dispatch of one backward shares.
+struct BackwardJob {
+  const TensorView &x, &gamma, &stat0, &stat1, &dy;
+  Dims d;
+  ChannelLayout layout;
+  bool training;
+  float eps;
+};
+
+// The outputs one dispatch binds (5, 6 and, in the usual build, 7: dx, dgamma and dbeta; the
+// ".sb4" build has no 7 and reads dbeta at 5) and which it writes.
+struct BackwardOutputs {
+  const TensorView &at5, &at6;
+  const TensorView* at7;  // null: the ".sb4" build
+  // The ".sb4" dx dispatch's kSavedSums: the sums an earlier dispatch stored (f32), or null.
+  const TensorView* saved_dgamma = nullptr;
+  const TensorView* saved_dbeta = nullptr;
+};
+struct BackwardWrites {
+  bool dx, gamma, beta;
+};
+
+void recordBackward(vk::Recorder& rec, const std::string& op, const BackwardJob& job,
+                    const BackwardOutputs& out, BackwardWrites writes,
+                    const BatchNormGrads& grads) {
+  vk::Context& context = rec.context();
+  const bool four = out.at7 == nullptr;
+  const bool s16 = job.x.dtype != DType::F32 || job.gamma.dtype != DType::F32 ||
+                   job.dy.dtype != DType::F32 || out.at5.dtype != DType::F32 ||
+                   out.at6.dtype != DType::F32 || (!four && out.at7->dtype != DType::F32);
+  const Bound bx = bindStorage(context, job.x),
+              bgamma = bindInput(context, job.gamma, four, s16, op.c_str(), "gamma"),
+              b0 = bindInput(context, job.stat0, four, s16, op.c_str(),
+                             job.training ? "mean" : "running_mean"),
+              b1 = bindInput(context, job.stat1, four, s16, op.c_str(),
+                             job.training ? "rstd" : "running_var"),
+              bdy = bindStorage(context, job.dy), b5 = bindStorage(context, out.at5),
+              b6 = bindStorage(context, out.at6), b7 = four ? b5 : bindStorage(context, *out.at7);
+  // The .sb4 build reads dbeta at binding 5, with dbeta_skip.
+  const BackwardPush push{job.d.n, job.d.c, job.d.s,  job.eps, bx.skip, bgamma.skip,
+                          b0.skip, b1.skip, bdy.skip, b5.skip, b6.skip, b7.skip};
+  const vk::SpecConstants spec{{"local_size_x", job.layout.group},
+                               {"kOneSubgroup", job.layout.one_subgroup},
+                               {"kTraining", job.training},
+                               {"kDx", writes.dx},
+                               {"kGamma", writes.gamma},
+                               {"kBeta", writes.beta},
+                               {"kAccDx", grads.dx_write == Write::Accumulate},
+                               {"kAccGamma", grads.dgamma_write == Write::Accumulate},
+                               {"kAccBeta", grads.dbeta_write == Write::Accumulate}};
+  const uint32_t groups = std::min(job.d.c, context.info().max_workgroup_count[0]);
+  if (four) {
+    // Without saved sums their texel bindings are stand-ins (mean's view), never read; with
+    // them, the dispatch writes neither dgamma nor dbeta, so their skips carry the sums'.
+    const bool saved = out.saved_dgamma != nullptr;
+    const Bound bsg = saved ? bindInput(context, *out.saved_dgamma, true, s16, op.c_str(), "dgamma")
+                            : b0,
+                bsb = saved ? bindInput(context, *out.saved_dbeta, true, s16, op.c_str(), "dbeta")
+                            : b0;
+    BackwardPush sb4_push = push;
+    if (saved) sb4_push.dgamma_skip = bsg.skip, sb4_push.dbeta_skip = bsb.skip;
+    vk::SpecConstants sb4_spec = spec;
+    sb4_spec.push_back({"kSavedSums", saved});
+    const vk::Arg args[] = {bx.arg, bgamma.arg, b0.arg,  b1.arg, bdy.arg,
+                            b5.arg, b6.arg,     bsg.arg, bsb.arg};
+    rec.dispatchGroups(floatKernel(context, "batch_norm/backward.sb4", sb4_spec,
+                                   {{"x_dtype", job.x.dtype},
+                                    {"gamma_dtype", job.gamma.dtype},
+                                    {"stat0_dtype", DType::F32},
+                                    {"stat1_dtype", DType::F32},
+                                    {"dy_dtype", job.dy.dtype},
+                                    {"dx_dtype", out.at5.dtype},
+                                    {"dgamma_dtype", out.at6.dtype},
+                                    {"saved_dgamma_dtype", DType::F32},
+                                    {"saved_dbeta_dtype", DType::F32}}),
+                       args, &sb4_push, sizeof(sb4_push), groups);
+    return;
+  }
+  const vk::Arg args[] = {bx.arg, bgamma.arg, b0.arg, b1.arg, bdy.arg, b5.arg, b6.arg, b7.arg};
+  rec.dispatchGroups(floatKernel(context, "batch_norm/backward", spec,
+                                 {{"x_dtype", job.x.dtype},
+                                  {"gamma_dtype", job.gamma.dtype},
+                                  {"dy_dtype", job.dy.dtype},
+                                  {"dx_dtype", out.at5.dtype},
+                                  {"dgamma_dtype", out.at6.dtype},
+                                  {"dbeta_dtype", out.at7->dtype}}),
+                     args, &push, sizeof(push), groups);
 }
 
 }  // namespace
@@ -251,37 +382,29 @@ void batchNormBackward(vk::Recorder& rec, const TensorView& x, const TensorView&
   const Dims d = dims(x.shape);
   const ChannelLayout layout = channelLayout(context, d.perChannel(), variant);
   checkDevice(context, op, d.perChannel(), layout.group);
+  const BackwardJob job{x, gamma, mean, rstd, dy, d, layout, training, eps};
   // An output not wanted is bound to the first one that is: a stand-in, never touched.
   const TensorView& first = *outputs[0].second;
   const TensorView& dx = want_dx ? grads.dx : first;
   const TensorView& dgamma = want_gamma ? grads.dgamma : first;
   const TensorView& dbeta = want_beta ? grads.dbeta : first;
-  const Bound bx = bindStorage(context, x), bgamma = bindStorage(context, gamma),
-              b0 = bindStorage(context, mean), b1 = bindStorage(context, rstd),
-              bdy = bindStorage(context, dy), bdx = bindStorage(context, dx),
-              bdgamma = bindStorage(context, dgamma), bdbeta = bindStorage(context, dbeta);
-  const BackwardPush push{d.n,     d.c,     d.s,      eps,      bx.skip,      bgamma.skip,
-                          b0.skip, b1.skip, bdy.skip, bdx.skip, bdgamma.skip, bdbeta.skip};
-  const vk::Kernel& kernel = floatKernel(context, "batch_norm/backward",
-                                         {{"local_size_x", layout.group},
-                                          {"kOneSubgroup", layout.one_subgroup},
-                                          {"kTraining", training},
-                                          {"kDx", want_dx},
-                                          {"kGamma", want_gamma},
-                                          {"kBeta", want_beta},
-                                          {"kAccDx", grads.dx_write == Write::Accumulate},
-                                          {"kAccGamma", grads.dgamma_write == Write::Accumulate},
-                                          {"kAccBeta", grads.dbeta_write == Write::Accumulate}},
-                                         {{"x_dtype", x.dtype},
-                                          {"gamma_dtype", gamma.dtype},
-                                          {"dy_dtype", dy.dtype},
-                                          {"dx_dtype", dx.dtype},
-                                          {"dgamma_dtype", dgamma.dtype},
-                                          {"dbeta_dtype", dbeta.dtype}});
-  const vk::Arg args[] = {bx.arg,  bgamma.arg, b0.arg,      b1.arg,
-                          bdy.arg, bdx.arg,    bdgamma.arg, bdbeta.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     std::min(d.c, context.info().max_workgroup_count[0]));
+  if (!fewerStorageBuffers(context, 8)) {
+    recordBackward(rec, op, job, {dx, dgamma, &dbeta}, {want_dx, want_gamma, want_beta}, grads);
+    return;
+  }
+  // Within 4 storage buffers the ".sb4" build binds two outputs: dgamma and dbeta (at dx's
+  // binding) in one dispatch, dx in another. Where the first stores both channel sums exactly
+  // (training, f32, overwritten) the dx dispatch reads them back; otherwise it sums again.
+  if (want_gamma || want_beta)
+    recordBackward(rec, op, job, {want_beta ? dbeta : dgamma, dgamma, nullptr},
+                   {false, want_gamma, want_beta}, grads);
+  const bool saved = training && want_gamma && want_beta && dgamma.dtype == DType::F32 &&
+                     dbeta.dtype == DType::F32 && grads.dgamma_write == Write::Overwrite &&
+                     grads.dbeta_write == Write::Overwrite;
+  if (want_dx)
+    recordBackward(rec, op, job,
+                   {dx, dx, nullptr, saved ? &dgamma : nullptr, saved ? &dbeta : nullptr},
+                   {true, false, false}, grads);
 }
 
 }  // namespace vkgrad::ops

@@ -66,6 +66,7 @@ bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat 
 }
 
 vk::TexelFormat texelFormat(DType dtype, bool vec4, bool s16) {
+  if (dtype == DType::U32) return vec4 ? vk::TexelFormat::Rgba32u : vk::TexelFormat::R32u;
   if (dtype != DType::F32) return vec4 ? vk::TexelFormat::Rgba16u : vk::TexelFormat::R16u;
   if (s16) return vec4 ? vk::TexelFormat::Rgba32u : vk::TexelFormat::R32u;
   return vec4 ? vk::TexelFormat::Rgba32f : vk::TexelFormat::R32f;

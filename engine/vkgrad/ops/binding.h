@@ -31,6 +31,7 @@ bool texelFits(const vk::Context& context, const TensorView& t, vk::TexelFormat 
 // How a kernel's TEXELS binding (shaders/common/storage.glsl) views a tensor of this dtype:
 // in the f32 build R32F (or RGBA32F for vec4 fetches); in the ".s16" build, which any 16-bit
 // tensor of the dispatch selects, unsigned words of the element's size, widened in the kernel.
+// A u32 tensor (an index array) is viewed as its words, R32UI (RGBA32UI), in every build.
 vk::TexelFormat texelFormat(DType dtype, bool vec4, bool s16);
 // Kernels with a ".sb4" build (cmake/Shaders.cmake) take it where the device binds fewer
 // storage buffers per stage than their usual build does (`needed`; Vulkan's minimum is 4).

@@ -77,9 +77,13 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
   }
   vk::Context& ctx = rec.context();
   const int64_t cols = in.shape[1];
-  const Bound bo = bindStorage(ctx, offsets), bn = bindStorage(ctx, nodes),
-              be = bindStorage(ctx, indirect ? edge_ids : nodes),  // unread without kIndirect
-      bw = bindStorage(ctx, weights.buffer ? weights : in),        // unread without kWeighted
+  // Within 4 storage buffers the ".sb4" builds read the index arrays through texel views.
+  const bool four = fewerStorageBuffers(ctx, 6);
+  const Bound bo = bindInput(ctx, offsets, four, false, op, "offsets"),
+              bn = bindInput(ctx, nodes, four, false, op, nodes_name),
+              be = indirect ? bindInput(ctx, edge_ids, four, false, op, "t_edges")
+                            : bn,                            // unread without kIndirect
+      bw = bindStorage(ctx, weights.buffer ? weights : in),  // unread without kWeighted
       bx = bindStorage(ctx, in), by = bindStorage(ctx, out);
   const AggregatePush push{uint32_t(rows),
                            uint32_t(cols),
@@ -100,8 +104,8 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
                                     {"kAccumulate", w == Write::Accumulate}};
   const vk::Kernel& kernel =
       width == 4
-          ? ctx.kernels().get("spmm/aggregate4", constants)
-          : floatKernel(ctx, "spmm/aggregate", constants,
+          ? ctx.kernels().get(four ? "spmm/aggregate4.sb4" : "spmm/aggregate4", constants)
+          : floatKernel(ctx, four ? "spmm/aggregate.sb4" : "spmm/aggregate", constants,
                         {{"w_dtype", w_arg.dtype}, {"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
   rec.dispatchGroups(
       kernel, args, &push, sizeof(push),
@@ -165,7 +169,10 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
   checkAlias(op, "dw", dw, "dy", dy, false);
   vk::Context& ctx = rec.context();
   const int64_t cols = x.shape[1];
-  const Bound bs = bindStorage(ctx, sources), bd = bindStorage(ctx, destinations),
+  // Within 4 storage buffers the ".sb4" build reads the edge lists through texel views.
+  const bool four = fewerStorageBuffers(ctx, 5);
+  const Bound bs = bindInput(ctx, sources, four, false, op, "sources"),
+              bd = bindInput(ctx, destinations, four, false, op, "destinations"),
               bx = bindStorage(ctx, x), bdy = bindStorage(ctx, dy), bw = bindStorage(ctx, dw);
   const WeightsPush push{uint32_t(edges),
                          uint32_t(cols),
@@ -174,7 +181,7 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
                          {bs.skip, bd.skip, bx.skip, bdy.skip, bw.skip}};
   const vk::Arg args[] = {bs.arg, bd.arg, bx.arg, bdy.arg, bw.arg};
   rec.dispatchGroups(
-      floatKernel(ctx, "spmm/weights_backward",
+      floatKernel(ctx, four ? "spmm/weights_backward.sb4" : "spmm/weights_backward",
                   {{"local_size_x", kWorkgroup}, {"kAccumulate", w == Write::Accumulate}},
                   {{"x_dtype", x.dtype}, {"dy_dtype", dy.dtype}, {"dw_dtype", dw.dtype}}),
       args, &push, sizeof(push),
