@@ -2,14 +2,16 @@
 # ctest test per test suite ("Suite.*"), or per run of at most BATCH_SIZE of its tests
 # ("Suite.[2/3]") in a large suite. Run after each build of the program (tests/CMakeLists.txt):
 #   cmake -DTEST_EXECUTABLE=... -DCTEST_FILE=... -DBATCH_SIZE=12 -DTEST_ENVIRONMENT=K=V
-#         -DTEST_TIMEOUT=600 -P gtest_batches.cmake
+#         -DTEST_TIMEOUT=600 [-DTEST_LAUNCHER=...] [-DTEST_EXCLUDE=REGEX] -P gtest_batches.cmake
+# TEST_LAUNCHER runs the program (a cross build's emulator: Wine); TEST_EXCLUDE leaves out the
+# tests whose full names it matches (scripts/test-windows.sh: what cannot run under Wine).
 # Why batches: every test of vkgrad_tests shares its process's Context, and starting a
 # process that creates one on lavapipe (loading Mesa and LLVM, creating the device under the
 # validation layer) costs about 0.35 s of CPU: a third of the suite's time, paid five times per
 # CI run, when each test was its own process. Each test still starts with no validation
 # message pending and fails alone (tests/common/vk_test.h); gtest prints every test's result
 # inside its batch's output.
-execute_process(COMMAND ${TEST_EXECUTABLE} --gtest_list_tests
+execute_process(COMMAND ${TEST_LAUNCHER} ${TEST_EXECUTABLE} --gtest_list_tests
                 OUTPUT_VARIABLE listing RESULT_VARIABLE result ERROR_VARIABLE errors)
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "gtest_batches: ${TEST_EXECUTABLE} --gtest_list_tests failed (${result}):\n"
@@ -28,7 +30,10 @@ foreach(line IN LISTS lines)
     string(MAKE_C_IDENTIFIER "${suite}" key)
     set(tests_${key})
   elseif(line MATCHES "^  ([^ ]+)$")
-    list(APPEND tests_${key} "${suite}.${CMAKE_MATCH_1}")
+    set(test "${suite}.${CMAKE_MATCH_1}")
+    if(NOT TEST_EXCLUDE OR NOT test MATCHES "${TEST_EXCLUDE}")
+      list(APPEND tests_${key} "${test}")
+    endif()
   endif()
 endforeach()
 
@@ -43,7 +48,7 @@ foreach(suite IN LISTS suites)
   math(EXPR parts "(${n} + ${BATCH_SIZE} - 1) / ${BATCH_SIZE}")
   math(EXPR last_part "${parts} - 1")
   foreach(part RANGE ${last_part})
-    if(parts EQUAL 1)
+    if(parts EQUAL 1 AND NOT TEST_EXCLUDE)
       set(name "${suite}.*")
       set(filter "${suite}.*")
     else()
@@ -53,10 +58,16 @@ foreach(suite IN LISTS suites)
       list(SUBLIST tests_${key} ${first} ${length} chunk)
       math(EXPR label "${part} + 1")
       set(name "${suite}.[${label}/${parts}]")
+      if(parts EQUAL 1)
+        set(name "${suite}.*")
+      endif()
       string(JOIN ":" filter ${chunk})
     endif()
-    string(APPEND out "add_test([=[${name}]=] [=[${TEST_EXECUTABLE}]=] "
-                      "[=[--gtest_filter=${filter}]=])\n"
+    set(command)
+    foreach(word IN LISTS TEST_LAUNCHER ITEMS ${TEST_EXECUTABLE})
+      string(APPEND command " [=[${word}]=]")
+    endforeach()
+    string(APPEND out "add_test([=[${name}]=]${command} [=[--gtest_filter=${filter}]=])\n"
                       "set_tests_properties([=[${name}]=] PROPERTIES "
                       "ENVIRONMENT [=[${TEST_ENVIRONMENT}]=] TIMEOUT ${TEST_TIMEOUT})\n")
     math(EXPR count "${count} + 1")
