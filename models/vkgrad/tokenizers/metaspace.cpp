@@ -33,9 +33,9 @@ void applyMetaspace(const Metaspace& metaspace, std::string_view text, bool firs
 }
 
 void splitMetaspace(const Metaspace& metaspace, std::string_view text,
-                    const std::function<void(Piece)>& emit) {
+                    const std::function<void(Piece)>& emit, bool words) {
   if (text.empty()) return;
-  if (!metaspace.split) return emit({0, text.size()});
+  if (!metaspace.split && !words) return emit({0, text.size()});
   size_t begin = 0;
   bool after_marker = false;  // text[pos - 3, pos) is a '▁'
   for (size_t pos = 0; pos < text.size();) {
@@ -51,6 +51,12 @@ void splitMetaspace(const Metaspace& metaspace, std::string_view text,
     }
   }
   emit({begin, text.size()});
+}
+
+bool spacesLeadOnly(std::string_view token) {
+  size_t lead = 0;
+  while (token.compare(lead, kMetaspace.size(), kMetaspace) == 0) lead += kMetaspace.size();
+  return token.find(kMetaspace, lead) == std::string_view::npos;
 }
 
 void appendPiece(const PieceDecoder& decoder, std::string_view text, std::string& out) {

@@ -35,9 +35,15 @@ struct Metaspace {
 void applyMetaspace(const Metaspace& metaspace, std::string_view text, bool first,
                     std::string& out);
 // Calls emit with the words of text (as applyMetaspace wrote it): the whole of it, or with
-// split, pieces that each start at a run of '▁' ("a▁▁b" is "a", "▁▁b"). None is empty.
+// split (or `words`), pieces that each start at a run of '▁' ("a▁▁b" is "a", "▁▁b"). None is
+// empty.
 void splitMetaspace(const Metaspace& metaspace, std::string_view text,
-                    const std::function<void(Piece)>& emit);
+                    const std::function<void(Piece)>& emit, bool words = false);
+// Whether every '▁' of a token's text is in the run it starts with ("▁▁the" but not "d▁").
+// When all of a vocabulary's tokens are so, no merge can join across the start of a run of '▁',
+// so an unsplit text encodes as its words do, and their cache can serve (SentencePiece's
+// vocabularies, trained with split_by_whitespace, are all so).
+bool spacesLeadOnly(std::string_view token);
 
 // How SentencePiece-style tokens decode: tokenizer.json's decoder Sequence [Replace "▁" by " ",
 // ByteFallback, Fuse, Strip " " from the start], or a Metaspace decoder (no byte fallback).

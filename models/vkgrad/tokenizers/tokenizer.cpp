@@ -62,6 +62,13 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool special) con
   return ids;
 }
 
+void Tokenizer::setSentencePiece(SentencePiece s) {
+  sentence_piece_ = s;
+  metaspace_words_ = true;
+  for (uint32_t id = 0; id < bpe_.size() && metaspace_words_; ++id)
+    metaspace_words_ = !bpe_.contains(id) || spacesLeadOnly(bpe_.bytes(id));
+}
+
 std::vector<uint32_t> Tokenizer::encodeWithTemplate(std::string_view text, bool open) const {
   std::vector<uint32_t> ids = template_.prefix;
   const std::vector<uint32_t> body = encode(text);

@@ -75,7 +75,7 @@ class Tokenizer {
   void setTemplate(Template t) { template_ = std::move(t); }
   // Set: the tokenizer is SentencePiece-style (bpe().alphabet() must be Characters).
   const std::optional<SentencePiece>& sentencePiece() const { return sentence_piece_; }
-  void setSentencePiece(SentencePiece s) { sentence_piece_ = s; }
+  void setSentencePiece(SentencePiece s);
 
  private:
   // text: the stretch between two added tokens; first: it starts the encoded text.
@@ -87,6 +87,8 @@ class Tokenizer {
   Normalization normalization_ = Normalization::None;
   Template template_;
   std::optional<SentencePiece> sentence_piece_;
+  // Unsplit text may be encoded word by word all the same (spacesLeadOnly in metaspace.h).
+  bool metaspace_words_ = false;
   std::unordered_map<uint32_t, size_t> added_by_id_;  // id -> index in added_.tokens()
   uint32_t size_ = 0;
 };

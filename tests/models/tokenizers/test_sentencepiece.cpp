@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "models/tokenizers/small_sentencepiece.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/json_io.h"
+#include "vkgrad/tokenizers/metaspace.h"
 #include "vkgrad/tokenizers/tokenizer_json.h"
 
 namespace vkgrad::test {
@@ -19,96 +21,24 @@ namespace {
 using graph::Json;
 using tokenizers::Tokenizer;
 using Ids = std::vector<uint32_t>;
-
-// Ids: <unk> 0, <s> 1, </s> 2, <0x00>..<0xFF> 3..258 (byte b is 3 + b), then the characters
-// and the merges' results below.
-constexpr uint32_t kUnk = 0, kBos = 1, kEos = 2;
-constexpr uint32_t byteId(uint8_t b) {
-  return 3 + b;
-}
-const std::vector<std::string> kPieces = {
-    "▁",      "h",  "e",  "l",    "o",      "w",  "r",  "d",    "é",   // 259..267
-    "▁h",     "el", "lo", "▁hel", "▁hello", "▁w", "or", "▁wor", "ld",  // 268..276
-    "▁world", "▁▁", "d▁"};                                             // 277..279
+using SpmForm = SentencePieceForm;
+constexpr uint32_t kUnk = kSpmUnk, kBos = kSpmBos, kEos = kSpmEos;
 uint32_t id(const std::string& piece) {
-  for (size_t i = 0; i < kPieces.size(); ++i)
-    if (kPieces[i] == piece) return 259 + uint32_t(i);
-  throw Error("no piece " + piece);
+  return spmId(piece);
 }
-// In rank order. "d ▁" crosses a space: only an unsplit text can use it.
-const std::vector<std::pair<std::string, std::string>> kMerges = {
-    {"▁", "h"}, {"e", "l"},   {"l", "o"}, {"▁h", "el"},   {"▁hel", "lo"}, {"▁", "w"},
-    {"o", "r"}, {"▁w", "or"}, {"l", "d"}, {"▁wor", "ld"}, {"▁", "▁"},     {"d", "▁"}};
-
-enum class Form { Normalizer, MetaspaceFirst, MetaspaceAlwaysUnsplit };
-
-// The file as Hugging Face writes Llama 2's (Normalizer) or Mistral's (Metaspace).
-Json sentencePieceJson(Form form, bool byte_fallback = true) {
-  Json vocab = Json::object();
-  vocab["<unk>"] = kUnk, vocab["<s>"] = kBos, vocab["</s>"] = kEos;
-  for (int b = 0; b < 256 && byte_fallback; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof name, "<0x%02X>", b);
-    vocab[name] = byteId(uint8_t(b));
-  }
-  for (const std::string& piece : kPieces) vocab[piece] = id(piece);
-  Json merges = Json::array();
-  for (const auto& [a, b] : kMerges) merges.push_back(a + " " + b);
-  const auto added = [](const char* content, uint32_t token) {
-    return Json{{"id", token},     {"content", content},  {"single_word", false}, {"lstrip", false},
-                {"rstrip", false}, {"normalized", false}, {"special", true}};
-  };
-  Json j = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", {added("<unk>", kUnk), added("<s>", kBos), added("</s>", kEos)}},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", nullptr},
-      {"post_processor",
-       {{"type", "TemplateProcessing"},
-        {"single",
-         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {kBos}}, {"tokens", {"<s>"}}}}}}}},
-      {"decoder",
-       {{"type", "Sequence"},
-        {"decoders",
-         {{{"type", "Replace"}, {"pattern", {{"String", "▁"}}}, {"content", " "}},
-          {{"type", "ByteFallback"}},
-          {{"type", "Fuse"}},
-          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", "<unk>"},
-        {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr},
-        {"fuse_unk", true},
-        {"byte_fallback", byte_fallback},
-        {"vocab", vocab},
-        {"merges", merges}}}};
-  if (form == Form::Normalizer) {
-    j["normalizer"] = {{"type", "Sequence"},
-                       {"normalizers",
-                        {{{"type", "Prepend"}, {"prepend", "▁"}},
-                         {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}}}}};
-  } else {
-    const bool first = form == Form::MetaspaceFirst;
-    j["pre_tokenizer"] = {{"type", "Metaspace"},
-                          {"replacement", "▁"},
-                          {"prepend_scheme", first ? "first" : "always"},
-                          {"split", first}};
-  }
-  return j;
+constexpr uint32_t byteId(uint8_t b) {
+  return spmByteId(b);
 }
 
+// small_sentencepiece.cpp's merges by rank: 0 "▁ h", 1 "e l", 2 "l o", 3 "▁h el", 4 "▁hel lo",
+// 5 "▁ w", 6 "o r", 7 "▁w or", 8 "l d", 9 "▁wor ld", 10 "▁ ▁", 11 "d ▁".
 Tokenizer parse(const Json& j) {
   return tokenizers::parseTokenizerJson(graph::dumpJson(j), "spm/tokenizer.json");
 }
 
 TEST(SentencePieceTokenizer, HandCheckedMerges) {
-  for (const Form form : {Form::Normalizer, Form::MetaspaceFirst, Form::MetaspaceAlwaysUnsplit}) {
+  for (const SpmForm form :
+       {SpmForm::Normalizer, SpmForm::MetaspaceFirst, SpmForm::MetaspaceAlwaysUnsplit}) {
     const Tokenizer t = parse(sentencePieceJson(form));
     SCOPED_TRACE(int(form));
     // "▁hello▁world" as characters ▁ h e l l o ▁ w o r l d; ranks 0 (▁h), 1 (el), 2 (lo),
@@ -127,9 +57,9 @@ TEST(SentencePieceTokenizer, HandCheckedMerges) {
 }
 
 TEST(SentencePieceTokenizer, FormsDifferWhereHuggingFacesDo) {
-  const Tokenizer normalizer = parse(sentencePieceJson(Form::Normalizer));
-  const Tokenizer first = parse(sentencePieceJson(Form::MetaspaceFirst));
-  const Tokenizer unsplit = parse(sentencePieceJson(Form::MetaspaceAlwaysUnsplit));
+  const Tokenizer normalizer = parse(sentencePieceJson(SpmForm::Normalizer));
+  const Tokenizer first = parse(sentencePieceJson(SpmForm::MetaspaceFirst));
+  const Tokenizer unsplit = parse(sentencePieceJson(SpmForm::MetaspaceAlwaysUnsplit));
   // Two leading spaces. Prepend puts a '▁' before whatever the text starts with: ▁ ▁ ▁ h e l l o;
   // ▁h first (rank 0), then up to ▁hello, then the first ▁ ▁ (rank 10). Metaspace puts none
   // before a text that starts with one: ▁ ▁ h ... gives ▁ ▁hello.
@@ -158,7 +88,7 @@ TEST(SentencePieceTokenizer, FormsDifferWhereHuggingFacesDo) {
 }
 
 TEST(SentencePieceTokenizer, BeginningOfTextFromThePostProcessor) {
-  const Tokenizer t = parse(sentencePieceJson(Form::Normalizer));
+  const Tokenizer t = parse(sentencePieceJson(SpmForm::Normalizer));
   EXPECT_EQ(t.postTemplate().prefix, Ids{kBos});
   EXPECT_EQ(t.encodeWithTemplate("hello"), (Ids{kBos, id("▁hello")}));
   EXPECT_EQ(t.encode("hello"), Ids{id("▁hello")});
@@ -171,10 +101,10 @@ TEST(SentencePieceTokenizer, BeginningOfTextFromThePostProcessor) {
 }
 
 TEST(SentencePieceTokenizer, UnknownTokenWithoutByteFallback) {
-  const Tokenizer fused = parse(sentencePieceJson(Form::Normalizer, /*byte_fallback=*/false));
+  const Tokenizer fused = parse(sentencePieceJson(SpmForm::Normalizer, /*byte_fallback=*/false));
   // ▁ h i 日: i and 日 have no piece; fuse_unk makes the two one <unk>.
   EXPECT_EQ(fused.encode("hi日"), (Ids{id("▁h"), kUnk}));
-  Json j = sentencePieceJson(Form::Normalizer, false);
+  Json j = sentencePieceJson(SpmForm::Normalizer, false);
   j["model"]["fuse_unk"] = false;
   EXPECT_EQ(parse(j).encode("hi日"), (Ids{id("▁h"), kUnk, kUnk}));
 }
@@ -199,9 +129,9 @@ std::string randomText(Rng& rng, size_t n) {
 
 TEST(SentencePieceTokenizer, RandomBytesRoundTrip) {
   Rng rng;
-  const Tokenizer tokenizers[] = {parse(sentencePieceJson(Form::Normalizer)),
-                                  parse(sentencePieceJson(Form::MetaspaceFirst)),
-                                  parse(sentencePieceJson(Form::MetaspaceAlwaysUnsplit))};
+  const Tokenizer tokenizers[] = {parse(sentencePieceJson(SpmForm::Normalizer)),
+                                  parse(sentencePieceJson(SpmForm::MetaspaceFirst)),
+                                  parse(sentencePieceJson(SpmForm::MetaspaceAlwaysUnsplit))};
   for (int round = 0; round < 200; ++round) {
     const std::string text = randomText(rng, rng.below(120));
     for (const Tokenizer& t : tokenizers) {
@@ -210,6 +140,25 @@ TEST(SentencePieceTokenizer, RandomBytesRoundTrip) {
       ASSERT_EQ(t.decode(ids), text) << rng.describe();
       for (const uint32_t i : ids) ASSERT_NE(i, kUnk) << rng.describe();
     }
+  }
+}
+
+// Without "d▁" every token's '▁' lead it, so an unsplit text is encoded word by word (and
+// cached): the ids must be those of the whole text as one word.
+TEST(SentencePieceTokenizer, WordsServeAnUnsplitTextWhenNoMergeCrossesASpace) {
+  Json j = sentencePieceJson(SpmForm::MetaspaceAlwaysUnsplit);
+  j["model"]["merges"].erase(j["model"]["merges"].size() - 1);  // "d ▁", the last
+  j["model"]["vocab"].erase("d▁");
+  const Tokenizer t = parse(j);
+  Rng rng;
+  for (int round = 0; round < 100; ++round) {
+    const std::string text = randomText(rng, rng.below(200));  // starts with 'x', no '▁'
+    std::string whole(tokenizers::kMetaspace);
+    for (const char c : text)
+      whole += c == ' ' ? std::string(tokenizers::kMetaspace) : std::string(1, c);
+    Ids expected;
+    t.bpe().encodeWordUncached(whole, expected);
+    ASSERT_EQ(t.encode(text, /*special=*/false), expected) << rng.describe();
   }
 }
 
@@ -222,7 +171,7 @@ TEST(SentencePieceTokenizer, UnsupportedAndBadFilesAreNamed) {
     }
     return "";
   };
-  const auto refused = [&](Form form, const char* pointer, const Json& value,
+  const auto refused = [&](SpmForm form, const char* pointer, const Json& value,
                            const std::string& expected) {
     Json j = sentencePieceJson(form);
     j[Json::json_pointer(pointer)] = value;
@@ -230,42 +179,42 @@ TEST(SentencePieceTokenizer, UnsupportedAndBadFilesAreNamed) {
     EXPECT_NE(what.find(expected), std::string::npos) << pointer << ": " << what;
     EXPECT_EQ(what.rfind("spm/tokenizer.json: ", 0), 0u) << what;
   };
-  refused(Form::Normalizer, "/model/type", "Unigram", "model: type Unigram is not supported");
-  refused(Form::Normalizer, "/normalizer/normalizers/2", {{"type", "Lowercase"}},
+  refused(SpmForm::Normalizer, "/model/type", "Unigram", "model: type Unigram is not supported");
+  refused(SpmForm::Normalizer, "/normalizer/normalizers/2", {{"type", "Lowercase"}},
           "normalizer.normalizers[2]: normalizer Lowercase");
-  refused(Form::Normalizer, "/normalizer/normalizers/0/prepend", "_",
+  refused(SpmForm::Normalizer, "/normalizer/normalizers/0/prepend", "_",
           "normalizer.normalizers[0]: Prepend of \"_\"");
-  refused(Form::Normalizer, "/normalizer", {{"type", "NFKC"}}, "normalizer: normalizer NFKC");
-  refused(Form::Normalizer, "/pre_tokenizer", {{"type", "Metaspace"}},
+  refused(SpmForm::Normalizer, "/normalizer", {{"type", "NFKC"}}, "normalizer: normalizer NFKC");
+  refused(SpmForm::Normalizer, "/pre_tokenizer", {{"type", "Metaspace"}},
           "Metaspace after a normalizer");
-  refused(Form::Normalizer, "/normalizer", nullptr, "neither a Metaspace pre-tokenizer");
-  refused(Form::MetaspaceFirst, "/pre_tokenizer/prepend_scheme", "sometimes",
+  refused(SpmForm::Normalizer, "/normalizer", nullptr, "neither a Metaspace pre-tokenizer");
+  refused(SpmForm::MetaspaceFirst, "/pre_tokenizer/prepend_scheme", "sometimes",
           "pre_tokenizer.prepend_scheme: \"sometimes\" is not supported");
-  refused(Form::MetaspaceFirst, "/pre_tokenizer/replacement", "_", "pre_tokenizer.replacement");
-  refused(Form::MetaspaceFirst, "/pre_tokenizer", {{"type", "Whitespace"}},
+  refused(SpmForm::MetaspaceFirst, "/pre_tokenizer/replacement", "_", "pre_tokenizer.replacement");
+  refused(SpmForm::MetaspaceFirst, "/pre_tokenizer", {{"type", "Whitespace"}},
           "pre_tokenizer: type Whitespace with a SentencePiece-style decoder");
-  refused(Form::Normalizer, "/decoder/decoders/3/stop", 1, "decoder.decoders[3]: a Strip other");
-  refused(Form::Normalizer, "/decoder/decoders/2", {{"type", "CTC"}},
+  refused(SpmForm::Normalizer, "/decoder/decoders/3/stop", 1, "decoder.decoders[3]: a Strip other");
+  refused(SpmForm::Normalizer, "/decoder/decoders/2", {{"type", "CTC"}},
           "decoder.decoders[2]: decoder CTC");
-  Json strip_first = sentencePieceJson(Form::Normalizer);
+  Json strip_first = sentencePieceJson(SpmForm::Normalizer);
   std::swap(strip_first["decoder"]["decoders"][2], strip_first["decoder"]["decoders"][3]);
   EXPECT_NE(error(strip_first).find("decoder.decoders[2]: Strip before Fuse"), std::string::npos)
       << error(strip_first);
-  Json missing = sentencePieceJson(Form::Normalizer);
+  Json missing = sentencePieceJson(SpmForm::Normalizer);
   missing["model"]["vocab"].erase("<0x41>");
   EXPECT_NE(error(missing).find("byte_fallback is set but the vocabulary has no token '<0x41>'"),
             std::string::npos)
       << error(missing);
-  Json no_unk = sentencePieceJson(Form::Normalizer, false);
+  Json no_unk = sentencePieceJson(SpmForm::Normalizer, false);
   no_unk["model"]["unk_token"] = nullptr;
   EXPECT_NE(error(no_unk).find("neither byte_fallback nor an unk_token"), std::string::npos)
       << error(no_unk);
-  Json bad_unk = sentencePieceJson(Form::Normalizer);
+  Json bad_unk = sentencePieceJson(SpmForm::Normalizer);
   bad_unk["model"]["unk_token"] = "<nope>";
   EXPECT_NE(error(bad_unk).find("the unk_token '<nope>' is not in the vocabulary"),
             std::string::npos)
       << error(bad_unk);
-  Json merge = sentencePieceJson(Form::Normalizer);
+  Json merge = sentencePieceJson(SpmForm::Normalizer);
   merge["model"]["merges"].push_back("w d");
   EXPECT_NE(error(merge).find("merge 12 ('w d'): 'wd' is not in the vocabulary"), std::string::npos)
       << error(merge);
