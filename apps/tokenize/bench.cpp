@@ -7,8 +7,9 @@
 // With --sentencepiece the trained vocabulary is rewritten as Llama 2's kind of tokenizer.json
 // (sentencepiece_json.h): each token that is whole UTF-8 becomes a piece with ' ' written '▁'
 // (" the" is "▁the"), the merges between such pieces are kept in their order, every byte gets
-// a "<0xXX>" token; the text is encoded as one word per stretch, as Llama 2's files do it (no
-// pre-tokenizer, so no word cache helps).
+// a "<0xXX>" token; tokens with a '▁' after another character ("\n▁▁") and the merges that
+// make them are left out, as SentencePiece's vocabularies have none, so the unsplit text (Llama 2's
+// files have no pre-tokenizer) is encoded word by word through the cache all the same.
 #include "bench.h"
 
 #include <algorithm>
@@ -103,12 +104,15 @@ Json sentencePieceJson(const tokenizers::BpeSpec& bytes) {
     add(name);
   }
   for (const auto& [text, id] : bytes.vocab)
-    if (const auto p = piece(tokenizers::fromByteLevel(text).value_or("")); p && !p->empty())
+    if (const auto p = piece(tokenizers::fromByteLevel(text).value_or(""));
+        p && !p->empty() && tokenizers::spacesLeadOnly(*p))
       add(*p);
   for (const auto& [left, right] : bytes.merges) {
     const auto l = piece(*tokenizers::fromByteLevel(left));
     const auto r = piece(*tokenizers::fromByteLevel(right));
-    if (l && r && !l->empty() && !r->empty()) add(*l + *r), spec.merges.emplace_back(*l, *r);
+    // SentencePiece's own vocabularies have no '▁' after another character ("\n▁▁").
+    if (l && r && !l->empty() && !r->empty() && tokenizers::spacesLeadOnly(*l + *r))
+      add(*l + *r), spec.merges.emplace_back(*l, *r);
   }
   const std::vector<tokenizers::AddedToken> added{
       {"<unk>", 0, true}, {"<s>", 1, true}, {"</s>", 2, true}};

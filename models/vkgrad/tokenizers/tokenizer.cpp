@@ -39,8 +39,10 @@ void Tokenizer::encodeText(std::string_view text, bool first, std::vector<uint32
     std::string spaced;
     applyMetaspace(sentence_piece_->metaspace, text, first, spaced);
     const std::string_view words = spaced;
-    splitMetaspace(sentence_piece_->metaspace, words,
-                   [&](Piece w) { bpe_.encodeWord(words.substr(w.begin, w.end - w.begin), out); });
+    splitMetaspace(
+        sentence_piece_->metaspace, words,
+        [&](Piece w) { bpe_.encodeWord(words.substr(w.begin, w.end - w.begin), out); },
+        metaspace_words_);
     return;
   }
   pre_tokenizer_.split(text, 0, text.size(), [&](Piece w) {
@@ -65,7 +67,7 @@ std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool special) con
 void Tokenizer::setSentencePiece(SentencePiece s) {
   sentence_piece_ = s;
   metaspace_words_ = true;
-  for (uint32_t id = 0; id < bpe_.size() && metaspace_words_; ++id)
+  for (uint32_t id = 0; id < bpe_.size() && metaspace_words_ && !s.metaspace.split; ++id)
     metaspace_words_ = !bpe_.contains(id) || spacesLeadOnly(bpe_.bytes(id));
 }
 

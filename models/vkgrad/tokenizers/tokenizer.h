@@ -76,6 +76,9 @@ class Tokenizer {
   // Set: the tokenizer is SentencePiece-style (bpe().alphabet() must be Characters).
   const std::optional<SentencePiece>& sentencePiece() const { return sentence_piece_; }
   void setSentencePiece(SentencePiece s);
+  // Whether SentencePiece-style text is encoded word by word through the word cache (split, or
+  // no token has a '▁' after another character: spacesLeadOnly in metaspace.h).
+  bool encodesWords() const { return metaspace_words_; }
 
  private:
   // text: the stretch between two added tokens; first: it starts the encoded text.

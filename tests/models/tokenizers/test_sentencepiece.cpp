@@ -150,6 +150,9 @@ TEST(SentencePieceTokenizer, WordsServeAnUnsplitTextWhenNoMergeCrossesASpace) {
   j["model"]["merges"].erase(j["model"]["merges"].size() - 1);  // "d ▁", the last
   j["model"]["vocab"].erase("d▁");
   const Tokenizer t = parse(j);
+  EXPECT_TRUE(t.encodesWords());
+  EXPECT_FALSE(parse(sentencePieceJson(SpmForm::MetaspaceAlwaysUnsplit)).encodesWords());
+  EXPECT_TRUE(parse(sentencePieceJson(SpmForm::MetaspaceFirst)).encodesWords());  // split
   Rng rng;
   for (int round = 0; round < 100; ++round) {
     const std::string text = randomText(rng, rng.below(200));  // starts with 'x', no '▁'
