@@ -1,20 +1,26 @@
 // What the Hugging Face folder tests share (test_hf_gpt2, test_hf_llama, test_hf_lora,
-// test_hf_llama_lora): a device fixture with a fresh folder per test, the message an error
-// carries, the relative error of two arrays, and f32 tensors as the folders save them.
+// test_hf_llama_lora): a device fixture with a fresh folder per test, a file fixture that edits
+// a folder's config and weights, the message an error carries, the relative error of two
+// arrays, and f32 tensors as the folders save them.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/random.h"
+#include "common/temp_dir.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
+#include "vkgrad/gpt/gpt.h"
+#include "vkgrad/hf/model.h"
+#include "vkgrad/io/json_io.h"
 #include "vkgrad/io/safetensors.h"
 
 namespace vkgrad::test {
@@ -49,6 +55,29 @@ std::string errorOf(F&& f) {
   }
   return "";
 }
+
+// A folder test without a device: SetUp writes a folder of c_ at dir_; the tests edit it and
+// read what hf::readHfModel says.
+class HfFilesTest : public TempDirTest {
+ protected:
+  std::string readError() {
+    return errorOf([&] { hf::readHfModel(dir_); });
+  }
+  void editConfig(const std::string& key, const graph::Json& value) {
+    graph::Json config = graph::readJsonFile(dir_ / "config.json");
+    config[key] = value;
+    std::ofstream(dir_ / "config.json") << graph::dumpJson(config);
+  }
+  // Rewrites model.safetensors through f(tensors).
+  template <typename F>
+  void editWeights(F&& f) {
+    graph::Checkpoint cp = graph::loadSafetensors(dir_ / "model.safetensors");
+    f(cp.tensors);
+    graph::saveSafetensors(dir_ / "model.safetensors", cp);
+  }
+  gpt::GptConfig c_;
+  Rng rng_;
+};
 
 #define EXPECT_ERROR_HAS(message, part) \
   EXPECT_NE((message).find(part), std::string::npos) << "error: " << (message)

@@ -186,30 +186,13 @@ TEST_F(HfGpt2, StreamLossPredictsEveryTokenOnce) {
 
 // ---- bad folders: each refused by name, before anything is allocated.
 
-class HfGpt2Files : public TempDirTest {
+class HfGpt2Files : public HfFilesTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
     c_ = smallConfig();
     writeGpt2Folder(dir_, c_, randomGptParameters(c_, rng_));
   }
-  std::string readError() {
-    return errorOf([&] { hf::readHfModel(dir_); });
-  }
-  void editConfig(const std::string& key, const graph::Json& value) {
-    graph::Json config = graph::readJsonFile(dir_ / "config.json");
-    config[key] = value;
-    std::ofstream(dir_ / "config.json") << graph::dumpJson(config);
-  }
-  // Rewrites model.safetensors through f(tensors).
-  template <typename F>
-  void editWeights(F&& f) {
-    graph::Checkpoint cp = graph::loadSafetensors(dir_ / "model.safetensors");
-    f(cp.tensors);
-    graph::saveSafetensors(dir_ / "model.safetensors", cp);
-  }
-  gpt::GptConfig c_;
-  Rng rng_;
 };
 
 TEST_F(HfGpt2Files, MissingFiles) {

@@ -194,29 +194,13 @@ TEST_F(HfLlama, FineTuningLowersTheLoss) {
 
 // ---- bad folders: each refused by name, before anything is allocated.
 
-class HfLlamaFiles : public TempDirTest {
+class HfLlamaFiles : public HfFilesTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
     c_ = smallLlama(/*qwen2=*/false, /*tied=*/false);
     writeLlamaFolder(dir_, c_, randomLlamaWeights(c_, rng_));
   }
-  std::string readError() {
-    return errorOf([&] { hf::readHfModel(dir_); });
-  }
-  void editConfig(const std::string& key, const graph::Json& value) {
-    graph::Json config = graph::readJsonFile(dir_ / "config.json");
-    config[key] = value;
-    std::ofstream(dir_ / "config.json") << graph::dumpJson(config);
-  }
-  template <typename F>
-  void editWeights(F&& f) {
-    graph::Checkpoint cp = graph::loadSafetensors(dir_ / "model.safetensors");
-    f(cp.tensors);
-    graph::saveSafetensors(dir_ / "model.safetensors", cp);
-  }
-  gpt::GptConfig c_;
-  Rng rng_;
 };
 
 TEST_F(HfLlamaFiles, UnsupportedConfigIsNamed) {
