@@ -343,6 +343,14 @@ TEST_F(GptHfLlamaApp, SentencePieceTokenizer) {
   ASSERT_EQ(tokens[0], kSpmBos);
   const double reference = referenceLoss(tokens, 4);
   EXPECT_NEAR(lastJsonLine(e.out).at("loss").get<double>(), reference, 1e-5 * reference);
+  // train --init reads it too, and the saved folder carries the tokenizer.
+  const fs::path tuned = dir_ / "tuned";
+  const AppRun run =
+      runApp("gpt", {"train", "--init", folder_.string(), "--data", (dir_ / "data.txt").string(),
+                     "--out", tuned.string(), "--steps", "2", "--batch", "2", "--validation"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(tokenizers::loadTokenizer(tuned).encodeWithTemplate("hello"),
+            (std::vector<uint32_t>{kSpmBos, spmId("▁hello")}));
 }
 
 TEST_F(GptHfLlamaApp, FineTunesAndSavesTheLayout) {
