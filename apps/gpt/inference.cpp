@@ -56,7 +56,7 @@ int sample(int argc, char** argv) {
   const gpt::GptConfig& config = source.config;
   const std::string prompt = cli.get("prompt");
   if (prompt.empty()) cli.fail("--prompt must not be empty");
-  std::vector<uint32_t> tokens = source.encode(prompt, "the prompt");
+  std::vector<uint32_t> tokens = source.encode(prompt, "the prompt", /*prompt=*/true);
   if (tokens.empty()) cli.fail("--prompt encodes to no tokens");
   if (int64_t(tokens.size()) > config.context)
     throw Error("the prompt is " + std::to_string(tokens.size()) +
@@ -84,14 +84,15 @@ int sample(int argc, char** argv) {
                                              .count());
     tokens.push_back(next);
     if (json) continue;
-    const std::string text = source.decode(std::span<const uint32_t>(&next, 1));
+    const std::string text =
+        source.decode(std::span<const uint32_t>(&next, 1), /*continuation=*/true);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }
   const std::span<const uint32_t> drawn = std::span<const uint32_t>(tokens).subspan(prompt_tokens);
   if (json) {
     std::printf("%s\n", graph::dumpJson({{"ids", std::vector<uint32_t>(drawn.begin(), drawn.end())},
-                                         {"text", source.decode(drawn)}})
+                                         {"text", source.decode(drawn, /*continuation=*/true)}})
                             .c_str());
   } else {
     std::printf("\n");
@@ -112,7 +113,7 @@ int eval(int argc, char** argv) {
           "The mean next-token loss of a model (a `vkgrad-gpt train` checkpoint or a Hugging\n"
           "Face folder) over a text file: windows start every --context tokens, each holds up to\n"
           "context + 1 tokens and predicts all but its first, so every token but the file's\n"
-          "first is predicted once.");
+          "first is predicted once (a folder's tokenizer may put a token first: Llama's <s>).");
   cli.positional("eval", "the command");
   cli.option("checkpoint",
              "checkpoint, Hugging Face model folder or PEFT adapter folder (required)");

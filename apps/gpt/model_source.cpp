@@ -41,22 +41,23 @@ size_t invalidUtf8(std::string_view s) {
 
 }  // namespace
 
-std::vector<uint32_t> ModelSource::encode(std::string_view text, const std::string& what) const {
+std::vector<uint32_t> ModelSource::encode(std::string_view text, const std::string& what,
+                                          bool prompt) const {
   if (vocab) return vocab->encode(text);
   if (const size_t bad = invalidUtf8(text); bad != std::string_view::npos)
     throw Error(what + " is not valid UTF-8 (byte " + std::to_string(bad) +
                 "): a Hugging Face tokenizer encodes text");
-  return tokenizer->encode(text);
+  return tokenizer->encodeWithTemplate(text, /*open=*/prompt);
 }
 
-std::string ModelSource::decode(std::span<const uint32_t> ids) const {
+std::string ModelSource::decode(std::span<const uint32_t> ids, bool continuation) const {
   if (vocab) return vocab->decode(ids);
   // A model's vocabulary may be padded past its tokenizer's (config.json's vocab_size rounded
   // up): a sampled id in the padding stands for no text, as Hugging Face's decoders skip it.
   std::vector<uint32_t> known;
   for (const uint32_t id : ids)
     if (id < tokenizer->size()) known.push_back(id);
-  return tokenizer->decode(known);
+  return tokenizer->decode(known, /*skip_special=*/false, continuation);
 }
 
 namespace {

@@ -31,11 +31,16 @@ struct ModelSource {
 
   bool huggingFace() const { return hf.has_value(); }
   // The ids of text: bytes (a checkpoint), or the folder's tokenizer, special tokens written
-  // in the text included as Hugging Face's tokenizers encode them. A Hugging Face folder
-  // takes UTF-8 text only: Error "<what> is not valid UTF-8 (byte N)" otherwise.
-  std::vector<uint32_t> encode(std::string_view text, const std::string& what) const;
+  // in the text included as Hugging Face's tokenizers encode them, inside the tokenizer's
+  // template as the model saw texts in training (Llama's <s> or <|begin_of_text|> first; a
+  // `prompt` to continue takes no suffix). A Hugging Face folder takes UTF-8 text only: Error
+  // "<what> is not valid UTF-8 (byte N)" otherwise.
+  std::vector<uint32_t> encode(std::string_view text, const std::string& what,
+                               bool prompt = false) const;
   // Their text; ids past the tokenizer's (a padded vocabulary) stand for none and are skipped.
-  std::string decode(std::span<const uint32_t> ids) const;
+  // `continuation`: they follow text already shown, so a leading space is kept (a
+  // SentencePiece decoder strips the one that starts a text).
+  std::string decode(std::span<const uint32_t> ids, bool continuation = false) const;
 };
 
 // Reads DIR as a Hugging Face folder when its config.json has a model_type (hf::isHfFolder),

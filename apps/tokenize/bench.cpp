@@ -3,12 +3,21 @@
 // thread: each round with a fresh tokenizer, so its word cache starts empty ("cold", the
 // figure to quote), then again with the cache filled ("warm"), then decodes. Reports MB/s
 // (1e6 bytes of input per second), medians over the rounds, and the tokens per byte.
+//
+// With --sentencepiece the trained vocabulary is rewritten as Llama 2's kind of tokenizer.json
+// (sentencepiece_json.h): each token that is whole UTF-8 becomes a piece with ' ' written '▁'
+// (" the" is "▁the"), the merges between such pieces are kept in their order, every byte gets
+// a "<0xXX>" token; tokens with a '▁' after another character ("\n▁▁") and the merges that
+// make them are left out, as SentencePiece's vocabularies have none, so the unsplit text (Llama 2's
+// files have no pre-tokenizer) is encoded word by word through the cache all the same.
 #include "bench.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/cli.h"
@@ -16,6 +25,8 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/json_io.h"
 #include "vkgrad/tokenizers/bpe_trainer.h"
+#include "vkgrad/tokenizers/byte_level.h"
+#include "vkgrad/tokenizers/metaspace.h"
 #include "vkgrad/tokenizers/tokenizer_json.h"
 #include "vkgrad/tokenizers/tokenizer_writer.h"
 
@@ -62,6 +73,52 @@ Rounds timeRounds(const std::string& file, const std::string& text, int rounds) 
   return out;
 }
 
+// bytes as a SentencePiece piece: ' ' written '▁'; nullopt unless bytes is whole UTF-8.
+std::optional<std::string> piece(const std::string& bytes) {
+  size_t pos = 0;
+  while (pos < bytes.size())
+    if (!tokenizers::nextCodePoint(bytes, pos)) return std::nullopt;
+  std::string out;
+  for (const char c : bytes)
+    if (c == ' ')
+      out += tokenizers::kMetaspace;
+    else
+      out.push_back(c);
+  return out;
+}
+
+// The byte-level vocabulary spec rewritten as Llama 2's tokenizer.json (see the top).
+Json sentencePieceJson(const tokenizers::BpeSpec& bytes) {
+  tokenizers::BpeSpec spec;
+  spec.alphabet = tokenizers::BpeAlphabet::Characters;
+  spec.byte_fallback = spec.fuse_unk = true;
+  spec.unk_token = "<unk>";
+  std::unordered_set<std::string> known;
+  const auto add = [&](const std::string& text) {
+    if (known.insert(text).second) spec.vocab.emplace_back(text, uint32_t(spec.vocab.size()));
+  };
+  add("<unk>"), add("<s>"), add("</s>");
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    add(name);
+  }
+  for (const auto& [text, id] : bytes.vocab)
+    if (const auto p = piece(tokenizers::fromByteLevel(text).value_or(""));
+        p && !p->empty() && tokenizers::spacesLeadOnly(*p))
+      add(*p);
+  for (const auto& [left, right] : bytes.merges) {
+    const auto l = piece(*tokenizers::fromByteLevel(left));
+    const auto r = piece(*tokenizers::fromByteLevel(right));
+    // SentencePiece's own vocabularies have no '▁' after another character ("\n▁▁").
+    if (l && r && !l->empty() && !r->empty() && tokenizers::spacesLeadOnly(*l + *r))
+      add(*l + *r), spec.merges.emplace_back(*l, *r);
+  }
+  const std::vector<tokenizers::AddedToken> added{
+      {"<unk>", 0, true}, {"<s>", 1, true}, {"</s>", 2, true}};
+  return tokenizers::tokenizerJson(spec, added);
+}
+
 }  // namespace
 
 int bench(int argc, char** argv) {
@@ -75,8 +132,11 @@ int bench(int argc, char** argv) {
   cli.option("merges", "merges to train", "4000");
   cli.option("bytes", "at most this many bytes of --data", "16000000");
   cli.option("rounds", "timed rounds; medians are reported", "3");
+  cli.flag("sentencepiece",
+           "rewrite the vocabulary as Llama 2's SentencePiece-style tokenizer.json and time that");
   cli.flag("json", "one JSON object on stdout");
   cli.parse(argc, argv);
+  const bool sentence_piece = cli.has("sentencepiece");
   const auto merges = size_t(cli.getInt("merges", 1, 1000000));
   const auto bytes = size_t(cli.getInt("bytes", 1, int64_t(1) << 32));
   const int rounds = int(cli.getInt("rounds", 1, 1000));
@@ -93,8 +153,13 @@ int bench(int argc, char** argv) {
   const auto eot = uint32_t(spec.vocab.size());
   spec.vocab.emplace_back("<|endoftext|>", eot);
   const std::vector<tokenizers::AddedToken> added{{"<|endoftext|>", eot, true}};
-  const std::string file = graph::dumpJson(tokenizers::tokenizerJson(spec, added));
-  const std::string text = readCorpus(data_paths, bytes);
+  const std::string file = graph::dumpJson(sentence_piece ? sentencePieceJson(spec)
+                                                          : tokenizers::tokenizerJson(spec, added));
+  std::string text = readCorpus(data_paths, bytes);
+  // A '▁' of the text's own would decode as a space: the round trip is checked without them.
+  for (size_t at = text.find(tokenizers::kMetaspace); sentence_piece && at != std::string::npos;
+       at = text.find(tokenizers::kMetaspace, at))
+    text.replace(at, tokenizers::kMetaspace.size(), "_");
   std::fprintf(stderr,
                "vkgrad-tokenize: %zu merges trained on %zu bytes in %.2f s (vocabulary %zu); "
                "encoding %zu bytes, %d rounds\n",
@@ -105,6 +170,7 @@ int bench(int argc, char** argv) {
   const double mb = double(text.size()) / 1e6;
   Json result = {
       {"bench", "tokenize"},
+      {"kind", sentence_piece ? "sentencepiece" : "byte-level"},
       {"vocabulary", spec.vocab.size()},
       {"merges", trained.merges.size()},
       {"training_bytes", training.size()},

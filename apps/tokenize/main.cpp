@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
   using namespace vkgrad::apps;
   return commandMain(
       "vkgrad-tokenize",
-      "vkgrad-tokenize: byte-level BPE tokenizers from Hugging Face model folders.", kUsage,
-      {{"encode", encode}, {"decode", decode}, {"train", train}, {"bench", bench}}, argc, argv);
+      "vkgrad-tokenize: BPE tokenizers (byte-level or SentencePiece-style) from Hugging Face "
+      "model folders.",
+      kUsage, {{"encode", encode}, {"decode", decode}, {"train", train}, {"bench", bench}}, argc,
+      argv);
 }

@@ -3,7 +3,8 @@
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
 // train --init saving the folder's layout (every weight, or LoRA adapters in PEFT's), and bad
 // folders and prompts refused clearly; the same commands on a Qwen2 folder with grouped-query
-// attention (models/hf/llama_folder.h).
+// attention (models/hf/llama_folder.h), and with a SentencePiece-style tokenizer (<s> first).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "models/hf/gpt2_folder.h"
 #include "models/hf/llama_folder.h"
 #include "models/tokenizers/small_bpe.h"
+#include "models/tokenizers/small_sentencepiece.h"
 #include "vkgrad/tokenizers/tokenizer.h"
 
 namespace vkgrad::test {
@@ -271,6 +273,24 @@ class GptHfLlamaApp : public TempDirTest {
     return runApp("gpt", {"eval", "--checkpoint", model.string(), "--data",
                           (dir_ / "data.txt").string(), "--context", context, "--json"});
   }
+  // The CPU reference's mean cross-entropy over tokens in eval's windows of `window`.
+  double referenceLoss(const std::vector<uint32_t>& tokens, size_t window) const {
+    const size_t V = size_t(c_.vocab);
+    double sum = 0;
+    for (size_t start = 0; start + 1 < tokens.size(); start += window) {
+      const size_t n = std::min<size_t>(window, tokens.size() - 1 - start);
+      const std::vector<float> logits =
+          llamaReferenceLogits(c_, weights_, std::span<const uint32_t>(tokens).subspan(start, n));
+      for (size_t r = 0; r < n; ++r) {
+        const float* row = &logits[r * V];
+        double top = -INFINITY, total = 0;
+        for (size_t v = 0; v < V; ++v) top = std::max(top, double(row[v]));
+        for (size_t v = 0; v < V; ++v) total += std::exp(double(row[v]) - top);
+        sum += top + std::log(total) - double(row[tokens[start + r + 1]]);
+      }
+    }
+    return sum / double(tokens.size() - 1);
+  }
   gpt::GptConfig c_;
   HfArrays weights_;
   fs::path folder_;
@@ -291,22 +311,46 @@ TEST_F(GptHfLlamaApp, SamplesAndEvaluatesAFolder) {
   const AppRun e = eval(folder_, "4");
   ASSERT_EQ(e.exit_code, 0) << e.err;
   const std::vector<uint32_t> tokens = tokenizers::loadTokenizer(folder_).encode(licenceText(400));
-  const size_t V = size_t(c_.vocab);
-  double sum = 0;
-  for (size_t start = 0; start + 1 < tokens.size(); start += 4) {
-    const size_t n = std::min<size_t>(4, tokens.size() - 1 - start);
-    const std::vector<float> logits =
-        llamaReferenceLogits(c_, weights_, std::span<const uint32_t>(tokens).subspan(start, n));
-    for (size_t r = 0; r < n; ++r) {
-      const float* row = &logits[r * V];
-      double top = -INFINITY, total = 0;
-      for (size_t v = 0; v < V; ++v) top = std::max(top, double(row[v]));
-      for (size_t v = 0; v < V; ++v) total += std::exp(double(row[v]) - top);
-      sum += top + std::log(total) - double(row[tokens[start + r + 1]]);
-    }
-  }
-  const double reference = sum / double(tokens.size() - 1);
+  const double reference = referenceLoss(tokens, 4);
   EXPECT_NEAR(lastJsonLine(e.out).at("loss").get<double>(), reference, 1e-5 * reference);
+}
+
+// A Llama 2-style SentencePiece tokenizer in the folder (models/tokenizers/small_sentencepiece.h):
+// the prompt and eval's text start with the post-processor's <s>, and the sampled text keeps the
+// leading space that decoding a text strips.
+TEST_F(GptHfLlamaApp, SentencePieceTokenizer) {
+  std::ofstream(folder_ / "tokenizer.json")
+      << graph::dumpJson(sentencePieceJson(SentencePieceForm::Normalizer));
+  const tokenizers::Tokenizer t = tokenizers::loadTokenizer(folder_);
+  const AppRun s = runApp("gpt", {"sample", "--checkpoint", folder_.string(), "--prompt", "hello",
+                                  "--tokens", "3", "--top-k", "1", "--json", "--validation"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const graph::Json out = lastJsonLine(s.out);
+  const auto ids = out.at("ids").get<std::vector<uint32_t>>();
+  ASSERT_EQ(ids.size(), 3u);
+  // As JSON writes it (invalid UTF-8, such as a lone byte token's, as U+FFFD).
+  EXPECT_EQ(out.at("text"),
+            graph::parseJson(graph::dumpJson(t.decode(ids, false, /*continuation=*/true)), "text"));
+  // Greedy: the first id drawn is the reference's argmax after <s> ▁hello.
+  const std::vector<uint32_t> prompt{kSpmBos, spmId("▁hello")};
+  const std::vector<float> logits = llamaReferenceLogits(c_, weights_, prompt);
+  const float* last = &logits[size_t(c_.vocab)];
+  EXPECT_EQ(ids[0], uint32_t(std::max_element(last, last + c_.vocab) - last));
+  // eval predicts the text's first token from <s>.
+  const AppRun e = eval(folder_, "4");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const std::vector<uint32_t> tokens = t.encodeWithTemplate(licenceText(400));
+  ASSERT_EQ(tokens[0], kSpmBos);
+  const double reference = referenceLoss(tokens, 4);
+  EXPECT_NEAR(lastJsonLine(e.out).at("loss").get<double>(), reference, 1e-5 * reference);
+  // train --init reads it too, and the saved folder carries the tokenizer.
+  const fs::path tuned = dir_ / "tuned";
+  const AppRun run =
+      runApp("gpt", {"train", "--init", folder_.string(), "--data", (dir_ / "data.txt").string(),
+                     "--out", tuned.string(), "--steps", "2", "--batch", "2", "--validation"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(tokenizers::loadTokenizer(tuned).encodeWithTemplate("hello"),
+            (std::vector<uint32_t>{kSpmBos, spmId("▁hello")}));
 }
 
 TEST_F(GptHfLlamaApp, FineTunesAndSavesTheLayout) {

@@ -1,6 +1,7 @@
 #include "vkgrad/tokenizers/bpe.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <queue>
 
@@ -17,7 +18,9 @@ std::string quoted(std::string_view text) {
 
 }  // namespace
 
-Bpe::Bpe(const BpeSpec& spec, const std::string& where) : ignore_merges_(spec.ignore_merges) {
+Bpe::Bpe(const BpeSpec& spec, const std::string& where)
+    : ignore_merges_(spec.ignore_merges), alphabet_(spec.alphabet) {
+  const bool byte_level = alphabet_ == BpeAlphabet::ByteLevel;
   uint32_t top = 0;
   for (const auto& [text, id] : spec.vocab) {
     if (id > kMaxTokenId)
@@ -32,11 +35,12 @@ Bpe::Bpe(const BpeSpec& spec, const std::string& where) : ignore_merges_(spec.ig
   for (const auto& [text, id] : spec.vocab) {
     if (present_[id])
       throw Error(where + ": id " + std::to_string(id) + " is given to two tokens, " +
-                  quoted(toByteLevel(bytes_[id])) + " and " + quoted(text));
+                  quoted(byte_level ? toByteLevel(bytes_[id]) : bytes_[id]) + " and " +
+                  quoted(text));
     if (!text_ids.emplace(text, id).second)
       throw Error(where + ": token " + quoted(text) + " is listed twice");
     // As Hugging Face's ByteLevel decoder does: a text outside the alphabet is its own bytes.
-    std::optional<std::string> decoded = fromByteLevel(text);
+    std::optional<std::string> decoded = byte_level ? fromByteLevel(text) : std::nullopt;
     bytes_[id] = decoded ? std::move(*decoded) : text;
     present_[id] = true;
   }
@@ -44,7 +48,8 @@ Bpe::Bpe(const BpeSpec& spec, const std::string& where) : ignore_merges_(spec.ig
   ids_.reserve(spec.vocab.size());
   for (uint32_t id = 0; id < top; ++id)
     if (present_[id]) ids_.emplace(bytes_[id], id);
-  for (int b = 0; b < 256; ++b) {
+  if (!byte_level) characterTables(spec, where);
+  for (int b = 0; b < 256 && byte_level; ++b) {
     const int64_t id = find(std::string_view(reinterpret_cast<const char*>(&b), 1));
     if (id < 0) {
       std::string text;
@@ -78,8 +83,43 @@ Bpe::Bpe(Bpe&& other) noexcept
       ids_(std::move(other.ids_)),
       merges_(std::move(other.merges_)),
       ignore_merges_(other.ignore_merges_),
+      alphabet_(other.alphabet_),
+      byte_fallback_(other.byte_fallback_),
+      fuse_unk_(other.fuse_unk_),
+      unk_id_(other.unk_id_),
+      byte_of_(std::move(other.byte_of_)),
       cache_(std::move(other.cache_)) {
   std::copy(std::begin(other.byte_ids_), std::end(other.byte_ids_), byte_ids_);
+  std::copy(std::begin(other.ascii_ids_), std::end(other.ascii_ids_), ascii_ids_);
+}
+
+void Bpe::characterTables(const BpeSpec& spec, const std::string& where) {
+  byte_fallback_ = spec.byte_fallback;
+  fuse_unk_ = spec.fuse_unk;
+  for (int c = 0; c < 128; ++c) ascii_ids_[c] = find(std::string(1, char(c)));
+  if (!spec.unk_token.empty()) {
+    unk_id_ = find(spec.unk_token);
+    if (unk_id_ < 0)
+      throw Error(where + ": the unk_token " + quoted(spec.unk_token) +
+                  " is not in the vocabulary");
+  }
+  if (byte_fallback_) {
+    byte_of_.assign(bytes_.size(), -1);
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      const int64_t id = find(name);
+      if (id < 0)
+        throw Error(where + ": byte_fallback is set but the vocabulary has no token " +
+                    quoted(name) + " for byte " + std::to_string(b));
+      byte_ids_[b] = uint32_t(id);
+      byte_of_[size_t(id)] = int16_t(b);
+    }
+  } else if (unk_id_ < 0) {
+    throw Error(where +
+                ": neither byte_fallback nor an unk_token: a character outside the vocabulary "
+                "would have no token");
+  }
 }
 
 int64_t Bpe::find(std::string_view bytes) const {
@@ -88,7 +128,7 @@ int64_t Bpe::find(std::string_view bytes) const {
 }
 
 void Bpe::encodeWord(std::string_view word, std::vector<uint32_t>& out) const {
-  if (word.size() == 1) {
+  if (word.size() == 1 && alphabet_ == BpeAlphabet::ByteLevel) {
     out.push_back(byte_ids_[uint8_t(word[0])]);
     return;
   }
@@ -109,6 +149,45 @@ void Bpe::encodeWord(std::string_view word, std::vector<uint32_t>& out) const {
     cache_.emplace(std::string(word), std::vector<uint32_t>(out.begin() + start, out.end()));
 }
 
+void Bpe::byteSymbols(std::string_view word, std::vector<Symbol>& symbols) const {
+  const int32_t n = int32_t(word.size());
+  symbols.resize(size_t(n));
+  for (int32_t i = 0; i < n; ++i)
+    symbols[size_t(i)] = {byte_ids_[uint8_t(word[size_t(i)])], i - 1, i + 1 < n ? i + 1 : -1};
+}
+
+void Bpe::characterSymbols(std::string_view word, std::vector<Symbol>& symbols) const {
+  symbols.reserve(word.size());
+  const auto push = [&](uint32_t id) {
+    const int32_t i = int32_t(symbols.size());
+    if (i > 0) symbols.back().next = i;
+    symbols.push_back({id, i - 1, -1});
+  };
+  bool after_unk = false;  // the last symbol is an unknown token
+  size_t pos = 0;
+  while (pos < word.size()) {
+    const size_t at = pos;
+    const uint8_t lead = uint8_t(word[pos]);
+    int64_t id = -1;
+    if (lead < 0x80)
+      id = ascii_ids_[lead], ++pos;
+    else if (nextCodePoint(word, pos))
+      id = find(word.substr(at, pos - at));
+    else
+      ++pos;  // a byte that is not UTF-8: a character of its own, never a token
+    if (id >= 0) {
+      push(uint32_t(id));
+      after_unk = false;
+    } else if (byte_fallback_) {
+      for (size_t k = at; k < pos; ++k) push(byte_ids_[uint8_t(word[k])]);
+      after_unk = false;
+    } else {
+      if (!(fuse_unk_ && after_unk)) push(uint32_t(unk_id_));
+      after_unk = true;
+    }
+  }
+}
+
 void Bpe::encodeWordUncached(std::string_view word, std::vector<uint32_t>& out) const {
   if (ignore_merges_) {
     const int64_t whole = find(word);
@@ -117,16 +196,14 @@ void Bpe::encodeWordUncached(std::string_view word, std::vector<uint32_t>& out) 
       return;
     }
   }
-  // The word's symbols as a linked list over one token per byte; a merge joins a symbol with
-  // its successor, which leaves the list.
-  struct Symbol {
-    uint32_t id;
-    int32_t prev, next;  // -1 at the ends; next = -2 once merged away
-  };
-  const int32_t n = int32_t(word.size());
-  std::vector<Symbol> symbols(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i)
-    symbols[size_t(i)] = {byte_ids_[uint8_t(word[size_t(i)])], i - 1, i + 1 < n ? i + 1 : -1};
+  // The word's symbols as a linked list; a merge joins a symbol with its successor, which
+  // leaves the list.
+  std::vector<Symbol> symbols;
+  if (alphabet_ == BpeAlphabet::ByteLevel)
+    byteSymbols(word, symbols);
+  else
+    characterSymbols(word, symbols);
+  const int32_t n = int32_t(symbols.size());
 
   // Candidate merges: lowest rank first, then leftmost. An entry goes stale when either side
   // has changed since it was pushed; it is then skipped.

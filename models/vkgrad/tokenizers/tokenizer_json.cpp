@@ -1,5 +1,6 @@
 #include "vkgrad/tokenizers/tokenizer_json.h"
 
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -7,57 +8,11 @@
 #include "vkgrad/core/error.h"
 #include "vkgrad/io/input_file.h"
 #include "vkgrad/io/json_io.h"
+#include "vkgrad/tokenizers/json_reader.h"
+#include "vkgrad/tokenizers/sentencepiece_json.h"
 
 namespace vkgrad::tokenizers {
 namespace {
-
-// std::map objects: a vocabulary of 150,000 keys is looked up, not kept in file order (the
-// ordered kind searches its keys one by one).
-using Json = nlohmann::json;
-
-// The largest tokenizer.json read: today's biggest vocabularies make files of tens of MB.
-constexpr uint64_t kMaxFileBytes = uint64_t(1) << 30;
-
-// The reading context: the file and the path of the member being read ("model.merges[3]").
-struct Reader {
-  std::string where;
-
-  [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
-    throw Error(where + ": " + path + ": " + problem);
-  }
-  const Json* member(const Json& object, const std::string& path, const char* key) const {
-    if (!object.is_object()) fail(path, "must be an object, got " + object.dump());
-    const auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
-  }
-  bool flag(const Json& object, const std::string& path, const char* key, bool fallback) const {
-    const Json* value = member(object, path, key);
-    if (!value || value->is_null()) return fallback;
-    if (!value->is_boolean()) fail(path + "." + key, "must be true or false");
-    return value->get<bool>();
-  }
-  std::string string(const Json& value, const std::string& path) const {
-    if (!value.is_string()) fail(path, "must be a string, got " + value.dump());
-    return value.get<std::string>();
-  }
-  uint32_t id(const Json& value, const std::string& path) const {
-    if (!value.is_number_unsigned() || value.get<uint64_t>() > kMaxTokenId)
-      fail(path,
-           "must be a token id in [0, " + std::to_string(kMaxTokenId) + "], got " + value.dump());
-    return uint32_t(value.get<uint64_t>());
-  }
-  // A component's "type", "none" for null or absent.
-  std::string type(const Json* component, const std::string& path) const {
-    if (!component || component->is_null()) return "none";
-    const Json* type = member(*component, path, "type");
-    if (!type) fail(path, "has no \"type\"");
-    return string(*type, path + ".type");
-  }
-  [[noreturn]] void unsupported(const std::string& path, const std::string& what) const {
-    fail(path, what + " is not supported (vkgrad runs byte-level BPE tokenizers: GPT-2's, " +
-                   "Llama 3's, Qwen2's, SmolLM2's)");
-  }
-};
 
 std::pair<std::string, std::string> readMerge(const Reader& r, const Json& merge,
                                               const std::string& path) {
@@ -72,19 +27,28 @@ std::pair<std::string, std::string> readMerge(const Reader& r, const Json& merge
   return {line.substr(0, space), line.substr(space + 1)};
 }
 
-BpeSpec readModel(const Reader& r, const Json* model) {
+// The BPE model; `pieces`: the tokenizer is SentencePiece-style, its vocabulary in characters
+// with byte fallback or an unknown token.
+BpeSpec readModel(const Reader& r, const Json* model, bool pieces) {
   const std::string type = r.type(model, "model");
   if (type != "BPE") r.unsupported("model", "type " + type);
   if (const Json* dropout = r.member(*model, "model", "dropout"); dropout && !dropout->is_null())
     r.unsupported("model.dropout", "BPE dropout (" + dropout->dump() + ")");
-  if (r.flag(*model, "model", "byte_fallback", false))
-    r.unsupported("model.byte_fallback", "byte fallback");
+  BpeSpec spec;
+  if (pieces) {
+    spec.alphabet = BpeAlphabet::Characters;
+    spec.byte_fallback = r.flag(*model, "model", "byte_fallback", false);
+    spec.fuse_unk = r.flag(*model, "model", "fuse_unk", false);
+    if (const Json* unk = r.member(*model, "model", "unk_token"); unk && !unk->is_null())
+      spec.unk_token = r.string(*unk, "model.unk_token");
+  } else if (r.flag(*model, "model", "byte_fallback", false)) {
+    r.unsupported("model.byte_fallback", "byte fallback with a ByteLevel decoder");
+  }
   for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const Json* value = r.member(*model, "model", affix);
     if (value && !value->is_null() && *value != "")
       r.unsupported(std::string("model.") + affix, value->dump());
   }
-  BpeSpec spec;
   spec.ignore_merges = r.flag(*model, "model", "ignore_merges", false);
   const Json* vocab = r.member(*model, "model", "vocab");
   if (!vocab || !vocab->is_object()) r.fail("model.vocab", "must be an object of token ids");
@@ -172,7 +136,10 @@ std::vector<AddedToken> readAddedTokens(const Reader& r, const Json* list) {
 
 void checkDecoder(const Reader& r, const Json* decoder) {
   const std::string type = r.type(decoder, "decoder");
-  if (type != "ByteLevel") r.unsupported("decoder", "type " + type + " (only ByteLevel)");
+  if (type != "ByteLevel")
+    r.unsupported("decoder", "type " + type +
+                                 " (only ByteLevel, or SentencePiece's Sequence "
+                                 "or Metaspace)");
 }
 
 Normalization readNormalizer(const Reader& r, const Json* normalizer) {
@@ -236,13 +203,26 @@ Tokenizer parseTokenizerJson(std::string_view text, const std::string& where) {
   if (const Json* truncation = r.member(root, "", "truncation");
       truncation && !truncation->is_null())
     r.unsupported("truncation", "truncation (" + truncation->dump() + "; set it to null)");
-  const Normalization normalization = readNormalizer(r, r.member(root, "", "normalizer"));
-  PreTokenizer pre = readPreTokenizers(r, r.member(root, "", "pre_tokenizer"));
-  checkDecoder(r, r.member(root, "", "decoder"));
+  // The decoder tells the two kinds apart: ByteLevel, or SentencePiece's.
+  const bool pieces = isSentencePiece(r, r.member(root, "", "decoder"));
+  Normalization normalization = Normalization::None;
+  PreTokenizer pre;
+  std::optional<SentencePiece> sentence_piece;
+  if (pieces) {
+    // Another model (Unigram's T5 or ALBERT) is named before its normalizer is.
+    if (const std::string type = r.type(r.member(root, "", "model"), "model"); type != "BPE")
+      r.unsupported("model", "type " + type);
+    sentence_piece = readSentencePiece(r, root);
+  } else {
+    normalization = readNormalizer(r, r.member(root, "", "normalizer"));
+    pre = readPreTokenizers(r, r.member(root, "", "pre_tokenizer"));
+    checkDecoder(r, r.member(root, "", "decoder"));
+  }
   const Template post = readPostProcessor(r, r.member(root, "", "post_processor"));
-  const BpeSpec spec = readModel(r, r.member(root, "", "model"));
+  const BpeSpec spec = readModel(r, r.member(root, "", "model"), pieces);
   Tokenizer t(spec, std::move(pre), readAddedTokens(r, r.member(root, "", "added_tokens")), where,
               normalization);
+  if (sentence_piece) t.setSentencePiece(*sentence_piece);
   for (const std::vector<uint32_t>* ids : {&post.prefix, &post.suffix})
     for (const uint32_t id : *ids)
       if (id >= t.size() || !(t.bpe().contains(id) || t.isAddedToken(id)))

@@ -27,6 +27,31 @@ Json byteLevel(bool add_prefix_space, bool trim_offsets) {
           {"use_regex", true}};
 }
 
+// Llama 2's normalizer, decoder and post-processor (<s> first, where it is an added token).
+void sentencePieceParts(std::span<const AddedToken> added, Json& root) {
+  root["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers",
+       {{{"type", "Prepend"}, {"prepend", "▁"}},
+        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}}}}};
+  root["pre_tokenizer"] = nullptr;
+  root["post_processor"] = nullptr;
+  for (const AddedToken& t : added)
+    if (t.content == "<s>")
+      root["post_processor"] = {
+          {"type", "TemplateProcessing"},
+          {"single",
+           {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+            {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {t.id}}, {"tokens", {"<s>"}}}}}}};
+  root["decoder"] = {{"type", "Sequence"},
+                     {"decoders",
+                      {{{"type", "Replace"}, {"pattern", {{"String", "▁"}}}, {"content", " "}},
+                       {{"type", "ByteFallback"}},
+                       {{"type", "Fuse"}},
+                       {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
+}
+
 }  // namespace
 
 Json tokenizerJson(const BpeSpec& spec, std::span<const AddedToken> added, bool merges_as_pairs) {
@@ -42,13 +67,14 @@ Json tokenizerJson(const BpeSpec& spec, std::span<const AddedToken> added, bool 
   Json merges = Json::array();
   for (const auto& [left, right] : spec.merges)
     merges.push_back(merges_as_pairs ? Json::array({left, right}) : Json(left + " " + right));
+  const bool pieces = spec.alphabet == BpeAlphabet::Characters;
   Json model = {{"type", "BPE"},
                 {"dropout", nullptr},
-                {"unk_token", nullptr},
-                {"continuing_subword_prefix", ""},
-                {"end_of_word_suffix", ""},
-                {"fuse_unk", false},
-                {"byte_fallback", false}};
+                {"unk_token", spec.unk_token.empty() ? Json() : Json(spec.unk_token)},
+                {"continuing_subword_prefix", pieces ? Json() : Json("")},
+                {"end_of_word_suffix", pieces ? Json() : Json("")},
+                {"fuse_unk", spec.fuse_unk},
+                {"byte_fallback", spec.byte_fallback}};
   if (spec.ignore_merges) model["ignore_merges"] = true;
   model["vocab"] = vocabObject(spec);
   model["merges"] = std::move(merges);
@@ -59,6 +85,7 @@ Json tokenizerJson(const BpeSpec& spec, std::span<const AddedToken> added, bool 
   root["pre_tokenizer"] = byteLevel(false, true);
   root["post_processor"] = byteLevel(true, false);
   root["decoder"] = byteLevel(true, true);
+  if (pieces) sentencePieceParts(added, root);
   root["model"] = std::move(model);
   return root;
 }

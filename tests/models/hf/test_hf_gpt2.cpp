@@ -14,6 +14,7 @@
 #include "common/temp_dir.h"
 #include "common/vk_test.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/hf/hf_test.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/stream_loss.h"
 #include "vkgrad/hf/gpt2.h"
@@ -42,30 +43,8 @@ gpt::GptConfig smallConfig(bool tied = true) {
   return c;
 }
 
-// The error message of f(), or "" when it throws none.
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-class HfGpt2 : public VkTest {
+class HfGpt2 : public HfFolderTest {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("vkgrad-HfGpt2-" + std::string(info->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    VkTest::TearDown();
-  }
-
   // The device's mean loss of the folder's model on (batch, t) ids against the reference's
   // with `params`.
   void expectReferenceLoss(const fs::path& folder, const gpt::GptConfig& c,
@@ -95,9 +74,6 @@ class HfGpt2 : public VkTest {
     EXPECT_NEAR(device, reference, kLossTolerance * std::abs(reference))
         << "device " << device << ", reference " << reference;
   }
-
-  fs::path dir_;
-  Rng rng_;
 };
 
 TEST_F(HfGpt2, MatchesTheReferenceWithEveryNameVariant) {
@@ -210,34 +186,14 @@ TEST_F(HfGpt2, StreamLossPredictsEveryTokenOnce) {
 
 // ---- bad folders: each refused by name, before anything is allocated.
 
-class HfGpt2Files : public TempDirTest {
+class HfGpt2Files : public HfFilesTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
     c_ = smallConfig();
     writeGpt2Folder(dir_, c_, randomGptParameters(c_, rng_));
   }
-  std::string readError() {
-    return errorOf([&] { hf::readHfModel(dir_); });
-  }
-  void editConfig(const std::string& key, const graph::Json& value) {
-    graph::Json config = graph::readJsonFile(dir_ / "config.json");
-    config[key] = value;
-    std::ofstream(dir_ / "config.json") << graph::dumpJson(config);
-  }
-  // Rewrites model.safetensors through f(tensors).
-  template <typename F>
-  void editWeights(F&& f) {
-    graph::Checkpoint cp = graph::loadSafetensors(dir_ / "model.safetensors");
-    f(cp.tensors);
-    graph::saveSafetensors(dir_ / "model.safetensors", cp);
-  }
-  gpt::GptConfig c_;
-  Rng rng_;
 };
-
-#define EXPECT_ERROR_HAS(message, part) \
-  EXPECT_NE((message).find(part), std::string::npos) << "error: " << (message)
 
 TEST_F(HfGpt2Files, MissingFiles) {
   EXPECT_ERROR_HAS(errorOf([&] { hf::readHfModel(dir_ / "nope"); }), "no such folder");

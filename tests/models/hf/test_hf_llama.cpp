@@ -15,6 +15,7 @@
 #include "common/temp_dir.h"
 #include "common/vk_test.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/hf/hf_test.h"
 #include "models/hf/llama_folder.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/stream_loss.h"
@@ -53,45 +54,8 @@ gpt::GptConfig smallLlama(bool qwen2, bool tied, bool proj_bias = false) {
   return c;
 }
 
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ERROR_HAS(message, part) \
-  EXPECT_NE((message).find(part), std::string::npos) << "error: " << (message)
-
-// max |a - b| / max |b|.
-double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, top = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    top = std::max(top, std::abs(double(b[i])));
-  }
-  return diff / top;
-}
-
-class HfLlama : public VkTest {
+class HfLlama : public HfFolderTest {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("vkgrad-HfLlama-" + std::string(info->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    VkTest::TearDown();
-  }
-
-  fs::path dir_;
-  Rng rng_;
 };
 
 TEST_F(HfLlama, MatchesTheReference) {
@@ -230,29 +194,13 @@ TEST_F(HfLlama, FineTuningLowersTheLoss) {
 
 // ---- bad folders: each refused by name, before anything is allocated.
 
-class HfLlamaFiles : public TempDirTest {
+class HfLlamaFiles : public HfFilesTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
     c_ = smallLlama(/*qwen2=*/false, /*tied=*/false);
     writeLlamaFolder(dir_, c_, randomLlamaWeights(c_, rng_));
   }
-  std::string readError() {
-    return errorOf([&] { hf::readHfModel(dir_); });
-  }
-  void editConfig(const std::string& key, const graph::Json& value) {
-    graph::Json config = graph::readJsonFile(dir_ / "config.json");
-    config[key] = value;
-    std::ofstream(dir_ / "config.json") << graph::dumpJson(config);
-  }
-  template <typename F>
-  void editWeights(F&& f) {
-    graph::Checkpoint cp = graph::loadSafetensors(dir_ / "model.safetensors");
-    f(cp.tensors);
-    graph::saveSafetensors(dir_ / "model.safetensors", cp);
-  }
-  gpt::GptConfig c_;
-  Rng rng_;
 };
 
 TEST_F(HfLlamaFiles, UnsupportedConfigIsNamed) {

@@ -18,6 +18,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/hf/hf_test.h"
 #include "models/hf/llama_folder.h"
 #include "models/hf/lora_check.h"
 #include "vkgrad/core/error.h"
@@ -58,41 +59,8 @@ gpt::GptConfig smallLlama(bool qwen2) {
   return c;
 }
 
-SavedTensor f32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
-  SavedTensor t{name, ops::DType::F32, std::move(shape), std::vector<uint32_t>(v.size())};
-  std::memcpy(t.data.data(), v.data(), v.size() * 4);
-  return t;
-}
-std::vector<float> values(const SavedTensor& t) {
-  const SavedTensor f = convertSaved(t, ops::DType::F32);
-  std::vector<float> v(f.data.size());
-  std::memcpy(v.data(), f.data.data(), v.size() * 4);
-  return v;
-}
-
-// The largest |a - b| over the largest |b|.
-double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
-
-class HfLlamaLora : public VkTest {
+class HfLlamaLora : public HfFolderTest {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("vkgrad-HfLlamaLora-" + std::string(info->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    VkTest::TearDown();
-  }
-
   // A random Llama (or Qwen2) folder at dir_/base, read; its tensors kept in weights_.
   hf::HfModel writeBase(bool qwen2) {
     const gpt::GptConfig c = smallLlama(qwen2);
@@ -119,8 +87,6 @@ class HfLlamaLora : public VkTest {
     return gpt::windowLogits(ctx(), store, c, window_);
   }
 
-  fs::path dir_;
-  Rng rng_;
   HfArrays weights_;
   std::vector<uint32_t> window_{3, 17, 5, 40, 9, 1, 44};
 };

@@ -15,6 +15,7 @@
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "models/hf/gpt2_folder.h"
+#include "models/hf/hf_test.h"
 #include "models/hf/lora_check.h"
 #include "vkgrad/core/error.h"
 #include "vkgrad/gpt/gpt.h"
@@ -45,41 +46,8 @@ gpt::GptConfig smallConfig(int64_t width = 15) {
   return c;
 }
 
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-SavedTensor f32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
-  SavedTensor t{name, ops::DType::F32, std::move(shape), std::vector<uint32_t>(v.size())};
-  std::memcpy(t.data.data(), v.data(), v.size() * 4);
-  return t;
-}
-std::vector<float> values(const SavedTensor& t) {
-  const SavedTensor f = convertSaved(t, ops::DType::F32);
-  std::vector<float> v(f.data.size());
-  std::memcpy(v.data(), f.data.data(), v.size() * 4);
-  return v;
-}
-
-class HfLora : public VkTest {
+class HfLora : public HfFolderTest {
  protected:
-  void SetUp() override {
-    VkTest::SetUp();
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("vkgrad-HfLora-" + std::string(info->name()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    VkTest::TearDown();
-  }
-
   // A random GPT-2 folder of c at dir_/name, read.
   hf::HfModel writeBase(const gpt::GptConfig& c, const std::string& name = "base") {
     writeGpt2Folder(dir_ / name, c, randomGptParameters(c, rng_));
@@ -101,20 +69,8 @@ class HfLora : public VkTest {
     return gpt::windowLogits(ctx(), store, c, window_);
   }
 
-  fs::path dir_;
-  Rng rng_;
   std::vector<uint32_t> window_{3, 17, 5, 250, 9, 1, 44};
 };
-
-// The largest |a - b| over the largest |b|.
-double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
 
 // x·W + b + s·(x·A)·B, then the activation or the residual, in f64 against the graph's, for
 // both of nn::linear's forms on a (2,5,13) input, W (13,7), rank 3.

@@ -155,9 +155,11 @@ TEST_F(TokenizerFiles, UnsupportedIsRefusedByName) {
   refused("/pre_tokenizer", {{"type", "Whitespace"}}, "pre_tokenizer: type Whitespace is not");
   refused("/pre_tokenizer", nullptr, "a pre-tokenizer without ByteLevel");
   refused("/pre_tokenizer/add_prefix_space", true, "pre_tokenizer.add_prefix_space: true is not");
-  refused("/decoder", {{"type", "WordPiece"}}, "decoder: type WordPiece (only ByteLevel)");
+  refused("/decoder", {{"type", "WordPiece"}},
+          "decoder: type WordPiece (only ByteLevel, or SentencePiece");
   refused("/model/dropout", 0.1, "model.dropout: BPE dropout (0.1) is not supported");
-  refused("/model/byte_fallback", true, "model.byte_fallback: byte fallback is not supported");
+  refused("/model/byte_fallback", true,
+          "model.byte_fallback: byte fallback with a ByteLevel decoder is not supported");
   refused("/truncation", {{"max_length", 8}}, "truncation: truncation");
   refused("/post_processor", {{"type", "BertProcessing"}}, "post_processor: type BertProcessing");
   refused("/post_processor", {{"type", "TemplateProcessing"}, {"single", Json::array()}},
