@@ -3,7 +3,8 @@
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
 // train --init saving the folder's layout (every weight, or LoRA adapters in PEFT's), and bad
 // folders and prompts refused clearly; the same commands on a Qwen2 folder with grouped-query
-// attention (models/hf/llama_folder.h).
+// attention (models/hf/llama_folder.h), and its long max_position_embeddings capped to a
+// default window.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
