@@ -53,20 +53,25 @@ int sample(int argc, char** argv) {
   const bool json = cli.has("json");
 
   const ModelSource source = readModelSource(cli.get("checkpoint"), cli.get("adapter"));
-  const gpt::GptConfig& config = source.config;
+  // The window (capped by default, windowFromCli) sizes the key/value cache or the window
+  // graph; a shorter one than the model's reads the first rows of a position table.
+  gpt::GptConfig config = source.config;
+  config.context = windowFromCli(cli, source.config.context);
   const std::string prompt = cli.get("prompt");
   if (prompt.empty()) cli.fail("--prompt must not be empty");
   std::vector<uint32_t> tokens = source.encode(prompt, "the prompt", /*prompt=*/true);
   if (tokens.empty()) cli.fail("--prompt encodes to no tokens");
+  const std::string limit =
+      (config.context == source.config.context ? "the model's context of " : "the window of ") +
+      std::to_string(config.context);
   if (int64_t(tokens.size()) > config.context)
-    throw Error("the prompt is " + std::to_string(tokens.size()) +
-                " tokens, longer than the model's context of " + std::to_string(config.context));
+    throw Error("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than " + limit);
   if (int64_t(tokens.size()) + count > config.context)
     std::fprintf(stderr,
-                 "note: %lld tokens pass the model's context of %lld: past it each token sees "
-                 "only the latest tokens (the %s decoding's window, gpt/sampler.h)\n",
-                 static_cast<long long>(int64_t(tokens.size()) + count),
-                 static_cast<long long>(config.context), gpt::decodingName(decoding));
+                 "note: %lld tokens pass %s: past it each token sees only the latest tokens (the "
+                 "%s decoding's window, gpt/sampler.h)\n",
+                 static_cast<long long>(int64_t(tokens.size()) + count), limit.c_str(),
+                 gpt::decodingName(decoding));
   vk::Context context(contextOptions(cli));
   const auto store = loadParameters(context, source);
   // A padded vocabulary's ids past the tokenizer's stand for no text: never drawn.
@@ -119,7 +124,10 @@ int eval(int argc, char** argv) {
              "checkpoint, Hugging Face model folder or PEFT adapter folder (required)");
   cli.option("adapter", "a PEFT LoRA adapter folder to run on the --checkpoint folder", "");
   cli.option("data", "text file or directory of them (required; read as train reads it)");
-  cli.option("context", "window length in tokens (0: the model's context; longer is refused)", "0");
+  cli.option("context",
+             "window length in tokens (0: the model's context, at most " +
+                 std::to_string(kDefaultWindow) + "; longer than the model's is refused)",
+             "0");
   cli.flag("json", "print one JSON line: {\"loss\": mean loss in nats, \"tokens\": predicted}");
   cli.option("logits",
              "also write the first window's logits, (rows, vocab) f32, to this .npy file (for "
@@ -130,11 +138,7 @@ int eval(int argc, char** argv) {
   if (cli.get("checkpoint").empty()) cli.fail("no --checkpoint directory given");
   if (cli.get("data").empty()) cli.fail("no --data file given");
   const ModelSource source = readModelSource(cli.get("checkpoint"), cli.get("adapter"));
-  int64_t window = cli.getInt("context", 0, INT64_MAX);
-  if (window == 0) window = source.config.context;
-  if (window > source.config.context)
-    cli.fail("--context " + std::to_string(window) + " is longer than the model's context of " +
-             std::to_string(source.config.context) + " (its position table)");
+  const int64_t window = windowFromCli(cli, source.config.context);
   const Corpus corpus = readCorpus(cli.get("data"));
   const std::vector<uint32_t> tokens = source.encode(corpus.text, cli.get("data"));
   if (tokens.size() < 2)

@@ -201,9 +201,14 @@ void declareSampleOptions(Cli& cli) {
              "on: keep each layer's keys and values on the device and run one row per token; "
              "off: run the whole window again for every token (the slow reference)",
              "on");
+  cli.option("context",
+             "tokens each draw sees at most (0: the model's context, at most " +
+                 std::to_string(kDefaultWindow) + "; longer than the model's is refused)",
+             "0");
   cli.flag("timing",
            "on stderr: ms per token at sequence positions 1, context/2 and context (the median "
-           "of the generated tokens within 2 positions of each)");
+           "of the generated tokens within 2 positions of each), and the median of every "
+           "token after the first");
 }
 
 gpt::Decoding decodingFromCli(const Cli& cli) {
@@ -213,8 +218,22 @@ gpt::Decoding decodingFromCli(const Cli& cli) {
   return kv_cache == "on" ? gpt::Decoding::Cached : gpt::Decoding::Window;
 }
 
+int64_t windowFromCli(const Cli& cli, int64_t model_context) {
+  const int64_t window = cli.getInt("context", 0, INT64_MAX);
+  if (window > model_context)
+    cli.fail("--context " + std::to_string(window) + " is longer than the model's context of " +
+             std::to_string(model_context));
+  if (window > 0) return window;
+  if (model_context <= kDefaultWindow) return model_context;
+  std::fprintf(stderr,
+               "note: windows of %lld tokens, not the model's context of %lld (--context N for "
+               "longer ones)\n",
+               static_cast<long long>(kDefaultWindow), static_cast<long long>(model_context));
+  return kDefaultWindow;
+}
+
 void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context) {
-  std::string line = "ms per token at position";
+  std::string line = "ms per token", at_position = " at position";
   for (const int64_t at : {int64_t(1), std::max<int64_t>(1, context / 2), context}) {
     std::vector<double> near;
     for (const auto& [position, ms] : token_ms)
@@ -224,6 +243,17 @@ void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int
     char text[64];
     std::snprintf(text, sizeof text, " %lld: %.3f", static_cast<long long>(at),
                   near[near.size() / 2]);
+    line += at_position + text;
+    at_position.clear();
+  }
+  // The steady rate: the first token also runs the prompt's rows.
+  std::vector<double> after;
+  for (size_t i = 1; i < token_ms.size(); ++i) after.push_back(token_ms[i].second);
+  if (!after.empty()) {
+    std::nth_element(after.begin(), after.begin() + ptrdiff_t(after.size() / 2), after.end());
+    char text[64];
+    std::snprintf(text, sizeof text, "%s median after the first: %.3f",
+                  at_position.empty() ? ";" : "", after[after.size() / 2]);
     line += text;
   }
   std::fprintf(stderr, "%s\n", line.c_str());

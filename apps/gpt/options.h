@@ -45,13 +45,21 @@ void printHeader(const vk::Context& context, const Cli& cli, size_t files, size_
 void printDryRun(const vk::Context& context, const Cli& cli, const graph::MemoryEstimate& estimate);
 
 // vkgrad-gpt sample's options: --checkpoint, --adapter, --prompt, --tokens, --temperature, --top-k,
-// --seed, --kv-cache, --timing.
+// --seed, --kv-cache, --context, --timing.
 void declareSampleOptions(Cli& cli);
+// The window sample and eval run when --context is 0: the model's context up to this many
+// tokens. A Llama's or Qwen2's max_position_embeddings (8192, 32768) would otherwise size every
+// eval window and the key/value cache, for a short prompt or text as much as for a long one.
+constexpr int64_t kDefaultWindow = 2048;
+// sample's and eval's --context: 0 gives min(model_context, kDefaultWindow), with a note on
+// stderr when that is less than the model's; longer than model_context is a UsageError.
+int64_t windowFromCli(const Cli& cli, int64_t model_context);
 // --kv-cache's decoding; UsageError unless it is on or off.
 gpt::Decoding decodingFromCli(const Cli& cli);
 // --timing's line on stderr: milliseconds per token near sequence positions 1, context/2 and
 // context, the median of the tokens drawn within 2 positions of each (positions the run did
-// not reach are left out). token_ms: (the position drawn after, ms) per token.
+// not reach are left out), then the median of every token after the first (whose time holds
+// the prompt's rows too). token_ms: (the position drawn after, ms) per token.
 void printTokenTimes(const std::vector<std::pair<size_t, double>>& token_ms, int64_t context);
 
 }  // namespace vkgrad::apps

@@ -6,7 +6,10 @@ buffers h.<i>.attn.bias as old files have them), and a byte-level BPE tokenizer 
 a Debian text (vocab.json + merges.txt, and the same as tokenizer.json).
 
   make_hf_gpt2.py --out DIR [--text FILE --merges 200 --layers 2 --heads 4 --width 64
-                   --context 64 --seed 1 --dtype f32|bf16|f16 --shards 1 --no-prefix]
+                   --context 64 --vocab 0 --seed 1 --dtype f32|bf16|f16 --shards 1 --no-prefix]
+
+--vocab N makes vocab_size N (GPT-2's 50257 on the small tokenizer: the ids past it stand for no
+text); 0: the tokenizer's.
 """
 import argparse
 import collections
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--context", type=int, default=64)
+    ap.add_argument("--vocab", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--std", type=float, default=0.2)
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
@@ -122,7 +126,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     end = write_tokenizer(a.out, a.text, a.merges)
-    n_vocab, c, ctx = end + 1, a.width, a.context
+    n_vocab, c, ctx = max(end + 1, a.vocab), a.width, a.context
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
               "n_embd": c, "n_layer": a.layers, "n_head": a.heads, "n_positions": ctx, "n_ctx": ctx,
               "n_inner": None, "vocab_size": n_vocab, "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True,

@@ -6,9 +6,10 @@ BPE tokenizer make_hf_gpt2.py trains on a Debian text.
 
   make_hf_llama.py --out DIR [--qwen2 --tied --attention-bias --layers 2 --width 48 --heads 6
                     --kv-heads 2 --intermediate 80 --context 64 --rope-theta 10000 --merges 40
-                    --pad 0 --seed 1 --dtype f32|bf16|f16]
+                    --pad 0 --vocab 0 --rms-norm-eps 1e-6 --seed 1 --dtype f32|bf16|f16]
 
---pad N makes vocab_size N more than the tokenizer's ids (a padded vocabulary, as Qwen2's).
+--pad N makes vocab_size N more than the tokenizer's ids (a padded vocabulary, as Qwen2's);
+--vocab N makes it N (a published model's size, such as SmolLM2's 49152, on the small tokenizer).
 Qwen2 always has q, k and v biases; a Llama has q, k, v and o biases with --attention-bias.
 """
 import argparse
@@ -36,19 +37,22 @@ def main():
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--pad", type=int, default=0)
+    ap.add_argument("--vocab", type=int, default=0)
+    ap.add_argument("--rms-norm-eps", type=float, default=1e-6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--std", type=float, default=0.2)
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     n_vocab = write_tokenizer(a.out, a.text, a.merges) + 1 + a.pad
+    n_vocab = max(n_vocab, a.vocab)
     c, d = a.width, a.width // a.heads
     q, kv, inter = a.heads * d, a.kv_heads * d, a.intermediate
     config = {"architectures": ["Qwen2ForCausalLM" if a.qwen2 else "LlamaForCausalLM"],
               "model_type": "qwen2" if a.qwen2 else "llama", "hidden_act": "silu", "hidden_size": c,
               "intermediate_size": inter, "num_hidden_layers": a.layers, "num_attention_heads": a.heads,
               "num_key_value_heads": a.kv_heads, "max_position_embeddings": a.context,
-              "vocab_size": n_vocab, "rms_norm_eps": 1e-6, "rope_theta": a.rope_theta, "rope_scaling": None,
+              "vocab_size": n_vocab, "rms_norm_eps": a.rms_norm_eps, "rope_theta": a.rope_theta, "rope_scaling": None,
               "tie_word_embeddings": a.tied, "attention_dropout": 0.0,
               "torch_dtype": {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[a.dtype]}
     if a.qwen2:

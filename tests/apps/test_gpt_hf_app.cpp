@@ -3,7 +3,8 @@
 // text, cached and window decoding agreeing, eval's windows against the CPU reference,
 // train --init saving the folder's layout (every weight, or LoRA adapters in PEFT's), and bad
 // folders and prompts refused clearly; the same commands on a Qwen2 folder with grouped-query
-// attention (models/hf/llama_folder.h), and with a SentencePiece-style tokenizer (<s> first).
+// attention (models/hf/llama_folder.h), with a SentencePiece-style tokenizer (<s> first), and
+// with a long max_position_embeddings capped to a default window.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -370,6 +371,32 @@ TEST_F(GptHfLlamaApp, FineTunesAndSavesTheLayout) {
   ASSERT_EQ(after.exit_code, 0) << after.err;
   EXPECT_LT(lastJsonLine(after.out).at("loss").get<double>(),
             lastJsonLine(before.out).at("loss").get<double>());
+}
+
+// Qwen2's max_position_embeddings of 32768 (a RoPE model: no table to match): eval and sample
+// run windows of kDefaultWindow (2048) tokens unless --context asks for more, and say so.
+TEST_F(GptHfLlamaApp, LongContextsGetACappedDefaultWindow) {
+  graph::Json config = graph::readJsonFile(folder_ / "config.json");
+  config["max_position_embeddings"] = 32768;
+  std::ofstream(folder_ / "config.json") << graph::dumpJson(config);
+  const std::string note = "note: windows of 2048 tokens, not the model's context of 32768";
+  const AppRun capped = runApp(
+      "gpt", {"eval", "--checkpoint", folder_.string(), "--data", (dir_ / "data.txt").string()});
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(capped.err.find(note), std::string::npos) << capped.err;
+  EXPECT_NE(capped.out.find("windows of 2048)"), std::string::npos) << capped.out;
+  auto sample = [&](const std::string& context) {
+    return runApp("gpt", {"sample", "--checkpoint", folder_.string(), "--prompt", "Per", "--tokens",
+                          "2", "--top-k", "1", "--json", "--context", context, "--validation"});
+  };
+  const AppRun drawn = sample("0");
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.err;
+  EXPECT_NE(drawn.err.find(note), std::string::npos) << drawn.err;
+  const AppRun longer = sample("40000");
+  EXPECT_EQ(longer.exit_code, 2);
+  EXPECT_NE(longer.err.find("--context 40000 is longer than the model's context of 32768"),
+            std::string::npos)
+      << longer.err;
 }
 
 // LoRA on a Qwen2 folder: the default targets (all seven modules, q/k/v and gate/up as blocks
