@@ -157,6 +157,16 @@ TEST_P(CrossEntropyTest, MatchesCpuOnOddShapes) {
   }
 }
 
+// A language model's head: 128 rows of a 32,767-id vocabulary. On a CPU device a few
+// workgroups grid-stride over the rows, and llvmpipe ends an invocation after 65535 loop
+// iterations: 16 rows of 32,767 logits on a workgroup of 8 lanes once came back as NaN
+// gradients (ops::rowGroups now keeps each lane within its budget).
+TEST_F(VkTest, CrossEntropyOverALanguageModelsVocabularyMatchesCpu) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  checkAgainstCpu(ctx(), randomProblem(rng, 128, 32767, 1, 2.0f), SoftmaxVariant::Auto, rng);
+}
+
 TEST_P(CrossEntropyTest, IsStableForLargeLogits) {
   Rng rng;
   SCOPED_TRACE(rng.describe());

@@ -92,6 +92,18 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
   return uint32_t(std::clamp<uint64_t>(groups, 1, kMaxGroups));
 }
 
+uint32_t rowGroups(const vk::Context& context, uint64_t rows, uint64_t steps_per_row) {
+  uint64_t groups = gridGroups(context, rows, 1);
+  if (context.info().isCpu()) {
+    // 65535 workgroups is Vulkan's smallest maxComputeWorkGroupCount[0]; one row per
+    // workgroup there is the most this can do (a single row past the budget is the caller's
+    // to refuse).
+    const uint64_t needed = (rows * steps_per_row + kCpuLaneSteps - 1) / kCpuLaneSteps;
+    groups = std::min<uint64_t>({std::max(groups, needed), rows, 65535});
+  }
+  return uint32_t(std::max<uint64_t>(groups, 1));
+}
+
 uint32_t strideGroups(const vk::Context& context, uint64_t invocations) {
   return uint32_t(
       std::min<uint64_t>(vk::divUp(invocations, workgroupSize(context)), kMaxStrideGroups));

@@ -55,6 +55,13 @@ bool vec4Storable(const vk::Context& context, const TensorView& t);
 // one float or texel does not repay: elementwise kernels run 2x faster on lavapipe), keeping
 // at least 4 workgroups per host thread where there is that much work.
 uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workgroup);
+// Workgroups for a kernel whose workgroups grid-stride over `rows`, each of its lanes looping
+// `steps_per_row` times per row: gridGroups(context, rows, 1), and on a CPU device at least
+// enough that no lane loops more than kCpuLaneSteps times in all. llvmpipe ends an invocation
+// after 65535 loop iterations, counted over all its loops, and keeps what it has: 16 rows of
+// 32,768 logits on one workgroup of 8 lanes once gave NaN gradients without a word.
+constexpr uint64_t kCpuLaneSteps = 32768;
+uint32_t rowGroups(const vk::Context& context, uint64_t rows, uint64_t steps_per_row);
 // A 1-D kernel's workgroup: `preferred` invocations (a power of two), halved until the
 // device allows it (Vulkan guarantees 128; a device profile may impose that).
 uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred = 256);

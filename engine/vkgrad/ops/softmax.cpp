@@ -97,9 +97,19 @@ SoftmaxLayout softmaxLayout(const char* op, const vk::Context& context, SoftmaxV
   layout.group = layout.row_per_invocation ? kRowPerInvocationGroup
                  : one_subgroup            ? std::max(1u, context.info().subgroup_size)
                                            : kWorkgroupPerRow;
-  // The kernels grid-stride over rows, so the grid may be capped.
-  layout.groups = layout.row_per_invocation ? gridGroups(context, rows, layout.group)
-                                            : gridGroups(context, rows, 1);
+  // The kernels grid-stride over rows, so the grid may be capped; a lane of a row's
+  // workgroup loops over n / group of its elements per row.
+  if (layout.row_per_invocation) {
+    layout.groups = gridGroups(context, rows, layout.group);
+    return layout;
+  }
+  const uint64_t steps = (n + layout.group - 1) / layout.group;
+  if (context.info().isCpu() && steps > kCpuLaneSteps)
+    throw ShapeError(std::string(op) + ": rows of " + std::to_string(n) +
+                     " elements are more than " + std::to_string(kCpuLaneSteps * layout.group) +
+                     " (a lane's loop budget on " + context.info().name + ", " +
+                     softmaxVariantName(variant) + ")");
+  layout.groups = rowGroups(context, rows, steps);
   return layout;
 }
 
