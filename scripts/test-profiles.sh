@@ -43,6 +43,10 @@ for run in "${runs[@]}"; do
   refused=$(printf '%s' "$failed" | grep -c . || true)
   seconds=$(($(date +%s) - start))
   echo "$run: $((total - refused)) of $total tests passed, $refused refused, in $seconds s"
+  if ((total == 0)); then
+    echo "$run: no test results in $log" >&2
+    status=1
+  fi
   if [[ -n "$failed" ]]; then
     echo "  refusals by what they name:"
     printf '%s\n' "$failed" | awk '{print $2}' | sort | uniq -c | sort -rn | sed 's/^/   /'
