@@ -133,6 +133,17 @@ TEST_F(BatchNormTest, TrainingMatchesTheReference) {
     }
 }
 
+// Channels of 200,001 values: on a subgroup of 8 lanes the three passes looped 75,000 times,
+// past the 65535 at which llvmpipe silently ends an invocation, and the end of y kept the
+// poison; Auto takes a wider workgroup there. Sums of 200,001 terms: kSumTolerance.
+TEST_F(BatchNormTest, LongChannelsStayWithinACpuLanesLoopBudget) {
+  SCOPED_TRACE(rng_.describe());
+  const Case k = randomCase(rng_, {1, 2, 200001});
+  const Forward got = runTraining(ctx(), k), want = referenceTraining(k);
+  EXPECT_TRUE(allClose(got.y, want.y, kSumTolerance)) << "y";
+  EXPECT_TRUE(allClose(got.rstd, want.rstd, kSumTolerance)) << "rstd";
+}
+
 // A large common offset (x = 1000 + N(0, 0.01)): the two passes over x - shift keep y's
 // precision where E[x^2] - E[x]^2 would lose every digit.
 TEST_F(BatchNormTest, OffsetDataKeepsItsPrecision) {

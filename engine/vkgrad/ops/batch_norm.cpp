@@ -42,9 +42,15 @@ struct RunningPush {
 };
 static_assert(sizeof(RunningPush) == 32);
 
-// CPU devices end an invocation after 65535 loop iterations (LP_MAX_TGSI_LOOP_ITERATIONS);
-// each invocation loops over M / workgroup elements of its channel.
+// CPU devices end an invocation after 65535 loop iterations, counted over all its loops
+// (LP_MAX_TGSI_LOOP_ITERATIONS), and keep what they have. Each invocation makes up to three
+// passes of M / workgroup over its channel (the training forward: sum, squares, output; the
+// backward two), plus its channel loop: M = 200,001 on a subgroup of 8 once looped 75,000
+// times and left the last third of the output as it was.
 constexpr int64_t kCpuLoopLimit = 65535;
+int64_t laneSteps(int64_t per_channel, uint32_t group) {
+  return 3 * ((per_channel + group - 1) / group) + 1;
+}
 
 // x as (N,C,S): S is the product of the axes after C.
 struct Dims {
@@ -72,20 +78,23 @@ ChannelLayout channelLayout(const vk::Context& context, int64_t per_channel,
   const vk::DeviceInfo& info = context.info();
   const uint32_t sg = std::max(1u, info.subgroup_size);
   if (variant == BatchNormVariant::Auto)
-    variant = info.isCpu() && (per_channel + sg - 1) / sg <= kCpuLoopLimit
+    variant = info.isCpu() && laneSteps(per_channel, sg) <= kCpuLoopLimit
                   ? BatchNormVariant::Subgroup
                   : BatchNormVariant::Workgroup;
   if (variant == BatchNormVariant::Subgroup) return {sg, true};
-  const uint64_t want = std::bit_ceil(uint64_t(std::clamp<int64_t>(per_channel, 32, 256)));
-  return {workgroupSize(context, uint32_t(want)), false};
+  uint64_t want = std::bit_ceil(uint64_t(std::clamp<int64_t>(per_channel, 32, 256)));
+  // On a CPU device as many invocations as the loop limit needs (checkDevice refuses beyond).
+  if (info.isCpu())
+    want = std::max(want, std::bit_ceil(uint64_t(3 * per_channel / (kCpuLoopLimit - 1) + 1)));
+  return {workgroupSize(context, uint32_t(std::min<uint64_t>(want, 1024))), false};
 }
 
 void checkDevice(const vk::Context& context, const std::string& op, int64_t per_channel,
                  uint32_t group) {
-  if (context.info().isCpu() && (per_channel + group - 1) / group > kCpuLoopLimit)
+  if (context.info().isCpu() && laneSteps(per_channel, group) > kCpuLoopLimit)
     throw ShapeError(op + ": " + std::to_string(per_channel) +
                      " values per channel exceed what a CPU device's loop limit allows (" +
-                     std::to_string(kCpuLoopLimit * group) + ")");
+                     std::to_string((kCpuLoopLimit - 1) / 3 * group) + ")");
 }
 
 void checkStat(const std::string& op, const char* fn, const char* name, const TensorView& t,

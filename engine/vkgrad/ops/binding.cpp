@@ -92,16 +92,23 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
   return uint32_t(std::clamp<uint64_t>(groups, 1, kMaxGroups));
 }
 
-uint32_t rowGroups(const vk::Context& context, uint64_t rows, uint64_t steps_per_row) {
-  uint64_t groups = gridGroups(context, rows, 1);
+uint32_t itemGroups(const vk::Context& context, uint64_t items, uint32_t workgroup,
+                    uint64_t steps_per_item) {
+  uint64_t groups = gridGroups(context, items, workgroup);
   if (context.info().isCpu()) {
-    // 65535 workgroups is Vulkan's smallest maxComputeWorkGroupCount[0]; one row per
-    // workgroup there is the most this can do (a single row past the budget is the caller's
+    // 65535 workgroups is Vulkan's smallest maxComputeWorkGroupCount[0]; one item per
+    // invocation there is the most this can do (a single item past the budget is the caller's
     // to refuse).
-    const uint64_t needed = (rows * steps_per_row + kCpuLaneSteps - 1) / kCpuLaneSteps;
-    groups = std::min<uint64_t>({std::max(groups, needed), rows, 65535});
+    const uint64_t lanes = (items * steps_per_item + kCpuLaneSteps - 1) / kCpuLaneSteps;
+    const uint64_t needed = (lanes + workgroup - 1) / workgroup;
+    groups =
+        std::min<uint64_t>({std::max(groups, needed), (items + workgroup - 1) / workgroup, 65535});
   }
   return uint32_t(std::max<uint64_t>(groups, 1));
+}
+
+uint32_t rowGroups(const vk::Context& context, uint64_t rows, uint64_t steps_per_row) {
+  return itemGroups(context, rows, 1, steps_per_row);
 }
 
 uint32_t strideGroups(const vk::Context& context, uint64_t invocations) {

@@ -62,6 +62,13 @@ uint32_t gridGroups(const vk::Context& context, uint64_t threads, uint32_t workg
 // 32,768 logits on one workgroup of 8 lanes once gave NaN gradients without a word.
 constexpr uint64_t kCpuLaneSteps = 32768;
 uint32_t rowGroups(const vk::Context& context, uint64_t rows, uint64_t steps_per_row);
+// The same for a kernel whose invocations grid-stride over `items`, each looping about
+// `steps_per_item` times per item (an average where the host cannot know each item's count):
+// gridGroups(context, items, workgroup), and on a CPU device at least enough that no lane
+// loops more than kCpuLaneSteps times in all, up to one item per invocation. rowGroups is
+// itemGroups(context, rows, 1, steps_per_row).
+uint32_t itemGroups(const vk::Context& context, uint64_t items, uint32_t workgroup,
+                    uint64_t steps_per_item);
 // A 1-D kernel's workgroup: `preferred` invocations (a power of two), halved until the
 // device allows it (Vulkan guarantees 128; a device profile may impose that).
 uint32_t workgroupSize(const vk::DeviceInfo& info, uint32_t preferred = 256);

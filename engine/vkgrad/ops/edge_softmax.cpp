@@ -41,6 +41,20 @@ Layout layoutFor(const vk::Context& ctx) {
   return {kGpuWorkgroup, false};
 }
 
+// Workgroups for N nodes of E edges: a workgroup grid-strides over nodes and, per node and
+// head, its lanes make two passes over the node's edges, `group` at a time. On a CPU device
+// enough workgroups that a lane of a graph of even in-degrees stays within llvmpipe's loop
+// budget (rowGroups; 64 nodes of 4096 edges and 9 heads on 8 workgroups looped ~74,000 times
+// per lane, past the 65535 at which llvmpipe silently ends an invocation). Offsets are device
+// data, so a single node whose edges alone exceed the budget (E * H / group past ~16,000)
+// cannot be seen here: that graph still truncates on llvmpipe.
+uint32_t nodeGroups(const vk::Context& ctx, const Layout& l, uint64_t nodes, uint64_t edges,
+                    uint64_t heads) {
+  // Per node: the sum of each node's ceil(degree / group) is at most E / group + N.
+  const uint64_t passes = (edges + nodes * l.group - 1) / (nodes * l.group) + 1;
+  return rowGroups(ctx, nodes, heads * (2 * passes + 1) + 1);
+}
+
 // Checks everything shared by forward and backward; returns the node count.
 int64_t checkEdges(const char* op, const TensorView& offsets, const TensorView& like,
                    std::initializer_list<std::pair<const char*, const TensorView*>> others) {
@@ -90,7 +104,8 @@ void edgeSoftmax(vk::Recorder& rec, const TensorView& offsets, const TensorView&
   rec.dispatchGroups(floatKernel(ctx, "edge_softmax/forward",
                                  {{"local_size_x", l.group}, {"kOneSubgroup", l.one_subgroup}},
                                  {{"scores_dtype", scores.dtype}, {"alpha_dtype", alpha.dtype}}),
-                     args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
+                     args, &push, sizeof(push),
+                     nodeGroups(ctx, l, uint64_t(nodes), push.edges, push.heads));
 }
 
 void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const TensorView& alpha,
@@ -123,7 +138,8 @@ void edgeSoftmaxBackward(vk::Recorder& rec, const TensorView& offsets, const Ten
                                  {{"alpha_dtype", alpha.dtype},
                                   {"dalpha_dtype", dalpha.dtype},
                                   {"dscores_dtype", dscores.dtype}}),
-                     args, &push, sizeof(push), gridGroups(rec.context(), uint64_t(nodes), 1));
+                     args, &push, sizeof(push),
+                     nodeGroups(ctx, l, uint64_t(nodes), push.edges, push.heads));
 }
 
 }  // namespace vkgrad::ops

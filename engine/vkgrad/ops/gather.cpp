@@ -98,8 +98,18 @@ DType wordsAsF32(DType dtype) {
 // The counting sort runs in one workgroup that ranks each chunk of WG positions with WG
 // compares per position, so one subgroup is the best size: its barriers are cheap and the
 // ranking work per position is smallest. On lavapipe (subgroup 8) that is ~4x faster than 64.
-uint32_t bucketWorkgroup(const vk::Context& context) {
-  return std::clamp<uint32_t>(context.info().subgroup_size, 8, 64);
+// On a CPU device wider where the counts' zeroing and scan (3 V / WG steps per invocation)
+// and the counting (n / WG) would pass llvmpipe's loop budget (ops/binding.h): a vocabulary
+// of 200,003 on 8 lanes looped ~75,000 times, past the 65535 at which llvmpipe silently ends
+// an invocation, and left most of the cursors unset.
+uint32_t bucketWorkgroup(const vk::Context& context, uint64_t vocab, uint64_t n) {
+  uint32_t wg = std::clamp<uint32_t>(context.info().subgroup_size, 8, 64);
+  const auto steps = [&](uint64_t w) {
+    return 3 * ((vocab + w - 1) / w) + 2 * ((n + w - 1) / w) + w;
+  };
+  if (context.info().isCpu())
+    while (steps(wg) > kCpuLaneSteps && wg * 2 <= workgroupSize(context, 1024)) wg *= 2;
+  return wg;
 }
 
 }  // namespace
@@ -214,8 +224,9 @@ void gatherBackward(vk::Recorder& rec, const TensorView& ids, const TensorView& 
   const auto bucket_args =
       bindAll(rec.context(), bucket_push, {ids, words(scratch, need), words(status, 2)});
   rec.dispatchGroups(
-      kernels.get("gather/bucket", {{"local_size_x", bucketWorkgroup(rec.context())}}), bucket_args,
-      &bucket_push, sizeof(bucket_push), 1);
+      kernels.get("gather/bucket",
+                  {{"local_size_x", bucketWorkgroup(rec.context(), push.vocab, push.n)}}),
+      bucket_args, &bucket_push, sizeof(bucket_push), 1);
   const auto sum_args = bindAll(rec.context(), push, {words(scratch, need), dout, dtable});
   // vec4 loads need both views f32 and starting on a whole vec4 of their bindings.
   const bool vec4 = dout.dtype == DType::F32 && dtable.dtype == DType::F32 && push.dim % 4 == 0 &&

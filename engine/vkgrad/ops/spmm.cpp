@@ -1,5 +1,6 @@
 #include "vkgrad/ops/spmm.h"
 
+#include <algorithm>
 #include <string>
 
 #include "vkgrad/ops/binding.h"
@@ -107,9 +108,14 @@ void aggregate(vk::Recorder& rec, const char* op, bool indirect, const TensorVie
           ? ctx.kernels().get(four ? "spmm/aggregate4.sb4" : "spmm/aggregate4", constants)
           : floatKernel(ctx, four ? "spmm/aggregate.sb4" : "spmm/aggregate", constants,
                         {{"w_dtype", w_arg.dtype}, {"x_dtype", in.dtype}, {"y_dtype", out.dtype}});
-  rec.dispatchGroups(
-      kernel, args, &push, sizeof(push),
-      gridGroups(rec.context(), uint64_t(rows) * uint64_t(cols) / width, kWorkgroup));
+  // An invocation loops over its rows' edges: on a CPU device enough workgroups that a lane
+  // of a graph of even in-degrees stays within llvmpipe's loop budget (itemGroups; 64 nodes of
+  // 4200 edges and 512 features gave each lane 16 rows, ~67,000 loops, past the 65535 at which
+  // llvmpipe silently ends an invocation). The host never sees the offsets, so a single node
+  // of more than ~65,000 incoming edges still truncates there.
+  const uint64_t steps = uint64_t(edges) / uint64_t(std::max<int64_t>(rows, 1)) + 2;
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     itemGroups(ctx, uint64_t(rows) * uint64_t(cols) / width, kWorkgroup, steps));
 }
 
 }  // namespace
@@ -185,7 +191,8 @@ void spmmWeightsBackward(vk::Recorder& rec, const TensorView& sources,
                   {{"local_size_x", kWorkgroup}, {"kAccumulate", w == Write::Accumulate}},
                   {{"x_dtype", x.dtype}, {"dy_dtype", dy.dtype}, {"dw_dtype", dw.dtype}}),
       args, &push, sizeof(push),
-      gridGroups(rec.context(), uint64_t(edges) * uint64_t(heads), kWorkgroup));
+      // Each (edge, head) loops over the head's features (llvmpipe's budget as above).
+      itemGroups(ctx, uint64_t(edges) * uint64_t(heads), kWorkgroup, push.head_cols + 1));
 }
 
 }  // namespace vkgrad::ops
