@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,55 @@ TEST_F(ParameterStoreTest, RejectsBadDeclarations) {
     EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
   }
   EXPECT_EQ(store.elements(), 4);
+}
+
+// The binding limit applies at the size a parameter is stored in: under a forced 64 KiB limit
+// a (129,201) table (103,716 bytes in f32, 51,858 in bf16) is accepted when added frozen in
+// bf16, and refused by name in f32, when added or when switched back to f32.
+TEST_F(ParameterStoreTest, ChecksTheBindingLimitAtTheStoredSize) {
+  vk::ContextOptions limited;
+  limited.validation = true;
+  limited.limits.max_storage_buffer_range = 64 << 10;
+  vk::Context context(limited);
+  ParameterStore store(context);
+  const auto refused = [&](const std::function<void()>& fn, const std::string& name) {
+    try {
+      fn();
+      ADD_FAILURE() << "no ShapeError for \"" << name << "\"";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter \"" + name + "\""), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange 65536"), std::string::npos)
+          << e.what();
+    }
+  };
+  store.setAddFrozen(ops::DType::BF16);
+  const graph::Parameter& table = store.add("table", {129, 201}, Init::normal(0.0f, 1.0f));
+  EXPECT_TRUE(table.frozen);
+  EXPECT_EQ(table.dtype, ops::DType::BF16);
+  EXPECT_EQ(table.bytes(), 129u * 201u * 2u);
+  store.initialize(3);
+  const std::vector<graph::SavedTensor> saved = store.download();
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].dtype, ops::DType::BF16);
+  EXPECT_EQ(saved[0].bytes(), 129u * 201u * 2u);
+  // Too large even in 16 bits: refused at that size.
+  refused([&] { store.add("wide", {200, 201}, Init::zeros()); }, "wide");
+  // Widening the table to f32 would not fit: refused, the table left as it was.
+  refused([&] { store.setStorage("table", ops::DType::F32); }, "table");
+  EXPECT_EQ(store.at("table").dtype, ops::DType::BF16);
+  store.setAddFrozen(std::nullopt);
+  try {
+    store.add("table32", {129, 201}, Init::zeros());
+    ADD_FAILURE() << "no ShapeError for an f32 table past the binding limit";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"table32\" (129,201) is 103716 bytes in f32"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(store.add("bias", {201}, Init::zeros()).frozen);  // trained f32 again
+  EXPECT_THROW(store.setAddFrozen(ops::DType::U32), Error);
+  EXPECT_TRUE(context.validationMessages().empty());
 }
 
 }  // namespace
