@@ -109,11 +109,12 @@ TokenWindows declareTokenWindows(int64_t tokens, int64_t length);
 // parameters, the stream, the training graph and the evaluation graph
 // (graph::estimateTrainer). Computed from a planning store and declared windows: nothing is
 // allocated, whatever the size. `adapt`, when given, changes the planning store after
-// declareGpt as the run will change its own (frozen weights, LoRA adapters: hf/lora.h). Throws
-// what declaring or building the model throws.
+// declareGpt as the run will change its own (frozen weights, LoRA adapters: hf/lora.h).
+// `window`, when given, is the windows' length (at most config.context), else config.context.
+// Throws what declaring or building the model throws.
 graph::MemoryEstimate estimateTraining(
     vk::Context& context, const GptConfig& config, int64_t tokens,
     const graph::TrainerOptions& options,
-    const std::function<void(graph::ParameterStore&)>& adapt = {});
+    const std::function<void(graph::ParameterStore&)>& adapt = {}, int64_t window = 0);
 
 }  // namespace vkgrad::gpt
