@@ -136,9 +136,12 @@ int64_t fineTuneWindow(Cli& cli, const gpt::GptConfig& config) {
   return window;
 }
 
-std::function<void(graph::ParameterStore&)> fineTuneAdapt(const FineTune& tune) {
+std::function<void(graph::ParameterStore&)> fineTuneDeclare(const FineTune& tune) {
   if (!tune.lora) return {};
+  // The base declared frozen in its stored format, as loadHfLora declares it: a table that
+  // binds only in 16 bits is not refused in f32.
   return [&tune](graph::ParameterStore& store) {
+    hf::declareHfModel(store, *tune.source.hf, /*frozen=*/true);
     hf::adaptHfLora(store, *tune.source.hf, *tune.lora, /*train=*/true);
   };
 }

@@ -158,8 +158,9 @@ int train(int argc, char** argv) {
   std::unique_ptr<vk::Context> dry_device;
   if (cli.has("dry-run")) dry_device = std::make_unique<vk::Context>(contextOptions(cli));
   vk::Context& context = dry_device ? *dry_device : run.device();
-  const graph::MemoryEstimate memory = gpt::estimateTraining(
-      context, config, int64_t(tokens.size()), options, tune ? fineTuneAdapt(*tune) : nullptr, ctx);
+  const graph::MemoryEstimate memory =
+      gpt::estimateTraining(context, config, int64_t(tokens.size()), options,
+                            tune ? fineTuneDeclare(*tune) : nullptr, ctx);
   const double unigram = unigramEntropy(tokens, config.vocab);
   gpt::GptConfig shown = config;  // the windows trained (--init --context N: shorter ones)
   shown.context = ctx;
