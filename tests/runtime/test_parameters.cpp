@@ -1,8 +1,10 @@
 #include "vkgrad/runtime/parameters.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -216,11 +218,25 @@ TEST_F(ParameterStoreTest, ChecksTheBindingLimitAtTheStoredSize) {
   EXPECT_TRUE(table.frozen);
   EXPECT_EQ(table.dtype, ops::DType::BF16);
   EXPECT_EQ(table.bytes(), 129u * 201u * 2u);
-  store.initialize(3);
+  // Its values as a bf16 file holds them (a Hugging Face folder's): uploaded and read back
+  // exactly. (initialize() would draw it in f32 scratch, which this limit refuses.)
+  graph::SavedTensor file{"table", ops::DType::BF16, {129, 201}, {}};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < (129 * 201 + 1) / 2; ++i) {
+    uint32_t lo, hi;
+    const float a = normal(gen), b = i == 129 * 201 / 2 ? 0.0f : normal(gen);
+    std::memcpy(&lo, &a, 4);
+    std::memcpy(&hi, &b, 4);
+    file.data.push_back((lo >> 16) | (hi & 0xffff0000u));  // bf16: an f32's high half
+  }
+  const graph::SavedTensor* files[] = {&file};
+  store.upload(files, "the test's table");
   const std::vector<graph::SavedTensor> saved = store.download();
   ASSERT_EQ(saved.size(), 1u);
   EXPECT_EQ(saved[0].dtype, ops::DType::BF16);
   EXPECT_EQ(saved[0].bytes(), 129u * 201u * 2u);
+  EXPECT_EQ(saved[0].data, file.data);
   // Too large even in 16 bits: refused at that size.
   refused([&] { store.add("wide", {200, 201}, Init::zeros()); }, "wide");
   // Widening the table to f32 would not fit: refused, the table left as it was.
