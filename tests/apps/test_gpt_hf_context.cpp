@@ -1,6 +1,7 @@
 // vkgrad-gpt train --init DIR --context N: windows shorter than the model's positions, the
 // model kept whole (its config's n_positions and its whole learned position table saved), and
-// a window longer than the model's refused naming both lengths.
+// a window longer than the model's refused naming both lengths; and a bf16 folder whose token
+// table binds only in 16 bits sampled (ParameterStore's check at the stored size).
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -57,6 +58,35 @@ TEST_F(GptHfContext, TrainsShorterWindowsAndKeepsThePositions) {
   EXPECT_NE(longer.err.find("--context 10 is longer than the model's 9 positions"),
             std::string::npos)
       << longer.err;
+}
+
+// A bf16 folder whose token table binds only in 16 bits (GPT-2 124M's on lavapipe's 128 MiB:
+// 147 MiB in f32, 74 in bf16) samples: under a forced binding limit between the two sizes the
+// bf16 folder runs, and the f32 one is refused naming the table.
+TEST_F(GptHfContext, SamplesABf16FolderWhoseTableBindsOnlyIn16Bits) {
+  gpt::GptConfig c = c_;
+  c.width = 32;
+  Rng rng;
+  const NamedArrays params = randomGptParameters(c, rng);
+  Gpt2FolderOptions bf16;
+  bf16.dtype = ops::DType::BF16;
+  writeGpt2Folder(dir_ / "bf16", c, params, bf16);
+  writeGpt2Folder(dir_ / "f32", c, params);
+  const int64_t table = c.vocab * c.width;      // elements
+  const int64_t limit = table * 3 / 256 * 256;  // bytes: more than 2 per element, under 4
+  ASSERT_GT(limit, table * 2);
+  ASSERT_GE(limit, c.width * 4 * c.width * 4);  // the MLP's weights fit in f32
+  const auto sample = [&](const fs::path& folder) {
+    return runApp("gpt",
+                  {"sample", "--checkpoint", folder.string(), "--prompt", "Per", "--tokens", "3",
+                   "--top-k", "1", "--validation"},
+                  {{"VKGRAD_LIMITS", "storage=" + std::to_string(limit)}});
+  };
+  const AppRun half = sample(dir_ / "bf16");
+  EXPECT_EQ(half.exit_code, 0) << half.err;
+  const AppRun full = sample(dir_ / "f32");
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.err.find("parameter \"emb.tok\""), std::string::npos) << full.err;
 }
 
 }  // namespace
