@@ -114,7 +114,7 @@ std::optional<FineTune> fineTuneFromCli(const Cli& cli) {
 
 gpt::GptConfig fineTuneConfig(const Cli& cli, const FineTune& tune) {
   // Given on the line, not set from a resumed run's saved options (which hold the defaults).
-  for (const char* option : {"preset", "layers", "heads", "width", "context", "norm", "tie"})
+  for (const char* option : {"preset", "layers", "heads", "width", "norm", "tie"})
     if (cli.given(option) && cli.origin(option).empty())
       cli.fail(std::string("--") + option + " is the model's own with --init (its config.json)");
   gpt::GptConfig config = tune.source.config;
@@ -122,9 +122,26 @@ gpt::GptConfig fineTuneConfig(const Cli& cli, const FineTune& tune) {
   return config;
 }
 
-std::function<void(graph::ParameterStore&)> fineTuneAdapt(const FineTune& tune) {
+int64_t fineTuneWindow(Cli& cli, const gpt::GptConfig& config) {
+  // Given on the line, or saved by the run resumed (which saved the window it chose, below).
+  int64_t window = config.context;
+  if (cli.given("context")) {
+    window = cli.getInt("context", 1, gpt::kMaxContext);
+    if (window > config.context)
+      cli.fail("--context " + std::to_string(window) + " is longer than the model's " +
+               std::to_string(config.context) + " positions (its config.json)");
+  }
+  // Saved with the run's options, so that --resume trains the same windows.
+  cli.set("context", std::to_string(window));
+  return window;
+}
+
+std::function<void(graph::ParameterStore&)> fineTuneDeclare(const FineTune& tune) {
   if (!tune.lora) return {};
+  // The base declared frozen in its stored format, as loadHfLora declares it: a table that
+  // binds only in 16 bits is not refused in f32.
   return [&tune](graph::ParameterStore& store) {
+    hf::declareHfModel(store, *tune.source.hf, /*frozen=*/true);
     hf::adaptHfLora(store, *tune.source.hf, *tune.lora, /*train=*/true);
   };
 }

@@ -31,9 +31,15 @@ void declareFineTuneOptions(Cli& cli);
 std::optional<FineTune> fineTuneFromCli(const Cli& cli);
 // The folder's model with --dropout; the options that shape a model are its own.
 gpt::GptConfig fineTuneConfig(const Cli& cli, const FineTune& tune);
-// What the run does to its store after declaring the model, for the memory estimate
-// (gpt::estimateTraining's adapt): nothing for a full fine-tune.
-std::function<void(graph::ParameterStore&)> fineTuneAdapt(const FineTune& tune);
+// The tokens per training window: --context N (at most the model's positions, UsageError naming
+// both otherwise) or the model's own. The model keeps its positions (its whole position table,
+// saved with its config unchanged): gptLogits reads the first N. Sets --context to the window,
+// so that the run saves it for --resume.
+int64_t fineTuneWindow(Cli& cli, const gpt::GptConfig& config);
+// How the run declares its model, for the memory estimate (gpt::estimateTraining's declare):
+// LoRA's frozen base in its stored format and the adapters; none (declareGpt: every weight a
+// trained f32 master) for a full fine-tune.
+std::function<void(graph::ParameterStore&)> fineTuneDeclare(const FineTune& tune);
 // Declares and uploads the model (and the adapters, new ones drawn from seed) into store.
 void loadFineTune(graph::ParameterStore& store, const FineTune& tune, uint64_t seed);
 // One line on stderr about the adapters: rank, alpha, products, trainable parameters.

@@ -119,7 +119,8 @@ int train(int argc, char** argv) {
           "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
           "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
           "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
-          "(its tokenizer, windows of its context) and writes the folder's layout instead:\n"
+          "(its tokenizer, windows of its context or of --context N tokens, N at most its\n"
+          "positions, which it keeps) and writes the folder's layout instead:\n"
           "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.\n"
           "With --init DIR --lora RANK, trains low-rank adapters with the folder's weights\n"
           "frozen and writes them in PEFT's layout (adapter_model.safetensors,\n"
@@ -140,7 +141,8 @@ int train(int argc, char** argv) {
   if (!tune) vocab = gpt::ByteVocab::fromText(corpus.text);
   const gpt::GptConfig config =
       tune ? fineTuneConfig(cli, *tune) : configFromCli(cli, vocab->size());
-  const int64_t batch = cli.getInt("batch", 1, 1 << 20), ctx = config.context;
+  const int64_t batch = cli.getInt("batch", 1, 1 << 20);
+  const int64_t ctx = tune ? fineTuneWindow(cli, config) : config.context;
   const std::vector<uint32_t> tokens =
       tune ? tune->source.encode(corpus.text, cli.get("data")) : vocab->encode(corpus.text);
   const auto [train_part, val_part] = splitText(tokens, ctx, cli.get("data"));
@@ -156,11 +158,14 @@ int train(int argc, char** argv) {
   std::unique_ptr<vk::Context> dry_device;
   if (cli.has("dry-run")) dry_device = std::make_unique<vk::Context>(contextOptions(cli));
   vk::Context& context = dry_device ? *dry_device : run.device();
-  const graph::MemoryEstimate memory = gpt::estimateTraining(
-      context, config, int64_t(tokens.size()), options, tune ? fineTuneAdapt(*tune) : nullptr);
+  const graph::MemoryEstimate memory =
+      gpt::estimateTraining(context, config, int64_t(tokens.size()), options,
+                            tune ? fineTuneDeclare(*tune) : nullptr, ctx);
   const double unigram = unigramEntropy(tokens, config.vocab);
+  gpt::GptConfig shown = config;  // the windows trained (--init --context N: shorter ones)
+  shown.context = ctx;
   printHeader(context, cli, corpus.files, corpus.text.size(), train_windows, val_rows.size(),
-              memory.parameter_count, config, unigram);
+              memory.parameter_count, shown, unigram);
   if (dry_device) {
     printDryRun(context, cli, memory);
     return validationFailed(context, "vkgrad-gpt") ? 1 : 0;

@@ -100,10 +100,10 @@ std::pair<std::span<const uint32_t>, std::span<const uint32_t>> splitText(
     std::span<const uint32_t> tokens, int64_t ctx, const std::string& name) {
   const int64_t split = int64_t(tokens.size()) * 9 / 10;
   if (split < ctx + 1 || int64_t(tokens.size()) - split < ctx + 1)
-    throw Error(name + ": " + std::to_string(tokens.size()) + " bytes is too short for context " +
+    throw Error(name + ": " + std::to_string(tokens.size()) + " tokens is too short for context " +
                 std::to_string(ctx) +
                 ": both the training part (90%) and the validation part (10%) need at least "
-                "context + 1 bytes");
+                "context + 1 tokens");
   return {tokens.first(size_t(split)), tokens.subspan(size_t(split))};
 }
 

@@ -158,7 +158,7 @@ TEST_F(GptApp, BadInputFailsClearly) {
   EXPECT_TRUE(contains(empty.err, "the file is empty")) << empty.err;
   const AppRun shortText = train(dir_ / "x", {"--context", "4000"});
   EXPECT_EQ(shortText.exit_code, 1);
-  EXPECT_TRUE(contains(shortText.err, "too short for context 4000")) << shortText.err;
+  EXPECT_TRUE(contains(shortText.err, "tokens is too short for context 4000")) << shortText.err;
   // An output directory that cannot be made (under a regular file): before any training.
   const AppRun badOut = train(dir_ / "text.txt" / "ckpt");
   EXPECT_EQ(badOut.exit_code, 1);

@@ -301,8 +301,7 @@ TEST_F(GptTest, RecomputedBlocksTrainTheSameBitsInASmallerArena) {
       graph::TrainerOptions o = options(40);
       o.precision = precision;
       o.recompute = recompute;
-      graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c),
-                             o);
+      graph::Trainer trainer(ctx(), store, {&win_.ids, &win_.targets}, gpt::gptLossFn(store, c), o);
       Run r;
       for (const auto& b : batches) r.losses.push_back(*trainer.step(b, /*read_loss=*/true));
       for (const graph::SavedTensor& w : store.download())
@@ -378,7 +377,8 @@ TEST_F(GptTest, RefusesATensorPastALimitNamingIt) {
       << e;
   binding.max_storage_buffer_range = 8 << 10;  // below the attention's (32,96) weights: 12 KiB
   e = build(binding);
-  EXPECT_NE(e.find("\"h0.attn.qkv.w\" (32,96) is 12288 bytes, more than"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"h0.attn.qkv.w\" (32,96) is 12288 bytes in f32, more than"), std::string::npos)
+      << e;
   EXPECT_NE(e.find("maxStorageBufferRange 8192 bytes"), std::string::npos) << e;
 }
 

@@ -1,7 +1,10 @@
 #include "vkgrad/runtime/parameters.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -188,6 +191,69 @@ TEST_F(ParameterStoreTest, RejectsBadDeclarations) {
     EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
   }
   EXPECT_EQ(store.elements(), 4);
+}
+
+// The binding limit applies at the size a parameter is stored in: under a forced 64 KiB limit
+// a (129,201) table (103,716 bytes in f32, 51,858 in bf16) is accepted when added frozen in
+// bf16, and refused by name in f32, when added or when switched back to f32.
+TEST_F(ParameterStoreTest, ChecksTheBindingLimitAtTheStoredSize) {
+  vk::ContextOptions limited;
+  limited.validation = true;
+  limited.limits.max_storage_buffer_range = 64 << 10;
+  vk::Context context(limited);
+  ParameterStore store(context);
+  const auto refused = [&](const std::function<void()>& fn, const std::string& name) {
+    try {
+      fn();
+      ADD_FAILURE() << "no ShapeError for \"" << name << "\"";
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter \"" + name + "\""), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange 65536"), std::string::npos)
+          << e.what();
+    }
+  };
+  store.setAddFrozen(ops::DType::BF16);
+  const graph::Parameter& table = store.add("table", {129, 201}, Init::normal(0.0f, 1.0f));
+  EXPECT_TRUE(table.frozen);
+  EXPECT_EQ(table.dtype, ops::DType::BF16);
+  EXPECT_EQ(table.bytes(), 129u * 201u * 2u);
+  // Its values as a bf16 file holds them (a Hugging Face folder's): uploaded and read back
+  // exactly. (initialize() would draw it in f32 scratch, which this limit refuses.)
+  graph::SavedTensor file{"table", ops::DType::BF16, {129, 201}, {}};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < (129 * 201 + 1) / 2; ++i) {
+    uint32_t lo, hi;
+    const float a = normal(gen), b = i == 129 * 201 / 2 ? 0.0f : normal(gen);
+    std::memcpy(&lo, &a, 4);
+    std::memcpy(&hi, &b, 4);
+    file.data.push_back((lo >> 16) | (hi & 0xffff0000u));  // bf16: an f32's high half
+  }
+  const graph::SavedTensor* files[] = {&file};
+  store.upload(files, "the test's table");
+  const std::vector<graph::SavedTensor> saved = store.download();
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].dtype, ops::DType::BF16);
+  EXPECT_EQ(saved[0].bytes(), 129u * 201u * 2u);
+  EXPECT_EQ(saved[0].data, file.data);
+  // Too large even in 16 bits: refused at that size.
+  refused([&] { store.add("wide", {200, 201}, Init::zeros()); }, "wide");
+  // Widening the table to f32 would not fit: refused, the table left as it was.
+  refused([&] { store.setStorage("table", ops::DType::F32); }, "table");
+  EXPECT_EQ(store.at("table").dtype, ops::DType::BF16);
+  store.setAddFrozen(std::nullopt);
+  try {
+    store.add("table32", {129, 201}, Init::zeros());
+    ADD_FAILURE() << "no ShapeError for an f32 table past the binding limit";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"table32\" (129,201) is 103716 bytes in f32"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(store.add("bias", {201}, Init::zeros()).frozen);  // trained f32 again
+  EXPECT_THROW(store.setAddFrozen(ops::DType::U32), Error);
+  EXPECT_TRUE(context.validationMessages().empty());
 }
 
 }  // namespace

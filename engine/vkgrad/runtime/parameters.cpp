@@ -41,26 +41,41 @@ const Parameter& ParameterStore::add(const std::string& name, const ops::Shape& 
   if (find(name)) throw Error("ParameterStore: parameter \"" + name + "\" added twice");
   if (shape.rank() == 0 || shape.numel() == 0)
     throw Error("ParameterStore: parameter \"" + name + "\" has an empty shape " + shape.str());
-  // Every kernel binds a whole parameter: one larger than a storage binding can never run.
-  const uint64_t bytes = uint64_t(shape.numel()) * 4;
-  if (bytes > context_.info().max_storage_buffer_range)
-    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
-                     std::to_string(bytes) + " bytes, more than " + context_.info().name +
-                     " can bind at once (maxStorageBufferRange " +
-                     std::to_string(context_.info().max_storage_buffer_range) + " bytes)");
-  if (const uint64_t most = context_.info().max_allocation_bytes; most && bytes > most)
-    throw ShapeError("ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
-                     std::to_string(bytes) + " bytes, more than one allocation on " +
-                     context_.info().name + " may be (maxMemoryAllocationSize " +
-                     std::to_string(most) + " bytes)");
+  const ops::DType dtype = add_frozen_.value_or(ops::DType::F32);
+  checkFits(name, shape, dtype);
   auto p = std::make_unique<Parameter>();
   p->name = name;
   p->shape = shape;
   p->init = init;
+  p->frozen = add_frozen_.has_value();
+  p->dtype = dtype;
   place(*p);
   index_.emplace(p->name, params_.size());
   params_.push_back(std::move(p));
   return *params_.back();
+}
+
+void ParameterStore::checkFits(const std::string& name, const ops::Shape& shape,
+                               ops::DType dtype) const {
+  // Every kernel binds a whole parameter: one larger than a storage binding can never run.
+  // The size that counts is the stored one: a 16-bit parameter binds half an f32 one's bytes.
+  const uint64_t bytes = uint64_t(shape.numel()) * ops::dtypeBytes(dtype);
+  const std::string what = "ParameterStore: parameter \"" + name + "\" " + shape.str() + " is " +
+                           std::to_string(bytes) + " bytes in " + ops::dtypeName(dtype);
+  if (bytes > context_.info().max_storage_buffer_range)
+    throw ShapeError(what + ", more than " + context_.info().name +
+                     " can bind at once (maxStorageBufferRange " +
+                     std::to_string(context_.info().max_storage_buffer_range) + " bytes)");
+  if (const uint64_t most = context_.info().max_allocation_bytes; most && bytes > most)
+    throw ShapeError(what + ", more than one allocation on " + context_.info().name +
+                     " may be (maxMemoryAllocationSize " + std::to_string(most) + " bytes)");
+}
+
+void ParameterStore::setAddFrozen(std::optional<ops::DType> dtype) {
+  if (dtype && !ops::isFloat(*dtype))
+    throw Error(std::string("ParameterStore: setAddFrozen: parameters cannot be stored in ") +
+                ops::dtypeName(*dtype) + " (f32, f16 or bf16)");
+  add_frozen_ = dtype;
 }
 
 void ParameterStore::place(Parameter& p) {
@@ -144,6 +159,7 @@ void ParameterStore::setStorage(const std::string& name, ops::DType dtype) {
   const auto it = index_.find(name);
   if (it == index_.end()) throw Error("ParameterStore: setStorage: no parameter \"" + name + "\"");
   checkStorage("setStorage", *params_[it->second], dtype);
+  checkFits(name, params_[it->second]->shape, dtype);
   std::vector<ops::DType> dtypes;
   for (const auto& p : params_) dtypes.push_back(p->dtype);
   dtypes[it->second] = dtype;
@@ -158,6 +174,7 @@ size_t ParameterStore::setStoragePrefix(const std::string& prefix, ops::DType dt
     dtypes.push_back(p->dtype);
     if (!p->name.starts_with(prefix)) continue;
     checkStorage("setStoragePrefix", *p, dtype);
+    checkFits(p->name, p->shape, dtype);
     dtypes.back() = dtype;
     ++count;
   }

@@ -71,9 +71,18 @@ class ParameterStore {
   explicit ParameterStore(vk::Context& context, StoreMemory memory = StoreMemory::Device);
   bool planning() const { return memory_ == StoreMemory::Planning; }
 
-  // Throws Error on a duplicate or empty name or an empty shape; OutOfMemoryError when the
-  // device is full. Contents are undefined until initialize() or load().
+  // Throws Error on a duplicate or empty name or an empty shape, ShapeError naming it when it
+  // is larger, in the format it is stored in, than one storage binding (maxStorageBufferRange)
+  // or allocation may be; OutOfMemoryError when the device is full. Contents are undefined
+  // until initialize() or load().
   const Parameter& add(const std::string& name, const ops::Shape& shape, Init init);
+  // While set, add() declares each parameter frozen and stored in `dtype` (F32, F16 or BF16)
+  // from the start, as setFrozen and setStorage would after it, but checked against the device's
+  // limits at the size it is stored in and never placed in f32 first: a pretrained model's
+  // token table, too large for a binding in f32 but not in 16 bits, can be loaded for
+  // inference or a frozen base (hf/model.h). nullopt (the default) adds trained f32 ones.
+  // Throws Error on a dtype that is not a float format.
+  void setAddFrozen(std::optional<ops::DType> dtype);
   const Parameter* find(const std::string& name) const;
   const Parameter& at(const std::string& name) const;  // throws Error naming the missing one
   const std::vector<std::unique_ptr<Parameter>>& all() const { return params_; }
@@ -149,6 +158,8 @@ class ParameterStore {
 
  private:
   void checkDevice(const char* what) const;  // Error on a planning store
+  // ShapeError naming `name` when it takes more than a binding or an allocation in dtype.
+  void checkFits(const std::string& name, const ops::Shape& shape, ops::DType dtype) const;
   // Lays p out after the parameters placed before it (add, repack).
   void place(Parameter& p);
   // Stores parameter i in dtypes[i], packing every parameter anew and keeping the values.
@@ -161,6 +172,7 @@ class ParameterStore {
   std::shared_ptr<vk::Buffer> page_;                // the page parameters are added to
   uint64_t page_used_ = 0;  // bytes of it taken (a planning store: of its one virtual page)
   bool filled_ = false;     // initialize() or an upload has given the parameters values
+  std::optional<ops::DType> add_frozen_;  // setAddFrozen
 };
 
 }  // namespace vkgrad::graph

@@ -108,12 +108,14 @@ TokenWindows declareTokenWindows(int64_t tokens, int64_t length);
 // `tokens` tokens (context-long, uploadTokenWindows) and evaluating it on the same windows: the
 // parameters, the stream, the training graph and the evaluation graph
 // (graph::estimateTrainer). Computed from a planning store and declared windows: nothing is
-// allocated, whatever the size. `adapt`, when given, changes the planning store after
-// declareGpt as the run will change its own (frozen weights, LoRA adapters: hf/lora.h). Throws
-// what declaring or building the model throws.
+// allocated, whatever the size. `declare`, when given, declares the model in the planning store
+// instead of declareGpt, as the run will declare its own (frozen weights stored in 16 bits,
+// LoRA adapters: hf/lora.h).
+// `window`, when given, is the windows' length (at most config.context), else config.context.
+// Throws what declaring or building the model throws.
 graph::MemoryEstimate estimateTraining(
     vk::Context& context, const GptConfig& config, int64_t tokens,
     const graph::TrainerOptions& options,
-    const std::function<void(graph::ParameterStore&)>& adapt = {});
+    const std::function<void(graph::ParameterStore&)>& declare = {}, int64_t window = 0);
 
 }  // namespace vkgrad::gpt

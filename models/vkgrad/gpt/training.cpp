@@ -7,11 +7,14 @@ namespace vkgrad::gpt {
 
 graph::MemoryEstimate estimateTraining(vk::Context& context, const GptConfig& config,
                                        int64_t tokens, const graph::TrainerOptions& options,
-                                       const std::function<void(graph::ParameterStore&)>& adapt) {
+                                       const std::function<void(graph::ParameterStore&)>& declare,
+                                       int64_t window) {
   graph::ParameterStore store(context, graph::StoreMemory::Planning);
-  declareGpt(store, config);
-  if (adapt) adapt(store);
-  const TokenWindows windows = declareTokenWindows(tokens, config.context);
+  if (declare)
+    declare(store);
+  else
+    declareGpt(store, config);
+  const TokenWindows windows = declareTokenWindows(tokens, window ? window : config.context);
   const graph::Dataset* datasets[] = {&windows.ids, &windows.targets};
   return graph::estimateTrainer(context, store, datasets, gptLossFn(store, config), options,
                                 /*evaluation=*/true);

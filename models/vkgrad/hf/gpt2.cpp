@@ -153,7 +153,7 @@ std::vector<SavedTensor> gpt2Weights(const gpt::GptConfig& config,
           (it == by_name.end() ? " is missing" : " is " + graph::dimsText(it->second->shape)));
     const std::string name = want.transposed ? want.hf : kPrefix + want.hf;
     if (want.transposed) {
-      out.push_back(transposedSaved(*it->second, name));
+      out.push_back(convertSaved(transposedSaved(*it->second, name), ops::DType::F32));
     } else {
       out.push_back(convertSaved(*it->second, ops::DType::F32));
       out.back().name = name;

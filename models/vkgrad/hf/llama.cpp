@@ -177,8 +177,8 @@ std::vector<SavedTensor> llamaWeights(const gpt::GptConfig& config,
       throw Error(
           "llamaWeights: parameter \"" + want.vkgrad + "\" " + graph::dimsText(shape) +
           (it == by_name.end() ? " is missing" : " is " + graph::dimsText(it->second->shape)));
-    const SavedTensor whole = want.linear ? transposedSaved(*it->second, want.vkgrad)
-                                          : graph::convertSaved(*it->second, ops::DType::F32);
+    const SavedTensor whole = graph::convertSaved(
+        want.linear ? transposedSaved(*it->second, want.vkgrad) : *it->second, ops::DType::F32);
     size_t offset = 0;
     for (size_t k = 0; k < want.hf.size(); ++k) {
       size_t words = 1;

@@ -30,12 +30,16 @@ HfModel readHfModel(const std::filesystem::path& dir) {
 
 void declareHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {
   if (!store.all().empty()) throw Error("loadHfModel: the store must be empty");
-  gpt::declareGpt(store, model.gpt);
-  if (frozen)
-    for (const auto& p : store.all()) {
-      store.setFrozen(p->name, true);
-      if (model.stored != ops::DType::F32) store.setStorage(p->name, model.stored);
-    }
+  // Frozen ones are declared in the format they are stored in, so that a table that fits a
+  // binding only in 16 bits (GPT-2's and SmolLM2's token tables on lavapipe) is accepted.
+  if (frozen) store.setAddFrozen(model.stored);
+  try {
+    gpt::declareGpt(store, model.gpt);
+  } catch (...) {
+    store.setAddFrozen(std::nullopt);
+    throw;
+  }
+  store.setAddFrozen(std::nullopt);
 }
 
 void loadHfModel(graph::ParameterStore& store, const HfModel& model, bool frozen) {

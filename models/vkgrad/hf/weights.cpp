@@ -84,12 +84,22 @@ HfWeights readHfWeights(const fs::path& dir) {
 }
 
 graph::SavedTensor transposedSaved(const graph::SavedTensor& t, const std::string& name) {
-  const graph::SavedTensor f = graph::convertSaved(t, ops::DType::F32);
+  // In the file's format: a 16-bit model stays one (a frozen one is then stored in 16 bits on
+  // the device, ParameterStore::setAddFrozen); two 16-bit elements share a word, low half first.
   const size_t rows = size_t(t.shape[0]), cols = size_t(t.shape[1]);
   graph::SavedTensor out{
-      name, ops::DType::F32, {t.shape[1], t.shape[0]}, std::vector<uint32_t>(f.data.size())};
+      name, t.dtype, {t.shape[1], t.shape[0]}, std::vector<uint32_t>(t.data.size())};
+  if (ops::dtypeBytes(t.dtype) == 4) {
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c) out.data[c * rows + r] = t.data[r * cols + c];
+    return out;
+  }
   for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out.data[c * rows + r] = f.data[r * cols + c];
+    for (size_t c = 0; c < cols; ++c) {
+      const size_t from = r * cols + c, to = c * rows + r;
+      const uint32_t half = (t.data[from / 2] >> (16 * (from % 2))) & 0xffffu;
+      out.data[to / 2] |= half << (16 * (to % 2));
+    }
   return out;
 }
 

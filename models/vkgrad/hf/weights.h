@@ -30,8 +30,8 @@ struct HfWeights {
 // not a plain file name in DIR, or loadSafetensors' errors. Returns nothing partial.
 HfWeights readHfWeights(const std::filesystem::path& dir);
 
-// A 2-d tensor (rows, cols) of any float format -> its transpose (cols, rows) in F32, named
-// `name`: an nn.Linear's (out, in) weight as vkgrad's (in, out), and back.
+// A 2-d tensor (rows, cols) of any float format -> its transpose (cols, rows) in the same
+// format, named `name`: an nn.Linear's (out, in) weight as vkgrad's (in, out), and back.
 graph::SavedTensor transposedSaved(const graph::SavedTensor& t, const std::string& name);
 
 }  // namespace vkgrad::hf
