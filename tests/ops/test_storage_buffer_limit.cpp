@@ -11,6 +11,7 @@
 #include "common/device_tensor.h"
 #include "common/random.h"
 #include "common/vk_test.h"
+#include "ops/four_storage_buffers.h"
 #include "vkgrad/ops/elementwise.h"
 #include "vkgrad/ops/layer_norm.h"
 #include "vkgrad/ops/matmul.h"
@@ -19,22 +20,6 @@
 
 namespace vkgrad::test {
 namespace {
-
-vk::Context fourBuffers() {
-  vk::ContextOptions options;
-  options.validation = true;
-  options.limits.max_storage_buffers = 4;
-  return vk::Context(options);
-}
-
-::testing::AssertionResult sameBits(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "sizes differ";
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], 4) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << got[i] << " vs " << want[i];
-  return ::testing::AssertionSuccess();
-}
 
 // What one context computes: C = A·B + bias + residual, and the backward's da, db and dbias.
 struct MatmulRun {

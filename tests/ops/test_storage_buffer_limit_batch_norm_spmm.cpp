@@ -16,6 +16,7 @@
 #include "common/random.h"
 #include "common/shifted_view.h"
 #include "common/vk_test.h"
+#include "ops/four_storage_buffers.h"
 #include "vkgrad/ops/batch_norm.h"
 #include "vkgrad/ops/binding.h"
 #include "vkgrad/ops/reference/batch_norm.h"
@@ -30,22 +31,6 @@ namespace {
 using ops::DType;
 using ops::Shape;
 using ops::Write;
-
-vk::Context fourBuffers() {
-  vk::ContextOptions options;
-  options.validation = true;
-  options.limits.max_storage_buffers = 4;
-  return vk::Context(options);
-}
-
-::testing::AssertionResult sameBits(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "sizes differ";
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], 4) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << got[i] << " vs " << want[i];
-  return ::testing::AssertionSuccess();
-}
 
 constexpr float kEps = 1e-5f;
 constexpr float kMomentum = 0.1f;
