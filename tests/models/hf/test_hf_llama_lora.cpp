@@ -247,7 +247,10 @@ TEST_F(HfLlamaLora, AdaptedModelMatchesPeftsMergeOnTheCpu) {
       }
   }
   const std::vector<float> want = llamaReferenceLogits(c, merged, window_);
-  EXPECT_LT(relativeError(logits(adapted, c), want), 1e-5);
+  // 1e-4, the logit parity: the merge rounds each weight to f32 and the adapted model
+  // adds its delta unrounded, and a device whose reductions take another order (no subgroup
+  // arithmetic) measured up to 2.3e-5 of that; the unadapted model is 1e-3 and more away.
+  EXPECT_LT(relativeError(logits(adapted, c), want), 1e-4);
   EXPECT_GT(relativeError(llamaReferenceLogits(c, weights_, window_), want), 1e-3);
 }
 
