@@ -29,6 +29,29 @@ std::string modelKind(const ModelSource& source) {
          (source.lora ? " with LoRA adapters" : "");
 }
 
+// --prompt's tokens: refused when empty or longer than the window; a note when the tokens to
+// draw pass the window (each then sees only the latest).
+std::vector<uint32_t> promptTokens(Cli& cli, const ModelSource& source,
+                                   const gpt::GptConfig& config, int64_t count,
+                                   gpt::Decoding decoding) {
+  const std::string prompt = cli.get("prompt");
+  if (prompt.empty()) cli.fail("--prompt must not be empty");
+  std::vector<uint32_t> tokens = source.encode(prompt, "the prompt", /*prompt=*/true);
+  if (tokens.empty()) cli.fail("--prompt encodes to no tokens");
+  const std::string limit =
+      (config.context == source.config.context ? "the model's context of " : "the window of ") +
+      std::to_string(config.context);
+  if (int64_t(tokens.size()) > config.context)
+    throw Error("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than " + limit);
+  if (int64_t(tokens.size()) + count > config.context)
+    std::fprintf(stderr,
+                 "note: %lld tokens pass %s: past it each token sees only the latest tokens (the "
+                 "%s decoding's window, gpt/sampler.h)\n",
+                 static_cast<long long>(int64_t(tokens.size()) + count), limit.c_str(),
+                 gpt::decodingName(decoding));
+  return tokens;
+}
+
 }  // namespace
 
 int sample(int argc, char** argv) {
@@ -58,20 +81,7 @@ int sample(int argc, char** argv) {
   gpt::GptConfig config = source.config;
   config.context = windowFromCli(cli, source.config.context);
   const std::string prompt = cli.get("prompt");
-  if (prompt.empty()) cli.fail("--prompt must not be empty");
-  std::vector<uint32_t> tokens = source.encode(prompt, "the prompt", /*prompt=*/true);
-  if (tokens.empty()) cli.fail("--prompt encodes to no tokens");
-  const std::string limit =
-      (config.context == source.config.context ? "the model's context of " : "the window of ") +
-      std::to_string(config.context);
-  if (int64_t(tokens.size()) > config.context)
-    throw Error("the prompt is " + std::to_string(tokens.size()) + " tokens, longer than " + limit);
-  if (int64_t(tokens.size()) + count > config.context)
-    std::fprintf(stderr,
-                 "note: %lld tokens pass %s: past it each token sees only the latest tokens (the "
-                 "%s decoding's window, gpt/sampler.h)\n",
-                 static_cast<long long>(int64_t(tokens.size()) + count), limit.c_str(),
-                 gpt::decodingName(decoding));
+  std::vector<uint32_t> tokens = promptTokens(cli, source, config, count, decoding);
   vk::Context context(contextOptions(cli));
   const auto store = loadParameters(context, source);
   // A padded vocabulary's ids past the tokenizer's stand for no text: never drawn.

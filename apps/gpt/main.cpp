@@ -112,19 +112,22 @@ RunHooks gptHooks(const Corpus& corpus, int64_t tokens_per_step, graph::Trainer&
   return hooks;
 }
 
+// `vkgrad-gpt train --help`'s description.
+constexpr const char* kTrainHelp =
+    "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
+    "the rest validates) and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png\n"
+    "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
+    "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
+    "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
+    "(its tokenizer, windows of its context or of --context N tokens, N at most its\n"
+    "positions, which it keeps) and writes the folder's layout instead:\n"
+    "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.\n"
+    "With --init DIR --lora RANK, trains low-rank adapters with the folder's weights\n"
+    "frozen and writes them in PEFT's layout (adapter_model.safetensors,\n"
+    "adapter_config.json), or the merged model with --merge.";
+
 int train(int argc, char** argv) {
-  Cli cli("vkgrad-gpt train",
-          "Trains a byte-level GPT on a text file or a directory of them (the first 90% trains,\n"
-          "the rest validates) and writes DIR/model.safetensors, DIR/config.json, DIR/loss.png\n"
-          "and DIR/train_state.safetensors (what --resume continues from). The device memory it\n"
-          "needs is predicted first (--dry-run prints it); a run that cannot fit stops there.\n"
-          "With --init DIR, fine-tunes every weight of a Hugging Face GPT-2 folder on the text\n"
-          "(its tokenizer, windows of its context or of --context N tokens, N at most its\n"
-          "positions, which it keeps) and writes the folder's layout instead:\n"
-          "DIR/model.safetensors under GPT-2's names, config.json and the tokenizer files.\n"
-          "With --init DIR --lora RANK, trains low-rank adapters with the folder's weights\n"
-          "frozen and writes them in PEFT's layout (adapter_model.safetensors,\n"
-          "adapter_config.json), or the merged model with --merge.");
+  Cli cli("vkgrad-gpt train", kTrainHelp);
   cli.positional("train", "the command");
   declareModelOptions(cli);
   declareFineTuneOptions(cli);
