@@ -5,7 +5,11 @@
 // both sides), where, the reductions over any set of axes, and their gradients (a broadcast
 // operand's gradient is a sum of the same products over the axes it was broadcast along).
 // One invocation per output element, in output order, folding its reduced elements in a
-// fixed order (sums Kahan-compensated): the same inputs give the same bits, no atomics.
+// fixed order (sums Kahan-compensated): the same inputs give the same bits, no atomics. A long
+// fold is split into `parts` consecutive chunks, one invocation each, writing partial results
+// (n_out, parts) that a second dispatch of this kernel folds (ops/map_reduce.cpp): no
+// invocation loops more than a chunk's length, which a GPU needs for parallelism and
+// llvmpipe for its loop budget (an invocation ends after 65,535 iterations).
 // General index arithmetic, storage-buffer loads: the model kernels (ops/elementwise.h,
 // ops/reduce.h) stay the fast path where their one-sided shapes fit.
 #include "common/kahan.glsl"
@@ -32,8 +36,8 @@ layout(push_constant) uniform Push {
   uint dims[6];        // the space, padded with leading 1s to 6 axes
   uint strides[3][6];  // per input (x, y, z), its stride along each space axis (0: broadcast)
   uint skip[4];        // first elements of x, y, z and out inside their bindings
-  uint n_out;          // output elements: the product of the kept axes
-  uint n_fold;         // elements folded into each: the product of the reduced axes
+  uint parts;          // partial folds per output, written as (n_out, parts); 1: the whole fold
+  uint chunk;          // reduced elements each part folds (the last part: what is left)
   uint reduced;        // bit a: space axis a is reduced; bits 8 and up: how many of the last
                        // axes to walk (the host merges axes that walk alike: ops/map_reduce.cpp)
   float alpha;
@@ -64,11 +68,19 @@ float element(uint ix, uint iy, uint iz) {
 }
 
 void main() {
+  const int first = firstAxis();
+  // Outputs (the kept axes' product) and the elements folded into each (the reduced axes').
+  uint n_out = 1u, n_fold = 1u;
+  for (int a = first; a < 6; ++a) {
+    if (isReduced(a)) n_fold *= p.dims[a];
+    else n_out *= p.dims[a];
+  }
+  const uint items = n_out * p.parts;
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint o = gl_GlobalInvocationID.x; o < p.n_out; o += stride) {
+  for (uint t = gl_GlobalInvocationID.x; t < items; t += stride) {
+    const uint o = t / p.parts, part = t % p.parts;
     // The kept axes' coordinates from o (row-major over the kept axes), as input offsets.
     uint rest = o, ix = p.skip[0], iy = p.skip[1], iz = p.skip[2];
-    const int first = firstAxis();
     for (int a = 5; a >= first; --a) {
       if (isReduced(a)) continue;
       const uint i = rest % p.dims[a];
@@ -77,11 +89,22 @@ void main() {
       iy += i * p.strides[1][a];
       iz += i * p.strides[2][a];
     }
-    // The reduced axes walked as an odometer, last axis fastest: one add per step.
+    // This part's first reduced element, as coordinates on the reduced axes (last fastest).
+    const uint begin = part * p.chunk, end = min(begin + p.chunk, n_fold);
     uint idx[6] = uint[6](0u, 0u, 0u, 0u, 0u, 0u);
+    rest = begin;
+    for (int a = 5; a >= first; --a) {
+      if (!isReduced(a)) continue;
+      idx[a] = rest % p.dims[a];
+      rest /= p.dims[a];
+      ix += idx[a] * p.strides[0][a];
+      iy += idx[a] * p.strides[1][a];
+      iz += idx[a] * p.strides[2][a];
+    }
+    // The reduced axes walked as an odometer, last axis fastest: one add per step.
     Kahan sum = kKahanZero;
     float best = uintBitsToFloat(0xff800000u);  // -inf
-    for (uint r = 0u; r < p.n_fold; ++r) {
+    for (uint r = begin; r < end; ++r) {
       const float v = element(ix, iy, iz);
       if (FOLD == kSum) sum = kahanAddInf(sum, v);
       else best = isnan(v) || isnan(best) ? v + best : max(best, v);  // NaN wins, as numpy
@@ -99,7 +122,7 @@ void main() {
       }
     }
     float v = p.alpha * (FOLD == kSum ? kahanValue(sum) : best);
-    if (ACCUMULATE) v += LOAD(result, p.skip[3] + o);
-    STORE(result, p.skip[3] + o, v);
+    if (ACCUMULATE) v += LOAD(result, p.skip[3] + t);
+    STORE(result, p.skip[3] + t, v);
   }
 }

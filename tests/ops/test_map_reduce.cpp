@@ -73,9 +73,14 @@ class MapReduceTest : public VkTest {
     auto out = poisoned(ctx(), out_shape);
     const auto init = rng_.uniform(want.size());
     auto acc = upload(ctx(), out_shape, init);
+    // A long fold's partial results (none where each output folds 1024 elements or fewer).
+    const int64_t n_scratch = ops::mapReduceScratch(space, axes);
+    auto scratch = poisoned(ctx(), {std::max<int64_t>(n_scratch, 1)});
     vk::Recorder rec(ctx());
-    ops::mapReduce(rec, fn, fold, views, space, axes, out.view(), alpha);
-    ops::mapReduce(rec, fn, fold, views, space, axes, acc.view(), alpha, ops::Write::Accumulate);
+    ops::mapReduce(rec, fn, fold, views, space, axes, out.view(), alpha, ops::Write::Overwrite,
+                   scratch.view());
+    ops::mapReduce(rec, fn, fold, views, space, axes, acc.view(), alpha, ops::Write::Accumulate,
+                   scratch.view());
     rec.submit();
     EXPECT_TRUE(allClose(download(ctx(), out), want, tolerance));
     auto want_acc = want;
@@ -122,6 +127,52 @@ TEST_F(MapReduceTest, FoldsOverAnySetOfAxes) {
   const Shape six{2, 3, 1, 4, 3, 5};
   check(MapFn::X, Fold::Sum, {six}, six, 0b101001, 1.0f, 1e-6);
   check(MapFn::X, Fold::Sum, {{2000}}, {2000}, 1, 1.0f, 1e-6);
+}
+
+// Folds longer than one invocation's 1024 elements run in parts whose partial results are
+// folded again (twice past 1024 * 1024): one output of 70,001 elements (on lavapipe, whose
+// invocations end after 65,535 loop iterations, it once came out -478.2 against -426.5),
+// columns, a maximum, a broadcast operand's gradient over most of its space, three levels,
+// and 20,480 outputs of 1024 elements each over six alternating axes, where lanes that took
+// ten outputs each once ran past that budget. Sums of uniform [-2, 2]: Kahan-compensated in
+// every part, 1e-6 of the largest.
+TEST_F(MapReduceTest, LongFoldsRunInParts) {
+  SCOPED_TRACE(rng_.describe());
+  EXPECT_EQ(ops::mapReduceScratch({1024}, 1), 0);
+  EXPECT_EQ(ops::mapReduceScratch({70001}, 1), 69);
+  EXPECT_EQ(ops::mapReduceScratch({2, 1100000}, 0b10), 2 * 1075 + 2 * 2);
+  check(MapFn::X, Fold::Sum, {{70001}}, {70001}, 1, 1.0f, 1e-6);
+  check(MapFn::X, Fold::Sum, {{3001, 7}}, {3001, 7}, 0b01, 0.5f, 1e-6);
+  check(MapFn::X, Fold::Max, {{5, 2100}}, {5, 2100}, 0b10, 1.0f, 0.0);
+  check(MapFn::Mul, Fold::Sum, {{6, 3, 333}, {3, 1}}, {6, 3, 333}, 0b101, 1.0f, 1e-6);
+  check(MapFn::X, Fold::Sum, {{2, 1100000}}, {2, 1100000}, 0b10, 1.0f, 1e-6);
+}
+
+TEST_F(MapReduceTest, ManyOutputsOverSixAlternatingAxes) {
+  SCOPED_TRACE(rng_.describe());
+  const Shape space{16, 32, 8, 20, 8, 32};
+  check(MapFn::X, Fold::Sum, {space}, space, 0b010101, 1.0f, 1e-6);
+}
+
+// Without the scratch a long fold needs, or with one on top of its input, nothing is recorded.
+TEST_F(MapReduceTest, LongFoldsNeedTheirScratch) {
+  auto x = poisoned(ctx(), {3000}), out = poisoned(ctx(), {1}), small = poisoned(ctx(), {2});
+  vk::Recorder rec(ctx());
+  try {
+    ops::reduce(rec, Fold::Sum, x.view(), 1, out.view());
+    FAIL() << "a fold of 3000 elements ran without its scratch";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a scratch of 3 f32"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ops::reduce(rec, Fold::Sum, x.view(), 1, out.view(), 1.0f, ops::Write::Overwrite,
+                           small.view()),
+               ShapeError);
+  const ops::TensorView on_x = ops::view(x.buffer, {3});
+  EXPECT_THROW(
+      ops::reduce(rec, Fold::Sum, x.view(), 1, out.view(), 1.0f, ops::Write::Overwrite, on_x),
+      ShapeError);
+  EXPECT_EQ(rec.dispatchCount(), 0u);
 }
 
 // The gradient forms: a broadcast operand's gradient folds the products over its broadcast axes.

@@ -20,7 +20,8 @@ struct MapReducePush {
   uint32_t dims[kRank];        // the space, padded with leading 1s
   uint32_t strides[3][kRank];  // per input, along each space axis; 0 where broadcast
   uint32_t skip[4];            // x, y, z, out
-  uint32_t n_out, n_fold;
+  uint32_t parts;              // partial folds per output (1: each output folds everything)
+  uint32_t chunk;              // reduced elements per part
   uint32_t reduced;  // bit a: space axis a is folded; bits 8 and up: the axes walked (the last)
   float alpha;
 };
@@ -66,6 +67,17 @@ void collapseAxes(MapReducePush& push) {
   push.reduced = reduced | uint32_t(rank) << 8;
 }
 
+// The most reduced elements one invocation folds: a longer fold is split into parts of this
+// many, folded again (partial sums, then their sum). Not a device's choice, so every device
+// folds in the same order. At 1024 an invocation loops at most ~7,200 times (six walked axes),
+// far inside llvmpipe's 65,535, and a GPU gets n_out * parts invocations, not n_out.
+constexpr int64_t kFoldChunk = 1024;
+
+// Partial results per output of a fold of n elements: 1 where one pass does it.
+int64_t foldParts(int64_t n_fold) {
+  return n_fold > kFoldChunk ? (n_fold + kFoldChunk - 1) / kFoldChunk : 1;
+}
+
 bool takesCondition(MapFn fn) {
   return fn == MapFn::Where || fn == MapFn::MaskTrue || fn == MapFn::MaskFalse;
 }
@@ -75,6 +87,56 @@ std::string describe(const char* op, std::span<const TensorView> inputs, const S
   std::string text = std::string(op) + ":";
   for (const TensorView& t : inputs) text += " " + t.shape.str();
   return text + " over " + space.str() + " -> " + out.shape.str();
+}
+
+// Records one pass of the kernel: `parts` partial folds per output (1: the whole fold) into
+// out, which holds n_out * parts elements. The caller has checked every operand.
+void recordFold(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorView> inputs,
+                const Shape& space, uint32_t axes, const TensorView& out, float alpha, Write w,
+                int64_t parts) {
+  const int64_t n_out = reducedShape(space, axes, false).numel(), n_fold = space.numel() / n_out;
+  MapReducePush push{};
+  const int pad = kRank - space.rank();
+  for (int a = 0; a < kRank; ++a) push.dims[a] = a < pad ? 1 : uint32_t(space[a - pad]);
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    const TensorView& in = inputs[t];
+    int64_t stride = 1;
+    for (int a = in.shape.rank() - 1; a >= 0; --a) {
+      push.strides[t][kRank - in.shape.rank() + a] = in.shape[a] == 1 ? 0 : uint32_t(stride);
+      stride *= in.shape[a];
+    }
+  }
+  vk::Context& ctx = rec.context();
+  // Unused inputs are bound to x (any valid binding serves; the kernel never reads them).
+  const TensorView& x = inputs[0];
+  const TensorView& y = inputs.size() > 1 ? inputs[1] : x;
+  const TensorView& z = inputs.size() > 2 ? inputs[2] : x;
+  const auto bx = bindStorage(ctx, x), by = bindStorage(ctx, y), bz = bindStorage(ctx, z);
+  const auto bo = bindStorage(ctx, out);
+  push.skip[0] = bx.skip, push.skip[1] = by.skip, push.skip[2] = bz.skip, push.skip[3] = bo.skip;
+  push.parts = uint32_t(parts);
+  push.chunk = uint32_t(parts > 1 ? kFoldChunk : std::max<int64_t>(n_fold, 1));
+  push.reduced = axes << pad;
+  push.alpha = alpha;
+  collapseAxes(push);
+  // The kernel walks (push.reduced >> 8) axes twice per item and once per folded element.
+  const uint64_t walked = push.reduced >> 8;
+  const uint64_t steps = 2 * walked + uint64_t(push.chunk) * (1 + walked);
+  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
+                                    {"FN", uint32_t(fn)},
+                                    {"FOLD", uint32_t(fold)},
+                                    {"ACCUMULATE", w == Write::Accumulate}};
+  // A u32 condition is bound as f32 words (the kernel reads its bits); so are the unused
+  // bindings that repeat it.
+  const DType x_format = takesCondition(fn) ? DType::F32 : x.dtype;
+  const vk::Kernel& kernel = floatKernel(ctx, "map_reduce/map_reduce", constants,
+                                         {{"x_dtype", x_format},
+                                          {"y_dtype", inputs.size() > 1 ? y.dtype : x_format},
+                                          {"z_dtype", inputs.size() > 2 ? z.dtype : x_format},
+                                          {"result_dtype", out.dtype}});
+  const vk::Arg args[] = {bx.arg, by.arg, bz.arg, bo.arg};
+  rec.dispatchGroups(kernel, args, &push, sizeof(push),
+                     itemGroups(ctx, uint64_t(n_out * parts), workgroupSize(ctx), steps));
 }
 
 }  // namespace
@@ -137,6 +199,16 @@ Shape broadcastShape(const char* op, const Shape& a, const Shape& b) {
   return Shape::of(dims, rank);
 }
 
+int64_t mapReduceScratch(const Shape& space, uint32_t axes) {
+  const int64_t n_out = reducedShape(space, axes, false).numel();
+  if (n_out == 0) return 0;
+  int64_t elements = 0;
+  // Each level writes (n_out, parts) partials that the next level folds.
+  for (int64_t parts = foldParts(space.numel() / n_out); parts > 1; parts = foldParts(parts))
+    elements += n_out * parts;
+  return elements;
+}
+
 Shape reducedShape(const Shape& space, uint32_t axes, bool keep_dims) {
   int64_t dims[kRank];
   int rank = 0;
@@ -151,7 +223,8 @@ Shape reducedShape(const Shape& space, uint32_t axes, bool keep_dims) {
 }
 
 void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorView> inputs,
-               const Shape& space, uint32_t axes, const TensorView& out, float alpha, Write w) {
+               const Shape& space, uint32_t axes, const TensorView& out, float alpha, Write w,
+               const TensorView& scratch) {
   const char* op = mapFnName(fn);
   const std::string shapes = describe(op, inputs, space, out);
   if (int(inputs.size()) != mapFnInputs(fn))
@@ -162,10 +235,16 @@ void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorVie
   if (out.shape.numel() != n_out)
     throw ShapeError(shapes + ": out needs " + std::to_string(n_out) + " elements");
   if (space.numel() >= (int64_t(1) << 31)) throw ShapeError(shapes + ": 2^31 elements or more");
+  const int64_t n_scratch = mapReduceScratch(space, axes);
+  if (n_scratch > 0) {
+    if (scratch.shape.numel() < n_scratch)
+      throw ShapeError(shapes + ": folds " + std::to_string(space.numel() / n_out) +
+                       " elements into each output, in parts: needs a scratch of " +
+                       std::to_string(n_scratch) + " f32 (ops::mapReduceScratch), got " +
+                       std::to_string(scratch.shape.numel()));
+    checkFits(op, "scratch", scratch);
+  }
 
-  MapReducePush push{};
-  const int pad = kRank - space.rank();
-  for (int a = 0; a < kRank; ++a) push.dims[a] = a < pad ? 1 : uint32_t(space[a - pad]);
   for (size_t t = 0; t < inputs.size(); ++t) {
     const TensorView& in = inputs[t];
     const char* name = t == 0 ? "x" : t == 1 ? "y" : "z";
@@ -176,11 +255,6 @@ void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorVie
     // Right-aligned against the space: a missing or size-1 axis is read with stride 0.
     if (in.shape.rank() > space.rank() || broadcastShape(op, in.shape, space) != space)
       throw ShapeError(shapes + ": " + name + " does not broadcast to the space");
-    int64_t stride = 1;
-    for (int a = in.shape.rank() - 1; a >= 0; --a) {
-      push.strides[t][kRank - in.shape.rank() + a] = in.shape[a] == 1 ? 0 : uint32_t(stride);
-      stride *= in.shape[a];
-    }
   }
   checkFloatOperand(op, "out", out);
   for (size_t t = 0; t < inputs.size(); ++t) {
@@ -189,37 +263,26 @@ void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorVie
                       !(t == 0 && takesCondition(fn));
     checkAlias(op, "out", out, t == 0 ? "x" : t == 1 ? "y" : "z", inputs[t], same);
     if (same) checkInPlaceDtype(op, "out", out, "an input", inputs[t]);
+    if (n_scratch > 0)
+      checkAlias(op, "scratch", scratch, t == 0 ? "x" : t == 1 ? "y" : "z", inputs[t], false);
   }
+  if (n_scratch > 0) checkAlias(op, "scratch", scratch, "out", out, false);
   if (n_out == 0) return;
 
-  vk::Context& ctx = rec.context();
-  // Unused inputs are bound to x (any valid binding serves; the kernel never reads them).
-  const TensorView& x = inputs[0];
-  const TensorView& y = inputs.size() > 1 ? inputs[1] : x;
-  const TensorView& z = inputs.size() > 2 ? inputs[2] : x;
-  const auto bx = bindStorage(ctx, x), by = bindStorage(ctx, y), bz = bindStorage(ctx, z);
-  const auto bo = bindStorage(ctx, out);
-  push.skip[0] = bx.skip, push.skip[1] = by.skip, push.skip[2] = bz.skip, push.skip[3] = bo.skip;
-  push.n_out = uint32_t(n_out);
-  push.n_fold = uint32_t(space.numel() / n_out);
-  push.reduced = axes << pad;
-  push.alpha = alpha;
-  collapseAxes(push);
-  const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
-                                    {"FN", uint32_t(fn)},
-                                    {"FOLD", uint32_t(fold)},
-                                    {"ACCUMULATE", w == Write::Accumulate}};
-  // A u32 condition is bound as f32 words (the kernel reads its bits); so are the unused
-  // bindings that repeat it.
-  const DType x_format = takesCondition(fn) ? DType::F32 : x.dtype;
-  const vk::Kernel& kernel = floatKernel(ctx, "map_reduce/map_reduce", constants,
-                                         {{"x_dtype", x_format},
-                                          {"y_dtype", inputs.size() > 1 ? y.dtype : x_format},
-                                          {"z_dtype", inputs.size() > 2 ? z.dtype : x_format},
-                                          {"result_dtype", out.dtype}});
-  const vk::Arg args[] = {bx.arg, by.arg, bz.arg, bo.arg};
-  rec.dispatchGroups(kernel, args, &push, sizeof(push),
-                     gridGroups(ctx, uint64_t(n_out), workgroupSize(ctx)));
+  // A long fold: partial folds into the scratch's first n_out * parts floats, then those
+  // folded (again in parts if there are still too many) into out.
+  const int64_t n_fold = space.numel() / n_out, parts = foldParts(n_fold);
+  if (parts > 1) {
+    const TensorView partials{scratch.buffer, scratch.offset, Shape{n_out, parts}, DType::F32};
+    recordFold(rec, fn, fold, inputs, space, axes, partials, 1.0f, Write::Overwrite, parts);
+    const Shape rest{scratch.shape.numel() - n_out * parts};
+    const TensorView more{scratch.buffer, scratch.offset + uint64_t(n_out * parts) * 4,
+                          rest.numel() > 0 ? rest : Shape{0}, DType::F32};
+    const TensorView level[] = {partials};
+    mapReduce(rec, MapFn::X, fold, level, partials.shape, 0b10, out, alpha, w, more);
+    return;
+  }
+  recordFold(rec, fn, fold, inputs, space, axes, out, alpha, w, 1);
 }
 
 void binary(vk::Recorder& rec, MapFn fn, const TensorView& a, const TensorView& b,
@@ -233,9 +296,9 @@ void binary(vk::Recorder& rec, MapFn fn, const TensorView& a, const TensorView& 
 }
 
 void reduce(vk::Recorder& rec, Fold fold, const TensorView& x, uint32_t axes, const TensorView& out,
-            float alpha, Write w) {
+            float alpha, Write w, const TensorView& scratch) {
   const TensorView inputs[] = {x};
-  mapReduce(rec, MapFn::X, fold, inputs, x.shape, axes, out, alpha, w);
+  mapReduce(rec, MapFn::X, fold, inputs, x.shape, axes, out, alpha, w, scratch);
 }
 
 }  // namespace vkgrad::ops

@@ -47,16 +47,24 @@ Shape reducedShape(const Shape& space, uint32_t axes, bool keep_dims);
 
 // inputs: mapFnInputs(fn) views, each broadcasting to space; out: reducedShape(space, axes)
 // elements (any shape with that count: keep_dims or not). alpha scales the folded value (a
-// mean's 1/n). Throws ShapeError naming the op and shapes before recording anything.
+// mean's 1/n). scratch: f32, at least mapReduceScratch(space, axes) elements (none where that
+// is 0), overwritten, disjoint from everything else. Throws ShapeError naming the op and
+// shapes before recording anything.
 void mapReduce(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorView> inputs,
                const Shape& space, uint32_t axes, const TensorView& out, float alpha = 1.0f,
-               Write w = Write::Overwrite);
+               Write w = Write::Overwrite, const TensorView& scratch = {});
+// f32 elements of scratch mapReduce needs over space folding `axes`: 0 unless an output folds
+// more than 1024 elements. A longer fold runs in parts of 1024 consecutive elements (in the
+// reduced axes' row-major order), one result per output and part, those folded again:
+// every lane of the device busy, and no invocation looping for long (llvmpipe ends one after
+// 65,535 loop iterations without a word). The same order on every device.
+int64_t mapReduceScratch(const Shape& space, uint32_t axes);
 
 // The common cases, by name: out = fn(a, b) broadcast (out's shape is the broadcast shape),
 // and out = alpha * sum / max of x over `axes`.
 void binary(vk::Recorder& rec, MapFn fn, const TensorView& a, const TensorView& b,
             const TensorView& out, Write w = Write::Overwrite);
 void reduce(vk::Recorder& rec, Fold fold, const TensorView& x, uint32_t axes, const TensorView& out,
-            float alpha = 1.0f, Write w = Write::Overwrite);
+            float alpha = 1.0f, Write w = Write::Overwrite, const TensorView& scratch = {});
 
 }  // namespace vkgrad::ops

@@ -60,6 +60,21 @@ TEST_F(GraphReduceTest, SumMeanAndMaxOverAxesWithGradients) {
     }
 }
 
+// Folds past 1024 elements run in parts through a scratch tensor of the node's own: the sum
+// over 2,100 rows forward, and the gradient of b, broadcast over (2100, 2, 3) from (2, 1),
+// folding 6,300 elements backward (both operands broadcast: the general kernel).
+TEST_F(GraphReduceTest, LongFoldsForwardAndBackward) {
+  SCOPED_TRACE(rng_.describe());
+  const Shape x{2100, 1, 3}, bias{2, 1}, space{2100, 2, 3};
+  EXPECT_TRUE(checkGraphOp(
+      ctx(), rng_, {{x}, {bias}},
+      [&](Graph& g, const std::vector<Tensor>& t) { return g.sum(g.add(t[0], t[1]), {0}); },
+      [&](const Values& v) {
+        return ops::ref::mapReduce(ops::MapFn::Add, ops::Fold::Sum, {v[0].data(), v[1].data()},
+                                   {x, bias}, space, 0b001);
+      }));
+}
+
 TEST_F(GraphReduceTest, ExpandRepeatsAndItsGradientSums) {
   SCOPED_TRACE(rng_.describe());
   const Shape x{3, 1, 5}, to{2, 3, 4, 5};

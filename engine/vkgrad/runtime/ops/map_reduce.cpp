@@ -18,7 +18,11 @@ void launchMapReduce(const Launch& l) {
     if (at.as[i].rank() > 0) v.shape = at.as[i];
     inputs.push_back(v);
   }
-  ops::mapReduce(l.rec, at.fn, at.fold, inputs, at.space, at.axes, l.out(0), at.alpha, l.write(0));
+  // Nodes that fold (reduce, mapReduce) have a second output: the scratch of a long fold, -1
+  // (an empty view) where it needs none.
+  const ops::TensorView scratch = l.node.outputs.size() > 1 ? l.out(1) : ops::TensorView{};
+  ops::mapReduce(l.rec, at.fn, at.fold, inputs, at.space, at.axes, l.out(0), at.alpha, l.write(0),
+                 scratch);
 }
 
 int normalizeAxis(const char* op, const Shape& shape, int axis) {
@@ -49,17 +53,27 @@ uint32_t broadcastAxesOf(const Shape& in, const Shape& space) {
   return axes;
 }
 
+int foldScratch(Backward& b, const Shape& space, uint32_t axes) {
+  const int64_t n = ops::mapReduceScratch(space, axes);
+  return n > 0 ? b.temp({n}, "mapReduce.scratch") : -1;
+}
+
 void emitBroadcastGrad(Backward& b, const Node& forward, int slot, const Shape& space,
                        ops::MapFn fn, std::vector<int> inputs, float alpha,
                        std::array<Shape, 3> as) {
   const Shape& in = b.graph().shape(Tensor{forward.inputs.at(size_t(slot))});
   MapReduceAttrs attrs{fn, ops::Fold::Sum, space, broadcastAxesOf(in, space), alpha, as};
   inputs.resize(3, -1);
-  b.emit(OpKind::MapReduce, forward, slot, std::move(inputs), attrs);
+  b.emit(OpKind::MapReduce, forward, slot, std::move(inputs), attrs,
+         {foldScratch(b, space, attrs.axes)});
 }
 
 namespace defs {
-const OpDef kMapReduce{.name = "mapReduce", .inputs = 3, .outputs = 1, .launch = launchMapReduce};
+const OpDef kMapReduce{.name = "mapReduce",
+                       .inputs = 3,
+                       .outputs = 2,  // the gradient, the scratch of a long fold (or -1)
+                       .f32_outputs = 1u << 1,
+                       .launch = launchMapReduce};
 }  // namespace defs
 
 }  // namespace vkgrad::graph

@@ -32,8 +32,11 @@ int normalizeAxis(const char* op, const Shape& shape, int axis);
 uint32_t axisMask(const char* op, const Shape& shape, std::span<const int> axes);
 
 // Records ops::mapReduce for a node whose inputs (any number up to 3, -1 for none) and
-// output 0 are the kernel's, with MapReduceAttrs.
+// output 0 are the kernel's, with MapReduceAttrs; output 1, where the node has it, is the
+// scratch of a long fold (ops::mapReduceScratch; -1 where none is needed).
 void launchMapReduce(const Launch& l);
+// The scratch tensor a MapReduce gradient node folding `axes` of space needs, or -1.
+int foldScratch(Backward& b, const Shape& space, uint32_t axes);
 
 // The space axes along which `in` (right-aligned) is broadcast: missing, or 1 where the space
 // is not.

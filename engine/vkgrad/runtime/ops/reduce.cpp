@@ -12,7 +12,7 @@ namespace {
 
 struct Reduce {
   enum In { x, kInputs };
-  enum Out { y, kOutputs };
+  enum Out { y, scratch, kOutputs };  // scratch: a long fold's partial results, or -1
 };
 
 void backward(Backward& b, const Node& f) {
@@ -26,7 +26,7 @@ void backward(Backward& b, const Node& f) {
     grad = {ops::MapFn::SelectEqual, ops::Fold::Sum, at.space, 0, 1.0f, {Shape{}, kept, kept}};
     inputs = {f.inputs[Reduce::x], f.outputs[Reduce::y], dout};
   }
-  b.emit(OpKind::MapReduce, f, Reduce::x, std::move(inputs), grad);
+  b.emit(OpKind::MapReduce, f, Reduce::x, std::move(inputs), grad, {-1});  // nothing folded
 }
 
 }  // namespace
@@ -43,7 +43,13 @@ Tensor Graph::reduce(ops::Fold fold, bool mean, Tensor x, const std::vector<int>
   const Shape out = ops::reducedShape(s, mask, keep_dims);
   const float alpha = mean ? float(double(out.numel()) / double(s.numel())) : 1.0f;
   const int y = output(out);
-  addNode({OpKind::Reduce, {x.id}, {y}, {}, MapReduceAttrs{ops::MapFn::X, fold, s, mask, alpha}});
+  const int64_t n_scratch = ops::mapReduceScratch(s, mask);
+  const int scratch = n_scratch > 0 ? output({n_scratch}, DType::F32, false, "reduce.scratch") : -1;
+  addNode({OpKind::Reduce,
+           {x.id},
+           {y, scratch},
+           {},
+           MapReduceAttrs{ops::MapFn::X, fold, s, mask, alpha}});
   return {y};
 }
 
@@ -63,6 +69,7 @@ namespace defs {
 const OpDef kReduce{.name = "reduce",
                     .inputs = Reduce::kInputs,
                     .outputs = Reduce::kOutputs,
+                    .f32_outputs = 1u << Reduce::scratch,
                     .backward = backward,
                     .launch = launchMapReduce};
 }  // namespace defs
