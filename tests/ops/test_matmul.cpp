@@ -48,7 +48,7 @@ struct Shape3 {
 class MatmulTest : public VkTest, public ::testing::WithParamInterface<ops::MatmulVariant> {
  protected:
   // Checks one product on fresh random data against the fp64 CPU reference.
-  void expectMatches(Rng& rng, Shape3 s) {
+  void expectMatches(Rng& rng, Shape3 s, double tolerance = kTolerance) {
     SCOPED_TRACE(testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k);
     const auto a = rng.uniform(s.m * s.k), b = rng.uniform(s.k * s.n);
     std::vector<float> want(s.m * s.n);
@@ -58,7 +58,7 @@ class MatmulTest : public VkTest, public ::testing::WithParamInterface<ops::Matm
     vk::Recorder rec(ctx());
     ops::matmul(rec, da.view(), db.view(), dc.view(), GetParam());
     rec.submit();
-    EXPECT_TRUE(allClose(download(ctx(), dc), want, kTolerance));
+    EXPECT_TRUE(allClose(download(ctx(), dc), want, tolerance));
   }
 };
 
@@ -83,6 +83,19 @@ TEST_P(MatmulTest, MatchesCpuWithLongK) {
   SCOPED_TRACE(rng.describe());
   expectMatches(rng, {9, 33, 1537});
   expectMatches(rng, {20, 16, 2000});
+}
+
+// Deeper than one invocation of a CPU device may loop over (ops/matmul.cpp, cpuDepthLimit:
+// 32,768 for Naive, Tiled and Vector, 131,072 for Texel): the product runs over slices of K,
+// each adding to C. On lavapipe Naive and Vector came out wrong at K = 70,001 and Texel at
+// 280,001, without a word. Sums of that many terms: 1e-4 (one dropped term is ~6e-4 off,
+// a dropped slice far more).
+TEST_P(MatmulTest, MatchesCpuDeeperThanACpuInvocationLoops) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  expectMatches(rng, {3, 5, 70001}, 1e-4);
+  if (GetParam() == ops::MatmulVariant::Texel || GetParam() == ops::MatmulVariant::Auto)
+    expectMatches(rng, {2, 3, 280001}, 1e-4);
 }
 
 // Place a, b and c one after another in one buffer at the given residues mod 16 bytes (the
@@ -286,7 +299,8 @@ class MatmulFlagsTest : public VkTest, public ::testing::WithParamInterface<ops:
   // residues mod 16 bytes after a gap of guard words (the residual at c's); c starts random
   // (beta != 0) or NaN. Checks c against the reference and every other word for being
   // untouched.
-  void expectForward(Rng& rng, const Case& cs, const uint64_t residues[4] = kAligned) {
+  void expectForward(Rng& rng, const Case& cs, const uint64_t residues[4] = kAligned,
+                     double tolerance = kTolerance) {
     SCOPED_TRACE(cs.str());
     const int64_t numel[5] = {cs.shapeA().numel(), cs.shapeB().numel(), cs.bias ? cs.n : 0,
                               cs.residual ? cs.shapeC().numel() : 0, cs.shapeC().numel()};
@@ -321,7 +335,7 @@ class MatmulFlagsTest : public VkTest, public ::testing::WithParamInterface<ops:
     rec.submit();
     const std::vector<float> got = download(ctx(), all);
     EXPECT_TRUE(allClose(std::vector<float>(got.begin() + c0, got.begin() + c0 + numel[4]), want,
-                         kTolerance));
+                         tolerance));
     int64_t changed = 0;
     for (int64_t i = 0; i < words; ++i)
       if ((i < c0 || i >= c0 + numel[4]) && std::memcmp(&got[i], &contents[i], 4) != 0) ++changed;
@@ -404,6 +418,19 @@ TEST_P(MatmulFlagsTest, ResidualMatchesCpu) {
     cs.alpha = 0.5f, cs.beta = 1.0f;
     expectForward(rng, cs);
   }
+}
+
+// A product sliced along K on a CPU device (MatchesCpuDeeperThanACpuInvocationLoops) keeps its
+// bias, residual, alpha and beta: the first slice adds them, the later ones add to C.
+TEST_P(MatmulFlagsTest, DeepProductsKeepTheirFlags) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  Case cs{3, 5, 140001};
+  cs.residual = cs.bias = true;
+  cs.alpha = 0.5f, cs.beta = 1.0f;
+  expectForward(rng, cs, kAligned, 1e-4);
+  cs.trans_a = true;
+  expectForward(rng, cs, kAligned, 1e-4);
 }
 
 // Every operand at a 4-byte offset (no binding starts at a tensor), with all the flags on.
@@ -610,6 +637,30 @@ TEST_F(VkTest, MatmulTexelSumsTheBiasGradientInTheWeightGradientsDispatch) {
         EXPECT_TRUE(allClose(download(ctx(), gbias), expect_bias, kTolerance)) << "dbias";
       }
   }
+}
+
+// A weight gradient deeper than a Texel invocation may loop over on a CPU device (280,001 rows
+// of dC) runs in slices of K, and the bias gradient it would have summed in the same dispatch
+// comes from a pass of its own; the same values either way.
+TEST_F(VkTest, MatmulDeepWeightGradientsSumTheBiasGradientApart) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const Case cs{280001, 5, 3};
+  const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+  const auto w = rng.uniform(cs.shapeC().numel());
+  std::vector<float> want_b(b.size()), want_bias(size_t(cs.n));
+  ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want_b.data(), want_bias.data(),
+                           cs.ref());
+  auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
+  auto tdc = upload(ctx(), cs.shapeC(), w);
+  auto gb = poisoned(ctx(), cs.shapeB()), gbias = poisoned(ctx(), {cs.n});
+  const ops::TensorView vgb = gb.view(), vgbias = gbias.view();
+  vk::Recorder rec(ctx());
+  ops::matmulBackward(rec, ta.view(), tb.view(), tdc.view(), {nullptr, &vgb, &vgbias},
+                      cs.options(ops::matmulVariantFor(ctx())));
+  rec.submit();
+  EXPECT_TRUE(allClose(download(ctx(), gb), want_b, 1e-4)) << "db";
+  EXPECT_TRUE(allClose(download(ctx(), gbias), want_bias, 1e-4)) << "dbias";
 }
 
 // da = f'(x) ⊙ dC·B̂ᵀ: an activation's backward folded into da's product (Texel: in the

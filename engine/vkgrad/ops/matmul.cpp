@@ -426,6 +426,22 @@ Product withBatchAsRows(Product p) {
   return p;
 }
 
+// The deepest K one dispatch of `variant` may loop over on this device: 0 (any) on a GPU. A
+// CPU device ends an invocation after 65,535 loop iterations and keeps what it has (llvmpipe:
+// ops/binding.h); the Naive kernel loops once per k, the Tiled and Vector kernels about as
+// often, the Texel kernel once per four (on lavapipe: Naive and Vector wrong at K = 70,001,
+// Texel at 280,001 and right at 140,001). A deeper product runs as products over slices of K,
+// each adding to C (recordDepthSlices), with the fused epilogues that cannot add up (column
+// sums, activations) left to passes of their own.
+int64_t cpuDepthLimit(const vk::DeviceInfo& info, MatmulVariant variant) {
+  if (!info.isCpu()) return 0;
+  return int64_t(variant == MatmulVariant::Texel ? 4 * kCpuLaneSteps : kCpuLaneSteps);
+}
+bool slicesDepth(const vk::Context& context, MatmulVariant variant, int64_t k) {
+  const int64_t limit = cpuDepthLimit(context.info(), variant);
+  return limit > 0 && k > limit;
+}
+
 // The epilogues the Texel kernel combines (logic errors: the callers never ask for others).
 void checkTexelEpilogue(const Product& p) {
   if (p.colsum && p.batch != 1) throw std::logic_error("matmul: column sums of a batch");
@@ -668,11 +684,39 @@ TensorView standIn(const Product& p) {
 }
 
 // Records one product with the chosen kernel.
+// p as products over consecutive slices of K of at most `limit`: the first with p's bias,
+// beta and residual, each later one adding to C (beta 1). f32 C only: a 16-bit C would round
+// once per slice.
+void recordDepthSlices(vk::Recorder& rec, const Product& p, const Choice& choice, int64_t limit) {
+  if (p.colsum || p.act || p.act_fwd)
+    throw std::logic_error("matmul: a fused epilogue over slices of K");
+  const int64_t k = p.a.cols;
+  if (p.c.dtype != DType::F32)
+    throw ShapeError("matmul: K = " + std::to_string(k) + " is deeper than one invocation of the " +
+                     matmulVariantName(choice.variant) + " kernel may loop over on " +
+                     rec.context().info().name + " (" + std::to_string(limit) +
+                     ", a CPU device's loop budget); slices of K add up in an f32 C only, and C is " +
+                     dtypeName(p.c.dtype));
+  for (int64_t k0 = 0; k0 < k; k0 += limit) {
+    Product slice = p;
+    slice.a.cols = slice.b.rows = std::min(limit, k - k0);
+    slice.a.start += uint64_t(k0 * p.a.s_col);
+    slice.b.start += uint64_t(k0 * p.b.s_row);
+    if (k0 > 0) slice.bias = nullptr, slice.residual = nullptr, slice.beta = 1.0f;
+    record(rec, slice, choice);
+  }
+}
+
 void record(vk::Recorder& rec, Product p, const Choice& choice) {
   const MatmulVariant variant = choice.variant;
   p = withBatchAsRows(p);
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
+  // (A split-K slice's depth is its k_chunk, within the limit: the product was sliced first.)
+  if (choice.k_chunk == 0 && slicesDepth(context, variant, p.a.cols)) {
+    recordDepthSlices(rec, p, choice, cpuDepthLimit(info, variant));
+    return;
+  }
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
   const TensorView stand_in = standIn(p);
@@ -765,7 +809,11 @@ struct Fused {
 Fused gradient(vk::Recorder& rec, Operand x, Operand y, const TensorView& out, bool out_transposed,
                int64_t out_batch, int64_t batch, float alpha, Write w, const Choice& variant,
                const TensorView* scratch, const Epilogue& e = {}) {
-  const bool texel = !out_transposed && variant.variant == MatmulVariant::Texel;
+  // Column sums and activations are fused only into a product of one dispatch (the depth the
+  // product runs at: the batch folded into it where out sums over the batch).
+  const int64_t depth = out_batch == batch ? x.cols : batch * x.cols;
+  const bool texel = !out_transposed && variant.variant == MatmulVariant::Texel &&
+                     !slicesDepth(rec.context(), variant.variant, depth);
   const TensorView* colsum = texel ? e.colsum : nullptr;
   const ActGrad* act = texel && w == Write::Overwrite ? e.act : nullptr;
   const float colsum_beta = e.colsum_w == Write::Accumulate ? 1.0f : 0.0f;
@@ -971,7 +1019,7 @@ void matmul(vk::Recorder& rec, const TensorView& a, const TensorView& b, const T
     return;
   }
   const ActForward act{*options.act, options.act_param, options.act_pre};
-  if (variant.variant == MatmulVariant::Texel) {
+  if (variant.variant == MatmulVariant::Texel && !slicesDepth(context, variant.variant, d.k)) {
     p.act_fwd = &act;
     record(rec, p, variant);
     return;
