@@ -526,6 +526,26 @@ TEST_F(AttentionTest, RejectsBadShapesBeforeRecording) {
 // Texel runs on CPU devices with subgroup shuffle only (ops/attention.cpp says why); elsewhere
 // (a GPU, or a profile without shuffle) asking for it is a clear error before anything is
 // recorded, and Auto takes Shared.
+// A CPU device ends an invocation after 65,535 loop iterations and keeps what it has; the
+// shared-memory kernels loop over every key a query row meets (and every query a key row
+// meets), twice over D: on lavapipe 500 keys at D = 64 gave wrong rows without a word. There
+// they are refused by name past the budget (ops/attention.cpp); a GPU runs them.
+TEST_F(AttentionTest, SharedRefusesRowsPastACpuDevicesLoopBudget) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  const AttentionRun run{AttentionVariant::Shared, kTolerance};
+  for (const AttentionProblem& p : {AttentionProblem{1, 1, 1, 1, 600, 64, false},
+                                    AttentionProblem{1, 2, 1, 300, 8, 64, false}}) {
+    const AttentionCheck check(ctx(), rng, p, run);
+    if (ctx().info().isCpu())
+      expectError(
+          ctx(), [&](vk::Recorder& rec) { check.record(rec); },
+          "the shared-memory kernel would loop over 600 rows of D = 64");
+    else
+      check.run();
+  }
+}
+
 TEST_F(AttentionTest, TexelIsRefusedOnGpus) {
   Rng rng;
   auto q = upload(ctx(), {1, 8, 2, 16}, rng.uniform(256)), o = poisoned(ctx(), {1, 8, 2, 16}),

@@ -116,6 +116,32 @@ TEST_F(CachedAttentionTest, NewRowsMatchCausalAttentionOverTheWindow) {
   for (const Case& c : cases) check(c, rng);
 }
 
+// Long caches: SmolLM2's 8,192 positions (D = 64) and a prompt's rows over 4,096 at D = 128.
+// Past what one invocation of a CPU device may loop over (llvmpipe ends it after 65,535
+// iterations: 32,768 rows at D = 64 once came out wrong without a word) the cache is refused
+// by name there; a GPU runs it.
+TEST_F(CachedAttentionTest, LongCachesOrARefusalByName) {
+  Rng rng;
+  SCOPED_TRACE(rng.describe());
+  check({1, 2, 64, 8192, 1, 8191}, rng);
+  check({1, 1, 128, 4096, 16, 4000}, rng);
+  const Case longest{1, 1, 64, 32768, 1, 32767};
+  if (!ctx().info().isCpu()) {
+    check(longest, rng);
+    return;
+  }
+  auto q = poisoned(ctx(), {1, 1, 1, 64}), o = poisoned(ctx(), {1, 1, 1, 64});
+  auto kc = poisoned(ctx(), {1, 32768, 1, 64}), vc = poisoned(ctx(), {1, 32768, 1, 64});
+  vk::Buffer position = uploadWords(ctx(), std::vector<uint32_t>{32767});
+  expectError(
+      ctx(),
+      [&](vk::Recorder& rec) {
+        ops::cachedAttention(rec, {q.view()}, kc.view(), vc.view(),
+                             ops::view(position, {1}, 0, DType::U32), {o.view()});
+      },
+      "a cache of 32768 rows at D = 64 is more than one invocation may loop over");
+}
+
 TEST_F(CachedAttentionTest, SixteenBitTensorsMatchCpu) {
   Rng rng;
   SCOPED_TRACE(rng.describe());

@@ -136,6 +136,28 @@ bool useTexel(const vk::Context& context, const Dims& dims, AttentionVariant var
   return variant == AttentionVariant::Texel || (variant == AttentionVariant::Auto && possible);
 }
 
+// The shared-memory kernels give each invocation one query row (forward, dQ) or one key row
+// (dK, dV) and loop over every key or query it meets, twice over D each (on lavapipe at D =
+// 64: right at 400 keys, wrong at 500, without a word: llvmpipe ends an invocation after
+// 65,535 loop iterations). On a CPU device they are refused past three quarters of that, by
+// name; the Texel kernel (subgroup shuffle, D a multiple of 4) loops far less per key and ran
+// 65,536 keys right there.
+void checkSharedLoops(const vk::Context& context, const Dims& dims, const char* op) {
+  const vk::DeviceInfo& info = context.info();
+  if (!info.isCpu()) return;
+  const int64_t group = dims.h / std::max<int64_t>(dims.hkv, 1);
+  const int64_t rows = std::max(dims.tk, dims.tq * group), per_row = 2 * dims.d + 8;
+  constexpr int64_t kBudget = 65535 * 3 / 4;
+  if (rows * per_row > kBudget)
+    throw Error(std::string(op) + ": the shared-memory kernel would loop over " +
+                std::to_string(rows) + " rows of D = " + std::to_string(dims.d) +
+                " in one invocation, more than " + info.name + " allows (" +
+                std::to_string(kBudget / per_row) +
+                " at this D: a CPU device ends an invocation after 65,535 loop iterations); the "
+                "texel variant has no such limit there (it needs subgroup shuffle and D a "
+                "multiple of 4)");
+}
+
 // Binds t (storage, or a 4-element texel view for the texel kernels' build: s16 or not) and
 // records its skip and stride in slot.
 vk::Arg bind(const vk::Context& context, AttentionPush& push, Slot slot, const AttentionTensor& t,
@@ -229,6 +251,7 @@ void attention(vk::Recorder& rec, const AttentionTensor& q, const AttentionTenso
     return;
   }
   const bool texel = useTexel(context, dims, options.variant, {&q, &k, &v}, {});
+  if (!texel) checkSharedLoops(context, dims, "attention");
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &lse});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);
   AttentionPush push = makePush(dims, options);
@@ -345,6 +368,7 @@ void attentionBackward(vk::Recorder& rec, const AttentionTensor& q, const Attent
                                             {&q.view, &k.view, &v.view, &dout.view}, op);
   const bool texel = !fragment && useTexel(context, dims, options.variant, {&q, &k, &v, &dout, &o},
                                            {&lse, &rowdot});
+  if (!fragment && !texel) checkSharedLoops(context, dims, op);
   const bool s16 = anySixteen({&q.view, &k.view, &v.view, &o.view, &dout.view, &dq.view, &dk.view,
                                &dv.view, &lse, &rowdot});
   const uint32_t tile = texel ? context.info().subgroup_size : tileRows(context, dims.d);

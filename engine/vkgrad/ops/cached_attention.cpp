@@ -1,5 +1,6 @@
 #include "vkgrad/ops/cached_attention.h"
 
+#include <bit>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -136,6 +137,30 @@ void writeKvCache(vk::Recorder& rec, const AttentionTensor& k, const AttentionTe
                      gridGroups(ctx, uint64_t(d.b * d.r * d.h * d.d), kWriteWorkgroup));
 }
 
+namespace {
+
+// Each invocation of the kernel loops over every key of the cache it may see: per chunk of
+// kChunk keys, its keys' dot products (D + 2 each), its output columns' sums over the chunk,
+// and the reductions. A CPU device ends an invocation after 65,535 loop iterations and keeps
+// what it has (on lavapipe at D = 64: right over 8,192 cache rows, wrong over 32,768), so
+// there a cache past three quarters of that is refused by name (22,528 rows at D = 64).
+void checkCpuLoops(const vk::Context& ctx, const char* op, int64_t rows, int64_t d) {
+  if (!ctx.info().isCpu()) return;
+  const int64_t cols = (d + kCachedWorkgroup - 1) / kCachedWorkgroup;
+  const int64_t per_chunk = (kChunk / kCachedWorkgroup) * (d + 2) + cols * kChunk +
+                            4 * std::bit_width(kCachedWorkgroup) + 8;
+  constexpr int64_t kBudget = 65535 * 3 / 4;
+  const int64_t most = kBudget / per_chunk * kChunk;
+  if (rows > most)
+    throw Error(std::string(op) + ": a cache of " + std::to_string(rows) + " rows at D = " +
+                std::to_string(d) + " is more than one invocation may loop over on " +
+                ctx.info().name + " (" + std::to_string(most) +
+                " rows: a CPU device ends an invocation after 65,535 loop iterations); decode "
+                "with a shorter window (vkgrad-gpt sample --context N)");
+}
+
+}  // namespace
+
 void cachedAttention(vk::Recorder& rec, const AttentionTensor& q, const TensorView& k_cache,
                      const TensorView& v_cache, const TensorView& position,
                      const AttentionTensor& o, float scale) {
@@ -146,6 +171,7 @@ void cachedAttention(vk::Recorder& rec, const AttentionTensor& q, const TensorVi
     checkAlias(op, "o", fo, "an input", *in, false);
   if (!(scale >= 0.0f)) throw Error(std::string(op) + ": scale must be >= 0 (0: 1/sqrt(D))");
   vk::Context& ctx = rec.context();
+  checkCpuLoops(ctx, op, d.rows, d.d);
   CachedPush push{uint32_t(d.b),
                   uint32_t(d.h),
                   uint32_t(d.r),
