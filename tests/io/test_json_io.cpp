@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_text.h"
 #include "common/process.h"
 #include "common/random.h"
 #include "vkgrad/core/error.h"
@@ -22,17 +23,6 @@ namespace vkgrad::test {
 namespace {
 
 using graph::Json;
-
-// The Error's message, or "" when f() does not throw one; a foreign exception fails the test.
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -53,7 +43,7 @@ TEST(JsonIo, InvalidDocumentsAreErrorsNamingTheSource) {
   for (const char* bad :
        {"", "{", "[1,]", "{\"a\":1,}", "{'a':1}", "01", "1.", "-", "[1] [2]", "\"tab\there\"",
         "\"\\x\"", "nan", "[inf]", "tru", "{\"a\" 1}", "\"\\ud800\"", "\"\xff\""}) {
-    const std::string message = errorOf([&] { graph::parseJson(bad, "dir/config.json"); });
+    const std::string message = errorText([&] { graph::parseJson(bad, "dir/config.json"); });
     EXPECT_TRUE(contains(message, "dir/config.json: invalid JSON: ")) << bad << ": " << message;
     // nlohmann's own text says where.
     EXPECT_TRUE(contains(message, "parse error")) << bad << ": " << message;
@@ -63,9 +53,9 @@ TEST(JsonIo, InvalidDocumentsAreErrorsNamingTheSource) {
 // nlohmann keeps the last of two equal keys; a header or config that names a tensor or a
 // field twice is corrupt, so vkgrad refuses it, at any depth.
 TEST(JsonIo, RefusesAKeyTwiceInOneObject) {
-  EXPECT_TRUE(contains(errorOf([] { graph::parseJson(R"({"a": 1, "a": 2})", "h"); }),
+  EXPECT_TRUE(contains(errorText([] { graph::parseJson(R"({"a": 1, "a": 2})", "h"); }),
                        "h: invalid JSON: key \"a\" twice"));
-  EXPECT_TRUE(contains(errorOf([] { graph::parseJson(R"([{"x": {"b": 1, "b": 1}}])", "h"); }),
+  EXPECT_TRUE(contains(errorText([] { graph::parseJson(R"([{"x": {"b": 1, "b": 1}}])", "h"); }),
                        "key \"b\" twice"));
   // The same key in different objects is fine.
   EXPECT_NO_THROW(graph::parseJson(R"({"a": {"a": {"a": 1}}, "b": [{"a": 1}, {"a": 2}]})", "h"));
@@ -74,8 +64,9 @@ TEST(JsonIo, RefusesAKeyTwiceInOneObject) {
 TEST(JsonIo, RefusesNestingDeeperThan64) {
   const auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(graph::parseJson(nested(64), "h"));
-  EXPECT_TRUE(contains(errorOf([&] { graph::parseJson(nested(65), "h"); }), "nesting deeper"));
-  EXPECT_TRUE(contains(errorOf([&] { graph::parseJson(nested(100000), "h"); }), "nesting deeper"));
+  EXPECT_TRUE(contains(errorText([&] { graph::parseJson(nested(65), "h"); }), "nesting deeper"));
+  EXPECT_TRUE(
+      contains(errorText([&] { graph::parseJson(nested(100000), "h"); }), "nesting deeper"));
 }
 
 // Shortest round-trip text: every float (and double) reads back bit-exactly.
@@ -112,32 +103,33 @@ TEST(JsonIo, UintAcceptsOnlyIntegersInRange) {
   EXPECT_EQ(graph::jsonUint(doc["n"], "n"), 3u);
   EXPECT_EQ(graph::jsonUint(doc["f"], "f"), 3u);
   EXPECT_EQ(graph::jsonUint(Json(int64_t(5)), "built"), 5u);
-  EXPECT_TRUE(contains(errorOf([&] { graph::jsonUint(doc["n"], "\"n\"", 2); }),
+  EXPECT_TRUE(contains(errorText([&] { graph::jsonUint(doc["n"], "\"n\"", 2); }),
                        "\"n\" must be an integer in [0, 2], got 3"));
   for (const char* key : {"half", "neg", "s", "big"})
-    EXPECT_TRUE(contains(errorOf([&] { graph::jsonUint(doc[key], key); }), "must be an integer"))
+    EXPECT_TRUE(contains(errorText([&] { graph::jsonUint(doc[key], key); }), "must be an integer"))
         << key;
 }
 
 TEST(JsonIo, StringsAreExactlyCountStrings) {
   const Json doc = graph::parseJson(R"({"names": ["a", "b"], "mixed": ["a", 2]})", "d");
   EXPECT_EQ(graph::jsonStrings(doc, "names", 2), (std::vector<std::string>{"a", "b"}));
-  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "names", 3); }),
+  EXPECT_TRUE(contains(errorText([&] { graph::jsonStrings(doc, "names", 3); }),
                        "\"names\" must be an array of 3 strings"));
-  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "mixed", 2); }),
+  EXPECT_TRUE(contains(errorText([&] { graph::jsonStrings(doc, "mixed", 2); }),
                        "\"mixed\" must be an array of 2 strings"));
-  EXPECT_TRUE(contains(errorOf([&] { graph::jsonStrings(doc, "none", 2); }), "missing \"none\""));
+  EXPECT_TRUE(contains(errorText([&] { graph::jsonStrings(doc, "none", 2); }), "missing \"none\""));
 }
 
 TEST(JsonIo, CheckpointFileNamesWhatIsMissing) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("vkgrad-json-io-checkpoint-" + std::to_string(processId()));
   std::filesystem::remove_all(dir);
-  EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "x"); }),
+  EXPECT_TRUE(contains(errorText([&] { graph::readCheckpointFile(dir, "config.json", "x"); }),
                        "no such checkpoint directory"));
   std::filesystem::create_directories(dir);
-  EXPECT_TRUE(contains(errorOf([&] { graph::readCheckpointFile(dir, "config.json", "vkgrad-x"); }),
-                       "config.json: missing (is this a vkgrad-x checkpoint directory?)"));
+  EXPECT_TRUE(
+      contains(errorText([&] { graph::readCheckpointFile(dir, "config.json", "vkgrad-x"); }),
+               "config.json: missing (is this a vkgrad-x checkpoint directory?)"));
   std::ofstream(dir / "config.json") << R"({"format": "vkgrad-x"})";
   EXPECT_EQ(graph::readCheckpointFile(dir, "config.json", "vkgrad-x")["format"], "vkgrad-x");
   std::filesystem::remove_all(dir);

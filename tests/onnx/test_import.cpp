@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "common/compare.h"
+#include "common/error_text.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "onnx/model_builder.h"
@@ -27,15 +28,6 @@ class OnnxImportTest : public VkTest {
  protected:
   Rng rng_;
 };
-
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // Gather (token ids) -> MatMul -> Add -> GELU written out with Erf (as exporters do) ->
 // ReduceSum over the sequence axis, against loops on the host.
@@ -195,21 +187,21 @@ TEST_F(OnnxImportTest, FineTuningMatchesSgdOnTheCpu) {
 
 TEST(OnnxModelTest, BadFilesAreRefusedWithWhy) {
   EXPECT_NE(
-      errorOf([] { onnx::Model::parse("\x12\xff garbage", "bad.onnx"); }).find("does not parse"),
+      errorText([] { onnx::Model::parse("\x12\xff garbage", "bad.onnx"); }).find("does not parse"),
       std::string::npos);
   ModelBuilder old(11);
   old.input("x", {2}).output("y");
   old.node("Relu", {"x"}, {"y"});
-  EXPECT_NE(errorOf([&] { old.build(); }).find("opset 11"), std::string::npos);
+  EXPECT_NE(errorText([&] { old.build(); }).find("opset 11"), std::string::npos);
   ModelBuilder dangling;
   dangling.input("x", {2}).output("y");
   dangling.node("Add", {"x", "nowhere"}, {"y"});
-  EXPECT_NE(errorOf([&] { dangling.build(); }).find("dangling"), std::string::npos);
+  EXPECT_NE(errorText([&] { dangling.build(); }).find("dangling"), std::string::npos);
   ModelBuilder cycle;
   cycle.input("x", {2}).output("z");
   cycle.node("Add", {"x", "z"}, {"y"});
   cycle.node("Relu", {"y"}, {"z"});
-  EXPECT_NE(errorOf([&] { cycle.build(); }).find("a cycle"), std::string::npos);
+  EXPECT_NE(errorText([&] { cycle.build(); }).find("a cycle"), std::string::npos);
   ModelBuilder external;
   external.input("x", {2}).output("y");
   external.floats("w", {2}, {});
@@ -219,11 +211,12 @@ TEST(OnnxModelTest, BadFilesAreRefusedWithWhy) {
   kv->set_key("location");
   kv->set_value("weights.bin");
   external.node("Add", {"x", "w"}, {"y"});
-  EXPECT_NE(errorOf([&] { external.build(); }).find("is missing"), std::string::npos);
+  EXPECT_NE(errorText([&] { external.build(); }).find("is missing"), std::string::npos);
   ModelBuilder escape = external;
   escape.proto().mutable_graph()->mutable_initializer(0)->mutable_external_data(0)->set_value(
       "../../etc/passwd");
-  EXPECT_NE(errorOf([&] { escape.build(); }).find("inside the model's folder"), std::string::npos);
+  EXPECT_NE(errorText([&] { escape.build(); }).find("inside the model's folder"),
+            std::string::npos);
 }
 
 TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
@@ -237,7 +230,7 @@ TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
             (std::vector<std::string>{"Hardmax (node \"the_hardmax\")"}));
   graph::Graph g;
   graph::ParameterStore store(ctx());
-  EXPECT_NE(errorOf([&] { onnx::importGraph(g, model, store); }).find("unsupported ops: Hardmax"),
+  EXPECT_NE(errorText([&] { onnx::importGraph(g, model, store); }).find("unsupported ops: Hardmax"),
             std::string::npos);
 
   ModelBuilder ok;
@@ -253,21 +246,22 @@ TEST_F(OnnxImportTest, UnsupportedOpsAndBadInputsAreNamed) {
     EXPECT_EQ(y[0].dims, (std::vector<int64_t>{rows, 3}));
     EXPECT_EQ(y[0].floats, want);
   }
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               runner.run({{"z", HostTensor::ofFloats({2, 3}, std::vector<float>(6, 1.0f))}});
             }).find("no input \"z\""),
             std::string::npos);
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               runner.run({{"x", HostTensor::ofInts({2, 3}, std::vector<int64_t>(6, 1))}});
             }).find("was given integers"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               runner.run({{"x", HostTensor::ofFloats({2, 4}, std::vector<float>(8, 1.0f))}});
             }).find("cannot take shape"),
             std::string::npos);
   onnx::ImportOptions huge;
   huge.input_dims["x"] = {int64_t(1) << 40, 3};
-  EXPECT_NE(errorOf([&] { onnx::deviceInitializers(relu, huge); }).find("2^31"), std::string::npos);
+  EXPECT_NE(errorText([&] { onnx::deviceInitializers(relu, huge); }).find("2^31"),
+            std::string::npos);
 }
 
 }  // namespace

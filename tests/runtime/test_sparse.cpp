@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_text.h"
 #include "common/random.h"
 #include "common/vk_test.h"
 #include "vkgrad/core/error.h"
@@ -20,15 +21,6 @@ namespace vkgrad::test {
 namespace {
 
 using graph::Csr;
-
-std::string errorText(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no Error)";
-}
 
 TEST(SparseTest, CsrFromEdgesGroupsByDestinationKeepingTheirOrder) {
   // (source, destination); node 3 has no incoming edge, node 4 none at all.

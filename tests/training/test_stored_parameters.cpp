@@ -11,6 +11,7 @@
 
 #include "common/compare.h"
 #include "common/device_tensor.h"
+#include "common/error_text.h"
 #include "common/process.h"
 #include "common/random.h"
 #include "common/vk_test.h"
@@ -101,15 +102,6 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::filesystem::path path;
 };
-
-std::string errorText(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no Error)";
-}
 
 class StoredParametersMisuseTest : public VkTest {};
 

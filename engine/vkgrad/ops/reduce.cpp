@@ -23,9 +23,6 @@ constexpr uint64_t kLoadsPerLane = 16;
 // Adjacent outputs a workgroup takes at least in COLUMN mode on a GPU, so that neighbouring
 // invocations load neighbouring addresses.
 constexpr uint64_t kMinColumnOutputs = 8;
-// llvmpipe stops an invocation after 65535 loop iterations, counted over all its loops
-// (LP_MAX_TGSI_LOOP_ITERATIONS), and keeps whatever it has: a lane may loop this often.
-constexpr uint64_t kMaxLaneSteps = 32768;
 
 struct Launch {
   uint32_t lanes;      // invocations that share one output
@@ -37,7 +34,7 @@ struct Launch {
 // barrier switches between all of a workgroup's subgroups) one lane summing a whole output
 // is fastest: on (1024,1024) it measured 4x faster than 16 lanes and a tree. There lanes
 // split an output only when there are too few outputs to fill a SIMD vector, or when one
-// lane would exceed llvmpipe's loop budget.
+// lane would loop more than kCpuLaneSteps times (llvmpipe's loop budget, ops/binding.h).
 Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64_t outer,
                  uint64_t kept, uint64_t inner) {
   const uint64_t steps = column ? outer : outer * inner;  // one lane's loop, if it were alone
@@ -57,7 +54,7 @@ Launch launchFor(const char* op, const vk::DeviceInfo& info, bool column, uint64
   if (info.isCpu()) {
     const uint64_t simd = std::max<uint32_t>(info.subgroup_size, 1);
     lanes = column || kept >= simd ? 1 : std::bit_floor(std::min(wanted, simd));
-    lanes = std::max(lanes, std::bit_ceil((steps + kMaxLaneSteps - 1) / kMaxLaneSteps));
+    lanes = std::max(lanes, std::bit_ceil((steps + kCpuLaneSteps - 1) / kCpuLaneSteps));
   } else {
     lanes = std::bit_floor(wanted);
   }
@@ -120,8 +117,8 @@ void lastAxis(vk::Recorder& rec, const char* op, const TensorView& x, const Tens
   const int64_t n = x.shape.back();
   if (n == 0 && leadingNumel(x.shape) > 0)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + ": empty reduction");
-  sumOverKeptAxis(rec, op, x, nullptr, out, {1, leadingNumel(x.shape), n}, mean ? 1.0f / float(n) : 1.0f,
-            w);
+  sumOverKeptAxis(rec, op, x, nullptr, out, {1, leadingNumel(x.shape), n},
+                  mean ? 1.0f / float(n) : 1.0f, w);
 }
 
 // x: (...,N) -> out: (N), scaled by alpha.
@@ -134,7 +131,8 @@ void rows(vk::Recorder& rec, const char* op, const TensorView& x, const TensorVi
   const int64_t r = leadingNumel(x.shape);
   if (r == 0 && x.shape.back() > 0)
     throw ShapeError(std::string(op) + ": x " + x.shape.str() + ": empty reduction");
-  sumOverKeptAxis(rec, op, x, nullptr, out, {r, x.shape.back(), 1}, mean ? 1.0f / float(r) : 1.0f, w);
+  sumOverKeptAxis(rec, op, x, nullptr, out, {r, x.shape.back(), 1}, mean ? 1.0f / float(r) : 1.0f,
+                  w);
 }
 
 void lastAxisBackward(vk::Recorder& rec, const char* op, const TensorView& dout,
@@ -166,7 +164,8 @@ void rowsBackward(vk::Recorder& rec, const char* op, const TensorView& dout, con
 }  // namespace
 
 void sumOverKeptAxis(vk::Recorder& rec, const char* op, const TensorView& x, const TensorView* y,
-               const TensorView& out, KeptAxis f, float alpha, Write w, ReduceVariant variant) {
+                     const TensorView& out, KeptAxis f, float alpha, Write w,
+                     ReduceVariant variant) {
   checkFloatOperand(op, "x", x);
   if (y) checkFloatOperand(op, "y", *y);
   checkFloatOperand(op, "out", out);

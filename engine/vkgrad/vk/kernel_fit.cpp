@@ -5,34 +5,15 @@
 #include <map>
 
 #include "vkgrad/vk/error.h"
+#include "vkgrad/vk/spirv_words.h"
 
 namespace vkgrad::vk {
 namespace {
 
-// SPIR-V opcodes (SPIR-V spec, section 3.52) for types, constants and the OpSpecConstantOp
-// operations glslang emits for array lengths (gl_WorkGroupSize.x, BK * (BM + 1), ...).
-enum : uint32_t {
-  kOpCapability = 17,
-  kOpTypeBool = 20,
-  kOpTypeInt = 21,
-  kOpTypeFloat = 22,
-  kOpTypeVector = 23,
-  kOpTypeMatrix = 24,
-  kOpTypeArray = 28,
-  kOpTypeStruct = 30,
-  kOpTypePointer = 32,
-  kOpConstantTrue = 41,
-  kOpConstantFalse = 42,
-  kOpConstant = 43,
-  kOpConstantComposite = 44,
-  kOpSpecConstantTrue = 48,
-  kOpSpecConstantFalse = 49,
-  kOpSpecConstant = 50,
-  kOpSpecConstantComposite = 51,
-  kOpSpecConstantOp = 52,
-  kOpVariable = 59,
-  kOpDecorate = 71,
-};
+using namespace spirv;  // the SPIR-V numbers by name (vk/spirv_words.h)
+
+// The operations glslang emits in OpSpecConstantOp for array lengths (gl_WorkGroupSize.x,
+// BK * (BM + 1), ...): SPIR-V opcodes (section 3.52) of their own, used only here.
 enum : uint32_t {
   kCompositeExtract = 81,
   kSNegate = 126,
@@ -57,7 +38,6 @@ enum : uint32_t {
   kBitwiseOr = 197,
   kBitwiseAnd = 199,
 };
-constexpr uint32_t kDecSpecId = 1, kStorageWorkgroup = 4;
 
 // The two-operand OpSpecConstantOp operations, on 32-bit values (a division by 0 gives 0:
 // the shader would be invalid anyway).
@@ -220,7 +200,7 @@ KernelNeeds readKernelNeeds(const std::string& kernel, std::span<const uint32_t>
                             std::span<const SpecConstantInfo> declared,
                             std::span<const uint32_t> bits) {
   Reader r{kernel};
-  for (size_t at = 5; at < words.size();) {
+  for (size_t at = kHeaderWords; at < words.size();) {
     const uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
     if (count == 0 || at + count > words.size()) r.fail("truncated SPIR-V");
     const uint32_t* w = &words[at];

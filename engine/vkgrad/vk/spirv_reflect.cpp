@@ -5,26 +5,12 @@
 #include <set>
 
 #include "vkgrad/vk/error.h"
+#include "vkgrad/vk/spirv_words.h"
 
 namespace vkgrad::vk {
 namespace {
 
-// SPIR-V opcodes, decorations and storage classes used below (SPIR-V spec, section 3).
-enum : uint32_t {
-  kOpName = 5, kOpExecutionMode = 16, kOpTypeBool = 20, kOpTypeInt = 21, kOpTypeFloat = 22,
-  kOpTypeImage = 25, kOpTypeSampledImage = 27, kOpTypeArray = 28, kOpTypeStruct = 30,
-  kOpTypePointer = 32, kOpConstant = 43, kOpConstantComposite = 44, kOpSpecConstantTrue = 48,
-  kOpSpecConstantFalse = 49, kOpSpecConstant = 50, kOpSpecConstantComposite = 51,
-  kOpVariable = 59, kOpDecorate = 71, kOpMemberDecorate = 72,
-};
-enum : uint32_t {
-  kDecSpecId = 1, kDecBlock = 2, kDecBufferBlock = 3, kDecBuiltIn = 11, kDecNonWritable = 24,
-  kDecBinding = 33, kDecDescriptorSet = 34,
-};
-enum : uint32_t { kUniformConstant = 0, kUniform = 2, kStorageBuffer = 12 };
-constexpr uint32_t kBuiltInWorkgroupSize = 25;
-constexpr uint32_t kExecutionModeLocalSize = 17;
-constexpr uint32_t kDimBuffer = 5;
+using namespace spirv;  // the SPIR-V numbers by name (vk/spirv_words.h)
 
 // A literal string operand: UTF-8 bytes packed little-endian into words, NUL-terminated.
 std::string literalString(const uint32_t* w, const uint32_t* end) {
@@ -83,10 +69,10 @@ struct Module {
 
 Module parseModule(const std::string& name, std::span<const uint32_t> words) {
   auto fail = [&](const std::string& why) -> void { failKernel(name, why); };
-  if (words.size() < 5 || words[0] != 0x07230203u) fail("not a SPIR-V module");
+  if (words.size() < kHeaderWords || words[0] != kMagic) fail("not a SPIR-V module");
   Module m;
   auto& [binding, set, spec_id, non_writable, block, buffer_block, workgroup_size_ids, member_non_writable, member_count, pointers, images, sampled_images, constants, names, scalars, specs, composites, arrays, variables, local_size] = m;
-  for (size_t at = 5; at < words.size();) {
+  for (size_t at = kHeaderWords; at < words.size();) {
     const uint32_t count = words[at] >> 16, op = words[at] & 0xffff;
     if (count == 0 || at + count > words.size()) fail("truncated SPIR-V");
     const uint32_t* w = &words[at];

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_text.h"
 #include "common/random.h"
 #include "common/temp_dir.h"
 #include "common/vk_test.h"
@@ -45,23 +46,12 @@ class HfFolderTest : public VkTest {
   Rng rng_;
 };
 
-// The error message of f(), or "" when it throws none.
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // A folder test without a device: SetUp writes a folder of c_ at dir_; the tests edit it and
 // read what hf::readHfModel says.
 class HfFilesTest : public TempDirTest {
  protected:
   std::string readError() {
-    return errorOf([&] { hf::readHfModel(dir_); });
+    return errorText([&] { hf::readHfModel(dir_); });
   }
   void editConfig(const std::string& key, const graph::Json& value) {
     graph::Json config = graph::readJsonFile(dir_ / "config.json");

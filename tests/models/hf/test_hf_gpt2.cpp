@@ -178,7 +178,7 @@ TEST_F(HfGpt2, StreamLossPredictsEveryTokenOnce) {
                .loss;
   }
   EXPECT_NEAR(got.loss, sum / 18.0, kLossTolerance * std::abs(sum / 18.0));
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               gpt::streamLoss(ctx(), store, c, tokens, 10);
             }).find("outside the model's context of 9"),
             std::string::npos);
@@ -196,7 +196,7 @@ class HfGpt2Files : public HfFilesTest {
 };
 
 TEST_F(HfGpt2Files, MissingFiles) {
-  EXPECT_ERROR_HAS(errorOf([&] { hf::readHfModel(dir_ / "nope"); }), "no such folder");
+  EXPECT_ERROR_HAS(errorText([&] { hf::readHfModel(dir_ / "nope"); }), "no such folder");
   fs::remove(dir_ / "model.safetensors");
   EXPECT_ERROR_HAS(readError(), "no model.safetensors or model.safetensors.index.json");
   fs::remove(dir_ / "config.json");

@@ -204,24 +204,24 @@ TEST_F(HfLora, BadSettingsAndFilesAreNamed) {
   const hf::HfModel model = writeBase(smallConfig());
   graph::ParameterStore store(ctx());
   nn::declareLinear(store, "lin", 13, 7);
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               nn::declareLora(store, "lin", {0, 8.0f});
             }).find("rank 0"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               nn::declareLora(store, "lin", {8, 8.0f});
             }).find("min(in, out) = 7"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(errorText([&] {
               nn::declareLora(store, "nope", {2, 8.0f});
             }).find("nope.w"),
             std::string::npos);
   hf::HfLora lora;
   lora.targets = {"c_attn", "q_proj"};
-  EXPECT_NE(errorOf([&] { hf::checkHfLora(model, lora); }).find("\"q_proj\""), std::string::npos);
+  EXPECT_NE(errorText([&] { hf::checkHfLora(model, lora); }).find("\"q_proj\""), std::string::npos);
   lora.targets = {"c_attn"};
   lora.config.rank = 16;  // width 15
-  EXPECT_NE(errorOf([&] { hf::checkHfLora(model, lora); }).find("h.0.attn.c_attn"),
+  EXPECT_NE(errorText([&] { hf::checkHfLora(model, lora); }).find("h.0.attn.c_attn"),
             std::string::npos);
   // An adapter written for a base of width 15, read against one of width 18.
   graph::ParameterStore adapted(ctx());
@@ -230,7 +230,7 @@ TEST_F(HfLora, BadSettingsAndFilesAreNamed) {
   fs::create_directories(dir_ / "adapter");
   hf::saveHfLora(dir_ / "adapter", model, good, adapted);
   const hf::HfModel wider = writeBase(smallConfig(18), "wider");
-  const std::string shape = errorOf([&] { hf::readHfLora(dir_ / "adapter", wider); });
+  const std::string shape = errorText([&] { hf::readHfLora(dir_ / "adapter", wider); });
   EXPECT_NE(shape.find("attn.c_proj.lora_A.weight\" is (2,15) but (2,18)"), std::string::npos)
       << shape;
   // Settings vkgrad does not run, each named.
@@ -243,7 +243,7 @@ TEST_F(HfLora, BadSettingsAndFilesAreNamed) {
     graph::Json config = written;
     config[key] = value;
     std::ofstream(dir_ / "adapter" / hf::kAdapterConfigFile) << graph::dumpJson(config);
-    EXPECT_NE(errorOf([&] { hf::readHfLora(dir_ / "adapter", model); }).find(key),
+    EXPECT_NE(errorText([&] { hf::readHfLora(dir_ / "adapter", model); }).find(key),
               std::string::npos)
         << key;
   }
