@@ -13,13 +13,12 @@
 #   THREADS=2 PyTorch's threads, VOCAB=N another vocabulary size than the published one for
 #   the SmolLM2 shapes, in another WORK)
 # GPT-2 124M and SmolLM2-360M are written in bf16 (half the disk; vkgrad keeps a frozen 16-bit
-# folder in 16 bits and computes in f32, PyTorch widens it to f32). On lavapipe vkgrad refuses
-# both by name either way: their token tables, declared in f32 (147 and 180 MiB), pass its
-# 128 MiB maxStorageBufferRange. smollm2-8l is SmolLM2-135M's shape cut to 8 layers, in f32:
-# every-weight fine-tuning of the real shapes does not fit lavapipe's 2 GiB heap. A run that
-# vkgrad refuses, or that stops on a NaN loss, shows "-" (its reason on stderr): on lavapipe,
-# fine-tuning a vocabulary of 32767 or more gives NaN (BENCHMARKS.md, "Scale and speed"), so
-# the step timings there use VOCAB=30720.
+# folder in 16 bits and computes in f32, PyTorch widens it to f32): on lavapipe they decode and
+# train LoRA adapters; training every weight keeps f32 masters, whose token tables (147 and
+# 180 MiB) pass its 128 MiB maxStorageBufferRange, refused by name. smollm2-8l is
+# SmolLM2-135M's shape cut to 8 layers, in f32: every-weight fine-tuning of the real shapes
+# does not fit lavapipe's 2 GiB heap. A run that vkgrad refuses, or that stops on a NaN loss,
+# shows "-" (its reason on stderr).
 # Training rows are context 128 at batch 1: folders whose config.json says 128 positions (GPT-2:
 # its own 128-row position table; SmolLM2: the same weights, max_position_embeddings 128), as
 # `train --init` trains windows of the folder's context. Decoding runs the real config.json
