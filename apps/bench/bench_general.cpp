@@ -2,6 +2,7 @@
 // (ROWS, COLS) floats, in GB/s and as a fraction of the copy kernel's bandwidth: where they
 // stand against the floor, and against the model kernels where both do the same work (add of
 // equal shapes: ops::add's texel kernel).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ int runGeneral(const Cli& cli, vk::Context& context, const BenchOptions& options
   const double copy_gbps = copyGbps(context, options, n);
   using ops::Shape;
   const Shape rc{r, c}, col{r, 1}, row{1, c};
+  // A sum folding more than 1024 elements per output runs in parts (ops::mapReduceScratch).
+  const int64_t n_scratch = std::max<int64_t>(
+      {ops::mapReduceScratch(rc, 1), ops::mapReduceScratch(rc, 2), int64_t(1)});
+  const vk::Buffer scratch_buffer = context.allocator().allocate(uint64_t(n_scratch) * 4);
+  const ops::TensorView scratch = ops::view(scratch_buffer, {n_scratch});
 
   int exit_code = 0;
   for (const std::string& kind : kinds) {
@@ -79,8 +85,12 @@ int runGeneral(const Cli& cli, vk::Context& context, const BenchOptions& options
         ops::binary(rec, ops::MapFn::Add, ops::view(da, rc), ops::view(db, rc), out);
       if (kind == "add_outer")
         ops::binary(rec, ops::MapFn::Add, ops::view(da, col), ops::view(db, row), out);
-      if (kind == "sum_rows") ops::reduce(rec, ops::Fold::Sum, ops::view(da, rc), 1, out);
-      if (kind == "sum_cols") ops::reduce(rec, ops::Fold::Sum, ops::view(da, rc), 2, out);
+      if (kind == "sum_rows")
+        ops::reduce(rec, ops::Fold::Sum, ops::view(da, rc), 1, out, 1.0f, ops::Write::Overwrite,
+                    scratch);
+      if (kind == "sum_cols")
+        ops::reduce(rec, ops::Fold::Sum, ops::view(da, rc), 2, out, 1.0f, ops::Write::Overwrite,
+                    scratch);
       if (kind == "transpose") {
         const int64_t src[] = {1, c}, dst[] = {r, 1};  // dst (C,R) walked as (C,R)
         ops::stridedCopy(rec, "transpose", {c, r}, {ops::view(da, rc), src, 0}, {out, dst, 0});

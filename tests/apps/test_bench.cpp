@@ -86,8 +86,10 @@ TEST(BenchApp, BandwidthOpsReportGbpsAgainstTheCopyKernel) {
       // The backward: every variant with every way of summing dgamma and dbeta; 68 columns
       // take the RGBA32F layouts (and WithDx where it applies), 67 rows a short last block.
       {"layernorm", "--rows", "67", "--cols", "68", "--variant", "all", "--backward", "--params",
-       "all"}};
-  const size_t expected_lines[] = {2, 6, 4, 4, 12};
+       "all"},
+      // The general kernels; 1500 columns fold in parts for sum_cols (ops::mapReduceScratch).
+      {"general", "--rows", "3", "--cols", "1500"}};
+  const size_t expected_lines[] = {2, 6, 4, 4, 12, 6};
   for (size_t i = 0; i < runs.size(); ++i) {
     SCOPED_TRACE(runs[i][0]);
     const auto lines = runJson(runs[i]);
