@@ -435,7 +435,13 @@ Product withBatchAsRows(Product p) {
 // sums, activations) left to passes of their own.
 int64_t cpuDepthLimit(const vk::DeviceInfo& info, MatmulVariant variant) {
   if (!info.isCpu()) return 0;
-  return int64_t(variant == MatmulVariant::Texel ? 4 * kCpuLaneSteps : kCpuLaneSteps);
+  if (variant == MatmulVariant::Texel) return int64_t(4 * kCpuLaneSteps);
+  // Tiled on fewer than 256 invocations takes 8x8 threads of 8x8 outputs: each loads four
+  // times the tile elements per k and was still wrong at slices of 32,768 (small-workgroups
+  // profile on lavapipe).
+  if (variant == MatmulVariant::Tiled && info.max_workgroup_invocations < 256)
+    return int64_t(kCpuLaneSteps / 4);
+  return int64_t(kCpuLaneSteps);
 }
 bool slicesDepth(const vk::Context& context, MatmulVariant variant, int64_t k) {
   const int64_t limit = cpuDepthLimit(context.info(), variant);
