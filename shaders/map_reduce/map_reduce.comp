@@ -25,6 +25,9 @@ const uint kX = 0, kAdd = 1, kSub = 2, kMul = 3, kDiv = 4, kMax = 5, kMin = 6, k
 layout(constant_id = 2) const uint FOLD = 0;
 const uint kSum = 0, kMaxFold = 1;
 layout(constant_id = 3) const bool ACCUMULATE = false;
+// Whether this dispatch folds in parts (p.parts > 1): the other dispatches, elementwise ops
+// among them, skip the parts' index arithmetic (an integer division per item is dear on a CPU).
+layout(constant_id = 4) const bool SPLIT = false;
 
 FLOATS(0, x, readonly)
 FLOATS(1, y, readonly)
@@ -78,7 +81,7 @@ void main() {
   const uint items = n_out * p.parts;
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint t = gl_GlobalInvocationID.x; t < items; t += stride) {
-    const uint o = t / p.parts, part = t % p.parts;
+    const uint o = SPLIT ? t / p.parts : t;
     // The kept axes' coordinates from o (row-major over the kept axes), as input offsets.
     uint rest = o, ix = p.skip[0], iy = p.skip[1], iz = p.skip[2];
     for (int a = 5; a >= first; --a) {
@@ -90,16 +93,19 @@ void main() {
       iz += i * p.strides[2][a];
     }
     // This part's first reduced element, as coordinates on the reduced axes (last fastest).
-    const uint begin = part * p.chunk, end = min(begin + p.chunk, n_fold);
+    const uint begin = SPLIT ? (t % p.parts) * p.chunk : 0u;
+    const uint end = SPLIT ? min(begin + p.chunk, n_fold) : n_fold;
     uint idx[6] = uint[6](0u, 0u, 0u, 0u, 0u, 0u);
-    rest = begin;
-    for (int a = 5; a >= first; --a) {
-      if (!isReduced(a)) continue;
-      idx[a] = rest % p.dims[a];
-      rest /= p.dims[a];
-      ix += idx[a] * p.strides[0][a];
-      iy += idx[a] * p.strides[1][a];
-      iz += idx[a] * p.strides[2][a];
+    if (SPLIT) {
+      rest = begin;
+      for (int a = 5; a >= first; --a) {
+        if (!isReduced(a)) continue;
+        idx[a] = rest % p.dims[a];
+        rest /= p.dims[a];
+        ix += idx[a] * p.strides[0][a];
+        iy += idx[a] * p.strides[1][a];
+        iz += idx[a] * p.strides[2][a];
+      }
     }
     // The reduced axes walked as an odometer, last axis fastest: one add per step.
     Kahan sum = kKahanZero;

@@ -125,7 +125,8 @@ void recordFold(vk::Recorder& rec, MapFn fn, Fold fold, std::span<const TensorVi
   const vk::SpecConstants constants{{"local_size_x", workgroupSize(ctx)},
                                     {"FN", uint32_t(fn)},
                                     {"FOLD", uint32_t(fold)},
-                                    {"ACCUMULATE", w == Write::Accumulate}};
+                                    {"ACCUMULATE", w == Write::Accumulate},
+                                    {"SPLIT", parts > 1}};
   // A u32 condition is bound as f32 words (the kernel reads its bits); so are the unused
   // bindings that repeat it.
   const DType x_format = takesCondition(fn) ? DType::F32 : x.dtype;
