@@ -4,6 +4,7 @@
 // bad configurations are refused with errors that say what is wrong.
 #include "vkgrad/gnn/gnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -82,19 +83,26 @@ GnnConfig configFor(Model m) {
 }
 
 // Karate, nodes 0 (Mr. Hi) and 33 (the officer) labelled, 100 full-graph Adam steps: the 32
-// others. Measured here (lavapipe, seeds 1-13): GCN 93.8-96.9 %, GAT 81.2-100 %.
-// Thresholds: 90 % for GCN, 75 % for GAT; chance is 50 %, one faction for all 53 %. The
-// notes' conv layer (no degree normalisation: the two leaders' hubs dominate) swings from
-// 53 % to 97 % with the seed here, so it is checked on the block model below instead.
+// others. Measured here (lavapipe, seeds 1-13): GCN 93.8-96.9 %, GAT 81.2-100 %; 16 more
+// random seeds on 2026-11-30: GAT 84.4-96.9 %, but one seed of a profile run gave exactly
+// 75.0 % (2953666117814854767). Thresholds: 90 % for GCN, 75 % for GAT, GAT's as the median
+// of three seeds (the seed's, +1, +2), so one tail draw does not fail it; chance is 50 %, one
+// faction for all 53 %. The notes' conv layer (no degree normalisation: the two leaders'
+// hubs dominate) swings from 53 % to 97 % with the seed here, so it is checked on the block
+// model below instead.
 TEST_F(GnnTest, GcnAndGatLearnTheKarateClubFromTwoLabels) {
   const gnn::NodeData d = gnn::karateClub();
   Rng rng;
   SCOPED_TRACE(rng.describe());
   for (Model m : {Model::Gcn, Model::Gat}) {
     SCOPED_TRACE(gnn::modelName(m));
-    const double acc = trainNodes(d, configFor(m), {0, 33}, 100, 0.01f, rng.seed());
-    std::printf("karate %s: %.1f %%\n", gnn::modelName(m), 100.0 * acc);
-    EXPECT_GT(acc, m == Model::Gcn ? 0.90 : 0.75);
+    std::vector<double> accs;
+    for (uint64_t s = 0; s < (m == Model::Gat ? 3u : 1u); ++s) {
+      accs.push_back(trainNodes(d, configFor(m), {0, 33}, 100, 0.01f, rng.seed() + s));
+      std::printf("karate %s: %.1f %%\n", gnn::modelName(m), 100.0 * accs.back());
+    }
+    std::sort(accs.begin(), accs.end());
+    EXPECT_GT(accs[accs.size() / 2], m == Model::Gcn ? 0.90 : 0.75);
   }
 }
 
