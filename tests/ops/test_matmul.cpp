@@ -595,6 +595,25 @@ TEST_F(VkTest, MatmulFoldsABatchOverASharedWeightIntoOneDispatch) {
   EXPECT_EQ(rec.dispatchCount(), 2u);
 }
 
+// Random a, b and dC for cs, uploaded, with the reference db and dbias (dC's column sums).
+struct WeightGradients {
+  std::vector<float> b, want_b, want_bias;
+  DeviceTensor ta, tb, tdc;
+};
+WeightGradients weightGradients(vk::Context& context, Rng& rng, const Case& cs) {
+  const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
+  const auto w = rng.uniform(cs.shapeC().numel());
+  std::vector<float> want_b(b.size()), want_bias(size_t(cs.n));
+  ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want_b.data(), want_bias.data(),
+                           cs.ref());
+  return {b,
+          want_b,
+          want_bias,
+          upload(context, cs.shapeA(), a),
+          upload(context, cs.shapeB(), b),
+          upload(context, cs.shapeC(), w)};
+}
+
 // The Texel variant sums the bias gradient in the weight gradient's dispatch: one dispatch for
 // db and dbias, against the CPU reference, with every pair of write modes (dbias_write apart
 // from w: a shared bias, an unshared weight). The GPT's shape (a (12,64,128) batch over a
@@ -607,13 +626,9 @@ TEST_F(VkTest, MatmulTexelSumsTheBiasGradientInTheWeightGradientsDispatch) {
       {64, 384, 128, 12, 0}, {37, 13, 21}, {5, 9, 130, 3, 0}, {7, 9, 5, 0, 0, false, true}};
   for (const Case& cs : cases) {
     SCOPED_TRACE(cs.str());
-    const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
-    const auto w = rng.uniform(cs.shapeC().numel());
-    std::vector<float> want_b(b.size()), want_bias(size_t(cs.n));
-    ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want_b.data(), want_bias.data(),
-                             cs.ref());
-    auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
-    auto tdc = upload(ctx(), cs.shapeC(), w);
+    const WeightGradients g = weightGradients(ctx(), rng, cs);
+    const auto &b = g.b, &want_b = g.want_b, &want_bias = g.want_bias;
+    const DeviceTensor &ta = g.ta, &tb = g.tb, &tdc = g.tdc;
     const ops::MatmulOptions options = cs.options(ops::MatmulVariant::Texel);
     for (ops::Write wb : {ops::Write::Overwrite, ops::Write::Accumulate})
       for (ops::Write wbias : {ops::Write::Overwrite, ops::Write::Accumulate}) {
@@ -646,13 +661,9 @@ TEST_F(VkTest, MatmulDeepWeightGradientsSumTheBiasGradientApart) {
   Rng rng;
   SCOPED_TRACE(rng.describe());
   const Case cs{280001, 5, 3};
-  const auto a = rng.uniform(cs.shapeA().numel()), b = rng.uniform(cs.shapeB().numel());
-  const auto w = rng.uniform(cs.shapeC().numel());
-  std::vector<float> want_b(b.size()), want_bias(size_t(cs.n));
-  ops::ref::matmulBackward(a.data(), b.data(), w.data(), nullptr, want_b.data(), want_bias.data(),
-                           cs.ref());
-  auto ta = upload(ctx(), cs.shapeA(), a), tb = upload(ctx(), cs.shapeB(), b);
-  auto tdc = upload(ctx(), cs.shapeC(), w);
+  const WeightGradients g = weightGradients(ctx(), rng, cs);
+  const auto &want_b = g.want_b, &want_bias = g.want_bias;
+  const DeviceTensor &ta = g.ta, &tb = g.tb, &tdc = g.tdc;
   auto gb = poisoned(ctx(), cs.shapeB()), gbias = poisoned(ctx(), {cs.n});
   const ops::TensorView vgb = gb.view(), vgbias = gbias.view();
   vk::Recorder rec(ctx());

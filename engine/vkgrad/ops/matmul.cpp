@@ -1,5 +1,5 @@
 // The host side of every matmul variant (naive, tiled, texel, vector, coopmat), forward and
-// backward. About 1,000 lines on purpose for now, not split: the five variants share one
+// backward. About 1,100 lines on purpose for now, not split: the five variants share one
 // description of a product (Operand, Product, Choice), the push constants, split-K and the
 // backward's gradient products, all in this file's anonymous namespace. Moving the Texel and
 // Coopmat launchers out (~200 lines) first needs those types in an internal header
@@ -690,19 +690,23 @@ TensorView standIn(const Product& p) {
 }
 
 // Records one product with the chosen kernel.
-// p as products over consecutive slices of K of at most `limit`: the first with p's bias,
-// beta and residual, each later one adding to C (beta 1). f32 C only: a 16-bit C would round
-// once per slice.
-void recordDepthSlices(vk::Recorder& rec, const Product& p, const Choice& choice, int64_t limit) {
+// Where p is deeper than one dispatch of its variant may loop over on this device
+// (cpuDepthLimit), records it as products over consecutive slices of K, the first with p's
+// bias, beta and residual, each later one adding to C (beta 1), and says so; false (nothing
+// recorded) otherwise, and for a split-K slice (its depth is its k_chunk: the product was
+// sliced first). f32 C only: a 16-bit C would round once per slice.
+bool recordDepthSlices(vk::Recorder& rec, const Product& p, const Choice& choice) {
+  const int64_t k = p.a.cols, limit = cpuDepthLimit(rec.context().info(), choice.variant);
+  if (choice.k_chunk != 0 || limit == 0 || k <= limit) return false;
   if (p.colsum || p.act || p.act_fwd)
     throw std::logic_error("matmul: a fused epilogue over slices of K");
-  const int64_t k = p.a.cols;
   if (p.c.dtype != DType::F32)
-    throw ShapeError("matmul: K = " + std::to_string(k) + " is deeper than one invocation of the " +
-                     matmulVariantName(choice.variant) + " kernel may loop over on " +
-                     rec.context().info().name + " (" + std::to_string(limit) +
-                     ", a CPU device's loop budget); slices of K add up in an f32 C only, and C is " +
-                     dtypeName(p.c.dtype));
+    throw ShapeError(
+        "matmul: K = " + std::to_string(k) + " is deeper than one invocation of the " +
+        matmulVariantName(choice.variant) + " kernel may loop over on " +
+        rec.context().info().name + " (" + std::to_string(limit) +
+        ", a CPU device's loop budget); slices of K add up in an f32 C only, and C is " +
+        dtypeName(p.c.dtype));
   for (int64_t k0 = 0; k0 < k; k0 += limit) {
     Product slice = p;
     slice.a.cols = slice.b.rows = std::min(limit, k - k0);
@@ -711,6 +715,7 @@ void recordDepthSlices(vk::Recorder& rec, const Product& p, const Choice& choice
     if (k0 > 0) slice.bias = nullptr, slice.residual = nullptr, slice.beta = 1.0f;
     record(rec, slice, choice);
   }
+  return true;
 }
 
 void record(vk::Recorder& rec, Product p, const Choice& choice) {
@@ -718,11 +723,7 @@ void record(vk::Recorder& rec, Product p, const Choice& choice) {
   p = withBatchAsRows(p);
   vk::Context& context = rec.context();
   const vk::DeviceInfo& info = context.info();
-  // (A split-K slice's depth is its k_chunk, within the limit: the product was sliced first.)
-  if (choice.k_chunk == 0 && slicesDepth(context, variant, p.a.cols)) {
-    recordDepthSlices(rec, p, choice, cpuDepthLimit(info, variant));
-    return;
-  }
+  if (recordDepthSlices(rec, p, choice)) return;
   const uint32_t m = uint32_t(p.a.rows), n = uint32_t(p.b.cols);
   const TensorView c = p.c;
   const TensorView stand_in = standIn(p);
